@@ -1,0 +1,103 @@
+// Readers: inputs (paths) become a stream of records {id, text}.
+//
+// * JSONL: one JSON object per line; the text is the string field `text_field`, the id the field
+//   `id_field` (a string, or a number taken as written); a record without an id gets
+//   `<file>:<line>`. Blank lines are not records. Parsed with simdjson; a line with invalid
+//   UTF-8 is parsed after replacing each invalid byte with U+FFFD (which separates words exactly
+//   as the invalid byte would), while the raw line is kept untouched for output.
+// * Plain text: each file is one document with id = its path as given; a directory is walked
+//   recursively, its regular files sorted by relative path, each one document with
+//   id = path relative to the directory.
+// * Compression (.gz, .zst) is recognised by magic bytes; `-` is standard input, copied to a
+//   temporary file first so that it can be read again (exact verification, dedup output).
+// Memory: one record at a time; nothing grows with the bytes of the corpus.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace neardup::io {
+
+enum class InputFormat { Auto, Jsonl, Text };
+enum class OnError { Fail, Skip };
+
+struct ReaderOptions {
+  std::string text_field = "text";
+  std::string id_field = "id";
+  InputFormat format = InputFormat::Auto;  ///< Auto: .jsonl/.ndjson/.json (before .gz/.zst) and stdin are JSONL
+  OnError on_error = OnError::Fail;
+};
+
+enum class SourceKind { Jsonl, TextFile };
+
+/// One file to read, after expanding directories and spooling stdin.
+struct Source {
+  std::string path;     ///< what is opened
+  std::string display;  ///< how messages name it (the path as the user gave it, or <stdin>)
+  std::string doc_id;   ///< TextFile: the document id
+  SourceKind kind = SourceKind::Jsonl;
+  bool from_directory = false;  ///< TextFile found by walking a directory (an empty file is then an empty document)
+};
+
+/// The inputs of a run. Owns the temporary copy of stdin, removed when destroyed.
+class InputSet {
+ public:
+  /// Expands `paths` (files, directories, `-`) in order. Throws IoError for a missing or
+  /// unreadable path. `stdin_dir` is where stdin is spooled (empty: $TMPDIR or /tmp).
+  InputSet(const std::vector<std::string>& paths, InputFormat format, const std::string& stdin_dir = "");
+  ~InputSet();
+  InputSet(const InputSet&) = delete;
+  InputSet& operator=(const InputSet&) = delete;
+
+  const std::vector<Source>& sources() const noexcept { return sources_; }
+  /// Sum of the file sizes (compressed), for progress.
+  uint64_t total_bytes() const noexcept { return total_bytes_; }
+  bool all_jsonl() const noexcept;
+  bool all_text() const noexcept;
+
+ private:
+  std::vector<Source> sources_;
+  std::vector<std::string> temp_files_;
+  uint64_t total_bytes_ = 0;
+};
+
+/// A document as read. The views are valid until the next call to RecordReader::next.
+struct Record {
+  std::string_view id;
+  std::string_view text;
+  std::string_view raw;  ///< JSONL: the line as it was (without its newline); TextFile: the path
+  size_t source = 0;     ///< index into InputSet::sources()
+  uint64_t line = 0;     ///< JSONL: 1-based line number; TextFile: 0
+};
+
+struct ReaderStats {
+  uint64_t records = 0;         ///< records returned
+  uint64_t skipped = 0;         ///< bad records skipped under OnError::Skip
+  uint64_t invalid_utf8 = 0;    ///< JSONL lines parsed after replacing invalid UTF-8
+  std::vector<std::string> first_skips;  ///< the first 10 skip messages
+};
+
+/// Reads every source of an InputSet in order. Throws FormatError on a bad record under
+/// OnError::Fail (message: `<file>:<line>: <what>; <what to do>`), IoError on a read failure.
+class RecordReader {
+ public:
+  RecordReader(const InputSet& inputs, const ReaderOptions& options);
+  ~RecordReader();
+  RecordReader(const RecordReader&) = delete;
+  RecordReader& operator=(const RecordReader&) = delete;
+
+  /// The next record, or false at the end of all inputs.
+  bool next(Record& out);
+  const ReaderStats& stats() const noexcept;
+  /// Compressed bytes consumed so far over all sources.
+  uint64_t bytes_read() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neardup::io

@@ -1,0 +1,32 @@
+// Byte streams over files: plain, gzip (zlib, multi-member) or zstd, recognised by magic bytes
+// (1f 8b for gzip, 28 b5 2f fd for zstd), never by the file name.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace neardup::io {
+
+enum class Compression { None, Gzip, Zstd };
+const char* compression_name(Compression c) noexcept;
+
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  /// Reads up to n bytes of (decompressed) data; returns 0 only at the end of the data.
+  /// Throws IoError on a read failure, FormatError on a corrupt or truncated compressed stream.
+  virtual size_t read(char* buf, size_t n) = 0;
+  /// Bytes consumed from the underlying file so far (for progress).
+  virtual uint64_t raw_bytes_read() const noexcept = 0;
+  virtual Compression compression() const noexcept = 0;
+};
+
+/// Opens `path` (display name `display` in messages), detecting compression from its first bytes.
+std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::string& display);
+
+/// Reads the whole (decompressed) content of `path`.
+std::string read_all(const std::string& path, const std::string& display);
+
+}  // namespace neardup::io

@@ -1,0 +1,51 @@
+// LSH banding over MinHash signatures (seeds 003, 004).
+//
+// The signature is cut into b bands of r rows (b * r <= number of permutations; rows past b * r
+// are unused). Two documents are candidates when all r values of some band are equal, which
+// happens with probability P(s) = 1 - (1 - s^r)^b for Jaccard similarity s.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "neardup/types.h"
+
+namespace neardup {
+
+struct LshParams {
+  int bands = 0;
+  int rows = 0;
+  friend bool operator==(const LshParams&, const LshParams&) = default;
+};
+
+/// P(s) = 1 - (1 - s^r)^b: the probability that a pair of similarity s becomes a candidate.
+double lsh_probability(double s, int bands, int rows) noexcept;
+
+/// The default rule turning a threshold t into (b, r) for `num_perm` permutations: the largest r
+/// such that, with b = floor(num_perm / r), P(t) >= 0.99 (so at most 1% of the pairs exactly at
+/// the threshold are missed, and the fewest dissimilar pairs are candidates); r = 1 if none.
+/// docs/params.md explains the choice.
+LshParams choose_lsh_params(double threshold, int num_perm);
+
+/// The key of band `band` of a signature: XXH3-64 of its r values (little-endian), seeded
+/// with seed + band.
+uint64_t band_key(std::span<const SigValue> band_values, int band, uint64_t seed) noexcept;
+
+/// True if the two signatures agree on all rows of at least one band.
+bool share_band(std::span<const SigValue> a, std::span<const SigValue> b, const LshParams& p) noexcept;
+
+struct CandidateStats {
+  uint64_t bucket_entries = 0;  ///< documents put in buckets, summed over bands
+  uint64_t largest_bucket = 0;
+};
+
+/// Candidate pairs from n signatures of length k (row-major, types.h). Documents with
+/// skip[i] != 0 (empty documents) are left out. Band by band, the (key, doc) entries are sorted;
+/// a bucket of s documents yields s - 1 star edges from its first (smallest) document to each
+/// other one, never s^2 pairs. The result is sorted and unique; it does not depend on `threads`.
+std::vector<DocPair> lsh_candidates(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip,
+                                    const LshParams& params, uint64_t seed, int threads,
+                                    CandidateStats* stats = nullptr);
+
+}  // namespace neardup

@@ -1,0 +1,28 @@
+// Umbrella header of the neardup library.
+#pragma once
+
+#include <string>
+
+#include "neardup/cluster.h"
+#include "neardup/cpu.h"
+#include "neardup/error.h"
+#include "neardup/io/reader.h"
+#include "neardup/io/stream.h"
+#include "neardup/io/writer.h"
+#include "neardup/lsh_index.h"
+#include "neardup/minhash.h"
+#include "neardup/pipeline.h"
+#include "neardup/shingle.h"
+#include "neardup/spec.h"
+#include "neardup/text.h"
+#include "neardup/types.h"
+#include "neardup/verify.h"
+
+namespace neardup {
+
+/// The library version, e.g. "0.1.0".
+const char* version() noexcept;
+/// One line naming the version, the active SIMD kernel and the dependency versions.
+std::string version_info();
+
+}  // namespace neardup

@@ -1,0 +1,127 @@
+// The end-to-end pipeline: inputs -> sketches -> LSH candidates -> verification -> clusters ->
+// outputs. Three streaming passes over the inputs at most:
+//   1. read every record, shingle and sketch it (parallel, in batches); keep per document only
+//      its id, its text length and its signature;
+//   2. (exact verification) read again and compute the shingle sets of the documents that
+//      appear in candidate pairs, then score the pairs;
+//   3. (dedup) read again and write the kept records exactly as they were.
+// Every result is independent of the number of threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neardup/cluster.h"
+#include "neardup/io/reader.h"
+#include "neardup/spec.h"
+#include "neardup/types.h"
+
+namespace neardup {
+
+namespace io {
+class AtomicFile;
+}
+
+struct Progress {
+  const char* stage = "";  ///< "sketch", "verify", "write"
+  uint64_t bytes_done = 0;
+  uint64_t bytes_total = 0;
+  uint64_t documents = 0;
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
+struct RunOptions {
+  PipelineSpec spec;
+  io::ReaderOptions reader;
+  int threads = 0;  ///< 0: all hardware threads
+  KeepPolicy keep = KeepPolicy::First;
+  ProgressFn progress;  ///< called from the reading thread, after each batch
+};
+
+/// Seconds per stage. shingle and sketch are summed over worker threads (CPU time); the others
+/// are wall time.
+struct StageTimes {
+  double read = 0, shingle = 0, sketch = 0, lsh = 0, verify = 0, cluster = 0, write = 0;
+};
+
+struct RunStats {
+  uint64_t documents = 0;
+  uint64_t empty = 0;          ///< documents without a single word (never paired)
+  uint64_t skipped = 0;        ///< bad records skipped under --on-error skip
+  uint64_t invalid_utf8 = 0;   ///< JSONL lines with invalid UTF-8 (parsed after replacement)
+  uint64_t text_bytes = 0;
+  uint64_t shingles = 0;       ///< shingles over all documents, repeats within a document included
+  uint64_t candidates = 0;     ///< candidate pairs from LSH (star edges)
+  uint64_t verified = 0;       ///< candidate pairs with similarity >= threshold
+  uint64_t pairs = 0;          ///< pairs reported (pairs mode)
+  uint64_t clusters = 0;
+  uint64_t removed = 0;
+  uint64_t verify_docs = 0;    ///< documents whose shingle sets were recomputed for exact verification
+  uint64_t largest_bucket = 0;
+  std::vector<std::string> skip_messages;  ///< the first few
+  StageTimes times;
+  double seconds = 0;
+};
+
+class Pipeline {
+ public:
+  enum class Mode {
+    Dedup,  ///< star edges are verified and clustered
+    Pairs,  ///< additionally, every pair of a cluster that shares an LSH bucket is scored
+  };
+
+  /// Expands the inputs (stdin is spooled to a temporary file). Throws on bad options or paths.
+  Pipeline(const std::vector<std::string>& inputs, RunOptions options);
+  ~Pipeline();
+
+  /// Runs passes 1 and 2 and clusters. Throws FormatError / IoError on bad input.
+  void run(Mode mode);
+
+  const PipelineSpec& spec() const noexcept { return spec_; }
+  const RunStats& stats() const noexcept { return stats_; }
+  size_t size() const noexcept { return lengths_.size(); }
+  std::string_view id(DocId doc) const noexcept;
+  /// Pairs mode: every reported pair; Dedup mode: the verified star edges. Sorted by (a, b).
+  const std::vector<ScoredPair>& pairs() const noexcept { return pairs_; }
+  const Clustering& clustering() const noexcept { return clustering_; }
+  /// The similarity of two documents by the configured verification (exact needs both sets).
+  double similarity(DocId a, DocId b) const;
+  /// The signatures, row-major n x num_perm.
+  std::span<const SigValue> signatures() const noexcept { return sigs_; }
+  const io::InputSet& inputs() const noexcept { return *inputs_; }
+
+  /// `id1 TAB id2 TAB similarity` per pair.
+  void write_pairs(io::AtomicFile& out) const;
+  /// Pass 3: the kept records as they were (JSONL lines, or paths for text-file inputs).
+  void write_kept(io::AtomicFile& out);
+  /// `removed_id TAB kept_id TAB similarity` per removed document, in input order.
+  void write_removed(io::AtomicFile& out) const;
+  /// `cluster TAB id TAB kept|removed` for each document of a cluster of two or more.
+  void write_clusters(io::AtomicFile& out) const;
+
+ private:
+  void sketch_pass();
+  void load_sets_pass(const std::vector<uint8_t>& needed);
+  void expand_cluster_pairs();
+
+  RunOptions options_;
+  PipelineSpec spec_;
+  int threads_;
+  std::unique_ptr<io::InputSet> inputs_;
+  RunStats stats_;
+
+  std::string id_blob_;
+  std::vector<uint64_t> id_end_;
+  std::vector<uint64_t> lengths_;
+  std::vector<SigValue> sigs_;
+  std::vector<uint8_t> empty_;
+  std::unique_ptr<ShingleSets> sets_;
+  std::vector<ScoredPair> pairs_;
+  Clustering clustering_;
+};
+
+}  // namespace neardup

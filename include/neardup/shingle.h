@@ -1,0 +1,54 @@
+// Shingles: a document becomes a set of 64-bit shingle hashes.
+//
+// Tokens are words (text.h) or, with ShingleKind::Chars, the code points of the normalised text.
+// Each token is hashed once; a shingle of K consecutive tokens t1..tK is the combination
+// `combine_tokens({h(t1),...,h(tK)}, seed)`, never a hash of the shingle's text.
+// A document with 1..K-1 tokens has exactly one shingle (all its tokens); a document with no
+// tokens has no shingle (an empty set, never paired with anything).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "neardup/types.h"
+
+namespace neardup {
+
+inline constexpr uint64_t kDefaultSeed = 0x6E65617264757021ULL;  // "neardup!"
+inline constexpr int kDefaultShingle = 5;
+
+enum class ShingleKind { Words, Chars };
+
+struct ShingleOptions {
+  ShingleKind kind = ShingleKind::Words;
+  int k = kDefaultShingle;  ///< tokens per shingle (K words, or N characters)
+  uint64_t seed = kDefaultSeed;
+};
+
+/// Combines n token hashes into one shingle hash (order-sensitive):
+///   acc = fmix64(seed ^ (n * 0x9E3779B97F4A7C15)); for each h: acc = rotl64(acc ^ h, 29) * 0x9E3779B97F4A7C15;
+///   return fmix64(acc).
+uint64_t combine_tokens(std::span<const uint64_t> token_hashes, uint64_t seed) noexcept;
+
+/// Turns texts into shingle hashes. Reuses its buffers: one Shingler per thread.
+class Shingler {
+ public:
+  explicit Shingler(const ShingleOptions& options);
+
+  /// Replaces `out` with the shingle hashes of `text` in order of occurrence, repeats included.
+  void shingles(std::string_view text, std::vector<ShingleHash>& out);
+  /// The shingle set of `text`: sorted, distinct.
+  std::vector<ShingleHash> shingle_set(std::string_view text);
+
+  const ShingleOptions& options() const noexcept { return options_; }
+
+ private:
+  ShingleOptions options_;
+  uint64_t token_seed_;
+  uint64_t combine_seed_;
+  std::vector<uint64_t> tokens_;
+};
+
+}  // namespace neardup

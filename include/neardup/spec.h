@@ -1,0 +1,39 @@
+// One way to spell a pipeline (DESIGN.md, habit 10): a one-line spec such as
+//   words:5 minhash:128 lsh:21x6 verify:0.8
+// builds the whole pipeline and prints back identically. Tokens, separated by spaces:
+//   words:K | chars:N        shingles of K words or N characters (default words:5)
+//   minhash:P                k-permutation MinHash with P permutations (default 128)
+//   lsh:BxR                  B bands of R rows (default: chosen from the threshold)
+//   verify:T | estimate:T    keep pairs with exact (or estimated) Jaccard >= T (default verify:0.8)
+//   seed:S                   the seed of every hash (decimal or 0x hex; printed only if not default)
+// to_string() always prints the resolved lsh:BxR, so a printed spec reproduces the run exactly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "neardup/lsh_index.h"
+#include "neardup/minhash.h"
+#include "neardup/shingle.h"
+#include "neardup/verify.h"
+
+namespace neardup {
+
+inline constexpr double kDefaultThreshold = 0.8;
+
+struct PipelineSpec {
+  ShingleOptions shingle;
+  int num_perm = kDefaultNumPerm;
+  LshParams lsh;  ///< {0, 0}: chosen from the threshold by choose_lsh_params
+  double threshold = kDefaultThreshold;
+  VerifyMode verify = VerifyMode::Exact;
+
+  /// Parses a spec; throws UsageError naming the bad token.
+  static PipelineSpec parse(std::string_view text);
+  /// Checks ranges and fills lsh from the threshold when unset. Throws UsageError.
+  PipelineSpec resolved() const;
+  std::string to_string() const;
+};
+
+}  // namespace neardup

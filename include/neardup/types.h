@@ -1,0 +1,43 @@
+// Basic types and the conventions shared by every module.
+//
+// Conventions (stated once here):
+//  * A document is identified inside a run by its ordinal `DocId`: its position in the input
+//    order (inputs in the order given, records in file order, directory files sorted by path),
+//    counting only records that became documents (skipped bad records get no ordinal).
+//  * A shingle is a 64-bit hash (see shingle.h). A shingle set is a sorted vector of distinct hashes.
+//  * A batch of n signatures of length k is one row-major buffer: value j of document i is
+//    `sigs[i * k + j]`. Signature values are 32-bit.
+//  * A pair (a, b) of documents always has a < b.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace neardup {
+
+using DocId = uint32_t;
+using ShingleHash = uint64_t;
+using SigValue = uint32_t;
+
+/// A pair of documents with a similarity (a < b).
+struct ScoredPair {
+  DocId a = 0;
+  DocId b = 0;
+  double similarity = 0.0;
+  friend bool operator==(const ScoredPair&, const ScoredPair&) = default;
+};
+
+/// A candidate pair before scoring (a < b).
+struct DocPair {
+  DocId a = 0;
+  DocId b = 0;
+  friend auto operator<=>(const DocPair&, const DocPair&) = default;
+};
+
+/// Exact Jaccard similarity of two sorted sets of distinct hashes. Two empty sets give 0:
+/// an empty document is never similar to anything.
+double jaccard(std::span<const ShingleHash> a, std::span<const ShingleHash> b) noexcept;
+
+}  // namespace neardup

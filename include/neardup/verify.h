@@ -1,0 +1,58 @@
+// Verification: every candidate pair gets a similarity, and only those at or above the
+// threshold are kept.
+//
+// * Exact: the Jaccard similarity of the two shingle sets (the sets of the documents that appear
+//   in candidate pairs, computed again from the inputs; see pipeline.h).
+// * Estimate: the MinHash estimate (fraction of equal signature values).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "neardup/types.h"
+
+namespace neardup {
+
+enum class VerifyMode { Exact, Estimate };
+
+/// Shingle sets of some of the n documents of a run, looked up by DocId.
+class ShingleSets {
+ public:
+  explicit ShingleSets(size_t num_docs = 0) : slot_(num_docs, kNone) {}
+
+  /// Stores the sorted, distinct set of `doc` (replacing any previous one). Not thread-safe.
+  void set(DocId doc, std::vector<ShingleHash> set);
+  bool has(DocId doc) const noexcept { return doc < slot_.size() && slot_[doc] != kNone; }
+  /// The set of `doc`; empty if none was stored.
+  std::span<const ShingleHash> get(DocId doc) const noexcept;
+  /// Total number of hashes stored (memory is 8 bytes each).
+  uint64_t total_hashes() const noexcept { return total_; }
+
+ private:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  std::vector<uint32_t> slot_;
+  std::vector<std::vector<ShingleHash>> sets_;
+  uint64_t total_ = 0;
+};
+
+/// The similarity of two documents, by exact Jaccard or by signature estimate.
+struct Scorer {
+  VerifyMode mode = VerifyMode::Exact;
+  const ShingleSets* sets = nullptr;   ///< Exact
+  std::span<const SigValue> sigs;      ///< Estimate: n x k signatures
+  size_t k = 0;
+
+  double operator()(DocId a, DocId b) const noexcept;
+};
+
+/// Scores `candidates` in parallel; returns those with similarity >= threshold, in the order of
+/// `candidates`.
+std::vector<ScoredPair> verify_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double threshold,
+                                     int threads);
+
+/// A small tolerance so that a similarity printed as the threshold (for example 4/5 = 0.8) is
+/// not lost to rounding.
+inline constexpr double kSimilarityEpsilon = 1e-12;
+
+}  // namespace neardup

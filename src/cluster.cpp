@@ -1,0 +1,39 @@
+#include "neardup/cluster.h"
+
+#include "internal/union_find.h"
+#include "neardup/error.h"
+
+namespace neardup {
+
+Clustering cluster_documents(size_t num_docs, std::span<const ScoredPair> edges, KeepPolicy policy,
+                             std::span<const uint64_t> lengths) {
+  if (policy == KeepPolicy::Longest && lengths.size() != num_docs)
+    throw UsageError("keep policy 'longest' needs the length of every document");
+  internal::UnionFind uf(num_docs);
+  for (const ScoredPair& e : edges) uf.unite(e.a, e.b);
+
+  Clustering c;
+  c.keeper.resize(num_docs);
+  std::vector<uint32_t> size(num_docs, 0);
+  // Roots are the smallest member, so "first" is the root; "longest" scans members in order.
+  for (DocId i = 0; i < num_docs; ++i) {
+    const DocId r = uf.find(i);
+    ++size[r];
+    if (i == r) {
+      c.keeper[r] = r;
+    } else if (policy == KeepPolicy::Longest && lengths[i] > lengths[c.keeper[r]]) {
+      c.keeper[r] = i;
+    }
+  }
+  for (DocId i = 0; i < num_docs; ++i) {
+    const DocId r = uf.find(i);
+    c.keeper[i] = c.keeper[r];
+  }
+  for (DocId i = 0; i < num_docs; ++i) {
+    if (uf.find(i) == i && size[i] > 1) ++c.clusters;
+    if (c.keeper[i] != i) ++c.removed;
+  }
+  return c;
+}
+
+}  // namespace neardup

@@ -1,0 +1,62 @@
+#include "neardup/cpu.h"
+
+#include <atomic>
+#include <string>
+
+#include "neardup/error.h"
+
+namespace neardup {
+namespace {
+
+Isa detect() noexcept {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return Isa::Avx512;
+  if (__builtin_cpu_supports("avx2")) return Isa::Avx2;
+  return Isa::Scalar;
+}
+
+std::atomic<int>& forced() {
+  static std::atomic<int> value{-1};
+  return value;
+}
+
+}  // namespace
+
+Isa detected_isa() noexcept {
+  static const Isa isa = detect();
+  return isa;
+}
+
+Isa active_isa() noexcept {
+  const int f = forced().load(std::memory_order_relaxed);
+  return f < 0 ? detected_isa() : static_cast<Isa>(f);
+}
+
+void force_isa(Isa isa) {
+  if (static_cast<int>(isa) > static_cast<int>(detected_isa()))
+    throw UsageError(std::string("this CPU does not support ") + isa_name(isa) +
+                     " (best available: " + isa_name(detected_isa()) + ")");
+  forced().store(static_cast<int>(isa), std::memory_order_relaxed);
+}
+
+void reset_isa() noexcept { forced().store(-1, std::memory_order_relaxed); }
+
+const char* isa_name(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+std::optional<Isa> parse_isa(std::string_view name) noexcept {
+  if (name == "scalar") return Isa::Scalar;
+  if (name == "avx2") return Isa::Avx2;
+  if (name == "avx512") return Isa::Avx512;
+  return std::nullopt;
+}
+
+}  // namespace neardup

@@ -1,0 +1,36 @@
+// Union-find whose representative is always the smallest element of its set: the partition and
+// the representatives do not depend on the order in which edges are added.
+#pragma once
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+namespace neardup::internal {
+
+class UnionFind {
+ public:
+  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), uint32_t{0}); }
+
+  uint32_t find(uint32_t x) noexcept {
+    while (parent_[x] != x) {
+      parent_[x] = parent_[parent_[x]];  // path halving
+      x = parent_[x];
+    }
+    return x;
+  }
+  /// Joins the sets of a and b; returns true if they were different.
+  bool unite(uint32_t a, uint32_t b) noexcept {
+    a = find(a);
+    b = find(b);
+    if (a == b) return false;
+    if (a < b) parent_[b] = a; else parent_[a] = b;
+    return true;
+  }
+  size_t size() const noexcept { return parent_.size(); }
+
+ private:
+  std::vector<uint32_t> parent_;
+};
+
+}  // namespace neardup::internal

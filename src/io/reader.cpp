@@ -1,0 +1,356 @@
+#include "neardup/io/reader.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "internal/utf8.h"
+#include "neardup/error.h"
+#include "neardup/io/stream.h"
+
+namespace fs = std::filesystem;
+
+namespace neardup::io {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Format from the file name: .jsonl/.ndjson/.json, optionally followed by .gz/.zst/.zstd.
+SourceKind kind_from_name(std::string_view name, InputFormat format) {
+  if (format == InputFormat::Jsonl) return SourceKind::Jsonl;
+  if (format == InputFormat::Text) return SourceKind::TextFile;
+  for (std::string_view c : {".gz", ".zst", ".zstd"})
+    if (ends_with(name, c)) {
+      name.remove_suffix(c.size());
+      break;
+    }
+  for (std::string_view j : {".jsonl", ".ndjson", ".json"})
+    if (ends_with(name, j)) return SourceKind::Jsonl;
+  return SourceKind::TextFile;
+}
+
+std::string spool_stdin(const std::string& dir_in) {
+  std::string dir = dir_in;
+  if (dir.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    dir = (t && *t) ? t : "/tmp";
+  }
+  std::string tmpl = dir + "/neardup-stdin-XXXXXX";
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0)
+    throw IoError("<stdin>: cannot create a temporary copy in " + dir + ": " + std::strerror(errno) +
+                  "; set TMPDIR to a writable directory");
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    const ssize_t r = ::read(0, buf.data(), buf.size());
+    if (r == 0) break;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      ::unlink(tmpl.c_str());
+      throw IoError(std::string("<stdin>: cannot read: ") + std::strerror(e));
+    }
+    for (ssize_t off = 0; off < r;) {
+      const ssize_t w = ::write(fd, buf.data() + off, static_cast<size_t>(r - off));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        const int e = errno;
+        ::close(fd);
+        ::unlink(tmpl.c_str());
+        throw IoError("<stdin>: cannot write its temporary copy " + tmpl + ": " + std::strerror(e) +
+                      "; free space or set TMPDIR to another directory");
+      }
+      off += w;
+    }
+  }
+  ::close(fd);
+  return tmpl;
+}
+
+}  // namespace
+
+InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, const std::string& stdin_dir) {
+  try {
+    for (const std::string& p : paths) {
+      if (p == "-") {
+        const std::string tmp = spool_stdin(stdin_dir);
+        temp_files_.push_back(tmp);
+        Source s;
+        s.path = tmp;
+        s.display = "<stdin>";
+        s.kind = format == InputFormat::Text ? SourceKind::TextFile : SourceKind::Jsonl;
+        s.doc_id = "<stdin>";
+        sources_.push_back(std::move(s));
+        continue;
+      }
+      std::error_code ec;
+      const fs::file_status st = fs::status(p, ec);
+      if (ec || !fs::exists(st))
+        throw IoError(p + ": no such file or directory; check the path");
+      if (fs::is_directory(st)) {
+        std::vector<std::pair<std::string, std::string>> files;  // (relative, full)
+        fs::recursive_directory_iterator it(p, fs::directory_options::follow_directory_symlink, ec), end;
+        if (ec) throw IoError(p + ": cannot read directory: " + ec.message() + "; check its permissions");
+        for (; it != end; it.increment(ec)) {
+          if (ec) throw IoError(p + ": cannot walk directory: " + ec.message() + "; check its permissions");
+          std::error_code ec2;
+          if (!it->is_regular_file(ec2)) continue;
+          files.emplace_back(fs::relative(it->path(), p, ec2).generic_string(), it->path().string());
+        }
+        std::sort(files.begin(), files.end());
+        for (auto& [rel, full] : files) {
+          Source s;
+          s.path = full;
+          s.display = full;
+          s.doc_id = rel;
+          s.kind = kind_from_name(rel, format);
+          s.from_directory = true;
+          sources_.push_back(std::move(s));
+        }
+        continue;
+      }
+      if (::access(p.c_str(), R_OK) != 0)
+        throw IoError(p + ": cannot read: " + std::strerror(errno) + "; check its permissions");
+      Source s;
+      s.path = p;
+      s.display = p;
+      s.doc_id = p;
+      s.kind = kind_from_name(p, format);
+      sources_.push_back(std::move(s));
+    }
+  } catch (...) {
+    for (const auto& t : temp_files_) ::unlink(t.c_str());
+    throw;
+  }
+  for (const Source& s : sources_) {
+    struct stat sb;
+    if (::stat(s.path.c_str(), &sb) == 0) total_bytes_ += static_cast<uint64_t>(sb.st_size);
+  }
+}
+
+InputSet::~InputSet() {
+  for (const auto& t : temp_files_) ::unlink(t.c_str());
+}
+
+bool InputSet::all_jsonl() const noexcept {
+  return std::all_of(sources_.begin(), sources_.end(), [](const Source& s) { return s.kind == SourceKind::Jsonl; });
+}
+bool InputSet::all_text() const noexcept {
+  return std::all_of(sources_.begin(), sources_.end(), [](const Source& s) { return s.kind == SourceKind::TextFile; });
+}
+
+struct RecordReader::Impl {
+  const InputSet& inputs;
+  ReaderOptions opt;
+  ReaderStats stats;
+
+  size_t cur = 0;
+  std::unique_ptr<ByteStream> stream;
+  uint64_t finished_bytes = 0;
+
+  // Line buffer: data in [begin, end); kPad bytes past `end` are always allocated, so a line
+  // viewed in place can be handed to simdjson without copying.
+  static constexpr size_t kPad = simdjson::SIMDJSON_PADDING;
+  std::vector<char> buf;
+  size_t begin = 0, end = 0, scanned = 0;
+  bool eof = false;
+  bool any_bytes = false;
+  uint64_t line_no = 0;
+
+  simdjson::dom::parser parser;
+  std::string id_buf, sanitized, file_text;
+
+  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), buf(1 << 20) {}
+
+  const Source& source() const { return inputs.sources()[cur]; }
+
+  void open_next() {
+    stream = open_stream(source().path, source().display);
+    begin = end = scanned = 0;
+    eof = false;
+    any_bytes = false;
+    line_no = 0;
+  }
+
+  void close_current() {
+    if (stream) finished_bytes += stream->raw_bytes_read();
+    stream.reset();
+    ++cur;
+  }
+
+  bool get_line(std::string_view& line) {
+    for (;;) {
+      if (scanned < end) {
+        const void* nl = std::memchr(buf.data() + scanned, '\n', end - scanned);
+        if (nl) {
+          const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
+          line = std::string_view(buf.data() + begin, pos - begin);
+          begin = scanned = pos + 1;
+          ++line_no;
+          return true;
+        }
+        scanned = end;
+      }
+      if (eof) {
+        if (begin < end) {
+          line = std::string_view(buf.data() + begin, end - begin);
+          begin = scanned = end;
+          ++line_no;
+          return true;
+        }
+        return false;
+      }
+      if (begin > 0) {  // compact
+        std::memmove(buf.data(), buf.data() + begin, end - begin);
+        end -= begin;
+        scanned -= begin;
+        begin = 0;
+      }
+      if (buf.size() - end < (1 << 16) + kPad) buf.resize(buf.size() * 2);
+      const size_t got = stream->read(buf.data() + end, buf.size() - end - kPad);
+      if (got == 0) {
+        eof = true;
+      } else {
+        end += got;
+        any_bytes = true;
+      }
+    }
+  }
+
+  // A bad record: throw, or count and go on.
+  void bad(const std::string& where, const std::string& what) {
+    std::string msg = where + ": " + what;
+    if (opt.on_error == OnError::Fail)
+      throw FormatError(msg + "; fix the input, or skip bad records with --on-error skip");
+    ++stats.skipped;
+    if (stats.first_skips.size() < 10) stats.first_skips.push_back(std::move(msg));
+  }
+
+  std::string where() const { return source().display + ":" + std::to_string(line_no); }
+
+  static const char* type_name(simdjson::dom::element_type t) {
+    using T = simdjson::dom::element_type;
+    switch (t) {
+      case T::ARRAY: return "an array";
+      case T::OBJECT: return "an object";
+      case T::INT64:
+      case T::UINT64:
+      case T::DOUBLE: return "a number";
+      case T::STRING: return "a string";
+      case T::BOOL: return "a boolean";
+      case T::NULL_VALUE: return "null";
+    }
+    return "?";
+  }
+
+  // Parses one JSONL line into `out`; false if the record is bad (and skipped).
+  bool parse_line(std::string_view line, Record& out) {
+    simdjson::dom::element doc;
+    auto err = parser.parse(line.data(), line.size(), false).get(doc);
+    if (err == simdjson::UTF8_ERROR) {
+      internal::sanitize_utf8(line.data(), line.size(), sanitized);
+      ++stats.invalid_utf8;
+      sanitized.reserve(sanitized.size() + kPad);
+      err = parser.parse(sanitized.data(), sanitized.size(), false).get(doc);
+    }
+    if (err) {
+      bad(where(), std::string("malformed JSON (") + simdjson::error_message(err) + ")");
+      return false;
+    }
+    simdjson::dom::object obj;
+    if (doc.get_object().get(obj)) {
+      bad(where(), std::string("the line is ") + type_name(doc.type()) + ", not a JSON object");
+      return false;
+    }
+    simdjson::dom::element text_el;
+    if (obj.at_key(opt.text_field).get(text_el)) {
+      bad(where(), "missing text field \"" + opt.text_field + "\" (choose another with --text-field)");
+      return false;
+    }
+    std::string_view text;
+    if (text_el.get_string().get(text)) {
+      bad(where(), "text field \"" + opt.text_field + "\" is " + type_name(text_el.type()) + ", not a string");
+      return false;
+    }
+    simdjson::dom::element id_el;
+    if (obj.at_key(opt.id_field).get(id_el)) {
+      id_buf = source().display + ":" + std::to_string(line_no);
+      out.id = id_buf;
+    } else if (id_el.is_string()) {
+      out.id = id_el.get_string().value_unsafe();
+    } else if (id_el.is_number()) {
+      id_buf = simdjson::minify(id_el);
+      out.id = id_buf;
+    } else {
+      bad(where(), "id field \"" + opt.id_field + "\" is " + type_name(id_el.type()) + ", not a string or number");
+      return false;
+    }
+    out.text = text;
+    out.raw = line;
+    out.source = cur;
+    out.line = line_no;
+    return true;
+  }
+
+  bool next(Record& out) {
+    for (;;) {
+      if (cur >= inputs.sources().size()) return false;
+      const Source& src = source();
+      if (src.kind == SourceKind::TextFile) {
+        file_text = read_all(src.path, src.display);
+        struct stat sb;
+        if (::stat(src.path.c_str(), &sb) == 0) finished_bytes += static_cast<uint64_t>(sb.st_size);
+        const bool empty_input = file_text.empty() && !src.from_directory;
+        const size_t idx = cur;
+        ++cur;
+        if (empty_input) {
+          bad(src.display, "file is empty");
+          continue;
+        }
+        out.id = src.doc_id;
+        out.text = file_text;
+        out.raw = src.path;
+        out.source = idx;
+        out.line = 0;
+        ++stats.records;
+        return true;
+      }
+      if (!stream) open_next();
+      std::string_view line;
+      if (!get_line(line)) {
+        const bool empty_file = !any_bytes;
+        const std::string display = src.display;
+        close_current();
+        if (empty_file) bad(display, "file is empty (no JSONL records)");
+        continue;
+      }
+      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line
+      if (parse_line(line, out)) {
+        ++stats.records;
+        return true;
+      }
+    }
+  }
+};
+
+RecordReader::RecordReader(const InputSet& inputs, const ReaderOptions& options)
+    : impl_(std::make_unique<Impl>(inputs, options)) {}
+RecordReader::~RecordReader() = default;
+bool RecordReader::next(Record& out) { return impl_->next(out); }
+const ReaderStats& RecordReader::stats() const noexcept { return impl_->stats; }
+uint64_t RecordReader::bytes_read() const noexcept {
+  return impl_->finished_bytes + (impl_->stream ? impl_->stream->raw_bytes_read() : 0);
+}
+
+}  // namespace neardup::io

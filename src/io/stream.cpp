@@ -1,0 +1,238 @@
+#include "neardup/io/stream.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "neardup/error.h"
+
+namespace neardup::io {
+namespace {
+
+constexpr size_t kRawBuffer = 1 << 18;
+
+std::string sys_error(const std::string& what, const std::string& display) {
+  return display + ": " + what + ": " + std::strerror(errno);
+}
+
+// Unbuffered file descriptor reader with a lookahead for the magic bytes.
+class File {
+ public:
+  File(const std::string& path, const std::string& display) : display_(display) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw IoError(sys_error("cannot open input", display) + "; check the path and its permissions");
+  }
+  ~File() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  size_t read(char* buf, size_t n) {
+    for (;;) {
+      const ssize_t r = ::read(fd_, buf, n);
+      if (r >= 0) {
+        consumed_ += static_cast<uint64_t>(r);
+        return static_cast<size_t>(r);
+      }
+      if (errno == EINTR) continue;
+      if (errno == EISDIR)
+        throw IoError(display_ + ": is a directory where a file was expected; pass the directory itself as an input");
+      throw IoError(sys_error("cannot read input", display_));
+    }
+  }
+  // Reads until n bytes or end of file.
+  size_t read_full(char* buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      const size_t r = read(buf + got, n - got);
+      if (r == 0) break;
+      got += r;
+    }
+    return got;
+  }
+  uint64_t consumed() const noexcept { return consumed_; }
+  const std::string& display() const noexcept { return display_; }
+
+ private:
+  int fd_ = -1;
+  uint64_t consumed_ = 0;
+  std::string display_;
+};
+
+// The first bytes of the file, read to sniff the magic, are replayed before the rest.
+struct Prefix {
+  char data[4];
+  size_t size = 0;
+  size_t pos = 0;
+  size_t take(char* buf, size_t n) {
+    size_t k = std::min(n, size - pos);
+    std::memcpy(buf, data + pos, k);
+    pos += k;
+    return k;
+  }
+};
+
+class PlainStream final : public ByteStream {
+ public:
+  PlainStream(std::unique_ptr<File> f, Prefix p) : file_(std::move(f)), prefix_(p) {}
+  size_t read(char* buf, size_t n) override {
+    if (n == 0) return 0;
+    const size_t k = prefix_.take(buf, n);
+    if (k > 0) return k;
+    return file_->read(buf, n);
+  }
+  uint64_t raw_bytes_read() const noexcept override { return file_->consumed(); }
+  Compression compression() const noexcept override { return Compression::None; }
+
+ private:
+  std::unique_ptr<File> file_;
+  Prefix prefix_;
+};
+
+class GzipStream final : public ByteStream {
+ public:
+  GzipStream(std::unique_ptr<File> f, Prefix p) : file_(std::move(f)), prefix_(p), in_(kRawBuffer) {
+    std::memset(&zs_, 0, sizeof(zs_));
+    if (inflateInit2(&zs_, 15 + 16) != Z_OK) throw Error(file_->display() + ": cannot initialise zlib");
+  }
+  ~GzipStream() override { inflateEnd(&zs_); }
+
+  size_t read(char* buf, size_t n) override {
+    if (n == 0 || done_) return 0;
+    zs_.next_out = reinterpret_cast<Bytef*>(buf);
+    zs_.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    while (zs_.avail_out == static_cast<uInt>(std::min<size_t>(n, 1u << 30))) {
+      if (zs_.avail_in == 0) {
+        size_t got = prefix_.take(in_.data(), in_.size());
+        got += file_->read(in_.data() + got, in_.size() - got);
+        if (got == 0) {
+          if (member_started_)
+            throw FormatError(file_->display() +
+                              ": truncated gzip stream (the file ends inside compressed data); "
+                              "re-download or re-create the file");
+          done_ = true;
+          break;
+        }
+        zs_.next_in = reinterpret_cast<Bytef*>(in_.data());
+        zs_.avail_in = static_cast<uInt>(got);
+      }
+      member_started_ = true;
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        // Another gzip member may follow (concatenated .gz files are valid).
+        member_started_ = false;
+        inflateReset(&zs_);
+        if (zs_.avail_in == 0) {
+          // Peek: anything left in the file starts a new member.
+          continue;
+        }
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        throw FormatError(file_->display() + ": corrupt gzip data (" + (zs_.msg ? zs_.msg : "zlib error") +
+                          "); re-download or re-create the file");
+      }
+    }
+    return static_cast<size_t>(reinterpret_cast<char*>(zs_.next_out) - buf);
+  }
+  uint64_t raw_bytes_read() const noexcept override { return file_->consumed(); }
+  Compression compression() const noexcept override { return Compression::Gzip; }
+
+ private:
+  std::unique_ptr<File> file_;
+  Prefix prefix_;
+  std::vector<char> in_;
+  z_stream zs_;
+  bool member_started_ = false;
+  bool done_ = false;
+};
+
+class ZstdStream final : public ByteStream {
+ public:
+  ZstdStream(std::unique_ptr<File> f, Prefix p) : file_(std::move(f)), prefix_(p), in_(ZSTD_DStreamInSize()) {
+    ds_ = ZSTD_createDStream();
+    if (!ds_) throw Error(file_->display() + ": cannot initialise zstd");
+    ZSTD_initDStream(ds_);
+    ib_ = {in_.data(), 0, 0};
+  }
+  ~ZstdStream() override { ZSTD_freeDStream(ds_); }
+
+  size_t read(char* buf, size_t n) override {
+    if (n == 0 || done_) return 0;
+    ZSTD_outBuffer ob{buf, n, 0};
+    while (ob.pos == 0) {
+      if (ib_.pos == ib_.size) {
+        size_t got = prefix_.take(in_.data(), in_.size());
+        got += file_->read(in_.data() + got, in_.size() - got);
+        if (got == 0) {
+          if (frame_open_)
+            throw FormatError(file_->display() +
+                              ": truncated zstd stream (the file ends inside a frame); "
+                              "re-download or re-create the file");
+          done_ = true;
+          break;
+        }
+        ib_ = {in_.data(), got, 0};
+      }
+      const size_t rc = ZSTD_decompressStream(ds_, &ob, &ib_);
+      if (ZSTD_isError(rc))
+        throw FormatError(file_->display() + ": corrupt zstd data (" + ZSTD_getErrorName(rc) +
+                          "); re-download or re-create the file");
+      frame_open_ = rc != 0;
+    }
+    return ob.pos;
+  }
+  uint64_t raw_bytes_read() const noexcept override { return file_->consumed(); }
+  Compression compression() const noexcept override { return Compression::Zstd; }
+
+ private:
+  std::unique_ptr<File> file_;
+  Prefix prefix_;
+  std::vector<char> in_;
+  ZSTD_DStream* ds_ = nullptr;
+  ZSTD_inBuffer ib_;
+  bool frame_open_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+const char* compression_name(Compression c) noexcept {
+  switch (c) {
+    case Compression::None: return "none";
+    case Compression::Gzip: return "gzip";
+    case Compression::Zstd: return "zstd";
+  }
+  return "?";
+}
+
+std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::string& display) {
+  auto file = std::make_unique<File>(path, display);
+  Prefix p;
+  p.size = file->read_full(p.data, sizeof(p.data));
+  const auto* m = reinterpret_cast<const unsigned char*>(p.data);
+  if (p.size >= 2 && m[0] == 0x1f && m[1] == 0x8b) return std::make_unique<GzipStream>(std::move(file), p);
+  if (p.size >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd)
+    return std::make_unique<ZstdStream>(std::move(file), p);
+  return std::make_unique<PlainStream>(std::move(file), p);
+}
+
+std::string read_all(const std::string& path, const std::string& display) {
+  auto s = open_stream(path, display);
+  std::string out;
+  size_t pos = 0;
+  for (;;) {
+    if (out.size() - pos < (1 << 16)) out.resize(std::max<size_t>(out.size() * 2, 1 << 17));
+    const size_t got = s->read(out.data() + pos, out.size() - pos);
+    if (got == 0) break;
+    pos += got;
+  }
+  out.resize(pos);
+  return out;
+}
+
+}  // namespace neardup::io

@@ -1,0 +1,382 @@
+#include "neardup/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "internal/parallel.h"
+#include "internal/union_find.h"
+#include "neardup/error.h"
+#include "neardup/io/writer.h"
+#include "neardup/lsh_index.h"
+#include "neardup/minhash.h"
+#include "neardup/shingle.h"
+
+namespace neardup {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+constexpr size_t kBatchBytes = 1 << 20;
+constexpr size_t kBatchDocs = 2048;
+
+// A batch of documents read on the reading thread and processed by one worker.
+struct Batch {
+  std::vector<DocId> docs;
+  std::string text;               // concatenated texts
+  std::vector<size_t> text_end;   // end offset of each text in `text`
+  // Results
+  std::vector<SigValue> sigs;
+  std::vector<uint8_t> empty;
+  std::vector<std::vector<ShingleHash>> sets;
+  uint64_t shingles = 0;
+  double t_shingle = 0, t_sketch = 0;
+
+  std::string_view text_of(size_t i) const {
+    const size_t b = i == 0 ? 0 : text_end[i - 1];
+    return std::string_view(text).substr(b, text_end[i] - b);
+  }
+  size_t size() const { return docs.size(); }
+};
+
+// Reads records on the calling thread, groups them into batches and hands them to `threads`
+// workers. on_record(record, ordinal) returns whether the record goes into a batch (and may
+// throw). process(batch) runs on a worker. Returns the processed batches in reading order.
+template <class OnRecord, class Process>
+std::vector<std::unique_ptr<Batch>> run_batches(io::RecordReader& reader, int threads, const char* stage,
+                                                uint64_t total_bytes, const ProgressFn& progress,
+                                                OnRecord&& on_record, Process&& process) {
+  std::mutex mu;
+  std::condition_variable not_empty, not_full;
+  std::deque<Batch*> queue;
+  bool closed = false;
+  std::exception_ptr error;
+  const size_t max_queued = static_cast<size_t>(threads) * 2;
+
+  std::vector<std::unique_ptr<Batch>> batches;
+  auto worker = [&] {
+    for (;;) {
+      Batch* b = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        not_empty.wait(lock, [&] { return !queue.empty() || closed; });
+        if (queue.empty()) return;
+        b = queue.front();
+        queue.pop_front();
+      }
+      not_full.notify_one();
+      try {
+        process(*b);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+      }
+      b->text.clear();
+      b->text.shrink_to_fit();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+
+  auto push = [&](std::unique_ptr<Batch> b) {
+    Batch* raw = b.get();
+    batches.push_back(std::move(b));
+    std::unique_lock<std::mutex> lock(mu);
+    not_full.wait(lock, [&] { return queue.size() < max_queued || error; });
+    queue.push_back(raw);
+    not_empty.notify_one();
+  };
+
+  std::exception_ptr read_error;
+  try {
+    io::Record rec;
+    uint64_t ordinal = 0;
+    auto batch = std::make_unique<Batch>();
+    while (reader.next(rec)) {
+      const DocId doc = static_cast<DocId>(ordinal);
+      if (ordinal >= 0xFFFFFFFFull)
+        throw UsageError("more than 4,294,967,294 documents in one run; split the input");
+      ++ordinal;
+      if (!on_record(rec, doc)) continue;
+      batch->docs.push_back(doc);
+      batch->text.append(rec.text);
+      batch->text_end.push_back(batch->text.size());
+      if (batch->text.size() >= kBatchBytes || batch->docs.size() >= kBatchDocs) {
+        push(std::move(batch));
+        batch = std::make_unique<Batch>();
+        if (progress) progress({stage, reader.bytes_read(), total_bytes, ordinal});
+        std::lock_guard<std::mutex> lock(mu);
+        if (error) break;
+      }
+    }
+    if (!batch->docs.empty()) push(std::move(batch));
+    if (progress) progress({stage, reader.bytes_read(), total_bytes, ordinal});
+  } catch (...) {
+    read_error = std::current_exception();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    closed = true;
+  }
+  not_empty.notify_all();
+  for (auto& t : pool) t.join();
+  if (read_error) std::rethrow_exception(read_error);
+  if (error) std::rethrow_exception(error);
+  return batches;
+}
+
+}  // namespace
+
+Pipeline::Pipeline(const std::vector<std::string>& inputs, RunOptions options)
+    : options_(std::move(options)), spec_(options_.spec.resolved()) {
+  threads_ = options_.threads > 0 ? options_.threads : internal::hardware_threads();
+  if (inputs.empty()) throw UsageError("no input given; pass files, directories or - for stdin");
+  inputs_ = std::make_unique<io::InputSet>(inputs, options_.reader.format);
+  if (inputs_->sources().empty()) throw FormatError("the inputs hold no files (empty directories?); check the paths");
+}
+
+Pipeline::~Pipeline() = default;
+
+std::string_view Pipeline::id(DocId doc) const noexcept {
+  const uint64_t b = doc == 0 ? 0 : id_end_[doc - 1];
+  return std::string_view(id_blob_).substr(b, id_end_[doc] - b);
+}
+
+void Pipeline::sketch_pass() {
+  const auto t0 = Clock::now();
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  MinHasher hasher(spec_.num_perm, spec_.shingle.seed);
+  io::RecordReader reader(*inputs_, options_.reader);
+  auto batches = run_batches(
+      reader, threads_, "sketch", inputs_->total_bytes(), options_.progress,
+      [&](const io::Record& r, DocId) {
+        id_blob_.append(r.id);
+        id_end_.push_back(id_blob_.size());
+        lengths_.push_back(r.text.size());
+        return true;
+      },
+      [&](Batch& b) {
+        thread_local std::vector<ShingleHash> sh;
+        Shingler shingler(spec_.shingle);
+        b.sigs.resize(b.size() * k);
+        b.empty.resize(b.size());
+        for (size_t i = 0; i < b.size(); ++i) {
+          const auto t1 = Clock::now();
+          shingler.shingles(b.text_of(i), sh);
+          const auto t2 = Clock::now();
+          hasher.sketch(sh, std::span<SigValue>(b.sigs).subspan(i * k, k));
+          b.t_sketch += seconds_since(t2);
+          b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
+          b.shingles += sh.size();
+          b.empty[i] = sh.empty();
+        }
+      });
+  const size_t n = lengths_.size();
+  sigs_.resize(n * k);
+  empty_.resize(n);
+  size_t pos = 0;
+  for (auto& b : batches) {
+    std::copy(b->sigs.begin(), b->sigs.end(), sigs_.begin() + pos * k);
+    std::copy(b->empty.begin(), b->empty.end(), empty_.begin() + pos);
+    pos += b->size();
+    stats_.shingles += b->shingles;
+    stats_.times.shingle += b->t_shingle;
+    stats_.times.sketch += b->t_sketch;
+    b.reset();
+  }
+  NEARDUP_ASSERT(pos == n);
+  stats_.documents = n;
+  stats_.empty = static_cast<uint64_t>(std::count(empty_.begin(), empty_.end(), 1));
+  for (uint64_t l : lengths_) stats_.text_bytes += l;
+  stats_.skipped = reader.stats().skipped;
+  stats_.invalid_utf8 = reader.stats().invalid_utf8;
+  stats_.skip_messages = reader.stats().first_skips;
+  stats_.times.read = seconds_since(t0);  // wall time of the whole pass
+}
+
+void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
+  sets_ = std::make_unique<ShingleSets>(lengths_.size());
+  io::ReaderOptions ropt = options_.reader;
+  io::RecordReader reader(*inputs_, ropt);
+  const uint64_t n = lengths_.size();
+  auto batches = run_batches(
+      reader, threads_, "verify", inputs_->total_bytes(), options_.progress,
+      [&](const io::Record& r, DocId doc) {
+        if (doc >= n || r.id != id(doc))
+          throw IoError(inputs_->sources()[r.source].display +
+                        ": the input changed while neardup was running (record " + std::to_string(doc + 1) +
+                        " differs from the first read); do not modify inputs during a run");
+        return needed[doc] != 0;
+      },
+      [&](Batch& b) {
+        Shingler shingler(spec_.shingle);
+        b.sets.resize(b.size());
+        for (size_t i = 0; i < b.size(); ++i) b.sets[i] = shingler.shingle_set(b.text_of(i));
+      });
+  for (auto& b : batches) {
+    for (size_t i = 0; i < b->size(); ++i) sets_->set(b->docs[i], std::move(b->sets[i]));
+    b.reset();
+  }
+  stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
+}
+
+double Pipeline::similarity(DocId a, DocId b) const {
+  Scorer scorer{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
+  return scorer(std::min(a, b), std::max(a, b));
+}
+
+void Pipeline::expand_cluster_pairs() {
+  // Members of each cluster, in input order.
+  const size_t n = lengths_.size();
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  std::vector<std::vector<DocId>> groups;
+  std::vector<uint32_t> group_of(n, 0xFFFFFFFFu);
+  // Group by the smallest member: the cluster's first document.
+  internal::UnionFind uf(n);
+  for (const ScoredPair& e : pairs_) uf.unite(e.a, e.b);
+  for (DocId i = 0; i < n; ++i) {
+    const DocId r = uf.find(i);
+    if (r == i) continue;
+    if (group_of[r] == 0xFFFFFFFFu) {
+      group_of[r] = static_cast<uint32_t>(groups.size());
+      groups.push_back({r});
+    }
+    groups[group_of[r]].push_back(i);
+  }
+  std::vector<DocPair> cand;
+  for (const auto& g : groups)
+    for (size_t x = 0; x < g.size(); ++x)
+      for (size_t y = x + 1; y < g.size(); ++y)
+        if (share_band(std::span<const SigValue>(sigs_).subspan(g[x] * k, k),
+                       std::span<const SigValue>(sigs_).subspan(g[y] * k, k), spec_.lsh))
+          cand.push_back({g[x], g[y]});
+  std::sort(cand.begin(), cand.end());
+  Scorer scorer{spec_.verify, sets_.get(), sigs_, k};
+  pairs_ = verify_pairs(cand, scorer, spec_.threshold, threads_);
+}
+
+void Pipeline::run(Mode mode) {
+  const auto t_start = Clock::now();
+  sketch_pass();
+
+  auto t = Clock::now();
+  CandidateStats cs;
+  const std::vector<DocPair> candidates =
+      lsh_candidates(sigs_, static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs);
+  stats_.candidates = candidates.size();
+  stats_.largest_bucket = cs.largest_bucket;
+  stats_.times.lsh = seconds_since(t);
+
+  t = Clock::now();
+  if (spec_.verify == VerifyMode::Exact && !candidates.empty()) {
+    std::vector<uint8_t> needed(lengths_.size(), 0);
+    for (const DocPair& p : candidates) needed[p.a] = needed[p.b] = 1;
+    load_sets_pass(needed);
+  }
+  Scorer scorer{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
+  pairs_ = verify_pairs(candidates, scorer, spec_.threshold, threads_);
+  stats_.verified = pairs_.size();
+  if (mode == Mode::Pairs) expand_cluster_pairs();
+  stats_.pairs = mode == Mode::Pairs ? pairs_.size() : 0;
+  stats_.times.verify = seconds_since(t);
+
+  t = Clock::now();
+  clustering_ = cluster_documents(lengths_.size(), pairs_, options_.keep, lengths_);
+  stats_.clusters = clustering_.clusters;
+  stats_.removed = clustering_.removed;
+  stats_.times.cluster = seconds_since(t);
+  stats_.seconds = seconds_since(t_start);
+}
+
+namespace {
+void append_similarity(std::string& line, double s) {
+  char buf[32];
+  const int len = std::snprintf(buf, sizeof buf, "%.6f", s);
+  line.append(buf, static_cast<size_t>(len));
+}
+}  // namespace
+
+void Pipeline::write_pairs(io::AtomicFile& out) const {
+  std::string line;
+  for (const ScoredPair& p : pairs_) {
+    line.clear();
+    line.append(id(p.a)).push_back('\t');
+    line.append(id(p.b)).push_back('\t');
+    append_similarity(line, p.similarity);
+    line.push_back('\n');
+    out.write(line);
+  }
+}
+
+void Pipeline::write_kept(io::AtomicFile& out) {
+  const auto t = Clock::now();
+  io::RecordReader reader(*inputs_, options_.reader);
+  io::Record rec;
+  uint64_t ordinal = 0;
+  const uint64_t n = lengths_.size();
+  while (reader.next(rec)) {
+    const DocId doc = static_cast<DocId>(ordinal++);
+    if (doc >= n || rec.id != id(doc))
+      throw IoError(inputs_->sources()[rec.source].display +
+                    ": the input changed while neardup was running; do not modify inputs during a run");
+    if (!clustering_.kept(doc)) continue;
+    out.write(rec.raw);
+    out.put('\n');
+    if (options_.progress && (ordinal & 0x3FFF) == 0)
+      options_.progress({"write", reader.bytes_read(), inputs_->total_bytes(), ordinal});
+  }
+  if (ordinal != n)
+    throw IoError("the input changed while neardup was running (" + std::to_string(ordinal) + " records instead of " +
+                  std::to_string(n) + "); do not modify inputs during a run");
+  stats_.times.write += seconds_since(t);
+}
+
+void Pipeline::write_removed(io::AtomicFile& out) const {
+  std::string line;
+  for (DocId i = 0; i < lengths_.size(); ++i) {
+    if (clustering_.kept(i)) continue;
+    const DocId keeper = clustering_.keeper[i];
+    line.clear();
+    line.append(id(i)).push_back('\t');
+    line.append(id(keeper)).push_back('\t');
+    append_similarity(line, similarity(i, keeper));
+    line.push_back('\n');
+    out.write(line);
+  }
+}
+
+void Pipeline::write_clusters(io::AtomicFile& out) const {
+  // Clusters numbered from 0 in the order of their first document; members in input order.
+  const size_t n = lengths_.size();
+  std::vector<uint32_t> size(n, 0);
+  for (DocId i = 0; i < n; ++i) ++size[clustering_.keeper[i]];
+  std::vector<std::vector<DocId>> groups;
+  std::vector<uint32_t> group_of(n, 0xFFFFFFFFu);
+  for (DocId i = 0; i < n; ++i) {
+    const DocId kp = clustering_.keeper[i];
+    if (size[kp] < 2) continue;
+    if (group_of[kp] == 0xFFFFFFFFu) {
+      group_of[kp] = static_cast<uint32_t>(groups.size());
+      groups.emplace_back();
+    }
+    groups[group_of[kp]].push_back(i);
+  }
+  std::string line;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (DocId d : groups[g]) {
+      line.clear();
+      line.append(std::to_string(g)).push_back('\t');
+      line.append(id(d)).push_back('\t');
+      line.append(clustering_.kept(d) ? "kept" : "removed");
+      line.push_back('\n');
+      out.write(line);
+    }
+}
+
+}  // namespace neardup

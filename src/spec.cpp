@@ -1,0 +1,105 @@
+#include "neardup/spec.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "neardup/error.h"
+
+namespace neardup {
+namespace {
+
+int parse_int(std::string_view token, std::string_view v) {
+  int x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || p != v.data() + v.size())
+    throw UsageError("bad pipeline spec token '" + std::string(token) + "': expected an integer");
+  return x;
+}
+
+double parse_double(std::string_view token, std::string_view v) {
+  double x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || p != v.data() + v.size())
+    throw UsageError("bad pipeline spec token '" + std::string(token) + "': expected a number");
+  return x;
+}
+
+std::string format_double(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", x);
+  return buf;
+}
+
+}  // namespace
+
+PipelineSpec PipelineSpec::parse(std::string_view text) {
+  PipelineSpec s;
+  std::istringstream in{std::string(text)};
+  std::string token;
+  while (in >> token) {
+    const size_t colon = token.find(':');
+    if (colon == std::string::npos)
+      throw UsageError("bad pipeline spec token '" + token + "': expected name:value (for example words:5)");
+    const std::string_view name = std::string_view(token).substr(0, colon);
+    const std::string_view value = std::string_view(token).substr(colon + 1);
+    if (name == "words" || name == "chars") {
+      s.shingle.kind = name == "words" ? ShingleKind::Words : ShingleKind::Chars;
+      s.shingle.k = parse_int(token, value);
+    } else if (name == "minhash") {
+      s.num_perm = parse_int(token, value);
+    } else if (name == "lsh") {
+      const size_t x = value.find('x');
+      if (x == std::string_view::npos)
+        throw UsageError("bad pipeline spec token '" + token + "': expected lsh:BANDSxROWS (for example lsh:16x8)");
+      s.lsh.bands = parse_int(token, value.substr(0, x));
+      s.lsh.rows = parse_int(token, value.substr(x + 1));
+    } else if (name == "verify" || name == "estimate") {
+      s.verify = name == "verify" ? VerifyMode::Exact : VerifyMode::Estimate;
+      s.threshold = parse_double(token, value);
+    } else if (name == "seed") {
+      uint64_t seed = 0;
+      const bool hex = value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X');
+      const std::string_view digits = hex ? value.substr(2) : value;
+      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), seed, hex ? 16 : 10);
+      if (ec != std::errc() || p != digits.data() + digits.size())
+        throw UsageError("bad pipeline spec token '" + token + "': expected an integer seed");
+      s.shingle.seed = seed;
+    } else {
+      throw UsageError("unknown pipeline spec token '" + token +
+                       "' (known: words:K chars:N minhash:P lsh:BxR verify:T estimate:T seed:S)");
+    }
+  }
+  return s;
+}
+
+PipelineSpec PipelineSpec::resolved() const {
+  PipelineSpec s = *this;
+  if (s.shingle.k < 1 || s.shingle.k > 64)
+    throw UsageError("shingle size must be between 1 and 64, got " + std::to_string(s.shingle.k));
+  if (s.num_perm < 1 || s.num_perm > 4096)
+    throw UsageError("permutations must be between 1 and 4096, got " + std::to_string(s.num_perm));
+  if (!(s.threshold > 0.0 && s.threshold <= 1.0))
+    throw UsageError("threshold must be in (0, 1], got " + format_double(s.threshold));
+  if (s.lsh.bands == 0 && s.lsh.rows == 0) {
+    s.lsh = choose_lsh_params(s.threshold, s.num_perm);
+  } else if (s.lsh.bands < 1 || s.lsh.rows < 1 || s.lsh.bands * s.lsh.rows > s.num_perm) {
+    throw UsageError("bands x rows must be at least 1x1 and at most the permutations (" +
+                     std::to_string(s.num_perm) + "), got " + std::to_string(s.lsh.bands) + "x" +
+                     std::to_string(s.lsh.rows));
+  }
+  return s;
+}
+
+std::string PipelineSpec::to_string() const {
+  std::string out = (shingle.kind == ShingleKind::Words ? "words:" : "chars:") + std::to_string(shingle.k);
+  out += " minhash:" + std::to_string(num_perm);
+  if (lsh.bands > 0) out += " lsh:" + std::to_string(lsh.bands) + "x" + std::to_string(lsh.rows);
+  out += (verify == VerifyMode::Exact ? " verify:" : " estimate:") + format_double(threshold);
+  if (shingle.seed != kDefaultSeed) out += " seed:" + std::to_string(shingle.seed);
+  return out;
+}
+
+}  // namespace neardup

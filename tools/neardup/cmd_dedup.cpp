@@ -1,0 +1,194 @@
+// `neardup pairs` and `neardup dedup`: the same pipeline, two kinds of output.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "neardup/neardup.h"
+
+namespace neardup::cli {
+namespace {
+
+struct Options {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string removed, clusters;
+  std::string spec;
+  double threshold = kDefaultThreshold;
+  int shingle = kDefaultShingle;
+  int chars = 0;
+  int num_perm = kDefaultNumPerm;
+  int bands = 0, rows = 0;
+  uint64_t seed = kDefaultSeed;
+  VerifyMode verify = VerifyMode::Exact;
+  KeepPolicy keep = KeepPolicy::First;
+  io::ReaderOptions reader;
+  int threads = 0;
+  bool quiet = false;
+};
+
+// Throttled one-line progress on stderr, only when stderr is a terminal.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled && ::isatty(2)) {}
+  ~ProgressBar() { clear(); }
+  void update(const Progress& p) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double pct = p.bytes_total ? 100.0 * static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total) : 0;
+    std::fprintf(stderr, "\r\033[K%-7s %5.1f%%  %.1f / %.1f MB  %llu documents", p.stage, pct > 100 ? 100 : pct,
+                 static_cast<double>(p.bytes_done) / 1e6, static_cast<double>(p.bytes_total) / 1e6,
+                 static_cast<unsigned long long>(p.documents));
+    shown_ = true;
+  }
+  void clear() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+void add_common(CLI::App* cmd, Options& o) {
+  cmd->add_option("inputs", o.inputs,
+                  "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), plain-text files, directories, or - for stdin")
+      ->required();
+  cmd->add_option("-t,--threshold", o.threshold, "Keep pairs with Jaccard similarity >= T")
+      ->default_val(kDefaultThreshold)->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("-k,--shingle", o.shingle, "Words per shingle (word K-shingles)")
+      ->default_val(kDefaultShingle)->check(CLI::Range(1, 64));
+  cmd->add_option("--chars", o.chars, "Use character N-gram shingles instead of words (for scripts without spaces, very short texts)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--num-perm", o.num_perm, "MinHash permutations (signature length)")
+      ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
+  cmd->add_option("--bands", o.bands, "LSH bands (with --rows; default: chosen from the threshold)")->check(CLI::Range(1, 4096));
+  cmd->add_option("--rows", o.rows, "LSH rows per band (with --bands)")->check(CLI::Range(1, 4096));
+  cmd->add_option("--seed", o.seed, "Seed of every hash (sketches from different seeds are not comparable)");
+  cmd->add_option("--spec", o.spec, "Pipeline spec, e.g. 'words:5 minhash:128 lsh:21x6 verify:0.8'; explicit flags override it");
+  cmd->add_option("--verify", o.verify, "exact: Jaccard of the shingle sets (re-reads the candidates); estimate: from signatures")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, VerifyMode>{{"exact", VerifyMode::Exact},
+                                                                          {"estimate", VerifyMode::Estimate}}))
+      ->default_str("exact");
+  cmd->add_option("--keep", o.keep, "Which document of a cluster is kept: first (input order) or longest")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, KeepPolicy>{{"first", KeepPolicy::First},
+                                                                          {"longest", KeepPolicy::Longest}}))
+      ->default_str("first");
+  cmd->add_option("--text-field", o.reader.text_field, "JSONL field holding the text")->default_val("text");
+  cmd->add_option("--id-field", o.reader.id_field, "JSONL field holding the id (missing: FILE:LINE)")->default_val("id");
+  cmd->add_option("--format", o.reader.format, "Input format: auto (by extension), jsonl, text")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, io::InputFormat>{{"auto", io::InputFormat::Auto},
+                                                                               {"jsonl", io::InputFormat::Jsonl},
+                                                                               {"text", io::InputFormat::Text}}))
+      ->default_str("auto");
+  cmd->add_option("--on-error", o.reader.on_error, "Bad records: fail (stop with an error) or skip (count and go on)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, io::OnError>{{"fail", io::OnError::Fail},
+                                                                           {"skip", io::OnError::Skip}}))
+      ->default_str("fail");
+  cmd->add_option("-j,--threads", o.threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  cmd->add_flag("-q,--quiet", o.quiet, "No progress bar, warnings or summary on stderr");
+}
+
+PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
+  PipelineSpec s = o.spec.empty() ? PipelineSpec{} : PipelineSpec::parse(o.spec);
+  const bool given_spec = !o.spec.empty();
+  auto set = [&](const char* name) { return !given_spec || cmd->count(name) > 0; };
+  if (set("--threshold")) s.threshold = o.threshold;
+  if (cmd->count("--chars")) {
+    s.shingle.kind = ShingleKind::Chars;
+    s.shingle.k = o.chars;
+  } else if (set("--shingle")) {
+    s.shingle.k = o.shingle;
+  }
+  if (set("--num-perm")) s.num_perm = o.num_perm;
+  if (cmd->count("--seed")) s.shingle.seed = o.seed;
+  if (set("--verify")) s.verify = o.verify;
+  if (cmd->count("--bands") || cmd->count("--rows")) {
+    if (!cmd->count("--bands") || !cmd->count("--rows")) throw UsageError("--bands and --rows go together; give both");
+    s.lsh = {o.bands, o.rows};
+  }
+  return s;
+}
+
+void print_summary(const Pipeline& p, bool pairs_mode) {
+  const RunStats& s = p.stats();
+  for (const auto& m : s.skip_messages) std::fprintf(stderr, "neardup: warning: skipped %s\n", m.c_str());
+  if (s.skipped > s.skip_messages.size())
+    std::fprintf(stderr, "neardup: warning: ... and %llu more bad records skipped\n",
+                 static_cast<unsigned long long>(s.skipped - s.skip_messages.size()));
+  std::fprintf(stderr,
+               "neardup: %llu documents (%llu empty, %llu skipped), %llu shingles, %llu candidates, "
+               "%llu verified pairs, ",
+               static_cast<unsigned long long>(s.documents), static_cast<unsigned long long>(s.empty),
+               static_cast<unsigned long long>(s.skipped), static_cast<unsigned long long>(s.shingles),
+               static_cast<unsigned long long>(s.candidates), static_cast<unsigned long long>(s.verified));
+  if (pairs_mode) std::fprintf(stderr, "%llu pairs reported, ", static_cast<unsigned long long>(s.pairs));
+  std::fprintf(stderr, "%llu clusters, %llu removed, %.2f s [%s]\n", static_cast<unsigned long long>(s.clusters),
+               static_cast<unsigned long long>(s.removed), s.seconds + s.times.write, p.spec().to_string().c_str());
+}
+
+int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
+  RunOptions ro;
+  ro.spec = make_spec(cmd, o);
+  ro.reader = o.reader;
+  ro.threads = o.threads;
+  ro.keep = o.keep;
+  ProgressBar bar(!o.quiet);
+  ro.progress = [&bar](const Progress& p) { bar.update(p); };
+
+  Pipeline pipeline(o.inputs, ro);
+  if (dedup && !pipeline.inputs().all_jsonl() && !pipeline.inputs().all_text())
+    throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
+                     "records or a list of paths); run it once per kind, or force one with --format");
+  // Open every output first, so that a bad output path fails before the work.
+  std::unique_ptr<io::AtomicFile> out, removed, clusters;
+  out = std::make_unique<io::AtomicFile>(o.output.empty() ? "-" : o.output);
+  if (!o.removed.empty()) removed = std::make_unique<io::AtomicFile>(o.removed);
+  if (!o.clusters.empty()) clusters = std::make_unique<io::AtomicFile>(o.clusters);
+
+  pipeline.run(dedup ? Pipeline::Mode::Dedup : Pipeline::Mode::Pairs);
+  if (dedup) {
+    pipeline.write_kept(*out);
+  } else {
+    pipeline.write_pairs(*out);
+  }
+  if (removed) pipeline.write_removed(*removed);
+  if (clusters) pipeline.write_clusters(*clusters);
+  // Commit only once everything is written: a failure leaves no partial output in place.
+  out->commit();
+  if (removed) removed->commit();
+  if (clusters) clusters->commit();
+  bar.clear();
+  if (!o.quiet) print_summary(pipeline, !dedup);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
+  auto pairs_opts = std::make_shared<Options>();
+  CLI::App* pairs = app.add_subcommand("pairs", "Write every near-duplicate pair: id1 TAB id2 TAB similarity");
+  add_common(pairs, *pairs_opts);
+  pairs->add_option("-o,--output", pairs_opts->output, "Output file (default: stdout)");
+  pairs->callback([&run, pairs, pairs_opts] { run = [=] { return run_command(pairs, *pairs_opts, false); }; });
+
+  auto dedup_opts = std::make_shared<Options>();
+  CLI::App* dedup = app.add_subcommand(
+      "dedup", "Remove near-duplicates: write the kept records exactly as they were (JSONL) or the kept paths");
+  add_common(dedup, *dedup_opts);
+  dedup->add_option("-o,--output", dedup_opts->output, "Output file for the kept records ('-' for stdout)")->required();
+  dedup->add_option("--removed", dedup_opts->removed, "Write removed_id TAB kept_id TAB similarity per removed document");
+  dedup->add_option("--clusters", dedup_opts->clusters, "Write cluster TAB id TAB kept|removed per clustered document");
+  dedup->callback([&run, dedup, dedup_opts] { run = [=] { return run_command(dedup, *dedup_opts, true); }; });
+}
+
+}  // namespace neardup::cli

@@ -1,0 +1,13 @@
+// Subcommands of the neardup CLI. Argument parsing only; the work is in the library.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace neardup::cli {
+
+/// Adds `pairs` and `dedup` to `app`; `run` is set to the chosen command's action.
+void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run);
+
+}  // namespace neardup::cli

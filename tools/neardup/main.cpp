@@ -1,0 +1,61 @@
+// neardup: find, cluster and remove near-duplicate documents.
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+
+#include "commands.h"
+#include "neardup/neardup.h"
+
+int main(int argc, char** argv) {
+  using namespace neardup;
+  // Kernel override for tests and benchmarks (the library itself never reads the environment).
+  if (const char* forced = std::getenv("NEARDUP_FORCE_ISA"); forced && *forced) {
+    const auto isa = parse_isa(forced);
+    if (!isa) {
+      std::fprintf(stderr, "neardup: error: NEARDUP_FORCE_ISA=%s is not one of scalar, avx2, avx512\n", forced);
+      return kExitUsage;
+    }
+    try {
+      force_isa(*isa);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "neardup: error: NEARDUP_FORCE_ISA: %s\n", e.what());
+      return kExitUsage;
+    }
+  }
+
+  CLI::App app{"neardup: find, cluster and remove near-duplicate documents (MinHash + LSH, exact verification)",
+               "neardup"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return version_info(); });
+  std::function<int()> run;
+  cli::add_pairs_and_dedup(app, run);
+  app.footer("Exit codes: 0 ok, 1 internal error, 2 usage error, 3 bad input data, 4 I/O error.\n"
+             "Run 'neardup COMMAND --help' for the options of a command.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  try {
+    return run();
+  } catch (const Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "neardup: error: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "neardup: error: out of memory; use fewer threads or split the input\n");
+    return kExitInternal;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "neardup: internal error: %s; please report it\n", e.what());
+    return kExitInternal;
+  }
+}
