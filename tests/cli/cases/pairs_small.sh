@@ -1,0 +1,7 @@
+# pairs on a small JSONL file: each similar pair once, id1 TAB id2 TAB similarity.
+$NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --shingle 3 -o pairs.tsv; echo "exit=$?"
+cat pairs.tsv
+echo "--- to stdout, estimate"
+$NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --shingle 3 --verify estimate --quiet | cut -f1,2
+echo "--- character 5-grams"
+$NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --chars 5 --quiet

@@ -1,0 +1,193 @@
+#include "neardup/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "neardup/io/stream.h"
+#include "neardup/io/writer.h"
+#include "neardup/error.h"
+#include "test_util.h"
+
+using namespace neardup;
+
+namespace {
+
+using PairKey = std::pair<std::string, std::string>;
+PairKey key(std::string_view a, std::string_view b) {
+  return a < b ? PairKey{std::string(a), std::string(b)} : PairKey{std::string(b), std::string(a)};
+}
+
+std::map<PairKey, double> load_truth(const std::string& path) {
+  std::map<PairKey, double> t;
+  std::istringstream in(io::read_all(path, path));
+  std::string a, b;
+  double j;
+  while (in >> a >> b >> j) t[key(a, b)] = j;
+  return t;
+}
+
+std::map<PairKey, double> run_pairs(const std::vector<std::string>& inputs, const std::string& spec, int threads = 2) {
+  RunOptions o;
+  o.spec = PipelineSpec::parse(spec);
+  o.threads = threads;
+  Pipeline p(inputs, o);
+  p.run(Pipeline::Mode::Pairs);
+  std::map<PairKey, double> out;
+  for (const auto& e : p.pairs()) {
+    EXPECT_LT(e.a, e.b);
+    EXPECT_TRUE(out.emplace(key(p.id(e.a), p.id(e.b)), e.similarity).second) << "pair reported twice";
+  }
+  return out;
+}
+
+// The acceptance check of the foundation on a real corpus with exact ground truth: at threshold
+// 0.8 over word 3-shingles, >= 99% of the truth pairs with J >= 0.85 are found, no pair below 0.8
+// is reported, and every reported similarity is the exact one.
+void check_real_corpus(const std::string& corpus, const std::string& truth_path) {
+  const auto truth = load_truth(truth_path);
+  ASSERT_FALSE(truth.empty());
+  const auto got = run_pairs({corpus}, "words:3 minhash:128 verify:0.8");
+  size_t want = 0, found = 0;
+  for (const auto& [k, j] : truth)
+    if (j >= 0.85) {
+      ++want;
+      found += got.count(k);
+    }
+  EXPECT_GE(static_cast<double>(found), 0.99 * static_cast<double>(want)) << found << "/" << want;
+  for (const auto& [k, j] : got) {
+    const auto it = truth.find(k);
+    ASSERT_NE(it, truth.end()) << k.first << " " << k.second << " reported at " << j << ", truth J < 0.5";
+    EXPECT_GE(it->second, 0.8) << k.first << " " << k.second;
+    EXPECT_NEAR(j, it->second, 1e-6) << k.first << " " << k.second;
+  }
+}
+
+}  // namespace
+
+TEST(RealData, MmdsSampleInRepo) {
+  check_real_corpus(NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst", NEARDUP_SAMPLE_DIR "/mmds-articles-2500.truth.tsv.zst");
+}
+
+TEST(RealData, SpamAssassin) {
+  const std::string dir = NEARDUP_CORPORA_DIR;
+  if (!std::filesystem::exists(dir + "/spamassassin.jsonl.zst"))
+    GTEST_SKIP() << "shared corpora not found at " << dir << " (configure NEARDUP_CORPORA_DIR)";
+  check_real_corpus(dir + "/spamassassin.jsonl.zst", dir + "/spamassassin.truth.tsv.zst");
+}
+
+TEST(RealData, SpamAssassinFiveShinglesWithEstimate) {
+  const std::string dir = NEARDUP_CORPORA_DIR;
+  if (!std::filesystem::exists(dir + "/spamassassin.truth.k5.tsv.zst")) GTEST_SKIP() << "shared corpora not found";
+  const auto truth = load_truth(dir + "/spamassassin.truth.k5.tsv.zst");
+  const auto got = run_pairs({dir + "/spamassassin.jsonl.zst"}, "words:5 minhash:128 estimate:0.8");
+  size_t want = 0, found = 0, bad = 0;
+  for (const auto& [k, j] : truth)
+    if (j >= 0.9) ++want, found += got.count(k);
+  for (const auto& [k, j] : got) bad += !truth.count(k) || truth.at(k) < 0.7;
+  EXPECT_GE(static_cast<double>(found), 0.98 * static_cast<double>(want)) << found << "/" << want;
+  EXPECT_LE(static_cast<double>(bad), 0.01 * static_cast<double>(got.size())) << bad << "/" << got.size();
+}
+
+// Pairs mode against a brute-force oracle on a generated corpus with planted near-duplicates.
+TEST(Pipeline, PairsMatchBruteForceOracle) {
+  test::TempDir d;
+  std::mt19937_64 rng(99);
+  std::string jsonl;
+  std::vector<std::string> texts;
+  for (int base = 0; base < 120; ++base) {
+    auto words = test::random_words(rng, 80 + rng() % 150);
+    const int copies = 1 + static_cast<int>(rng() % 4);
+    for (int c = 0; c < copies; ++c) {
+      auto w = words;
+      const double rate = c == 0 ? 0 : 0.004 * static_cast<double>(rng() % 25);
+      for (auto& x : w)
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < rate) x = "e" + std::to_string(rng());
+      texts.push_back(test::join(w));
+    }
+  }
+  for (size_t i = 0; i < texts.size(); ++i)
+    jsonl += "{\"id\": \"d" + std::to_string(i) + "\", \"text\": \"" + texts[i] + "\"}\n";
+  test::write_file(d.file("c.jsonl"), jsonl);
+
+  const double t = 0.75;
+  Shingler sh({ShingleKind::Words, 5, kDefaultSeed});
+  std::vector<std::vector<ShingleHash>> sets;
+  for (const auto& x : texts) sets.push_back(sh.shingle_set(x));
+  std::map<PairKey, double> truth;
+  for (size_t a = 0; a < texts.size(); ++a)
+    for (size_t b = a + 1; b < texts.size(); ++b)
+      if (const double j = jaccard(sets[a], sets[b]); j >= t)
+        truth[key("d" + std::to_string(a), "d" + std::to_string(b))] = j;
+  ASSERT_GT(truth.size(), 60u);
+
+  const auto got = run_pairs({d.file("c.jsonl")}, "words:5 minhash:128 verify:0.75");
+  size_t found = 0, want_margin = 0, found_margin = 0;
+  for (const auto& [k, j] : truth) {
+    found += got.count(k);
+    if (j >= t + 0.05) ++want_margin, found_margin += got.count(k);
+  }
+  for (const auto& [k, j] : got) {
+    ASSERT_TRUE(truth.count(k)) << "false positive " << k.first << " " << k.second;  // precision 1
+    EXPECT_DOUBLE_EQ(j, truth.at(k));
+  }
+  EXPECT_GE(static_cast<double>(found_margin), 0.99 * static_cast<double>(want_margin));
+  EXPECT_GE(static_cast<double>(found), 0.95 * static_cast<double>(truth.size()));
+}
+
+// The same inputs give the same results whatever the number of threads.
+TEST(Pipeline, DeterministicAcrossThreadCounts) {
+  const std::string corpus = NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst";
+  const auto one = run_pairs({corpus}, "words:3 minhash:64 verify:0.5", 1);
+  const auto two = run_pairs({corpus}, "words:3 minhash:64 verify:0.5", 2);
+  const auto four = run_pairs({corpus}, "words:3 minhash:64 verify:0.5", 4);
+  EXPECT_FALSE(one.empty());
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one, four);
+}
+
+TEST(Pipeline, DedupKeepsRecordsByteForByte) {
+  test::TempDir d;
+  const std::string lines[] = {
+      R"({"id": "a", "text": "the quick brown fox jumps over the lazy dog again and again"})",
+      R"({"text": "The quick brown fox jumps over the lazy dog again and again!", "id": "b", "extra": 1})",
+      R"({"id": "c", "text": "something entirely different from the other documents here"})",
+      R"({"id": "e", "text": "  ...  "})",
+      R"({ "id" : "d" , "text" : "THE QUICK BROWN FOX jumps over the lazy dog again and again" })",
+  };
+  std::string in;
+  for (const auto& l : lines) in += l + "\n";
+  test::write_file(d.file("in.jsonl"), in);
+  RunOptions o;
+  o.spec = PipelineSpec::parse("words:3 verify:0.9");
+  Pipeline p({d.file("in.jsonl")}, o);
+  p.run(Pipeline::Mode::Dedup);
+  {
+    io::AtomicFile out(d.file("out.jsonl"));
+    p.write_kept(out);
+    out.commit();
+  }
+  EXPECT_EQ(test::read_file(d.file("out.jsonl")), lines[0] + "\n" + lines[2] + "\n" + lines[3] + "\n");
+  EXPECT_EQ(p.stats().documents, 5u);
+  EXPECT_EQ(p.stats().empty, 1u);
+  EXPECT_EQ(p.stats().removed, 2u);
+  EXPECT_EQ(p.stats().clusters, 1u);
+  EXPECT_EQ(p.clustering().keeper[1], 0u);
+  EXPECT_EQ(p.clustering().keeper[4], 0u);
+}
+
+TEST(Pipeline, InputChangedBetweenPassesIsDetected) {
+  test::TempDir d;
+  test::write_file(d.file("in.jsonl"), "{\"id\": \"a\", \"text\": \"one two three four\"}\n"
+                                       "{\"id\": \"b\", \"text\": \"one two three four\"}\n");
+  RunOptions o;
+  Pipeline p({d.file("in.jsonl")}, o);
+  p.run(Pipeline::Mode::Dedup);
+  test::write_file(d.file("in.jsonl"), "{\"id\": \"x\", \"text\": \"one two three four\"}\n");
+  io::AtomicFile out(d.file("out.jsonl"));
+  EXPECT_THROW(p.write_kept(out), IoError);
+}

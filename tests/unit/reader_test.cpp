@@ -1,0 +1,216 @@
+#include "neardup/io/reader.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "neardup/error.h"
+#include "neardup/io/stream.h"
+#include "test_util.h"
+
+using namespace neardup;
+using namespace neardup::io;
+
+namespace {
+
+struct Rec {
+  std::string id, text, raw;
+  uint64_t line;
+};
+
+std::vector<Rec> read_all_records(const std::vector<std::string>& paths, ReaderOptions opt = {},
+                                  ReaderStats* stats = nullptr) {
+  InputSet in(paths, opt.format);
+  RecordReader r(in, opt);
+  std::vector<Rec> out;
+  Record rec;
+  while (r.next(rec)) out.push_back({std::string(rec.id), std::string(rec.text), std::string(rec.raw), rec.line});
+  if (stats) *stats = r.stats();
+  return out;
+}
+
+std::string gzip(const std::string& data) {
+  std::string out(compressBound(data.size()) + 64, '\0');
+  z_stream zs{};
+  deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+std::string zstd(const std::string& data) {
+  std::string out(ZSTD_compressBound(data.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
+  return out;
+}
+
+std::string error_of(const std::vector<std::string>& paths, ReaderOptions opt = {}) {
+  try {
+    read_all_records(paths, opt);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kJsonl =
+    "{\"id\": \"a\", \"text\": \"hello world\"}\n"
+    "{\"text\": \"no id here\", \"other\": [1, 2]}\n"
+    "\n"
+    "{\"id\": 17, \"text\": \"numeric id\"}\r\n"
+    "{\"id\": \"u\", \"text\": \"caf\\u00e9 \\ud83d\\ude00\"}";  // no final newline
+
+}  // namespace
+
+TEST(Reader, JsonlRecordsIdsAndRawLines) {
+  test::TempDir d;
+  test::write_file(d.file("x.jsonl"), kJsonl);
+  const auto r = read_all_records({d.file("x.jsonl")});
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].id, "a");
+  EXPECT_EQ(r[0].text, "hello world");
+  EXPECT_EQ(r[0].raw, "{\"id\": \"a\", \"text\": \"hello world\"}");
+  EXPECT_EQ(r[1].id, d.file("x.jsonl") + ":2");  // missing id: file:line
+  EXPECT_EQ(r[2].id, "17");
+  EXPECT_EQ(r[2].line, 4u);  // the blank line 3 is not a record
+  EXPECT_EQ(r[2].raw, "{\"id\": 17, \"text\": \"numeric id\"}\r");  // CRLF kept as it was
+  EXPECT_EQ(r[3].text, "café \xF0\x9F\x98\x80");  // escapes and a surrogate pair decoded
+}
+
+TEST(Reader, CustomFields) {
+  test::TempDir d;
+  test::write_file(d.file("x.jsonl"), "{\"doc\": \"k1\", \"content\": \"abc\"}\n");
+  ReaderOptions opt;
+  opt.text_field = "content";
+  opt.id_field = "doc";
+  const auto r = read_all_records({d.file("x.jsonl")}, opt);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].id, "k1");
+  EXPECT_EQ(r[0].text, "abc");
+}
+
+TEST(Reader, GzipAndZstdByMagicNotName) {
+  test::TempDir d;
+  test::write_file(d.file("a.jsonl.gz"), gzip(kJsonl));
+  test::write_file(d.file("b.jsonl"), zstd(kJsonl));  // zstd content under a plain name
+  // Two concatenated gzip members are one stream.
+  test::write_file(d.file("c.jsonl.gz"), gzip("{\"id\":\"1\",\"text\":\"x\"}\n") + gzip("{\"id\":\"2\",\"text\":\"y\"}\n"));
+  EXPECT_EQ(read_all_records({d.file("a.jsonl.gz")}).size(), 4u);
+  EXPECT_EQ(read_all_records({d.file("b.jsonl")}).size(), 4u);
+  EXPECT_EQ(read_all_records({d.file("c.jsonl.gz")}).size(), 2u);
+}
+
+TEST(Reader, TruncatedCompressedFilesAreErrors) {
+  test::TempDir d;
+  std::string big;
+  for (int i = 0; i < 2000; ++i) big += "{\"id\": \"" + std::to_string(i) + "\", \"text\": \"some text " + std::to_string(i * 7919) + "\"}\n";
+  const std::string gz = gzip(big), zs = zstd(big);
+  test::write_file(d.file("t.jsonl.gz"), gz.substr(0, gz.size() / 2));
+  test::write_file(d.file("t.jsonl.zst"), zs.substr(0, zs.size() / 2));
+  EXPECT_NE(error_of({d.file("t.jsonl.gz")}).find("truncated gzip"), std::string::npos);
+  EXPECT_NE(error_of({d.file("t.jsonl.zst")}).find("truncated zstd"), std::string::npos);
+  try {
+    read_all_records({d.file("t.jsonl.gz")});
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.exit_code(), kExitBadInput);
+  }
+}
+
+TEST(Reader, BadRecordsNameFileAndLine) {
+  test::TempDir d;
+  const std::string f = d.file("bad.jsonl");
+  test::write_file(f, "{\"id\": \"a\", \"text\": \"ok\"}\n{\"id\": \"b\", \"text\": \"unterminated}\n");
+  EXPECT_EQ(error_of({f}).rfind(f + ":2: malformed JSON", 0), 0u) << error_of({f});
+  test::write_file(f, "{\"id\": \"a\"}\n");
+  EXPECT_EQ(error_of({f}).rfind(f + ":1: missing text field \"text\"", 0), 0u) << error_of({f});
+  for (const char* v : {"42", "null", "[\"a\"]", "{\"x\": 1}", "true"}) {
+    test::write_file(f, std::string("{\"id\": \"a\", \"text\": ") + v + "}\n");
+    EXPECT_NE(error_of({f}).find(":1: text field \"text\" is "), std::string::npos) << v;
+  }
+  test::write_file(f, "[1, 2]\n");
+  EXPECT_NE(error_of({f}).find(":1: the line is an array, not a JSON object"), std::string::npos);
+  test::write_file(f, "{\"id\": null, \"text\": \"x\"}\n");
+  EXPECT_NE(error_of({f}).find("id field \"id\" is null"), std::string::npos);
+  EXPECT_NE(error_of({f}).find("--on-error skip"), std::string::npos);  // says what to do
+}
+
+TEST(Reader, SkipPolicyCountsBadRecords) {
+  test::TempDir d;
+  const std::string f = d.file("mixed.jsonl");
+  test::write_file(f, "{\"id\": \"a\", \"text\": \"ok\"}\nnot json\n{\"id\": \"c\"}\n{\"id\": \"d\", \"text\": \"fine\"}\n");
+  ReaderOptions opt;
+  opt.on_error = OnError::Skip;
+  ReaderStats st;
+  const auto r = read_all_records({f}, opt, &st);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].id, "d");
+  EXPECT_EQ(st.skipped, 2u);
+  ASSERT_EQ(st.first_skips.size(), 2u);
+  EXPECT_EQ(st.first_skips[0].rfind(f + ":2:", 0), 0u);
+}
+
+TEST(Reader, EmptyFileAndMissingPath) {
+  test::TempDir d;
+  test::write_file(d.file("empty.jsonl"), "");
+  EXPECT_NE(error_of({d.file("empty.jsonl")}).find("file is empty"), std::string::npos);
+  test::write_file(d.file("empty.jsonl.gz"), gzip(""));
+  EXPECT_NE(error_of({d.file("empty.jsonl.gz")}).find("file is empty"), std::string::npos);
+  try {
+    read_all_records({d.file("nope.jsonl")});
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("no such file"), std::string::npos);
+    EXPECT_EQ(e.exit_code(), kExitIo);
+  }
+}
+
+TEST(Reader, UnreadableFileIsAnIoError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads every file";
+  test::TempDir d;
+  test::write_file(d.file("secret.jsonl"), "{\"text\": \"x\"}\n");
+  std::filesystem::permissions(d.file("secret.jsonl"), std::filesystem::perms::none);
+  EXPECT_THROW(read_all_records({d.file("secret.jsonl")}), IoError);
+}
+
+TEST(Reader, InvalidUtf8IsNotAnError) {
+  test::TempDir d;
+  const std::string line = "{\"id\": \"x\", \"text\": \"ab\xFF" "cd\"}";
+  test::write_file(d.file("u.jsonl"), line + "\n");
+  ReaderStats st;
+  const auto r = read_all_records({d.file("u.jsonl")}, {}, &st);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].text, "ab\xEF\xBF\xBD" "cd");
+  EXPECT_EQ(r[0].raw, line);  // the raw line is untouched
+  EXPECT_EQ(st.invalid_utf8, 1u);
+}
+
+TEST(Reader, DirectoriesAreWalkedSortedWithRelativeIds) {
+  test::TempDir d;
+  test::write_file(d.file("root/b.txt"), "second");
+  test::write_file(d.file("root/a/z.txt"), "first");
+  test::write_file(d.file("root/c/empty.txt"), "");
+  const auto r = read_all_records({d.file("root")});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].id, "a/z.txt");
+  EXPECT_EQ(r[0].text, "first");
+  EXPECT_EQ(r[0].raw, d.file("root/a/z.txt"));
+  EXPECT_EQ(r[1].id, "b.txt");
+  EXPECT_EQ(r[2].id, "c/empty.txt");  // an empty file inside a directory is an empty document
+  EXPECT_EQ(r[2].text, "");
+}
+
+TEST(Reader, LongLines) {
+  test::TempDir d;
+  std::string text(5'000'000, 'a');
+  test::write_file(d.file("long.jsonl"), "{\"id\": \"L\", \"text\": \"" + text + " b\"}\n{\"id\": \"s\", \"text\": \"c\"}\n");
+  const auto r = read_all_records({d.file("long.jsonl")});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].text.size(), text.size() + 2);
+  EXPECT_EQ(r[1].id, "s");
+}

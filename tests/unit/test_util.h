@@ -1,0 +1,62 @@
+// Helpers shared by the unit tests.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace neardup::test {
+
+/// A fresh directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "neardup-test-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline void write_file(const std::string& path, const std::string& content) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream f(path, std::ios::binary);
+  f << content;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+/// A text of `n` words drawn from a vocabulary of `vocab` pseudo-words.
+inline std::vector<std::string> random_words(std::mt19937_64& rng, size_t n, size_t vocab = 5000) {
+  std::vector<std::string> w(n);
+  std::uniform_int_distribution<size_t> d(0, vocab - 1);
+  for (auto& s : w) s = "w" + std::to_string(d(rng));
+  return w;
+}
+
+inline std::string join(const std::vector<std::string>& words) {
+  std::string s;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i) s += ' ';
+    s += words[i];
+  }
+  return s;
+}
+
+}  // namespace neardup::test
