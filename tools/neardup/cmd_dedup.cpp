@@ -30,6 +30,7 @@ struct Options {
   io::ReaderOptions reader;
   int threads = 0;
   bool quiet = false;
+  bool show_stats = false;
 };
 
 // Throttled one-line progress on stderr, only when stderr is a terminal.
@@ -96,6 +97,7 @@ void add_common(CLI::App* cmd, Options& o) {
       ->default_str("fail");
   cmd->add_option("-j,--threads", o.threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_flag("-q,--quiet", o.quiet, "No progress bar, warnings or summary on stderr");
+  cmd->add_flag("--stats", o.show_stats, "Also print the time of each stage and the kernel used");
 }
 
 PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
@@ -119,7 +121,7 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   return s;
 }
 
-void print_summary(const Pipeline& p, bool pairs_mode) {
+void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
   const RunStats& s = p.stats();
   for (const auto& m : s.skip_messages) std::fprintf(stderr, "neardup: warning: skipped %s\n", m.c_str());
   if (s.skipped > s.skip_messages.size())
@@ -134,6 +136,16 @@ void print_summary(const Pipeline& p, bool pairs_mode) {
   if (pairs_mode) std::fprintf(stderr, "%llu pairs reported, ", static_cast<unsigned long long>(s.pairs));
   std::fprintf(stderr, "%llu clusters, %llu removed, %.2f s [%s]\n", static_cast<unsigned long long>(s.clusters),
                static_cast<unsigned long long>(s.removed), s.seconds + s.times.write, p.spec().to_string().c_str());
+  if (!stages) return;
+  const double mb = static_cast<double>(s.text_bytes) / 1e6;
+  const StageTimes& t = s.times;
+  std::fprintf(stderr,
+               "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s wall (%.1f MB/s; CPU: shingle %.3f s, "
+               "sketch %.3f s); lsh %.3f s; verify %.3f s (%llu documents re-read); cluster %.3f s; write %.3f s; "
+               "kernel %s; largest bucket %llu\n",
+               mb, t.read, t.read > 0 ? mb / t.read : 0.0, t.shingle, t.sketch, t.lsh, t.verify,
+               static_cast<unsigned long long>(s.verify_docs), t.cluster, t.write, isa_name(active_isa()),
+               static_cast<unsigned long long>(s.largest_bucket));
 }
 
 int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
@@ -168,7 +180,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   if (removed) removed->commit();
   if (clusters) clusters->commit();
   bar.clear();
-  if (!o.quiet) print_summary(pipeline, !dedup);
+  if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats);
   return kExitOk;
 }
 
