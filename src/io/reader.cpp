@@ -96,8 +96,9 @@ InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, co
       }
       std::error_code ec;
       const fs::file_status st = fs::status(p, ec);
-      if (ec || !fs::exists(st))
-        throw IoError(p + ": no such file or directory; check the path");
+      if (ec && ec != std::errc::no_such_file_or_directory)
+        throw IoError(p + ": cannot access: " + ec.message() + "; check the permissions of the path");
+      if (!fs::exists(st)) throw IoError(p + ": no such file or directory; check the path");
       if (fs::is_directory(st)) {
         std::vector<std::pair<std::string, std::string>> files;  // (relative, full)
         fs::recursive_directory_iterator it(p, fs::directory_options::follow_directory_symlink, ec), end;
