@@ -78,6 +78,12 @@ struct Prefix {
   }
 };
 
+// Fills buf with the rest of the sniffed prefix, then file data; 0 only at the end of the file.
+size_t refill(Prefix& prefix, File& file, char* buf, size_t n) {
+  const size_t got = prefix.take(buf, n);
+  return got + file.read(buf + got, n - got);
+}
+
 class PlainStream final : public ByteStream {
  public:
   PlainStream(std::unique_ptr<File> f, Prefix p) : file_(std::move(f)), prefix_(p) {}
@@ -109,8 +115,7 @@ class GzipStream final : public ByteStream {
     zs_.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
     while (zs_.avail_out == static_cast<uInt>(std::min<size_t>(n, 1u << 30))) {
       if (zs_.avail_in == 0) {
-        size_t got = prefix_.take(in_.data(), in_.size());
-        got += file_->read(in_.data() + got, in_.size() - got);
+        const size_t got = refill(prefix_, *file_, in_.data(), in_.size());
         if (got == 0) {
           if (member_started_)
             throw FormatError(file_->display() +
@@ -166,8 +171,7 @@ class ZstdStream final : public ByteStream {
     ZSTD_outBuffer ob{buf, n, 0};
     while (ob.pos == 0) {
       if (ib_.pos == ib_.size) {
-        size_t got = prefix_.take(in_.data(), in_.size());
-        got += file_->read(in_.data() + got, in_.size() - got);
+        const size_t got = refill(prefix_, *file_, in_.data(), in_.size());
         if (got == 0) {
           if (frame_open_)
             throw FormatError(file_->display() +
