@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config zstd gzip
-  libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev zlib1g-dev libicu-dev libfmt-dev
+  libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev zlib1g-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3
 )
 
