@@ -36,4 +36,22 @@ Clustering cluster_documents(size_t num_docs, std::span<const ScoredPair> edges,
   return c;
 }
 
+std::vector<std::vector<DocId>> cluster_members(const Clustering& c) {
+  const size_t n = c.keeper.size();
+  std::vector<uint32_t> size(n, 0);
+  for (DocId i = 0; i < n; ++i) ++size[c.keeper[i]];
+  std::vector<std::vector<DocId>> groups;
+  std::vector<uint32_t> group_of(n, 0xFFFFFFFFu);
+  for (DocId i = 0; i < n; ++i) {
+    const DocId kp = c.keeper[i];
+    if (size[kp] < 2) continue;
+    if (group_of[kp] == 0xFFFFFFFFu) {
+      group_of[kp] = static_cast<uint32_t>(groups.size());
+      groups.emplace_back();
+    }
+    groups[group_of[kp]].push_back(i);
+  }
+  return groups;
+}
+
 }  // namespace neardup

@@ -10,7 +10,6 @@
 #include <thread>
 
 #include "internal/parallel.h"
-#include "internal/union_find.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
 #include "neardup/lsh_index.h"
@@ -232,23 +231,10 @@ double Pipeline::similarity(DocId a, DocId b) const {
 }
 
 void Pipeline::expand_cluster_pairs() {
-  // Members of each cluster, in input order.
-  const size_t n = lengths_.size();
+  // Adding edges inside clusters does not change them, so the clustering of the star edges
+  // already holds the groups to expand.
   const size_t k = static_cast<size_t>(spec_.num_perm);
-  std::vector<std::vector<DocId>> groups;
-  std::vector<uint32_t> group_of(n, 0xFFFFFFFFu);
-  // Group by the smallest member: the cluster's first document.
-  internal::UnionFind uf(n);
-  for (const ScoredPair& e : pairs_) uf.unite(e.a, e.b);
-  for (DocId i = 0; i < n; ++i) {
-    const DocId r = uf.find(i);
-    if (r == i) continue;
-    if (group_of[r] == 0xFFFFFFFFu) {
-      group_of[r] = static_cast<uint32_t>(groups.size());
-      groups.push_back({r});
-    }
-    groups[group_of[r]].push_back(i);
-  }
+  const auto groups = cluster_members(clustering_);
   std::vector<DocPair> cand;
   for (const auto& g : groups)
     for (size_t x = 0; x < g.size(); ++x)
@@ -282,8 +268,6 @@ void Pipeline::run(Mode mode) {
   Scorer scorer{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
   pairs_ = verify_pairs(candidates, scorer, spec_.threshold, threads_);
   stats_.verified = pairs_.size();
-  if (mode == Mode::Pairs) expand_cluster_pairs();
-  stats_.pairs = mode == Mode::Pairs ? pairs_.size() : 0;
   stats_.times.verify = seconds_since(t);
 
   t = Clock::now();
@@ -291,6 +275,13 @@ void Pipeline::run(Mode mode) {
   stats_.clusters = clustering_.clusters;
   stats_.removed = clustering_.removed;
   stats_.times.cluster = seconds_since(t);
+
+  if (mode == Mode::Pairs) {
+    t = Clock::now();
+    expand_cluster_pairs();
+    stats_.pairs = pairs_.size();
+    stats_.times.verify += seconds_since(t);
+  }
   stats_.seconds = seconds_since(t_start);
 }
 
@@ -352,21 +343,7 @@ void Pipeline::write_removed(io::AtomicFile& out) const {
 }
 
 void Pipeline::write_clusters(io::AtomicFile& out) const {
-  // Clusters numbered from 0 in the order of their first document; members in input order.
-  const size_t n = lengths_.size();
-  std::vector<uint32_t> size(n, 0);
-  for (DocId i = 0; i < n; ++i) ++size[clustering_.keeper[i]];
-  std::vector<std::vector<DocId>> groups;
-  std::vector<uint32_t> group_of(n, 0xFFFFFFFFu);
-  for (DocId i = 0; i < n; ++i) {
-    const DocId kp = clustering_.keeper[i];
-    if (size[kp] < 2) continue;
-    if (group_of[kp] == 0xFFFFFFFFu) {
-      group_of[kp] = static_cast<uint32_t>(groups.size());
-      groups.emplace_back();
-    }
-    groups[group_of[kp]].push_back(i);
-  }
+  const auto groups = cluster_members(clustering_);
   std::string line;
   for (size_t g = 0; g < groups.size(); ++g)
     for (DocId d : groups[g]) {

@@ -29,4 +29,8 @@ struct Clustering {
 Clustering cluster_documents(size_t num_docs, std::span<const ScoredPair> edges, KeepPolicy policy,
                              std::span<const uint64_t> lengths = {});
 
+/// The clusters of two or more documents: numbered in the order of their first document, each
+/// listing its members in input order.
+std::vector<std::vector<DocId>> cluster_members(const Clustering& clustering);
+
 }  // namespace neardup
