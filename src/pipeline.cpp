@@ -196,21 +196,16 @@ void Pipeline::sketch_pass() {
   stats_.skipped = reader.stats().skipped;
   stats_.invalid_utf8 = reader.stats().invalid_utf8;
   stats_.skip_messages = reader.stats().first_skips;
-  stats_.times.read = seconds_since(t0);  // wall time of the whole pass
+  stats_.times.pass1 = seconds_since(t0);
 }
 
 void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
   sets_ = std::make_unique<ShingleSets>(lengths_.size());
-  io::ReaderOptions ropt = options_.reader;
-  io::RecordReader reader(*inputs_, ropt);
-  const uint64_t n = lengths_.size();
+  io::RecordReader reader(*inputs_, options_.reader);
   auto batches = run_batches(
       reader, threads_, "verify", inputs_->total_bytes(), options_.progress,
       [&](const io::Record& r, DocId doc) {
-        if (doc >= n || r.id != id(doc))
-          throw IoError(inputs_->sources()[r.source].display +
-                        ": the input changed while neardup was running (record " + std::to_string(doc + 1) +
-                        " differs from the first read); do not modify inputs during a run");
+        check_same_record(r, doc);
         return needed[doc] != 0;
       },
       [&](Batch& b) {
@@ -225,9 +220,19 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
   stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
 }
 
+Scorer Pipeline::scorer() const noexcept {
+  return Scorer{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
+}
+
+void Pipeline::check_same_record(const io::Record& r, DocId doc) const {
+  if (doc >= lengths_.size() || r.id != id(doc))
+    throw IoError(inputs_->sources()[r.source].display + ": the input changed while neardup was running (record " +
+                  std::to_string(static_cast<uint64_t>(doc) + 1) +
+                  " differs from the first read); do not modify inputs during a run");
+}
+
 double Pipeline::similarity(DocId a, DocId b) const {
-  Scorer scorer{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
-  return scorer(std::min(a, b), std::max(a, b));
+  return scorer()(std::min(a, b), std::max(a, b));
 }
 
 void Pipeline::expand_cluster_pairs() {
@@ -243,8 +248,7 @@ void Pipeline::expand_cluster_pairs() {
                        std::span<const SigValue>(sigs_).subspan(g[y] * k, k), spec_.lsh))
           cand.push_back({g[x], g[y]});
   std::sort(cand.begin(), cand.end());
-  Scorer scorer{spec_.verify, sets_.get(), sigs_, k};
-  pairs_ = verify_pairs(cand, scorer, spec_.threshold, threads_);
+  pairs_ = verify_pairs(cand, scorer(), spec_.threshold, threads_);
 }
 
 void Pipeline::run(Mode mode) {
@@ -265,8 +269,7 @@ void Pipeline::run(Mode mode) {
     for (const DocPair& p : candidates) needed[p.a] = needed[p.b] = 1;
     load_sets_pass(needed);
   }
-  Scorer scorer{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
-  pairs_ = verify_pairs(candidates, scorer, spec_.threshold, threads_);
+  pairs_ = verify_pairs(candidates, scorer(), spec_.threshold, threads_);
   stats_.verified = pairs_.size();
   stats_.times.verify = seconds_since(t);
 
@@ -313,9 +316,7 @@ void Pipeline::write_kept(io::AtomicFile& out) {
   const uint64_t n = lengths_.size();
   while (reader.next(rec)) {
     const DocId doc = static_cast<DocId>(ordinal++);
-    if (doc >= n || rec.id != id(doc))
-      throw IoError(inputs_->sources()[rec.source].display +
-                    ": the input changed while neardup was running; do not modify inputs during a run");
+    check_same_record(rec, doc);
     if (!clustering_.kept(doc)) continue;
     out.write(rec.raw);
     out.put('\n');

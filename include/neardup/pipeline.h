@@ -42,10 +42,11 @@ struct RunOptions {
   ProgressFn progress;  ///< called from the reading thread, after each batch
 };
 
-/// Seconds per stage. shingle and sketch are summed over worker threads (CPU time); the others
-/// are wall time.
+/// Seconds per stage. pass1 is the wall time of the first pass (read, shingle and sketch
+/// overlapped); shingle and sketch are its CPU time, summed over worker threads; the others are
+/// wall time.
 struct StageTimes {
-  double read = 0, shingle = 0, sketch = 0, lsh = 0, verify = 0, cluster = 0, write = 0;
+  double pass1 = 0, shingle = 0, sketch = 0, lsh = 0, verify = 0, cluster = 0, write = 0;
 };
 
 struct RunStats {
@@ -107,6 +108,9 @@ class Pipeline {
   void sketch_pass();
   void load_sets_pass(const std::vector<uint8_t>& needed);
   void expand_cluster_pairs();
+  Scorer scorer() const noexcept;
+  /// Throws IoError if a record read again is not the document `doc` of the first pass.
+  void check_same_record(const io::Record& r, DocId doc) const;
 
   RunOptions options_;
   PipelineSpec spec_;

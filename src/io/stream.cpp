@@ -111,9 +111,10 @@ class GzipStream final : public ByteStream {
 
   size_t read(char* buf, size_t n) override {
     if (n == 0 || done_) return 0;
+    const auto want = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
     zs_.next_out = reinterpret_cast<Bytef*>(buf);
-    zs_.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    while (zs_.avail_out == static_cast<uInt>(std::min<size_t>(n, 1u << 30))) {
+    zs_.avail_out = want;
+    while (zs_.avail_out == want) {  // until some output
       if (zs_.avail_in == 0) {
         const size_t got = refill(prefix_, *file_, in_.data(), in_.size());
         if (got == 0) {
@@ -132,11 +133,7 @@ class GzipStream final : public ByteStream {
       if (rc == Z_STREAM_END) {
         // Another gzip member may follow (concatenated .gz files are valid).
         member_started_ = false;
-        inflateReset(&zs_);
-        if (zs_.avail_in == 0) {
-          // Peek: anything left in the file starts a new member.
-          continue;
-        }
+        inflateReset(&zs_);  // anything left in the file starts a new member
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         throw FormatError(file_->display() + ": corrupt gzip data (" + (zs_.msg ? zs_.msg : "zlib error") +
                           "); re-download or re-create the file");
