@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 
 #include "internal/parallel.h"
+#include "neardup/allpairs.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
 #include "neardup/lsh_index.h"
@@ -32,6 +34,7 @@ struct Batch {
   std::vector<size_t> text_end;   // end offset of each text in `text`
   // Results
   std::vector<SigValue> sigs;
+  Fingerprints fps;
   std::vector<uint8_t> empty;
   std::vector<std::vector<ShingleHash>> sets;
   uint64_t shingles = 0;
@@ -149,8 +152,9 @@ std::string_view Pipeline::id(DocId doc) const noexcept {
 
 void Pipeline::sketch_pass() {
   const auto t0 = Clock::now();
-  const size_t k = static_cast<size_t>(spec_.num_perm);
-  MinHasher hasher(spec_.num_perm, spec_.shingle.seed);
+  const bool bottomk = spec_.method == SketchMethod::BottomK;
+  const size_t k = bottomk ? 0 : static_cast<size_t>(spec_.num_perm);
+  MinHasher hasher(bottomk ? 1 : spec_.num_perm, spec_.shingle.seed);
   io::RecordReader reader(*inputs_, options_.reader);
   auto batches = run_batches(
       reader, threads_, "sketch", inputs_->total_bytes(), options_.progress,
@@ -162,14 +166,22 @@ void Pipeline::sketch_pass() {
       },
       [&](Batch& b) {
         thread_local std::vector<ShingleHash> sh;
+        thread_local std::vector<SigValue> fp;
         Shingler shingler(spec_.shingle);
+        BottomKSelector selector(bottomk ? spec_.sketch_size : 1);
         b.sigs.resize(b.size() * k);
         b.empty.resize(b.size());
         for (size_t i = 0; i < b.size(); ++i) {
           const auto t1 = Clock::now();
           shingler.shingles(b.text_of(i), sh);
           const auto t2 = Clock::now();
-          hasher.sketch(sh, std::span<SigValue>(b.sigs).subspan(i * k, k));
+          if (bottomk) {
+            selector.add(sh);
+            selector.finish(fp);
+            b.fps.push_back(fp);
+          } else {
+            hasher.sketch(sh, std::span<SigValue>(b.sigs).subspan(i * k, k));
+          }
           b.t_sketch += seconds_since(t2);
           b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
           b.shingles += sh.size();
@@ -180,8 +192,11 @@ void Pipeline::sketch_pass() {
   sigs_.resize(n * k);
   empty_.resize(n);
   size_t pos = 0;
+  fps_ = Fingerprints{};
+  fps_.size = spec_.sketch_size;
   for (auto& b : batches) {
     std::copy(b->sigs.begin(), b->sigs.end(), sigs_.begin() + pos * k);
+    for (size_t i = 0; i < b->fps.count(); ++i) fps_.push_back(b->fps[i]);
     std::copy(b->empty.begin(), b->empty.end(), empty_.begin() + pos);
     pos += b->size();
     stats_.shingles += b->shingles;
@@ -221,7 +236,9 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
 }
 
 Scorer Pipeline::scorer() const noexcept {
-  return Scorer{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
+  Scorer s{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
+  if (spec_.method == SketchMethod::BottomK) s.fingerprints = &fps_;
+  return s;
 }
 
 void Pipeline::check_same_record(const io::Record& r, DocId doc) const {
@@ -251,10 +268,16 @@ void Pipeline::expand_cluster_pairs() {
   pairs_ = verify_pairs(cand, scorer(), spec_.threshold, threads_);
 }
 
-void Pipeline::run(Mode mode) {
-  const auto t_start = Clock::now();
-  sketch_pass();
+void Pipeline::verify_candidates(const std::vector<DocPair>& candidates, double threshold) {
+  if (spec_.verify == VerifyMode::Exact && !candidates.empty()) {
+    std::vector<uint8_t> needed(lengths_.size(), 0);
+    for (const DocPair& p : candidates) needed[p.a] = needed[p.b] = 1;
+    load_sets_pass(needed);
+  }
+  pairs_ = verify_pairs(candidates, scorer(), threshold, threads_);
+}
 
+void Pipeline::find_pairs_minhash() {
   auto t = Clock::now();
   CandidateStats cs;
   const std::vector<DocPair> candidates =
@@ -262,29 +285,71 @@ void Pipeline::run(Mode mode) {
   stats_.candidates = candidates.size();
   stats_.largest_bucket = cs.largest_bucket;
   stats_.times.lsh = seconds_since(t);
-
   t = Clock::now();
-  if (spec_.verify == VerifyMode::Exact && !candidates.empty()) {
-    std::vector<uint8_t> needed(lengths_.size(), 0);
-    for (const DocPair& p : candidates) needed[p.a] = needed[p.b] = 1;
-    load_sets_pass(needed);
-  }
-  pairs_ = verify_pairs(candidates, scorer(), spec_.threshold, threads_);
-  stats_.verified = pairs_.size();
+  verify_candidates(candidates, spec_.threshold);
   stats_.times.verify = seconds_since(t);
+}
 
+void Pipeline::find_pairs_bottomk() {
+  // The join is exact over the fingerprints; with exact verification it runs at an estimate
+  // threshold lowered by the estimator's error, so that true pairs near t are not lost.
+  auto t = Clock::now();
+  const bool exact = spec_.verify == VerifyMode::Exact;
+  const int n = spec_.sketch_size;
+  std::vector<ScoredPair> found;
+  if (options_.top > 0) {
+    found = top_pairs(fps_, options_.top, PairScore::BottomKEstimate, threads_);
+    // Exact ranking: every pair whose estimate could still put it among the top M.
+    if (exact && !found.empty())
+      found = pairs_above(fps_, bottomk_candidate_threshold(found.back().similarity, n), PairScore::BottomKEstimate,
+                          threads_);
+  } else {
+    found = pairs_above(fps_, exact ? bottomk_candidate_threshold(spec_.threshold, n) : spec_.threshold,
+                        PairScore::BottomKEstimate, threads_);
+  }
+  stats_.candidates = found.size();
+  stats_.times.lsh = seconds_since(t);
   t = Clock::now();
+  if (exact) {
+    std::vector<DocPair> candidates(found.size());
+    for (size_t i = 0; i < found.size(); ++i) candidates[i] = {found[i].a, found[i].b};
+    found.clear();
+    found.shrink_to_fit();
+    verify_candidates(candidates, options_.top > 0 ? std::numeric_limits<double>::min() : spec_.threshold);
+  } else {
+    pairs_ = std::move(found);
+  }
+  if (options_.top > 0) {
+    std::sort(pairs_.begin(), pairs_.end(), better_pair);
+    if (pairs_.size() > options_.top) pairs_.resize(options_.top);
+  }
+  stats_.times.verify = seconds_since(t);
+}
+
+void Pipeline::run(Mode mode) {
+  const auto t_start = Clock::now();
+  if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
+    throw UsageError("--top applies to pairs with --method bottomk only");
+  sketch_pass();
+  if (spec_.method == SketchMethod::BottomK)
+    find_pairs_bottomk();
+  else
+    find_pairs_minhash();
+  stats_.verified = pairs_.size();
+
+  auto t = Clock::now();
   clustering_ = cluster_documents(lengths_.size(), pairs_, options_.keep, lengths_);
   stats_.clusters = clustering_.clusters;
   stats_.removed = clustering_.removed;
   stats_.times.cluster = seconds_since(t);
 
-  if (mode == Mode::Pairs) {
+  // The bottomk join already found every pair above the threshold; LSH found star edges only.
+  if (mode == Mode::Pairs && spec_.method == SketchMethod::MinHash) {
     t = Clock::now();
     expand_cluster_pairs();
-    stats_.pairs = pairs_.size();
     stats_.times.verify += seconds_since(t);
   }
+  stats_.pairs = pairs_.size();
   stats_.seconds = seconds_since(t_start);
 }
 

@@ -49,7 +49,11 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
       s.shingle.kind = name == "words" ? ShingleKind::Words : ShingleKind::Chars;
       s.shingle.k = parse_int(token, value);
     } else if (name == "minhash") {
+      s.method = SketchMethod::MinHash;
       s.num_perm = parse_int(token, value);
+    } else if (name == "bottomk") {
+      s.method = SketchMethod::BottomK;
+      s.sketch_size = parse_int(token, value);
     } else if (name == "lsh") {
       const size_t x = value.find('x');
       if (x == std::string_view::npos)
@@ -69,7 +73,7 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
       s.shingle.seed = seed;
     } else {
       throw UsageError("unknown pipeline spec token '" + token +
-                       "' (known: words:K chars:N minhash:P lsh:BxR verify:T estimate:T seed:S)");
+                       "' (known: words:K chars:N minhash:P bottomk:N lsh:BxR verify:T estimate:T seed:S)");
     }
   }
   return s;
@@ -83,6 +87,13 @@ PipelineSpec PipelineSpec::resolved() const {
     throw UsageError("permutations must be between 1 and 4096, got " + std::to_string(s.num_perm));
   if (!(s.threshold > 0.0 && s.threshold <= 1.0))
     throw UsageError("threshold must be in (0, 1], got " + format_double(s.threshold));
+  if (s.method == SketchMethod::BottomK) {
+    if (s.sketch_size < 1 || s.sketch_size > 65536)
+      throw UsageError("sketch size must be between 1 and 65536, got " + std::to_string(s.sketch_size));
+    if (s.lsh.bands != 0 || s.lsh.rows != 0)
+      throw UsageError("bands and rows apply to minhash only; bottomk finds every pair with a join, without LSH");
+    return s;
+  }
   if (s.lsh.bands == 0 && s.lsh.rows == 0) {
     s.lsh = choose_lsh_params(s.threshold, s.num_perm);
   } else if (s.lsh.bands < 1 || s.lsh.rows < 1 || s.lsh.bands * s.lsh.rows > s.num_perm) {
@@ -95,7 +106,10 @@ PipelineSpec PipelineSpec::resolved() const {
 
 std::string PipelineSpec::to_string() const {
   std::string out = (shingle.kind == ShingleKind::Words ? "words:" : "chars:") + std::to_string(shingle.k);
-  out += " minhash:" + std::to_string(num_perm);
+  if (method == SketchMethod::BottomK)
+    out += " bottomk:" + std::to_string(sketch_size);
+  else
+    out += " minhash:" + std::to_string(num_perm);
   if (lsh.bands > 0) out += " lsh:" + std::to_string(lsh.bands) + "x" + std::to_string(lsh.rows);
   out += (verify == VerifyMode::Exact ? " verify:" : " estimate:") + format_double(threshold);
   if (shingle.seed != kDefaultSeed) out += " seed:" + std::to_string(shingle.seed);

@@ -25,6 +25,7 @@ std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {
 
 double Scorer::operator()(DocId a, DocId b) const noexcept {
   if (mode == VerifyMode::Exact) return jaccard(sets->get(a), sets->get(b));
+  if (fingerprints) return bottomk_estimate((*fingerprints)[a], (*fingerprints)[b], fingerprints->size);
   return estimate_jaccard(sigs.subspan(a * k, k), sigs.subspan(b * k, k));
 }
 

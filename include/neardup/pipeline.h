@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/bottomk.h"
 #include "neardup/cluster.h"
 #include "neardup/io/reader.h"
 #include "neardup/spec.h"
@@ -39,6 +40,9 @@ struct RunOptions {
   io::ReaderOptions reader;
   int threads = 0;  ///< 0: all hardware threads
   KeepPolicy keep = KeepPolicy::First;
+  /// Pairs mode with bottomk: report the `top` most similar pairs instead of those above the
+  /// threshold (0: off).
+  size_t top = 0;
   ProgressFn progress;  ///< called from the reading thread, after each batch
 };
 
@@ -56,7 +60,7 @@ struct RunStats {
   uint64_t invalid_utf8 = 0;   ///< JSONL lines with invalid UTF-8 (parsed after replacement)
   uint64_t text_bytes = 0;
   uint64_t shingles = 0;       ///< shingles over all documents, repeats within a document included
-  uint64_t candidates = 0;     ///< candidate pairs from LSH (star edges)
+  uint64_t candidates = 0;     ///< candidate pairs: LSH star edges (minhash) or join results (bottomk)
   uint64_t verified = 0;       ///< candidate pairs with similarity >= threshold
   uint64_t pairs = 0;          ///< pairs reported (pairs mode)
   uint64_t clusters = 0;
@@ -91,8 +95,10 @@ class Pipeline {
   const Clustering& clustering() const noexcept { return clustering_; }
   /// The similarity of two documents by the configured verification (exact needs both sets).
   double similarity(DocId a, DocId b) const;
-  /// The signatures, row-major n x num_perm.
+  /// The signatures, row-major n x num_perm (minhash).
   std::span<const SigValue> signatures() const noexcept { return sigs_; }
+  /// The fingerprints (bottomk).
+  const Fingerprints& fingerprints() const noexcept { return fps_; }
   const io::InputSet& inputs() const noexcept { return *inputs_; }
 
   /// `id1 TAB id2 TAB similarity` per pair.
@@ -108,6 +114,10 @@ class Pipeline {
   void sketch_pass();
   void load_sets_pass(const std::vector<uint8_t>& needed);
   void expand_cluster_pairs();
+  /// LSH candidates (minhash) or join candidates (bottomk), scored and kept above the threshold.
+  void find_pairs_minhash();
+  void find_pairs_bottomk();
+  void verify_candidates(const std::vector<DocPair>& candidates, double threshold);
   Scorer scorer() const noexcept;
   /// Throws IoError if a record read again is not the document `doc` of the first pass.
   void check_same_record(const io::Record& r, DocId doc) const;
@@ -122,6 +132,7 @@ class Pipeline {
   std::vector<uint64_t> id_end_;
   std::vector<uint64_t> lengths_;
   std::vector<SigValue> sigs_;
+  Fingerprints fps_;
   std::vector<uint8_t> empty_;
   std::unique_ptr<ShingleSets> sets_;
   std::vector<ScoredPair> pairs_;

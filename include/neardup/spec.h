@@ -3,7 +3,9 @@
 // builds the whole pipeline and prints back identically. Tokens, separated by spaces:
 //   words:K | chars:N        shingles of K words or N characters (default words:5)
 //   minhash:P                k-permutation MinHash with P permutations (default 128)
-//   lsh:BxR                  B bands of R rows (default: chosen from the threshold)
+//   bottomk:N                bottom-k MinHash with N values per fingerprint, all pairs found by an
+//                            exact prefix-filter join instead of LSH (allpairs.h)
+//   lsh:BxR                  B bands of R rows (minhash only; default: chosen from the threshold)
 //   verify:T | estimate:T    keep pairs with exact (or estimated) Jaccard >= T (default verify:0.8)
 //   seed:S                   the seed of every hash (decimal or 0x hex; printed only if not default)
 // to_string() always prints the resolved lsh:BxR, so a printed spec reproduces the run exactly.
@@ -13,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "neardup/bottomk.h"
 #include "neardup/lsh_index.h"
 #include "neardup/minhash.h"
 #include "neardup/shingle.h"
@@ -22,9 +25,13 @@ namespace neardup {
 
 inline constexpr double kDefaultThreshold = 0.8;
 
+enum class SketchMethod { MinHash, BottomK };
+
 struct PipelineSpec {
   ShingleOptions shingle;
-  int num_perm = kDefaultNumPerm;
+  SketchMethod method = SketchMethod::MinHash;
+  int num_perm = kDefaultNumPerm;          ///< minhash
+  int sketch_size = kDefaultSketchSize;    ///< bottomk
   LshParams lsh;  ///< {0, 0}: chosen from the threshold by choose_lsh_params
   double threshold = kDefaultThreshold;
   VerifyMode verify = VerifyMode::Exact;

@@ -3,13 +3,15 @@
 //
 // * Exact: the Jaccard similarity of the two shingle sets (the sets of the documents that appear
 //   in candidate pairs, computed again from the inputs; see pipeline.h).
-// * Estimate: the MinHash estimate (fraction of equal signature values).
+// * Estimate: the sketch's estimate: the fraction of equal signature values (k-permutation
+//   MinHash), or the bottom-k estimator (bottomk.h).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "neardup/bottomk.h"
 #include "neardup/types.h"
 
 namespace neardup {
@@ -42,6 +44,7 @@ struct Scorer {
   const ShingleSets* sets = nullptr;   ///< Exact
   std::span<const SigValue> sigs;      ///< Estimate: n x k signatures
   size_t k = 0;
+  const Fingerprints* fingerprints = nullptr;  ///< Estimate with bottom-k (instead of sigs)
 
   double operator()(DocId a, DocId b) const noexcept;
 };

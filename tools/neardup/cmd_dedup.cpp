@@ -23,6 +23,9 @@ struct Options {
   int shingle = kDefaultShingle;
   int chars = 0;
   int num_perm = kDefaultNumPerm;
+  SketchMethod method = SketchMethod::MinHash;
+  int sketch_size = kDefaultSketchSize;
+  size_t top = 0;
   int bands = 0, rows = 0;
   uint64_t seed = kDefaultSeed;
   VerifyMode verify = VerifyMode::Exact;
@@ -70,8 +73,15 @@ void add_common(CLI::App* cmd, Options& o) {
       ->default_val(kDefaultShingle)->check(CLI::Range(1, 64));
   cmd->add_option("--chars", o.chars, "Use character N-gram shingles instead of words (for scripts without spaces, very short texts)")
       ->check(CLI::Range(1, 64));
-  cmd->add_option("--num-perm", o.num_perm, "MinHash permutations (signature length)")
+  cmd->add_option("--method", o.method,
+                  "Sketch: minhash (k-permutation MinHash + LSH) or bottomk (bottom-k MinHash + exact all-pairs join)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, SketchMethod>{{"minhash", SketchMethod::MinHash},
+                                                                            {"bottomk", SketchMethod::BottomK}}))
+      ->default_str("minhash");
+  cmd->add_option("--num-perm", o.num_perm, "MinHash permutations (signature length; --method minhash)")
       ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
+  cmd->add_option("--sketch-size", o.sketch_size, "Values per bottom-k fingerprint (--method bottomk)")
+      ->default_val(kDefaultSketchSize)->check(CLI::Range(1, 65536));
   cmd->add_option("--bands", o.bands, "LSH bands (with --rows; default: chosen from the threshold)")->check(CLI::Range(1, 4096));
   cmd->add_option("--rows", o.rows, "LSH rows per band (with --bands)")->check(CLI::Range(1, 4096));
   cmd->add_option("--seed", o.seed, "Seed of every hash (sketches from different seeds are not comparable)");
@@ -111,7 +121,13 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   } else if (set("--shingle")) {
     s.shingle.k = o.shingle;
   }
+  if (set("--method")) s.method = o.method;
   if (set("--num-perm")) s.num_perm = o.num_perm;
+  if (set("--sketch-size")) s.sketch_size = o.sketch_size;
+  if (s.method == SketchMethod::BottomK && cmd->count("--num-perm"))
+    throw UsageError("--num-perm applies to --method minhash; bottomk takes --sketch-size");
+  if (s.method == SketchMethod::MinHash && cmd->count("--sketch-size"))
+    throw UsageError("--sketch-size applies to --method bottomk; minhash takes --num-perm");
   if (cmd->count("--seed")) s.shingle.seed = o.seed;
   if (set("--verify")) s.verify = o.verify;
   if (cmd->count("--bands") || cmd->count("--rows")) {
@@ -154,6 +170,9 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   ro.reader = o.reader;
   ro.threads = o.threads;
   ro.keep = o.keep;
+  ro.top = o.top;
+  if (o.top > 0 && ro.spec.method != SketchMethod::BottomK)
+    throw UsageError("--top needs --method bottomk (LSH finds pairs above a threshold only)");
   ProgressBar bar(!o.quiet);
   ro.progress = [&bar](const Progress& p) { bar.update(p); };
 
@@ -191,6 +210,9 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
   CLI::App* pairs = app.add_subcommand("pairs", "Write every near-duplicate pair: id1 TAB id2 TAB similarity");
   add_common(pairs, *pairs_opts);
   pairs->add_option("-o,--output", pairs_opts->output, "Output file (default: stdout)");
+  pairs->add_option("--top", pairs_opts->top,
+                    "With --method bottomk: the M most similar pairs, best first, instead of those above --threshold")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 40));
   pairs->callback([&run, pairs, pairs_opts] { run = [=] { return run_command(pairs, *pairs_opts, false); }; });
 
   auto dedup_opts = std::make_shared<Options>();

@@ -1,0 +1,129 @@
+// Bottom-k (single-hash) MinHash, seed 000.
+//
+// The fingerprint of a document is the N smallest distinct values v(s) = hi32(s) of its shingle
+// hashes s, sorted ascending (fewer than N when the document has fewer distinct values). One
+// hash for every shingle and one streaming pass: the cheapest sketch to build.
+//
+// Two ways to compare fingerprints F1, F2 (both estimate the Jaccard similarity of the shingle
+// sets; docs/bottomk.md measures them):
+//   * the seed's: the Jaccard similarity of the fingerprints, |F1 n F2| / |F1 u F2|;
+//   * the standard bottom-k estimator: among the N smallest values of F1 u F2 (all of them if
+//     there are fewer), the fraction present in both.
+// The second is the one neardup reports (docs/bottomk.md says why); the first is the one the
+// all-pairs join (allpairs.h) filters on, since it is a set similarity and admits prefix filters.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "neardup/cpu.h"
+#include "neardup/types.h"
+
+namespace neardup {
+
+inline constexpr int kDefaultSketchSize = 128;
+
+/// The fingerprint value of a shingle hash.
+inline constexpr SigValue bottomk_value(ShingleHash s) noexcept { return static_cast<SigValue>(s >> 32); }
+
+/// Selects the N smallest distinct values of a stream, in one pass. The default design: a running
+/// threshold (the N-th smallest distinct value seen so far), a buffer of the values under it
+/// written branch-free, and a sort + unique + cut to N when the buffer fills.
+class BottomKSelector {
+ public:
+  explicit BottomKSelector(int size);
+  int size() const noexcept { return n_; }
+  void reset() noexcept;
+  /// Adds the values of a span of shingle hashes.
+  void add(std::span<const ShingleHash> shingles) noexcept;
+  void add_value(SigValue v) noexcept;
+  /// Replaces `out` with the fingerprint (sorted, distinct, at most N). Resets the selector.
+  void finish(std::vector<SigValue>& out);
+
+ private:
+  void compact() noexcept;
+  int n_;
+  size_t cap_;
+  std::vector<SigValue> buf_;  // cap_ + 1 slots: the branch-free write may touch one past
+  size_t len_ = 0;
+  SigValue thr_ = 0xFFFFFFFFu;  // values < thr_ are kept (thr_ excluded once N are known)
+  bool full_ = false;           // N distinct values are known: thr_ is exclusive
+  bool has_max_ = false;        // the value 0xFFFFFFFF was seen while not full
+};
+
+/// The seed's design: a max-heap of the N smallest values, guarded against repeats by a 4N-slot
+/// linear-probing table that is cleared and refilled from the heap when it is half full. Kept as
+/// the benchmark reference; computes the same fingerprint as BottomKSelector.
+class BottomKHeapTable {
+ public:
+  explicit BottomKHeapTable(int size);
+  void reset() noexcept;
+  void add(std::span<const ShingleHash> shingles) noexcept;
+  void add_value(SigValue v) noexcept;
+  void finish(std::vector<SigValue>& out);
+
+ private:
+  bool table_insert(SigValue v) noexcept;  // false if present
+  void rebuild() noexcept;
+  static constexpr SigValue kEmpty = 0xFFFFFFFFu;
+  int n_;
+  std::vector<SigValue> heap_;
+  std::vector<SigValue> table_;
+  uint32_t mask_;
+  size_t used_ = 0;
+  bool has_max_ = false;  // 0xFFFFFFFF (the table's empty marker) is in the heap
+};
+
+/// The fingerprint of a sequence of shingle hashes (any order, repeats allowed).
+std::vector<SigValue> bottomk_fingerprint(std::span<const ShingleHash> shingles, int size);
+
+/// Fingerprints of n documents in one buffer (CSR): document i is values[offsets[i], offsets[i+1]).
+struct Fingerprints {
+  int size = kDefaultSketchSize;  ///< N
+  std::vector<SigValue> values;
+  std::vector<uint64_t> offsets{0};
+
+  size_t count() const noexcept { return offsets.size() - 1; }
+  std::span<const SigValue> operator[](size_t i) const noexcept {
+    return std::span<const SigValue>(values).subspan(offsets[i], offsets[i + 1] - offsets[i]);
+  }
+  void push_back(std::span<const SigValue> fp) {
+    values.insert(values.end(), fp.begin(), fp.end());
+    offsets.push_back(values.size());
+  }
+};
+
+// ---- Comparing two fingerprints (sorted, distinct) ----
+
+/// Returned by the early-abort variants when the similarity is certainly below the threshold.
+inline constexpr double kAborted = -1.0;
+
+/// The seed's classical merge: |a n b| / |a u b| (0 when both are empty).
+double fingerprint_jaccard(std::span<const SigValue> a, std::span<const SigValue> b) noexcept;
+/// The same with the seed's early abort: returns kAborted as soon as
+/// pos1 + pos2 - 2 * common > ceil((1 - alpha) / (1 + alpha) * (len1 + len2)), which implies a
+/// result below alpha; otherwise exactly fingerprint_jaccard(a, b).
+double fingerprint_jaccard_abort(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept;
+/// The early abort plus a SIMD block-skip prefilter: blocks of W values (8 with AVX2, 16 with
+/// AVX-512, 8 in the scalar twin) are compared all against all; a block without any equal value
+/// is skipped whole. Returns exactly what fingerprint_jaccard_abort's contract says (the result,
+/// or kAborted only when the result is below alpha), identically for every `isa`.
+double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const SigValue> b, double alpha,
+                                Isa isa) noexcept;
+double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept;
+
+/// The standard bottom-k estimator: among the min(N, |a u b|) smallest values of a u b, the
+/// fraction present in both. `n` is the sketch size N.
+double bottomk_estimate(std::span<const SigValue> a, std::span<const SigValue> b, int n) noexcept;
+
+/// A fingerprint-Jaccard threshold that every pair with bottomk_estimate >= s passes:
+/// s / (2 - s) (proof in docs/bottomk.md).
+inline double fingerprint_threshold_for_estimate(double s) noexcept { return s / (2.0 - s); }
+
+/// The estimate threshold that exact verification at t screens candidates with: low enough that
+/// a pair with true Jaccard J' = t + 0.05 passes with probability >= 99.8% (3 standard errors of
+/// the estimator, sqrt(J'(1 - J') / N), under J'), and never above t. docs/bottomk.md measures it.
+double bottomk_candidate_threshold(double t, int n) noexcept;
+
+}  // namespace neardup

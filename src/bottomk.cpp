@@ -1,0 +1,241 @@
+#include "neardup/bottomk.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/jaccard_kernels.h"
+#include "neardup/error.h"
+
+namespace neardup {
+namespace {
+
+void check_size(int n) {
+  if (n < 1 || n > 65536) throw UsageError("sketch size must be between 1 and 65536, got " + std::to_string(n));
+}
+
+}  // namespace
+
+// ---- BottomKSelector ----
+
+BottomKSelector::BottomKSelector(int size) : n_(size) {
+  check_size(size);
+  cap_ = std::max<size_t>(64, 4 * static_cast<size_t>(size));
+  buf_.resize(cap_ + 1);
+}
+
+void BottomKSelector::reset() noexcept {
+  len_ = 0;
+  thr_ = 0xFFFFFFFFu;
+  full_ = false;
+  has_max_ = false;
+}
+
+void BottomKSelector::compact() noexcept {
+  std::sort(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(len_));
+  len_ = static_cast<size_t>(std::unique(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(len_)) - buf_.begin());
+  const size_t n = static_cast<size_t>(n_);
+  if (len_ >= n) {
+    len_ = n;
+    // From now on only values below the N-th smallest can enter; it is itself kept, so an equal
+    // value later is a repeat.
+    thr_ = buf_[n - 1];
+    full_ = true;
+    has_max_ = false;
+  }
+}
+
+void BottomKSelector::add_value(SigValue v) noexcept {
+  // Branch-free: the value is always written, and kept only if it is under the threshold.
+  buf_[len_] = v;
+  len_ += (v < thr_);
+  if (v == 0xFFFFFFFFu && !full_) has_max_ = true;
+  if (len_ == cap_) compact();
+}
+
+void BottomKSelector::add(std::span<const ShingleHash> shingles) noexcept {
+  for (ShingleHash s : shingles) add_value(bottomk_value(s));
+}
+
+void BottomKSelector::finish(std::vector<SigValue>& out) {
+  if (has_max_ && !full_) buf_[len_++] = 0xFFFFFFFFu;  // the one value the threshold test drops
+  compact();
+  out.assign(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(len_));
+  reset();
+}
+
+// ---- BottomKHeapTable ----
+
+BottomKHeapTable::BottomKHeapTable(int size) : n_(size) {
+  check_size(size);
+  size_t slots = 1;
+  while (slots < 4 * static_cast<size_t>(size)) slots <<= 1;
+  table_.assign(slots, kEmpty);
+  mask_ = static_cast<uint32_t>(slots - 1);
+  heap_.reserve(static_cast<size_t>(size));
+}
+
+void BottomKHeapTable::reset() noexcept {
+  heap_.clear();
+  std::fill(table_.begin(), table_.end(), kEmpty);
+  used_ = 0;
+  has_max_ = false;
+}
+
+bool BottomKHeapTable::table_insert(SigValue v) noexcept {
+  // Values are hashes already: their low bits pick the slot.
+  for (uint32_t slot = v & mask_;; slot = (slot + 1) & mask_) {
+    if (table_[slot] == v) return false;
+    if (table_[slot] == kEmpty) {
+      table_[slot] = v;
+      ++used_;
+      return true;
+    }
+  }
+}
+
+void BottomKHeapTable::rebuild() noexcept {
+  std::fill(table_.begin(), table_.end(), kEmpty);
+  used_ = 0;
+  for (SigValue v : heap_)
+    if (v != kEmpty) table_insert(v);
+}
+
+void BottomKHeapTable::add_value(SigValue v) noexcept {
+  const bool filling = heap_.size() < static_cast<size_t>(n_);
+  if (v == kEmpty) {  // the table's empty marker: tracked by a flag, and only ever the largest value
+    if (filling && !has_max_) {
+      has_max_ = true;
+      heap_.push_back(v);
+      std::push_heap(heap_.begin(), heap_.end());
+    }
+    return;
+  }
+  if (!filling && v >= heap_.front()) return;
+  if (!table_insert(v)) return;
+  if (!filling) {
+    std::pop_heap(heap_.begin(), heap_.end());
+    if (heap_.back() == kEmpty) has_max_ = false;
+    heap_.back() = v;
+  } else {
+    heap_.push_back(v);
+  }
+  std::push_heap(heap_.begin(), heap_.end());
+  if (used_ >= 2 * static_cast<size_t>(n_)) rebuild();
+}
+
+void BottomKHeapTable::add(std::span<const ShingleHash> shingles) noexcept {
+  for (ShingleHash s : shingles) add_value(bottomk_value(s));
+}
+
+void BottomKHeapTable::finish(std::vector<SigValue>& out) {
+  out.assign(heap_.begin(), heap_.end());
+  std::sort(out.begin(), out.end());
+  reset();
+}
+
+std::vector<SigValue> bottomk_fingerprint(std::span<const ShingleHash> shingles, int size) {
+  BottomKSelector sel(size);
+  sel.add(shingles);
+  std::vector<SigValue> out;
+  sel.finish(out);
+  return out;
+}
+
+// ---- Comparisons ----
+
+namespace {
+
+long abort_bound(double alpha, size_t la, size_t lb) noexcept {
+  return static_cast<long>(std::ceil((1.0 - alpha) / (1.0 + alpha) * static_cast<double>(la + lb)));
+}
+
+double ratio(long common, size_t la, size_t lb) noexcept {
+  const size_t uni = la + lb - static_cast<size_t>(common);
+  return uni == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(uni);
+}
+
+// The contract of the abort variants: the value if it reaches alpha, else kAborted. The merge
+// may finish without aborting on a pair below alpha; normalising makes every variant agree.
+double at_least(double j, double alpha) noexcept { return j < alpha ? kAborted : j; }
+
+}  // namespace
+
+double fingerprint_jaccard(std::span<const SigValue> a, std::span<const SigValue> b) noexcept {
+  size_t i = 0, j = 0;
+  long common = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] == b[j]) {
+      ++common, ++i, ++j;
+    } else if (a[i] < b[j]) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return ratio(common, a.size(), b.size());
+}
+
+double fingerprint_jaccard_abort(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept {
+  const long smax = abort_bound(alpha, a.size(), b.size());
+  size_t i = 0, j = 0;
+  long common = 0, s = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] == b[j]) {
+      ++common, ++i, ++j;
+    } else if (a[i] < b[j]) {
+      ++i, ++s;
+    } else {
+      ++j, ++s;
+    }
+    if (s > smax) return kAborted;
+  }
+  return at_least(ratio(common, a.size(), b.size()), alpha);
+}
+
+double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const SigValue> b, double alpha,
+                                Isa isa) noexcept {
+  const long smax = abort_bound(alpha, a.size(), b.size());
+  long common;
+  switch (isa) {
+    case Isa::Avx512:
+      common = internal::jaccard_block_avx512(a.data(), a.size(), b.data(), b.size(), smax);
+      break;
+    case Isa::Avx2:
+      common = internal::jaccard_block_avx2(a.data(), a.size(), b.data(), b.size(), smax);
+      break;
+    default:
+      common = internal::jaccard_block_scalar(a.data(), a.size(), b.data(), b.size(), smax);
+      break;
+  }
+  if (common < 0) return kAborted;
+  return at_least(ratio(common, a.size(), b.size()), alpha);
+}
+
+double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept {
+  return fingerprint_jaccard_fast(a, b, alpha, active_isa());
+}
+
+double bottomk_estimate(std::span<const SigValue> a, std::span<const SigValue> b, int n) noexcept {
+  const size_t limit = static_cast<size_t>(n);
+  size_t i = 0, j = 0, seen = 0, both = 0;
+  while (seen < limit && (i < a.size() || j < b.size())) {
+    if (i < a.size() && j < b.size() && a[i] == b[j]) {
+      ++both, ++i, ++j;
+    } else if (j >= b.size() || (i < a.size() && a[i] < b[j])) {
+      ++i;
+    } else {
+      ++j;
+    }
+    ++seen;
+  }
+  return seen == 0 ? 0.0 : static_cast<double>(both) / static_cast<double>(seen);
+}
+
+double bottomk_candidate_threshold(double t, int n) noexcept {
+  const double j = std::min(1.0, t + 0.05);
+  const double s = j - 3.0 * std::sqrt(j * (1.0 - j) / static_cast<double>(n));
+  return std::clamp(s, 0.01, t);
+}
+
+}  // namespace neardup

@@ -1,0 +1,18 @@
+// Fingerprint-Jaccard kernels with the early abort and a block-skip prefilter (bottomk.h), one per
+// instruction set; all return the same value for the same input. smax is the abort bound
+// ceil((1 - alpha) / (1 + alpha) * (len1 + len2)).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace neardup::internal {
+
+/// Return the number of common values, or -1 if the merge aborted. The scalar twins walk with
+/// blocks of 8 (as AVX2 does) and 16 (as AVX-512 does), and return exactly what those return.
+long jaccard_block_scalar16(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
+long jaccard_block_scalar(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
+long jaccard_block_avx2(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
+long jaccard_block_avx512(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
+
+}  // namespace neardup::internal

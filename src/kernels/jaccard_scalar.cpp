@@ -1,0 +1,32 @@
+// The scalar twins of the SIMD block comparators: the same walk with a W x W scalar test, for the
+// AVX2 width (8) and the AVX-512 width (16).
+#include "kernels/jaccard_block-inl.h"
+#include "kernels/jaccard_kernels.h"
+
+namespace neardup::internal {
+namespace {
+
+template <size_t Width>
+struct ScalarBlock {
+  static constexpr size_t kWidth = Width;
+  static bool any_equal(const uint32_t* a, const uint32_t* b) noexcept {
+    // Both blocks are sorted: disjoint ranges cannot share a value.
+    if (a[kWidth - 1] < b[0] || b[kWidth - 1] < a[0]) return false;
+    uint32_t eq = 0;
+    for (size_t x = 0; x < kWidth; ++x)
+      for (size_t y = 0; y < kWidth; ++y) eq |= a[x] == b[y];
+    return eq != 0;
+  }
+};
+
+}  // namespace
+
+long jaccard_block_scalar(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept {
+  return jaccard_block<ScalarBlock<8>>(a, la, b, lb, smax);
+}
+
+long jaccard_block_scalar16(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept {
+  return jaccard_block<ScalarBlock<16>>(a, la, b, lb, smax);
+}
+
+}  // namespace neardup::internal
