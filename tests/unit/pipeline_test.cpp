@@ -1,8 +1,11 @@
 #include "neardup/pipeline.h"
 
+#include "neardup/allpairs.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -48,10 +51,11 @@ std::map<PairKey, double> run_pairs(const std::vector<std::string>& inputs, cons
 // The acceptance check of the foundation on a real corpus with exact ground truth: at threshold
 // 0.8 over word 3-shingles, >= 99% of the truth pairs with J >= 0.85 are found, no pair below 0.8
 // is reported, and every reported similarity is the exact one.
-void check_real_corpus(const std::string& corpus, const std::string& truth_path) {
+void check_real_corpus(const std::string& corpus, const std::string& truth_path,
+                       const std::string& spec = "words:3 minhash:128 verify:0.8") {
   const auto truth = load_truth(truth_path);
   ASSERT_FALSE(truth.empty());
-  const auto got = run_pairs({corpus}, "words:3 minhash:128 verify:0.8");
+  const auto got = run_pairs({corpus}, spec);
   size_t want = 0, found = 0;
   for (const auto& [k, j] : truth)
     if (j >= 0.85) {
@@ -80,6 +84,20 @@ TEST(RealData, SpamAssassin) {
   check_real_corpus(dir + "/spamassassin.jsonl.zst", dir + "/spamassassin.truth.tsv.zst");
 }
 
+// The bottom-k path with exact verification meets the same acceptance on real data: its join runs
+// at an estimate threshold lowered by the estimator's error.
+TEST(RealData, BottomKMmdsSampleInRepo) {
+  check_real_corpus(NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst", NEARDUP_SAMPLE_DIR "/mmds-articles-2500.truth.tsv.zst",
+                    "words:3 bottomk:128 verify:0.8");
+}
+
+TEST(RealData, BottomKSpamAssassin) {
+  const std::string dir = NEARDUP_CORPORA_DIR;
+  if (!std::filesystem::exists(dir + "/spamassassin.jsonl.zst")) GTEST_SKIP() << "shared corpora not found";
+  check_real_corpus(dir + "/spamassassin.jsonl.zst", dir + "/spamassassin.truth.tsv.zst", "words:3 bottomk:128 verify:0.8");
+  check_real_corpus(dir + "/spamassassin.jsonl.zst", dir + "/spamassassin.truth.tsv.zst", "words:3 bottomk:64 verify:0.8");
+}
+
 TEST(RealData, SpamAssassinFiveShinglesWithEstimate) {
   const std::string dir = NEARDUP_CORPORA_DIR;
   if (!std::filesystem::exists(dir + "/spamassassin.truth.k5.tsv.zst")) GTEST_SKIP() << "shared corpora not found";
@@ -94,7 +112,9 @@ TEST(RealData, SpamAssassinFiveShinglesWithEstimate) {
 }
 
 // Pairs mode against a brute-force oracle on a generated corpus with planted near-duplicates.
-TEST(Pipeline, PairsMatchBruteForceOracle) {
+class PipelineOracle : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PipelineOracle, PairsMatchBruteForce) {
   test::TempDir d;
   std::mt19937_64 rng(99);
   std::string jsonl;
@@ -125,7 +145,7 @@ TEST(Pipeline, PairsMatchBruteForceOracle) {
         truth[key("d" + std::to_string(a), "d" + std::to_string(b))] = j;
   ASSERT_GT(truth.size(), 60u);
 
-  const auto got = run_pairs({d.file("c.jsonl")}, "words:5 minhash:128 verify:0.75");
+  const auto got = run_pairs({d.file("c.jsonl")}, GetParam());
   size_t found = 0, want_margin = 0, found_margin = 0;
   for (const auto& [k, j] : truth) {
     found += got.count(k);
@@ -139,6 +159,53 @@ TEST(Pipeline, PairsMatchBruteForceOracle) {
   EXPECT_GE(static_cast<double>(found), 0.95 * static_cast<double>(truth.size()));
 }
 
+INSTANTIATE_TEST_SUITE_P(Methods, PipelineOracle,
+                         ::testing::Values("words:5 minhash:128 verify:0.75", "words:5 bottomk:128 verify:0.75",
+                                           "words:5 bottomk:32 verify:0.75"));
+
+// bottomk with estimate: every reported pair is exactly the set of pairs whose bottom-k estimate
+// reaches the threshold (the join misses none of them).
+TEST(Pipeline, BottomKEstimatePairsAreExactlyThoseAboveThreshold) {
+  const std::string corpus = NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst";
+  RunOptions o;
+  o.spec = PipelineSpec::parse("words:3 bottomk:64 estimate:0.3");
+  o.threads = 2;
+  Pipeline p({corpus}, o);
+  p.run(Pipeline::Mode::Pairs);
+  const Fingerprints& f = p.fingerprints();
+  std::vector<ScoredPair> want;
+  for (DocId a = 0; a < f.count(); ++a)
+    for (DocId b = a + 1; b < f.count(); ++b)
+      if (const double e = bottomk_estimate(f[a], f[b], 64); e + kSimilarityEpsilon >= 0.3) want.push_back({a, b, e});
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(p.pairs(), want);
+}
+
+TEST(Pipeline, BottomKTopPairs) {
+  const std::string corpus = NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst";
+  for (VerifyMode mode : {VerifyMode::Estimate, VerifyMode::Exact}) {
+    RunOptions o;
+    o.spec = PipelineSpec::parse("words:3 bottomk:128");
+    o.spec.verify = mode;
+    o.top = 15;
+    o.threads = 2;
+    Pipeline p({corpus}, o);
+    p.run(Pipeline::Mode::Pairs);
+    ASSERT_EQ(p.pairs().size(), 15u);
+    for (size_t i = 1; i < p.pairs().size(); ++i) EXPECT_TRUE(better_pair(p.pairs()[i - 1], p.pairs()[i]));
+    if (mode == VerifyMode::Estimate) {
+      EXPECT_EQ(p.pairs(), top_pairs_brute_force(p.fingerprints(), 15, PairScore::BottomKEstimate));
+    } else {
+      // The exact top 15 by the ground truth (it lists every pair with J >= 0.5).
+      const auto truth = load_truth(NEARDUP_SAMPLE_DIR "/mmds-articles-2500.truth.tsv.zst");
+      std::vector<double> best;
+      for (const auto& [k, j] : truth) best.push_back(j);
+      std::sort(best.rbegin(), best.rend());
+      for (size_t i = 0; i < 15; ++i) EXPECT_NEAR(p.pairs()[i].similarity, best[i], 1e-6) << i;
+    }
+  }
+}
+
 // The same inputs give the same results whatever the number of threads.
 TEST(Pipeline, DeterministicAcrossThreadCounts) {
   const std::string corpus = NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst";
@@ -148,6 +215,9 @@ TEST(Pipeline, DeterministicAcrossThreadCounts) {
   EXPECT_FALSE(one.empty());
   EXPECT_EQ(one, two);
   EXPECT_EQ(one, four);
+  const auto bk1 = run_pairs({corpus}, "words:3 bottomk:64 estimate:0.4", 1);
+  EXPECT_FALSE(bk1.empty());
+  EXPECT_EQ(bk1, run_pairs({corpus}, "words:3 bottomk:64 estimate:0.4", 3));
 }
 
 TEST(Pipeline, DedupKeepsRecordsByteForByte) {
