@@ -5,12 +5,19 @@
 # (license headers, drivers cloned from drivers, per-architecture copies).
 #
 #   bench/make_corpus.sh [TARGET_MB] [OUT]      (defaults: 200, bench/data/kernel-200mb.jsonl)
+#   bench/make_corpus.sh --long [OUT]           (default: bench/data/kernel-long-1000.jsonl)
+#
+# --long assembles 1,000 long documents instead (the seed 000 benchmark: 16 KB to 540 KB each,
+# log-uniform sizes): consecutive files of one directory walk concatenated, like long articles.
 #
 # Needs apt access (the .deb is downloaded with apt-get download, ~140 MB) and xz, python3.
 set -euo pipefail
-target_mb=${1:-200}
 here=$(cd "$(dirname "$0")" && pwd)
-out=${2:-$here/data/kernel-${target_mb}mb.jsonl}
+if [ "${1:-}" = "--long" ]; then
+  mode=long target_mb=0 out=${2:-$here/data/kernel-long-1000.jsonl}
+else
+  mode=files target_mb=${1:-200} out=${2:-$here/data/kernel-${target_mb}mb.jsonl}
+fi
 work=$here/data/linux-source
 mkdir -p "$work"
 cd "$work"
@@ -23,9 +30,9 @@ if [ ! -d tree ]; then
   tar -xJf usr/src/linux-source-6.1.tar.xz -C tree
   rm -rf usr
 fi
-python3 - "$work/tree" "$out" "$target_mb" <<'PY'
-import json, os, sys
-root, out, target = sys.argv[1], sys.argv[2], int(sys.argv[3]) * 1_000_000
+python3 - "$work/tree" "$out" "$target_mb" "$mode" <<'PY'
+import json, os, random, sys
+root, out, target, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]) * 1_000_000, sys.argv[4]
 exts = {'.c', '.h', '.rst', '.txt', '.S', '.dts', '.dtsi', '.py', '.sh', '.yaml'}
 paths = []
 for d, dirs, files in os.walk(root):
@@ -35,6 +42,25 @@ for d, dirs, files in os.walk(root):
             paths.append(os.path.join(d, f))
 total = n = 0
 tmp = out + '.tmp'
+if mode == 'long':
+    rng = random.Random(2026)
+    with open(tmp, 'w', encoding='utf-8') as w:
+        i = 0
+        while n < 1000 and i < len(paths):
+            want = int(16_000 * (540 / 16) ** rng.random())
+            parts, size, first = [], 0, paths[i]
+            while size < want and i < len(paths):
+                with open(paths[i], 'rb') as f:
+                    t = f.read().decode('utf-8', errors='replace')
+                i += 1
+                parts.append(t)
+                size += len(t.encode('utf-8'))
+            text = '\n'.join(parts)
+            w.write(json.dumps({'id': os.path.relpath(first, root), 'text': text}, ensure_ascii=False) + '\n')
+            total += len(text.encode('utf-8')); n += 1
+    os.replace(tmp, out)
+    print(f'{out}: {n} documents, {total / 1e6:.1f} MB of text')
+    sys.exit(0)
 with open(tmp, 'w', encoding='utf-8') as w:
     for p in paths:
         with open(p, 'rb') as f:

@@ -20,45 +20,39 @@ size_t min_overlap(double alpha, size_t len) noexcept {
 }
 
 // Fingerprints rewritten in the global order: value -> rank, rarest first (document frequency,
-// then value), each fingerprint sorted by rank. Jaccard is unchanged (a bijection).
+// then value), each fingerprint sorted by rank. Jaccard is unchanged (a bijection). One radix
+// sort of (value, document) keys gives the frequencies; walking the values in rank order and
+// appending each rank to its documents writes every fingerprint already sorted.
 Fingerprints rank_by_frequency(const Fingerprints& fps, int threads) {
-  std::vector<uint32_t> all(fps.values);
-  internal::radix_sort_u32(all);
-  std::vector<uint32_t> distinct;
-  std::vector<uint32_t> df;
-  for (size_t i = 0; i < all.size();) {
-    size_t j = i + 1;
-    while (j < all.size() && all[j] == all[i]) ++j;
-    distinct.push_back(all[i]);
-    df.push_back(static_cast<uint32_t>(j - i));
-    i = j;
-  }
-  all.clear();
-  all.shrink_to_fit();
-  // Stable counting sort of the distinct values by frequency: within one frequency they stay in
-  // value order.
-  uint32_t max_df = 0;
-  for (uint32_t c : df) max_df = std::max(max_df, c);
-  std::vector<uint32_t> start(static_cast<size_t>(max_df) + 2, 0);
-  for (uint32_t c : df) ++start[c + 1];
+  const size_t n = fps.count();
+  std::vector<uint64_t> keys(fps.values.size());
+  for (size_t d = 0; d < n; ++d)
+    for (uint64_t i = fps.offsets[d]; i < fps.offsets[d + 1]; ++i)
+      keys[i] = (static_cast<uint64_t>(fps.values[i]) << 32) | d;
+  internal::radix_sort_u64_by_high32(keys, threads);  // by value; documents stay in order within a value
+  std::vector<uint64_t> run_start;          // distinct value -> its first key
+  run_start.reserve(keys.size() / 2 + 2);
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (i == 0 || (keys[i] >> 32) != (keys[i - 1] >> 32)) run_start.push_back(i);
+  run_start.push_back(keys.size());
+  const size_t distinct = run_start.size() - 1;
+  // Stable counting sort of the distinct values by frequency (value order within a frequency).
+  std::vector<uint64_t> start(n + 2, 0);
+  for (size_t d = 0; d < distinct; ++d) ++start[run_start[d + 1] - run_start[d] + 1];
   for (size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
-  std::vector<uint32_t> rank(distinct.size());
-  for (size_t d = 0; d < distinct.size(); ++d) rank[d] = start[df[d]]++;
+  std::vector<uint32_t> by_rank(distinct);
+  for (size_t d = 0; d < distinct; ++d) by_rank[start[run_start[d + 1] - run_start[d]]++] = static_cast<uint32_t>(d);
 
   Fingerprints out;
   out.size = fps.size;
   out.offsets = fps.offsets;
   out.values.resize(fps.values.size());
-  internal::parallel_for((fps.count() + 1023) / 1024, threads, [&](size_t chunk, size_t) {
-    const size_t end = std::min(fps.count(), (chunk + 1) * 1024);
-    for (size_t doc = chunk * 1024; doc < end; ++doc) {
-      const auto fp = fps[doc];
-      uint32_t* dst = out.values.data() + fps.offsets[doc];
-      for (size_t i = 0; i < fp.size(); ++i)
-        dst[i] = rank[static_cast<size_t>(std::lower_bound(distinct.begin(), distinct.end(), fp[i]) - distinct.begin())];
-      std::sort(dst, dst + fp.size());
-    }
-  });
+  std::vector<uint64_t> cursor(fps.offsets.begin(), fps.offsets.end() - 1);
+  for (size_t r = 0; r < distinct; ++r) {
+    const uint32_t d = by_rank[r];
+    for (uint64_t i = run_start[d]; i < run_start[d + 1]; ++i)
+      out.values[cursor[keys[i] & 0xFFFFFFFFu]++] = static_cast<uint32_t>(r);
+  }
   return out;
 }
 

@@ -32,14 +32,26 @@ void BottomKSelector::reset() noexcept {
 }
 
 void BottomKSelector::compact() noexcept {
-  std::sort(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(len_));
-  len_ = static_cast<size_t>(std::unique(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(len_)) - buf_.begin());
+  // Partial select: move the N - kept smallest values of the rest to the front (nth_element,
+  // linear), sort only those and append the distinct ones. Every value left behind is at least
+  // as large, so a repeat can only meet the last value kept. Repeats make a round come up short;
+  // another round over what is left then fills the gap.
   const size_t n = static_cast<size_t>(n_);
-  if (len_ >= n) {
-    len_ = n;
+  SigValue* b = buf_.data();
+  size_t kept = 0, lo = 0;
+  while (kept < n && lo < len_) {
+    const size_t take = std::min(n - kept, len_ - lo);
+    if (lo + take < len_) std::nth_element(b + lo, b + lo + take - 1, b + len_);
+    std::sort(b + lo, b + lo + take);
+    for (size_t i = lo; i < lo + take; ++i)
+      if (kept == 0 || b[i] != b[kept - 1]) b[kept++] = b[i];
+    lo += take;
+  }
+  len_ = kept;
+  if (kept == n) {
     // From now on only values below the N-th smallest can enter; it is itself kept, so an equal
     // value later is a repeat.
-    thr_ = buf_[n - 1];
+    thr_ = b[n - 1];
     full_ = true;
     has_max_ = false;
   }
@@ -54,6 +66,22 @@ void BottomKSelector::add_value(SigValue v) noexcept {
 }
 
 void BottomKSelector::add(std::span<const ShingleHash> shingles) noexcept {
+  // A fresh selector given a whole long document can guess the threshold: the N-th smallest of
+  // m uniform values is near N/m of the range, so a start at 2.5 N/m keeps about 2.5 N values,
+  // and one compaction ends the pass. If repeats leave fewer than N distinct values under the
+  // guess, the values above it were needed: the pass runs again without a guess.
+  const size_t m = shingles.size();
+  const bool fresh = len_ == 0 && !full_ && !has_max_;
+  if (fresh && m > cap_) {
+    const double guess = 2.5 * static_cast<double>(n_) / static_cast<double>(m) * 4294967296.0;
+    if (guess < 4294967295.0) {
+      thr_ = static_cast<SigValue>(guess);
+      for (ShingleHash s : shingles) add_value(bottomk_value(s));
+      compact();
+      if (full_) return;
+      reset();
+    }
+  }
   for (ShingleHash s : shingles) add_value(bottomk_value(s));
 }
 

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "neardup/allpairs.h"
+#include "neardup/bottomk.h"
 #include "neardup/cluster.h"
 #include "neardup/cpu.h"
 #include "neardup/error.h"
