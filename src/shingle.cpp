@@ -14,6 +14,21 @@ uint64_t combine_tokens(std::span<const uint64_t> token_hashes, uint64_t seed) n
   return internal::fmix64(acc);
 }
 
+namespace {
+
+// combine_tokens for every window of K tokens, K fixed.
+template <size_t K>
+void combine_all(const uint64_t* t, size_t n, uint64_t seed, ShingleHash* out) noexcept {
+  const uint64_t init = internal::fmix64(seed ^ (K * internal::kGolden));
+  for (size_t i = 0; i + K <= n; ++i) {
+    uint64_t acc = init;
+    for (size_t j = 0; j < K; ++j) acc = internal::rotl64(acc ^ t[i + j], 29) * internal::kGolden;
+    out[i] = internal::fmix64(acc);
+  }
+}
+
+}  // namespace
+
 Shingler::Shingler(const ShingleOptions& options)
     : options_(options),
       // Word hashes use the seed itself; the combination a derived one, so that a 1-token shingle
@@ -40,7 +55,20 @@ void Shingler::shingles(std::string_view text, std::vector<ShingleHash>& out) {
   }
   out.resize(n - k + 1);
   const uint64_t* t = tokens_.data();
-  for (size_t i = 0; i + k <= n; ++i) out[i] = combine_tokens({t + i, k}, combine_seed_);
+  // K known at compile time for the common sizes: the combination unrolls, and consecutive
+  // shingles, independent of each other, overlap in the pipeline.
+  switch (k) {
+    case 1: combine_all<1>(t, n, combine_seed_, out.data()); return;
+    case 2: combine_all<2>(t, n, combine_seed_, out.data()); return;
+    case 3: combine_all<3>(t, n, combine_seed_, out.data()); return;
+    case 4: combine_all<4>(t, n, combine_seed_, out.data()); return;
+    case 5: combine_all<5>(t, n, combine_seed_, out.data()); return;
+    case 6: combine_all<6>(t, n, combine_seed_, out.data()); return;
+    case 7: combine_all<7>(t, n, combine_seed_, out.data()); return;
+    case 8: combine_all<8>(t, n, combine_seed_, out.data()); return;
+    default:
+      for (size_t i = 0; i + k <= n; ++i) out[i] = combine_tokens({t + i, k}, combine_seed_);
+  }
 }
 
 std::vector<ShingleHash> Shingler::shingle_set(std::string_view text) {

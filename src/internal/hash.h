@@ -6,6 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 
+// Inlined (xxhash.h from Debian's libxxhash-dev is also a header-only library): a word hash is
+// a few nanoseconds, and a call into the shared library would cost as much again.
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
 #include <xxhash.h>
 
 namespace neardup::internal {
