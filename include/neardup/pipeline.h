@@ -46,7 +46,7 @@ struct RunOptions {
   ProgressFn progress;  ///< called from the reading thread, after each batch
 };
 
-/// Seconds per stage. pass1 is the wall time of the first pass (read, shingle and sketch
+/// Seconds per stage (lsh is the all-pairs join with bottomk). pass1 is the wall time of the first pass (read, shingle and sketch
 /// overlapped); shingle and sketch are its CPU time, summed over worker threads; the others are
 /// wall time.
 struct StageTimes {
