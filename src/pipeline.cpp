@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "internal/parallel.h"
@@ -154,7 +155,8 @@ void Pipeline::sketch_pass() {
   const auto t0 = Clock::now();
   const bool bottomk = spec_.method == SketchMethod::BottomK;
   const size_t k = bottomk ? 0 : static_cast<size_t>(spec_.num_perm);
-  MinHasher hasher(bottomk ? 1 : spec_.num_perm, spec_.shingle.seed);
+  std::optional<MinHasher> hasher;
+  if (!bottomk) hasher.emplace(spec_.num_perm, spec_.shingle.seed);
   io::RecordReader reader(*inputs_, options_.reader);
   auto batches = run_batches(
       reader, threads_, "sketch", inputs_->total_bytes(), options_.progress,
@@ -180,7 +182,7 @@ void Pipeline::sketch_pass() {
             selector.finish(fp);
             b.fps.push_back(fp);
           } else {
-            hasher.sketch(sh, std::span<SigValue>(b.sigs).subspan(i * k, k));
+            hasher->sketch(sh, std::span<SigValue>(b.sigs).subspan(i * k, k));
           }
           b.t_sketch += seconds_since(t2);
           b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
