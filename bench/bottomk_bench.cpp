@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "bench_corpus.h"
 #include "neardup/neardup.h"
 
 using namespace neardup;
@@ -32,26 +33,12 @@ std::string corpus_path() {
 const std::vector<std::string>& texts() {
   static const std::vector<std::string> t = [] {
     const char* mb = std::getenv("NEARDUP_BENCH_MB");
-    const size_t limit = static_cast<size_t>(mb ? std::atof(mb) * 1e6 : 50e6);
-    std::vector<std::string> v;
-    io::InputSet in({corpus_path()}, io::InputFormat::Auto);
-    io::RecordReader r(in, {});
-    io::Record rec;
-    size_t total = 0;
-    while (total < limit && r.next(rec)) {
-      v.emplace_back(rec.text);
-      total += rec.text.size();
-    }
-    return v;
+    return bench::load_texts(corpus_path(), static_cast<size_t>(mb ? std::atof(mb) * 1e6 : 50e6));
   }();
   return t;
 }
 
-int64_t text_bytes() {
-  int64_t b = 0;
-  for (const auto& t : texts()) b += static_cast<int64_t>(t.size());
-  return b;
-}
+int64_t text_bytes() { return bench::total_bytes(texts()); }
 
 constexpr int kN = 128;
 constexpr int kK = 3;
@@ -116,7 +103,7 @@ void sort_unique_first_n(std::vector<uint32_t>& v) {
 // The heap guarded by std::unordered_set (variant 3 of the seed).
 class HeapUnorderedSet {
  public:
-  void add(uint32_t h) {
+  void add_value(uint32_t h) {
     if (heap_.size() < kN) {
       if (set_.insert(h).second) heap_.push(h);
     } else if (h < heap_.top() && set_.insert(h).second) {
@@ -163,44 +150,30 @@ void BM_FingerprintSeedPipelineSort(benchmark::State& state) {
 }
 BENCHMARK(BM_FingerprintSeedPipelineSort)->Unit(benchmark::kMillisecond);
 
-void BM_FingerprintSeedPipelineUnorderedSetHeap(benchmark::State& state) {
-  HeapUnorderedSet sel;
+// The seed's pipelined hashing into a selector (add_value, finish).
+template <class Selector, class... Args>
+void seed_pipeline_into(benchmark::State& state, Args... args) {
+  Selector sel(args...);
   std::vector<uint32_t> fp;
   for (auto _ : state)
     for (const auto& t : texts()) {
-      seed_pipeline<kK>(t, [&](uint32_t h) { sel.add(h); });
+      seed_pipeline<kK>(t, [&](uint32_t h) { sel.add_value(h); });
       sel.finish(fp);
       benchmark::DoNotOptimize(fp.data());
     }
   state.SetBytesProcessed(state.iterations() * text_bytes());
+}
+
+void BM_FingerprintSeedPipelineUnorderedSetHeap(benchmark::State& state) {
+  seed_pipeline_into<HeapUnorderedSet>(state);
 }
 BENCHMARK(BM_FingerprintSeedPipelineUnorderedSetHeap)->Unit(benchmark::kMillisecond);
 
-void BM_FingerprintSeedPipelineTableHeap(benchmark::State& state) {
-  BottomKHeapTable sel(kN);
-  std::vector<uint32_t> fp;
-  for (auto _ : state)
-    for (const auto& t : texts()) {
-      seed_pipeline<kK>(t, [&](uint32_t h) { sel.add_value(h); });
-      sel.finish(fp);
-      benchmark::DoNotOptimize(fp.data());
-    }
-  state.SetBytesProcessed(state.iterations() * text_bytes());
-}
+void BM_FingerprintSeedPipelineTableHeap(benchmark::State& state) { seed_pipeline_into<BottomKHeapTable>(state, kN); }
 BENCHMARK(BM_FingerprintSeedPipelineTableHeap)->Unit(benchmark::kMillisecond);
 
 // The seed's pipelined hashing into neardup's default selector: the selectors compared alone.
-void BM_FingerprintSeedPipelineSelector(benchmark::State& state) {
-  BottomKSelector sel(kN);
-  std::vector<uint32_t> fp;
-  for (auto _ : state)
-    for (const auto& t : texts()) {
-      seed_pipeline<kK>(t, [&](uint32_t h) { sel.add_value(h); });
-      sel.finish(fp);
-      benchmark::DoNotOptimize(fp.data());
-    }
-  state.SetBytesProcessed(state.iterations() * text_bytes());
-}
+void BM_FingerprintSeedPipelineSelector(benchmark::State& state) { seed_pipeline_into<BottomKSelector>(state, kN); }
 BENCHMARK(BM_FingerprintSeedPipelineSelector)->Unit(benchmark::kMillisecond);
 
 // neardup: Unicode words, XXH3 word hashes, combined shingle hashes, then a selector.

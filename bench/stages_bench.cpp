@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_corpus.h"
 #include "neardup/neardup.h"
 
 using namespace neardup;
@@ -15,22 +16,11 @@ namespace {
 const std::string kCorpus = NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst";
 
 const std::vector<std::string>& texts() {
-  static const std::vector<std::string> t = [] {
-    std::vector<std::string> v;
-    io::InputSet in({kCorpus}, io::InputFormat::Auto);
-    io::RecordReader r(in, {});
-    io::Record rec;
-    while (r.next(rec)) v.emplace_back(rec.text);
-    return v;
-  }();
+  static const std::vector<std::string> t = bench::load_texts(kCorpus);
   return t;
 }
 
-int64_t text_bytes() {
-  int64_t b = 0;
-  for (const auto& t : texts()) b += static_cast<int64_t>(t.size());
-  return b;
-}
+int64_t text_bytes() { return bench::total_bytes(texts()); }
 
 void BM_Read(benchmark::State& state) {
   for (auto _ : state) {

@@ -1,0 +1,32 @@
+// The texts of a corpus held in memory for the micro benchmarks: documents in input order, up
+// to `limit_bytes` of text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "neardup/io/reader.h"
+
+namespace neardup::bench {
+
+inline std::vector<std::string> load_texts(const std::string& path, size_t limit_bytes = SIZE_MAX) {
+  std::vector<std::string> v;
+  io::InputSet in({path}, io::InputFormat::Auto);
+  io::RecordReader r(in, {});
+  io::Record rec;
+  size_t total = 0;
+  while (total < limit_bytes && r.next(rec)) {
+    v.emplace_back(rec.text);
+    total += rec.text.size();
+  }
+  return v;
+}
+
+inline int64_t total_bytes(const std::vector<std::string>& texts) {
+  int64_t b = 0;
+  for (const auto& t : texts) b += static_cast<int64_t>(t.size());
+  return b;
+}
+
+}  // namespace neardup::bench
