@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "internal/sorted_merge.h"
 #include "kernels/jaccard_kernels.h"
 #include "neardup/error.h"
 
@@ -190,18 +191,7 @@ double at_least(double j, double alpha) noexcept { return j < alpha ? kAborted :
 }  // namespace
 
 double fingerprint_jaccard(std::span<const SigValue> a, std::span<const SigValue> b) noexcept {
-  size_t i = 0, j = 0;
-  long common = 0;
-  while (i < a.size() && j < b.size()) {
-    if (a[i] == b[j]) {
-      ++common, ++i, ++j;
-    } else if (a[i] < b[j]) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return ratio(common, a.size(), b.size());
+  return ratio(internal::count_common(a.data(), a.size(), b.data(), b.size()), a.size(), b.size());
 }
 
 double fingerprint_jaccard_abort(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "internal/hash.h"
+#include "internal/sorted_merge.h"
 #include "neardup/error.h"
 #include "neardup/text.h"
 
@@ -81,16 +82,7 @@ std::vector<ShingleHash> Shingler::shingle_set(std::string_view text) {
 
 double jaccard(std::span<const ShingleHash> a, std::span<const ShingleHash> b) noexcept {
   if (a.empty() || b.empty()) return 0.0;
-  size_t i = 0, j = 0, inter = 0;
-  while (i < a.size() && j < b.size()) {
-    if (a[i] < b[j]) {
-      ++i;
-    } else if (b[j] < a[i]) {
-      ++j;
-    } else {
-      ++inter, ++i, ++j;
-    }
-  }
+  const auto inter = static_cast<size_t>(internal::count_common(a.data(), a.size(), b.data(), b.size()));
   return static_cast<double>(inter) / static_cast<double>(a.size() + b.size() - inter);
 }
 

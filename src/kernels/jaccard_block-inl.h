@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "internal/sorted_merge.h"
+
 namespace neardup::internal {
 
 template <class B>
@@ -38,16 +40,7 @@ long jaccard_block(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, l
     }
     if (s > smax) return -1;
   }
-  while (i < la && j < lb) {
-    if (a[i] == b[j]) {
-      ++common, ++i, ++j;
-    } else if (a[i] < b[j]) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return common;
+  return common + count_common(a, la, b, lb, i, j);
 }
 
 }  // namespace neardup::internal

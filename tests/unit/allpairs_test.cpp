@@ -63,7 +63,9 @@ TEST(Join, EqualsBruteForceOnPlantedFamilies) {
       const auto got = fingerprint_join(f, alpha, 2, &st);
       EXPECT_EQ(got, want) << "seed " << seed << " alpha " << alpha;
       EXPECT_EQ(st.results, got.size());
-      if (alpha <= 0.8) EXPECT_FALSE(want.empty());
+      if (alpha <= 0.8) {
+        EXPECT_FALSE(want.empty());
+      }
       // The filters do prune: far fewer candidates than pairs.
       EXPECT_LT(st.candidates, f.count() * (f.count() - 1) / 2 / 4);
     }
@@ -122,7 +124,10 @@ TEST(TopPairs, EqualsBruteForceTopM) {
         const auto want = top_pairs_brute_force(f, m, score);
         EXPECT_EQ(top_pairs(f, m, score, 2), want) << "m=" << m;
         EXPECT_EQ(top_pairs(f, m, score, 3), want) << "m=" << m;
-        EXPECT_EQ(want.size(), std::min(m, want.size()));
+        EXPECT_LE(want.size(), m);
+        if (m >= 100000) {
+          EXPECT_LT(want.size(), m);  // only pairs that share a value, never padded
+        }
         for (size_t i = 1; i < want.size(); ++i) EXPECT_TRUE(better_pair(want[i - 1], want[i]));
       }
   }

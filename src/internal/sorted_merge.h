@@ -1,0 +1,25 @@
+// The classical merge of two sorted arrays of distinct values: the one intersection count behind
+// exact Jaccard (shingle sets), fingerprint Jaccard and the tail of the block-skip kernels.
+#pragma once
+
+#include <cstddef>
+
+namespace neardup::internal {
+
+/// The number of values common to a[i..la) and b[j..lb), both sorted ascending and distinct.
+template <class T>
+inline long count_common(const T* a, size_t la, const T* b, size_t lb, size_t i = 0, size_t j = 0) noexcept {
+  long common = 0;
+  while (i < la && j < lb) {
+    if (a[i] == b[j]) {
+      ++common, ++i, ++j;
+    } else if (a[i] < b[j]) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return common;
+}
+
+}  // namespace neardup::internal
