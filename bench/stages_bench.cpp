@@ -3,6 +3,7 @@
 // Bytes processed are bytes of document text, so MB/s compare across stages.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,15 @@ using namespace neardup;
 
 namespace {
 
+// NEARDUP_BENCH_CORPUS and NEARDUP_BENCH_MB choose another corpus (BM_Read always reads this one).
 const std::string kCorpus = NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst";
 
 const std::vector<std::string>& texts() {
-  static const std::vector<std::string> t = bench::load_texts(kCorpus);
+  static const std::vector<std::string> t = [] {
+    const char* path = std::getenv("NEARDUP_BENCH_CORPUS");
+    const char* mb = std::getenv("NEARDUP_BENCH_MB");
+    return bench::load_texts(path ? path : kCorpus, static_cast<size_t>(mb ? std::atof(mb) * 1e6 : 50e6));
+  }();
   return t;
 }
 
@@ -34,6 +40,30 @@ void BM_Read(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * text_bytes());
 }
 BENCHMARK(BM_Read)->Unit(benchmark::kMillisecond);
+
+// Words to word hashes: 0 = the byte-at-a-time scanner, 1/2/3 = the bitmask path with the
+// scalar / AVX2 / AVX-512 classification kernel.
+void BM_HashWords(benchmark::State& state) {
+  const auto variant = state.range(0);
+  if (variant > 0) {
+    const Isa isa = static_cast<Isa>(variant - 1);
+    if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return state.SkipWithError("ISA not supported");
+    force_isa(isa);
+  }
+  std::vector<uint64_t> out;
+  for (auto _ : state)
+    for (const auto& t : texts()) {
+      out.clear();
+      if (variant == 0)
+        hash_words_exact(t, kDefaultSeed, out);
+      else
+        hash_words(t, kDefaultSeed, out);
+      benchmark::DoNotOptimize(out.data());
+    }
+  reset_isa();
+  state.SetBytesProcessed(state.iterations() * text_bytes());
+}
+BENCHMARK(BM_HashWords)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
 
 void BM_Shingle(benchmark::State& state) {
   Shingler s({ShingleKind::Words, static_cast<int>(state.range(0)), kDefaultSeed});

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "internal/bucket_sort.h"
 #include "internal/sorted_merge.h"
 #include "kernels/jaccard_kernels.h"
 #include "neardup/error.h"
@@ -33,21 +34,14 @@ void BottomKSelector::reset() noexcept {
 }
 
 void BottomKSelector::compact() noexcept {
-  // Partial select: move the N - kept smallest values of the rest to the front (nth_element,
-  // linear), sort only those and append the distinct ones. Every value left behind is at least
-  // as large, so a repeat can only meet the last value kept. Repeats make a round come up short;
-  // another round over what is left then fills the gap.
+  // Every buffered value is below thr_ (or is the one 0xFFFFFFFF that finish() adds): sort them
+  // by bucket (they are hashes, spread evenly below thr_), keep the first N distinct.
   const size_t n = static_cast<size_t>(n_);
   SigValue* b = buf_.data();
-  size_t kept = 0, lo = 0;
-  while (kept < n && lo < len_) {
-    const size_t take = std::min(n - kept, len_ - lo);
-    if (lo + take < len_) std::nth_element(b + lo, b + lo + take - 1, b + len_);
-    std::sort(b + lo, b + lo + take);
-    for (size_t i = lo; i < lo + take; ++i)
-      if (kept == 0 || b[i] != b[kept - 1]) b[kept++] = b[i];
-    lo += take;
-  }
+  internal::bucket_sort_u32(b, len_, static_cast<uint64_t>(thr_) + 1, scratch_);
+  size_t kept = 0;
+  for (size_t i = 0; i < len_ && kept < n; ++i)
+    if (kept == 0 || b[i] != b[kept - 1]) b[kept++] = b[i];
   len_ = kept;
   if (kept == n) {
     // From now on only values below the N-th smallest can enter; it is itself kept, so an equal
@@ -67,23 +61,46 @@ void BottomKSelector::add_value(SigValue v) noexcept {
 }
 
 void BottomKSelector::add(std::span<const ShingleHash> shingles) noexcept {
-  // A fresh selector given a whole long document can guess the threshold: the N-th smallest of
-  // m uniform values is near N/m of the range, so a start at 2.5 N/m keeps about 2.5 N values,
-  // and one compaction ends the pass. If repeats leave fewer than N distinct values under the
-  // guess, the values above it were needed: the pass runs again without a guess.
+  // A fresh selector given a whole document of m > N shingles guesses the threshold: the number
+  // of m uniform values under g = (N + 4 sqrt(N) + 16) / m of the range is about N + 4 sqrt(N)
+  // + 16, and fewer than N with probability under 1e-4, so one short sort ends the pass. If
+  // repeats leave fewer than N distinct values under the guess, values above it were needed:
+  // the pass runs again with the guess doubled, and finally with no guess.
   const size_t m = shingles.size();
   const bool fresh = len_ == 0 && !full_ && !has_max_;
-  if (fresh && m > cap_) {
-    const double guess = 2.5 * static_cast<double>(n_) / static_cast<double>(m) * 4294967296.0;
-    if (guess < 4294967295.0) {
+  if (fresh && m > static_cast<size_t>(n_)) {
+    const double nn = n_;
+    double guess = (nn + 4.0 * std::sqrt(nn) + 16.0) / static_cast<double>(m) * 4294967296.0;
+    while (guess < 4294967295.0) {
       thr_ = static_cast<SigValue>(guess);
-      for (ShingleHash s : shingles) add_value(bottomk_value(s));
+      add_all(shingles);
       compact();
       if (full_) return;
       reset();
+      guess *= 2.0;
     }
   }
-  for (ShingleHash s : shingles) add_value(bottomk_value(s));
+  add_all(shingles);
+}
+
+void BottomKSelector::add_all(std::span<const ShingleHash> shingles) noexcept {
+  // add_value's loop with the state in registers: a value under the threshold is written and
+  // kept without a branch; the rare cases (a full buffer, the value 0xFFFFFFFF) leave the loop.
+  SigValue* buf = buf_.data();
+  size_t len = len_;
+  SigValue thr = thr_;
+  for (ShingleHash s : shingles) {
+    const SigValue v = bottomk_value(s);
+    buf[len] = v;
+    len += (v < thr);
+    if (len == cap_ || v == 0xFFFFFFFFu) [[unlikely]] {
+      len_ = len - (v < thr);
+      add_value(v);
+      len = len_;
+      thr = thr_;
+    }
+  }
+  len_ = len;
 }
 
 void BottomKSelector::finish(std::vector<SigValue>& out) {
@@ -253,10 +270,40 @@ double bottomk_estimate(std::span<const SigValue> a, std::span<const SigValue> b
   return seen == 0 ? 0.0 : static_cast<double>(both) / static_cast<double>(seen);
 }
 
+namespace {
+double three_sigma(double j, int n) noexcept { return 3.0 * std::sqrt(j * (1.0 - j) / static_cast<double>(n)); }
+}  // namespace
+
+double bottomk_screen_threshold(double j, int n) noexcept {
+  j = std::clamp(j, 0.0, 1.0);
+  // J - 3 sigma(J) falls, then rises (it is increasing above J = 1/2): a fine grid over [j, 1]
+  // finds its least value.
+  double best = j - three_sigma(j, n);
+  constexpr int kSteps = 1000;
+  for (int i = 1; i <= kSteps; ++i) {
+    const double x = j + (1.0 - j) * i / kSteps;
+    best = std::min(best, x - three_sigma(x, n));
+  }
+  return std::max(best, 0.01);
+}
+
+double bottomk_lower_bound(double e, int n) noexcept {
+  // f(J) = J + 3 sigma(J) rises from f(0) = 0, then may fall towards f(1) = 1, but stays >= e on
+  // [first crossing, e] since f(e) >= e: "f(J) >= e" is monotone on [0, e], so bisect.
+  e = std::clamp(e, 0.0, 1.0);
+  double lo = 0.0, hi = e;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (mid + three_sigma(mid, n) >= e)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return hi;
+}
+
 double bottomk_candidate_threshold(double t, int n) noexcept {
-  const double j = std::min(1.0, t + 0.05);
-  const double s = j - 3.0 * std::sqrt(j * (1.0 - j) / static_cast<double>(n));
-  return std::clamp(s, 0.01, t);
+  return std::min(t, bottomk_screen_threshold(std::min(1.0, t + 0.05), n));
 }
 
 }  // namespace neardup

@@ -10,6 +10,8 @@ namespace {
 
 Isa detect() noexcept {
   __builtin_cpu_init();
+  // The SIMD kernels are also built with POPCNT and BMI1, which every AVX2 CPU has.
+  if (!__builtin_cpu_supports("popcnt") || !__builtin_cpu_supports("bmi")) return Isa::Scalar;
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
     return Isa::Avx512;

@@ -301,10 +301,12 @@ void Pipeline::find_pairs_bottomk() {
   std::vector<ScoredPair> found;
   if (options_.top > 0) {
     found = top_pairs(fps_, options_.top, PairScore::BottomKEstimate, threads_);
-    // Exact ranking: every pair whose estimate could still put it among the top M.
+    // Exact ranking: the M pairs found have true Jaccard >= j_low (bottomk_lower_bound of the
+    // M-th estimate), so the true M-th best does too, and every pair of the true top M has an
+    // estimate at or above the screen threshold of j_low.
     if (exact && !found.empty())
-      found = pairs_above(fps_, bottomk_candidate_threshold(found.back().similarity, n), PairScore::BottomKEstimate,
-                          threads_);
+      found = pairs_above(fps_, bottomk_screen_threshold(bottomk_lower_bound(found.back().similarity, n), n),
+                          PairScore::BottomKEstimate, threads_);
   } else {
     found = pairs_above(fps_, exact ? bottomk_candidate_threshold(spec_.threshold, n) : spec_.threshold,
                         PairScore::BottomKEstimate, threads_);

@@ -1,6 +1,7 @@
 #include "neardup/shingle.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "internal/hash.h"
 #include "internal/sorted_merge.h"
@@ -10,21 +11,25 @@
 namespace neardup {
 
 uint64_t combine_tokens(std::span<const uint64_t> token_hashes, uint64_t seed) noexcept {
-  uint64_t acc = internal::fmix64(seed ^ (token_hashes.size() * internal::kGolden));
-  for (uint64_t h : token_hashes) acc = internal::rotl64(acc ^ h, 29) * internal::kGolden;
-  return internal::fmix64(acc);
+  uint64_t y = 0;
+  for (size_t j = 0; j < token_hashes.size(); ++j) y ^= std::rotl(token_hashes[j], static_cast<int>((j * kShingleRotation) & 63));
+  return internal::fmix64(y ^ seed ^ (token_hashes.size() * internal::kGolden));
 }
 
 namespace {
 
-// combine_tokens for every window of K tokens, K fixed.
-template <size_t K>
-void combine_all(const uint64_t* t, size_t n, uint64_t seed, ShingleHash* out) noexcept {
-  const uint64_t init = internal::fmix64(seed ^ (K * internal::kGolden));
-  for (size_t i = 0; i + K <= n; ++i) {
-    uint64_t acc = init;
-    for (size_t j = 0; j < K; ++j) acc = internal::rotl64(acc ^ t[i + j], 29) * internal::kGolden;
-    out[i] = internal::fmix64(acc);
+// combine_tokens for every window of k tokens (n >= k), rolled: the XOR of rotated token hashes
+// loses the oldest token and gains the newest in four operations, whatever k is.
+void combine_all(const uint64_t* t, size_t n, size_t k, uint64_t seed, ShingleHash* out) noexcept {
+  const uint64_t c = seed ^ (k * internal::kGolden);
+  const int r = static_cast<int>(kShingleRotation & 63);
+  const int newest = static_cast<int>(((k - 1) * kShingleRotation) & 63);
+  uint64_t y = 0;
+  for (size_t j = 0; j < k; ++j) y ^= std::rotl(t[j], static_cast<int>((j * kShingleRotation) & 63));
+  out[0] = internal::fmix64(y ^ c);
+  for (size_t i = 1; i + k <= n; ++i) {
+    y = std::rotr(y ^ t[i - 1], r) ^ std::rotl(t[i + k - 1], newest);
+    out[i] = internal::fmix64(y ^ c);
   }
 }
 
@@ -55,21 +60,7 @@ void Shingler::shingles(std::string_view text, std::vector<ShingleHash>& out) {
     return;
   }
   out.resize(n - k + 1);
-  const uint64_t* t = tokens_.data();
-  // K known at compile time for the common sizes: the combination unrolls, and consecutive
-  // shingles, independent of each other, overlap in the pipeline.
-  switch (k) {
-    case 1: combine_all<1>(t, n, combine_seed_, out.data()); return;
-    case 2: combine_all<2>(t, n, combine_seed_, out.data()); return;
-    case 3: combine_all<3>(t, n, combine_seed_, out.data()); return;
-    case 4: combine_all<4>(t, n, combine_seed_, out.data()); return;
-    case 5: combine_all<5>(t, n, combine_seed_, out.data()); return;
-    case 6: combine_all<6>(t, n, combine_seed_, out.data()); return;
-    case 7: combine_all<7>(t, n, combine_seed_, out.data()); return;
-    case 8: combine_all<8>(t, n, combine_seed_, out.data()); return;
-    default:
-      for (size_t i = 0; i + k <= n; ++i) out[i] = combine_tokens({t + i, k}, combine_seed_);
-  }
+  combine_all(tokens_.data(), n, k, combine_seed_, out.data());
 }
 
 std::vector<ShingleHash> Shingler::shingle_set(std::string_view text) {

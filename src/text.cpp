@@ -2,11 +2,15 @@
 
 #include <unicode/uchar.h>
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
 
 #include "internal/hash.h"
 #include "internal/utf8.h"
+#include "kernels/text_kernels.h"
+#include "neardup/cpu.h"
 
 namespace neardup {
 namespace {
@@ -126,10 +130,104 @@ std::vector<std::string> split_words(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// The fast word path. A SIMD pass classifies every byte and writes a lowercased copy; words are
+// then found from bitmasks, one iteration per word, with no branch per byte. A maximal run of
+// word-or-high bytes (text_kernels.h) without a high byte is an ASCII word, hashed from the copy;
+// one with a high byte is bordered by ASCII separators, which end any word under the exact rules,
+// so the exact scanner given just that run finds exactly the words it would find in place.
+struct WordScratch {
+  std::vector<uint8_t> lower;  // kPad bytes, the blocks, kPad bytes: short hashes read around a word
+  std::vector<uint64_t> high;
+  std::vector<uint32_t> starts, ends;  // run boundaries of one window
+  std::string exact;  // the exact scanner's word buffer
+};
+constexpr size_t kPad = 16;
+
+using ScanFn = void (*)(const uint8_t*, size_t, size_t, internal::TextScan&) noexcept;
+
+ScanFn scan_for(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::Avx512: return internal::scan_text_avx512;
+    case Isa::Avx2: return internal::scan_text_avx2;
+    case Isa::Scalar: break;
+  }
+  return internal::scan_text_scalar;
+}
+
+inline bool any_set(const uint64_t* bits, size_t s, size_t e) noexcept {  // in [s, e), s < e
+  const size_t b0 = s >> 6, b1 = (e - 1) >> 6;
+  const uint64_t first = ~0ULL << (s & 63), last = ~0ULL >> (63 - ((e - 1) & 63));
+  if (b0 == b1) return (bits[b0] & first & last) != 0;
+  if (bits[b0] & first) return true;
+  for (size_t b = b0 + 1; b < b1; ++b)
+    if (bits[b]) return true;
+  return (bits[b1] & last) != 0;
+}
+
+constexpr size_t kWindowBlocks = 1024;  // runs are found a window (64 KiB of text) at a time
+
+}  // namespace
+
 void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
+  thread_local WordScratch sc;
+  const size_t n = text.size();
+  if (n == 0) return;
+  if (n > UINT32_MAX - 128) return hash_words_exact(text, seed, out);  // positions are 32-bit
+  const size_t full = n / 64, nblocks = (n + 63) / 64;
+  if (sc.lower.size() < nblocks * 64 + 2 * kPad) sc.lower.assign(nblocks * 64 + 2 * kPad, 0);
+  if (sc.high.size() < nblocks) sc.high.resize(nblocks);
+  const size_t slots = kWindowBlocks * 32 + 32;
+  if (sc.starts.size() < slots) {
+    sc.starts.resize(slots);
+    sc.ends.resize(slots);
+  }
+  const ScanFn scan = scan_for(active_isa());
+  const auto* in = reinterpret_cast<const uint8_t*>(text.data());
+  internal::TextScan ts;
+  ts.lower = sc.lower.data() + kPad;
+  ts.high = sc.high.data();
+  ts.starts = sc.starts.data();
+  ts.ends = sc.ends.data();
+  out.reserve(out.size() + n / 8);
+  for (size_t w0 = 0; w0 < nblocks; w0 += kWindowBlocks) {
+    const size_t w1 = std::min(nblocks, w0 + kWindowBlocks);
+    // A run still open from the last window keeps its start in front.
+    const bool open = ts.ns > ts.ne;
+    if (open) ts.starts[0] = ts.starts[ts.ne];
+    ts.ns = open ? 1 : 0;
+    ts.ne = 0;
+    ts.any_high = 0;
+    const size_t wfull = std::min(w1, full);
+    if (wfull > w0) scan(in + 64 * w0, w0, wfull - w0, ts);
+    if (wfull < w1) {  // the last, partial block: zero bytes after the text are separators
+      alignas(64) uint8_t tail[64] = {};
+      std::memcpy(tail, in + 64 * full, n - 64 * full);
+      scan(tail, full, 1, ts);
+    }
+    if (w1 == nblocks && ts.carry) ts.ends[ts.ne++] = static_cast<uint32_t>(n);  // a run to the end
+    const uint64_t* high = ts.high;
+    const uint8_t* lower = ts.lower;
+    for (size_t i = 0; i < ts.ne; ++i) {
+      const size_t s = ts.starts[i], e = ts.ends[i];
+      if (ts.any_high && any_set(high, s, e)) {
+        scan_words(text.substr(s, e - s), sc.exact, [&](std::string_view wd) {
+          out.push_back(internal::word_hash(wd.data(), wd.size(), seed));
+        });
+      } else if (e - s <= 16) {
+        out.push_back(internal::word_hash_padded16(lower + s, e - s, seed));
+      } else {
+        out.push_back(internal::word_hash(lower + s, e - s, seed));
+      }
+    }
+  }
+}
+
+void hash_words_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
   thread_local std::string scratch;
   scan_words(text, scratch, [&](std::string_view w) {
-    out.push_back(internal::hash_bytes(w.data(), w.size(), seed));
+    out.push_back(internal::word_hash(w.data(), w.size(), seed));
   });
 }
 

@@ -43,6 +43,7 @@ class BottomKSelector {
 
  private:
   void compact() noexcept;
+  void add_all(std::span<const ShingleHash> shingles) noexcept;
   int n_;
   size_t cap_;
   std::vector<SigValue> buf_;  // cap_ + 1 slots: the branch-free write may touch one past
@@ -50,6 +51,7 @@ class BottomKSelector {
   SigValue thr_ = 0xFFFFFFFFu;  // values < thr_ are kept (thr_ excluded once N are known)
   bool full_ = false;           // N distinct values are known: thr_ is exclusive
   bool has_max_ = false;        // the value 0xFFFFFFFF was seen while not full
+  std::vector<SigValue> scratch_;  // the sort's
 };
 
 /// The seed's design: a max-heap of the N smallest values, guarded against repeats by a 4N-slot
@@ -122,9 +124,18 @@ double bottomk_estimate(std::span<const SigValue> a, std::span<const SigValue> b
 /// s / (2 - s) (proof in docs/bottomk.md).
 inline double fingerprint_threshold_for_estimate(double s) noexcept { return s / (2.0 - s); }
 
+/// The estimate threshold that every pair with true Jaccard >= j passes with probability
+/// >= 99.8%: the least over J in [j, 1] of J - 3 sqrt(J (1 - J) / N) (3 standard errors of the
+/// estimator), and at least 0.01.
+double bottomk_screen_threshold(double j, int n) noexcept;
+
+/// The least true Jaccard J whose estimate reaches e with probability >= 0.2%: the J with
+/// J + 3 sqrt(J (1 - J) / N) = e. A pair estimated at e has true Jaccard >= this, but for 1 in 700.
+double bottomk_lower_bound(double e, int n) noexcept;
+
 /// The estimate threshold that exact verification at t screens candidates with: low enough that
-/// a pair with true Jaccard J' = t + 0.05 passes with probability >= 99.8% (3 standard errors of
-/// the estimator, sqrt(J'(1 - J') / N), under J'), and never above t. docs/bottomk.md measures it.
+/// a pair with true Jaccard t + 0.05 passes with probability >= 99.8%
+/// (bottomk_screen_threshold(t + 0.05)), and never above t. docs/bottomk.md measures it.
 double bottomk_candidate_threshold(double t, int n) noexcept;
 
 }  // namespace neardup

@@ -27,9 +27,11 @@ struct ShingleOptions {
   uint64_t seed = kDefaultSeed;
 };
 
-/// Combines n token hashes into one shingle hash (order-sensitive):
-///   acc = fmix64(seed ^ (n * 0x9E3779B97F4A7C15)); for each h: acc = rotl64(acc ^ h, 29) * 0x9E3779B97F4A7C15;
-///   return fmix64(acc).
+inline constexpr unsigned kShingleRotation = 23;  ///< odd: 64 distinct rotations
+
+/// Combines n token hashes h_0..h_{n-1} into one shingle hash (order-sensitive):
+///   fmix64(seed ^ (n * 0x9E3779B97F4A7C15) ^ XOR_j rotl64(h_j, 23 j mod 64)).
+/// A window of K tokens moving by one token updates the XOR in O(1) (rolling).
 uint64_t combine_tokens(std::span<const uint64_t> token_hashes, uint64_t seed) noexcept;
 
 /// Turns texts into shingle hashes. Reuses its buffers: one Shingler per thread.

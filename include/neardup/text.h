@@ -20,7 +20,10 @@ std::vector<std::string> split_words(std::string_view text);
 
 /// Appends to `out` the hash of each word of `text`, in order:
 /// `XXH3_64bits_withSeed(utf8(lowercased word), seed)`.
+/// Finds words with a SIMD pass (the active instruction set, cpu.h) and bitmasks.
 void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out);
+/// The same, from the byte-at-a-time scanner: the reference hash_words is tested against.
+void hash_words_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out);
 
 /// Appends to `out` one hash per code point of the normalised text: the words of `text` joined by
 /// a single space (U+0020). Code point c hashes to `fmix64(seed ^ (c * 0x9E3779B97F4A7C15))`.

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 // Inlined (xxhash.h from Debian's libxxhash-dev is also a header-only library): a word hash is
 // a few nanoseconds, and a call into the shared library would cost as much again.
@@ -41,6 +42,49 @@ constexpr uint64_t splitmix64(uint64_t& state) noexcept {
 /// Hash of a byte string: XXH3-64 with a seed (xxHash 0.8, a published, stable algorithm).
 inline uint64_t hash_bytes(const void* data, size_t len, uint64_t seed) noexcept {
   return XXH3_64bits_withSeed(data, len, seed);
+}
+
+/// The 128-bit product of a and b, folded: low half XOR high half.
+inline uint64_t mum(uint64_t a, uint64_t b) noexcept {
+  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+  return static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
+}
+
+// Constants of the word hash: the first 256 bits of the fraction of pi.
+inline constexpr uint64_t kWordK0 = 0x243F6A8885A308D3ULL, kWordK1 = 0x13198A2E03707344ULL;
+inline constexpr uint64_t kWordK2 = 0xA4093822299F31D0ULL, kWordK3 = 0x082EFA98EC4E6C89ULL;
+
+inline uint64_t load_le64(const unsigned char* p) noexcept {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;  // x86-64 is little-endian
+}
+
+/// The word hash (docs/format.md): the bytes in 16-byte chunks, the last zero-padded, each chunk
+/// (a, b) as two little-endian 64-bit words: acc = seed, acc = mum(a ^ K0 ^ acc, b ^ K1) per
+/// chunk, and the hash is mum(acc ^ K2, len ^ K3). Two multiplies for a word of up to 16 bytes.
+inline uint64_t word_hash(const void* data, size_t len, uint64_t seed) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t acc = seed;
+  size_t i = 0;
+  for (; i + 16 <= len; i += 16) acc = mum(load_le64(p + i) ^ kWordK0 ^ acc, load_le64(p + i + 8) ^ kWordK1);
+  if (i < len) {
+    unsigned char chunk[16] = {};
+    std::memcpy(chunk, p + i, len - i);
+    acc = mum(load_le64(chunk) ^ kWordK0 ^ acc, load_le64(chunk + 8) ^ kWordK1);
+  }
+  return mum(acc ^ kWordK2, static_cast<uint64_t>(len) ^ kWordK3);
+}
+
+/// word_hash for 1 <= len <= 16 without a branch or a copy: reads p[0, 16), so the caller pads.
+inline uint64_t word_hash_padded16(const unsigned char* p, size_t len, uint64_t seed) noexcept {
+  // Keep-masks for the two 8-byte halves, by length: shifts by 64 are avoided with a table.
+  static constexpr uint64_t kLo[17] = {0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFULL, 0xFFFFFFFFFFFFULL,
+                                       0xFFFFFFFFFFFFFFULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL};
+  static constexpr uint64_t kHi[17] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFULL,
+                                       0xFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFULL, ~0ULL};
+  const uint64_t a = load_le64(p) & kLo[len], b = load_le64(p + 8) & kHi[len];
+  return mum(mum(a ^ kWordK0 ^ seed, b ^ kWordK1) ^ kWordK2, static_cast<uint64_t>(len) ^ kWordK3);
 }
 
 }  // namespace neardup::internal

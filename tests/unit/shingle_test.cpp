@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+
 #include "internal/hash.h"
 #include "neardup/error.h"
 #include "neardup/text.h"
@@ -19,18 +22,38 @@ TEST(Hash, Xxh3KnownAnswers) {
 }
 
 TEST(Hash, WordHashesArePinned) {
+  // Pinned values of the word hash (docs/format.md), also computed from the written definition
+  // by an independent Python implementation.
+  EXPECT_EQ(internal::word_hash("hello", 5, kDefaultSeed), 0x1CD9CB8046CDCF04ULL);
+  EXPECT_EQ(internal::word_hash("internationalization", 20, kDefaultSeed), 0x5DC695710AAAB585ULL);
+  EXPECT_EQ(internal::word_hash("a", 1, 0), 0x3904F4D1F4B004E2ULL);
   std::vector<uint64_t> h;
   hash_words("Hello, HELLO hello", kDefaultSeed, h);
   ASSERT_EQ(h.size(), 3u);
-  EXPECT_EQ(h[0], internal::hash_bytes("hello", 5, kDefaultSeed));  // words are lowercased first
+  EXPECT_EQ(h[0], internal::word_hash("hello", 5, kDefaultSeed));  // words are lowercased first
   EXPECT_EQ(h[0], h[1]);
   EXPECT_EQ(h[1], h[2]);
+}
+
+TEST(Hash, PaddedWordHashEqualsTheDefinition) {
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 2000; ++round) {
+    unsigned char buf[48];
+    for (auto& c : buf) c = static_cast<unsigned char>(rng());
+    const size_t len = 1 + round % 16;
+    const uint64_t seed = rng();
+    EXPECT_EQ(internal::word_hash_padded16(buf + 16, len, seed), internal::word_hash(buf + 16, len, seed)) << len;
+  }
+  // Lengths and contents matter: trailing zero bytes are not padding.
+  EXPECT_NE(internal::word_hash("ab", 2, 1), internal::word_hash("ab\0", 3, 1));
+  EXPECT_NE(internal::word_hash("ab", 2, 1), internal::word_hash("ba", 2, 1));
+  EXPECT_NE(internal::word_hash("ab", 2, 1), internal::word_hash("ab", 2, 2));
 }
 
 TEST(Hash, ShingleCombinationIsPinnedAndOrderSensitive) {
   const uint64_t a[] = {1, 2, 3};
   const uint64_t b[] = {3, 2, 1};
-  EXPECT_EQ(combine_tokens(a, 42), 0x75C4967427CEAA19ULL);
+  EXPECT_EQ(combine_tokens(a, 42), 0x56A086EF56CE0ABAULL);
   EXPECT_NE(combine_tokens(a, 42), combine_tokens(b, 42));
   EXPECT_NE(combine_tokens(a, 42), combine_tokens(a, 43));
   EXPECT_NE(combine_tokens(std::span<const uint64_t>(a, 2), 42), combine_tokens(a, 42));
@@ -77,6 +100,24 @@ TEST(Shingle, ShingleMatchesCombinationOfWordHashes) {
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0], combine_tokens(std::span<const uint64_t>(w.data(), 2), combine_seed));
   EXPECT_EQ(out[1], combine_tokens(std::span<const uint64_t>(w.data() + 1, 2), combine_seed));
+}
+
+TEST(Shingle, RollingCombinationEqualsTheDefinition) {
+  std::mt19937_64 rng(6);
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "w" + std::to_string(rng() % 50) + " ";
+  std::vector<uint64_t> w;
+  hash_words(text, 7, w);
+  const uint64_t combine_seed = internal::fmix64(7 + 0x5348494E474C45ULL);
+  for (int k : {1, 2, 3, 5, 8, 9, 20, 63, 64}) {
+    Shingler s({ShingleKind::Words, k, 7});
+    std::vector<ShingleHash> out;
+    s.shingles(text, out);
+    ASSERT_EQ(out.size(), w.size() - static_cast<size_t>(k) + 1);
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_EQ(out[i], combine_tokens(std::span<const uint64_t>(w.data() + i, static_cast<size_t>(k)), combine_seed))
+          << "k=" << k << " i=" << i;
+  }
 }
 
 TEST(Shingle, CharacterNgramsIgnoreCaseAndPunctuation) {

@@ -1,0 +1,36 @@
+// Text scanning kernels, one per instruction set; all compute the same function.
+//
+// Each processes `nblocks` 64-byte blocks of `in` (all readable), which are blocks
+// `first_block`, ... of the text, and for each block b:
+//   * writes lower[64 b + i] = byte i with A-Z mapped to a-z (lower points at block 0's copy);
+//   * sets high[b] bit i when byte i is >= 0x80;
+//   * with word bit i set when byte i is an ASCII letter or digit or a byte >= 0x80 (it may start
+//     or continue a Unicode word; the exact rules decide later), appends to `starts` the position
+//     of every byte that begins a maximal run of word bytes and to `ends` the position of every
+//     byte that follows one. `carry` is the word bit of the byte before the first block (0 at
+//     the start of the text) and is updated to that of the last byte.
+// starts and ends need room for 32 * nblocks + 16 more entries; *ns and *ne are their counts.
+// A run without a high byte is an ASCII word; one with a high byte is bordered by ASCII
+// separators, and the exact Unicode scanner handles it (text.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace neardup::internal {
+
+struct TextScan {
+  uint8_t* lower;
+  uint64_t* high;
+  uint32_t* starts;
+  uint32_t* ends;
+  size_t ns = 0, ne = 0;
+  uint64_t carry = 0;
+  uint64_t any_high = 0;  // OR of every high mask written
+};
+
+void scan_text_scalar(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept;
+void scan_text_avx2(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept;
+void scan_text_avx512(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept;
+
+}  // namespace neardup::internal
