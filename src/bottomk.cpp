@@ -28,6 +28,7 @@ BottomKSelector::BottomKSelector(int size) : n_(size) {
 
 void BottomKSelector::reset() noexcept {
   len_ = 0;
+  compact_len_ = kNever;
   thr_ = 0xFFFFFFFFu;
   full_ = false;
   has_max_ = false;
@@ -43,6 +44,7 @@ void BottomKSelector::compact() noexcept {
   for (size_t i = 0; i < len_ && kept < n; ++i)
     if (kept == 0 || b[i] != b[kept - 1]) b[kept++] = b[i];
   len_ = kept;
+  compact_len_ = kept;
   if (kept == n) {
     // From now on only values below the N-th smallest can enter; it is itself kept, so an equal
     // value later is a repeat.
@@ -105,7 +107,7 @@ void BottomKSelector::add_all(std::span<const ShingleHash> shingles) noexcept {
 
 void BottomKSelector::finish(std::vector<SigValue>& out) {
   if (has_max_ && !full_) buf_[len_++] = 0xFFFFFFFFu;  // the one value the threshold test drops
-  compact();
+  if (len_ != compact_len_) compact();  // nothing came in since the last compaction: it stands
   out.assign(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(len_));
   reset();
 }

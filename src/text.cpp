@@ -149,7 +149,7 @@ using ScanFn = void (*)(const uint8_t*, size_t, size_t, internal::TextScan&) noe
 
 ScanFn scan_for(Isa isa) noexcept {
   switch (isa) {
-    case Isa::Avx512: return internal::scan_text_avx512;
+    case Isa::Avx512: return internal::cpu_has_vbmi2() ? internal::scan_text_avx512 : internal::scan_text_avx2;
     case Isa::Avx2: return internal::scan_text_avx2;
     case Isa::Scalar: break;
   }
@@ -178,7 +178,7 @@ void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
   const size_t full = n / 64, nblocks = (n + 63) / 64;
   if (sc.lower.size() < nblocks * 64 + 2 * kPad) sc.lower.assign(nblocks * 64 + 2 * kPad, 0);
   if (sc.high.size() < nblocks) sc.high.resize(nblocks);
-  const size_t slots = kWindowBlocks * 32 + 32;
+  const size_t slots = kWindowBlocks * 32 + 64;
   if (sc.starts.size() < slots) {
     sc.starts.resize(slots);
     sc.ends.resize(slots);

@@ -52,6 +52,8 @@ class BottomKSelector {
   bool full_ = false;           // N distinct values are known: thr_ is exclusive
   bool has_max_ = false;        // the value 0xFFFFFFFF was seen while not full
   std::vector<SigValue> scratch_;  // the sort's
+  static constexpr size_t kNever = ~size_t{0};
+  size_t compact_len_ = kNever;  // len_ right after the last compaction
 };
 
 /// The seed's design: a max-heap of the N smallest values, guarded against repeats by a 4N-slot

@@ -9,7 +9,7 @@
 //     of every byte that begins a maximal run of word bytes and to `ends` the position of every
 //     byte that follows one. `carry` is the word bit of the byte before the first block (0 at
 //     the start of the text) and is updated to that of the last byte.
-// starts and ends need room for 32 * nblocks + 16 more entries; *ns and *ne are their counts.
+// starts and ends need room for 32 * nblocks + 64 more entries; ns and ne are their counts.
 // A run without a high byte is an ASCII word; one with a high byte is bordered by ASCII
 // separators, and the exact Unicode scanner handles it (text.cpp).
 #pragma once
@@ -31,6 +31,8 @@ struct TextScan {
 
 void scan_text_scalar(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept;
 void scan_text_avx2(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept;
+/// Needs AVX512-VBMI2 as well as the AVX-512 subsets of Isa::Avx512 (text.cpp checks).
 void scan_text_avx512(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept;
+bool cpu_has_vbmi2() noexcept;
 
 }  // namespace neardup::internal

@@ -23,9 +23,14 @@ inline size_t flatten(uint64_t bits, size_t b, uint32_t* out) noexcept {
   return cnt;
 }
 
-// Classify(in, lower, word, high) handles one block.
-template <class Classify>
-inline void scan_blocks(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& s, Classify&& classify) noexcept {
+struct ScalarFlatten {
+  size_t operator()(uint64_t bits, size_t b, uint32_t* out) const noexcept { return flatten(bits, b, out); }
+};
+
+// Classify(in, lower, word, high) handles one block; Flatten(bits, block, out) lists positions.
+template <class Classify, class Flatten = ScalarFlatten>
+inline void scan_blocks(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& s, Classify&& classify,
+                        Flatten&& flatten_bits = {}) noexcept {
   uint64_t carry = s.carry, any_high = s.any_high;
   size_t ns = s.ns, ne = s.ne;
   for (size_t i = 0; i < nblocks; ++i) {
@@ -36,8 +41,8 @@ inline void scan_blocks(const uint8_t* in, size_t first_block, size_t nblocks, T
     any_high |= h;
     const uint64_t shifted = (m << 1) | carry;
     carry = m >> 63;
-    ns += flatten(m & ~shifted, b, s.starts + ns);
-    ne += flatten(~m & shifted, b, s.ends + ne);
+    ns += flatten_bits(m & ~shifted, b, s.starts + ns);
+    ne += flatten_bits(~m & shifted, b, s.ends + ne);
   }
   s.carry = carry;
   s.any_high = any_high;
