@@ -18,6 +18,7 @@ if [ "${1:-}" = "--long" ]; then
 else
   mode=files target_mb=${1:-200} out=${2:-$here/data/kernel-${target_mb}mb.jsonl}
 fi
+out=$(realpath -m "$out")  # the script changes directory below
 work=$here/data/linux-source
 mkdir -p "$work"
 cd "$work"

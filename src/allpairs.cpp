@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 
 #include "internal/parallel.h"
@@ -19,40 +20,96 @@ size_t min_overlap(double alpha, size_t len) noexcept {
   return x <= 0 ? 1 : static_cast<size_t>(std::ceil(x));
 }
 
-// Fingerprints rewritten in the global order: value -> rank, rarest first (document frequency,
-// then value), each fingerprint sorted by rank. Jaccard is unchanged (a bijection). One radix
-// sort of (value, document) keys gives the frequencies; walking the values in rank order and
-// appending each rank to its documents writes every fingerprint already sorted.
-Fingerprints rank_by_frequency(const Fingerprints& fps, int threads) {
+// The global order of the prefix filter is rarest first: by document frequency, then value.
+// A value found in one document only (most of them) can never give a candidate, so only the
+// shared values get ranks: each document keeps its count of unshared values, which come first in
+// the order, and the ranks of its shared values, ascending. One radix sort of (value, document)
+// keys gives the frequencies; walking the shared values in rank order and appending each rank to
+// its documents writes every list already sorted.
+struct SharedRanks {
+  std::vector<uint64_t> offsets;  // document d's ranks are ranks[offsets[d], offsets[d + 1])
+  std::vector<uint32_t> ranks;
+  std::vector<uint32_t> unshared;  // per document: values no other document has
+  size_t num_ranks = 0;
+  std::span<const uint32_t> operator[](size_t d) const noexcept {
+    return {ranks.data() + offsets[d], static_cast<size_t>(offsets[d + 1] - offsets[d])};
+  }
+};
+
+SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
   const size_t n = fps.count();
   std::vector<uint64_t> keys(fps.values.size());
-  for (size_t d = 0; d < n; ++d)
-    for (uint64_t i = fps.offsets[d]; i < fps.offsets[d + 1]; ++i)
-      keys[i] = (static_cast<uint64_t>(fps.values[i]) << 32) | d;
-  internal::radix_sort_u64_by_high32(keys, threads);  // by value; documents stay in order within a value
-  std::vector<uint64_t> run_start;          // distinct value -> its first key
-  run_start.reserve(keys.size() / 2 + 2);
-  for (size_t i = 0; i < keys.size(); ++i)
-    if (i == 0 || (keys[i] >> 32) != (keys[i - 1] >> 32)) run_start.push_back(i);
-  run_start.push_back(keys.size());
-  const size_t distinct = run_start.size() - 1;
-  // Stable counting sort of the distinct values by frequency (value order within a frequency).
-  std::vector<uint64_t> start(n + 2, 0);
-  for (size_t d = 0; d < distinct; ++d) ++start[run_start[d + 1] - run_start[d] + 1];
-  for (size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
-  std::vector<uint32_t> by_rank(distinct);
-  for (size_t d = 0; d < distinct; ++d) by_rank[start[run_start[d + 1] - run_start[d]]++] = static_cast<uint32_t>(d);
-
-  Fingerprints out;
-  out.size = fps.size;
-  out.offsets = fps.offsets;
-  out.values.resize(fps.values.size());
-  std::vector<uint64_t> cursor(fps.offsets.begin(), fps.offsets.end() - 1);
-  for (size_t r = 0; r < distinct; ++r) {
-    const uint32_t d = by_rank[r];
-    for (uint64_t i = run_start[d]; i < run_start[d + 1]; ++i)
-      out.values[cursor[keys[i] & 0xFFFFFFFFu]++] = static_cast<uint32_t>(r);
+  internal::parallel_for((n + 1023) / 1024, threads, [&](size_t chunk, size_t) {
+    for (size_t d = chunk * 1024; d < std::min(n, (chunk + 1) * 1024); ++d)
+      for (uint64_t i = fps.offsets[d]; i < fps.offsets[d + 1]; ++i)
+        keys[i] = (static_cast<uint64_t>(fps.values[i]) << 32) | d;
+  });
+  internal::radix_sort_u64_by_high32(keys, threads);  // by value
+  // Runs of one value: keep those of two documents or more. Found in parallel over parts of
+  // the keys that start at a run boundary.
+  const size_t total = keys.size();
+  const size_t parts = static_cast<size_t>(std::max(1, threads));
+  std::vector<size_t> cut(parts + 1, total);
+  cut[0] = 0;
+  for (size_t p = 1; p < parts; ++p) {
+    size_t i = std::max(cut[p - 1], total * p / parts);
+    while (i > 0 && i < total && (keys[i] >> 32) == (keys[i - 1] >> 32)) ++i;
+    cut[p] = i;
   }
+  std::vector<std::vector<uint64_t>> part_start(parts);
+  std::vector<std::vector<uint32_t>> part_len(parts);
+  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
+    for (size_t i = cut[p]; i < cut[p + 1];) {
+      size_t j = i + 1;
+      while (j < total && (keys[j] >> 32) == (keys[i] >> 32)) ++j;
+      if (j - i > 1) {
+        part_start[p].push_back(i);
+        part_len[p].push_back(static_cast<uint32_t>(j - i));
+      }
+      i = j;
+    }
+  });
+  std::vector<uint64_t> run_start;
+  std::vector<uint32_t> run_len;
+  for (size_t p = 0; p < parts; ++p) {
+    run_start.insert(run_start.end(), part_start[p].begin(), part_start[p].end());
+    run_len.insert(run_len.end(), part_len[p].begin(), part_len[p].end());
+  }
+  const size_t runs = run_start.size();
+  // Ranks: by frequency, then value (runs are in value order): a counting sort.
+  std::vector<uint64_t> start(n + 2, 0);
+  for (size_t r = 0; r < runs; ++r) ++start[run_len[r] + 1];
+  for (size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
+  // The documents of the shared values in rank order: each run goes to its frequency's slice
+  // (a scatter in value order, so one stream per frequency), with its rank.
+  std::vector<uint64_t> entry_start(n + 2, 0);  // by frequency: first entry of the slice
+  for (size_t f = 2; f <= n + 1; ++f) entry_start[f] = entry_start[f - 1] + (start[f] - start[f - 1]) * (f - 1);
+  std::vector<uint32_t> shared(n, 0);
+  std::vector<uint64_t> entries(entry_start[n + 1]);  // rank << 32 | document
+  for (size_t r = 0; r < runs; ++r) {
+    const uint32_t len = run_len[r];
+    const uint64_t rank = start[len]++;
+    uint64_t* dst = entries.data() + entry_start[len];
+    entry_start[len] += len;
+    for (uint64_t i = run_start[r], e = i + len; i < e; ++i) {
+      const uint32_t doc = static_cast<uint32_t>(keys[i]);
+      *dst++ = (rank << 32) | doc;
+      ++shared[doc];
+    }
+  }
+
+  SharedRanks out;
+  out.num_ranks = runs;
+  out.offsets.resize(n + 1);
+  out.unshared.resize(n);
+  out.offsets[0] = 0;
+  for (size_t d = 0; d < n; ++d) {
+    out.offsets[d + 1] = out.offsets[d] + shared[d];
+    out.unshared[d] = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]) - shared[d];
+  }
+  out.ranks.resize(out.offsets[n]);
+  std::vector<uint64_t> cursor(out.offsets.begin(), out.offsets.end() - 1);
+  for (uint64_t e : entries) out.ranks[cursor[e & 0xFFFFFFFFu]++] = static_cast<uint32_t>(e >> 32);
   return out;
 }
 
@@ -64,24 +121,37 @@ void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, 
   const size_t n = fps.count();
   if (n < 2) return;
   NEARDUP_ASSERT(n < 0xFFFFFFFFull);
-  const Fingerprints ranked = rank_by_frequency(fps, threads);
-  auto prefix_len = [&](size_t len) { return len == 0 ? 0 : len - min_overlap(alpha, len) + 1; };
+  const SharedRanks ranked = rank_shared_values(fps, threads);
+  // The prefix of x is its first |x| - ceil(alpha |x|) + 1 values in the global order; its
+  // unshared values come first, so the part that can meet another document is the first
+  // prefix - unshared shared ones.
+  auto probe_len = [&](size_t d) -> size_t {
+    const size_t len = fps.offsets[d + 1] - fps.offsets[d];
+    if (len == 0) return 0;
+    const size_t prefix = len - min_overlap(alpha, len) + 1;
+    return prefix <= ranked.unshared[d] ? 0 : std::min<size_t>(prefix - ranked.unshared[d], ranked[d].size());
+  };
 
-  // Inverted index of every prefix (CSR by rank; each list in document order).
-  size_t num_ranks = 0;
-  for (uint32_t r : ranked.values) num_ranks = std::max<size_t>(num_ranks, r + 1);
+  // Inverted index of every probed prefix (CSR by rank; each list in document order).
+  const size_t num_ranks = ranked.num_ranks;
   std::vector<uint64_t> head(num_ranks + 1, 0);
+  std::vector<uint32_t> plen(n);
   for (size_t d = 0; d < n; ++d) {
+    plen[d] = static_cast<uint32_t>(probe_len(d));
     const auto fp = ranked[d];
-    for (size_t i = 0, p = prefix_len(fp.size()); i < p; ++i) ++head[fp[i] + 1];
+    for (size_t i = 0; i < plen[d]; ++i) ++head[fp[i] + 1];
   }
   for (size_t r = 1; r <= num_ranks; ++r) head[r] += head[r - 1];
   std::vector<DocId> postings(head[num_ranks]);
+  std::vector<uint32_t> position(head[num_ranks]);  // of the value in the document, in the order
   {
     std::vector<uint64_t> fill(head.begin(), head.end() - 1);
     for (size_t d = 0; d < n; ++d) {
       const auto fp = ranked[d];
-      for (size_t i = 0, p = prefix_len(fp.size()); i < p; ++i) postings[fill[fp[i]]++] = static_cast<DocId>(d);
+      for (size_t i = 0; i < plen[d]; ++i) {
+        position[fill[fp[i]]] = ranked.unshared[d] + static_cast<uint32_t>(i);
+        postings[fill[fp[i]]++] = static_cast<DocId>(d);
+      }
     }
   }
 
@@ -90,6 +160,8 @@ void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, 
   std::vector<JoinStats> per(static_cast<size_t>(t));
   // The merge may stop as soon as the result is certainly below alpha - eps.
   const double abort_at = alpha - kSimilarityEpsilon;
+  // J >= a needs an overlap of at least a / (1 + a) (|x| + |y|); rounding only lowers it.
+  const double overlap_factor = abort_at / (1.0 + abort_at);
   constexpr size_t kChunk = 256;
   internal::parallel_for((n + kChunk - 1) / kChunk, t, [&](size_t chunk, size_t tid) {
     auto& mark = seen[tid];
@@ -98,24 +170,35 @@ void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, 
     std::vector<DocId> cand;
     const size_t end = std::min(n, (chunk + 1) * kChunk);
     for (size_t x = chunk * kChunk; x < end; ++x) {
-      const auto fx = ranked[x];
-      if (fx.empty()) continue;
-      const size_t lx = fx.size();
+      if (plen[x] == 0) continue;
+      const auto rx = ranked[x];
+      const size_t lx = fps.offsets[x + 1] - fps.offsets[x];
       const size_t min_len = min_overlap(alpha, lx);  // |y| >= alpha * |x|
       cand.clear();
-      for (size_t i = 0, p = prefix_len(lx); i < p; ++i) {
-        for (uint64_t k = head[fx[i]]; k < head[fx[i] + 1]; ++k) {
+      for (size_t i = 0; i < plen[x]; ++i) {
+        const size_t px = ranked.unshared[x] + i;
+        for (uint64_t k = head[rx[i]]; k < head[rx[i] + 1]; ++k) {
           const DocId y = postings[k];
-          const size_t ly = ranked.offsets[y + 1] - ranked.offsets[y];
+          const size_t ly = fps.offsets[y + 1] - fps.offsets[y];
           // Each pair once: from the longer document, or from the later of two equally long.
           if (ly > lx || (ly == lx && y >= x) || ly < min_len || mark[y] == x) continue;
           mark[y] = static_cast<DocId>(x);
+          // Positional filter (PPJoin): values before the first common one precede it in both
+          // documents (one global order), so they would have met earlier; this is the first
+          // common value, and only the values after it on either side can add to the overlap.
+          const size_t py = position[k];
+          const size_t bound = 1 + std::min(lx - px - 1, ly - py - 1);
+          if (static_cast<double>(bound) < overlap_factor * static_cast<double>(lx + ly) - 1e-9) {
+            ++st.pruned;
+            continue;
+          }
           cand.push_back(y);
         }
       }
       st.candidates += cand.size();
+      const auto fx = fps[x];
       for (DocId y : cand) {
-        const double j = fingerprint_jaccard_fast(fx, ranked[y], abort_at);
+        const double j = fingerprint_jaccard_fast(fx, fps[y], abort_at);
         if (j == kAborted) {
           ++st.aborted;
           continue;
@@ -131,6 +214,7 @@ void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, 
     for (const auto& s : per) {
       stats->candidates += s.candidates;
       stats->aborted += s.aborted;
+      stats->pruned += s.pruned;
       stats->results += s.results;
     }
 }

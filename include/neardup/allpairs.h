@@ -22,7 +22,8 @@
 namespace neardup {
 
 struct JoinStats {
-  uint64_t candidates = 0;  ///< pairs that shared a prefix value and passed the length filter
+  uint64_t candidates = 0;  ///< pairs that shared a prefix value and passed the length and position filters
+  uint64_t pruned = 0;      ///< pairs that shared a prefix value, passed the length filter, failed the position filter
   uint64_t aborted = 0;     ///< candidates whose merge stopped early
   uint64_t results = 0;
 };

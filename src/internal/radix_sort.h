@@ -2,6 +2,7 @@
 // large arrays of hash values where std::sort's comparisons dominate. Stable.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -37,44 +38,60 @@ inline void radix_sort_u32(std::vector<uint32_t>& v) { radix_sort_bits(v, 0, 32)
 
 namespace neardup::internal {
 
-/// Sorts 64-bit keys by their upper 32 bits (stable): one most-significant pass on the top 11
-/// bits scatters the keys into 2048 buckets, then each bucket, small enough for the cache, is
-/// sorted by the remaining 21 bits with two least-significant passes, buckets in parallel.
+/// Sorts 64-bit keys by their upper 32 bits (stable): one most-significant pass on the top 8
+/// bits (in parallel) scatters the keys into 256 buckets, then each bucket, small enough for the
+/// cache, is sorted by the remaining 24 bits with three 8-bit least-significant passes, buckets
+/// in parallel. Small digits keep the counting arrays small next to the buckets.
 inline void radix_sort_u64_by_high32(std::vector<uint64_t>& v, int threads) {
-  constexpr int kTop = 11;
+  constexpr int kTop = 8;
   constexpr size_t kBuckets = size_t{1} << kTop;
   std::vector<uint64_t> tmp(v.size());
+  // The most-significant pass: each part of the input counts its keys per bucket, and scatters
+  // them after the keys of the earlier parts (stable).
+  const size_t parts = static_cast<size_t>(std::clamp(threads, 1, 64));
+  const size_t part_len = (v.size() + parts - 1) / parts;
+  std::vector<std::array<size_t, kBuckets>> count(parts);
+  parallel_for(parts, threads, [&](size_t p, size_t) {
+    auto& c = count[p];
+    c.fill(0);
+    for (size_t i = p * part_len, e = std::min(v.size(), (p + 1) * part_len); i < e; ++i) ++c[v[i] >> (64 - kTop)];
+  });
   std::vector<size_t> start(kBuckets + 1, 0);
-  for (uint64_t x : v) ++start[(x >> (64 - kTop)) + 1];
-  for (size_t b = 1; b <= kBuckets; ++b) start[b] += start[b - 1];
   {
-    std::vector<size_t> fill(start.begin(), start.end() - 1);
-    for (uint64_t x : v) tmp[fill[x >> (64 - kTop)]++] = x;
-  }
-  parallel_for(kBuckets, threads, [&](size_t b, size_t) {
-    const size_t lo = start[b], hi = start[b + 1];
-    if (hi - lo < 2) {
-      if (hi > lo) v[lo] = tmp[lo];
-      return;
-    }
-    // Two passes of 11 and 10 bits over bits 32..52: tmp -> v -> tmp, then copied back to v.
-    uint64_t* src = tmp.data() + lo;
-    uint64_t* dst = v.data() + lo;
-    const size_t n = hi - lo;
-    for (int shift : {32, 43}) {
-      std::array<size_t, 2048> count{};
-      for (size_t i = 0; i < n; ++i) ++count[(src[i] >> shift) & 2047];
-      size_t sum = 0;
-      for (auto& c : count) {
-        const size_t here = c;
-        c = sum;
+    size_t sum = 0;
+    for (size_t b = 0; b < kBuckets; ++b) {
+      start[b] = sum;
+      for (size_t p = 0; p < parts; ++p) {
+        const size_t here = count[p][b];
+        count[p][b] = sum;
         sum += here;
       }
-      for (size_t i = 0; i < n; ++i) dst[count[(src[i] >> shift) & 2047]++] = src[i];
+    }
+    start[kBuckets] = sum;
+  }
+  parallel_for(parts, threads, [&](size_t p, size_t) {
+    auto& fill = count[p];
+    for (size_t i = p * part_len, e = std::min(v.size(), (p + 1) * part_len); i < e; ++i)
+      tmp[fill[v[i] >> (64 - kTop)]++] = v[i];
+  });
+  parallel_for(kBuckets, threads, [&](size_t b, size_t) {
+    const size_t lo = start[b], hi = start[b + 1];
+    const size_t n = hi - lo;
+    uint64_t* src = tmp.data() + lo;
+    uint64_t* dst = v.data() + lo;
+    // Three passes over bits 32..56: tmp -> v -> tmp -> v, so the result lands in v.
+    for (int shift : {32, 40, 48}) {
+      std::array<size_t, 256> c{};
+      for (size_t i = 0; i < n; ++i) ++c[(src[i] >> shift) & 255];
+      size_t sum = 0;
+      for (auto& x : c) {
+        const size_t here = x;
+        x = sum;
+        sum += here;
+      }
+      for (size_t i = 0; i < n; ++i) dst[c[(src[i] >> shift) & 255]++] = src[i];
       std::swap(src, dst);
     }
-    // After two passes the sorted keys are back in tmp (src); move them to v.
-    std::copy(src, src + n, v.data() + lo);
   });
 }
 
