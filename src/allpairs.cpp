@@ -155,6 +155,9 @@ void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, 
     }
   }
 
+  // Fingerprint lengths in one small array: the probe reads one per posting.
+  std::vector<uint32_t> length(n);
+  for (size_t d = 0; d < n; ++d) length[d] = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]);
   const int t = std::max(1, threads);
   std::vector<std::vector<DocId>> seen(static_cast<size_t>(t));
   std::vector<JoinStats> per(static_cast<size_t>(t));
@@ -179,7 +182,7 @@ void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, 
         const size_t px = ranked.unshared[x] + i;
         for (uint64_t k = head[rx[i]]; k < head[rx[i] + 1]; ++k) {
           const DocId y = postings[k];
-          const size_t ly = fps.offsets[y + 1] - fps.offsets[y];
+          const size_t ly = length[y];
           // Each pair once: from the longer document, or from the later of two equally long.
           if (ly > lx || (ly == lx && y >= x) || ly < min_len || mark[y] == x) continue;
           mark[y] = static_cast<DocId>(x);
