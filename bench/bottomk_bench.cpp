@@ -176,7 +176,7 @@ BENCHMARK(BM_FingerprintSeedPipelineTableHeap)->Unit(benchmark::kMillisecond);
 void BM_FingerprintSeedPipelineSelector(benchmark::State& state) { seed_pipeline_into<BottomKSelector>(state, kN); }
 BENCHMARK(BM_FingerprintSeedPipelineSelector)->Unit(benchmark::kMillisecond);
 
-// neardup: Unicode words, XXH3 word hashes, combined shingle hashes, then a selector.
+// neardup: Unicode words (SIMD scan), word hashes, rolling shingle hashes, then a selector.
 template <class Selector>
 void neardup_fingerprints(benchmark::State& state) {
   Shingler sh({ShingleKind::Words, kK, kDefaultSeed});

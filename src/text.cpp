@@ -198,7 +198,7 @@ void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
     if (open) ts.starts[0] = ts.starts[ts.ne];
     ts.ns = open ? 1 : 0;
     ts.ne = 0;
-    ts.any_high = 0;
+    ts.any_high = open ? 1 : 0;  // the open run may hold high bytes of the last window: check it
     const size_t wfull = std::min(w1, full);
     if (wfull > w0) scan(in + 64 * w0, w0, wfull - w0, ts);
     if (wfull < w1) {  // the last, partial block: zero bytes after the text are separators

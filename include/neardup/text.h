@@ -19,7 +19,7 @@ namespace neardup {
 std::vector<std::string> split_words(std::string_view text);
 
 /// Appends to `out` the hash of each word of `text`, in order:
-/// `XXH3_64bits_withSeed(utf8(lowercased word), seed)`.
+/// `word_hash(utf8(lowercased word), seed)` (docs/format.md).
 /// Finds words with a SIMD pass (the active instruction set, cpu.h) and bitmasks.
 void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out);
 /// The same, from the byte-at-a-time scanner: the reference hash_words is tested against.

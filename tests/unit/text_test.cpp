@@ -157,7 +157,9 @@ TEST(TextKernels, FastWordPathEqualsExactScanner) {
   std::mt19937_64 rng(12);
   std::vector<std::string> texts = {"", "a", "A", "ab", std::string(64, 'a'), std::string(63, 'b') + " ",
                                     std::string(65, 'c'), std::string(200000, 'd'), "caf\xC3\xA9 x", "\xC3\xA9t\xC3\xA9",
-                                    "x\xFF" "y", std::string(64, ' ') + "Z"};
+                                    "x\xFF" "y", std::string(64, ' ') + "Z",
+                                    // a word across the 64 KiB window edge, non-ASCII only before it
+                                    std::string(65530, ' ') + "ab\xC3\x89" "CDEFGH", std::string(65534, '.') + "\xC3\x89" "xyz"};
   for (size_t len : {10, 63, 64, 65, 127, 128, 1000, 70000, 140000}) texts.push_back(random_text(rng, len));
   for (int i = 0; i < 300; ++i) texts.push_back(random_text(rng, rng() % 3000));
   for (neardup::Isa isa : supported_isas()) {
