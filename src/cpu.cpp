@@ -26,6 +26,17 @@ std::atomic<int>& forced() {
 
 }  // namespace
 
+namespace internal {
+// Declared in kernels/text_kernels.h: the AVX-512 text scan also needs VBMI2.
+bool cpu_has_vbmi2() noexcept {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi2") != 0;
+  }();
+  return has;
+}
+}  // namespace internal
+
 Isa detected_isa() noexcept {
   static const Isa isa = detect();
   return isa;

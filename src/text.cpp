@@ -54,7 +54,8 @@ struct AsciiTables {
 };
 constexpr AsciiTables kAscii;
 
-// The one word scanner: calls on_word(std::string_view lowercased_utf8) for every word.
+// The exact word scanner, byte at a time: calls on_word(std::string_view lowercased_utf8) for
+// every word. It is the reference of the fast path (hash_words) and handles its non-ASCII runs.
 template <class OnWord>
 void scan_words(std::string_view text, std::string& word, OnWord&& on_word) {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
@@ -62,30 +63,6 @@ void scan_words(std::string_view text, std::string& word, OnWord&& on_word) {
   word.clear();
   while (p < end) {
     const unsigned c = *p;
-    if (c < 0x80 && word.empty()) {
-      // Fast path: a run of ASCII word bytes is hashed in place, or from a lowercased copy if
-      // it has capitals. A run that meets a non-ASCII byte may go on with other letters: it is
-      // copied to `word` and the general loop below continues it.
-      if (!kAscii.word[c]) {
-        ++p;
-        continue;
-      }
-      const unsigned char* s = p;
-      unsigned upper = 0;
-      while (p < end && *p < 0x80 && kAscii.word[*p]) upper |= static_cast<unsigned>(*p - 'A') < 26u, ++p;
-      if (p < end && *p >= 0x80) {
-        for (const unsigned char* q = s; q < p; ++q) word.push_back(kAscii.lower[*q]);
-        continue;
-      }
-      if (!upper) {
-        on_word(std::string_view(reinterpret_cast<const char*>(s), static_cast<size_t>(p - s)));
-      } else {
-        for (const unsigned char* q = s; q < p; ++q) word.push_back(kAscii.lower[*q]);
-        on_word(std::string_view(word));
-        word.clear();
-      }
-      continue;
-    }
     if (c < 0x80) {
       if (kAscii.word[c]) {
         word.push_back(kAscii.lower[c]);

@@ -2,14 +2,6 @@
 
 namespace neardup::internal {
 
-bool cpu_has_vbmi2() noexcept {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi2");
-  }();
-  return has;
-}
-
 void scan_text_scalar(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept {
   scan_blocks(in, first_block, nblocks, out, [](const uint8_t* p, uint8_t* lower, uint64_t& word, uint64_t& high) {
     uint64_t w = 0, h = 0;
