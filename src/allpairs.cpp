@@ -1,10 +1,12 @@
 #include "neardup/allpairs.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <span>
 #include <string>
 
+#include "internal/big_array.h"
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
 #include "neardup/error.h"
@@ -28,7 +30,7 @@ size_t min_overlap(double alpha, size_t len) noexcept {
 // its documents writes every list already sorted.
 struct SharedRanks {
   std::vector<uint64_t> offsets;  // document d's ranks are ranks[offsets[d], offsets[d + 1])
-  std::vector<uint32_t> ranks;
+  internal::BigArray<uint32_t> ranks;
   std::vector<uint32_t> unshared;  // per document: values no other document has
   size_t num_ranks = 0;
   std::span<const uint32_t> operator[](size_t d) const noexcept {
@@ -38,65 +40,108 @@ struct SharedRanks {
 
 SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
   const size_t n = fps.count();
-  std::vector<uint64_t> keys(fps.values.size());
-  internal::parallel_for((n + 1023) / 1024, threads, [&](size_t chunk, size_t) {
-    for (size_t d = chunk * 1024; d < std::min(n, (chunk + 1) * 1024); ++d)
-      for (uint64_t i = fps.offsets[d]; i < fps.offsets[d + 1]; ++i)
-        keys[i] = (static_cast<uint64_t>(fps.values[i]) << 32) | d;
-  });
-  internal::radix_sort_u64_by_high32(keys, threads);  // by value
-  // Runs of one value: keep those of two documents or more. Found in parallel over parts of
-  // the keys that start at a run boundary.
-  const size_t total = keys.size();
-  const size_t parts = static_cast<size_t>(std::max(1, threads));
-  std::vector<size_t> cut(parts + 1, total);
-  cut[0] = 0;
-  for (size_t p = 1; p < parts; ++p) {
-    size_t i = std::max(cut[p - 1], total * p / parts);
-    while (i > 0 && i < total && (keys[i] >> 32) == (keys[i - 1] >> 32)) ++i;
-    cut[p] = i;
-  }
-  std::vector<std::vector<uint64_t>> part_start(parts);
-  std::vector<std::vector<uint32_t>> part_len(parts);
+  const size_t total = fps.values.size();
+  // (value, document) keys, grouped by value: a most-significant pass on the top 8 bits of the
+  // value, straight from the fingerprints (each part of the documents after the earlier ones, so
+  // documents stay ascending within a value), then each bucket, small enough for the cache, is
+  // sorted by the other 24 bits and its runs of one value listed while it is still there.
+  constexpr size_t kBuckets = 256;
+  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, std::max<size_t>(1, n));
+  auto part_docs = [&](size_t p) { return std::pair<size_t, size_t>{n * p / parts, n * (p + 1) / parts}; };
+  std::vector<std::array<uint64_t, kBuckets>> fill(parts);
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    for (size_t i = cut[p]; i < cut[p + 1];) {
+    auto& c = fill[p];
+    c.fill(0);
+    const auto [lo, hi] = part_docs(p);
+    for (uint64_t i = fps.offsets[lo]; i < fps.offsets[hi]; ++i) ++c[fps.values[i] >> 24];
+  });
+  std::vector<uint64_t> bucket(kBuckets + 1, 0);
+  for (size_t b = 0, sum = 0; b < kBuckets; ++b) {
+    bucket[b] = sum;
+    for (size_t p = 0; p < parts; ++p) {
+      const uint64_t here = fill[p][b];
+      fill[p][b] = sum;
+      sum += here;
+    }
+    bucket[b + 1] = sum;
+  }
+  internal::BigArray<uint64_t> keys(total);
+  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
+    auto& f = fill[p];
+    const auto [lo, hi] = part_docs(p);
+    for (size_t d = lo; d < hi; ++d)
+      for (uint64_t i = fps.offsets[d]; i < fps.offsets[d + 1]; ++i) {
+        const SigValue v = fps.values[i];
+        keys[f[v >> 24]++] = (static_cast<uint64_t>(v) << 32) | d;
+      }
+  });
+  struct Run {
+    uint64_t start;
+    uint64_t len;
+  };
+  const size_t t = static_cast<size_t>(std::max(1, threads));
+  std::vector<std::vector<Run>> bucket_runs(kBuckets);
+  std::vector<std::vector<uint32_t>> shared_by_thread(t);  // per document: its shared values
+  std::vector<std::vector<uint64_t>> scratch(t);
+  internal::parallel_for(kBuckets, threads, [&](size_t b, size_t tid) {
+    auto& shared = shared_by_thread[tid];
+    if (shared.empty()) shared.assign(n, 0);
+    const size_t lo = bucket[b], len = bucket[b + 1] - bucket[b];
+    uint64_t* v = keys.data() + lo;
+    if (scratch[tid].size() < len) scratch[tid].resize(len);
+    internal::radix_sort_u64_bits(v, scratch[tid].data(), len, 32, 56);
+    auto& out = bucket_runs[b];
+    for (size_t i = 0; i < len;) {
       size_t j = i + 1;
-      while (j < total && (keys[j] >> 32) == (keys[i] >> 32)) ++j;
+      while (j < len && (v[j] >> 32) == (v[i] >> 32)) ++j;
       if (j - i > 1) {
-        part_start[p].push_back(i);
-        part_len[p].push_back(static_cast<uint32_t>(j - i));
+        out.push_back({lo + i, j - i});
+        for (size_t k = i; k < j; ++k) ++shared[static_cast<uint32_t>(v[k])];
       }
       i = j;
     }
   });
-  std::vector<uint64_t> run_start;
-  std::vector<uint32_t> run_len;
-  for (size_t p = 0; p < parts; ++p) {
-    run_start.insert(run_start.end(), part_start[p].begin(), part_start[p].end());
-    run_len.insert(run_len.end(), part_len[p].begin(), part_len[p].end());
-  }
-  const size_t runs = run_start.size();
-  // Ranks: by frequency, then value (runs are in value order): a counting sort.
-  std::vector<uint64_t> start(n + 2, 0);
-  for (size_t r = 0; r < runs; ++r) ++start[run_len[r] + 1];
-  for (size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
-  // The documents of the shared values in rank order: each run goes to its frequency's slice
-  // (a scatter in value order, so one stream per frequency), with its rank.
-  std::vector<uint64_t> entry_start(n + 2, 0);  // by frequency: first entry of the slice
-  for (size_t f = 2; f <= n + 1; ++f) entry_start[f] = entry_start[f - 1] + (start[f] - start[f - 1]) * (f - 1);
-  std::vector<uint32_t> shared(n, 0);
-  std::vector<uint64_t> entries(entry_start[n + 1]);  // rank << 32 | document
-  for (size_t r = 0; r < runs; ++r) {
-    const uint32_t len = run_len[r];
-    const uint64_t rank = start[len]++;
-    uint64_t* dst = entries.data() + entry_start[len];
-    entry_start[len] += len;
-    for (uint64_t i = run_start[r], e = i + len; i < e; ++i) {
-      const uint32_t doc = static_cast<uint32_t>(keys[i]);
-      *dst++ = (rank << 32) | doc;
-      ++shared[doc];
+
+  // Ranks: by frequency, then value (runs are in value order), a counting sort done in parallel
+  // over parts of the buckets: each part counts its runs per frequency, and numbers its runs of
+  // one frequency after those of the earlier parts.
+  auto part_buckets = [&](size_t p) { return std::pair<size_t, size_t>{kBuckets * p / t, kBuckets * (p + 1) / t}; };
+  size_t max_len = 2;
+  for (const auto& runs : bucket_runs)
+    for (const Run& r : runs) max_len = std::max<size_t>(max_len, r.len);
+  std::vector<std::vector<uint64_t>> rank_of(t);  // per part and frequency: its next rank
+  internal::parallel_for(t, threads, [&](size_t p, size_t) {
+    auto& c = rank_of[p];
+    c.assign(max_len + 1, 0);
+    const auto [lo, hi] = part_buckets(p);
+    for (size_t b = lo; b < hi; ++b)
+      for (const Run& r : bucket_runs[b]) ++c[r.len];
+  });
+  std::vector<uint64_t> first_rank(max_len + 2, 0);  // by frequency
+  std::vector<uint64_t> first_entry(max_len + 2, 0);
+  size_t runs = 0;
+  for (size_t f = 0; f <= max_len; ++f) {
+    first_rank[f] = runs;
+    for (size_t p = 0; p < t; ++p) {
+      const uint64_t here = rank_of[p][f];
+      rank_of[p][f] = runs;
+      runs += here;
     }
+    first_rank[f + 1] = runs;
+    first_entry[f + 1] = first_entry[f] + (first_rank[f + 1] - first_rank[f]) * f;
   }
+  // The documents of the shared values in rank order: rank << 32 | document.
+  internal::BigArray<uint64_t> entries(first_entry[max_len + 1]);
+  internal::parallel_for(t, threads, [&](size_t p, size_t) {
+    auto& next = rank_of[p];
+    const auto [lo, hi] = part_buckets(p);
+    for (size_t b = lo; b < hi; ++b)
+      for (const Run& r : bucket_runs[b]) {
+        const uint64_t rank = next[r.len]++;
+        uint64_t* dst = entries.data() + first_entry[r.len] + (rank - first_rank[r.len]) * r.len;
+        for (uint64_t i = r.start; i < r.start + r.len; ++i) *dst++ = (rank << 32) | static_cast<uint32_t>(keys[i]);
+      }
+  });
 
   SharedRanks out;
   out.num_ranks = runs;
@@ -104,12 +149,23 @@ SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
   out.unshared.resize(n);
   out.offsets[0] = 0;
   for (size_t d = 0; d < n; ++d) {
-    out.offsets[d + 1] = out.offsets[d] + shared[d];
-    out.unshared[d] = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]) - shared[d];
+    uint32_t shared = 0;
+    for (const auto& s : shared_by_thread)
+      if (!s.empty()) shared += s[d];
+    out.offsets[d + 1] = out.offsets[d] + shared;
+    out.unshared[d] = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]) - shared;
   }
-  out.ranks.resize(out.offsets[n]);
-  std::vector<uint64_t> cursor(out.offsets.begin(), out.offsets.end() - 1);
-  for (uint64_t e : entries) out.ranks[cursor[e & 0xFFFFFFFFu]++] = static_cast<uint32_t>(e >> 32);
+  // Each document's ranks, ascending: the entries in rank order, appended to their documents,
+  // by parts of the documents.
+  out.ranks = internal::BigArray<uint32_t>(out.offsets[n]);
+  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
+    const auto [lo, hi] = part_docs(p);
+    std::vector<uint64_t> cursor(out.offsets.begin() + static_cast<ptrdiff_t>(lo), out.offsets.begin() + static_cast<ptrdiff_t>(hi));
+    for (uint64_t e : entries) {
+      const size_t d = static_cast<uint32_t>(e);
+      if (d >= lo && d < hi) out.ranks[cursor[d - lo]++] = static_cast<uint32_t>(e >> 32);
+    }
+  });
   return out;
 }
 
@@ -122,93 +178,139 @@ void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, 
   if (n < 2) return;
   NEARDUP_ASSERT(n < 0xFFFFFFFFull);
   const SharedRanks ranked = rank_shared_values(fps, threads);
-  // The prefix of x is its first |x| - ceil(alpha |x|) + 1 values in the global order; its
-  // unshared values come first, so the part that can meet another document is the first
-  // prefix - unshared shared ones.
-  auto probe_len = [&](size_t d) -> size_t {
+  // Each pair is found from its longer document x (from the later one when both are equally
+  // long), probing with x's prefix: its first |x| - ceil(alpha |x|) + 1 values in the global
+  // order, which hold a common value with every y of J >= alpha. The index holds each y's
+  // shorter prefix of |y| - ceil(2 alpha / (1 + alpha) |y|) + 1 values: with |x| >= |y|,
+  // J >= alpha needs an overlap of alpha / (1 + alpha) (|x| + |y|) >= 2 alpha / (1 + alpha) |y|.
+  // Unshared values come first in the order and meet nothing, so both prefixes are counted in
+  // shared values after them.
+  auto shared_prefix = [&](size_t d, double need) -> uint32_t {
     const size_t len = fps.offsets[d + 1] - fps.offsets[d];
     if (len == 0) return 0;
-    const size_t prefix = len - min_overlap(alpha, len) + 1;
-    return prefix <= ranked.unshared[d] ? 0 : std::min<size_t>(prefix - ranked.unshared[d], ranked[d].size());
+    const size_t prefix = len - min_overlap(need, len) + 1;
+    const size_t unshared = ranked.unshared[d];
+    return prefix <= unshared ? 0 : static_cast<uint32_t>(std::min<size_t>(prefix - unshared, ranked[d].size()));
   };
-
-  // Inverted index of every probed prefix (CSR by rank; each list in document order).
-  const size_t num_ranks = ranked.num_ranks;
-  std::vector<uint64_t> head(num_ranks + 1, 0);
-  std::vector<uint32_t> plen(n);
+  std::vector<uint32_t> plen(n), ilen(n);
   for (size_t d = 0; d < n; ++d) {
-    plen[d] = static_cast<uint32_t>(probe_len(d));
-    const auto fp = ranked[d];
-    for (size_t i = 0; i < plen[d]; ++i) ++head[fp[i] + 1];
-  }
-  for (size_t r = 1; r <= num_ranks; ++r) head[r] += head[r - 1];
-  std::vector<DocId> postings(head[num_ranks]);
-  std::vector<uint32_t> position(head[num_ranks]);  // of the value in the document, in the order
-  {
-    std::vector<uint64_t> fill(head.begin(), head.end() - 1);
-    for (size_t d = 0; d < n; ++d) {
-      const auto fp = ranked[d];
-      for (size_t i = 0; i < plen[d]; ++i) {
-        position[fill[fp[i]]] = ranked.unshared[d] + static_cast<uint32_t>(i);
-        postings[fill[fp[i]]++] = static_cast<DocId>(d);
-      }
-    }
+    plen[d] = shared_prefix(d, alpha);
+    ilen[d] = shared_prefix(d, 2.0 * alpha / (1.0 + alpha));
   }
 
-  // Fingerprint lengths in one small array: the probe reads one per posting.
-  std::vector<uint32_t> length(n);
-  for (size_t d = 0; d < n; ++d) length[d] = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]);
-  const int t = std::max(1, threads);
-  std::vector<std::vector<DocId>> seen(static_cast<size_t>(t));
-  std::vector<JoinStats> per(static_cast<size_t>(t));
+  // Inverted index of the indexed prefixes (CSR by rank), each list ordered by (length,
+  // document), so that the partners a probe may pair with (alpha |x| <= |y|, and (|y|, y) <
+  // (|x|, x)) form one range of it. Built in parallel over parts of the ranks: each part walks
+  // the documents in that order and keeps its own ranks.
+  const size_t num_ranks = ranked.num_ranks;
+  const size_t t = static_cast<size_t>(std::max(1, threads));
+  std::vector<uint32_t> by_length(n);
+  {
+    size_t max_len = 0;
+    for (size_t d = 0; d < n; ++d) max_len = std::max<size_t>(max_len, fps.offsets[d + 1] - fps.offsets[d]);
+    std::vector<uint32_t> first(max_len + 2, 0);
+    for (size_t d = 0; d < n; ++d) ++first[fps.offsets[d + 1] - fps.offsets[d] + 1];
+    for (size_t l = 1; l < first.size(); ++l) first[l] += first[l - 1];
+    for (size_t d = 0; d < n; ++d) by_length[first[fps.offsets[d + 1] - fps.offsets[d]]++] = static_cast<uint32_t>(d);
+  }
+  std::vector<uint64_t> head(num_ranks + 1, 0);
+  auto for_indexed = [&](size_t p, auto&& fn) {
+    const size_t lo = num_ranks * p / t, hi = num_ranks * (p + 1) / t;
+    for (const uint32_t d : by_length) {
+      const auto fp = ranked[d];
+      for (size_t i = 0; i < ilen[d] && fp[i] < hi; ++i)  // each list is ascending
+        if (fp[i] >= lo) fn(d, i, fp[i]);
+    }
+  };
+  internal::parallel_for(t, threads, [&](size_t p, size_t) {
+    for_indexed(p, [&](size_t, size_t, uint32_t r) { ++head[r + 1]; });
+  });
+  for (size_t r = 1; r <= num_ranks; ++r) head[r] += head[r - 1];
+  struct Posting {
+    DocId doc;
+    uint32_t len;   // of the document's fingerprint
+    uint32_t pos;   // of the value among the document's ranks
+    uint32_t rest;  // the document's shared values after it
+  };
+  internal::BigArray<Posting> postings(head[num_ranks]);
+  internal::parallel_for(t, threads, [&](size_t p, size_t) {
+    const size_t lo = num_ranks * p / t;
+    std::vector<uint64_t> fill(head.begin() + static_cast<ptrdiff_t>(lo),
+                               head.begin() + static_cast<ptrdiff_t>(num_ranks * (p + 1) / t));
+    for_indexed(p, [&](size_t d, size_t i, uint32_t r) {
+      const auto len = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]);
+      const auto rest = static_cast<uint32_t>(ranked[d].size() - i - 1);
+      postings[fill[r - lo]++] = {static_cast<DocId>(d), len, static_cast<uint32_t>(i), rest};
+    });
+  });
+
+  std::vector<std::vector<DocId>> seen(t);
+  std::vector<JoinStats> per(t);
   // The merge may stop as soon as the result is certainly below alpha - eps.
   const double abort_at = alpha - kSimilarityEpsilon;
   // J >= a needs an overlap of at least a / (1 + a) (|x| + |y|); rounding only lowers it.
   const double overlap_factor = abort_at / (1.0 + abort_at);
+  struct Candidate {
+    DocId y;
+    uint32_t len;
+    uint32_t ix, iy;  // the first common value: ranked[x][ix] == ranked[y][iy]
+  };
   constexpr size_t kChunk = 256;
-  internal::parallel_for((n + kChunk - 1) / kChunk, t, [&](size_t chunk, size_t tid) {
+  internal::parallel_for((n + kChunk - 1) / kChunk, threads, [&](size_t chunk, size_t tid) {
     auto& mark = seen[tid];
     if (mark.empty()) mark.assign(n, 0xFFFFFFFFu);
     JoinStats& st = per[tid];
-    std::vector<DocId> cand;
+    std::vector<Candidate> cand;
     const size_t end = std::min(n, (chunk + 1) * kChunk);
     for (size_t x = chunk * kChunk; x < end; ++x) {
       if (plen[x] == 0) continue;
       const auto rx = ranked[x];
-      const size_t lx = fps.offsets[x + 1] - fps.offsets[x];
-      const size_t min_len = min_overlap(alpha, lx);  // |y| >= alpha * |x|
+      const auto lx = static_cast<uint32_t>(fps.offsets[x + 1] - fps.offsets[x]);
+      const size_t sx = rx.size();
+      const auto min_len = static_cast<uint32_t>(min_overlap(alpha, lx));  // |y| >= alpha * |x|
       cand.clear();
       for (size_t i = 0; i < plen[x]; ++i) {
-        const size_t px = ranked.unshared[x] + i;
-        for (uint64_t k = head[rx[i]]; k < head[rx[i] + 1]; ++k) {
-          const DocId y = postings[k];
-          const size_t ly = length[y];
-          // Each pair once: from the longer document, or from the later of two equally long.
-          if (ly > lx || (ly == lx && y >= x) || ly < min_len || mark[y] == x) continue;
+        const Posting* list = postings.data() + head[rx[i]];
+        const Posting* list_end = postings.data() + head[rx[i] + 1];
+        // The partners: min_len <= |y|, and (|y|, y) < (|x|, x).
+        const Posting* k = std::partition_point(list, list_end, [&](const Posting& p) { return p.len < min_len; });
+        const Posting* stop = std::partition_point(
+            k, list_end, [&](const Posting& p) { return p.len < lx || (p.len == lx && p.doc < x); });
+        for (; k < stop; ++k) {
+          const DocId y = k->doc;
+          if (mark[y] == x) continue;
           mark[y] = static_cast<DocId>(x);
           // Positional filter (PPJoin): values before the first common one precede it in both
           // documents (one global order), so they would have met earlier; this is the first
-          // common value, and only the values after it on either side can add to the overlap.
-          const size_t py = position[k];
-          const size_t bound = 1 + std::min(lx - px - 1, ly - py - 1);
-          if (static_cast<double>(bound) < overlap_factor * static_cast<double>(lx + ly) - 1e-9) {
+          // common value, and only the shared values after it on either side can add to the
+          // overlap.
+          const size_t bound = 1 + std::min<size_t>(sx - i - 1, k->rest);
+          if (static_cast<double>(bound) < overlap_factor * static_cast<double>(lx + k->len) - 1e-9) {
             ++st.pruned;
             continue;
           }
-          cand.push_back(y);
+          cand.push_back({y, k->len, static_cast<uint32_t>(i), k->pos});
         }
       }
       st.candidates += cand.size();
-      const auto fx = fps[x];
-      for (DocId y : cand) {
-        const double j = fingerprint_jaccard_fast(fx, fps[y], abort_at);
-        if (j == kAborted) {
+      // Verification in rank space: the common values are shared ones, so |x n y| is the
+      // overlap of the two rank lists, which starts with the first common value found above;
+      // only the ranks after it are merged. The values passed before it (the unshared ones and
+      // the shared ones before the first common value, on both sides) count towards the abort.
+      for (const Candidate& c : cand) {
+        const auto ry = ranked[c.y];
+        const size_t ly = c.len;
+        const long passed = static_cast<long>((lx - sx + c.ix) + (ly - ry.size() + c.iy));
+        const long rest = count_common_abort(rx.subspan(c.ix + 1), ry.subspan(c.iy + 1),
+                                             fingerprint_abort_bound(abort_at, lx, ly) - passed);
+        const double j = rest < 0 ? kAborted : jaccard_from_common(rest + 1, lx, ly);
+        if (j < abort_at) {
           ++st.aborted;
           continue;
         }
         if (j + kSimilarityEpsilon < alpha) continue;
         ++st.results;
-        const DocId a = std::min<DocId>(static_cast<DocId>(x), y), b = std::max<DocId>(static_cast<DocId>(x), y);
+        const DocId a = std::min<DocId>(static_cast<DocId>(x), c.y), b = std::max<DocId>(static_cast<DocId>(x), c.y);
         sink(tid, a, b, j);
       }
     }

@@ -194,27 +194,27 @@ std::vector<SigValue> bottomk_fingerprint(std::span<const ShingleHash> shingles,
 
 namespace {
 
-long abort_bound(double alpha, size_t la, size_t lb) noexcept {
-  return static_cast<long>(std::ceil((1.0 - alpha) / (1.0 + alpha) * static_cast<double>(la + lb)));
-}
-
-double ratio(long common, size_t la, size_t lb) noexcept {
-  const size_t uni = la + lb - static_cast<size_t>(common);
-  return uni == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(uni);
-}
-
 // The contract of the abort variants: the value if it reaches alpha, else kAborted. The merge
 // may finish without aborting on a pair below alpha; normalising makes every variant agree.
 double at_least(double j, double alpha) noexcept { return j < alpha ? kAborted : j; }
 
 }  // namespace
 
+long fingerprint_abort_bound(double alpha, size_t la, size_t lb) noexcept {
+  return static_cast<long>(std::ceil((1.0 - alpha) / (1.0 + alpha) * static_cast<double>(la + lb)));
+}
+
+double jaccard_from_common(long common, size_t la, size_t lb) noexcept {
+  const size_t uni = la + lb - static_cast<size_t>(common);
+  return uni == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(uni);
+}
+
 double fingerprint_jaccard(std::span<const SigValue> a, std::span<const SigValue> b) noexcept {
-  return ratio(internal::count_common(a.data(), a.size(), b.data(), b.size()), a.size(), b.size());
+  return jaccard_from_common(internal::count_common(a.data(), a.size(), b.data(), b.size()), a.size(), b.size());
 }
 
 double fingerprint_jaccard_abort(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept {
-  const long smax = abort_bound(alpha, a.size(), b.size());
+  const long smax = fingerprint_abort_bound(alpha, a.size(), b.size());
   size_t i = 0, j = 0;
   long common = 0, s = 0;
   while (i < a.size() && j < b.size()) {
@@ -227,12 +227,12 @@ double fingerprint_jaccard_abort(std::span<const SigValue> a, std::span<const Si
     }
     if (s > smax) return kAborted;
   }
-  return at_least(ratio(common, a.size(), b.size()), alpha);
+  return at_least(jaccard_from_common(common, a.size(), b.size()), alpha);
 }
 
 double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const SigValue> b, double alpha,
                                 Isa isa) noexcept {
-  const long smax = abort_bound(alpha, a.size(), b.size());
+  const long smax = fingerprint_abort_bound(alpha, a.size(), b.size());
   long common;
   switch (isa) {
     case Isa::Avx512:
@@ -246,7 +246,7 @@ double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const Sig
       break;
   }
   if (common < 0) return kAborted;
-  return at_least(ratio(common, a.size(), b.size()), alpha);
+  return at_least(jaccard_from_common(common, a.size(), b.size()), alpha);
 }
 
 double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept {
@@ -254,6 +254,17 @@ double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const Sig
   // value more often, so fewer of them are skipped, and each test costs 16 rotations).
   const Isa isa = active_isa();
   return fingerprint_jaccard_fast(a, b, alpha, isa == Isa::Avx512 ? Isa::Avx2 : isa);
+}
+
+long count_common_abort(std::span<const SigValue> a, std::span<const SigValue> b, long smax) noexcept {
+  if (smax < 0) return -1;
+  switch (active_isa()) {  // the 8-wide walk on AVX-512 machines too, as above
+    case Isa::Avx512:
+    case Isa::Avx2:
+      return internal::jaccard_block_avx2(a.data(), a.size(), b.data(), b.size(), smax);
+    default:
+      return internal::jaccard_block_scalar(a.data(), a.size(), b.data(), b.size(), smax);
+  }
 }
 
 double bottomk_estimate(std::span<const SigValue> a, std::span<const SigValue> b, int n) noexcept {

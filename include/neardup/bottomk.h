@@ -118,6 +118,17 @@ double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const Sig
 /// The same with the fastest walk for this CPU (the AVX2 walk on AVX-512 machines, as measured).
 double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept;
 
+/// The count behind fingerprint_jaccard_fast: the values common to two sorted lists of distinct
+/// values, or -1 once more than `smax` values have been passed without a match (the fastest
+/// walk for this CPU). Callers that know a part of both lists holds no common value pass only
+/// the rest, with smax lowered by the length of the parts left out.
+long count_common_abort(std::span<const SigValue> a, std::span<const SigValue> b, long smax) noexcept;
+/// The seed's abort bound ceil((1 - alpha) / (1 + alpha) * (la + lb)): a merge that passes more
+/// values than this without a match ends below alpha.
+long fingerprint_abort_bound(double alpha, size_t la, size_t lb) noexcept;
+/// |a n b| / |a u b| from |a n b| and the two lengths: the value every comparison above returns.
+double jaccard_from_common(long common, size_t la, size_t lb) noexcept;
+
 /// The standard bottom-k estimator: among the min(N, |a u b|) smallest values of a u b, the
 /// fraction present in both. `n` is the sketch size N.
 double bottomk_estimate(std::span<const SigValue> a, std::span<const SigValue> b, int n) noexcept;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "neardup/error.h"
@@ -70,6 +71,33 @@ TEST(Join, EqualsBruteForceOnPlantedFamilies) {
       EXPECT_LT(st.candidates, f.count() * (f.count() - 1) / 2 / 4);
     }
   }
+}
+
+// Fingerprints made directly (not bottom-k): values over the whole 32-bit range, so every bucket
+// of the join's value sort is used, lengths from 1 to 300, and families that share most values.
+TEST(Join, EqualsBruteForceWithValuesAcrossTheRange) {
+  std::mt19937 rng(17);
+  Fingerprints f;
+  f.size = 300;
+  for (int fam = 0; fam < 150; ++fam) {
+    std::vector<SigValue> base(1 + rng() % 300);
+    for (auto& v : base) v = static_cast<SigValue>(rng());
+    for (int m = 0, members = 1 + static_cast<int>(rng() % 4); m < members; ++m) {
+      std::vector<SigValue> doc = base;
+      for (auto& v : doc)
+        if (rng() % 8 < static_cast<unsigned>(m)) v = static_cast<SigValue>(rng());
+      if (m == 3) doc.resize(doc.size() * 3 / 4);  // a shorter member
+      std::sort(doc.begin(), doc.end());
+      doc.erase(std::unique(doc.begin(), doc.end()), doc.end());
+      f.push_back(doc);
+    }
+  }
+  for (double alpha : {0.25, 0.5, 0.75, 0.95})
+    for (int threads : {1, 3}) {
+      const auto want = fingerprint_join_brute_force(f, alpha, 1);
+      EXPECT_EQ(fingerprint_join(f, alpha, threads), want) << alpha << " " << threads;
+      EXPECT_FALSE(want.empty());
+    }
 }
 
 TEST(Join, IdenticalForAnyThreadCount) {
