@@ -16,10 +16,11 @@ namespace neardup {
 namespace {
 
 // The smallest overlap a set of `len` values needs with any partner at Jaccard >= alpha:
-// ceil(alpha * len), computed so that rounding can only make it smaller (a longer, safe prefix).
+// ceil(alpha * len), computed so that rounding can only make it smaller (a longer, safe prefix),
+// and at most len (alpha may exceed 1 by the similarity epsilon).
 size_t min_overlap(double alpha, size_t len) noexcept {
   const double x = alpha * static_cast<double>(len) - 1e-9;
-  return x <= 0 ? 1 : static_cast<size_t>(std::ceil(x));
+  return x <= 0 ? 1 : std::min(len, static_cast<size_t>(std::ceil(x)));
 }
 
 // The global order of the prefix filter is rarest first: by document frequency, then value.

@@ -130,6 +130,13 @@ TEST(Join, EdgeCases) {
   ASSERT_EQ(got.size(), 3u);  // (2,3) = 1, (2,4) = (3,4) = 1/3; empty documents pair with nothing
   EXPECT_EQ(got[0], (ScoredPair{2, 3, 1.0}));
   EXPECT_THROW(fingerprint_join(f, 0.0, 1), UsageError);
+  // Long identical fingerprints at the largest threshold accepted (1 + epsilon).
+  Fingerprints longf;
+  std::vector<SigValue> big(5000);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<SigValue>(i * 7919);
+  longf.push_back(big);
+  longf.push_back(big);
+  EXPECT_EQ(fingerprint_join(longf, 1.0 + kSimilarityEpsilon, 1), (std::vector<ScoredPair>{{0, 1, 1.0}}));
 }
 
 TEST(Join, PairsAboveEstimateThresholdMissNothing) {
