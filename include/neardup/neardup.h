@@ -15,6 +15,7 @@
 #include "neardup/minhash.h"
 #include "neardup/pipeline.h"
 #include "neardup/shingle.h"
+#include "neardup/simhash.h"
 #include "neardup/spec.h"
 #include "neardup/text.h"
 #include "neardup/types.h"

@@ -1,37 +1,43 @@
-// LSD radix sort of 64-bit keys by a range of their bits, for arrays small enough for the cache
-// (one bucket of a most-significant pass done by the caller). Stable.
+// LSD radix sort by a range of the bits of a 64-bit key, in passes of 12 bits. Stable. For
+// arrays small enough for the cache (one bucket of a most-significant pass done by the caller),
+// or large ones sorted by a few bits.
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace neardup::internal {
 
-/// Sorts v[0, n) by bits [lo_bit, hi_bit) of each key, in passes of 12 bits, with tmp[0, n) as
-/// scratch; the result is in v. Keys equal in those bits keep their order.
-inline void radix_sort_u64_bits(uint64_t* v, uint64_t* tmp, size_t n, int lo_bit, int hi_bit) noexcept {
+/// Sorts v[0, n) by bits [lo_bit, hi_bit) of key(v[i]), with tmp[0, n) as scratch; the result
+/// is in v. Items equal in those bits keep their order. n < 2^32.
+template <class T, class KeyOf>
+void radix_sort_by_bits(T* v, T* tmp, size_t n, int lo_bit, int hi_bit, KeyOf key) {
   constexpr int kBits = 12;
-  constexpr size_t kDigits = size_t{1} << kBits;
-  std::array<uint32_t, kDigits> count;  // n < 2^32 in any one bucket
-  uint64_t* src = v;
-  uint64_t* dst = tmp;
+  std::vector<uint32_t> count(size_t{1} << kBits);
+  T* src = v;
+  T* dst = tmp;
   for (int shift = lo_bit; shift < hi_bit; shift += kBits) {
     const int bits = std::min(kBits, hi_bit - shift);
     const uint64_t mask = (uint64_t{1} << bits) - 1;
-    std::fill(count.begin(), count.begin() + (size_t{1} << bits), 0u);
-    for (size_t i = 0; i < n; ++i) ++count[(src[i] >> shift) & mask];
+    std::fill(count.begin(), count.begin() + (ptrdiff_t{1} << bits), 0u);
+    for (size_t i = 0; i < n; ++i) ++count[(key(src[i]) >> shift) & mask];
     uint32_t sum = 0;
     for (size_t d = 0; d < (size_t{1} << bits); ++d) {
       const uint32_t here = count[d];
       count[d] = sum;
       sum += here;
     }
-    for (size_t i = 0; i < n; ++i) dst[count[(src[i] >> shift) & mask]++] = src[i];
+    for (size_t i = 0; i < n; ++i) dst[count[(key(src[i]) >> shift) & mask]++] = src[i];
     std::swap(src, dst);
   }
   if (src != v) std::copy(src, src + n, v);
+}
+
+/// The same for plain 64-bit keys.
+inline void radix_sort_u64_bits(uint64_t* v, uint64_t* tmp, size_t n, int lo_bit, int hi_bit) {
+  radix_sort_by_bits(v, tmp, n, lo_bit, hi_bit, [](uint64_t x) { return x; });
 }
 
 }  // namespace neardup::internal

@@ -1,0 +1,55 @@
+// AVX-512BW SimHash tallies: the hash itself is the mask. count adds 1 to the 64 byte lanes of
+// one register under the 64-bit mask (two registers, alternating, to halve the dependency
+// chain); weigh adds the weight to 16 32-bit lanes under each 16-bit quarter of the hash.
+#include <immintrin.h>
+
+#include "kernels/simhash_kernels.h"
+
+namespace neardup::internal {
+namespace {
+
+void flush_bytes(__m512i acc, uint64_t counts[64]) noexcept {
+  alignas(64) uint8_t b[64];
+  _mm512_store_si512(b, acc);
+  for (int i = 0; i < 64; ++i) counts[i] += b[i];
+}
+
+}  // namespace
+
+void simhash_count_avx512(const uint64_t* h, size_t n, uint64_t counts[64]) noexcept {
+  const __m512i one = _mm512_set1_epi8(1);
+  // Two accumulators, each taking at most 255 features per chunk.
+  for (size_t start = 0; start < n; start += 510) {
+    const size_t end = n - start < 510 ? n : start + 510;
+    __m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512();
+    size_t i = start;
+    for (; i + 2 <= end; i += 2) {
+      a = _mm512_mask_add_epi8(a, _cvtu64_mask64(h[i]), a, one);
+      b = _mm512_mask_add_epi8(b, _cvtu64_mask64(h[i + 1]), b, one);
+    }
+    if (i < end) a = _mm512_mask_add_epi8(a, _cvtu64_mask64(h[i]), a, one);
+    flush_bytes(a, counts);
+    flush_bytes(b, counts);
+  }
+}
+
+void simhash_weigh_avx512(const uint64_t* h, const uint32_t* w, size_t n, uint64_t sums[64]) noexcept {
+  for (size_t start = 0; start < n; start += kWeighChunk) {
+    const size_t end = n - start < kWeighChunk ? n : start + kWeighChunk;
+    __m512i acc[4];
+    for (auto& a : acc) a = _mm512_setzero_si512();
+    for (size_t i = start; i < end; ++i) {
+      const __m512i wv = _mm512_set1_epi32(static_cast<int>(w[i]));
+      const uint64_t x = h[i];
+      for (int q = 0; q < 4; ++q)
+        acc[q] = _mm512_mask_add_epi32(acc[q], static_cast<__mmask16>(x >> (16 * q)), acc[q], wv);
+    }
+    for (int q = 0; q < 4; ++q) {
+      alignas(64) uint32_t s[16];
+      _mm512_store_si512(s, acc[q]);
+      for (int b = 0; b < 16; ++b) sums[16 * q + b] += s[b];
+    }
+  }
+}
+
+}  // namespace neardup::internal

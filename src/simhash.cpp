@@ -1,0 +1,477 @@
+#include "neardup/simhash.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "internal/parallel.h"
+#include "internal/radix_sort.h"
+#include "kernels/simhash_kernels.h"
+#include "neardup/error.h"
+
+namespace neardup {
+
+const char* simhash_weights_name(SimHashWeights w) noexcept {
+  switch (w) {
+    case SimHashWeights::Set: return "set";
+    case SimHashWeights::LogTf: return "logtf";
+    default: return "tf";
+  }
+}
+
+namespace {
+
+// round(256 (1 + ln tf)), capped so that the kernels' 32-bit lanes cannot overflow.
+uint32_t logtf_weight(uint64_t tf) noexcept {
+  const double w = std::nearbyint(256.0 * (1.0 + std::log(static_cast<double>(tf))));
+  return static_cast<uint32_t>(std::min<double>(w, internal::kMaxSimHashWeight));
+}
+
+// Bit b is set when the tally 2 * sums[b] - total is positive.
+uint64_t sign_bits(const uint64_t sums[64], uint64_t total) noexcept {
+  uint64_t out = 0;
+  for (int b = 0; b < 64; ++b)
+    if (2 * sums[b] > total) out |= uint64_t{1} << b;
+  return out;
+}
+
+void count(const uint64_t* h, size_t n, uint64_t sums[64], Isa isa) noexcept {
+  switch (isa) {
+    case Isa::Avx512: internal::simhash_count_avx512(h, n, sums); break;
+    case Isa::Avx2: internal::simhash_count_avx2(h, n, sums); break;
+    default: internal::simhash_count_scalar(h, n, sums); break;
+  }
+}
+
+void weigh(const uint64_t* h, const uint32_t* w, size_t n, uint64_t sums[64], Isa isa) noexcept {
+  switch (isa) {
+    case Isa::Avx512: internal::simhash_weigh_avx512(h, w, n, sums); break;
+    case Isa::Avx2: internal::simhash_weigh_avx2(h, w, n, sums); break;
+    default: internal::simhash_weigh_scalar(h, w, n, sums); break;
+  }
+}
+
+}  // namespace
+
+uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
+  uint64_t sums[64] = {};
+  if (shingles.empty()) return 0;
+  if (weights_ == SimHashWeights::Tf) {
+    count(shingles.data(), shingles.size(), sums, isa);
+    return sign_bits(sums, shingles.size());
+  }
+  distinct_.assign(shingles.begin(), shingles.end());
+  std::sort(distinct_.begin(), distinct_.end());
+  if (weights_ == SimHashWeights::Set) {
+    distinct_.erase(std::unique(distinct_.begin(), distinct_.end()), distinct_.end());
+    count(distinct_.data(), distinct_.size(), sums, isa);
+    return sign_bits(sums, distinct_.size());
+  }
+  // logtf: runs of one value become (value, weight).
+  weight_.clear();
+  size_t out = 0;
+  uint64_t total = 0;
+  for (size_t i = 0; i < distinct_.size();) {
+    size_t j = i + 1;
+    while (j < distinct_.size() && distinct_[j] == distinct_[i]) ++j;
+    distinct_[out++] = distinct_[i];
+    weight_.push_back(logtf_weight(j - i));
+    total += weight_.back();
+    i = j;
+  }
+  distinct_.resize(out);
+  weigh(distinct_.data(), weight_.data(), out, sums, isa);
+  return sign_bits(sums, total);
+}
+
+uint64_t simhash_reference(std::span<const ShingleHash> shingles, SimHashWeights weights) {
+  std::vector<ShingleHash> values(shingles.begin(), shingles.end());
+  std::vector<int64_t> w(values.size(), 1);
+  if (weights != SimHashWeights::Tf) {
+    std::sort(values.begin(), values.end());
+    std::vector<ShingleHash> distinct;
+    w.clear();
+    for (size_t i = 0; i < values.size();) {
+      size_t j = i;
+      while (j < values.size() && values[j] == values[i]) ++j;
+      distinct.push_back(values[i]);
+      w.push_back(weights == SimHashWeights::Set ? 1 : static_cast<int64_t>(logtf_weight(j - i)));
+      i = j;
+    }
+    values = std::move(distinct);
+  }
+  int64_t tally[64] = {};
+  for (size_t i = 0; i < values.size(); ++i)
+    for (int b = 0; b < 64; ++b) tally[b] += (values[i] >> b & 1) ? w[i] : -w[i];
+  uint64_t out = 0;
+  for (int b = 0; b < 64; ++b)
+    if (tally[b] > 0) out |= uint64_t{1} << b;
+  return out;
+}
+
+// ---- Permutations ----
+
+namespace {
+
+// Values sharing the top `matched` bits: equal after shifting the rest out.
+inline uint64_t prefix_of(uint64_t permuted, int matched) noexcept {
+  return matched == 0 ? 0 : permuted >> (64 - matched);
+}
+
+}  // namespace
+
+SimHashPermutation::Runs SimHashPermutation::runs_of(uint64_t mask) noexcept {
+  Runs r;
+  for (int b = 0; b < 64;) {
+    if (!(mask >> b & 1)) {
+      ++b;
+      continue;
+    }
+    int e = b;
+    while (e < 64 && (mask >> e & 1)) ++e;
+    r.shift[r.count] = static_cast<uint8_t>(b);
+    r.len[r.count] = static_cast<uint8_t>(e - b);
+    r.low[r.count] = e - b == 64 ? ~uint64_t{0} : (uint64_t{1} << (e - b)) - 1;
+    ++r.count;
+    b = e;
+  }
+  return r;
+}
+
+SimHashPermutation::SimHashPermutation(uint64_t mask)
+    : mask_(mask), matched_(std::popcount(mask)), in_(runs_of(mask)), out_(runs_of(~mask)) {}
+
+// ---- Planning ----
+
+namespace {
+
+double choose(int n, int k) noexcept {
+  double c = 1;
+  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return c;
+}
+
+// Blocks of `bits` (a list of bit positions, low to high) into b nearly equal parts, the larger
+// ones first, as masks.
+std::vector<uint64_t> split(const std::vector<int>& bits, int b) {
+  std::vector<uint64_t> blocks(static_cast<size_t>(b), 0);
+  const int n = static_cast<int>(bits.size());
+  int pos = 0;
+  for (int i = 0; i < b; ++i) {
+    const int size = n / b + (i < n % b ? 1 : 0);
+    for (int j = 0; j < size; ++j) blocks[static_cast<size_t>(i)] |= uint64_t{1} << bits[static_cast<size_t>(pos++)];
+  }
+  return blocks;
+}
+
+// For every choice of `keep` of the blocks: calls fn(union of the kept, union of the others).
+template <class Fn>
+void for_each_choice(const std::vector<uint64_t>& blocks, int keep, Fn&& fn) {
+  const int b = static_cast<int>(blocks.size());
+  std::vector<int> idx(static_cast<size_t>(keep));
+  for (int i = 0; i < keep; ++i) idx[static_cast<size_t>(i)] = i;
+  for (;;) {
+    uint64_t kept = 0;
+    for (int i : idx) kept |= blocks[static_cast<size_t>(i)];
+    uint64_t all = 0;
+    for (uint64_t m : blocks) all |= m;
+    fn(kept, all & ~kept);
+    int i = keep - 1;
+    while (i >= 0 && idx[static_cast<size_t>(i)] == b - keep + i) --i;
+    if (i < 0) return;
+    ++idx[static_cast<size_t>(i)];
+    for (int j = i + 1; j < keep; ++j) idx[static_cast<size_t>(j)] = idx[static_cast<size_t>(j - 1)] + 1;
+  }
+}
+
+std::vector<int> bits_of(uint64_t mask) {
+  std::vector<int> bits;
+  for (int b = 0; b < 64; ++b)
+    if (mask >> b & 1) bits.push_back(b);
+  return bits;
+}
+
+std::string sizes_of(const std::vector<uint64_t>& blocks) {
+  std::string s;
+  for (uint64_t m : blocks) s += (s.empty() ? "" : ",") + std::to_string(std::popcount(m));
+  return s;
+}
+
+// Work estimates in units of one fingerprint compared. A query's binary search over n entries
+// costs log2(n) cache misses, about 4 comparisons each; a batch table costs about 10 per
+// fingerprint (permute, radix passes, scan).
+void estimate(SimHashPlan& p, SimHashWorkload w) {
+  const double n = static_cast<double>(p.docs);
+  p.expected_candidates = 0;
+  p.batch_pairs = 0;
+  for (uint64_t m : p.masks) {
+    const double share = std::ldexp(1.0, -std::popcount(m));
+    p.expected_candidates += n * share;
+    p.batch_pairs += n * n * share / 2;
+  }
+  p.bytes = static_cast<uint64_t>(p.masks.size()) * p.docs * 12;
+  const double t = static_cast<double>(p.masks.size());
+  p.cost = w == SimHashWorkload::Online ? t * 4.0 * std::max(1.0, std::log2(std::max(n, 2.0))) + p.expected_candidates
+                                        : t * 10.0 * n + p.batch_pairs;
+}
+
+void check_k(int k) {
+  if (k < 0 || k > 16) throw UsageError("--hamming must be between 0 and 16 (SimHash near-duplicates are within a few bits)");
+}
+
+constexpr double kMaxTables = 4096;
+
+}  // namespace
+
+std::string SimHashPlan::describe() const {
+  std::string s;
+  char line[160];
+  for (size_t t = 0; t < masks.size(); ++t) {
+    std::snprintf(line, sizeof line, "table %zu: %d matched bits, mask 0x%016llx\n", t, std::popcount(masks[t]),
+                  static_cast<unsigned long long>(masks[t]));
+    s += line;
+  }
+  return s;
+}
+
+SimHashPlan simhash_blocks_plan(int k, int blocks, uint64_t docs) {
+  check_k(k);
+  if (blocks <= k || blocks > 64) throw UsageError("a one-level SimHash plan needs more blocks than --hamming, at most 64");
+  SimHashPlan p;
+  p.k = k;
+  p.docs = docs;
+  const auto parts = split(bits_of(~uint64_t{0}), blocks);
+  for_each_choice(parts, blocks - k, [&](uint64_t kept, uint64_t) { p.masks.push_back(kept); });
+  p.layout = std::to_string(blocks) + " blocks (" + sizes_of(parts) + " bits), each table matches " +
+             std::to_string(blocks - k);
+  estimate(p, SimHashWorkload::Online);
+  return p;
+}
+
+SimHashPlan plan_simhash_tables(int k, uint64_t docs, SimHashWorkload workload, uint64_t memory_bytes) {
+  check_k(k);
+  SimHashPlan best;
+  bool have = false;
+  auto consider = [&](SimHashPlan p) {
+    estimate(p, workload);
+    if (memory_bytes != 0 && p.bytes > memory_bytes) return;
+    if (!have || p.cost < best.cost || (p.cost == best.cost && p.masks.size() < best.masks.size())) {
+      best = std::move(p);
+      have = true;
+    }
+  };
+  // One level: b blocks, every table matches b - k of them.
+  for (int b = k + 1; b <= 64 && choose(b, k) <= kMaxTables; ++b) consider(simhash_blocks_plan(k, b, docs));
+  // Two levels: b1 blocks matching b1 - k, then the k unmatched ones split again into b2 blocks
+  // matching b2 - k.
+  if (k > 0)
+    for (int b1 = k + 1; b1 <= 16 && choose(b1, k) <= kMaxTables; ++b1) {
+      const auto outer = split(bits_of(~uint64_t{0}), b1);
+      for (int b2 = k + 1; b2 <= 16 && choose(b1, k) * choose(b2, k) <= kMaxTables; ++b2) {
+        SimHashPlan p;
+        p.k = k;
+        p.docs = docs;
+        bool fits = true;
+        for_each_choice(outer, b1 - k, [&](uint64_t kept, uint64_t rest) {
+          if (std::popcount(rest) < b2) {
+            fits = false;
+            return;
+          }
+          const auto inner = split(bits_of(rest), b2);
+          for_each_choice(inner, b2 - k, [&](uint64_t kept2, uint64_t) { p.masks.push_back(kept | kept2); });
+        });
+        if (!fits) continue;
+        p.layout = std::to_string(b1) + " blocks (" + sizes_of(outer) + " bits) matching " + std::to_string(b1 - k) +
+                   ", the other " + std::to_string(k) + " split into " + std::to_string(b2) + " matching " +
+                   std::to_string(b2 - k);
+        consider(std::move(p));
+      }
+    }
+  if (!have)
+    throw UsageError("no SimHash table plan for --hamming " + std::to_string(k) + " fits in " +
+                     std::to_string(memory_bytes) + " bytes; allow more memory or a smaller distance");
+  return best;
+}
+
+// ---- Batch find-all ----
+
+namespace {
+
+struct Entry {
+  uint64_t key;  // permuted fingerprint
+  uint32_t idx;  // into the distinct values
+};
+
+}  // namespace
+
+std::vector<HammingPair> simhash_find_all(std::span<const uint64_t> fps, const SimHashPlan& plan, int threads,
+                                          std::span<const uint8_t> skip, FindAllStats* stats) {
+  check_k(plan.k);
+  const int k = plan.k;
+  // Identical fingerprints first: the distinct values, and the documents of each.
+  std::vector<Entry> docs;
+  docs.reserve(fps.size());
+  for (size_t d = 0; d < fps.size(); ++d)
+    if (skip.empty() || !skip[d]) docs.push_back({fps[d], static_cast<uint32_t>(d)});
+  {
+    std::vector<Entry> tmp(docs.size());
+    internal::radix_sort_by_bits(docs.data(), tmp.data(), docs.size(), 0, 64, [](const Entry& e) { return e.key; });
+  }
+  std::vector<uint64_t> value;      // distinct values
+  std::vector<uint32_t> group_end;  // docs[group_end[v-1], group_end[v]) have value[v]
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (i == 0 || docs[i].key != docs[i - 1].key) {
+      if (i) group_end.push_back(static_cast<uint32_t>(i));
+      value.push_back(docs[i].key);
+    }
+  }
+  if (!docs.empty()) group_end.push_back(static_cast<uint32_t>(docs.size()));
+  const size_t nv = value.size();
+
+  // Per table: permute, sort by the matched bits, compare within each run. A pair is kept by
+  // the first table that matches it (its XOR avoids that table's mask), so it is reported once.
+  const size_t tables = plan.masks.size();
+  std::vector<std::vector<HammingPair>> found(tables);
+  std::vector<uint64_t> compared(tables, 0);
+  internal::parallel_for(tables, threads, [&](size_t t, size_t) {
+    const SimHashPermutation perm(plan.masks[t]);
+    const int m = perm.matched();
+    std::vector<Entry> e(nv), tmp(nv);
+    for (size_t i = 0; i < nv; ++i) e[i] = {perm(value[i]), static_cast<uint32_t>(i)};
+    internal::radix_sort_by_bits(e.data(), tmp.data(), nv, 64 - m, 64, [](const Entry& x) { return x.key; });
+    auto& out = found[t];
+    uint64_t cmp = 0;
+    for (size_t i = 0; i < nv;) {
+      size_t j = i + 1;
+      const uint64_t pre = prefix_of(e[i].key, m);
+      while (j < nv && prefix_of(e[j].key, m) == pre) ++j;
+      for (size_t a = i; a < j; ++a)
+        for (size_t b = a + 1; b < j; ++b) {
+          ++cmp;
+          const int d = std::popcount(e[a].key ^ e[b].key);
+          if (d > k) continue;
+          const uint64_t diff = value[e[a].idx] ^ value[e[b].idx];
+          bool earlier = false;
+          for (size_t u = 0; u < t && !earlier; ++u) earlier = (diff & plan.masks[u]) == 0;
+          if (!earlier) out.push_back({std::min(e[a].idx, e[b].idx), std::max(e[a].idx, e[b].idx), d});
+        }
+      i = j;
+    }
+    compared[t] = cmp;
+  });
+
+  // Back to documents: copies pair at distance 0; a pair of values pairs all their documents.
+  auto group = [&](uint32_t v) {
+    const uint32_t b = v == 0 ? 0 : group_end[v - 1];
+    return std::span<const Entry>(docs.data() + b, group_end[v] - b);
+  };
+  std::vector<HammingPair> out;
+  auto add = [&](uint32_t x, uint32_t y, int d) {
+    out.push_back({std::min(x, y), std::max(x, y), d});
+  };
+  for (uint32_t v = 0; v < nv; ++v) {
+    const auto g = group(v);
+    for (size_t i = 0; i < g.size(); ++i)
+      for (size_t j = i + 1; j < g.size(); ++j) add(g[i].idx, g[j].idx, 0);
+  }
+  for (const auto& f : found)
+    for (const HammingPair& p : f)
+      for (const Entry& x : group(p.a))
+        for (const Entry& y : group(p.b)) add(x.idx, y.idx, p.distance);
+  std::sort(out.begin(), out.end(), [](const HammingPair& x, const HammingPair& y) {
+    return x.a != y.a ? x.a < y.a : x.b < y.b;
+  });
+  if (stats) {
+    for (uint64_t c : compared) stats->compared += c;
+    stats->found += out.size();
+  }
+  return out;
+}
+
+std::vector<HammingPair> simhash_find_all_brute_force(std::span<const uint64_t> fps, int k,
+                                                      std::span<const uint8_t> skip) {
+  std::vector<HammingPair> out;
+  for (size_t a = 0; a < fps.size(); ++a) {
+    if (!skip.empty() && skip[a]) continue;
+    for (size_t b = a + 1; b < fps.size(); ++b) {
+      if (!skip.empty() && skip[b]) continue;
+      const int d = hamming_distance(fps[a], fps[b]);
+      if (d <= k) out.push_back({static_cast<DocId>(a), static_cast<DocId>(b), d});
+    }
+  }
+  return out;
+}
+
+// ---- Online index ----
+
+SimHashIndex::SimHashIndex(SimHashPlan plan) : plan_(std::move(plan)) {
+  check_k(plan_.k);
+  if (plan_.masks.empty()) throw UsageError("a SimHash index needs at least one table");
+  for (uint64_t m : plan_.masks) tables_.push_back({SimHashPermutation(m), {}, {}});
+}
+
+void SimHashIndex::insert(uint64_t fp, DocId id) {
+  fps_.push_back(fp);
+  ids_.push_back(id);
+  if (fps_.size() - merged_ > std::max<size_t>(4096, merged_ / 16)) merge();
+}
+
+void SimHashIndex::merge() {
+  const size_t fresh = fps_.size() - merged_;
+  if (fresh == 0) return;
+  for (Table& t : tables_) {
+    const SimHashPermutation& perm = t.perm;
+    std::vector<Entry> add(fresh), tmp(fresh);
+    for (size_t i = 0; i < fresh; ++i) add[i] = {perm(fps_[merged_ + i]), static_cast<uint32_t>(merged_ + i)};
+    internal::radix_sort_by_bits(add.data(), tmp.data(), fresh, 0, 64, [](const Entry& x) { return x.key; });
+    std::vector<uint64_t> keys(t.keys.size() + fresh);
+    std::vector<DocId> ids(keys.size());
+    size_t i = 0, j = 0, o = 0;
+    while (i < t.keys.size() || j < fresh) {
+      if (j == fresh || (i < t.keys.size() && t.keys[i] <= add[j].key)) {
+        keys[o] = t.keys[i];
+        ids[o++] = t.ids[i++];
+      } else {
+        keys[o] = add[j].key;
+        ids[o++] = ids_[add[j++].idx];
+      }
+    }
+    t.keys = std::move(keys);
+    t.ids = std::move(ids);
+  }
+  merged_ = fps_.size();
+}
+
+std::vector<std::pair<DocId, int>> SimHashIndex::query(uint64_t fp, uint64_t* compared) const {
+  std::vector<std::pair<DocId, int>> out;
+  uint64_t cmp = 0;
+  for (const Table& t : tables_) {
+    const SimHashPermutation& perm = t.perm;
+    const int m = perm.matched();
+    const uint64_t q = perm(fp);
+    const uint64_t pre = prefix_of(q, m);
+    // The range of keys whose top m bits equal q's.
+    const uint64_t lo = m == 0 ? 0 : pre << (64 - m);
+    const uint64_t hi = m == 0 ? ~uint64_t{0} : lo | (m == 64 ? 0 : (~uint64_t{0} >> m));
+    auto first = std::lower_bound(t.keys.begin(), t.keys.end(), lo);
+    for (auto it = first; it != t.keys.end() && *it <= hi; ++it) {
+      ++cmp;
+      const int d = std::popcount(*it ^ q);
+      if (d <= plan_.k) out.push_back({t.ids[static_cast<size_t>(it - t.keys.begin())], d});
+    }
+  }
+  // The delta, compared whole.
+  for (size_t i = merged_; i < fps_.size(); ++i) {
+    ++cmp;
+    const int d = hamming_distance(fps_[i], fp);
+    if (d <= plan_.k) out.push_back({ids_[i], d});
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (compared) *compared += cmp;
+  return out;
+}
+
+}  // namespace neardup
