@@ -18,6 +18,7 @@
 #include "neardup/lsh_index.h"
 #include "neardup/minhash.h"
 #include "neardup/shingle.h"
+#include "neardup/simhash.h"
 
 namespace neardup {
 namespace {
@@ -36,6 +37,7 @@ struct Batch {
   // Results
   std::vector<SigValue> sigs;
   Fingerprints fps;
+  std::vector<uint64_t> simhashes;
   std::vector<uint8_t> empty;
   std::vector<std::vector<ShingleHash>> sets;
   uint64_t shingles = 0;
@@ -154,9 +156,10 @@ std::string_view Pipeline::id(DocId doc) const noexcept {
 void Pipeline::sketch_pass() {
   const auto t0 = Clock::now();
   const bool bottomk = spec_.method == SketchMethod::BottomK;
-  const size_t k = bottomk ? 0 : static_cast<size_t>(spec_.num_perm);
+  const bool simhash = spec_.method == SketchMethod::SimHash;
+  const size_t k = spec_.method == SketchMethod::MinHash ? static_cast<size_t>(spec_.num_perm) : 0;
   std::optional<MinHasher> hasher;
-  if (!bottomk) hasher.emplace(spec_.num_perm, spec_.shingle.seed);
+  if (spec_.method == SketchMethod::MinHash) hasher.emplace(spec_.num_perm, spec_.shingle.seed);
   io::RecordReader reader(*inputs_, options_.reader);
   auto batches = run_batches(
       reader, threads_, "sketch", inputs_->total_bytes(), options_.progress,
@@ -171,7 +174,9 @@ void Pipeline::sketch_pass() {
         thread_local std::vector<SigValue> fp;
         Shingler shingler(spec_.shingle);
         BottomKSelector selector(bottomk ? spec_.sketch_size : 1);
+        SimHasher simhasher(spec_.weights);
         b.sigs.resize(b.size() * k);
+        if (simhash) b.simhashes.resize(b.size());
         b.empty.resize(b.size());
         for (size_t i = 0; i < b.size(); ++i) {
           const auto t1 = Clock::now();
@@ -181,6 +186,8 @@ void Pipeline::sketch_pass() {
             selector.add(sh);
             selector.finish(fp);
             b.fps.push_back(fp);
+          } else if (simhash) {
+            b.simhashes[i] = simhasher(sh);
           } else {
             hasher->sketch(sh, std::span<SigValue>(b.sigs).subspan(i * k, k));
           }
@@ -192,6 +199,7 @@ void Pipeline::sketch_pass() {
       });
   const size_t n = lengths_.size();
   sigs_.resize(n * k);
+  if (simhash) simhashes_.resize(n);
   empty_.resize(n);
   size_t pos = 0;
   fps_ = Fingerprints{};
@@ -199,6 +207,7 @@ void Pipeline::sketch_pass() {
   for (auto& b : batches) {
     std::copy(b->sigs.begin(), b->sigs.end(), sigs_.begin() + pos * k);
     for (size_t i = 0; i < b->fps.count(); ++i) fps_.push_back(b->fps[i]);
+    std::copy(b->simhashes.begin(), b->simhashes.end(), simhashes_.begin() + static_cast<ptrdiff_t>(pos));
     std::copy(b->empty.begin(), b->empty.end(), empty_.begin() + pos);
     pos += b->size();
     stats_.shingles += b->shingles;
@@ -240,6 +249,7 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
 Scorer Pipeline::scorer() const noexcept {
   Scorer s{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
   if (spec_.method == SketchMethod::BottomK) s.fingerprints = &fps_;
+  if (spec_.method == SketchMethod::SimHash) s.simhashes = simhashes_;
   return s;
 }
 
@@ -330,6 +340,22 @@ void Pipeline::find_pairs_bottomk() {
   stats_.times.verify = seconds_since(t);
 }
 
+void Pipeline::find_pairs_simhash() {
+  // Every pair within the distance, by Manku's tables planned for this many fingerprints; each
+  // pair is then scored by the verification (exact Jaccard, or 1 - d / 64).
+  auto t = Clock::now();
+  const uint64_t live = stats_.documents - stats_.empty;
+  const SimHashPlan plan = plan_simhash_tables(spec_.hamming, std::max<uint64_t>(live, 1), SimHashWorkload::Batch);
+  const std::vector<HammingPair> near = simhash_find_all(simhashes_, plan, threads_, empty_);
+  stats_.candidates = near.size();
+  stats_.times.lsh = seconds_since(t);
+  t = Clock::now();
+  std::vector<DocPair> candidates(near.size());
+  for (size_t i = 0; i < near.size(); ++i) candidates[i] = {near[i].a, near[i].b};
+  verify_candidates(candidates, spec_.threshold);
+  stats_.times.verify = seconds_since(t);
+}
+
 void Pipeline::run(Mode mode) {
   const auto t_start = Clock::now();
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
@@ -337,6 +363,8 @@ void Pipeline::run(Mode mode) {
   sketch_pass();
   if (spec_.method == SketchMethod::BottomK)
     find_pairs_bottomk();
+  else if (spec_.method == SketchMethod::SimHash)
+    find_pairs_simhash();
   else
     find_pairs_minhash();
   stats_.verified = pairs_.size();
@@ -347,7 +375,7 @@ void Pipeline::run(Mode mode) {
   stats_.removed = clustering_.removed;
   stats_.times.cluster = seconds_since(t);
 
-  // The bottomk join already found every pair above the threshold; LSH found star edges only.
+  // The bottomk join and the SimHash tables already found every pair; LSH found star edges only.
   if (mode == Mode::Pairs && spec_.method == SketchMethod::MinHash) {
     t = Clock::now();
     expand_cluster_pairs();
@@ -372,6 +400,10 @@ void Pipeline::write_pairs(io::AtomicFile& out) const {
     line.append(id(p.a)).push_back('\t');
     line.append(id(p.b)).push_back('\t');
     append_similarity(line, p.similarity);
+    if (spec_.method == SketchMethod::SimHash) {
+      line.push_back('\t');
+      line.append(std::to_string(hamming_distance(simhashes_[p.a], simhashes_[p.b])));
+    }
     line.push_back('\n');
     out.write(line);
   }

@@ -39,6 +39,7 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
   PipelineSpec s;
   std::istringstream in{std::string(text)};
   std::string token;
+  bool verify_given = false;
   while (in >> token) {
     const size_t colon = token.find(':');
     if (colon == std::string::npos)
@@ -54,6 +55,18 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
     } else if (name == "bottomk") {
       s.method = SketchMethod::BottomK;
       s.sketch_size = parse_int(token, value);
+    } else if (name == "simhash") {
+      s.method = SketchMethod::SimHash;
+      s.hamming = parse_int(token, value);
+    } else if (name == "weights") {
+      if (value == "tf")
+        s.weights = SimHashWeights::Tf;
+      else if (value == "set")
+        s.weights = SimHashWeights::Set;
+      else if (value == "logtf")
+        s.weights = SimHashWeights::LogTf;
+      else
+        throw UsageError("bad pipeline spec token '" + token + "': weights are tf, set or logtf");
     } else if (name == "lsh") {
       const size_t x = value.find('x');
       if (x == std::string_view::npos)
@@ -63,6 +76,7 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
     } else if (name == "verify" || name == "estimate") {
       s.verify = name == "verify" ? VerifyMode::Exact : VerifyMode::Estimate;
       s.threshold = parse_double(token, value);
+      verify_given = true;
     } else if (name == "seed") {
       uint64_t seed = 0;
       const bool hex = value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X');
@@ -73,8 +87,12 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
       s.shingle.seed = seed;
     } else {
       throw UsageError("unknown pipeline spec token '" + token +
-                       "' (known: words:K chars:N minhash:P bottomk:N lsh:BxR verify:T estimate:T seed:S)");
+                       "' (known: words:K chars:N minhash:P bottomk:N simhash:K weights:W lsh:BxR verify:T estimate:T seed:S)");
     }
+  }
+  if (s.method == SketchMethod::SimHash && !verify_given) {
+    s.verify = VerifyMode::Estimate;
+    s.threshold = simhash_similarity(s.hamming);
   }
   return s;
 }
@@ -87,6 +105,13 @@ PipelineSpec PipelineSpec::resolved() const {
     throw UsageError("permutations must be between 1 and 4096, got " + std::to_string(s.num_perm));
   if (!(s.threshold > 0.0 && s.threshold <= 1.0))
     throw UsageError("threshold must be in (0, 1], got " + format_double(s.threshold));
+  if (s.method == SketchMethod::SimHash) {
+    if (s.hamming < 0 || s.hamming > 16)
+      throw UsageError("Hamming distance must be between 0 and 16, got " + std::to_string(s.hamming));
+    if (s.lsh.bands != 0 || s.lsh.rows != 0)
+      throw UsageError("bands and rows apply to minhash only; simhash finds pairs with permuted tables");
+    return s;
+  }
   if (s.method == SketchMethod::BottomK) {
     if (s.sketch_size < 1 || s.sketch_size > 65536)
       throw UsageError("sketch size must be between 1 and 65536, got " + std::to_string(s.sketch_size));
@@ -106,10 +131,14 @@ PipelineSpec PipelineSpec::resolved() const {
 
 std::string PipelineSpec::to_string() const {
   std::string out = (shingle.kind == ShingleKind::Words ? "words:" : "chars:") + std::to_string(shingle.k);
-  if (method == SketchMethod::BottomK)
+  if (method == SketchMethod::BottomK) {
     out += " bottomk:" + std::to_string(sketch_size);
-  else
+  } else if (method == SketchMethod::SimHash) {
+    out += " simhash:" + std::to_string(hamming);
+    if (weights != SimHashWeights::Tf) out += std::string(" weights:") + simhash_weights_name(weights);
+  } else {
     out += " minhash:" + std::to_string(num_perm);
+  }
   if (lsh.bands > 0) out += " lsh:" + std::to_string(lsh.bands) + "x" + std::to_string(lsh.rows);
   out += (verify == VerifyMode::Exact ? " verify:" : " estimate:") + format_double(threshold);
   if (shingle.seed != kDefaultSeed) out += " seed:" + std::to_string(shingle.seed);

@@ -3,6 +3,7 @@
 #include "internal/parallel.h"
 #include "neardup/error.h"
 #include "neardup/minhash.h"
+#include "neardup/simhash.h"
 
 namespace neardup {
 
@@ -25,6 +26,7 @@ std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {
 
 double Scorer::operator()(DocId a, DocId b) const noexcept {
   if (mode == VerifyMode::Exact) return jaccard(sets->get(a), sets->get(b));
+  if (!simhashes.empty()) return simhash_similarity(hamming_distance(simhashes[a], simhashes[b]));
   if (fingerprints) return bottomk_estimate((*fingerprints)[a], (*fingerprints)[b], fingerprints->size);
   return estimate_jaccard(sigs.subspan(a * k, k), sigs.subspan(b * k, k));
 }

@@ -46,7 +46,7 @@ struct RunOptions {
   ProgressFn progress;  ///< called from the reading thread, after each batch
 };
 
-/// Seconds per stage (lsh is the all-pairs join with bottomk). pass1 is the wall time of the first pass (read, shingle and sketch
+/// Seconds per stage (lsh is the all-pairs join with bottomk, the table search with simhash). pass1 is the wall time of the first pass (read, shingle and sketch
 /// overlapped); shingle and sketch are its CPU time, summed over worker threads; the others are
 /// wall time.
 struct StageTimes {
@@ -60,7 +60,7 @@ struct RunStats {
   uint64_t invalid_utf8 = 0;   ///< JSONL lines with invalid UTF-8 (parsed after replacement)
   uint64_t text_bytes = 0;
   uint64_t shingles = 0;       ///< shingles over all documents, repeats within a document included
-  uint64_t candidates = 0;     ///< candidate pairs: LSH star edges (minhash) or join results (bottomk)
+  uint64_t candidates = 0;     ///< candidate pairs: LSH star edges (minhash), join results (bottomk) or pairs within the distance (simhash)
   uint64_t verified = 0;       ///< candidate pairs with similarity >= threshold
   uint64_t pairs = 0;          ///< pairs reported (pairs mode)
   uint64_t clusters = 0;
@@ -99,9 +99,11 @@ class Pipeline {
   std::span<const SigValue> signatures() const noexcept { return sigs_; }
   /// The fingerprints (bottomk).
   const Fingerprints& fingerprints() const noexcept { return fps_; }
+  /// The SimHashes (simhash; 0 for documents without a shingle).
+  std::span<const uint64_t> simhashes() const noexcept { return simhashes_; }
   const io::InputSet& inputs() const noexcept { return *inputs_; }
 
-  /// `id1 TAB id2 TAB similarity` per pair.
+  /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash.
   void write_pairs(io::AtomicFile& out) const;
   /// Pass 3: the kept records as they were (JSONL lines, or paths for text-file inputs).
   void write_kept(io::AtomicFile& out);
@@ -117,6 +119,7 @@ class Pipeline {
   /// LSH candidates (minhash) or join candidates (bottomk), scored and kept above the threshold.
   void find_pairs_minhash();
   void find_pairs_bottomk();
+  void find_pairs_simhash();
   void verify_candidates(const std::vector<DocPair>& candidates, double threshold);
   Scorer scorer() const noexcept;
   /// Throws IoError if a record read again is not the document `doc` of the first pass.
@@ -133,6 +136,7 @@ class Pipeline {
   std::vector<uint64_t> lengths_;
   std::vector<SigValue> sigs_;
   Fingerprints fps_;
+  std::vector<uint64_t> simhashes_;
   std::vector<uint8_t> empty_;
   std::unique_ptr<ShingleSets> sets_;
   std::vector<ScoredPair> pairs_;

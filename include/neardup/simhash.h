@@ -54,6 +54,8 @@ class SimHasher {
 uint64_t simhash_reference(std::span<const ShingleHash> shingles, SimHashWeights weights);
 
 inline int hamming_distance(uint64_t a, uint64_t b) noexcept { return __builtin_popcountll(a ^ b); }
+/// The similarity neardup reports for two SimHashes d bits apart: 1 - d / 64.
+inline double simhash_similarity(int d) noexcept { return 1.0 - d / 64.0; }
 
 // ---- Permutations ----
 

@@ -5,6 +5,10 @@
 //   minhash:P                k-permutation MinHash with P permutations (default 128)
 //   bottomk:N                bottom-k MinHash with N values per fingerprint, all pairs found by an
 //                            exact prefix-filter join instead of LSH (allpairs.h)
+//   simhash:K                64-bit SimHash, every pair within Hamming distance K found with
+//                            Manku's permuted tables (simhash.h); without a verify token, pairs
+//                            are kept by the estimate 1 - d/64 >= 1 - K/64, that is all of them
+//   weights:W                SimHash feature weights: tf, set or logtf (printed if not tf)
 //   lsh:BxR                  B bands of R rows (minhash only; default: chosen from the threshold)
 //   verify:T | estimate:T    keep pairs with exact (or estimated) Jaccard >= T (default verify:0.8)
 //   seed:S                   the seed of every hash (decimal or 0x hex; printed only if not default)
@@ -19,19 +23,24 @@
 #include "neardup/lsh_index.h"
 #include "neardup/minhash.h"
 #include "neardup/shingle.h"
+#include "neardup/simhash.h"
 #include "neardup/verify.h"
 
 namespace neardup {
 
 inline constexpr double kDefaultThreshold = 0.8;
 
-enum class SketchMethod { MinHash, BottomK };
+enum class SketchMethod { MinHash, BottomK, SimHash };
+
+inline constexpr int kDefaultHamming = 3;
 
 struct PipelineSpec {
   ShingleOptions shingle;
   SketchMethod method = SketchMethod::MinHash;
   int num_perm = kDefaultNumPerm;          ///< minhash
   int sketch_size = kDefaultSketchSize;    ///< bottomk
+  int hamming = kDefaultHamming;           ///< simhash: the largest Hamming distance
+  SimHashWeights weights = SimHashWeights::Tf;  ///< simhash
   LshParams lsh;  ///< {0, 0}: chosen from the threshold by choose_lsh_params
   double threshold = kDefaultThreshold;
   VerifyMode verify = VerifyMode::Exact;

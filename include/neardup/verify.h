@@ -4,7 +4,7 @@
 // * Exact: the Jaccard similarity of the two shingle sets (the sets of the documents that appear
 //   in candidate pairs, computed again from the inputs; see pipeline.h).
 // * Estimate: the sketch's estimate: the fraction of equal signature values (k-permutation
-//   MinHash), or the bottom-k estimator (bottomk.h).
+//   MinHash), the bottom-k estimator (bottomk.h), or 1 - d / 64 for SimHashes d bits apart.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +45,7 @@ struct Scorer {
   std::span<const SigValue> sigs;      ///< Estimate: n x k signatures
   size_t k = 0;
   const Fingerprints* fingerprints = nullptr;  ///< Estimate with bottom-k (instead of sigs)
+  std::span<const uint64_t> simhashes;          ///< Estimate with SimHash: 1 - d / 64
 
   double operator()(DocId a, DocId b) const noexcept;
 };

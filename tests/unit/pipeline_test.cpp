@@ -261,3 +261,35 @@ TEST(Pipeline, InputChangedBetweenPassesIsDetected) {
   io::AtomicFile out(d.file("out.jsonl"));
   EXPECT_THROW(p.write_kept(out), IoError);
 }
+
+// simhash, estimate: the pairs are exactly those whose SimHashes are within the distance, scored
+// 1 - d/64, the same for any thread count; with a Jaccard threshold every reported pair is a
+// truth pair with its exact similarity.
+TEST(Pipeline, SimHashPairsAreExactlyThoseWithinTheDistance) {
+  const std::string corpus = NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst";
+  std::vector<ScoredPair> first;
+  for (int threads : {1, 2}) {
+    RunOptions o;
+    o.spec = PipelineSpec::parse("words:3 simhash:8");
+    o.threads = threads;
+    Pipeline p({corpus}, o);
+    p.run(Pipeline::Mode::Pairs);
+    const auto h = p.simhashes();
+    std::vector<ScoredPair> want;
+    for (DocId a = 0; a < h.size(); ++a)
+      for (DocId b = a + 1; b < h.size(); ++b)
+        if (const int d = hamming_distance(h[a], h[b]); d <= 8) want.push_back({a, b, simhash_similarity(d)});
+    ASSERT_GT(want.size(), 5u);
+    EXPECT_EQ(p.pairs(), want);
+    if (threads == 1) first = p.pairs();
+    EXPECT_EQ(p.pairs(), first);
+  }
+  const auto truth = load_truth(NEARDUP_SAMPLE_DIR "/mmds-articles-2500.truth.tsv.zst");
+  const auto got = run_pairs({corpus}, "words:3 simhash:8 verify:0.8");
+  ASSERT_FALSE(got.empty());
+  for (const auto& [k, j] : got) {
+    ASSERT_TRUE(truth.count(k)) << k.first << " " << k.second;
+    EXPECT_NEAR(j, truth.at(k), 1e-6);
+    EXPECT_GE(j, 0.8);
+  }
+}

@@ -29,3 +29,15 @@ TEST(Spec, RejectsBadTokens) {
   EXPECT_THROW(PipelineSpec::parse("verify:1.5").resolved(), UsageError);
   EXPECT_THROW(PipelineSpec::parse("words:0").resolved(), UsageError);
 }
+
+TEST(Spec, SimHash) {
+  EXPECT_EQ(PipelineSpec::parse("words:3 simhash:6 weights:logtf verify:0.9").to_string(),
+            "words:3 simhash:6 weights:logtf verify:0.9");
+  // Without a verify token: every pair within the distance, by the estimate 1 - d/64.
+  const PipelineSpec s = PipelineSpec::parse("words:3 simhash:3").resolved();
+  EXPECT_EQ(s.verify, VerifyMode::Estimate);
+  EXPECT_EQ(s.to_string(), "words:3 simhash:3 estimate:0.953125");
+  EXPECT_THROW(PipelineSpec::parse("simhash:17").resolved(), UsageError);
+  EXPECT_THROW(PipelineSpec::parse("simhash:3 weights:idf"), UsageError);
+  EXPECT_THROW(PipelineSpec::parse("simhash:3 lsh:4x4").resolved(), UsageError);
+}

@@ -25,6 +25,8 @@ struct Options {
   int num_perm = kDefaultNumPerm;
   SketchMethod method = SketchMethod::MinHash;
   int sketch_size = kDefaultSketchSize;
+  int hamming = kDefaultHamming;
+  SimHashWeights weights = SimHashWeights::Tf;
   size_t top = 0;
   int bands = 0, rows = 0;
   uint64_t seed = kDefaultSeed;
@@ -74,10 +76,19 @@ void add_common(CLI::App* cmd, Options& o) {
   cmd->add_option("--chars", o.chars, "Use character N-gram shingles instead of words (for scripts without spaces, very short texts)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--method", o.method,
-                  "Sketch: minhash (k-permutation MinHash + LSH) or bottomk (bottom-k MinHash + exact all-pairs join)")
+                  "Sketch: minhash (k-permutation MinHash + LSH), bottomk (bottom-k MinHash + exact all-pairs join) "
+                  "or simhash (64-bit SimHash + permuted tables)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, SketchMethod>{{"minhash", SketchMethod::MinHash},
-                                                                            {"bottomk", SketchMethod::BottomK}}))
+                                                                            {"bottomk", SketchMethod::BottomK},
+                                                                            {"simhash", SketchMethod::SimHash}}))
       ->default_str("minhash");
+  cmd->add_option("--hamming", o.hamming, "Largest Hamming distance between SimHashes of a pair (--method simhash)")
+      ->default_val(kDefaultHamming)->check(CLI::Range(0, 16));
+  cmd->add_option("--weights", o.weights, "SimHash feature weights: tf (each occurrence), set (each distinct shingle once), logtf")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, SimHashWeights>{{"tf", SimHashWeights::Tf},
+                                                                              {"set", SimHashWeights::Set},
+                                                                              {"logtf", SimHashWeights::LogTf}}))
+      ->default_str("tf");
   cmd->add_option("--num-perm", o.num_perm, "MinHash permutations (signature length; --method minhash)")
       ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
   cmd->add_option("--sketch-size", o.sketch_size, "Values per bottom-k fingerprint (--method bottomk)")
@@ -86,7 +97,9 @@ void add_common(CLI::App* cmd, Options& o) {
   cmd->add_option("--rows", o.rows, "LSH rows per band (with --bands)")->check(CLI::Range(1, 4096));
   cmd->add_option("--seed", o.seed, "Seed of every hash (sketches from different seeds are not comparable)");
   cmd->add_option("--spec", o.spec, "Pipeline spec, e.g. 'words:5 minhash:128 lsh:21x6 verify:0.8'; explicit flags override it");
-  cmd->add_option("--verify", o.verify, "exact: Jaccard of the shingle sets (re-reads the candidates); estimate: from signatures")
+  cmd->add_option("--verify", o.verify,
+                  "exact: Jaccard of the shingle sets (re-reads the candidates); estimate: from signatures "
+                  "(default with simhash, unless --threshold is given: 1 - d/64)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, VerifyMode>{{"exact", VerifyMode::Exact},
                                                                           {"estimate", VerifyMode::Estimate}}))
       ->default_str("exact");
@@ -124,12 +137,25 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   if (set("--method")) s.method = o.method;
   if (set("--num-perm")) s.num_perm = o.num_perm;
   if (set("--sketch-size")) s.sketch_size = o.sketch_size;
-  if (s.method == SketchMethod::BottomK && cmd->count("--num-perm"))
-    throw UsageError("--num-perm applies to --method minhash; bottomk takes --sketch-size");
-  if (s.method == SketchMethod::MinHash && cmd->count("--sketch-size"))
-    throw UsageError("--sketch-size applies to --method bottomk; minhash takes --num-perm");
+  if (set("--hamming")) s.hamming = o.hamming;
+  if (set("--weights")) s.weights = o.weights;
+  if (s.method != SketchMethod::MinHash && cmd->count("--num-perm"))
+    throw UsageError("--num-perm applies to --method minhash; bottomk takes --sketch-size, simhash --hamming");
+  if (s.method != SketchMethod::BottomK && cmd->count("--sketch-size"))
+    throw UsageError("--sketch-size applies to --method bottomk; minhash takes --num-perm, simhash --hamming");
+  if (s.method != SketchMethod::SimHash && (cmd->count("--hamming") || cmd->count("--weights")))
+    throw UsageError("--hamming and --weights apply to --method simhash");
   if (cmd->count("--seed")) s.shingle.seed = o.seed;
   if (set("--verify")) s.verify = o.verify;
+  // SimHash: without --verify, pairs within the distance are scored 1 - d/64, unless a Jaccard
+  // threshold asks for exact verification; scored by the estimate, the threshold follows the
+  // distance unless given.
+  if (s.method == SketchMethod::SimHash) {
+    const bool cli_threshold = cmd->count("--threshold") > 0;
+    if (!given_spec && !cmd->count("--verify")) s.verify = cli_threshold ? VerifyMode::Exact : VerifyMode::Estimate;
+    if (s.verify == VerifyMode::Estimate && !cli_threshold && (!given_spec || cmd->count("--hamming")))
+      s.threshold = simhash_similarity(s.hamming);
+  }
   if (cmd->count("--bands") || cmd->count("--rows")) {
     if (!cmd->count("--bands") || !cmd->count("--rows")) throw UsageError("--bands and --rows go together; give both");
     s.lsh = {o.bands, o.rows};
@@ -160,7 +186,10 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
                "sketch %.3f s); %s %.3f s; verify %.3f s (%llu documents re-read); cluster %.3f s; write %.3f s; "
                "kernel %s; largest bucket %llu\n",
                mb, t.pass1, t.pass1 > 0 ? mb / t.pass1 : 0.0, t.shingle, t.sketch,
-               p.spec().method == SketchMethod::BottomK ? "join" : "lsh", t.lsh, t.verify,
+               p.spec().method == SketchMethod::BottomK   ? "join"
+               : p.spec().method == SketchMethod::SimHash ? "tables"
+                                                          : "lsh",
+               t.lsh, t.verify,
                static_cast<unsigned long long>(s.verify_docs), t.cluster, t.write, isa_name(active_isa()),
                static_cast<unsigned long long>(s.largest_bucket));
 }
@@ -173,7 +202,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   ro.keep = o.keep;
   ro.top = o.top;
   if (o.top > 0 && ro.spec.method != SketchMethod::BottomK)
-    throw UsageError("--top needs --method bottomk (LSH finds pairs above a threshold only)");
+    throw UsageError("--top needs --method bottomk (minhash and simhash find the pairs above a threshold only)");
   ProgressBar bar(!o.quiet);
   ro.progress = [&bar](const Progress& p) { bar.update(p); };
 
@@ -208,7 +237,8 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
 
 void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
   auto pairs_opts = std::make_shared<Options>();
-  CLI::App* pairs = app.add_subcommand("pairs", "Write every near-duplicate pair: id1 TAB id2 TAB similarity");
+  CLI::App* pairs = app.add_subcommand(
+      "pairs", "Write every near-duplicate pair: id1 TAB id2 TAB similarity (TAB distance with --method simhash)");
   add_common(pairs, *pairs_opts);
   pairs->add_option("-o,--output", pairs_opts->output, "Output file (default: stdout)");
   pairs->add_option("--top", pairs_opts->top,

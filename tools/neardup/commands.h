@@ -9,5 +9,7 @@ namespace neardup::cli {
 
 /// Adds `pairs` and `dedup` to `app`; `run` is set to the chosen command's action.
 void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run);
+/// Adds `simhash-plan`.
+void add_simhash_plan(CLI::App& app, std::function<int()>& run);
 
 }  // namespace neardup::cli

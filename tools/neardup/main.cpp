@@ -24,12 +24,13 @@ int main(int argc, char** argv) {
     }
   }
 
-  CLI::App app{"neardup: find, cluster and remove near-duplicate documents (MinHash + LSH, exact verification)",
+  CLI::App app{"neardup: find, cluster and remove near-duplicate documents (MinHash + LSH, bottom-k + exact join, SimHash + permuted tables; exact verification)",
                "neardup"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return version_info(); });
   std::function<int()> run;
   cli::add_pairs_and_dedup(app, run);
+  cli::add_simhash_plan(app, run);
   app.footer("Exit codes: 0 ok, 1 internal error, 2 usage error, 3 bad input data, 4 I/O error.\n"
              "Run 'neardup COMMAND --help' for the options of a command.");
 
