@@ -111,3 +111,38 @@ BENCHMARK(BM_ExactJaccard)->Unit(benchmark::kMillisecond);
 }  // namespace
 
 BENCHMARK_MAIN();
+
+// SimHash tally alone (word 3-shingles precomputed), per kernel: 0/1/2 = scalar/AVX2/AVX-512;
+// the second argument is the weighting (0 tf, 1 set, 2 logtf).
+void BM_SimHashTally(benchmark::State& state) {
+  const Isa isa = static_cast<Isa>(state.range(0));
+  if (isa > detected_isa()) return state.SkipWithError("kernel not supported by this CPU");
+  const auto weights = static_cast<SimHashWeights>(state.range(1));
+  Shingler s({ShingleKind::Words, 3, kDefaultSeed});
+  std::vector<std::vector<ShingleHash>> sh;
+  for (const auto& t : texts()) {
+    sh.emplace_back();
+    s.shingles(t, sh.back());
+  }
+  SimHasher h(weights);
+  for (auto _ : state)
+    for (const auto& x : sh) benchmark::DoNotOptimize(h.hash(x, isa));
+  state.SetBytesProcessed(state.iterations() * text_bytes());
+  state.SetLabel(std::string(isa_name(isa)) + " " + simhash_weights_name(weights));
+}
+BENCHMARK(BM_SimHashTally)->ArgsProduct({{0, 1, 2}, {0}})->ArgsProduct({{2}, {1, 2}})->Unit(benchmark::kMillisecond);
+
+// Text to SimHash, the whole per-document path of --method simhash (word 3-shingles, tf).
+void BM_TextToSimHash(benchmark::State& state) {
+  Shingler s({ShingleKind::Words, 3, kDefaultSeed});
+  SimHasher h(static_cast<SimHashWeights>(state.range(0)));
+  std::vector<ShingleHash> sh;
+  for (auto _ : state)
+    for (const auto& t : texts()) {
+      s.shingles(t, sh);
+      benchmark::DoNotOptimize(h(sh));
+    }
+  state.SetBytesProcessed(state.iterations() * text_bytes());
+  state.SetLabel(simhash_weights_name(static_cast<SimHashWeights>(state.range(0))));
+}
+BENCHMARK(BM_TextToSimHash)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);

@@ -46,8 +46,8 @@ class SimHasher {
 
  private:
   SimHashWeights weights_;
-  std::vector<ShingleHash> distinct_;
-  std::vector<uint32_t> weight_;
+  std::vector<ShingleHash> distinct_, keys_;
+  std::vector<uint32_t> weight_, counts_;
 };
 
 /// The definition, bit by bit with 64-bit tallies (tests and documentation).
