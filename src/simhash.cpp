@@ -307,10 +307,21 @@ SimHashPlan plan_simhash_tables(int k, uint64_t docs, SimHashWorkload workload, 
 
 namespace {
 
-struct Entry {
-  uint64_t key;  // permuted fingerprint
-  uint32_t idx;  // into the distinct values
-};
+using Entry = internal::SimHashEntry;  // a permuted fingerprint and its index
+
+void close_pairs(const Entry* e, size_t n, int k, std::vector<uint32_t>& a, std::vector<uint32_t>& b) {
+  if (active_isa() >= Isa::Avx2)
+    internal::simhash_close_pairs_popcnt(e, n, k, a, b);
+  else
+    internal::simhash_close_pairs_scalar(e, n, k, a, b);
+}
+
+void close_keys(const uint64_t* keys, size_t n, uint64_t q, int k, std::vector<uint32_t>& hits) {
+  if (active_isa() >= Isa::Avx2)
+    internal::simhash_close_keys_popcnt(keys, n, q, k, hits);
+  else
+    internal::simhash_close_keys_scalar(keys, n, q, k, hits);
+}
 
 }  // namespace
 
@@ -325,7 +336,7 @@ std::vector<HammingPair> simhash_find_all(std::span<const uint64_t> fps, const S
     if (skip.empty() || !skip[d]) docs.push_back({fps[d], static_cast<uint32_t>(d)});
   {
     std::vector<Entry> tmp(docs.size());
-    internal::radix_sort_by_bits(docs.data(), tmp.data(), docs.size(), 0, 64, [](const Entry& e) { return e.key; });
+    internal::radix_sort_by_bits(docs.data(), tmp.data(), docs.size(), 0, 64, [](const Entry& e) { return e.key; }, 16);
   }
   std::vector<uint64_t> value;      // distinct values
   std::vector<uint32_t> group_end;  // docs[group_end[v-1], group_end[v]) have value[v]
@@ -348,23 +359,28 @@ std::vector<HammingPair> simhash_find_all(std::span<const uint64_t> fps, const S
     const int m = perm.matched();
     std::vector<Entry> e(nv), tmp(nv);
     for (size_t i = 0; i < nv; ++i) e[i] = {perm(value[i]), static_cast<uint32_t>(i)};
-    internal::radix_sort_by_bits(e.data(), tmp.data(), nv, 64 - m, 64, [](const Entry& x) { return x.key; });
+    internal::radix_sort_by_bits(e.data(), tmp.data(), nv, 64 - m, 64, [](const Entry& x) { return x.key; }, 16);
     auto& out = found[t];
     uint64_t cmp = 0;
+    std::vector<uint32_t> pa, pb;
     for (size_t i = 0; i < nv;) {
       size_t j = i + 1;
       const uint64_t pre = prefix_of(e[i].key, m);
       while (j < nv && prefix_of(e[j].key, m) == pre) ++j;
-      for (size_t a = i; a < j; ++a)
-        for (size_t b = a + 1; b < j; ++b) {
-          ++cmp;
-          const int d = std::popcount(e[a].key ^ e[b].key);
-          if (d > k) continue;
-          const uint64_t diff = value[e[a].idx] ^ value[e[b].idx];
+      if (j - i > 1) {
+        cmp += (j - i) * (j - i - 1) / 2;
+        pa.clear();
+        pb.clear();
+        close_pairs(e.data() + i, j - i, k, pa, pb);
+        for (size_t c = 0; c < pa.size(); ++c) {
+          const Entry& x = e[i + pa[c]];
+          const Entry& y = e[i + pb[c]];
+          const uint64_t diff = value[x.idx] ^ value[y.idx];
           bool earlier = false;
           for (size_t u = 0; u < t && !earlier; ++u) earlier = (diff & plan.masks[u]) == 0;
-          if (!earlier) out.push_back({std::min(e[a].idx, e[b].idx), std::max(e[a].idx, e[b].idx), d});
+          if (!earlier) out.push_back({std::min(x.idx, y.idx), std::max(x.idx, y.idx), hamming_distance(x.key, y.key)});
         }
+      }
       i = j;
     }
     compared[t] = cmp;
@@ -454,6 +470,7 @@ void SimHashIndex::merge() {
 
 std::vector<std::pair<DocId, int>> SimHashIndex::query(uint64_t fp, uint64_t* compared) const {
   std::vector<std::pair<DocId, int>> out;
+  std::vector<uint32_t> hits;
   uint64_t cmp = 0;
   for (const Table& t : tables_) {
     const SimHashPermutation& perm = t.perm;
@@ -463,19 +480,18 @@ std::vector<std::pair<DocId, int>> SimHashIndex::query(uint64_t fp, uint64_t* co
     // The range of keys whose top m bits equal q's.
     const uint64_t lo = m == 0 ? 0 : pre << (64 - m);
     const uint64_t hi = m == 0 ? ~uint64_t{0} : lo | (m == 64 ? 0 : (~uint64_t{0} >> m));
-    auto first = std::lower_bound(t.keys.begin(), t.keys.end(), lo);
-    for (auto it = first; it != t.keys.end() && *it <= hi; ++it) {
-      ++cmp;
-      const int d = std::popcount(*it ^ q);
-      if (d <= plan_.k) out.push_back({t.ids[static_cast<size_t>(it - t.keys.begin())], d});
-    }
+    const size_t first = static_cast<size_t>(std::lower_bound(t.keys.begin(), t.keys.end(), lo) - t.keys.begin());
+    const size_t last = static_cast<size_t>(std::upper_bound(t.keys.begin() + static_cast<ptrdiff_t>(first), t.keys.end(), hi) - t.keys.begin());
+    cmp += last - first;
+    hits.clear();
+    close_keys(t.keys.data() + first, last - first, q, plan_.k, hits);
+    for (uint32_t h : hits) out.push_back({t.ids[first + h], hamming_distance(t.keys[first + h], q)});
   }
   // The delta, compared whole.
-  for (size_t i = merged_; i < fps_.size(); ++i) {
-    ++cmp;
-    const int d = hamming_distance(fps_[i], fp);
-    if (d <= plan_.k) out.push_back({ids_[i], d});
-  }
+  cmp += fps_.size() - merged_;
+  hits.clear();
+  close_keys(fps_.data() + merged_, fps_.size() - merged_, fp, plan_.k, hits);
+  for (uint32_t h : hits) out.push_back({ids_[merged_ + h], hamming_distance(fps_[merged_ + h], fp)});
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   if (compared) *compared += cmp;

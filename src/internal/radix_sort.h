@@ -1,4 +1,4 @@
-// LSD radix sort by a range of the bits of a 64-bit key, in passes of 12 bits. Stable. For
+// LSD radix sort by a range of the bits of a 64-bit key, in passes of up to 12 bits. Stable. For
 // arrays small enough for the cache (one bucket of a most-significant pass done by the caller),
 // or large ones sorted by a few bits.
 #pragma once
@@ -10,11 +10,14 @@
 
 namespace neardup::internal {
 
-/// Sorts v[0, n) by bits [lo_bit, hi_bit) of key(v[i]), with tmp[0, n) as scratch; the result
-/// is in v. Items equal in those bits keep their order. n < 2^32.
+/// Sorts v[0, n) by bits [lo_bit, hi_bit) of key(v[i]), with tmp[0, n) as scratch, in passes
+/// of at most max_digit bits (more bits: fewer passes, larger counting arrays); the result is in
+/// v. Items equal in those bits keep their order. n < 2^32.
 template <class T, class KeyOf>
-void radix_sort_by_bits(T* v, T* tmp, size_t n, int lo_bit, int hi_bit, KeyOf key) {
-  constexpr int kBits = 12;
+void radix_sort_by_bits(T* v, T* tmp, size_t n, int lo_bit, int hi_bit, KeyOf key, int max_digit = 12) {
+  // Equal digits: the fewest passes of at most max_digit bits.
+  const int passes = std::max(1, (hi_bit - lo_bit + max_digit - 1) / max_digit);
+  const int kBits = std::max(1, (hi_bit - lo_bit + passes - 1) / passes);
   std::vector<uint32_t> count(size_t{1} << kBits);
   T* src = v;
   T* dst = tmp;

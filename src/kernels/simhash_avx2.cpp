@@ -1,6 +1,7 @@
 // AVX2 SimHash tallies. count: each 64-bit hash is broadcast, a byte shuffle puts byte q of it
 // in the 8 lanes of bits 8q..8q+7, and a compare with the lane's bit gives -1 where the bit is
-// set; subtracting counts it. weigh: the same with 32-bit lanes, 8 bits per register.
+// set; subtracting counts it. weigh: the same with 32-bit lanes, 8 bits per register. The close
+// pair scans are the scalar ones, compiled here for the POPCNT instruction.
 #include <immintrin.h>
 
 #include "kernels/simhash_kernels.h"
@@ -56,6 +57,23 @@ void simhash_weigh_avx2(const uint64_t* h, const uint32_t* w, size_t n, uint64_t
       for (int b = 0; b < 8; ++b) sums[8 * q + b] += s[b];
     }
   }
+}
+
+void simhash_close_pairs_popcnt(const SimHashEntry* e, size_t n, int k, std::vector<uint32_t>& out_a,
+                                std::vector<uint32_t>& out_b) {
+  for (size_t a = 0; a < n; ++a) {
+    const uint64_t x = e[a].key;
+    for (size_t b = a + 1; b < n; ++b)
+      if (__builtin_popcountll(x ^ e[b].key) <= k) {
+        out_a.push_back(static_cast<uint32_t>(a));
+        out_b.push_back(static_cast<uint32_t>(b));
+      }
+  }
+}
+
+void simhash_close_keys_popcnt(const uint64_t* keys, size_t n, uint64_t q, int k, std::vector<uint32_t>& hits) {
+  for (size_t i = 0; i < n; ++i)
+    if (__builtin_popcountll(keys[i] ^ q) <= k) hits.push_back(static_cast<uint32_t>(i));
 }
 
 }  // namespace neardup::internal

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace neardup::internal {
 
@@ -17,6 +18,23 @@ void simhash_count_avx512(const uint64_t* h, size_t n, uint64_t counts[64]) noex
 void simhash_weigh_scalar(const uint64_t* h, const uint32_t* w, size_t n, uint64_t sums[64]) noexcept;
 void simhash_weigh_avx2(const uint64_t* h, const uint32_t* w, size_t n, uint64_t sums[64]) noexcept;
 void simhash_weigh_avx512(const uint64_t* h, const uint32_t* w, size_t n, uint64_t sums[64]) noexcept;
+
+/// A fingerprint in a table: permuted, with its index.
+struct SimHashEntry {
+  uint64_t key;
+  uint32_t idx;
+};
+
+/// Appends to (out_a, out_b) the positions a < b of every pair of e[0, n) whose keys are within
+/// Hamming distance k. The popcnt variant is compiled with the POPCNT instruction (used on every
+/// CPU that has AVX2); the scalar one calls the compiler's popcount.
+void simhash_close_pairs_scalar(const SimHashEntry* e, size_t n, int k, std::vector<uint32_t>& out_a,
+                                std::vector<uint32_t>& out_b);
+void simhash_close_pairs_popcnt(const SimHashEntry* e, size_t n, int k, std::vector<uint32_t>& out_a,
+                                std::vector<uint32_t>& out_b);
+/// Appends to `hits` the positions i of keys[0, n) within distance k of q.
+void simhash_close_keys_scalar(const uint64_t* keys, size_t n, uint64_t q, int k, std::vector<uint32_t>& hits);
+void simhash_close_keys_popcnt(const uint64_t* keys, size_t n, uint64_t q, int k, std::vector<uint32_t>& hits);
 
 /// Features per chunk for the 32-bit lanes of weigh: no lane can pass 2^32 when every weight is
 /// below 2^20 (simhash.h caps weights there).

@@ -40,4 +40,21 @@ void simhash_weigh_scalar(const uint64_t* h, const uint32_t* w, size_t n, uint64
   }
 }
 
+void simhash_close_pairs_scalar(const SimHashEntry* e, size_t n, int k, std::vector<uint32_t>& out_a,
+                                std::vector<uint32_t>& out_b) {
+  for (size_t a = 0; a < n; ++a) {
+    const uint64_t x = e[a].key;
+    for (size_t b = a + 1; b < n; ++b)
+      if (__builtin_popcountll(x ^ e[b].key) <= k) {
+        out_a.push_back(static_cast<uint32_t>(a));
+        out_b.push_back(static_cast<uint32_t>(b));
+      }
+  }
+}
+
+void simhash_close_keys_scalar(const uint64_t* keys, size_t n, uint64_t q, int k, std::vector<uint32_t>& hits) {
+  for (size_t i = 0; i < n; ++i)
+    if (__builtin_popcountll(keys[i] ^ q) <= k) hits.push_back(static_cast<uint32_t>(i));
+}
+
 }  // namespace neardup::internal
