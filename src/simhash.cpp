@@ -62,30 +62,46 @@ uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
     count(shingles.data(), shingles.size(), sums, isa);
     return sign_bits(sums, shingles.size());
   }
-  // Distinct values and their counts: a linear-probing table of twice the size, much cheaper
-  // than sorting (the sums do not depend on the order).
+  // Distinct values (and their counts): a linear-probing table of at least twice the size, much
+  // cheaper than sorting (the sums do not depend on the order). Slots carry the number of the
+  // document that filled them, so the table is never cleared between documents.
   size_t cap = 16;
   while (cap < 2 * shingles.size()) cap <<= 1;
-  keys_.assign(cap, 0);
-  counts_.assign(cap, 0);
+  if (keys_.size() < cap) {
+    keys_.assign(cap, 0);
+    stamp_.assign(cap, 0);
+    slot_.assign(cap, 0);
+    generation_ = 0;
+  }
+  if (++generation_ == 0) {  // wrapped: clear once every 2^32 documents
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    generation_ = 1;
+  }
   const size_t mask = cap - 1;
+  const uint32_t gen = generation_;
+  distinct_.clear();
+  counts_.clear();
+  const bool counting = weights_ == SimHashWeights::LogTf;
   for (const ShingleHash x : shingles) {
     size_t i = static_cast<size_t>(x ^ (x >> 29)) & mask;  // shingle hashes are mixed already
-    while (counts_[i] != 0 && keys_[i] != x) i = (i + 1) & mask;
-    keys_[i] = x;
-    ++counts_[i];
-  }
-  distinct_.clear();
-  weight_.clear();
-  uint64_t total = 0;
-  for (size_t i = 0; i < cap; ++i) {
-    if (counts_[i] == 0) continue;
-    distinct_.push_back(keys_[i]);
-    if (weights_ == SimHashWeights::LogTf) {
-      weight_.push_back(logtf_weight(counts_[i]));
-      total += weight_.back();
+    while (stamp_[i] == gen && keys_[i] != x) i = (i + 1) & mask;
+    if (stamp_[i] != gen) {
+      stamp_[i] = gen;
+      keys_[i] = x;
+      slot_[i] = static_cast<uint32_t>(distinct_.size());
+      distinct_.push_back(x);
+      if (counting) counts_.push_back(1);
+    } else if (counting) {
+      ++counts_[slot_[i]];
     }
   }
+  weight_.clear();
+  uint64_t total = 0;
+  if (counting)
+    for (uint32_t c : counts_) {
+      weight_.push_back(logtf_weight(c));
+      total += weight_.back();
+    }
   if (weights_ == SimHashWeights::Set) {
     count(distinct_.data(), distinct_.size(), sums, isa);
     return sign_bits(sums, distinct_.size());

@@ -135,7 +135,7 @@ std::string PipelineSpec::to_string() const {
     out += " bottomk:" + std::to_string(sketch_size);
   } else if (method == SketchMethod::SimHash) {
     out += " simhash:" + std::to_string(hamming);
-    if (weights != SimHashWeights::Tf) out += std::string(" weights:") + simhash_weights_name(weights);
+    if (weights != SimHashWeights::Set) out += std::string(" weights:") + simhash_weights_name(weights);
   } else {
     out += " minhash:" + std::to_string(num_perm);
   }

@@ -8,7 +8,7 @@
 //   simhash:K                64-bit SimHash, every pair within Hamming distance K found with
 //                            Manku's permuted tables (simhash.h); without a verify token, pairs
 //                            are kept by the estimate 1 - d/64 >= 1 - K/64, that is all of them
-//   weights:W                SimHash feature weights: tf, set or logtf (printed if not tf)
+//   weights:W                SimHash feature weights: set, tf or logtf (printed if not set)
 //   lsh:BxR                  B bands of R rows (minhash only; default: chosen from the threshold)
 //   verify:T | estimate:T    keep pairs with exact (or estimated) Jaccard >= T (default verify:0.8)
 //   seed:S                   the seed of every hash (decimal or 0x hex; printed only if not default)
@@ -40,7 +40,7 @@ struct PipelineSpec {
   int num_perm = kDefaultNumPerm;          ///< minhash
   int sketch_size = kDefaultSketchSize;    ///< bottomk
   int hamming = kDefaultHamming;           ///< simhash: the largest Hamming distance
-  SimHashWeights weights = SimHashWeights::Tf;  ///< simhash
+  SimHashWeights weights = SimHashWeights::Set;  ///< simhash
   LshParams lsh;  ///< {0, 0}: chosen from the threshold by choose_lsh_params
   double threshold = kDefaultThreshold;
   VerifyMode verify = VerifyMode::Exact;

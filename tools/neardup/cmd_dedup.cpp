@@ -26,7 +26,7 @@ struct Options {
   SketchMethod method = SketchMethod::MinHash;
   int sketch_size = kDefaultSketchSize;
   int hamming = kDefaultHamming;
-  SimHashWeights weights = SimHashWeights::Tf;
+  SimHashWeights weights = SimHashWeights::Set;
   size_t top = 0;
   int bands = 0, rows = 0;
   uint64_t seed = kDefaultSeed;
@@ -84,11 +84,11 @@ void add_common(CLI::App* cmd, Options& o) {
       ->default_str("minhash");
   cmd->add_option("--hamming", o.hamming, "Largest Hamming distance between SimHashes of a pair (--method simhash)")
       ->default_val(kDefaultHamming)->check(CLI::Range(0, 16));
-  cmd->add_option("--weights", o.weights, "SimHash feature weights: tf (each occurrence), set (each distinct shingle once), logtf")
+  cmd->add_option("--weights", o.weights, "SimHash feature weights: set (each distinct shingle once), tf (each occurrence; fastest), logtf (1 + ln tf)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, SimHashWeights>{{"tf", SimHashWeights::Tf},
                                                                               {"set", SimHashWeights::Set},
                                                                               {"logtf", SimHashWeights::LogTf}}))
-      ->default_str("tf");
+      ->default_str("set");
   cmd->add_option("--num-perm", o.num_perm, "MinHash permutations (signature length; --method minhash)")
       ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
   cmd->add_option("--sketch-size", o.sketch_size, "Values per bottom-k fingerprint (--method bottomk)")

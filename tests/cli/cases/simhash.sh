@@ -8,7 +8,7 @@ echo "--- estimate with a threshold: only d <= 2 of those"
 $NEARDUP pairs "$DATA/small.jsonl" --method simhash --hamming 12 --shingle 3 --verify estimate --threshold 0.97 --quiet
 echo "--- weights"
 $NEARDUP pairs "$DATA/small.jsonl" --method simhash --hamming 12 --shingle 3 --weights logtf -o /dev/null
-$NEARDUP pairs "$DATA/small.jsonl" --spec "words:3 simhash:12 weights:set" -o /dev/null
+$NEARDUP pairs "$DATA/small.jsonl" --spec "words:3 simhash:12 weights:tf" -o /dev/null
 echo "--- dedup"
 $NEARDUP dedup "$DATA/small.jsonl" --method simhash --hamming 12 --shingle 3 -o kept.jsonl --removed removed.tsv --quiet; echo "exit=$?"
 cut -c1-20 kept.jsonl
