@@ -1,6 +1,7 @@
 #include "neardup/simhash.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -23,10 +24,20 @@ const char* simhash_weights_name(SimHashWeights w) noexcept {
 
 namespace {
 
-// round(256 (1 + ln tf)), capped so that the kernels' 32-bit lanes cannot overflow.
-uint32_t logtf_weight(uint64_t tf) noexcept {
+// round(256 (1 + ln tf)), capped so that the kernels' 32-bit lanes cannot overflow; counts below
+// 256 (nearly all) come from a table.
+uint32_t logtf_weight_of(uint64_t tf) noexcept {
   const double w = std::nearbyint(256.0 * (1.0 + std::log(static_cast<double>(tf))));
   return static_cast<uint32_t>(std::min<double>(w, internal::kMaxSimHashWeight));
+}
+
+uint32_t logtf_weight(uint64_t tf) noexcept {
+  static const auto table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint64_t c = 1; c < t.size(); ++c) t[c] = logtf_weight_of(c);
+    return t;
+  }();
+  return tf < table.size() ? table[tf] : logtf_weight_of(tf);
 }
 
 // Bit b is set when the tally 2 * sums[b] - total is positive.
