@@ -457,6 +457,39 @@ std::vector<HammingPair> simhash_find_all_brute_force(std::span<const uint64_t> 
 
 // ---- Online index ----
 
+namespace {
+
+// The first i in [0, n) with keys[i] >= x (n if none), keys sorted. Interpolation search, since
+// a table's permuted keys are close to uniform: each probe guesses the position from the values
+// at the ends of the range; a probe that does not halve the range is followed by a bisection, so
+// skewed keys cost O(log n) probes at worst.
+size_t interpolation_lower_bound(const uint64_t* keys, size_t n, uint64_t x) noexcept {
+  size_t lo = 0, hi = n;  // keys[0, lo) < x <= keys[hi, n)
+  while (hi - lo > 16) {
+    const size_t before = hi - lo;
+    const uint64_t a = keys[lo], b = keys[hi - 1];
+    if (x <= a) return lo;
+    if (x > b) return hi;
+    const double f = static_cast<double>(x - a) / static_cast<double>(b - a);
+    size_t pos = lo + static_cast<size_t>(f * static_cast<double>(hi - 1 - lo));
+    pos = std::min(std::max(pos, lo), hi - 1);
+    if (keys[pos] < x)
+      lo = pos + 1;
+    else
+      hi = pos;
+    if (hi - lo > before / 2 && hi - lo > 16) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (keys[mid] < x)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  }
+  return static_cast<size_t>(std::lower_bound(keys + lo, keys + hi, x) - keys);
+}
+
+}  // namespace
+
 SimHashIndex::SimHashIndex(SimHashPlan plan) : plan_(std::move(plan)) {
   check_k(plan_.k);
   if (plan_.masks.empty()) throw UsageError("a SimHash index needs at least one table");
@@ -507,8 +540,9 @@ std::vector<std::pair<DocId, int>> SimHashIndex::query(uint64_t fp, uint64_t* co
     // The range of keys whose top m bits equal q's.
     const uint64_t lo = m == 0 ? 0 : pre << (64 - m);
     const uint64_t hi = m == 0 ? ~uint64_t{0} : lo | (m == 64 ? 0 : (~uint64_t{0} >> m));
-    const size_t first = static_cast<size_t>(std::lower_bound(t.keys.begin(), t.keys.end(), lo) - t.keys.begin());
-    const size_t last = static_cast<size_t>(std::upper_bound(t.keys.begin() + static_cast<ptrdiff_t>(first), t.keys.end(), hi) - t.keys.begin());
+    const size_t first = interpolation_lower_bound(t.keys.data(), t.keys.size(), lo);
+    size_t last = first;
+    while (last < t.keys.size() && t.keys[last] <= hi) ++last;
     cmp += last - first;
     hits.clear();
     close_keys(t.keys.data() + first, last - first, q, plan_.k, hits);
