@@ -496,36 +496,65 @@ SimHashIndex::SimHashIndex(SimHashPlan plan) : plan_(std::move(plan)) {
   for (uint64_t m : plan_.masks) tables_.push_back({SimHashPermutation(m), {}, {}});
 }
 
+// Three layers, newest last: the main sorted tables (fps_[0, merged_)), a sorted delta per table
+// (fps_[merged_, sorted_)), and an unsorted tail of at most kTail fingerprints (fps_[sorted_, end)).
+// A full tail is sorted into the deltas (a merge of kTail entries into a delta of at most 1/16 of
+// the tables); a delta past 1/16 of the tables is merged into them. Each insert so moves O(1/16)
+// of the entries per table, amortised, and a query binary-searches two arrays per table and scans
+// at most kTail fingerprints.
+namespace {
+constexpr size_t kTail = 4096;
+}
+
 void SimHashIndex::insert(uint64_t fp, DocId id) {
   fps_.push_back(fp);
   ids_.push_back(id);
-  if (fps_.size() - merged_ > std::max<size_t>(4096, merged_ / 16)) merge();
+  if (fps_.size() - sorted_ >= kTail) absorb_tail();
+  if (sorted_ - merged_ > std::max<size_t>(kTail, merged_ / 16)) merge();
+}
+
+// Merges the fingerprints fps_[from, to) into the sorted (keys, ids) of each table.
+void SimHashIndex::merge_into(size_t from, size_t to, bool into_delta) {
+  const size_t fresh = to - from;
+  if (fresh == 0) return;
+  for (Table& t : tables_) {
+    auto& keys = into_delta ? t.delta_keys : t.keys;
+    auto& ids = into_delta ? t.delta_ids : t.ids;
+    std::vector<Entry> add(fresh), tmp(fresh);
+    for (size_t i = 0; i < fresh; ++i) add[i] = {t.perm(fps_[from + i]), static_cast<uint32_t>(from + i)};
+    internal::radix_sort_by_bits(add.data(), tmp.data(), fresh, 0, 64, [](const Entry& x) { return x.key; }, 16);
+    std::vector<uint64_t> k(keys.size() + fresh);
+    std::vector<DocId> d(k.size());
+    size_t i = 0, j = 0, o = 0;
+    while (i < keys.size() || j < fresh) {
+      if (j == fresh || (i < keys.size() && keys[i] <= add[j].key)) {
+        k[o] = keys[i];
+        d[o++] = ids[i++];
+      } else {
+        k[o] = add[j].key;
+        d[o++] = ids_[add[j++].idx];
+      }
+    }
+    keys = std::move(k);
+    ids = std::move(d);
+  }
+}
+
+void SimHashIndex::absorb_tail() {
+  merge_into(sorted_, fps_.size(), true);
+  sorted_ = fps_.size();
 }
 
 void SimHashIndex::merge() {
-  const size_t fresh = fps_.size() - merged_;
-  if (fresh == 0) return;
+  absorb_tail();
+  if (sorted_ == merged_) return;
+  // The delta's fingerprints are fps_[merged_, sorted_): merge them into the tables afresh.
+  merge_into(merged_, sorted_, false);
   for (Table& t : tables_) {
-    const SimHashPermutation& perm = t.perm;
-    std::vector<Entry> add(fresh), tmp(fresh);
-    for (size_t i = 0; i < fresh; ++i) add[i] = {perm(fps_[merged_ + i]), static_cast<uint32_t>(merged_ + i)};
-    internal::radix_sort_by_bits(add.data(), tmp.data(), fresh, 0, 64, [](const Entry& x) { return x.key; });
-    std::vector<uint64_t> keys(t.keys.size() + fresh);
-    std::vector<DocId> ids(keys.size());
-    size_t i = 0, j = 0, o = 0;
-    while (i < t.keys.size() || j < fresh) {
-      if (j == fresh || (i < t.keys.size() && t.keys[i] <= add[j].key)) {
-        keys[o] = t.keys[i];
-        ids[o++] = t.ids[i++];
-      } else {
-        keys[o] = add[j].key;
-        ids[o++] = ids_[add[j++].idx];
-      }
-    }
-    t.keys = std::move(keys);
-    t.ids = std::move(ids);
+    t.delta_keys.clear();
+    t.delta_ids.clear();
   }
-  merged_ = fps_.size();
+  merged_ = sorted_;
 }
 
 std::vector<std::pair<DocId, int>> SimHashIndex::query(uint64_t fp, uint64_t* compared) const {
@@ -537,22 +566,26 @@ std::vector<std::pair<DocId, int>> SimHashIndex::query(uint64_t fp, uint64_t* co
     const int m = perm.matched();
     const uint64_t q = perm(fp);
     const uint64_t pre = prefix_of(q, m);
-    // The range of keys whose top m bits equal q's.
+    // The range of keys whose top m bits equal q's, in the table and in its delta.
     const uint64_t lo = m == 0 ? 0 : pre << (64 - m);
     const uint64_t hi = m == 0 ? ~uint64_t{0} : lo | (m == 64 ? 0 : (~uint64_t{0} >> m));
-    const size_t first = interpolation_lower_bound(t.keys.data(), t.keys.size(), lo);
-    size_t last = first;
-    while (last < t.keys.size() && t.keys[last] <= hi) ++last;
-    cmp += last - first;
-    hits.clear();
-    close_keys(t.keys.data() + first, last - first, q, plan_.k, hits);
-    for (uint32_t h : hits) out.push_back({t.ids[first + h], hamming_distance(t.keys[first + h], q)});
+    for (const auto* layer : {&t.keys, &t.delta_keys}) {
+      const auto& keys = *layer;
+      const auto& ids = layer == &t.keys ? t.ids : t.delta_ids;
+      const size_t first = interpolation_lower_bound(keys.data(), keys.size(), lo);
+      size_t last = first;
+      while (last < keys.size() && keys[last] <= hi) ++last;
+      cmp += last - first;
+      hits.clear();
+      close_keys(keys.data() + first, last - first, q, plan_.k, hits);
+      for (uint32_t h : hits) out.push_back({ids[first + h], hamming_distance(keys[first + h], q)});
+    }
   }
-  // The delta, compared whole.
-  cmp += fps_.size() - merged_;
+  // The tail, compared whole.
+  cmp += fps_.size() - sorted_;
   hits.clear();
-  close_keys(fps_.data() + merged_, fps_.size() - merged_, fp, plan_.k, hits);
-  for (uint32_t h : hits) out.push_back({ids_[merged_ + h], hamming_distance(fps_[merged_ + h], fp)});
+  close_keys(fps_.data() + sorted_, fps_.size() - sorted_, fp, plan_.k, hits);
+  for (uint32_t h : hits) out.push_back({ids_[sorted_ + h], hamming_distance(fps_[sorted_ + h], fp)});
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   if (compared) *compared += cmp;

@@ -153,15 +153,15 @@ std::vector<HammingPair> simhash_find_all_brute_force(std::span<const uint64_t> 
 
 // ---- Online: insert and query one fingerprint at a time ----
 
-/// Sorted tables plus a small delta of recent inserts, merged into the tables once it passes
-/// 1/16 of them (at least 4,096). Queries are const and safe to run concurrently while no
-/// insert or merge runs.
+/// Sorted tables, plus a small sorted delta per table merged into them once it passes 1/16 of
+/// them, plus an unsorted tail of at most 4,096 recent inserts sorted into the deltas when full.
+/// Queries are const and safe to run concurrently while no insert or merge runs.
 class SimHashIndex {
  public:
   explicit SimHashIndex(SimHashPlan plan);
 
   void insert(uint64_t fp, DocId id);
-  /// Merges the delta into the sorted tables now.
+  /// Merges the tail and the deltas into the sorted tables now.
   void merge();
   /// Every indexed (id, distance) within plan.k of fp, sorted by id, each id once. `compared`,
   /// if given, is increased by the number of table entries looked at.
@@ -174,12 +174,17 @@ class SimHashIndex {
     SimHashPermutation perm;
     std::vector<uint64_t> keys;  ///< permuted fingerprints (matched bits on top), sorted
     std::vector<DocId> ids;
+    std::vector<uint64_t> delta_keys;  ///< the same for the delta
+    std::vector<DocId> delta_ids;
   };
+  void merge_into(size_t from, size_t to, bool into_delta);
+  void absorb_tail();
   SimHashPlan plan_;
   std::vector<Table> tables_;
   std::vector<uint64_t> fps_;       ///< every fingerprint inserted, in insertion order
   std::vector<DocId> ids_;
-  size_t merged_ = 0;               ///< fps_[0, merged_) are in the tables; the rest is the delta
+  size_t merged_ = 0;               ///< fps_[0, merged_) are in the tables
+  size_t sorted_ = 0;               ///< fps_[merged_, sorted_) in the deltas; the rest is the tail
 };
 
 }  // namespace neardup
