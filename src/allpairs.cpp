@@ -23,6 +23,25 @@ size_t min_overlap(double alpha, size_t len) noexcept {
   return x <= 0 ? 1 : std::min(len, static_cast<size_t>(std::ceil(x)));
 }
 
+// Counts per part and key, turned in place into each part's first position for each key (a key's
+// parts in part order, after every smaller key); returns each key's first position, and the total
+// at [keys]. The stable parallel counting sorts below share it.
+template <class Counts>
+std::vector<uint64_t> part_offsets(std::vector<Counts>& counts, size_t keys) {
+  std::vector<uint64_t> first(keys + 1, 0);
+  uint64_t sum = 0;
+  for (size_t k = 0; k < keys; ++k) {
+    first[k] = sum;
+    for (auto& c : counts) {
+      const uint64_t here = c[k];
+      c[k] = sum;
+      sum += here;
+    }
+  }
+  first[keys] = sum;
+  return first;
+}
+
 // The global order of the prefix filter is rarest first: by document frequency, then value.
 // A value found in one document only (most of them) can never give a candidate, so only the
 // shared values get ranks: each document keeps its count of unshared values, which come first in
@@ -56,16 +75,7 @@ SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
     const auto [lo, hi] = part_docs(p);
     for (uint64_t i = fps.offsets[lo]; i < fps.offsets[hi]; ++i) ++c[fps.values[i] >> 24];
   });
-  std::vector<uint64_t> bucket(kBuckets + 1, 0);
-  for (size_t b = 0, sum = 0; b < kBuckets; ++b) {
-    bucket[b] = sum;
-    for (size_t p = 0; p < parts; ++p) {
-      const uint64_t here = fill[p][b];
-      fill[p][b] = sum;
-      sum += here;
-    }
-    bucket[b + 1] = sum;
-  }
+  const std::vector<uint64_t> bucket = part_offsets(fill, kBuckets);
   internal::BigArray<uint64_t> keys(total);
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
     auto& f = fill[p];
@@ -118,19 +128,10 @@ SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
     for (size_t b = lo; b < hi; ++b)
       for (const Run& r : bucket_runs[b]) ++c[r.len];
   });
-  std::vector<uint64_t> first_rank(max_len + 2, 0);  // by frequency
+  const std::vector<uint64_t> first_rank = part_offsets(rank_of, max_len + 1);  // by frequency
+  const size_t runs = first_rank[max_len + 1];
   std::vector<uint64_t> first_entry(max_len + 2, 0);
-  size_t runs = 0;
-  for (size_t f = 0; f <= max_len; ++f) {
-    first_rank[f] = runs;
-    for (size_t p = 0; p < t; ++p) {
-      const uint64_t here = rank_of[p][f];
-      rank_of[p][f] = runs;
-      runs += here;
-    }
-    first_rank[f + 1] = runs;
-    first_entry[f + 1] = first_entry[f] + (first_rank[f + 1] - first_rank[f]) * f;
-  }
+  for (size_t f = 0; f <= max_len; ++f) first_entry[f + 1] = first_entry[f] + (first_rank[f + 1] - first_rank[f]) * f;
   // The documents of the shared values in rank order: rank << 32 | document.
   internal::BigArray<uint64_t> entries(first_entry[max_len + 1]);
   internal::parallel_for(t, threads, [&](size_t p, size_t) {

@@ -205,13 +205,13 @@ std::vector<uint64_t> split(const std::vector<int>& bits, int b) {
 template <class Fn>
 void for_each_choice(const std::vector<uint64_t>& blocks, int keep, Fn&& fn) {
   const int b = static_cast<int>(blocks.size());
+  uint64_t all = 0;
+  for (uint64_t m : blocks) all |= m;
   std::vector<int> idx(static_cast<size_t>(keep));
   for (int i = 0; i < keep; ++i) idx[static_cast<size_t>(i)] = i;
   for (;;) {
     uint64_t kept = 0;
     for (int i : idx) kept |= blocks[static_cast<size_t>(i)];
-    uint64_t all = 0;
-    for (uint64_t m : blocks) all |= m;
     fn(kept, all & ~kept);
     int i = keep - 1;
     while (i >= 0 && idx[static_cast<size_t>(i)] == b - keep + i) --i;

@@ -4,6 +4,7 @@
 // pair scans are the scalar ones, compiled here for the POPCNT instruction.
 #include <immintrin.h>
 
+#include "kernels/simhash_close-inl.h"
 #include "kernels/simhash_kernels.h"
 
 namespace neardup::internal {
@@ -61,19 +62,11 @@ void simhash_weigh_avx2(const uint64_t* h, const uint32_t* w, size_t n, uint64_t
 
 void simhash_close_pairs_popcnt(const SimHashEntry* e, size_t n, int k, std::vector<uint32_t>& out_a,
                                 std::vector<uint32_t>& out_b) {
-  for (size_t a = 0; a < n; ++a) {
-    const uint64_t x = e[a].key;
-    for (size_t b = a + 1; b < n; ++b)
-      if (__builtin_popcountll(x ^ e[b].key) <= k) {
-        out_a.push_back(static_cast<uint32_t>(a));
-        out_b.push_back(static_cast<uint32_t>(b));
-      }
-  }
+  close_pairs(e, n, k, out_a, out_b);
 }
 
 void simhash_close_keys_popcnt(const uint64_t* keys, size_t n, uint64_t q, int k, std::vector<uint32_t>& hits) {
-  for (size_t i = 0; i < n; ++i)
-    if (__builtin_popcountll(keys[i] ^ q) <= k) hits.push_back(static_cast<uint32_t>(i));
+  close_keys(keys, n, q, k, hits);
 }
 
 }  // namespace neardup::internal
