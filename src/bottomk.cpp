@@ -218,13 +218,7 @@ double fingerprint_jaccard_abort(std::span<const SigValue> a, std::span<const Si
   size_t i = 0, j = 0;
   long common = 0, s = 0;
   while (i < a.size() && j < b.size()) {
-    if (a[i] == b[j]) {
-      ++common, ++i, ++j;
-    } else if (a[i] < b[j]) {
-      ++i, ++s;
-    } else {
-      ++j, ++s;
-    }
+    internal::merge_step(a.data(), b.data(), i, j, common, s);
     if (s > smax) return kAborted;
   }
   return at_least(jaccard_from_common(common, a.size(), b.size()), alpha);

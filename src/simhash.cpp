@@ -176,7 +176,7 @@ SimHashPermutation::Runs SimHashPermutation::runs_of(uint64_t mask) noexcept {
 }
 
 SimHashPermutation::SimHashPermutation(uint64_t mask)
-    : mask_(mask), matched_(std::popcount(mask)), in_(runs_of(mask)), out_(runs_of(~mask)) {}
+    : matched_(std::popcount(mask)), in_(runs_of(mask)), out_(runs_of(~mask)) {}
 
 // ---- Planning ----
 
@@ -336,6 +336,16 @@ namespace {
 
 using Entry = internal::SimHashEntry;  // a permuted fingerprint and its index
 
+// values[0, n) permuted for a table, with indices first_idx + i, sorted by key bits [lo_bit, 64)
+// (the matched bits for find-all; all of them where sorted tables are merged).
+std::vector<Entry> permuted_entries(const SimHashPermutation& perm, const uint64_t* values, size_t n,
+                                    uint32_t first_idx, int lo_bit) {
+  std::vector<Entry> e(n), tmp(n);
+  for (size_t i = 0; i < n; ++i) e[i] = {perm(values[i]), first_idx + static_cast<uint32_t>(i)};
+  internal::radix_sort_by_bits(e.data(), tmp.data(), n, lo_bit, 64, [](const Entry& x) { return x.key; }, 16);
+  return e;
+}
+
 void close_pairs(const Entry* e, size_t n, int k, std::vector<uint32_t>& a, std::vector<uint32_t>& b) {
   if (active_isa() >= Isa::Avx2)
     internal::simhash_close_pairs_popcnt(e, n, k, a, b);
@@ -384,9 +394,7 @@ std::vector<HammingPair> simhash_find_all(std::span<const uint64_t> fps, const S
   internal::parallel_for(tables, threads, [&](size_t t, size_t) {
     const SimHashPermutation perm(plan.masks[t]);
     const int m = perm.matched();
-    std::vector<Entry> e(nv), tmp(nv);
-    for (size_t i = 0; i < nv; ++i) e[i] = {perm(value[i]), static_cast<uint32_t>(i)};
-    internal::radix_sort_by_bits(e.data(), tmp.data(), nv, 64 - m, 64, [](const Entry& x) { return x.key; }, 16);
+    const std::vector<Entry> e = permuted_entries(perm, value.data(), nv, 0, 64 - m);
     auto& out = found[t];
     uint64_t cmp = 0;
     std::vector<uint32_t> pa, pb;
@@ -520,9 +528,7 @@ void SimHashIndex::merge_into(size_t from, size_t to, bool into_delta) {
   for (Table& t : tables_) {
     auto& keys = into_delta ? t.delta_keys : t.keys;
     auto& ids = into_delta ? t.delta_ids : t.ids;
-    std::vector<Entry> add(fresh), tmp(fresh);
-    for (size_t i = 0; i < fresh; ++i) add[i] = {t.perm(fps_[from + i]), static_cast<uint32_t>(from + i)};
-    internal::radix_sort_by_bits(add.data(), tmp.data(), fresh, 0, 64, [](const Entry& x) { return x.key; }, 16);
+    const std::vector<Entry> add = permuted_entries(t.perm, fps_.data() + from, fresh, static_cast<uint32_t>(from), 0);
     std::vector<uint64_t> k(keys.size() + fresh);
     std::vector<DocId> d(k.size());
     size_t i = 0, j = 0, o = 0;

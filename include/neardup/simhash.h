@@ -75,7 +75,6 @@ class SimHashPermutation {
     if (matched_ == 64) return top;
     return (top << (64 - matched_)) | rest;
   }
-  uint64_t mask() const noexcept { return mask_; }
   int matched() const noexcept { return matched_; }
 
  private:
@@ -95,7 +94,6 @@ class SimHashPermutation {
     }
     return out;
   }
-  uint64_t mask_;
   int matched_;
   Runs in_, out_;
 };

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
-#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -73,7 +72,6 @@ class BigArray {
   T* end() noexcept { return data_ + size_; }
   const T* begin() const noexcept { return data_; }
   const T* end() const noexcept { return data_ + size_; }
-  std::span<T> span() noexcept { return {data_, size_}; }
 
  private:
   T* data_ = nullptr;

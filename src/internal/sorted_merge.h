@@ -22,4 +22,18 @@ inline long count_common(const T* a, size_t la, const T* b, size_t lb, size_t i 
   return common;
 }
 
+/// One step of the classical merge of a[i..) and b[j..): a common value advances both and counts
+/// in `common`; otherwise the smaller side advances and counts in `skipped` (the values passed
+/// without a match, which the early abort bounds).
+template <class T>
+inline void merge_step(const T* a, const T* b, size_t& i, size_t& j, long& common, long& skipped) noexcept {
+  if (a[i] == b[j]) {
+    ++common, ++i, ++j;
+  } else if (a[i] < b[j]) {
+    ++i, ++skipped;
+  } else {
+    ++j, ++skipped;
+  }
+}
+
 }  // namespace neardup::internal

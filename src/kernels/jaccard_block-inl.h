@@ -21,15 +21,7 @@ long jaccard_block(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, l
   long common = 0, s = 0;
   while (i + W <= la && j + W <= lb) {
     if (B::any_equal(a + i, b + j)) {
-      for (size_t step = 0; step < W; ++step) {
-        if (a[i] == b[j]) {
-          ++common, ++i, ++j;
-        } else if (a[i] < b[j]) {
-          ++i, ++s;
-        } else {
-          ++j, ++s;
-        }
-      }
+      for (size_t step = 0; step < W; ++step) merge_step(a, b, i, j, common, s);
     } else {
       if (a[i + W - 1] < b[j + W - 1]) {
         i += W;
