@@ -5,6 +5,8 @@
 
 #include "internal/hash.h"
 #include "internal/sorted_merge.h"
+#include "kernels/shingle_kernels.h"
+#include "neardup/cpu.h"
 #include "neardup/error.h"
 #include "neardup/text.h"
 
@@ -18,19 +20,11 @@ uint64_t combine_tokens(std::span<const uint64_t> token_hashes, uint64_t seed) n
 
 namespace {
 
-// combine_tokens for every window of k tokens (n >= k), rolled: the XOR of rotated token hashes
-// loses the oldest token and gains the newest in four operations, whatever k is.
+// combine_tokens for every window of k tokens (n >= k), with the kernel of the CPU.
 void combine_all(const uint64_t* t, size_t n, size_t k, uint64_t seed, ShingleHash* out) noexcept {
   const uint64_t c = seed ^ (k * internal::kGolden);
-  const int r = static_cast<int>(kShingleRotation & 63);
-  const int newest = static_cast<int>(((k - 1) * kShingleRotation) & 63);
-  uint64_t y = 0;
-  for (size_t j = 0; j < k; ++j) y ^= std::rotl(t[j], static_cast<int>((j * kShingleRotation) & 63));
-  out[0] = internal::fmix64(y ^ c);
-  for (size_t i = 1; i + k <= n; ++i) {
-    y = std::rotr(y ^ t[i - 1], r) ^ std::rotl(t[i + k - 1], newest);
-    out[i] = internal::fmix64(y ^ c);
-  }
+  if (active_isa() == Isa::Avx512) return internal::combine_shingles_avx512(t, n, k, c, out);
+  internal::combine_shingles_scalar(t, n, k, c, out);
 }
 
 }  // namespace

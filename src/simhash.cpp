@@ -66,6 +66,20 @@ void weigh(const uint64_t* h, const uint32_t* w, size_t n, uint64_t sums[64], Is
 
 }  // namespace
 
+// The slot of x in the table: its own, or the first free one on its probe sequence. The
+// stale-or-equal test is one branch, taken only on a collision with another value (rare at a
+// load of at most one half), so whether x is new never costs a misprediction.
+inline size_t SimHasher::probe(const Slot* t, size_t mask, uint32_t gen, ShingleHash x) noexcept {
+  size_t i = static_cast<size_t>(x ^ (x >> 29)) & mask;  // shingle hashes are mixed already
+  for (;;) {
+    // Non-zero exactly when the slot is current and holds another value (one branch: GCC splits
+    // a logical AND of the two tests into two).
+    const uint64_t other = (t[i].key ^ x) & (uint64_t{0} - static_cast<uint64_t>(t[i].stamp == gen));
+    if (__builtin_expect(other == 0, 1)) return i;
+    i = (i + 1) & mask;
+  }
+}
+
 uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
   uint64_t sums[64] = {};
   if (shingles.empty()) return 0;
@@ -75,49 +89,62 @@ uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
   }
   // Distinct values (and their counts): a linear-probing table of at least twice the size, much
   // cheaper than sorting (the sums do not depend on the order). Slots carry the number of the
-  // document that filled them, so the table is never cleared between documents.
+  // document that filled them, so the table is never cleared between documents. A slot is one
+  // 16-byte entry (one cache line touched per probe), and the first probe decides without a
+  // branch whether the value is new: only a collision with another value takes a branch, rare at
+  // a load of at most one half.
+  const size_t n = shingles.size();
   size_t cap = 16;
-  while (cap < 2 * shingles.size()) cap <<= 1;
-  if (keys_.size() < cap) {
-    keys_.assign(cap, 0);
-    stamp_.assign(cap, 0);
-    slot_.assign(cap, 0);
+  while (cap < 4 * n) cap <<= 1;
+  if (table_.size() < cap) {
+    table_.assign(cap, Slot{});
     generation_ = 0;
   }
   if (++generation_ == 0) {  // wrapped: clear once every 2^32 documents
-    std::fill(stamp_.begin(), stamp_.end(), 0);
+    std::fill(table_.begin(), table_.end(), Slot{});
     generation_ = 1;
+  }
+  if (distinct_.size() < n) {
+    distinct_.resize(n);
+    counts_.resize(n);
   }
   const size_t mask = cap - 1;
   const uint32_t gen = generation_;
-  distinct_.clear();
-  counts_.clear();
-  const bool counting = weights_ == SimHashWeights::LogTf;
-  for (const ShingleHash x : shingles) {
-    size_t i = static_cast<size_t>(x ^ (x >> 29)) & mask;  // shingle hashes are mixed already
-    while (stamp_[i] == gen && keys_[i] != x) i = (i + 1) & mask;
-    if (stamp_[i] != gen) {
-      stamp_[i] = gen;
-      keys_[i] = x;
-      slot_[i] = static_cast<uint32_t>(distinct_.size());
-      distinct_.push_back(x);
-      if (counting) counts_.push_back(1);
-    } else if (counting) {
-      ++counts_[slot_[i]];
-    }
-  }
-  weight_.clear();
-  uint64_t total = 0;
-  if (counting)
-    for (uint32_t c : counts_) {
-      weight_.push_back(logtf_weight(c));
-      total += weight_.back();
-    }
+  Slot* const t = table_.data();
+  ShingleHash* const d = distinct_.data();
+  uint32_t* const c = counts_.data();
+  size_t nd = 0;
   if (weights_ == SimHashWeights::Set) {
-    count(distinct_.data(), distinct_.size(), sums, isa);
-    return sign_bits(sums, distinct_.size());
+    const ShingleHash* xs = shingles.data();
+    for (size_t j = 0; j < n; ++j) {
+      const ShingleHash x = xs[j];
+      if (j + 16 < n) __builtin_prefetch(&t[static_cast<size_t>(xs[j + 16] ^ (xs[j + 16] >> 29)) & mask], 1);
+      size_t i = probe(t, mask, gen, x);
+      const bool fresh = t[i].stamp != gen;
+      t[i].key = x;
+      t[i].stamp = gen;
+      d[nd] = x;
+      nd += fresh;
+    }
+    count(d, nd, sums, isa);
+    return sign_bits(sums, nd);
   }
-  weigh(distinct_.data(), weight_.data(), distinct_.size(), sums, isa);
+  for (const ShingleHash x : shingles) {
+    size_t i = probe(t, mask, gen, x);
+    const bool fresh = t[i].stamp != gen;
+    const uint32_t s = fresh ? static_cast<uint32_t>(nd) : t[i].slot;
+    c[s] = (fresh ? 0 : c[s]) + 1;
+    t[i] = Slot{x, gen, s};
+    d[nd] = x;
+    nd += fresh;
+  }
+  weight_.resize(nd);
+  uint64_t total = 0;
+  for (size_t j = 0; j < nd; ++j) {
+    weight_[j] = logtf_weight(c[j]);
+    total += weight_[j];
+  }
+  weigh(d, weight_.data(), nd, sums, isa);
   return sign_bits(sums, total);
 }
 

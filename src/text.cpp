@@ -186,9 +186,21 @@ void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
     if (w1 == nblocks && ts.carry) ts.ends[ts.ne++] = static_cast<uint32_t>(n);  // a run to the end
     const uint64_t* high = ts.high;
     const uint8_t* lower = ts.lower;
+    if (!ts.any_high) {
+      // Only ASCII words: one hash per run, written through a pointer (push_back would store and
+      // reload the vector's end every word, a chain through memory that costs more than the hash).
+      const size_t base = out.size();
+      out.resize(base + ts.ne);
+      uint64_t* o = out.data() + base;
+      for (size_t i = 0; i < ts.ne; ++i) {
+        const size_t s = ts.starts[i], len = ts.ends[i] - s;
+        o[i] = len <= 16 ? internal::word_hash_padded16(lower + s, len, seed) : internal::word_hash(lower + s, len, seed);
+      }
+      continue;
+    }
     for (size_t i = 0; i < ts.ne; ++i) {
       const size_t s = ts.starts[i], e = ts.ends[i];
-      if (ts.any_high && any_set(high, s, e)) {
+      if (any_set(high, s, e)) {
         scan_words(text.substr(s, e - s), sc.exact, [&](std::string_view wd) {
           out.push_back(internal::word_hash(wd.data(), wd.size(), seed));
         });

@@ -47,8 +47,15 @@ class SimHasher {
 
  private:
   SimHashWeights weights_;
-  std::vector<ShingleHash> distinct_, keys_;
-  std::vector<uint32_t> weight_, counts_, stamp_, slot_;
+  struct Slot {
+    ShingleHash key = 0;
+    uint32_t stamp = 0;  // the generation (document) that filled it; 0 = never
+    uint32_t slot = 0;   // its index in distinct_
+  };
+  static size_t probe(const Slot* t, size_t mask, uint32_t gen, ShingleHash x) noexcept;
+  std::vector<Slot> table_;
+  std::vector<ShingleHash> distinct_;
+  std::vector<uint32_t> weight_, counts_;
   uint32_t generation_ = 0;
 };
 
