@@ -1,9 +1,10 @@
 // SimHash find-all and online index (issue 4): wall time of simhash_find_all over N random
 // fingerprints, and over N fingerprints of real text (SimHashes of ~512-byte pieces of a corpus's
-// documents, cut at spaces), for k = 3 and 6 with the batch plan; then an online index of the N
+// documents, cut at spaces; PIECE bytes to reach 10M fingerprints from a smaller corpus), for
+// k = 3 and 6 with the batch plan; then an online index of the N
 // random fingerprints: inserts and queries per second, one at a time. Medians of REPS runs.
 //
-//   build/bench/neardup_simhash_bench [N=1000000] [THREADS=1] [REPS=3] [CORPUS]
+//   build/bench/neardup_simhash_bench [N=1000000] [THREADS=1] [REPS=3] [CORPUS] [PIECE=512]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-static std::vector<uint64_t> real_fingerprints(const std::string& path, size_t n) {
+static std::vector<uint64_t> real_fingerprints(const std::string& path, size_t n, size_t piece) {
   Shingler sh({ShingleKind::Words, 3, kDefaultSeed});
   SimHasher hasher;
   std::vector<ShingleHash> s;
@@ -31,7 +32,7 @@ static std::vector<uint64_t> real_fingerprints(const std::string& path, size_t n
   while (out.size() < n && r.next(rec)) {
     const std::string_view t = rec.text;
     for (size_t pos = 0; pos < t.size() && out.size() < n;) {
-      size_t end = std::min(t.size(), pos + 512);
+      size_t end = std::min(t.size(), pos + piece);
       while (end < t.size() && t[end] != ' ' && t[end] != '\n') ++end;
       sh.shingles(t.substr(pos, end - pos), s);
       if (s.size() >= 8) out.push_back(hasher(s));
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   for (auto& x : random) x = rng();
   find_all("random", random, threads, reps);
   if (argc > 4) {
-    const auto real = real_fingerprints(argv[4], n);
+    const auto real = real_fingerprints(argv[4], n, argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 512);
     find_all("real", real, threads, reps);
   }
   // Online: inserts then queries, one at a time, on one thread.

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <limits>
 
@@ -87,13 +88,29 @@ uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
     count(shingles.data(), shingles.size(), sums, isa);
     return sign_bits(sums, shingles.size());
   }
-  // Distinct values (and their counts): a linear-probing table of at least twice the size, much
-  // cheaper than sorting (the sums do not depend on the order). Slots carry the number of the
+  const size_t n = shingles.size();
+  if (distinct_.size() < n) {
+    distinct_.resize(n);
+    counts_.resize(n);
+  }
+  if (weights_ == SimHashWeights::Set && isa == Isa::Avx512) {
+    // Buckets of eight values (one cache line, compared at once) at most half full on average;
+    // zeroed per document, which costs less than the stamps it saves.
+    size_t buckets = 1;
+    while (8 * buckets < 2 * n) buckets <<= 1;
+    if (buckets_.size() < 8 * buckets + 8) buckets_.assign(8 * buckets + 8, 0);
+    auto* const table = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(buckets_.data()) + 63) & ~uintptr_t{63});
+    std::memset(table, 0, 64 * buckets);
+    const size_t nd = internal::simhash_distinct_avx512(shingles.data(), n, table, buckets - 1, distinct_.data());
+    count(distinct_.data(), nd, sums, isa);
+    return sign_bits(sums, nd);
+  }
+  // Distinct values (and their counts): a linear-probing table of at least four times the size,
+  // much cheaper than sorting (the sums do not depend on the order). Slots carry the number of the
   // document that filled them, so the table is never cleared between documents. A slot is one
   // 16-byte entry (one cache line touched per probe), and the first probe decides without a
   // branch whether the value is new: only a collision with another value takes a branch, rare at
-  // a load of at most one half.
-  const size_t n = shingles.size();
+  // a load of at most one quarter.
   size_t cap = 16;
   while (cap < 4 * n) cap <<= 1;
   if (table_.size() < cap) {
@@ -103,10 +120,6 @@ uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
   if (++generation_ == 0) {  // wrapped: clear once every 2^32 documents
     std::fill(table_.begin(), table_.end(), Slot{});
     generation_ = 1;
-  }
-  if (distinct_.size() < n) {
-    distinct_.resize(n);
-    counts_.resize(n);
   }
   const size_t mask = cap - 1;
   const uint32_t gen = generation_;
@@ -118,7 +131,6 @@ uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
     const ShingleHash* xs = shingles.data();
     for (size_t j = 0; j < n; ++j) {
       const ShingleHash x = xs[j];
-      if (j + 16 < n) __builtin_prefetch(&t[static_cast<size_t>(xs[j + 16] ^ (xs[j + 16] >> 29)) & mask], 1);
       size_t i = probe(t, mask, gen, x);
       const bool fresh = t[i].stamp != gen;
       t[i].key = x;

@@ -55,6 +55,7 @@ class SimHasher {
   static size_t probe(const Slot* t, size_t mask, uint32_t gen, ShingleHash x) noexcept;
   std::vector<Slot> table_;
   std::vector<ShingleHash> distinct_;
+  std::vector<uint64_t> buckets_;  // the AVX-512 path's table (aligned to 64 bytes inside)
   std::vector<uint32_t> weight_, counts_;
   uint32_t generation_ = 0;
 };

@@ -36,6 +36,13 @@ void simhash_close_pairs_popcnt(const SimHashEntry* e, size_t n, int k, std::vec
 void simhash_close_keys_scalar(const uint64_t* keys, size_t n, uint64_t q, int k, std::vector<uint32_t>& hits);
 void simhash_close_keys_popcnt(const uint64_t* keys, size_t n, uint64_t q, int k, std::vector<uint32_t>& hits);
 
+/// The distinct values of xs[0, n) in order of first occurrence, written to out; returns their
+/// number. `table` is 8 * (bucket_mask + 1) zeroed, 64-byte aligned words: buckets of eight
+/// values, one cache line each, compared at once. It is left dirty (the caller clears it). The
+/// portable equivalent is the slot table in simhash.cpp.
+size_t simhash_distinct_avx512(const uint64_t* xs, size_t n, uint64_t* table, size_t bucket_mask,
+                               uint64_t* out) noexcept;
+
 /// Features per chunk for the 32-bit lanes of weigh: no lane can pass 2^32 when every weight is
 /// below 2^20 (simhash.h caps weights there).
 inline constexpr size_t kWeighChunk = size_t{1} << 12;

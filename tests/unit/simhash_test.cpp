@@ -118,6 +118,31 @@ TEST(SimHash, EqualsTheReferenceForEveryWeightAndKernel) {
   EXPECT_EQ(simhash_reference(std::vector<ShingleHash>{}, SimHashWeights::Tf), 0u);
 }
 
+TEST(SimHashKernels, DistinctValuesInFirstOccurrenceOrder) {
+  if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+  // Tables from one bucket (every value overflows along the chain, wrapping round) to roomy ones;
+  // the value 0 (the empty marker) among them; each table used twice without clearing would be a
+  // bug, so it is zeroed before each call as SimHasher does.
+  std::mt19937_64 rng(9);
+  for (size_t buckets : {1, 2, 4, 64, 1024})
+    for (int round = 0; round < 20; ++round) {
+      const size_t nv = 1 + rng() % (buckets == 1 ? 8 : 4 * buckets);  // at most the table's room
+      std::vector<uint64_t> vocab(nv);
+      for (auto& v : vocab) v = (rng() % 10 == 0) ? 0 : (rng() % 4 == 0 ? (rng() % 64) << 8 : rng());  // shared low bits
+      std::vector<uint64_t> xs(rng() % 600);
+      for (auto& x : xs) x = vocab[rng() % nv];
+      std::vector<uint64_t> want;
+      for (uint64_t x : xs)
+        if (std::find(want.begin(), want.end(), x) == want.end()) want.push_back(x);
+      if (std::count_if(want.begin(), want.end(), [](uint64_t v) { return v != 0; }) > static_cast<long>(8 * buckets)) continue;
+      std::vector<uint64_t> mem(8 * buckets + 8, 0), out(xs.size() + 1, 0);
+      auto* table = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(mem.data()) + 63) & ~uintptr_t{63});
+      const size_t nd = internal::simhash_distinct_avx512(xs.data(), xs.size(), table, buckets - 1, out.data());
+      out.resize(nd);
+      EXPECT_EQ(out, want) << "buckets " << buckets << " n " << xs.size();
+    }
+}
+
 TEST(SimHash, EditedCopiesAreCloseAndUnrelatedDocumentsNear32Apart) {
   io::InputSet in({NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst"}, io::InputFormat::Auto);
   io::RecordReader r(in, {});
