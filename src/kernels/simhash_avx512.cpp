@@ -53,3 +53,39 @@ void simhash_weigh_avx512(const uint64_t* h, const uint32_t* w, size_t n, uint64
 }
 
 }  // namespace neardup::internal
+
+namespace neardup::internal {
+
+size_t simhash_distinct_avx512(const uint64_t* xs, size_t n, uint64_t* table, size_t bucket_mask,
+                               uint64_t* out) noexcept {
+  size_t nd = 0;
+  bool zero_seen = false;
+  for (size_t j = 0; j < n; ++j) {
+    const uint64_t x = xs[j];
+    if (x == 0) [[unlikely]] {  // 0 marks an empty slot, so the value 0 is tracked apart
+      if (!zero_seen) out[nd++] = 0;
+      zero_seen = true;
+      continue;
+    }
+    const __m512i vx = _mm512_set1_epi64(static_cast<long long>(x));
+    size_t b = static_cast<size_t>(x ^ (x >> 29)) & bucket_mask;
+    for (;;) {
+      uint64_t* line = table + 8 * b;
+      const __m512i v = _mm512_load_si512(line);
+      const unsigned hit = _cvtmask8_u32(_mm512_cmpeq_epi64_mask(v, vx));
+      const unsigned empty = _cvtmask8_u32(_mm512_testn_epi64_mask(v, v));
+      if (__builtin_expect((hit | empty) != 0, 1)) {
+        // Slots fill in order, so a match comes before the first empty slot: the lowest of the
+        // two masks is where x is, or where it goes. Storing it again is harmless.
+        line[__builtin_ctz(hit | empty)] = x;
+        out[nd] = x;
+        nd += hit == 0;
+        break;
+      }
+      b = (b + 1) & bucket_mask;  // a full bucket without x: the next one
+    }
+  }
+  return nd;
+}
+
+}  // namespace neardup::internal
