@@ -7,6 +7,7 @@
 #include "internal/hash.h"
 #include "internal/parallel.h"
 #include "neardup/error.h"
+#include "neardup/tune.h"
 
 namespace neardup {
 
@@ -15,14 +16,8 @@ double lsh_probability(double s, int bands, int rows) noexcept {
 }
 
 LshParams choose_lsh_params(double threshold, int num_perm) {
-  if (!(threshold > 0.0 && threshold <= 1.0))
-    throw UsageError("threshold must be in (0, 1], got " + std::to_string(threshold));
   if (num_perm < 1) throw UsageError("number of permutations must be positive");
-  for (int r = num_perm; r >= 1; --r) {
-    const int b = num_perm / r;
-    if (lsh_probability(threshold, b, r) >= 0.99) return {b, r};
-  }
-  return {num_perm, 1};
+  return lsh_tune_threshold(threshold, num_perm).params;
 }
 
 uint64_t band_key(std::span<const SigValue> band_values, int band, uint64_t seed) noexcept {

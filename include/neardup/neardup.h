@@ -18,6 +18,7 @@
 #include "neardup/simhash.h"
 #include "neardup/spec.h"
 #include "neardup/text.h"
+#include "neardup/tune.h"
 #include "neardup/types.h"
 #include "neardup/verify.h"
 

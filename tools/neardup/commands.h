@@ -11,5 +11,7 @@ namespace neardup::cli {
 void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run);
 /// Adds `simhash-plan`.
 void add_simhash_plan(CLI::App& app, std::function<int()>& run);
+/// Adds `tune`.
+void add_tune(CLI::App& app, std::function<int()>& run);
 
 }  // namespace neardup::cli
