@@ -33,6 +33,12 @@ struct TuneOptions {
   int threads = 0;
 };
 
+std::string fmt(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
 // "S:P" -> (S, P).
 std::pair<double, double> parse_point(const std::string& s, const char* flag) {
   const auto colon = s.find(':');
@@ -174,8 +180,8 @@ int run_tune(const CLI::App* cmd, const TuneOptions& o) {
     t.low_max = o.fp_rate;
     t.high_min = 1.0 - o.fn_rate;
     if (t.low < 0.0 || t.high > 1.0)
-      throw UsageError("threshold " + std::to_string(o.threshold) + " with margin " + std::to_string(o.margin) +
-                       " leaves [0, 1]; use a smaller --margin");
+      throw UsageError("threshold " + fmt(o.threshold) + " with margin " + fmt(o.margin) +
+                       " puts a target outside [0, 1]; use a smaller --margin");
   }
   t.check();
   const LshChoice c = lsh_tune(o.num_perm, t);
