@@ -385,13 +385,11 @@ void Pipeline::run(Mode mode) {
   stats_.seconds = seconds_since(t_start);
 }
 
-namespace {
 void append_similarity(std::string& line, double s) {
   char buf[32];
   const int len = std::snprintf(buf, sizeof buf, "%.6f", s);
   line.append(buf, static_cast<size_t>(len));
 }
-}  // namespace
 
 void Pipeline::write_pairs(io::AtomicFile& out) const {
   std::string line;

@@ -72,6 +72,9 @@ struct RunStats {
   double seconds = 0;
 };
 
+/// Appends a similarity as every output prints it: six decimals.
+void append_similarity(std::string& line, double s);
+
 class Pipeline {
  public:
   enum class Mode {

@@ -9,66 +9,12 @@
 #include <vector>
 
 #include "commands.h"
+#include "options.h"
 #include "neardup/neardup.h"
 
 namespace neardup::cli {
-namespace {
 
-struct Options {
-  std::vector<std::string> inputs;
-  std::string output;
-  std::string removed, clusters;
-  std::string spec;
-  double threshold = kDefaultThreshold;
-  int shingle = kDefaultShingle;
-  int chars = 0;
-  int num_perm = kDefaultNumPerm;
-  SketchMethod method = SketchMethod::MinHash;
-  int sketch_size = kDefaultSketchSize;
-  int hamming = kDefaultHamming;
-  SimHashWeights weights = SimHashWeights::Set;
-  size_t top = 0;
-  int bands = 0, rows = 0;
-  uint64_t seed = kDefaultSeed;
-  VerifyMode verify = VerifyMode::Exact;
-  KeepPolicy keep = KeepPolicy::First;
-  io::ReaderOptions reader;
-  int threads = 0;
-  bool quiet = false;
-  bool show_stats = false;
-};
-
-// Throttled one-line progress on stderr, only when stderr is a terminal.
-class ProgressBar {
- public:
-  explicit ProgressBar(bool enabled) : enabled_(enabled && ::isatty(2)) {}
-  ~ProgressBar() { clear(); }
-  void update(const Progress& p) {
-    if (!enabled_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const double pct = p.bytes_total ? 100.0 * static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total) : 0;
-    std::fprintf(stderr, "\r\033[K%-7s %5.1f%%  %.1f / %.1f MB  %llu documents", p.stage, pct > 100 ? 100 : pct,
-                 static_cast<double>(p.bytes_done) / 1e6, static_cast<double>(p.bytes_total) / 1e6,
-                 static_cast<unsigned long long>(p.documents));
-    shown_ = true;
-  }
-  void clear() {
-    if (shown_) std::fprintf(stderr, "\r\033[K");
-    shown_ = false;
-  }
-
- private:
-  bool enabled_;
-  bool shown_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
-
-void add_common(CLI::App* cmd, Options& o) {
-  cmd->add_option("inputs", o.inputs,
-                  "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), plain-text files, directories, or - for stdin")
-      ->required();
+void add_sketch_options(CLI::App* cmd, Options& o) {
   cmd->add_option("-t,--threshold", o.threshold, "Keep pairs with Jaccard similarity >= T")
       ->default_val(kDefaultThreshold)->check(CLI::Range(0.0, 1.0));
   cmd->add_option("-k,--shingle", o.shingle, "Words per shingle (word K-shingles)")
@@ -103,10 +49,9 @@ void add_common(CLI::App* cmd, Options& o) {
       ->transform(CLI::CheckedTransformer(std::map<std::string, VerifyMode>{{"exact", VerifyMode::Exact},
                                                                           {"estimate", VerifyMode::Estimate}}))
       ->default_str("exact");
-  cmd->add_option("--keep", o.keep, "Which document of a cluster is kept: first (input order) or longest")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, KeepPolicy>{{"first", KeepPolicy::First},
-                                                                          {"longest", KeepPolicy::Longest}}))
-      ->default_str("first");
+}
+
+void add_reader_options(CLI::App* cmd, Options& o) {
   cmd->add_option("--text-field", o.reader.text_field, "JSONL field holding the text")->default_val("text");
   cmd->add_option("--id-field", o.reader.id_field, "JSONL field holding the id (missing: FILE:LINE)")->default_val("id");
   cmd->add_option("--format", o.reader.format, "Input format: auto (by extension), jsonl, text")
@@ -118,10 +63,30 @@ void add_common(CLI::App* cmd, Options& o) {
       ->transform(CLI::CheckedTransformer(std::map<std::string, io::OnError>{{"fail", io::OnError::Fail},
                                                                            {"skip", io::OnError::Skip}}))
       ->default_str("fail");
+}
+
+void add_run_options(CLI::App* cmd, Options& o) {
   cmd->add_option("-j,--threads", o.threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_flag("-q,--quiet", o.quiet, "No progress bar, warnings or summary on stderr");
   cmd->add_flag("--stats", o.show_stats, "Also print the time of each stage and the kernel used");
 }
+
+namespace {
+
+void add_common(CLI::App* cmd, Options& o) {
+  cmd->add_option("inputs", o.inputs,
+                  "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), plain-text files, directories, or - for stdin")
+      ->required();
+  add_sketch_options(cmd, o);
+  cmd->add_option("--keep", o.keep, "Which document of a cluster is kept: first (input order) or longest")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, KeepPolicy>{{"first", KeepPolicy::First},
+                                                                          {"longest", KeepPolicy::Longest}}))
+      ->default_str("first");
+  add_reader_options(cmd, o);
+  add_run_options(cmd, o);
+}
+
+}  // namespace
 
 PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   PipelineSpec s = o.spec.empty() ? PipelineSpec{} : PipelineSpec::parse(o.spec);
@@ -163,6 +128,8 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   return s;
 }
 
+namespace {
+
 void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
   const RunStats& s = p.stats();
   for (const auto& m : s.skip_messages) std::fprintf(stderr, "neardup: warning: skipped %s\n", m.c_str());
@@ -195,6 +162,9 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
 }
 
 int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
+  if (dedup && !o.against.empty()) return run_dedup_against(cmd, o);
+  if (dedup && (cmd->count("--add-kept") || cmd->count("--on-duplicate-id")))
+    throw UsageError("--add-kept and --on-duplicate-id apply with --against IDX");
   RunOptions ro;
   ro.spec = make_spec(cmd, o);
   ro.reader = o.reader;
@@ -253,6 +223,12 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
   dedup->add_option("-o,--output", dedup_opts->output, "Output file for the kept records ('-' for stdout)")->required();
   dedup->add_option("--removed", dedup_opts->removed, "Write removed_id TAB kept_id TAB similarity per removed document");
   dedup->add_option("--clusters", dedup_opts->clusters, "Write cluster TAB id TAB kept|removed per clustered document");
+  dedup->add_option("--against", dedup_opts->against,
+                    "An index (neardup index create): remove the documents that are near-duplicates of indexed ones "
+                    "or of earlier kept ones, walking the inputs in order; --removed then names the match and where "
+                    "it is (index or input)");
+  dedup->add_flag("--add-kept", dedup_opts->add_kept, "With --against: add the kept documents to the index");
+  add_on_duplicate_id(dedup, dedup_opts->on_duplicate_id);
   dedup->callback([&run, dedup, dedup_opts] { run = [=] { return run_command(dedup, *dedup_opts, true); }; });
 }
 

@@ -1,0 +1,176 @@
+// A persistent near-duplicate index (seed 003's online walk, kept across runs): MinHash
+// signatures cut into LSH bands, the documents' ids and, with exact verification, their shingle
+// sets. One file, described in docs/format.md:
+//   * it describes itself: magic, format version, every parameter (the resolved pipeline spec),
+//     the document count, an XXH3-64 checksum of the header and of every section;
+//   * it opens by memory-mapping; the header and every section except the shingle values are
+//     checked at open (the values carry one checksum per document, checked when the document is
+//     verified), so opening costs O(documents), not O(shingles);
+//   * every update writes a new file and renames it into place (io::AtomicFile), under an
+//     exclusive lock on IDX.lock, so a crash or kill -9 leaves the previous index.
+// Queries read the mapping and are safe from many threads while nothing is inserted; inserts
+// and removals change the in-memory state, and save() writes it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "neardup/io/reader.h"
+#include "neardup/minhash.h"
+#include "neardup/shingle.h"
+#include "neardup/spec.h"
+#include "neardup/types.h"
+
+namespace neardup {
+
+inline constexpr uint32_t kIndexFormatVersion = 1;
+
+/// One near-duplicate found in the index.
+struct IndexMatch {
+  DocId doc = 0;  ///< the indexed document
+  double similarity = 0.0;
+};
+
+/// What the index needs of a document: its shingle set (sorted, distinct) and signature.
+struct IndexSketch {
+  std::vector<ShingleHash> set;
+  std::vector<SigValue> sig;
+};
+
+/// Sketches documents the way an index does (not thread-safe: one per thread).
+class IndexSketcher {
+ public:
+  explicit IndexSketcher(const PipelineSpec& spec);
+  void sketch(std::string_view text, IndexSketch& out);
+
+ private:
+  Shingler shingler_;
+  MinHasher hasher_;
+};
+
+struct IndexStats {
+  uint64_t documents = 0;
+  uint64_t file_bytes = 0;
+  uint64_t id_bytes = 0, signature_bytes = 0, band_bytes = 0, set_bytes = 0;
+  uint64_t shingles = 0;  ///< stored shingle values (exact verification)
+  uint64_t largest_bucket = 0;  ///< the most documents sharing one band key
+};
+
+class NearDupIndex {
+ public:
+  /// An empty index for `spec` (resolved; --method minhash only). Not yet on disk.
+  explicit NearDupIndex(const PipelineSpec& spec);
+  /// Opens `path`. Throws IoError if it cannot be read, FormatError (naming the file and what
+  /// is wrong) if it is not an index, is of another format version, or is damaged.
+  static std::unique_ptr<NearDupIndex> open(const std::string& path);
+  ~NearDupIndex();
+  NearDupIndex(const NearDupIndex&) = delete;
+  NearDupIndex& operator=(const NearDupIndex&) = delete;
+
+  const PipelineSpec& spec() const noexcept { return spec_; }
+  /// Live documents (inserted and not removed).
+  size_t size() const noexcept { return live_; }
+  /// Document slots (live or removed); DocIds are below this.
+  size_t slots() const noexcept { return base_n_ + pending_ids_.size(); }
+  bool removed(DocId d) const noexcept { return !removed_.empty() && removed_[d]; }
+  std::string_view id(DocId d) const noexcept;
+
+  /// The live documents sharing a band with q whose similarity (exact Jaccard with stored sets,
+  /// or the signature estimate) is >= threshold, by decreasing similarity, then DocId. Throws
+  /// FormatError if a stored set fails its checksum.
+  void query(const IndexSketch& q, double threshold, std::vector<IndexMatch>& out) const;
+
+  /// Adds a document; returns its DocId. The id must not be live in the index already
+  /// (contains() tells), which the caller checks so it can say what to do.
+  DocId insert(std::string_view id, IndexSketch sketch);
+  /// The live document with this id, if any.
+  bool contains(std::string_view id) const;
+  /// Removes the live documents with these ids; returns how many were found.
+  size_t remove(std::span<const std::string> ids);
+
+  /// Writes the index to `path` atomically (temporary file, fsync, rename); removed documents
+  /// are dropped and the rest keep their order.
+  void save(const std::string& path) const;
+
+  IndexStats stats() const;
+
+ private:
+  struct Mapping;
+  std::span<const ShingleHash> set_of(DocId d) const;
+  std::span<const SigValue> sig_of(DocId d) const noexcept;
+  void build_id_map() const;
+
+  PipelineSpec spec_;
+  size_t num_perm_ = 0;
+  // The saved part (memory-mapped): base_n_ documents.
+  std::unique_ptr<Mapping> map_;
+  size_t base_n_ = 0;
+  std::span<const uint64_t> id_ends_;
+  std::string_view id_blob_;
+  std::span<const SigValue> sigs_;
+  std::span<const uint64_t> set_ends_, set_sums_;
+  std::span<const ShingleHash> set_values_;
+  std::span<const uint64_t> band_keys_;  // bands x base_n_, each band sorted by (key, doc)
+  std::span<const DocId> band_docs_;
+  // Inserted since: their ids, signatures, sets, and a hash table per band.
+  std::vector<std::string> pending_ids_;
+  std::vector<SigValue> pending_sigs_;
+  std::vector<std::vector<ShingleHash>> pending_sets_;
+  std::vector<std::unordered_multimap<uint64_t, DocId>> pending_bands_;
+  std::vector<uint8_t> removed_;  // per slot, empty while nothing is removed
+  size_t live_ = 0;
+  mutable std::unordered_map<std::string_view, DocId> id_map_;  // built on first need
+  mutable bool id_map_built_ = false;
+};
+
+/// What to do when a document to insert has the id of a live indexed one.
+enum class OnDuplicateId { Error, Skip, Replace };
+
+struct WalkOptions {
+  double threshold = 0.0;     ///< near-duplicate when the similarity is >= this
+  bool insert_new = true;     ///< insert each document that is not a near-duplicate
+  OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
+  int threads = 1;            ///< sketching threads (the walk itself is sequential)
+};
+
+/// One document of a walk: its record (valid during the callback) and its best match, if any.
+struct WalkRecord {
+  io::Record record;
+  const IndexMatch* match = nullptr;  ///< the best match; null: not a near-duplicate
+  std::span<const IndexMatch> matches;  ///< every match, best first
+  bool inserted = false;
+  bool id_skipped = false;            ///< not inserted: its id was indexed (OnDuplicateId::Skip)
+};
+
+struct WalkStats {
+  uint64_t documents = 0, duplicates = 0, inserted = 0, replaced = 0, id_skipped = 0, empty = 0;
+};
+
+/// Seed 003's online walk: each document of the inputs in order is queried against the index
+/// (including the documents the walk inserted before it), then, unless it is a near-duplicate,
+/// inserted. `fn` sees every document in input order. Documents are read and sketched in
+/// batches on `threads` threads. Throws FormatError naming the record for a duplicate id under
+/// OnDuplicateId::Error.
+WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::ReaderOptions& reader,
+                     const WalkOptions& options, const std::function<void(const WalkRecord&)>& fn);
+
+/// Holds an exclusive advisory lock on PATH.lock while alive (index updates). Throws IoError if
+/// the lock file cannot be created.
+class IndexLock {
+ public:
+  explicit IndexLock(const std::string& index_path);
+  ~IndexLock();
+  IndexLock(const IndexLock&) = delete;
+  IndexLock& operator=(const IndexLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace neardup

@@ -1,0 +1,296 @@
+// `neardup index create|add|query|remove|stats` and `neardup dedup --against IDX`: a persistent
+// near-duplicate index (neardup/index.h).
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "options.h"
+
+namespace neardup::cli {
+namespace {
+
+struct IndexOptions {
+  Options common;
+  std::string index;
+  bool force = false;
+  bool dedup = false;
+  std::string output;
+  std::vector<std::string> ids;
+  std::string ids_from;
+  bool json = false;
+  bool skip_same_id = false;
+  OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
+};
+
+}  // namespace
+
+void add_on_duplicate_id(CLI::App* cmd, OnDuplicateId& v) {
+  cmd->add_option("--on-duplicate-id", v,
+                  "A document whose id is already indexed: error (stop), skip (keep the indexed one) or replace it")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, OnDuplicateId>{{"error", OnDuplicateId::Error},
+                                                                             {"skip", OnDuplicateId::Skip},
+                                                                             {"replace", OnDuplicateId::Replace}}))
+      ->default_str("error");
+}
+
+namespace {
+
+int threads_of(const Options& o) { return o.threads ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+void print_walk(const char* what, const WalkStats& st, const NearDupIndex& idx, const std::string& path, bool quiet) {
+  if (quiet) return;
+  std::fprintf(stderr,
+               "neardup: %s: %llu documents (%llu empty), %llu near-duplicates, %llu inserted (%llu replaced, %llu "
+               "skipped for their id); %s holds %zu documents\n",
+               what, static_cast<unsigned long long>(st.documents), static_cast<unsigned long long>(st.empty),
+               static_cast<unsigned long long>(st.duplicates), static_cast<unsigned long long>(st.inserted),
+               static_cast<unsigned long long>(st.replaced), static_cast<unsigned long long>(st.id_skipped), path.c_str(),
+               idx.size());
+}
+
+int run_create(const CLI::App* cmd, const IndexOptions& o) {
+  const PipelineSpec spec = make_spec(cmd, o.common);
+  struct stat st {};
+  if (!o.force && ::stat(o.index.c_str(), &st) == 0)
+    throw UsageError(o.index + ": already exists; pass --force to replace it with an empty index");
+  IndexLock lock(o.index);
+  NearDupIndex idx(spec);
+  idx.save(o.index);
+  if (!o.common.quiet) std::fprintf(stderr, "neardup: created %s [%s]\n", o.index.c_str(), idx.spec().to_string().c_str());
+  return kExitOk;
+}
+
+int run_add(const IndexOptions& o) {
+  IndexLock lock(o.index);
+  auto idx = NearDupIndex::open(o.index);
+  io::InputSet in(o.common.inputs, o.common.reader.format);
+  std::unique_ptr<io::AtomicFile> out;
+  if (o.dedup) out = std::make_unique<io::AtomicFile>(o.output.empty() ? "-" : o.output);
+  WalkOptions w;
+  w.threshold = idx->spec().threshold;
+  w.on_duplicate_id = o.on_duplicate_id;
+  w.threads = threads_of(o.common);
+  w.insert_new = true;
+  std::string line;
+  // Without --dedup every document is added: the threshold is above any similarity.
+  if (!o.dedup) w.threshold = 2.0;
+  const WalkStats st = index_walk(*idx, in, o.common.reader, w, [&](const WalkRecord& r) {
+    if (!out || !r.match) return;
+    line.assign(r.record.id).push_back('\t');
+    line.append(idx->id(r.match->doc)).push_back('\t');
+    append_similarity(line, r.match->similarity);
+    line.push_back('\n');
+    out->write(line);
+  });
+  // The index is replaced only after the walk's output is complete.
+  if (out) out->commit();
+  idx->save(o.index);
+  print_walk("index add", st, *idx, o.index, o.common.quiet);
+  return kExitOk;
+}
+
+int run_query(const CLI::App* cmd, const IndexOptions& o) {
+  auto idx = NearDupIndex::open(o.index);
+  const double threshold = cmd->count("--threshold") ? o.common.threshold : idx->spec().threshold;
+  io::InputSet in(o.common.inputs, o.common.reader.format);
+  io::AtomicFile out(o.output.empty() ? "-" : o.output);
+  WalkOptions w;
+  w.threshold = threshold;
+  w.insert_new = false;
+  w.threads = threads_of(o.common);
+  std::string line;
+  uint64_t lines = 0;
+  const WalkStats st = index_walk(*idx, in, o.common.reader, w, [&](const WalkRecord& r) {
+    for (const IndexMatch& m : r.matches) {
+      if (o.skip_same_id && idx->id(m.doc) == r.record.id) continue;
+      line.assign(r.record.id).push_back('\t');
+      line.append(idx->id(m.doc)).push_back('\t');
+      append_similarity(line, m.similarity);
+      line.push_back('\n');
+      out.write(line);
+      ++lines;
+    }
+  });
+  out.commit();
+  if (!o.common.quiet)
+    std::fprintf(stderr, "neardup: index query: %llu documents, %llu with near-duplicates in %s (%zu documents), %llu lines\n",
+                 static_cast<unsigned long long>(st.documents), static_cast<unsigned long long>(st.duplicates),
+                 o.index.c_str(), idx->size(), static_cast<unsigned long long>(lines));
+  return kExitOk;
+}
+
+int run_remove(const IndexOptions& o) {
+  std::vector<std::string> ids = o.ids;
+  if (!o.ids_from.empty()) {
+    std::ifstream f(o.ids_from);
+    if (!f) throw IoError(o.ids_from + ": cannot read the list of ids; check the path");
+    for (std::string line; std::getline(f, line);)
+      if (!line.empty()) ids.push_back(line);
+  }
+  if (ids.empty()) throw UsageError("index remove: give the ids to remove, or --ids-from FILE");
+  IndexLock lock(o.index);
+  auto idx = NearDupIndex::open(o.index);
+  const size_t found = idx->remove(ids);
+  idx->save(o.index);
+  if (!o.common.quiet)
+    std::fprintf(stderr, "neardup: index remove: %zu of %zu ids found and removed; %s holds %zu documents\n", found,
+                 ids.size(), o.index.c_str(), idx->size());
+  if (found < ids.size())
+    std::fprintf(stderr, "neardup: warning: %zu ids were not in the index\n", ids.size() - found);
+  return kExitOk;
+}
+
+int run_stats(const IndexOptions& o) {
+  auto idx = NearDupIndex::open(o.index);
+  const IndexStats s = idx->stats();
+  const double per_doc = s.documents ? static_cast<double>(s.file_bytes) / static_cast<double>(s.documents) : 0.0;
+  const LshParams p = idx->spec().lsh;
+  if (o.json) {
+    std::printf("{\"documents\": %llu, \"file_bytes\": %llu, \"bytes_per_document\": %.1f, \"id_bytes\": %llu, "
+                "\"signature_bytes\": %llu, \"band_bytes\": %llu, \"set_bytes\": %llu, \"shingles\": %llu, "
+                "\"largest_bucket\": %llu, \"format_version\": %u, \"spec\": \"%s\"}\n",
+                static_cast<unsigned long long>(s.documents), static_cast<unsigned long long>(s.file_bytes), per_doc,
+                static_cast<unsigned long long>(s.id_bytes), static_cast<unsigned long long>(s.signature_bytes),
+                static_cast<unsigned long long>(s.band_bytes), static_cast<unsigned long long>(s.set_bytes),
+                static_cast<unsigned long long>(s.shingles), static_cast<unsigned long long>(s.largest_bucket),
+                kIndexFormatVersion, idx->spec().to_string().c_str());
+    return kExitOk;
+  }
+  std::printf("index:         %s (format version %u)\n", o.index.c_str(), kIndexFormatVersion);
+  std::printf("spec:          %s\n", idx->spec().to_string().c_str());
+  std::printf("documents:     %llu\n", static_cast<unsigned long long>(s.documents));
+  std::printf("file:          %llu bytes (%.1f per document)\n", static_cast<unsigned long long>(s.file_bytes), per_doc);
+  std::printf("  ids:         %llu bytes\n", static_cast<unsigned long long>(s.id_bytes));
+  std::printf("  signatures:  %llu bytes (%d values of 4 bytes per document)\n",
+              static_cast<unsigned long long>(s.signature_bytes), idx->spec().num_perm);
+  std::printf("  bands:       %llu bytes (%d bands of %d rows, 12 bytes per document per band)\n",
+              static_cast<unsigned long long>(s.band_bytes), p.bands, p.rows);
+  std::printf("  sets:        %llu bytes (%llu shingles; %s)\n", static_cast<unsigned long long>(s.set_bytes),
+              static_cast<unsigned long long>(s.shingles),
+              idx->spec().verify == VerifyMode::Exact ? "exact verification" : "none: estimate verification");
+  std::printf("largest bucket: %llu documents\n", static_cast<unsigned long long>(s.largest_bucket));
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_dedup_against(const CLI::App* cmd, const Options& o) {
+  const std::string& against = o.against;
+  const bool add_kept = o.add_kept;
+  std::unique_ptr<IndexLock> lock;
+  if (add_kept) lock = std::make_unique<IndexLock>(against);
+  auto idx = NearDupIndex::open(against);
+  // The documents are sketched as the index's were: a flag that says otherwise is an error.
+  const PipelineSpec& is = idx->spec();
+  const PipelineSpec given = make_spec(cmd, o);
+  const auto differs = [&](const char* flag, bool same) {
+    if (cmd->count(flag) && !same)
+      throw UsageError(std::string(flag) + " differs from the index " + against + ", built with '" + is.to_string() +
+                       "'; drop the flag (the index's parameters apply)");
+  };
+  differs("--shingle", given.shingle.k == is.shingle.k && given.shingle.kind == is.shingle.kind);
+  differs("--chars", given.shingle.k == is.shingle.k && given.shingle.kind == is.shingle.kind);
+  differs("--num-perm", given.num_perm == is.num_perm);
+  differs("--bands", given.lsh == is.lsh);
+  differs("--rows", given.lsh == is.lsh);
+  differs("--seed", given.shingle.seed == is.shingle.seed);
+  differs("--method", given.method == is.method);
+  differs("--verify", given.verify == is.verify);
+  differs("--spec", given.shingle.k == is.shingle.k && given.num_perm == is.num_perm && given.shingle.seed == is.shingle.seed);
+  if (!o.clusters.empty()) throw UsageError("--clusters does not apply with --against (removed documents name their match in --removed)");
+  io::InputSet in(o.inputs, o.reader.format);
+  if (!in.all_jsonl() && !in.all_text())
+    throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run; run it once per kind, or force one with --format");
+  const size_t indexed = idx->slots();
+  io::AtomicFile out(o.output.empty() ? "-" : o.output);
+  std::unique_ptr<io::AtomicFile> removed;
+  if (!o.removed.empty()) removed = std::make_unique<io::AtomicFile>(o.removed);
+  WalkOptions w;
+  w.threshold = cmd->count("--threshold") ? o.threshold : is.threshold;
+  w.insert_new = true;  // later documents of NEW are compared with the kept earlier ones
+  w.on_duplicate_id = add_kept ? o.on_duplicate_id : OnDuplicateId::Skip;
+  w.threads = threads_of(o);
+  std::string line;
+  const WalkStats st = index_walk(*idx, in, o.reader, w, [&](const WalkRecord& r) {
+    if (!r.match) {
+      out.write(r.record.raw);
+      out.put('\n');
+      return;
+    }
+    if (!removed) return;
+    line.assign(r.record.id).push_back('\t');
+    line.append(idx->id(r.match->doc)).push_back('\t');
+    append_similarity(line, r.match->similarity);
+    line.append(r.match->doc < indexed ? "\tindex\n" : "\tinput\n");
+    removed->write(line);
+  });
+  out.commit();
+  if (removed) removed->commit();
+  if (add_kept) idx->save(against);
+  if (!o.quiet)
+    std::fprintf(stderr, "neardup: dedup --against %s: %llu documents, %llu removed, %llu kept%s\n", against.c_str(),
+                 static_cast<unsigned long long>(st.documents), static_cast<unsigned long long>(st.duplicates),
+                 static_cast<unsigned long long>(st.documents - st.duplicates),
+                 add_kept ? (", added to the index (now " + std::to_string(idx->size()) + " documents)").c_str() : "");
+  return kExitOk;
+}
+
+void add_index(CLI::App& app, std::function<int()>& run) {
+  CLI::App* index = app.add_subcommand("index", "A persistent near-duplicate index: create, add, query, remove, stats");
+  index->require_subcommand(1);
+
+  auto c = std::make_shared<IndexOptions>();
+  CLI::App* create = index->add_subcommand("create", "Create an empty index with the sketch, shingle and threshold options of pairs");
+  create->add_option("index", c->index, "Index file")->required();
+  add_sketch_options(create, c->common);
+  create->add_flag("--force", c->force, "Replace an existing index");
+  create->add_flag("-q,--quiet", c->common.quiet, "No summary on stderr");
+  create->callback([&run, create, c] { run = [=] { return run_create(create, *c); }; });
+
+  auto a = std::make_shared<IndexOptions>();
+  CLI::App* add = index->add_subcommand("add", "Add documents; with --dedup, only those that are not near-duplicates of indexed ones");
+  add->add_option("index", a->index, "Index file")->required();
+  add->add_option("inputs", a->common.inputs, "JSONL files, plain-text files, directories, or - for stdin")->required();
+  add->add_flag("--dedup", a->dedup,
+                "Query each document first, in order, and add it only if it has no near-duplicate (the online walk); "
+                "write new_id TAB indexed_id TAB similarity for the others");
+  add->add_option("-o,--output", a->output, "With --dedup: where to write what duplicated what (default: stdout)");
+  add_on_duplicate_id(add, a->on_duplicate_id);
+  add_reader_options(add, a->common);
+  add_run_options(add, a->common);
+  add->callback([&run, a] { run = [=] { return run_add(*a); }; });
+
+  auto q = std::make_shared<IndexOptions>();
+  CLI::App* query = index->add_subcommand("query", "For each input document, its near-duplicates in the index: query_id TAB index_id TAB similarity");
+  query->add_option("index", q->index, "Index file")->required();
+  query->add_option("inputs", q->common.inputs, "JSONL files, plain-text files, directories, or - for stdin")->required();
+  query->add_option("-t,--threshold", q->common.threshold, "Similarity threshold (default: the index's)")->check(CLI::Range(0.0, 1.0));
+  query->add_option("-o,--output", q->output, "Output file (default: stdout)");
+  query->add_flag("--skip-same-id", q->skip_same_id, "Do not report an indexed document with the query's own id");
+  add_reader_options(query, q->common);
+  add_run_options(query, q->common);
+  query->callback([&run, query, q] { run = [=] { return run_query(query, *q); }; });
+
+  auto r = std::make_shared<IndexOptions>();
+  CLI::App* remove = index->add_subcommand("remove", "Remove documents by id");
+  remove->add_option("index", r->index, "Index file")->required();
+  remove->add_option("ids", r->ids, "Document ids");
+  remove->add_option("--ids-from", r->ids_from, "A file of ids, one per line");
+  remove->add_flag("-q,--quiet", r->common.quiet, "No summary on stderr");
+  remove->callback([&run, r] { run = [=] { return run_remove(*r); }; });
+
+  auto s = std::make_shared<IndexOptions>();
+  CLI::App* stats = index->add_subcommand("stats", "Print what an index holds and its size");
+  stats->add_option("index", s->index, "Index file")->required();
+  stats->add_flag("--json", s->json, "One JSON object");
+  stats->callback([&run, s] { run = [=] { return run_stats(*s); }; });
+}
+
+}  // namespace neardup::cli

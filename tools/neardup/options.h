@@ -1,0 +1,86 @@
+// Options shared by the commands that sketch documents (pairs, dedup, index).
+#pragma once
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "neardup/neardup.h"
+
+namespace neardup::cli {
+
+struct Options {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string removed, clusters;
+  std::string spec;
+  double threshold = kDefaultThreshold;
+  int shingle = kDefaultShingle;
+  int chars = 0;
+  int num_perm = kDefaultNumPerm;
+  SketchMethod method = SketchMethod::MinHash;
+  int sketch_size = kDefaultSketchSize;
+  int hamming = kDefaultHamming;
+  SimHashWeights weights = SimHashWeights::Set;
+  size_t top = 0;
+  int bands = 0, rows = 0;
+  uint64_t seed = kDefaultSeed;
+  VerifyMode verify = VerifyMode::Exact;
+  KeepPolicy keep = KeepPolicy::First;
+  io::ReaderOptions reader;
+  int threads = 0;
+  bool quiet = false;
+  bool show_stats = false;
+  std::string against;  ///< dedup: an index to deduplicate against
+  bool add_kept = false;
+  OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
+};
+
+// Throttled one-line progress on stderr, only when stderr is a terminal.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled && ::isatty(2)) {}
+  ~ProgressBar() { clear(); }
+  void update(const Progress& p) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double pct = p.bytes_total ? 100.0 * static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total) : 0;
+    std::fprintf(stderr, "\r\033[K%-7s %5.1f%%  %.1f / %.1f MB  %llu documents", p.stage, pct > 100 ? 100 : pct,
+                 static_cast<double>(p.bytes_done) / 1e6, static_cast<double>(p.bytes_total) / 1e6,
+                 static_cast<unsigned long long>(p.documents));
+    shown_ = true;
+  }
+  void clear() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+/// --on-duplicate-id error|skip|replace.
+void add_on_duplicate_id(CLI::App* cmd, OnDuplicateId& v);
+/// dedup --against IDX: the online walk of NEW against the index (cmd_index.cpp).
+int run_dedup_against(const CLI::App* cmd, const Options& o);
+
+/// --threshold, --shingle, --chars, --method and the sketch sizes, --bands/--rows, --seed,
+/// --spec, --verify.
+void add_sketch_options(CLI::App* cmd, Options& o);
+/// --text-field, --id-field, --format, --on-error.
+void add_reader_options(CLI::App* cmd, Options& o);
+/// -j, --quiet, --stats.
+void add_run_options(CLI::App* cmd, Options& o);
+/// The spec from --spec and the flags given (flags override the spec). Throws UsageError.
+PipelineSpec make_spec(const CLI::App* cmd, const Options& o);
+
+}  // namespace neardup::cli
