@@ -146,6 +146,22 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
                                     h.sections[kSetValues].bytes,
                                     n * h.bands * 8,
                                     n * h.bands * 4};
+  // Every byte is covered: the header page past the header and the padding between sections
+  // must be zero, so that no flipped bit goes unnoticed.
+  const auto zero = [&](uint64_t from, uint64_t to) {
+    for (uint64_t i = from; i < to; ++i)
+      if (base[i]) return false;
+    return true;
+  };
+  if (!zero(sizeof(Header), kHeaderBytes)) throw bad("non-zero bytes after the header");
+  for (int s = 0; s < kSections; ++s) {
+    const SectionEntry& e = h.sections[s];
+    const uint64_t next = s + 1 < kSections ? h.sections[s + 1].offset : h.file_bytes;
+    if (e.offset > bytes || e.bytes > bytes - e.offset || next > bytes)
+      throw bad(std::string("section '") + kSectionNames[s] + "' is out of place");
+    if (next < e.offset + e.bytes || next - (e.offset + e.bytes) >= kAlign || !zero(e.offset + e.bytes, next))
+      throw bad(std::string("bad padding after section '") + kSectionNames[s] + "'");
+  }
   for (int s = 0; s < kSections; ++s) {
     const SectionEntry& e = h.sections[s];
     if (e.bytes != want[s] || e.offset % kAlign != 0 || e.offset < kHeaderBytes || e.offset > bytes || e.bytes > bytes - e.offset)

@@ -1,0 +1,248 @@
+#include "neardup/index.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+
+#include "neardup/error.h"
+#include "neardup/lsh_index.h"
+#include "neardup/pipeline.h"
+#include "test_util.h"
+
+using namespace neardup;
+using namespace neardup::test;
+
+namespace {
+
+using Pair = std::pair<std::string, std::string>;
+
+// Families of documents: a base text and copies with a fraction of their words replaced, so
+// that similarities spread over the whole range; some empty documents.
+std::string make_corpus(uint64_t seed, size_t families, const std::string& prefix = "d") {
+  std::mt19937_64 rng(seed);
+  std::string out;
+  size_t n = 0;
+  for (size_t f = 0; f < families; ++f) {
+    const auto base = random_words(rng, 40 + rng() % 80, 3000);
+    const size_t copies = rng() % 4;
+    for (size_t c = 0; c <= copies; ++c) {
+      auto w = base;
+      const double edit = c == 0 ? 0.0 : 0.02 * static_cast<double>(rng() % 15);
+      for (auto& x : w)
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < edit) x = "e" + std::to_string(rng() % 100000);
+      out += "{\"id\": \"" + prefix + std::to_string(n++) + "\", \"text\": \"" + join(w) + "\"}\n";
+    }
+    if (f % 37 == 0) out += "{\"id\": \"" + prefix + std::to_string(n++) + "\", \"text\": \" ... \"}\n";
+  }
+  return out;
+}
+
+PipelineSpec spec_of(const std::string& s) { return PipelineSpec::parse(s).resolved(); }
+
+void add_all(NearDupIndex& idx, const std::string& path) {
+  io::InputSet in({path}, io::InputFormat::Auto);
+  WalkOptions w;
+  w.threshold = 2.0;  // everything is inserted
+  w.threads = 2;
+  index_walk(idx, in, {}, w, [](const WalkRecord&) {});
+}
+
+// Every (query id, indexed id) pair, query ids from the file, ids different.
+std::map<Pair, double> query_all(const NearDupIndex& idx, const std::string& path, double t) {
+  std::map<Pair, double> out;
+  IndexSketcher sk(idx.spec());
+  IndexSketch s;
+  std::vector<IndexMatch> m;
+  io::InputSet in({path}, io::InputFormat::Auto);
+  io::RecordReader rr(in, {});
+  io::Record r;
+  while (rr.next(r)) {
+    sk.sketch(r.text, s);
+    idx.query(s, t, m);
+    for (const auto& x : m)
+      if (idx.id(x.doc) != r.id) out[{std::string(r.id), std::string(idx.id(x.doc))}] = x.similarity;
+  }
+  return out;
+}
+
+// The oracle: every ordered pair of documents that shares a band and has similarity >= t.
+std::map<Pair, double> brute_force(const std::string& path, const PipelineSpec& spec, double t) {
+  IndexSketcher sk(spec);
+  std::vector<std::string> ids;
+  std::vector<IndexSketch> sk_all;
+  io::InputSet in({path}, io::InputFormat::Auto);
+  io::RecordReader rr(in, {});
+  io::Record r;
+  while (rr.next(r)) {
+    ids.emplace_back(r.id);
+    sk_all.emplace_back();
+    sk.sketch(r.text, sk_all.back());
+  }
+  std::map<Pair, double> out;
+  for (size_t a = 0; a < ids.size(); ++a)
+    for (size_t b = 0; b < ids.size(); ++b) {
+      if (a == b || sk_all[a].set.empty() || sk_all[b].set.empty()) continue;
+      if (!share_band(sk_all[a].sig, sk_all[b].sig, spec.lsh)) continue;
+      const double s = spec.verify == VerifyMode::Exact ? jaccard(sk_all[a].set, sk_all[b].set)
+                                                        : estimate_jaccard(sk_all[a].sig, sk_all[b].sig);
+      if (s + kSimilarityEpsilon >= t) out[{ids[a], ids[b]}] = s;
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST(Index, QueryEqualsBruteForceAndBatchPairsBeforeAndAfterReopening) {
+  TempDir dir;
+  const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx");
+  write_file(data, make_corpus(1, 150));
+  for (const std::string s : {"words:3 minhash:64 lsh:16x4 verify:0.5", "words:2 minhash:128 verify:0.7",
+                              "words:3 minhash:64 lsh:8x8 estimate:0.6"}) {
+    const PipelineSpec spec = spec_of(s);
+    const auto want = brute_force(data, spec, spec.threshold);
+    ASSERT_GT(want.size(), 50u) << s;  // the families give many pairs
+    NearDupIndex idx(spec);
+    add_all(idx, data);
+    EXPECT_EQ(query_all(idx, data, spec.threshold), want) << s << " (in memory)";
+    idx.save(path);
+    const auto re = NearDupIndex::open(path);
+    EXPECT_EQ(re->spec().to_string(), spec.to_string());
+    EXPECT_EQ(re->size(), idx.size());
+    EXPECT_EQ(query_all(*re, data, spec.threshold), want) << s << " (reopened)";
+    // Batch pairs on the same data finds the same pairs with the same similarities.
+    RunOptions ro;
+    ro.spec = spec;
+    ro.threads = 2;
+    Pipeline p({data}, ro);
+    p.run(Pipeline::Mode::Pairs);
+    std::map<Pair, double> batch;
+    for (const auto& x : p.pairs()) {
+      batch[{std::string(p.id(x.a)), std::string(p.id(x.b))}] = x.similarity;
+      batch[{std::string(p.id(x.b)), std::string(p.id(x.a))}] = x.similarity;
+    }
+    EXPECT_EQ(batch, want) << s << " (batch pairs)";
+  }
+}
+
+TEST(Index, RemoveAndAddAcrossSaves) {
+  TempDir dir;
+  const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx");
+  write_file(data, make_corpus(2, 60));
+  const PipelineSpec spec = spec_of("words:3 minhash:64 lsh:16x4 verify:0.5");
+  NearDupIndex idx(spec);
+  add_all(idx, data);
+  idx.save(path);
+  auto re = NearDupIndex::open(path);
+  const std::vector<std::string> gone = {"d0", "d3", "d10", "nope"};
+  EXPECT_EQ(re->remove(gone), 3u);
+  EXPECT_FALSE(re->contains("d3"));
+  EXPECT_TRUE(re->contains("d4"));
+  const auto before = query_all(*re, data, 0.5);
+  for (const auto& [k, v] : before) EXPECT_TRUE(k.second != "d0" && k.second != "d3" && k.second != "d10");
+  re->save(path);
+  auto again = NearDupIndex::open(path);
+  EXPECT_EQ(again->size(), re->size());
+  EXPECT_EQ(query_all(*again, data, 0.5), before);
+  // Re-adding a removed id is fine; a live id is not (the walk refuses it by name).
+  IndexSketcher sk(spec);
+  IndexSketch s;
+  sk.sketch("w1 w2 w3 w4", s);
+  again->insert("d3", s);
+  EXPECT_TRUE(again->contains("d3"));
+  io::InputSet in({data}, io::InputFormat::Auto);
+  WalkOptions w;
+  w.threshold = 2.0;
+  EXPECT_THROW(index_walk(*again, in, {}, w, [](const WalkRecord&) {}), FormatError);
+}
+
+TEST(Index, DamagedFilesAreRefused) {
+  TempDir dir;
+  const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx"), bad = dir.file("bad.ndx");
+  write_file(data, make_corpus(3, 40));
+  NearDupIndex idx(spec_of("words:3 minhash:32 lsh:8x4 verify:0.5"));
+  add_all(idx, data);
+  idx.save(path);
+  const std::string good = read_file(path);
+  ASSERT_NO_THROW(NearDupIndex::open(path));
+  // Truncated anywhere, or grown.
+  for (size_t len : {size_t{0}, size_t{100}, size_t{4096}, good.size() / 2, good.size() - 1}) {
+    write_file(bad, good.substr(0, len));
+    EXPECT_THROW(NearDupIndex::open(bad), FormatError) << "truncated to " << len;
+  }
+  write_file(bad, good + "x");
+  EXPECT_THROW(NearDupIndex::open(bad), FormatError);
+  // A flipped bit anywhere is refused at open, or, in the shingle values, when the document is
+  // verified (every document is queried here).
+  std::mt19937_64 rng(4);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string b = good;
+    const size_t pos = trial < 100 ? rng() % 4096 : rng() % b.size();
+    b[pos] = static_cast<char>(b[pos] ^ (1 << (rng() % 8)));
+    write_file(bad, b);
+    bool refused = false;
+    try {
+      const auto x = NearDupIndex::open(bad);
+      query_all(*x, data, 0.0);
+    } catch (const FormatError&) {
+      refused = true;
+    }
+    EXPECT_TRUE(refused) << "bit flipped at byte " << pos << " of " << b.size();
+  }
+  write_file(bad, "not an index at all");
+  EXPECT_THROW(NearDupIndex::open(bad), FormatError);
+  EXPECT_THROW(NearDupIndex::open(dir.file("missing.ndx")), IoError);
+}
+
+TEST(Index, AKillDuringAddLeavesThePreviousIndex) {
+  TempDir dir;
+  const std::string small = dir.file("s.jsonl"), big = dir.file("b.jsonl"), path = dir.file("c.ndx");
+  write_file(small, make_corpus(5, 30));
+  write_file(big, make_corpus(6, 3000, "big"));
+  const PipelineSpec spec = spec_of("words:3 minhash:64 lsh:16x4 verify:0.5");
+  {
+    NearDupIndex idx(spec);
+    add_all(idx, small);
+    idx.save(path);
+  }
+  const auto before = query_all(*NearDupIndex::open(path), small, 0.5);
+  const size_t before_size = NearDupIndex::open(path)->size();
+  int killed_mid = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {  // the child: add a big input, save, exit
+      try {
+        IndexLock lock(path);
+        auto idx = NearDupIndex::open(path);
+        add_all(*idx, big);
+        idx->save(path + ".other");  // never replaces the index under test
+        idx->save(path);
+      } catch (...) {
+        ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    ::usleep(static_cast<useconds_t>(20000 + 40000 * trial));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) {
+      ++killed_mid;
+      const auto re = NearDupIndex::open(path);  // loads
+      EXPECT_EQ(re->size(), before_size);
+      EXPECT_EQ(query_all(*re, small, 0.5), before);
+    } else {
+      // The child finished before the kill (and replaced the index): later trials would only
+      // wait longer.
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+      break;
+    }
+  }
+  EXPECT_GT(killed_mid, 0);
+}
