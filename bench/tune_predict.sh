@@ -22,7 +22,7 @@ for c in json.load(open(sys.argv[1]))["sample"]["considered"]:
     print(c["bands"], c["rows"], c["predicted_candidates"])
 PY
   while read -r b r pred; do
-    "$bin" index create "$work/i.ndx" --force --shingle 3 --bands "$b" --rows "$r" --verify estimate --threshold 0 -q
+    "$bin" index create "$work/i.ndx" --force --shingle 3 --bands "$b" --rows "$r" --verify estimate --threshold 0.0001 -q
     "$bin" index add "$work/i.ndx" "$corpus" -q
     obs=$("$bin" index query "$work/i.ndx" "$corpus" --skip-same-id -q | wc -l)
     obs=$((obs / 2))

@@ -135,9 +135,13 @@ LshChoice lsh_tune_threshold(double threshold, int num_perm, double min_recall) 
 void SimilaritySample::add_all_pairs(std::span<const std::vector<uint64_t>> sets, int threads) {
   const size_t n = sets.size();
   std::vector<std::vector<uint64_t>> per_row(n);
+  std::vector<std::vector<double>> per_row_sum(n);
+  std::vector<uint64_t> per_row_zero(n, 0);
   internal::parallel_for(n, threads, [&](size_t i, size_t) {
     auto& h = per_row[i];
+    auto& hs = per_row_sum[i];
     h.assign(kBins, 0);
+    hs.assign(kBins, 0.0);
     for (size_t j = i + 1; j < n; ++j) {
       const auto& a = sets[i];
       const auto& b = sets[j];
@@ -146,11 +150,22 @@ void SimilaritySample::add_all_pairs(std::span<const std::vector<uint64_t>> sets
         const auto inter = static_cast<double>(internal::count_common(a.data(), a.size(), b.data(), b.size()));
         s = inter / (static_cast<double>(a.size() + b.size()) - inter);
       }
-      ++h[std::min<size_t>(kBins - 1, static_cast<size_t>(s * kBins))];
+      if (s == 0.0) {
+        ++per_row_zero[i];
+        continue;
+      }
+      const size_t k = std::min<size_t>(kBins - 1, static_cast<size_t>(s * kBins));
+      ++h[k];
+      hs[k] += s;
     }
   });
-  for (const auto& h : per_row)
-    for (int k = 0; k < kBins; ++k) bins[k] += h[k];
+  for (size_t i = 0; i < n; ++i) {
+    for (int k = 0; k < kBins; ++k) {
+      bins[k] += per_row[i][k];
+      sums[k] += per_row_sum[i][k];
+    }
+    disjoint += per_row_zero[i];
+  }
   sample_docs += n;
 }
 
@@ -164,7 +179,7 @@ double SimilaritySample::predicted_candidates(const LshParams& p) const noexcept
   if (sp == 0) return 0.0;
   double sum = 0.0;
   for (int k = 0; k < kBins; ++k)
-    if (bins[k]) sum += static_cast<double>(bins[k]) * lsh_probability((k + 0.5) / kBins, p.bands, p.rows);
+    if (bins[k]) sum += static_cast<double>(bins[k]) * lsh_probability(sums[k] / static_cast<double>(bins[k]), p.bands, p.rows);
   const double n = static_cast<double>(corpus_docs);
   return sum / static_cast<double>(sp) * n * (n - 1) / 2.0;
 }
@@ -173,7 +188,7 @@ double SimilaritySample::expected_recall(const LshParams& p, double t) const noe
   double sum = 0.0, count = 0.0;
   for (int k = first_bin(t); k < kBins; ++k) {
     count += static_cast<double>(bins[k]);
-    sum += static_cast<double>(bins[k]) * lsh_probability(std::max(t, (k + 0.5) / kBins), p.bands, p.rows);
+    if (bins[k]) sum += static_cast<double>(bins[k]) * lsh_probability(sums[k] / static_cast<double>(bins[k]), p.bands, p.rows);
   }
   return count > 0 ? sum / count : -1.0;
 }

@@ -61,15 +61,17 @@ LshChoice lsh_tune_threshold(double threshold, int num_perm, double min_recall =
 /// The pair similarities of a sample, to predict what (b, r) will do on the whole corpus.
 struct SimilaritySample {
   static constexpr int kBins = 1000;
-  std::vector<uint64_t> bins = std::vector<uint64_t>(kBins, 0);  ///< pairs with s in [i, i+1) / kBins (s = 1 in the last)
+  std::vector<uint64_t> bins = std::vector<uint64_t>(kBins, 0);  ///< pairs with 0 < s, s in [i, i+1) / kBins (s = 1 in the last)
+  std::vector<double> sums = std::vector<double>(kBins, 0.0);    ///< the sum of their similarities
+  uint64_t disjoint = 0;  ///< pairs with s = 0 exactly (never candidates: P(0) = 0)
   uint64_t sample_docs = 0;
   uint64_t corpus_docs = 0;  ///< documents in the whole corpus
 
   /// Adds the Jaccard similarity of every pair of the given sorted, unique shingle sets.
   void add_all_pairs(std::span<const std::vector<uint64_t>> sets, int threads);
   uint64_t sample_pairs() const noexcept { return sample_docs < 2 ? 0 : sample_docs * (sample_docs - 1) / 2; }
-  /// The expected number of distinct candidate pairs in the corpus: the sampled pairs' mean P,
-  /// times the corpus's pairs.
+  /// The expected number of distinct candidate pairs in the corpus: the sampled pairs' mean P
+  /// (each bin's pairs at their mean similarity), times the corpus's pairs.
   double predicted_candidates(const LshParams& p) const noexcept;
   /// The expected fraction of the pairs with s >= t that become candidates; negative if the
   /// sample holds no such pair.
