@@ -420,7 +420,10 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
       w.record = {b.id, b.text, b.raw, b.source, b.line};
       ++st.documents;
       if (sketches[i].set.empty()) ++st.empty;
-      index.query(sketches[i], options.threshold, matches);
+      if (options.threshold <= 1.0)
+        index.query(sketches[i], options.threshold, matches);
+      else
+        matches.clear();  // nothing can be that similar: add without querying
       if (!matches.empty()) {
         w.match = &matches.front();
         w.matches = matches;

@@ -133,7 +133,7 @@ class NearDupIndex {
 enum class OnDuplicateId { Error, Skip, Replace };
 
 struct WalkOptions {
-  double threshold = 0.0;     ///< near-duplicate when the similarity is >= this
+  double threshold = 0.0;     ///< near-duplicate when the similarity is >= this; above 1: never (no query)
   bool insert_new = true;     ///< insert each document that is not a near-duplicate
   OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
   int threads = 1;            ///< sketching threads (the walk itself is sequential)
