@@ -2,6 +2,7 @@
 // to `limit_bytes` of text.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +28,25 @@ inline int64_t total_bytes(const std::vector<std::string>& texts) {
   int64_t b = 0;
   for (const auto& t : texts) b += static_cast<int64_t>(t.size());
   return b;
+}
+
+/// Up to n pieces of about `piece` bytes of the corpus's documents, cut at the next space or
+/// newline (for benchmarks that need many short real documents from a few long ones).
+inline std::vector<std::string> load_pieces(const std::string& path, size_t n, size_t piece) {
+  std::vector<std::string> out;
+  io::InputSet in({path}, io::InputFormat::Auto);
+  io::RecordReader r(in, {});
+  io::Record rec;
+  while (out.size() < n && r.next(rec)) {
+    const std::string_view t = rec.text;
+    for (size_t pos = 0; pos < t.size() && out.size() < n;) {
+      size_t end = std::min(t.size(), pos + piece);
+      while (end < t.size() && t[end] != ' ' && t[end] != '\n') ++end;
+      out.emplace_back(t.substr(pos, end - pos));
+      pos = end + 1;
+    }
+  }
+  return out;
 }
 
 }  // namespace neardup::bench

@@ -13,6 +13,7 @@
 
 #include "neardup/neardup.h"
 #include "../src/internal/parallel.h"
+#include "bench_corpus.h"
 
 using namespace neardup;
 using Clock = std::chrono::steady_clock;
@@ -31,21 +32,9 @@ int main(int argc, char** argv) {
   const int threads = argc > 5 ? std::atoi(argv[5]) : 2;
   const size_t nq = std::min<size_t>(n, argc > 6 ? std::strtoull(argv[6], nullptr, 10) : 100000);
 
-  std::vector<std::string> texts;
-  io::InputSet in({corpus}, io::InputFormat::Auto);
-  io::RecordReader rr(in, {});
-  io::Record rec;
+  const std::vector<std::string> texts = bench::load_pieces(corpus, n, piece);
   size_t bytes = 0;
-  while (texts.size() < n && rr.next(rec)) {
-    const std::string_view t = rec.text;
-    for (size_t pos = 0; pos < t.size() && texts.size() < n;) {
-      size_t end = std::min(t.size(), pos + piece);
-      while (end < t.size() && t[end] != ' ' && t[end] != '\n') ++end;
-      texts.emplace_back(t.substr(pos, end - pos));
-      bytes += end - pos;
-      pos = end + 1;
-    }
-  }
+  for (const auto& t : texts) bytes += t.size();
   std::printf("%zu documents, %.1f MB, spec %s\n", texts.size(), bytes / 1e6, spec.to_string().c_str());
 
   std::vector<IndexSketch> sk(texts.size());

@@ -26,18 +26,11 @@ static std::vector<uint64_t> real_fingerprints(const std::string& path, size_t n
   SimHasher hasher;
   std::vector<ShingleHash> s;
   std::vector<uint64_t> out;
-  io::InputSet in({path}, io::InputFormat::Auto);
-  io::RecordReader r(in, {});
-  io::Record rec;
-  while (out.size() < n && r.next(rec)) {
-    const std::string_view t = rec.text;
-    for (size_t pos = 0; pos < t.size() && out.size() < n;) {
-      size_t end = std::min(t.size(), pos + piece);
-      while (end < t.size() && t[end] != ' ' && t[end] != '\n') ++end;
-      sh.shingles(t.substr(pos, end - pos), s);
-      if (s.size() >= 8) out.push_back(hasher(s));
-      pos = end + 1;
-    }
+  // Pieces with fewer than 8 shingles are left out, so more are read than kept.
+  for (const auto& t : bench::load_pieces(path, n + n / 4, piece)) {
+    if (out.size() == n) break;
+    sh.shingles(t, s);
+    if (s.size() >= 8) out.push_back(hasher(s));
   }
   return out;
 }
