@@ -217,10 +217,10 @@ std::span<const ShingleHash> NearDupIndex::set_of(DocId d) const {
 void NearDupIndex::query(const IndexSketch& q, double threshold, std::vector<IndexMatch>& out) const {
   out.clear();
   if (q.set.empty()) return;  // an empty document is never similar to anything
-  const int bands = spec_.lsh.bands, rows = spec_.lsh.rows;
+  const int bands = spec_.lsh.bands;
   std::vector<DocId> cand;
   for (int b = 0; b < bands; ++b) {
-    const uint64_t key = band_key(std::span<const SigValue>(q.sig).subspan(static_cast<size_t>(b) * rows, rows), b, spec_.shingle.seed);
+    const uint64_t key = signature_band_key(q.sig, b, spec_.lsh, spec_.shingle.seed);
     if (base_n_) {
       const auto keys = band_keys_.subspan(static_cast<size_t>(b) * base_n_, base_n_);
       const auto [lo, hi] = std::equal_range(keys.begin(), keys.end(), key);
@@ -266,9 +266,7 @@ DocId NearDupIndex::insert(std::string_view doc_id, IndexSketch sketch) {
   // are stored but never bucketed, as in the batch pipeline.
   if (!is_empty_sig(sketch.sig))
     for (int b = 0; b < spec_.lsh.bands; ++b)
-      pending_bands_[b].emplace(band_key(std::span<const SigValue>(sketch.sig).subspan(static_cast<size_t>(b) * spec_.lsh.rows, spec_.lsh.rows),
-                                         b, spec_.shingle.seed),
-                                d);
+      pending_bands_[b].emplace(signature_band_key(sketch.sig, b, spec_.lsh, spec_.shingle.seed), d);
   if (!removed_.empty()) removed_.push_back(0);
   ++live_;
   if (id_map_built_) id_map_.emplace(pending_ids_.back(), d);
@@ -292,7 +290,7 @@ size_t NearDupIndex::remove(std::span<const std::string> ids) {
 
 void NearDupIndex::save(const std::string& path) const {
   const bool sets = spec_.verify == VerifyMode::Exact;
-  const int bands = spec_.lsh.bands, rows = spec_.lsh.rows;
+  const int bands = spec_.lsh.bands;
   std::vector<DocId> keep;  // old slot of each saved document
   for (DocId d = 0; d < slots(); ++d)
     if (!removed(d)) keep.push_back(d);
@@ -322,7 +320,7 @@ void NearDupIndex::save(const std::string& path) const {
   for (int b = 0; b < bands; ++b) {
     for (uint64_t i = 0; i < n; ++i) {
       const auto sig = std::span<const SigValue>(sigs).subspan(i * num_perm_, num_perm_);
-      tmp[i] = {band_key(sig.subspan(static_cast<size_t>(b) * rows, rows), b, spec_.shingle.seed), static_cast<DocId>(i)};
+      tmp[i] = {signature_band_key(sig, b, spec_.lsh, spec_.shingle.seed), static_cast<DocId>(i)};
     }
     std::sort(tmp.begin(), tmp.end());
     for (uint64_t i = 0; i < n; ++i) {
@@ -337,7 +335,7 @@ void NearDupIndex::save(const std::string& path) const {
   h.documents = n;
   h.num_perm = static_cast<uint32_t>(num_perm_);
   h.bands = static_cast<uint32_t>(bands);
-  h.rows = static_cast<uint32_t>(rows);
+  h.rows = static_cast<uint32_t>(spec_.lsh.rows);
   h.has_sets = sets;
   const std::string spec = spec_.to_string();
   if (spec.size() >= sizeof h.spec) throw UsageError("index: the spec is too long to store");
@@ -425,7 +423,6 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
       else
         matches.clear();  // nothing can be that similar: add without querying
       if (!matches.empty()) {
-        w.match = &matches.front();
         w.matches = matches;
         ++st.duplicates;
       } else if (options.insert_new) {

@@ -15,10 +15,7 @@ double lsh_probability(double s, int bands, int rows) noexcept {
   return 1.0 - std::pow(1.0 - std::pow(s, rows), bands);
 }
 
-LshParams choose_lsh_params(double threshold, int num_perm) {
-  if (num_perm < 1) throw UsageError("number of permutations must be positive");
-  return lsh_tune_threshold(threshold, num_perm).params;
-}
+LshParams choose_lsh_params(double threshold, int num_perm) { return lsh_tune_threshold(threshold, num_perm).params; }
 
 uint64_t band_key(std::span<const SigValue> band_values, int band, uint64_t seed) noexcept {
   return internal::hash_bytes(band_values.data(), band_values.size_bytes(), seed + static_cast<uint64_t>(band));
@@ -48,11 +45,9 @@ std::vector<DocPair> lsh_candidates(std::span<const SigValue> sigs, size_t k, st
     };
     std::vector<Entry> e;
     e.reserve(n);
-    const size_t off = band * params.rows;
     for (size_t i = 0; i < n; ++i) {
       if (!skip.empty() && skip[i]) continue;
-      e.push_back({band_key(sigs.subspan(i * k + off, params.rows), static_cast<int>(band), seed),
-                   static_cast<DocId>(i)});
+      e.push_back({signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed), static_cast<DocId>(i)});
     }
     std::sort(e.begin(), e.end(), [](const Entry& x, const Entry& y) {
       return x.key != y.key ? x.key < y.key : x.doc < y.doc;

@@ -139,13 +139,14 @@ struct WalkOptions {
   int threads = 1;            ///< sketching threads (the walk itself is sequential)
 };
 
-/// One document of a walk: its record (valid during the callback) and its best match, if any.
+/// One document of a walk: its record and its matches (valid during the callback).
 struct WalkRecord {
   io::Record record;
-  const IndexMatch* match = nullptr;  ///< the best match; null: not a near-duplicate
-  std::span<const IndexMatch> matches;  ///< every match, best first
+  std::span<const IndexMatch> matches;  ///< every match, best first; empty: not a near-duplicate
   bool inserted = false;
   bool id_skipped = false;            ///< not inserted: its id was indexed (OnDuplicateId::Skip)
+  /// The best match, or null.
+  const IndexMatch* best() const noexcept { return matches.empty() ? nullptr : &matches.front(); }
 };
 
 struct WalkStats {

@@ -32,6 +32,11 @@ LshParams choose_lsh_params(double threshold, int num_perm);
 /// with seed + band.
 uint64_t band_key(std::span<const SigValue> band_values, int band, uint64_t seed) noexcept;
 
+/// The key of band `band` of a whole signature: band_key of its rows [band * r, band * r + r).
+inline uint64_t signature_band_key(std::span<const SigValue> sig, int band, const LshParams& p, uint64_t seed) noexcept {
+  return band_key(sig.subspan(static_cast<size_t>(band) * static_cast<size_t>(p.rows), static_cast<size_t>(p.rows)), band, seed);
+}
+
 /// True if the two signatures agree on all rows of at least one band.
 bool share_band(std::span<const SigValue> a, std::span<const SigValue> b, const LshParams& p) noexcept;
 

@@ -82,10 +82,10 @@ int run_add(const IndexOptions& o) {
   // Without --dedup every document is added: the threshold is above any similarity.
   if (!o.dedup) w.threshold = 2.0;
   const WalkStats st = index_walk(*idx, in, o.common.reader, w, [&](const WalkRecord& r) {
-    if (!out || !r.match) return;
+    if (!out || !r.best()) return;
     line.assign(r.record.id).push_back('\t');
-    line.append(idx->id(r.match->doc)).push_back('\t');
-    append_similarity(line, r.match->similarity);
+    line.append(idx->id(r.best()->doc)).push_back('\t');
+    append_similarity(line, r.best()->similarity);
     line.push_back('\n');
     out->write(line);
   });
@@ -219,16 +219,17 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
   w.threads = threads_of(o);
   std::string line;
   const WalkStats st = index_walk(*idx, in, o.reader, w, [&](const WalkRecord& r) {
-    if (!r.match) {
+    const IndexMatch* m = r.best();
+    if (!m) {
       out.write(r.record.raw);
       out.put('\n');
       return;
     }
     if (!removed) return;
     line.assign(r.record.id).push_back('\t');
-    line.append(idx->id(r.match->doc)).push_back('\t');
-    append_similarity(line, r.match->similarity);
-    line.append(r.match->doc < indexed ? "\tindex\n" : "\tinput\n");
+    line.append(idx->id(m->doc)).push_back('\t');
+    append_similarity(line, m->similarity);
+    line.append(m->doc < indexed ? "\tindex\n" : "\tinput\n");
     removed->write(line);
   });
   out.commit();
