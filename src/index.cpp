@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "internal/flat_multimap.h"
 #include "internal/hash.h"
 #include "internal/parallel.h"
 #include "internal/sorted_merge.h"
@@ -82,11 +83,16 @@ struct NearDupIndex::Mapping {
   }
 };
 
-NearDupIndex::NearDupIndex(const PipelineSpec& spec) : spec_(spec.resolved()) {
+struct NearDupIndex::PendingBands {
+  std::vector<internal::FlatMultimap> bands;
+  std::vector<uint64_t> keys;  // scratch for insert
+};
+
+NearDupIndex::NearDupIndex(const PipelineSpec& spec) : spec_(spec.resolved()), pending_bands_(std::make_unique<PendingBands>()) {
   if (spec_.method != SketchMethod::MinHash)
     throw UsageError("a persistent index uses --method minhash (LSH bands); bottomk and simhash are batch-only here");
   num_perm_ = static_cast<size_t>(spec_.num_perm);
-  pending_bands_.resize(static_cast<size_t>(spec_.lsh.bands));
+  pending_bands_->bands.resize(static_cast<size_t>(spec_.lsh.bands));
 }
 
 NearDupIndex::~NearDupIndex() = default;
@@ -227,8 +233,7 @@ void NearDupIndex::query(const IndexSketch& q, double threshold, std::vector<Ind
       const auto docs = band_docs_.subspan(static_cast<size_t>(b) * base_n_, base_n_);
       for (auto it = lo; it != hi; ++it) cand.push_back(docs[static_cast<size_t>(it - keys.begin())]);
     }
-    const auto [lo, hi] = pending_bands_[b].equal_range(key);
-    for (auto it = lo; it != hi; ++it) cand.push_back(it->second);
+    pending_bands_->bands[b].for_each(key, [&](DocId d) { cand.push_back(d); });
   }
   std::sort(cand.begin(), cand.end());
   cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
@@ -264,9 +269,18 @@ DocId NearDupIndex::insert(std::string_view doc_id, IndexSketch sketch) {
   pending_sets_.push_back(spec_.verify == VerifyMode::Exact ? std::move(sketch.set) : std::vector<ShingleHash>{});
   // Empty documents (all-0xFFFFFFFF signatures) would share every band with each other: they
   // are stored but never bucketed, as in the batch pipeline.
-  if (!is_empty_sig(sketch.sig))
-    for (int b = 0; b < spec_.lsh.bands; ++b)
-      pending_bands_[b].emplace(signature_band_key(sketch.sig, b, spec_.lsh, spec_.shingle.seed), d);
+  if (!is_empty_sig(sketch.sig)) {
+    // All keys first, their slots prefetched, then the inserts: the bands' cache misses overlap.
+    auto& tables = pending_bands_->bands;
+    auto& keys = pending_bands_->keys;
+    const int bands = spec_.lsh.bands;
+    keys.resize(static_cast<size_t>(bands));
+    for (int b = 0; b < bands; ++b) {
+      keys[b] = signature_band_key(sketch.sig, b, spec_.lsh, spec_.shingle.seed);
+      tables[b].prefetch(keys[b]);
+    }
+    for (int b = 0; b < bands; ++b) tables[b].insert(keys[b], d);
+  }
   if (!removed_.empty()) removed_.push_back(0);
   ++live_;
   if (id_map_built_) id_map_.emplace(pending_ids_.back(), d);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -102,6 +103,7 @@ class NearDupIndex {
 
  private:
   struct Mapping;
+  struct PendingBands;
   std::span<const ShingleHash> set_of(DocId d) const;
   std::span<const SigValue> sig_of(DocId d) const noexcept;
   void build_id_map() const;
@@ -119,10 +121,10 @@ class NearDupIndex {
   std::span<const uint64_t> band_keys_;  // bands x base_n_, each band sorted by (key, doc)
   std::span<const DocId> band_docs_;
   // Inserted since: their ids, signatures, sets, and a hash table per band.
-  std::vector<std::string> pending_ids_;
+  std::deque<std::string> pending_ids_;  // a deque: id_map_ views stay valid as it grows
   std::vector<SigValue> pending_sigs_;
   std::vector<std::vector<ShingleHash>> pending_sets_;
-  std::vector<std::unordered_multimap<uint64_t, DocId>> pending_bands_;
+  std::unique_ptr<PendingBands> pending_bands_;  // a flat multimap per band
   std::vector<uint8_t> removed_;  // per slot, empty while nothing is removed
   size_t live_ = 0;
   mutable std::unordered_map<std::string_view, DocId> id_map_;  // built on first need

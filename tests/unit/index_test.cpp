@@ -9,7 +9,9 @@
 #include <map>
 #include <random>
 #include <set>
+#include <unordered_map>
 
+#include "internal/flat_multimap.h"
 #include "neardup/error.h"
 #include "neardup/lsh_index.h"
 #include "neardup/pipeline.h"
@@ -128,6 +130,57 @@ TEST(Index, QueryEqualsBruteForceAndBatchPairsBeforeAndAfterReopening) {
     }
     EXPECT_EQ(batch, want) << s << " (batch pairs)";
   }
+}
+
+// The pending bands' flat multimap holds exactly what std::unordered_multimap holds, with
+// repeated keys, keys sharing a home slot, and across growth.
+TEST(Index, FlatMultimapEqualsUnorderedMultimap) {
+  std::mt19937_64 rng(7);
+  internal::FlatMultimap flat;
+  std::unordered_multimap<uint64_t, uint32_t> ref;
+  std::vector<uint64_t> keys;
+  for (uint32_t v = 0; v < 20000; ++v) {
+    // A third of the inserts repeat an earlier key; some keys differ only in their low bits,
+    // which the home slot ignores.
+    uint64_t k = rng();
+    if (!keys.empty() && rng() % 3 == 0) k = keys[rng() % keys.size()];
+    else if (!keys.empty() && rng() % 5 == 0) k = keys[rng() % keys.size()] ^ 1;
+    keys.push_back(k);
+    flat.insert(k, v);
+    ref.emplace(k, v);
+    if (v % 997 == 0 || v == 19999) {
+      for (size_t probe = 0; probe < 300; ++probe) {
+        const uint64_t q = probe % 4 == 0 ? rng() : keys[rng() % keys.size()];
+        std::vector<uint32_t> got, want;
+        flat.for_each(q, [&](uint32_t x) { got.push_back(x); });
+        const auto [lo, hi] = ref.equal_range(q);
+        for (auto it = lo; it != hi; ++it) want.push_back(it->second);
+        std::sort(got.begin(), got.end());
+        std::sort(want.begin(), want.end());
+        ASSERT_EQ(got, want) << "after " << v + 1 << " inserts";
+      }
+    }
+  }
+  EXPECT_EQ(flat.size(), ref.size());
+}
+
+// The id map is built on the first duplicate-id check and then extended by every insert; the
+// ids it names must survive the growth of the pending ids (short ids live inside the string).
+TEST(Index, IdsStayFindableAsTheIndexGrows) {
+  const PipelineSpec spec = spec_of("words:3 minhash:64 lsh:16x4 verify:0.5");
+  NearDupIndex idx(spec);
+  IndexSketcher sk(spec);
+  IndexSketch s;
+  sk.sketch("w1 w2 w3 w4", s);
+  idx.insert("first", s);
+  EXPECT_TRUE(idx.contains("first"));  // builds the map
+  for (int i = 0; i < 5000; ++i) idx.insert("i" + std::to_string(i), s);
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(idx.contains("i" + std::to_string(i))) << i;
+  EXPECT_FALSE(idx.contains("i5000"));
+  const std::vector<std::string> gone = {"i0", "i4999"};
+  EXPECT_EQ(idx.remove(gone), 2u);
+  EXPECT_FALSE(idx.contains("i0"));
+  EXPECT_TRUE(idx.contains("i1"));
 }
 
 TEST(Index, RemoveAndAddAcrossSaves) {
