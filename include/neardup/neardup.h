@@ -8,6 +8,7 @@
 #include "neardup/cluster.h"
 #include "neardup/cpu.h"
 #include "neardup/error.h"
+#include "neardup/eval.h"
 #include "neardup/index.h"
 #include "neardup/io/reader.h"
 #include "neardup/io/stream.h"

@@ -13,6 +13,8 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run);
 void add_simhash_plan(CLI::App& app, std::function<int()>& run);
 /// Adds `index` and its subcommands.
 void add_index(CLI::App& app, std::function<int()>& run);
+/// Adds `eval`.
+void add_eval(CLI::App& app, std::function<int()>& run);
 /// Adds `tune`.
 void add_tune(CLI::App& app, std::function<int()>& run);
 
