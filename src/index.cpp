@@ -65,7 +65,7 @@ std::span<const T> section_span(const uint8_t* base, const SectionEntry& e) {
 
 // ---- Sketching ----
 
-IndexSketcher::IndexSketcher(const PipelineSpec& spec) : shingler_(spec.shingle), hasher_(spec.num_perm, spec.shingle.seed) {}
+IndexSketcher::IndexSketcher(const PipelineSpec& spec) : shingler_(spec.shingle), hasher_(spec) {}
 
 void IndexSketcher::sketch(std::string_view text, IndexSketch& out) {
   out.set = shingler_.shingle_set(text);
@@ -89,8 +89,8 @@ struct NearDupIndex::PendingBands {
 };
 
 NearDupIndex::NearDupIndex(const PipelineSpec& spec) : spec_(spec.resolved()), pending_bands_(std::make_unique<PendingBands>()) {
-  if (spec_.method != SketchMethod::MinHash)
-    throw UsageError("a persistent index uses --method minhash (LSH bands); bottomk and simhash are batch-only here");
+  if (!uses_signatures(spec_.method))
+    throw UsageError("a persistent index uses --method minhash or oph (LSH bands); bottomk and simhash are batch-only here");
   num_perm_ = static_cast<size_t>(spec_.num_perm);
   pending_bands_->bands.resize(static_cast<size_t>(spec_.lsh.bands));
 }

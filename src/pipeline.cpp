@@ -157,9 +157,9 @@ void Pipeline::sketch_pass() {
   const auto t0 = Clock::now();
   const bool bottomk = spec_.method == SketchMethod::BottomK;
   const bool simhash = spec_.method == SketchMethod::SimHash;
-  const size_t k = spec_.method == SketchMethod::MinHash ? static_cast<size_t>(spec_.num_perm) : 0;
-  std::optional<MinHasher> hasher;
-  if (spec_.method == SketchMethod::MinHash) hasher.emplace(spec_.num_perm, spec_.shingle.seed);
+  const size_t k = uses_signatures(spec_.method) ? static_cast<size_t>(spec_.num_perm) : 0;
+  std::optional<SignatureHasher> hasher;
+  if (uses_signatures(spec_.method)) hasher.emplace(spec_);
   io::RecordReader reader(*inputs_, options_.reader);
   auto batches = run_batches(
       reader, threads_, "sketch", inputs_->total_bytes(), options_.progress,
@@ -376,7 +376,7 @@ void Pipeline::run(Mode mode) {
   stats_.times.cluster = seconds_since(t);
 
   // The bottomk join and the SimHash tables already found every pair; LSH found star edges only.
-  if (mode == Mode::Pairs && spec_.method == SketchMethod::MinHash) {
+  if (mode == Mode::Pairs && uses_signatures(spec_.method)) {
     t = Clock::now();
     expand_cluster_pairs();
     stats_.times.verify += seconds_since(t);

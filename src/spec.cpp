@@ -52,6 +52,9 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
     } else if (name == "minhash") {
       s.method = SketchMethod::MinHash;
       s.num_perm = parse_int(token, value);
+    } else if (name == "oph") {
+      s.method = SketchMethod::Oph;
+      s.num_perm = parse_int(token, value);
     } else if (name == "bottomk") {
       s.method = SketchMethod::BottomK;
       s.sketch_size = parse_int(token, value);
@@ -87,7 +90,7 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
       s.shingle.seed = seed;
     } else {
       throw UsageError("unknown pipeline spec token '" + token +
-                       "' (known: words:K chars:N minhash:P bottomk:N simhash:K weights:W lsh:BxR verify:T estimate:T seed:S)");
+                       "' (known: words:K chars:N minhash:P oph:P bottomk:N simhash:K weights:W lsh:BxR verify:T estimate:T seed:S)");
     }
   }
   if (s.method == SketchMethod::SimHash && !verify_given) {
@@ -102,21 +105,22 @@ PipelineSpec PipelineSpec::resolved() const {
   if (s.shingle.k < 1 || s.shingle.k > 64)
     throw UsageError("shingle size must be between 1 and 64, got " + std::to_string(s.shingle.k));
   if (s.num_perm < 1 || s.num_perm > 4096)
-    throw UsageError("permutations must be between 1 and 4096, got " + std::to_string(s.num_perm));
+    throw UsageError(std::string(s.method == SketchMethod::Oph ? "OPH bins" : "permutations") +
+                     " must be between 1 and 4096, got " + std::to_string(s.num_perm));
   if (!(s.threshold > 0.0 && s.threshold <= 1.0))
     throw UsageError("threshold must be in (0, 1], got " + format_double(s.threshold));
   if (s.method == SketchMethod::SimHash) {
     if (s.hamming < 0 || s.hamming > 16)
       throw UsageError("Hamming distance must be between 0 and 16, got " + std::to_string(s.hamming));
     if (s.lsh.bands != 0 || s.lsh.rows != 0)
-      throw UsageError("bands and rows apply to minhash only; simhash finds pairs with permuted tables");
+      throw UsageError("bands and rows apply to minhash and oph only; simhash finds pairs with permuted tables");
     return s;
   }
   if (s.method == SketchMethod::BottomK) {
     if (s.sketch_size < 1 || s.sketch_size > 65536)
       throw UsageError("sketch size must be between 1 and 65536, got " + std::to_string(s.sketch_size));
     if (s.lsh.bands != 0 || s.lsh.rows != 0)
-      throw UsageError("bands and rows apply to minhash only; bottomk finds every pair with a join, without LSH");
+      throw UsageError("bands and rows apply to minhash and oph only; bottomk finds every pair with a join, without LSH");
     return s;
   }
   if (s.lsh.bands == 0 && s.lsh.rows == 0) {
@@ -137,12 +141,26 @@ std::string PipelineSpec::to_string() const {
     out += " simhash:" + std::to_string(hamming);
     if (weights != SimHashWeights::Set) out += std::string(" weights:") + simhash_weights_name(weights);
   } else {
-    out += " minhash:" + std::to_string(num_perm);
+    out += (method == SketchMethod::Oph ? " oph:" : " minhash:") + std::to_string(num_perm);
   }
   if (lsh.bands > 0) out += " lsh:" + std::to_string(lsh.bands) + "x" + std::to_string(lsh.rows);
   out += (verify == VerifyMode::Exact ? " verify:" : " estimate:") + format_double(threshold);
   if (shingle.seed != kDefaultSeed) out += " seed:" + std::to_string(shingle.seed);
   return out;
+}
+
+SignatureHasher::SignatureHasher(const PipelineSpec& spec) : num_perm_(spec.num_perm) {
+  if (spec.method == SketchMethod::MinHash)
+    minhash_.emplace(spec.num_perm, spec.shingle.seed);
+  else if (spec.method == SketchMethod::Oph)
+    oph_.emplace(spec.num_perm, spec.shingle.seed);
+  else
+    throw UsageError("signatures are computed for minhash and oph specs only");
+}
+
+void SignatureHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out) const {
+  if (oph_) oph_->sketch(shingles, out);
+  else minhash_->sketch(shingles, out);
 }
 
 }  // namespace neardup

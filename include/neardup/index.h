@@ -52,7 +52,7 @@ class IndexSketcher {
 
  private:
   Shingler shingler_;
-  MinHasher hasher_;
+  SignatureHasher hasher_;
 };
 
 struct IndexStats {

@@ -3,6 +3,8 @@
 // builds the whole pipeline and prints back identically. Tokens, separated by spaces:
 //   words:K | chars:N        shingles of K words or N characters (default words:5)
 //   minhash:P                k-permutation MinHash with P permutations (default 128)
+//   oph:P                    one-permutation hashing with densification, P bins (oph.h): the same
+//                            signature shape, LSH and verification as minhash
 //   bottomk:N                bottom-k MinHash with N values per fingerprint, all pairs found by an
 //                            exact prefix-filter join instead of LSH (allpairs.h)
 //   simhash:K                64-bit SimHash, every pair within Hamming distance K found with
@@ -16,12 +18,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "neardup/bottomk.h"
 #include "neardup/lsh_index.h"
 #include "neardup/minhash.h"
+#include "neardup/oph.h"
 #include "neardup/shingle.h"
 #include "neardup/simhash.h"
 #include "neardup/verify.h"
@@ -30,14 +35,17 @@ namespace neardup {
 
 inline constexpr double kDefaultThreshold = 0.8;
 
-enum class SketchMethod { MinHash, BottomK, SimHash };
+enum class SketchMethod { MinHash, BottomK, SimHash, Oph };
+
+/// Methods whose sketch is a signature of num_perm values, banded by LSH (minhash, oph).
+constexpr bool uses_signatures(SketchMethod m) noexcept { return m == SketchMethod::MinHash || m == SketchMethod::Oph; }
 
 inline constexpr int kDefaultHamming = 3;
 
 struct PipelineSpec {
   ShingleOptions shingle;
   SketchMethod method = SketchMethod::MinHash;
-  int num_perm = kDefaultNumPerm;          ///< minhash
+  int num_perm = kDefaultNumPerm;          ///< minhash, oph
   int sketch_size = kDefaultSketchSize;    ///< bottomk
   int hamming = kDefaultHamming;           ///< simhash: the largest Hamming distance
   SimHashWeights weights = SimHashWeights::Set;  ///< simhash
@@ -50,6 +58,20 @@ struct PipelineSpec {
   /// Checks ranges and fills lsh from the threshold when unset. Throws UsageError.
   PipelineSpec resolved() const;
   std::string to_string() const;
+};
+
+/// The signature hasher of a minhash or oph spec: num_perm values per document.
+class SignatureHasher {
+ public:
+  /// Throws UsageError if the spec's method does not use signatures.
+  explicit SignatureHasher(const PipelineSpec& spec);
+  int num_perm() const noexcept { return num_perm_; }
+  void sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out) const;
+
+ private:
+  int num_perm_;
+  std::optional<MinHasher> minhash_;
+  std::optional<OphHasher> oph_;
 };
 
 }  // namespace neardup

@@ -105,7 +105,8 @@ TEST(Index, QueryEqualsBruteForceAndBatchPairsBeforeAndAfterReopening) {
   const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx");
   write_file(data, make_corpus(1, 150));
   for (const std::string s : {"words:3 minhash:64 lsh:16x4 verify:0.5", "words:2 minhash:128 verify:0.7",
-                              "words:3 minhash:64 lsh:8x8 estimate:0.6"}) {
+                              "words:3 minhash:64 lsh:8x8 estimate:0.6", "words:3 oph:64 lsh:16x4 verify:0.5",
+                              "words:3 oph:64 lsh:8x8 estimate:0.6"}) {
     const PipelineSpec spec = spec_of(s);
     const auto want = brute_force(data, spec, spec.threshold);
     ASSERT_GT(want.size(), 50u) << s;  // the families give many pairs

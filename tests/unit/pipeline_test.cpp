@@ -84,6 +84,18 @@ TEST(RealData, SpamAssassin) {
   check_real_corpus(dir + "/spamassassin.jsonl.zst", dir + "/spamassassin.truth.tsv.zst");
 }
 
+// One-permutation hashing with densification meets the same acceptance as k-permutation MinHash.
+TEST(RealData, OphMmdsSampleInRepo) {
+  check_real_corpus(NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst", NEARDUP_SAMPLE_DIR "/mmds-articles-2500.truth.tsv.zst",
+                    "words:3 oph:128 verify:0.8");
+}
+
+TEST(RealData, OphSpamAssassin) {
+  const std::string dir = NEARDUP_CORPORA_DIR;
+  if (!std::filesystem::exists(dir + "/spamassassin.jsonl.zst")) GTEST_SKIP() << "shared corpora not found";
+  check_real_corpus(dir + "/spamassassin.jsonl.zst", dir + "/spamassassin.truth.tsv.zst", "words:3 oph:128 verify:0.8");
+}
+
 // The bottom-k path with exact verification meets the same acceptance on real data: its join runs
 // at an estimate threshold lowered by the estimator's error.
 TEST(RealData, BottomKMmdsSampleInRepo) {

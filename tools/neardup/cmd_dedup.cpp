@@ -22,9 +22,10 @@ void add_sketch_options(CLI::App* cmd, Options& o) {
   cmd->add_option("--chars", o.chars, "Use character N-gram shingles instead of words (for scripts without spaces, very short texts)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--method", o.method,
-                  "Sketch: minhash (k-permutation MinHash + LSH), bottomk (bottom-k MinHash + exact all-pairs join) "
-                  "or simhash (64-bit SimHash + permuted tables)")
+                  "Sketch: minhash (k-permutation MinHash + LSH), oph (one-permutation hashing with densification + LSH; "
+                  "one hash per shingle), bottomk (bottom-k MinHash + exact all-pairs join) or simhash (64-bit SimHash + permuted tables)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, SketchMethod>{{"minhash", SketchMethod::MinHash},
+                                                                            {"oph", SketchMethod::Oph},
                                                                             {"bottomk", SketchMethod::BottomK},
                                                                             {"simhash", SketchMethod::SimHash}}))
       ->default_str("minhash");
@@ -35,7 +36,7 @@ void add_sketch_options(CLI::App* cmd, Options& o) {
                                                                               {"set", SimHashWeights::Set},
                                                                               {"logtf", SimHashWeights::LogTf}}))
       ->default_str("set");
-  cmd->add_option("--num-perm", o.num_perm, "MinHash permutations (signature length; --method minhash)")
+  cmd->add_option("--num-perm", o.num_perm, "Signature length: MinHash permutations (--method minhash) or OPH bins (--method oph)")
       ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
   cmd->add_option("--sketch-size", o.sketch_size, "Values per bottom-k fingerprint (--method bottomk)")
       ->default_val(kDefaultSketchSize)->check(CLI::Range(1, 65536));
@@ -104,8 +105,8 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   if (set("--sketch-size")) s.sketch_size = o.sketch_size;
   if (set("--hamming")) s.hamming = o.hamming;
   if (set("--weights")) s.weights = o.weights;
-  if (s.method != SketchMethod::MinHash && cmd->count("--num-perm"))
-    throw UsageError("--num-perm applies to --method minhash; bottomk takes --sketch-size, simhash --hamming");
+  if (!uses_signatures(s.method) && cmd->count("--num-perm"))
+    throw UsageError("--num-perm applies to --method minhash and oph; bottomk takes --sketch-size, simhash --hamming");
   if (s.method != SketchMethod::BottomK && cmd->count("--sketch-size"))
     throw UsageError("--sketch-size applies to --method bottomk; minhash takes --num-perm, simhash --hamming");
   if (s.method != SketchMethod::SimHash && (cmd->count("--hamming") || cmd->count("--weights")))

@@ -1,0 +1,62 @@
+// One-permutation hashing (OPH) with densification: a MinHash signature of K values from a
+// single hash per shingle, with the shape, the LSH banding and the estimator of k-permutation
+// MinHash (minhash.h), so the rest of the pipeline and the index treat both alike.
+//
+// Binning. The shingle hash s (64 bits, already finalised, shingle.h) is its own permutation:
+// bin(s) = (hi32(s) * K) >> 32 and value(s) = min(lo32(s), 0xFFFFFFFE); value j of the
+// signature is the smallest value of the shingles in bin j. With K bins and f distinct shingles,
+// a bin is empty with probability (1 - 1/K)^f.
+//
+// Densification. Each empty bin copies the value of a non-empty ("native") bin, chosen by a
+// consistent random priority (Shrivastava 2017; the condition of Mai et al. 2020): rounds
+// t = 0, 1, ... each fix a random permutation pi_t(i) = (a_t * i + b_t) mod K of the bins
+// (a_t coprime to K; a_t, b_t from SplitMix64 seeded with the seed); empty bin j copies from
+// the native bin pi_t^-1(j) of the first round t where that bin is native. Two documents that
+// both leave bin j empty copy from the same bin when its first native pre-image is native in both,
+// so a collision happens with probability J, the same as a k-permutation value, for every
+// document size, including documents with fewer shingles than bins.
+//
+// The same assignment is computed two ways, chosen per document by cost: "pull" (each empty bin
+// walks its pre-images, about e * K / m steps for e empty and m native bins) or "push" (each
+// native bin throws to pi_t(i), round after round, about K * ln(e) steps, O(K log K) as in Mai
+// et al. even for a one-shingle document). Tests check the two agree bit for bit.
+//
+// An empty document (no shingle) has the all-0xFFFFFFFF signature, as in minhash.h.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "neardup/shingle.h"
+#include "neardup/types.h"
+
+namespace neardup {
+
+enum class Densify { Auto, Pull, Push };
+
+class OphHasher {
+ public:
+  /// num_bins (K) in [1, 4096]; `seed` seeds the densification rounds.
+  OphHasher(int num_bins, uint64_t seed);
+
+  int num_perm() const noexcept { return k_; }
+
+  /// Writes the densified signature of `shingles` (any order, repeats allowed) to out[0..K).
+  void sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how = Densify::Auto) const;
+  std::vector<SigValue> sketch(std::span<const ShingleHash> shingles) const;
+
+  /// Bins left empty by `shingles` before densification (tests, statistics).
+  int empty_bins(std::span<const ShingleHash> shingles) const;
+
+ private:
+  void bin(std::span<const ShingleHash> shingles, std::span<SigValue> out) const;
+  uint32_t pre_image(uint32_t j, size_t t) const noexcept;
+  uint32_t image(uint32_t i, size_t t) const noexcept;
+
+  int k_;
+  uint32_t kk_;
+  std::vector<uint32_t> a_, a_inv_, b_;  // one per round
+};
+
+}  // namespace neardup
