@@ -146,3 +146,43 @@ void BM_TextToSimHash(benchmark::State& state) {
   state.SetLabel(simhash_weights_name(static_cast<SimHashWeights>(state.range(0))));
 }
 BENCHMARK(BM_TextToSimHash)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+
+// OPH alone (word 5-shingles precomputed, repeats kept as the pipeline passes them), K = 128:
+// binning plus densification.
+void BM_OphSketch(benchmark::State& state) {
+  Shingler s({ShingleKind::Words, 5, kDefaultSeed});
+  std::vector<std::vector<ShingleHash>> sh;
+  for (const auto& t : texts()) {
+    sh.emplace_back();
+    s.shingles(t, sh.back());
+  }
+  OphHasher h(static_cast<int>(state.range(0)), kDefaultSeed);
+  std::vector<SigValue> sig(static_cast<size_t>(h.num_perm()));
+  for (auto _ : state)
+    for (const auto& x : sh) {
+      h.sketch(x, sig);
+      benchmark::DoNotOptimize(sig.data());
+    }
+  state.SetBytesProcessed(state.iterations() * text_bytes());
+}
+BENCHMARK(BM_OphSketch)->Arg(128)->Unit(benchmark::kMillisecond);
+
+// Text to signature, the whole per-document path of --method minhash (0) and oph (1): word
+// 5-shingles, 128 values, the best kernel of this CPU.
+void BM_TextToSignature(benchmark::State& state) {
+  PipelineSpec spec;
+  spec.method = state.range(0) == 0 ? SketchMethod::MinHash : SketchMethod::Oph;
+  Shingler s(spec.shingle);
+  const SignatureHasher h(spec);
+  std::vector<ShingleHash> sh;
+  std::vector<SigValue> sig(static_cast<size_t>(h.num_perm()));
+  for (auto _ : state)
+    for (const auto& t : texts()) {
+      s.shingles(t, sh);
+      h.sketch(sh, sig);
+      benchmark::DoNotOptimize(sig.data());
+    }
+  state.SetBytesProcessed(state.iterations() * text_bytes());
+  state.SetLabel(state.range(0) == 0 ? "minhash:128" : "oph:128");
+}
+BENCHMARK(BM_TextToSignature)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);

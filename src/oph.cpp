@@ -52,14 +52,32 @@ OphHasher::OphHasher(int num_bins, uint64_t seed) : k_(num_bins) {
     a_inv_[t] = kk_ > 1 ? inverse_mod(a, kk_) : 0;
     b_[t] = static_cast<uint32_t>(internal::splitmix64(state) % kk_);
   }
+  fastmod_m_ = ~uint64_t{0} / kk_ + 1;
+  // The first rounds, where nearly every empty bin of a dense document is decided, as tables.
+  image_.resize(kTableRounds * kk_);
+  pre_image_.resize(kTableRounds * kk_);
+  for (size_t t = 0; t < kTableRounds; ++t)
+    for (uint32_t i = 0; i < kk_; ++i) {
+      const auto j = static_cast<uint32_t>((uint64_t{a_[t]} * i + b_[t]) % kk_);
+      image_[t * kk_ + i] = static_cast<uint16_t>(j);
+      pre_image_[t * kk_ + j] = static_cast<uint16_t>(i);
+    }
+}
+
+// x mod K without a division (Lemire, Kaser and Kurz 2019), for x < 2^32.
+inline uint32_t OphHasher::mod(uint64_t x) const noexcept {
+  const uint64_t low = fastmod_m_ * x;
+  return static_cast<uint32_t>((static_cast<unsigned __int128>(low) * kk_) >> 64);
 }
 
 uint32_t OphHasher::image(uint32_t i, size_t t) const noexcept {
-  return static_cast<uint32_t>((uint64_t{a_[t]} * i + b_[t]) % kk_);
+  if (t < kTableRounds) return image_[t * kk_ + i];
+  return mod(uint64_t{a_[t]} * i + b_[t]);
 }
 
 uint32_t OphHasher::pre_image(uint32_t j, size_t t) const noexcept {
-  return static_cast<uint32_t>(uint64_t{a_inv_[t]} * ((j + kk_ - b_[t]) % kk_) % kk_);
+  if (t < kTableRounds) return pre_image_[t * kk_ + j];
+  return mod(uint64_t{a_inv_[t]} * mod(j + kk_ - b_[t]));
 }
 
 void OphHasher::bin(std::span<const ShingleHash> shingles, std::span<SigValue> out) const {
@@ -82,39 +100,60 @@ int OphHasher::empty_bins(std::span<const ShingleHash> shingles) const {
 void OphHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how) const {
   NEARDUP_ASSERT(out.size() == kk_);
   bin(shingles, out);
-  thread_local std::vector<uint32_t> native, empty;
-  native.clear();
-  empty.clear();
-  for (uint32_t j = 0; j < kk_; ++j) (out[j] == kEmptySigValue ? empty : native).push_back(j);
-  if (empty.empty() || native.empty()) return;  // dense already, or an empty document
-  if (native.size() == 1) {  // every priority order ends at the one native bin
-    std::fill(out.begin(), out.end(), out[native[0]]);
+  const uint32_t k = kk_;
+  SigValue* o = out.data();
+  uint32_t e = 0;
+  for (uint32_t j = 0; j < k; ++j) e += o[j] == kEmptySigValue;
+  if (e == 0 || e == k) return;  // dense already, or an empty document
+  // Scratch per thread: the native and empty bins, and per bin whether it is native / decided.
+  struct Scratch {
+    std::vector<uint32_t> native, empty;
+    std::vector<uint8_t> is_native, done;
+  };
+  thread_local Scratch sc;
+  sc.native.resize(k);
+  sc.empty.resize(k);
+  sc.is_native.resize(k);
+  uint32_t* nat = sc.native.data();
+  uint32_t* emp = sc.empty.data();
+  uint8_t* is_nat = sc.is_native.data();
+  uint32_t m = 0, ne = 0;
+  for (uint32_t j = 0; j < k; ++j) {
+    const bool empty = o[j] == kEmptySigValue;
+    nat[m] = j;
+    emp[ne] = j;
+    m += !empty;
+    ne += empty;
+    is_nat[j] = !empty;
+  }
+  if (m == 1) {  // every priority order ends at the one native bin
+    std::fill(out.begin(), out.end(), o[nat[0]]);
     return;
   }
-  const double e = static_cast<double>(empty.size()), m = static_cast<double>(native.size());
-  if (how == Densify::Auto) how = e / m <= std::log(e) + 1.0 ? Densify::Pull : Densify::Push;
+  if (how == Densify::Auto)
+    how = static_cast<double>(e) / m <= std::log(static_cast<double>(e)) + 1.0 ? Densify::Pull : Densify::Push;
   const size_t rounds = a_.size();
-  thread_local std::vector<uint8_t> is_native, done;
-  is_native.assign(kk_, 0);
-  for (const uint32_t i : native) is_native[i] = 1;
-  done = is_native;
-  size_t left = empty.size();
+  sc.done.assign(sc.is_native.begin(), sc.is_native.end());
+  uint8_t* done = sc.done.data();
+  size_t left = e;
   if (how == Densify::Pull) {
-    for (const uint32_t j : empty)
+    for (uint32_t x = 0; x < e; ++x) {
+      const uint32_t j = emp[x];
       for (size_t t = 0; t < rounds; ++t)
-        if (const uint32_t i = pre_image(j, t); is_native[i]) {
-          out[j] = out[i];
+        if (const uint32_t i = pre_image(j, t); is_nat[i]) {
+          o[j] = o[i];
           done[j] = 1;
           --left;
           break;
         }
+    }
   } else {
     // Round by round, each native bin throws to its image; within a round the images are
     // distinct, so the first round that reaches an empty bin decides it, as in the pull.
     for (size_t t = 0; t < rounds && left > 0; ++t)
-      for (const uint32_t i : native)
-        if (const uint32_t j = image(i, t); !done[j]) {
-          out[j] = out[i];
+      for (uint32_t x = 0; x < m; ++x)
+        if (const uint32_t i = nat[x], j = image(i, t); !done[j]) {
+          o[j] = o[i];
           done[j] = 1;
           --left;
         }
@@ -123,11 +162,12 @@ void OphHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue
   // Past the last round (probability below e^-32 per bin): the next native bin, cyclically. The
   // priority of bin j is still one fixed order (the rounds' pre-images, then the cyclic order),
   // the same in every document, so the assignment stays consistent.
-  for (const uint32_t j : empty) {
+  for (uint32_t x = 0; x < e; ++x) {
+    const uint32_t j = emp[x];
     if (done[j]) continue;
-    uint32_t i = (j + 1) % kk_;
-    while (!is_native[i]) i = (i + 1) % kk_;
-    out[j] = out[i];
+    uint32_t i = (j + 1) % k;
+    while (!is_nat[i]) i = (i + 1) % k;
+    o[j] = o[i];
   }
 }
 

@@ -53,10 +53,14 @@ class OphHasher {
   void bin(std::span<const ShingleHash> shingles, std::span<SigValue> out) const;
   uint32_t pre_image(uint32_t j, size_t t) const noexcept;
   uint32_t image(uint32_t i, size_t t) const noexcept;
+  uint32_t mod(uint64_t x) const noexcept;
 
+  static constexpr size_t kTableRounds = 4;
   int k_;
   uint32_t kk_;
-  std::vector<uint32_t> a_, a_inv_, b_;  // one per round
+  uint64_t fastmod_m_ = 0;
+  std::vector<uint32_t> a_, a_inv_, b_;          // one per round
+  std::vector<uint16_t> image_, pre_image_;     // the first kTableRounds rounds, K entries each
 };
 
 }  // namespace neardup
