@@ -1,17 +1,17 @@
 // One way to spell a pipeline (DESIGN.md, habit 10): a one-line spec such as
-//   words:5 minhash:128 lsh:21x6 verify:0.8
+//   words:5 oph:128 lsh:21x6 verify:0.8
 // builds the whole pipeline and prints back identically. Tokens, separated by spaces:
 //   words:K | chars:N        shingles of K words or N characters (default words:5)
-//   minhash:P                k-permutation MinHash with P permutations (default 128)
-//   oph:P                    one-permutation hashing with densification, P bins (oph.h): the same
-//                            signature shape, LSH and verification as minhash
+//   oph:P                    one-permutation hashing with densification, P bins (oph.h; the
+//                            default, oph:128): the signature shape, LSH and verification of minhash
+//   minhash:P                k-permutation MinHash with P permutations
 //   bottomk:N                bottom-k MinHash with N values per fingerprint, all pairs found by an
 //                            exact prefix-filter join instead of LSH (allpairs.h)
 //   simhash:K                64-bit SimHash, every pair within Hamming distance K found with
 //                            Manku's permuted tables (simhash.h); without a verify token, pairs
 //                            are kept by the estimate 1 - d/64 >= 1 - K/64, that is all of them
 //   weights:W                SimHash feature weights: set, tf or logtf (printed if not set)
-//   lsh:BxR                  B bands of R rows (minhash only; default: chosen from the threshold)
+//   lsh:BxR                  B bands of R rows (oph, minhash; default: chosen from the threshold)
 //   verify:T | estimate:T    keep pairs with exact (or estimated) Jaccard >= T (default verify:0.8)
 //   seed:S                   the seed of every hash (decimal or 0x hex; printed only if not default)
 // to_string() always prints the resolved lsh:BxR, so a printed spec reproduces the run exactly.
@@ -44,7 +44,7 @@ inline constexpr int kDefaultHamming = 3;
 
 struct PipelineSpec {
   ShingleOptions shingle;
-  SketchMethod method = SketchMethod::MinHash;
+  SketchMethod method = SketchMethod::Oph;
   int num_perm = kDefaultNumPerm;          ///< minhash, oph
   int sketch_size = kDefaultSketchSize;    ///< bottomk
   int hamming = kDefaultHamming;           ///< simhash: the largest Hamming distance

@@ -28,7 +28,7 @@ void add_sketch_options(CLI::App* cmd, Options& o) {
                                                                             {"oph", SketchMethod::Oph},
                                                                             {"bottomk", SketchMethod::BottomK},
                                                                             {"simhash", SketchMethod::SimHash}}))
-      ->default_str("minhash");
+      ->default_str("oph");
   cmd->add_option("--hamming", o.hamming, "Largest Hamming distance between SimHashes of a pair (--method simhash)")
       ->default_val(kDefaultHamming)->check(CLI::Range(0, 16));
   cmd->add_option("--weights", o.weights, "SimHash feature weights: set (each distinct shingle once), tf (each occurrence; fastest), logtf (1 + ln tf)")

@@ -23,7 +23,7 @@ struct Options {
   int shingle = kDefaultShingle;
   int chars = 0;
   int num_perm = kDefaultNumPerm;
-  SketchMethod method = SketchMethod::MinHash;
+  SketchMethod method = SketchMethod::Oph;
   int sketch_size = kDefaultSketchSize;
   int hamming = kDefaultHamming;
   SimHashWeights weights = SimHashWeights::Set;
