@@ -1,5 +1,7 @@
 #include "neardup/pipeline.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -160,6 +162,15 @@ void Pipeline::sketch_pass() {
   const size_t k = uses_signatures(spec_.method) ? static_cast<size_t>(spec_.num_perm) : 0;
   std::optional<SignatureHasher> hasher;
   if (uses_signatures(spec_.method)) hasher.emplace(spec_);
+  // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
+  const bool by_position = inputs_->all_jsonl() && inputs_->sources().size() < UINT32_MAX;
+  input_stamps_.clear();
+  for (const auto& src : inputs_->sources()) {
+    struct stat sb {};
+    if (::stat(src.path.c_str(), &sb) != 0) sb = {};
+    input_stamps_.emplace_back(static_cast<uint64_t>(sb.st_size),
+                               static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000000000 + sb.st_mtim.tv_nsec);
+  }
   io::RecordReader reader(*inputs_, options_.reader);
   auto batches = run_batches(
       reader, threads_, "sketch", inputs_->total_bytes(), options_.progress,
@@ -167,6 +178,7 @@ void Pipeline::sketch_pass() {
         id_blob_.append(r.id);
         id_end_.push_back(id_blob_.size());
         lengths_.push_back(r.text.size());
+        if (by_position) pos_.push_back({static_cast<uint32_t>(r.source), static_cast<uint32_t>(r.raw.size()), r.offset});
         return true;
       },
       [&](Batch& b) {
@@ -227,12 +239,31 @@ void Pipeline::sketch_pass() {
 
 void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
   sets_ = std::make_unique<ShingleSets>(lengths_.size());
+  check_inputs_unchanged();
   io::RecordReader reader(*inputs_, options_.reader);
+  // By position: only the needed records are read and parsed; the k-th record read is the
+  // k-th needed document.
+  std::vector<DocId> wanted;
+  if (!pos_.empty()) {
+    std::vector<io::RecordPos> at;
+    for (DocId d = 0; d < needed.size(); ++d)
+      if (needed[d]) {
+        wanted.push_back(d);
+        at.push_back(pos_[d]);
+      }
+    reader.select(std::move(at));
+  }
   auto batches = run_batches(
       reader, threads_, "verify", inputs_->total_bytes(), options_.progress,
-      [&](const io::Record& r, DocId doc) {
-        check_same_record(r, doc);
-        return needed[doc] != 0;
+      [&](const io::Record& r, DocId ordinal) {
+        if (pos_.empty()) {
+          check_same_record(r, ordinal);
+          return needed[ordinal] != 0;
+        }
+        if (r.text.size() != lengths_[wanted[ordinal]])
+          throw IoError(inputs_->sources()[r.source].display + ": the record at byte " + std::to_string(r.offset) +
+                        " changed while neardup was running; do not modify inputs during a run");
+        return true;
       },
       [&](Batch& b) {
         Shingler shingler(spec_.shingle);
@@ -240,7 +271,7 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
         for (size_t i = 0; i < b.size(); ++i) b.sets[i] = shingler.shingle_set(b.text_of(i));
       });
   for (auto& b : batches) {
-    for (size_t i = 0; i < b->size(); ++i) sets_->set(b->docs[i], std::move(b->sets[i]));
+    for (size_t i = 0; i < b->size(); ++i) sets_->set(pos_.empty() ? b->docs[i] : wanted[b->docs[i]], std::move(b->sets[i]));
     b.reset();
   }
   stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
@@ -258,6 +289,17 @@ void Pipeline::check_same_record(const io::Record& r, DocId doc) const {
     throw IoError(inputs_->sources()[r.source].display + ": the input changed while neardup was running (record " +
                   std::to_string(static_cast<uint64_t>(doc) + 1) +
                   " differs from the first read); do not modify inputs during a run");
+}
+
+void Pipeline::check_inputs_unchanged() const {
+  const auto& sources = inputs_->sources();
+  for (size_t i = 0; i < sources.size() && i < input_stamps_.size(); ++i) {
+    struct stat sb {};
+    if (::stat(sources[i].path.c_str(), &sb) != 0 || static_cast<uint64_t>(sb.st_size) != input_stamps_[i].first ||
+        static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000000000 + sb.st_mtim.tv_nsec != input_stamps_[i].second)
+      throw IoError(sources[i].display + ": the input changed while neardup was running (its size or modification time " +
+                    "differs from the first read); do not modify inputs during a run");
+  }
 }
 
 double Pipeline::similarity(DocId a, DocId b) const {
@@ -409,6 +451,32 @@ void Pipeline::write_pairs(io::AtomicFile& out) const {
 
 void Pipeline::write_kept(io::AtomicFile& out) {
   const auto t = Clock::now();
+  check_inputs_unchanged();
+  if (!pos_.empty()) {
+    // JSONL: the kept lines are copied by position, runs of consecutive kept lines at once,
+    // without parsing them again (a plain file is copied in the kernel).
+    const auto& sources = inputs_->sources();
+    std::vector<io::ByteRange> ranges;
+    uint64_t bytes_done = 0;
+    size_t d = 0;
+    const size_t n = pos_.size();
+    for (uint32_t s = 0; s < sources.size(); ++s) {
+      ranges.clear();
+      for (; d < n && pos_[d].source == s; ++d) {
+        if (!clustering_.kept(static_cast<DocId>(d))) continue;
+        const uint64_t begin = pos_[d].offset, len = uint64_t{pos_[d].length} + 1;  // with its newline
+        if (!ranges.empty() && ranges.back().offset + ranges.back().length == begin)
+          ranges.back().length += len;
+        else
+          ranges.push_back({begin, len});
+      }
+      io::append_ranges(sources[s].path, sources[s].display, ranges, out);
+      bytes_done += input_stamps_[s].first;
+      if (options_.progress) options_.progress({"write", bytes_done, inputs_->total_bytes(), d});
+    }
+    stats_.times.write += seconds_since(t);
+    return;
+  }
   io::RecordReader reader(*inputs_, options_.reader);
   io::Record rec;
   uint64_t ordinal = 0;

@@ -127,6 +127,9 @@ class Pipeline {
   Scorer scorer() const noexcept;
   /// Throws IoError if a record read again is not the document `doc` of the first pass.
   void check_same_record(const io::Record& r, DocId doc) const;
+  /// Throws IoError naming the file if an input's size or modification time changed since the
+  /// first pass.
+  void check_inputs_unchanged() const;
 
   RunOptions options_;
   PipelineSpec spec_;
@@ -137,6 +140,10 @@ class Pipeline {
   std::string id_blob_;
   std::vector<uint64_t> id_end_;
   std::vector<uint64_t> lengths_;
+  // JSONL inputs: where each record lies, so that later passes read only the records they
+  // need (verification) or copy the kept lines without parsing them (dedup output).
+  std::vector<io::RecordPos> pos_;
+  std::vector<std::pair<uint64_t, int64_t>> input_stamps_;  // per source: size, mtime (ns)
   std::vector<SigValue> sigs_;
   Fingerprints fps_;
   std::vector<uint64_t> simhashes_;

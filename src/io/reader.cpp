@@ -165,6 +165,12 @@ struct RecordReader::Impl {
   static constexpr size_t kPad = simdjson::SIMDJSON_PADDING;
   std::vector<char> buf;
   size_t begin = 0, end = 0, scanned = 0;
+  uint64_t buf_base = 0;      // offset of buf[0] in the source's decompressed bytes
+  uint64_t line_offset = 0;   // offset of the line get_line returned last
+  // select(): only these records, in order.
+  std::vector<RecordPos> selection;
+  size_t selected = 0;
+  bool selecting = false;
   bool eof = false;
   bool any_bytes = false;
   uint64_t line_no = 0;
@@ -179,6 +185,7 @@ struct RecordReader::Impl {
   void open_next() {
     stream = open_stream(source().path, source().display);
     begin = end = scanned = 0;
+    buf_base = 0;
     eof = false;
     any_bytes = false;
     line_no = 0;
@@ -197,6 +204,7 @@ struct RecordReader::Impl {
         if (nl) {
           const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
           line = std::string_view(buf.data() + begin, pos - begin);
+          line_offset = buf_base + begin;
           begin = scanned = pos + 1;
           ++line_no;
           return true;
@@ -206,6 +214,7 @@ struct RecordReader::Impl {
       if (eof) {
         if (begin < end) {
           line = std::string_view(buf.data() + begin, end - begin);
+          line_offset = buf_base + begin;
           begin = scanned = end;
           ++line_no;
           return true;
@@ -214,6 +223,7 @@ struct RecordReader::Impl {
       }
       if (begin > 0) {  // compact
         std::memmove(buf.data(), buf.data() + begin, end - begin);
+        buf_base += begin;
         end -= begin;
         scanned -= begin;
         begin = 0;
@@ -238,7 +248,10 @@ struct RecordReader::Impl {
     if (stats.first_skips.size() < 10) stats.first_skips.push_back(std::move(msg));
   }
 
-  std::string where() const { return source().display + ":" + std::to_string(line_no); }
+  std::string where() const {
+    if (selecting) return source().display + ": the line at byte " + std::to_string(line_offset);
+    return source().display + ":" + std::to_string(line_no);
+  }
 
   static const char* type_name(simdjson::dom::element_type t) {
     using T = simdjson::dom::element_type;
@@ -300,11 +313,59 @@ struct RecordReader::Impl {
     out.text = text;
     out.raw = line;
     out.source = cur;
-    out.line = line_no;
+    out.line = selecting ? 0 : line_no;
+    out.offset = line_offset;
     return true;
   }
 
+  [[noreturn]] void changed(const std::string& what) const {
+    throw IoError(source().display + ": " + what +
+                  "; the input changed while neardup was running (do not modify inputs during a run)");
+  }
+
+  // select(): the next selected record.
+  bool next_selected(Record& out) {
+    for (;;) {
+      if (selected >= selection.size()) {
+        if (stream) close_current();
+        return false;
+      }
+      const RecordPos& p = selection[selected++];
+      if (p.source >= inputs.sources().size() || inputs.sources()[p.source].kind != SourceKind::Jsonl)
+        throw UsageError("RecordReader::select: a position names no JSONL source");
+      if (p.source != cur || !stream) {
+        if (p.source < cur) throw UsageError("RecordReader::select: positions out of reading order");
+        if (stream) close_current();
+        cur = p.source;
+        open_next();
+      }
+      // Move to p.offset: inside the buffer, or past it (a skip of the stream).
+      const uint64_t at = buf_base + begin;
+      if (p.offset < at) throw UsageError("RecordReader::select: positions out of reading order");
+      if (p.offset <= buf_base + end) {
+        begin = scanned = static_cast<size_t>(p.offset - buf_base);
+      } else {
+        const uint64_t gap = p.offset - (buf_base + end);
+        if (!eof && stream->skip(gap) == gap) {
+          buf_base = p.offset;
+          begin = end = scanned = 0;
+        } else {
+          changed("no line at byte " + std::to_string(p.offset) + " any more");
+        }
+      }
+      line_no = 0;
+      std::string_view line;
+      if (!get_line(line) || line.size() != p.length)
+        changed("the line at byte " + std::to_string(p.offset) + " is no longer " + std::to_string(p.length) + " bytes long");
+      if (parse_line(line, out)) {
+        ++stats.records;
+        return true;
+      }
+    }
+  }
+
   bool next(Record& out) {
+    if (selecting) return next_selected(out);
     for (;;) {
       if (cur >= inputs.sources().size()) return false;
       const Source& src = source();
@@ -349,6 +410,11 @@ RecordReader::RecordReader(const InputSet& inputs, const ReaderOptions& options)
     : impl_(std::make_unique<Impl>(inputs, options)) {}
 RecordReader::~RecordReader() = default;
 bool RecordReader::next(Record& out) { return impl_->next(out); }
+void RecordReader::select(std::vector<RecordPos> positions) {
+  impl_->selection = std::move(positions);
+  impl_->selected = 0;
+  impl_->selecting = true;
+}
 const ReaderStats& RecordReader::stats() const noexcept { return impl_->stats; }
 uint64_t RecordReader::bytes_read() const noexcept {
   return impl_->finished_bytes + (impl_->stream ? impl_->stream->raw_bytes_read() : 0);

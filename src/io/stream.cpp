@@ -5,6 +5,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -58,6 +59,12 @@ class File {
   }
   uint64_t consumed() const noexcept { return consumed_; }
   const std::string& display() const noexcept { return display_; }
+  // Moves the read position n bytes forward (past the end is allowed: reads then return 0).
+  void seek_forward(uint64_t n) {
+    if (::lseek(fd_, static_cast<off_t>(n), SEEK_CUR) < 0) throw IoError(sys_error("cannot seek in input", display_));
+    consumed_ += n;
+  }
+  int fd() const noexcept { return fd_; }
 
  private:
   int fd_ = -1;
@@ -95,6 +102,12 @@ class PlainStream final : public ByteStream {
   }
   uint64_t raw_bytes_read() const noexcept override { return file_->consumed(); }
   Compression compression() const noexcept override { return Compression::None; }
+  uint64_t skip(uint64_t n) override {
+    char tmp[4];
+    const uint64_t from_prefix = prefix_.take(tmp, static_cast<size_t>(std::min<uint64_t>(n, sizeof tmp)));
+    file_->seek_forward(n - from_prefix);
+    return n;  // a plain file's length is checked by the reads that follow
+  }
 
  private:
   std::unique_ptr<File> file_;
@@ -209,6 +222,17 @@ const char* compression_name(Compression c) noexcept {
     case Compression::Zstd: return "zstd";
   }
   return "?";
+}
+
+uint64_t ByteStream::skip(uint64_t n) {
+  std::vector<char> tmp(static_cast<size_t>(std::min<uint64_t>(n, 1 << 16)));
+  uint64_t done = 0;
+  while (done < n) {
+    const size_t got = read(tmp.data(), static_cast<size_t>(std::min<uint64_t>(n - done, tmp.size())));
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
 }
 
 std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::string& display) {

@@ -4,10 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "neardup/error.h"
+#include "neardup/io/stream.h"
 
 namespace neardup::io {
 
@@ -77,6 +81,89 @@ void AtomicFile::commit() {
     ::unlink(temp_.c_str());
     errno = e;
     fail("cannot move output into place");
+  }
+}
+
+uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const std::string& display) {
+  if (std::fflush(f_) != 0) fail("cannot write output");
+  const int out_fd = ::fileno(f_);
+  uint64_t done = 0;
+  bool kernel_copy = !stdout_;
+  while (done < length) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(length - done, uint64_t{1} << 30));
+    if (kernel_copy) {
+      loff_t in_off = static_cast<loff_t>(offset + done);
+      const ssize_t r = ::copy_file_range(fd, &in_off, out_fd, nullptr, want, 0);
+      if (r > 0) {
+        done += static_cast<uint64_t>(r);
+        continue;
+      }
+      if (r == 0) break;  // end of the input
+      if (errno == EINTR) continue;
+      if (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP || errno == EBADF) {
+        kernel_copy = false;  // another file system or kernel: copy through memory
+        continue;
+      }
+      if (errno == EIO) throw IoError(display + ": cannot read input: " + std::strerror(errno));
+      fail("cannot write output");
+    }
+    thread_local std::vector<char> buf;
+    buf.resize(std::min<size_t>(want, 1 << 20));
+    const ssize_t r = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw IoError(display + ": cannot read input: " + std::strerror(errno));
+    }
+    if (r == 0) break;
+    write(std::string_view(buf.data(), static_cast<size_t>(r)));
+    if (std::fflush(f_) != 0) fail("cannot write output");
+    done += static_cast<uint64_t>(r);
+  }
+  return done;
+}
+
+void append_ranges(const std::string& path, const std::string& display, std::span<const ByteRange> ranges, AtomicFile& out) {
+  if (ranges.empty()) return;
+  const auto short_of = [&](uint64_t missing, const ByteRange& r) {
+    if (missing == 1 && &r == &ranges.back()) {
+      out.put('\n');  // the last line had no newline
+      return;
+    }
+    throw IoError(display + ": ends before byte " + std::to_string(r.offset + r.length) +
+                  "; the input changed while neardup was running (do not modify inputs during a run)");
+  };
+  auto stream = open_stream(path, display);
+  if (stream->compression() == Compression::None) {
+    stream.reset();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw IoError(display + ": cannot open input: " + std::strerror(errno));
+    try {
+      for (const ByteRange& r : ranges) {
+        const uint64_t got = out.append_from(fd, r.offset, r.length, display);
+        if (got < r.length) short_of(r.length - got, r);
+      }
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    return;
+  }
+  std::vector<char> buf(1 << 20);
+  uint64_t pos = 0;
+  for (const ByteRange& r : ranges) {
+    if (r.offset < pos) throw UsageError("append_ranges: ranges out of order");
+    if (stream->skip(r.offset - pos) != r.offset - pos) short_of(r.length + 2, r);
+    pos = r.offset;
+    uint64_t left = r.length;
+    while (left > 0) {
+      const size_t got = stream->read(buf.data(), static_cast<size_t>(std::min<uint64_t>(left, buf.size())));
+      if (got == 0) break;
+      out.write(std::string_view(buf.data(), got));
+      left -= got;
+      pos += got;
+    }
+    if (left > 0) short_of(left, r);
   }
 }
 

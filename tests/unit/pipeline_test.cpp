@@ -262,6 +262,58 @@ TEST(Pipeline, DedupKeepsRecordsByteForByte) {
   EXPECT_EQ(p.clustering().keeper[4], 0u);
 }
 
+// The kept output is copied by position (plain files in the kernel, compressed ones streamed),
+// and equals the kept records' raw lines, each with a newline: CRLF lines keep their CR, blank
+// lines and skipped bad records are left out, a last line without a newline gets one.
+TEST(Pipeline, DedupOutputByPositionEqualsTheKeptRawLines) {
+  test::TempDir d;
+  std::mt19937_64 rng(8);
+  const auto make = [&](const std::string& prefix, bool final_newline) {
+    std::string out;
+    for (int i = 0; i < 400; ++i) {
+      std::vector<std::string> w = test::random_words(rng, 30 + rng() % 40, 60);
+      if (i % 3 == 1) w = test::random_words(rng, 30, 60);
+      out += "{\"id\": \"" + prefix + std::to_string(i) + "\", \"text\": \"" + test::join(w) + "\"}";
+      out += i % 5 == 0 ? "\r\n" : "\n";
+      if (i % 17 == 0) out += "   \n\n";
+      if (i % 29 == 0) out += "{\"id\": \"bad\", \"text\": 3}\n";
+    }
+    out += "{\"id\": \"" + prefix + "last\", \"text\": \"w1 w2 w3 w4 w5\"}";
+    return final_newline ? out + "\n" : out;
+  };
+  // Families of near-copies: repeat some lines with a word changed, across files too.
+  std::string a = make("a", false), b = make("b", true), c = make("c", true);
+  test::write_file(d.file("a.jsonl"), a + "\n" + a.substr(0, a.size() / 2));
+  test::write_file(d.file("b.jsonl.gz"), test::gzip(b + a));
+  test::write_file(d.file("c.jsonl.zst"), test::zstd(c + b));
+  const std::vector<std::string> inputs = {d.file("a.jsonl"), d.file("b.jsonl.gz"), d.file("c.jsonl.zst")};
+  for (const int threads : {1, 2}) {
+    RunOptions o;
+    o.spec = PipelineSpec::parse("words:2 verify:0.3");
+    o.threads = threads;
+    o.reader.on_error = io::OnError::Skip;
+    Pipeline p(inputs, o);
+    p.run(Pipeline::Mode::Dedup);
+    ASSERT_GT(p.stats().removed, 100u);
+    ASSERT_GT(p.stats().skipped, 10u);
+    {
+      io::AtomicFile out(d.file("out.jsonl"));
+      p.write_kept(out);
+      out.commit();
+    }
+    std::string want;
+    io::InputSet in(inputs, io::InputFormat::Auto);
+    io::RecordReader r(in, o.reader);
+    io::Record rec;
+    DocId doc = 0;
+    while (r.next(rec))
+      if (p.clustering().kept(doc++)) want += std::string(rec.raw) + "\n";
+    ASSERT_EQ(doc, p.size());
+    const std::string got = test::read_file(d.file("out.jsonl"));
+    EXPECT_TRUE(got == want) << "threads " << threads << ": " << got.size() << " bytes, want " << want.size();
+  }
+}
+
 TEST(Pipeline, InputChangedBetweenPassesIsDetected) {
   test::TempDir d;
   test::write_file(d.file("in.jsonl"), "{\"id\": \"a\", \"text\": \"one two three four\"}\n"

@@ -6,12 +6,17 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <random>
+
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
+#include "neardup/io/writer.h"
 #include "test_util.h"
 
 using namespace neardup;
 using namespace neardup::io;
+using neardup::test::gzip;
+using neardup::test::zstd;
 
 namespace {
 
@@ -28,26 +33,6 @@ std::vector<Rec> read_all_records(const std::vector<std::string>& paths, ReaderO
   Record rec;
   while (r.next(rec)) out.push_back({std::string(rec.id), std::string(rec.text), std::string(rec.raw), rec.line});
   if (stats) *stats = r.stats();
-  return out;
-}
-
-std::string gzip(const std::string& data) {
-  std::string out(compressBound(data.size()) + 64, '\0');
-  z_stream zs{};
-  deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
-
-std::string zstd(const std::string& data) {
-  std::string out(ZSTD_compressBound(data.size()), '\0');
-  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
   return out;
 }
 
@@ -239,4 +224,94 @@ TEST(Reader, LongLines) {
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].text.size(), text.size() + 2);
   EXPECT_EQ(r[1].id, "s");
+}
+
+// Reading by position (RecordReader::select) returns exactly the records a full read returns at
+// those positions, in plain, gzip and zstd files, across sources, with gaps of any size.
+TEST(Reader, SelectReadsTheRecordsAtTheirPositions) {
+  test::TempDir d;
+  std::mt19937_64 rng(4);
+  std::string data;
+  for (int i = 0; i < 3000; ++i) {
+    data += "{\"id\": \"r" + std::to_string(i) + "\", \"text\": \"" + std::string(rng() % 700, 'a' + static_cast<char>(i % 26)) + "\"}";
+    data += i % 7 == 0 ? "\r\n" : "\n";
+    if (i % 11 == 0) data += "\n  \n";  // blank lines are not records
+  }
+  test::write_file(d.file("a.jsonl"), data);
+  test::write_file(d.file("b.jsonl.gz"), gzip(data));
+  test::write_file(d.file("c.jsonl.zst"), zstd(data));
+  InputSet in({d.file("a.jsonl"), d.file("b.jsonl.gz"), d.file("c.jsonl.zst")}, InputFormat::Auto);
+  std::vector<RecordPos> all;
+  std::vector<std::string> raws, ids;
+  {
+    RecordReader r(in, {});
+    Record rec;
+    while (r.next(rec)) {
+      all.push_back({static_cast<uint32_t>(rec.source), static_cast<uint32_t>(rec.raw.size()), rec.offset});
+      raws.emplace_back(rec.raw);
+      ids.emplace_back(rec.id);
+    }
+  }
+  ASSERT_EQ(all.size(), 9000u);
+  for (const int stride : {1, 2, 37, 1000}) {
+    std::vector<RecordPos> at;
+    std::vector<size_t> which;
+    for (size_t i = static_cast<size_t>(stride) / 2; i < all.size(); i += static_cast<size_t>(stride)) {
+      at.push_back(all[i]);
+      which.push_back(i);
+    }
+    RecordReader r(in, {});
+    r.select(at);
+    Record rec;
+    size_t k = 0;
+    while (r.next(rec)) {
+      ASSERT_LT(k, which.size());
+      EXPECT_EQ(rec.raw, raws[which[k]]) << stride << " " << k;
+      EXPECT_EQ(rec.id, ids[which[k]]);
+      EXPECT_EQ(rec.offset, all[which[k]].offset);
+      ++k;
+    }
+    EXPECT_EQ(k, which.size()) << stride;
+  }
+  // A position that no longer holds a line of that length: the input changed.
+  RecordReader r(in, {});
+  r.select({{0, all[5].length + 1, all[5].offset}});
+  Record rec;
+  try {
+    r.next(rec);
+    ADD_FAILURE() << "accepted a wrong length";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("a.jsonl: the line at byte"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the input changed"), std::string::npos) << e.what();
+  }
+}
+
+// append_ranges copies byte ranges of plain (in the kernel) and compressed data, and adds the
+// newline of a last line that had none.
+TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
+  test::TempDir d;
+  std::string data;
+  for (int i = 0; i < 20000; ++i) data += "line " + std::to_string(i) + "\n";
+  data += "last line without newline";
+  test::write_file(d.file("p.txt"), data);
+  test::write_file(d.file("g.gz"), gzip(data));
+  test::write_file(d.file("z.zst"), zstd(data));
+  const std::vector<ByteRange> ranges = {{0, 5}, {100, 1000}, {1100, 7}, {50000, 60000}, {data.size() - 25, 26}};
+  std::string want;
+  for (const auto& r : ranges) want += data.substr(r.offset, r.length);  // the last one is 1 byte short
+  want += '\n';
+  for (const std::string f : {"p.txt", "g.gz", "z.zst"}) {
+    {
+      AtomicFile out(d.file(f + ".out"));
+      out.write("head:");
+      append_ranges(d.file(f), f, ranges, out);
+      out.write(":tail");
+      out.commit();
+    }
+    const std::string got = test::read_file(d.file(f + ".out"));
+    EXPECT_TRUE(got == "head:" + want + ":tail") << f << ": " << got.size() << " bytes, want " << want.size() + 10;
+    AtomicFile out(d.file(f + ".bad"));
+    const std::vector<ByteRange> past = {{data.size() - 5, 10}};
+    EXPECT_THROW(append_ranges(d.file(f), f, past, out), IoError) << f;
+  }
 }

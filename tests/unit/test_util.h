@@ -2,6 +2,8 @@
 #pragma once
 
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -57,6 +59,27 @@ inline std::string join(const std::vector<std::string>& words) {
     s += words[i];
   }
   return s;
+}
+
+/// gzip and zstd compressions of `data` (test inputs).
+inline std::string gzip(const std::string& data) {
+  std::string out(compressBound(data.size()) + 64, '\0');
+  z_stream zs{};
+  deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+inline std::string zstd(const std::string& data) {
+  std::string out(ZSTD_compressBound(data.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
+  return out;
 }
 
 }  // namespace neardup::test

@@ -70,7 +70,16 @@ struct Record {
   std::string_view text;
   std::string_view raw;  ///< JSONL: the line as it was (without its newline); TextFile: the path
   size_t source = 0;     ///< index into InputSet::sources()
-  uint64_t line = 0;     ///< JSONL: 1-based line number; TextFile: 0
+  uint64_t line = 0;     ///< JSONL: 1-based line number (0 when read by position); TextFile: 0
+  uint64_t offset = 0;   ///< JSONL: where the line starts in the source's (decompressed) bytes
+};
+
+/// Where a JSONL record lies: its source, the offset of its line in the source's decompressed
+/// bytes, and the line's length without its newline (Record::raw.size()).
+struct RecordPos {
+  uint32_t source = 0;
+  uint32_t length = 0;
+  uint64_t offset = 0;
 };
 
 struct ReaderStats {
@@ -91,6 +100,10 @@ class RecordReader {
 
   /// The next record, or false at the end of all inputs.
   bool next(Record& out);
+  /// From now on, next() returns only the records at these positions (JSONL sources, in
+  /// reading order), skipping the bytes between them (a plain file seeks). Throws IoError
+  /// naming the file if a position no longer holds a line of that length (the input changed).
+  void select(std::vector<RecordPos> positions);
   const ReaderStats& stats() const noexcept;
   /// Compressed bytes consumed so far over all sources.
   uint64_t bytes_read() const noexcept;

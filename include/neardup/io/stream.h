@@ -21,6 +21,9 @@ class ByteStream {
   /// Bytes consumed from the underlying file so far (for progress).
   virtual uint64_t raw_bytes_read() const noexcept = 0;
   virtual Compression compression() const noexcept = 0;
+  /// Skips n bytes of (decompressed) data; returns how many were skipped (fewer only at the
+  /// end). A plain file seeks; a compressed stream decompresses and discards.
+  virtual uint64_t skip(uint64_t n);
 };
 
 /// Opens `path` (display name `display` in messages), detecting compression from its first bytes.

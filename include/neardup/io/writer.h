@@ -4,7 +4,9 @@
 // existing file at the destination is never damaged. "-" writes to standard output directly.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,6 +24,9 @@ class AtomicFile {
   void put(char c);
   /// Flushes, fsyncs and renames into place. Throws IoError (for example on a full disk).
   void commit();
+  /// Appends `length` bytes of the file open as `fd` from `offset` (copy_file_range, falling
+  /// back to pread); returns how many there were (fewer only at its end).
+  uint64_t append_from(int fd, uint64_t offset, uint64_t length, const std::string& display);
   const std::string& path() const noexcept { return path_; }
 
  private:
@@ -31,5 +36,17 @@ class AtomicFile {
   std::FILE* f_ = nullptr;
   bool stdout_ = false;
 };
+
+/// A byte range of a source's decompressed data.
+struct ByteRange {
+  uint64_t offset = 0, length = 0;
+};
+
+/// Appends the ranges (in increasing, non-overlapping order) of the decompressed data of `path`
+/// to `out`: a plain file is copied in the kernel (copy_file_range), a compressed one is
+/// decompressed, skipping the gaps. If the data ends exactly one byte short of the last range, a
+/// newline is written in its place (a last line without one). Throws IoError naming `display`
+/// if the data ends earlier (the input changed).
+void append_ranges(const std::string& path, const std::string& display, std::span<const ByteRange> ranges, AtomicFile& out);
 
 }  // namespace neardup::io
