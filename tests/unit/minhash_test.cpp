@@ -7,15 +7,12 @@
 
 #include "internal/hash.h"
 #include "neardup/error.h"
+#include "test_util.h"
 
 using namespace neardup;
+using neardup::test::random_set;
 
 namespace {
-std::vector<ShingleHash> random_set(std::mt19937_64& rng, size_t n) {
-  std::vector<ShingleHash> v(n);
-  for (auto& x : v) x = rng();
-  return v;
-}
 std::vector<Isa> supported() {
   std::vector<Isa> v{Isa::Scalar};
   if (detected_isa() >= Isa::Avx2) v.push_back(Isa::Avx2);

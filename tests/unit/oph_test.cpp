@@ -8,17 +8,13 @@
 #include <set>
 
 #include "neardup/error.h"
+#include "test_util.h"
 #include "neardup/minhash.h"
 
 using namespace neardup;
+using neardup::test::random_set;
 
 namespace {
-
-std::vector<ShingleHash> random_set(std::mt19937_64& rng, size_t n) {
-  std::vector<ShingleHash> v(n);
-  for (auto& x : v) x = rng();
-  return v;
-}
 
 // The documented binning, written out: bin (hi32 * K) >> 32, value min(lo32, 0xFFFFFFFE).
 std::vector<SigValue> bins_by_definition(const std::vector<ShingleHash>& s, int k) {

@@ -5,6 +5,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -50,6 +51,13 @@ inline std::vector<std::string> random_words(std::mt19937_64& rng, size_t n, siz
   std::uniform_int_distribution<size_t> d(0, vocab - 1);
   for (auto& s : w) s = "w" + std::to_string(d(rng));
   return w;
+}
+
+/// n random 64-bit values: a random set of shingle hashes (repeats are vanishingly unlikely).
+inline std::vector<uint64_t> random_set(std::mt19937_64& rng, size_t n) {
+  std::vector<uint64_t> v(n);
+  for (auto& x : v) x = rng();
+  return v;
 }
 
 inline std::string join(const std::vector<std::string>& words) {
