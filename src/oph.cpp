@@ -31,7 +31,7 @@ uint32_t inverse_mod(uint32_t a, uint32_t m) {
 
 }  // namespace
 
-OphHasher::OphHasher(int num_bins, uint64_t seed) : k_(num_bins) {
+OphHasher::OphHasher(int num_bins, uint64_t seed) {
   if (num_bins < 1 || num_bins > 4096)
     throw UsageError("number of OPH bins must be between 1 and 4096, got " + std::to_string(num_bins));
   kk_ = static_cast<uint32_t>(num_bins);

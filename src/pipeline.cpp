@@ -28,6 +28,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// A file's size and modification time (ns), or (0, 0) if it cannot be stat'ed: what tells that
+// an input changed between the passes.
+std::pair<uint64_t, int64_t> file_stamp(const std::string& path) {
+  struct stat sb {};
+  if (::stat(path.c_str(), &sb) != 0) return {0, 0};
+  return {static_cast<uint64_t>(sb.st_size), static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000000000 + sb.st_mtim.tv_nsec};
+}
+
 constexpr size_t kBatchBytes = 1 << 20;
 constexpr size_t kBatchDocs = 2048;
 
@@ -165,12 +173,7 @@ void Pipeline::sketch_pass() {
   // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
   const bool by_position = inputs_->all_jsonl() && inputs_->sources().size() < UINT32_MAX;
   input_stamps_.clear();
-  for (const auto& src : inputs_->sources()) {
-    struct stat sb {};
-    if (::stat(src.path.c_str(), &sb) != 0) sb = {};
-    input_stamps_.emplace_back(static_cast<uint64_t>(sb.st_size),
-                               static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000000000 + sb.st_mtim.tv_nsec);
-  }
+  for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
   io::RecordReader reader(*inputs_, options_.reader);
   auto batches = run_batches(
       reader, threads_, "sketch", inputs_->total_bytes(), options_.progress,
@@ -294,9 +297,7 @@ void Pipeline::check_same_record(const io::Record& r, DocId doc) const {
 void Pipeline::check_inputs_unchanged() const {
   const auto& sources = inputs_->sources();
   for (size_t i = 0; i < sources.size() && i < input_stamps_.size(); ++i) {
-    struct stat sb {};
-    if (::stat(sources[i].path.c_str(), &sb) != 0 || static_cast<uint64_t>(sb.st_size) != input_stamps_[i].first ||
-        static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000000000 + sb.st_mtim.tv_nsec != input_stamps_[i].second)
+    if (file_stamp(sources[i].path) != input_stamps_[i])
       throw IoError(sources[i].display + ": the input changed while neardup was running (its size or modification time " +
                     "differs from the first read); do not modify inputs during a run");
   }

@@ -40,7 +40,7 @@ class OphHasher {
   /// num_bins (K) in [1, 4096]; `seed` seeds the densification rounds.
   OphHasher(int num_bins, uint64_t seed);
 
-  int num_perm() const noexcept { return k_; }
+  int num_perm() const noexcept { return static_cast<int>(kk_); }
 
   /// Writes the densified signature of `shingles` (any order, repeats allowed) to out[0..K).
   void sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how = Densify::Auto) const;
@@ -56,8 +56,7 @@ class OphHasher {
   uint32_t mod(uint64_t x) const noexcept;
 
   static constexpr size_t kTableRounds = 4;
-  int k_;
-  uint32_t kk_;
+  uint32_t kk_;  // K
   uint64_t fastmod_m_ = 0;
   std::vector<uint32_t> a_, a_inv_, b_;          // one per round
   std::vector<uint16_t> image_, pre_image_;     // the first kTableRounds rounds, K entries each
