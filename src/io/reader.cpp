@@ -151,10 +151,103 @@ bool InputSet::all_text() const noexcept {
   return std::all_of(sources_.begin(), sources_.end(), [](const Source& s) { return s.kind == SourceKind::TextFile; });
 }
 
+void BadRecords::report(const std::string& where, const std::string& what) {
+  std::string msg = where + ": " + what;
+  if (policy_ == OnError::Fail) throw FormatError(msg + "; fix the input, or skip bad records with --on-error skip");
+  ++skipped_;
+  if (first_.size() < 10) first_.push_back(std::move(msg));
+}
+
+std::string record_where(const Source& source, uint64_t line, uint64_t offset) {
+  if (line == 0) return source.display + ": the line at byte " + std::to_string(offset);
+  return source.display + ":" + std::to_string(line);
+}
+
+namespace {
+
+const char* type_name(simdjson::dom::element_type t) {
+  using T = simdjson::dom::element_type;
+  switch (t) {
+    case T::ARRAY: return "an array";
+    case T::OBJECT: return "an object";
+    case T::INT64:
+    case T::UINT64:
+    case T::DOUBLE: return "a number";
+    case T::STRING: return "a string";
+    case T::BOOL: return "a boolean";
+    case T::NULL_VALUE: return "null";
+  }
+  return "?";
+}
+
+}  // namespace
+
+const size_t JsonlParser::kPadding = simdjson::SIMDJSON_PADDING;
+
+struct JsonlParser::Impl {
+  ReaderOptions opt;
+  simdjson::dom::parser parser;
+  std::string id_buf, sanitized;
+  bool replaced = false;
+};
+
+JsonlParser::JsonlParser(const ReaderOptions& options) : impl_(std::make_unique<Impl>()) { impl_->opt = options; }
+JsonlParser::~JsonlParser() = default;
+bool JsonlParser::replaced_invalid_utf8() const noexcept { return impl_->replaced; }
+
+bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem) {
+  Impl& m = *impl_;
+  const ReaderOptions& opt = m.opt;
+  simdjson::dom::element doc;
+  auto err = m.parser.parse(line.data(), line.size(), false).get(doc);
+  m.replaced = false;
+  if (err == simdjson::UTF8_ERROR) {
+    internal::sanitize_utf8(line.data(), line.size(), m.sanitized);
+    m.replaced = true;
+    m.sanitized.reserve(m.sanitized.size() + kPadding);
+    err = m.parser.parse(m.sanitized.data(), m.sanitized.size(), false).get(doc);
+  }
+  if (err) {
+    problem = std::string("malformed JSON (") + simdjson::error_message(err) + ")";
+    return false;
+  }
+  simdjson::dom::object obj;
+  if (doc.get_object().get(obj)) {
+    problem = std::string("the line is ") + type_name(doc.type()) + ", not a JSON object";
+    return false;
+  }
+  simdjson::dom::element text_el;
+  if (obj.at_key(opt.text_field).get(text_el)) {
+    problem = "missing text field \"" + opt.text_field + "\" (choose another with --text-field)";
+    return false;
+  }
+  std::string_view text;
+  if (text_el.get_string().get(text)) {
+    problem = "text field \"" + opt.text_field + "\" is " + type_name(text_el.type()) + ", not a string";
+    return false;
+  }
+  simdjson::dom::element id_el;
+  if (obj.at_key(opt.id_field).get(id_el)) {
+    m.id_buf = source.display + ":" + std::to_string(line_no);
+    out.id = m.id_buf;
+  } else if (id_el.is_string()) {
+    out.id = id_el.get_string().value_unsafe();
+  } else if (id_el.is_number()) {
+    m.id_buf = simdjson::minify(id_el);
+    out.id = m.id_buf;
+  } else {
+    problem = "id field \"" + opt.id_field + "\" is " + type_name(id_el.type()) + ", not a string or number";
+    return false;
+  }
+  out.text = text;
+  return true;
+}
+
 struct RecordReader::Impl {
   const InputSet& inputs;
   ReaderOptions opt;
   ReaderStats stats;
+  BadRecords bad;
 
   size_t cur = 0;
   std::unique_ptr<ByteStream> stream;
@@ -167,6 +260,7 @@ struct RecordReader::Impl {
   size_t begin = 0, end = 0, scanned = 0;
   uint64_t buf_base = 0;      // offset of buf[0] in the source's decompressed bytes
   uint64_t line_offset = 0;   // offset of the line get_line returned last
+  uint64_t read_until = 0;    // select(): the end of the selected line (with its newline)
   // select(): only these records, in order.
   std::vector<RecordPos> selection;
   size_t selected = 0;
@@ -175,11 +269,10 @@ struct RecordReader::Impl {
   bool any_bytes = false;
   uint64_t line_no = 0;
 
-  simdjson::dom::parser parser;
-  std::string id_buf, sanitized, file_text;
+  JsonlParser parser;
+  std::string file_text, problem;
 
-  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), buf(1 << 20) {}
-
+  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o.on_error), buf(1 << 20), parser(o) {}
   const Source& source() const { return inputs.sources()[cur]; }
 
   void open_next() {
@@ -229,7 +322,11 @@ struct RecordReader::Impl {
         begin = 0;
       }
       if (buf.size() - end < (1 << 16) + kPad) buf.resize(buf.size() * 2);
-      const size_t got = stream->read(buf.data() + end, buf.size() - end - kPad);
+      size_t want = buf.size() - end - kPad;
+      // Reading by position: no more than the selected line needs (at least 64 KiB), so that a
+      // few records scattered over a large file do not each cost a full buffer.
+      if (read_until > buf_base + end) want = std::min<uint64_t>(want, std::max<uint64_t>(read_until - (buf_base + end), 1 << 16));
+      const size_t got = stream->read(buf.data() + end, want);
       if (got == 0) {
         eof = true;
       } else {
@@ -239,81 +336,24 @@ struct RecordReader::Impl {
     }
   }
 
-  // A bad record: throw, or count and go on.
-  void bad(const std::string& where, const std::string& what) {
-    std::string msg = where + ": " + what;
-    if (opt.on_error == OnError::Fail)
-      throw FormatError(msg + "; fix the input, or skip bad records with --on-error skip");
-    ++stats.skipped;
-    if (stats.first_skips.size() < 10) stats.first_skips.push_back(std::move(msg));
-  }
-
-  std::string where() const {
-    if (selecting) return source().display + ": the line at byte " + std::to_string(line_offset);
-    return source().display + ":" + std::to_string(line_no);
-  }
-
-  static const char* type_name(simdjson::dom::element_type t) {
-    using T = simdjson::dom::element_type;
-    switch (t) {
-      case T::ARRAY: return "an array";
-      case T::OBJECT: return "an object";
-      case T::INT64:
-      case T::UINT64:
-      case T::DOUBLE: return "a number";
-      case T::STRING: return "a string";
-      case T::BOOL: return "a boolean";
-      case T::NULL_VALUE: return "null";
-    }
-    return "?";
+  // A bad record: throws, or counts it (stats mirror `bad`).
+  void report(const std::string& where, const std::string& what) {
+    bad.report(where, what);
+    stats.skipped = bad.skipped();
+    if (stats.first_skips.size() < bad.first().size()) stats.first_skips.push_back(bad.first().back());
   }
 
   // Parses one JSONL line into `out`; false if the record is bad (and skipped).
   bool parse_line(std::string_view line, Record& out) {
-    simdjson::dom::element doc;
-    auto err = parser.parse(line.data(), line.size(), false).get(doc);
-    if (err == simdjson::UTF8_ERROR) {
-      internal::sanitize_utf8(line.data(), line.size(), sanitized);
-      ++stats.invalid_utf8;
-      sanitized.reserve(sanitized.size() + kPad);
-      err = parser.parse(sanitized.data(), sanitized.size(), false).get(doc);
-    }
-    if (err) {
-      bad(where(), std::string("malformed JSON (") + simdjson::error_message(err) + ")");
+    const uint64_t line_number = selecting ? 0 : line_no;
+    if (!parser.parse(line, source(), line_number, out, problem)) {
+      report(record_where(source(), line_number, line_offset), problem);
       return false;
     }
-    simdjson::dom::object obj;
-    if (doc.get_object().get(obj)) {
-      bad(where(), std::string("the line is ") + type_name(doc.type()) + ", not a JSON object");
-      return false;
-    }
-    simdjson::dom::element text_el;
-    if (obj.at_key(opt.text_field).get(text_el)) {
-      bad(where(), "missing text field \"" + opt.text_field + "\" (choose another with --text-field)");
-      return false;
-    }
-    std::string_view text;
-    if (text_el.get_string().get(text)) {
-      bad(where(), "text field \"" + opt.text_field + "\" is " + type_name(text_el.type()) + ", not a string");
-      return false;
-    }
-    simdjson::dom::element id_el;
-    if (obj.at_key(opt.id_field).get(id_el)) {
-      id_buf = source().display + ":" + std::to_string(line_no);
-      out.id = id_buf;
-    } else if (id_el.is_string()) {
-      out.id = id_el.get_string().value_unsafe();
-    } else if (id_el.is_number()) {
-      id_buf = simdjson::minify(id_el);
-      out.id = id_buf;
-    } else {
-      bad(where(), "id field \"" + opt.id_field + "\" is " + type_name(id_el.type()) + ", not a string or number");
-      return false;
-    }
-    out.text = text;
+    if (parser.replaced_invalid_utf8()) ++stats.invalid_utf8;
     out.raw = line;
     out.source = cur;
-    out.line = selecting ? 0 : line_no;
+    out.line = line_number;
     out.offset = line_offset;
     return true;
   }
@@ -323,49 +363,54 @@ struct RecordReader::Impl {
                   "; the input changed while neardup was running (do not modify inputs during a run)");
   }
 
-  // select(): the next selected record.
-  bool next_selected(Record& out) {
-    for (;;) {
-      if (selected >= selection.size()) {
-        if (stream) close_current();
-        return false;
-      }
-      const RecordPos& p = selection[selected++];
-      if (p.source >= inputs.sources().size() || inputs.sources()[p.source].kind != SourceKind::Jsonl)
-        throw UsageError("RecordReader::select: a position names no JSONL source");
-      if (p.source != cur || !stream) {
-        if (p.source < cur) throw UsageError("RecordReader::select: positions out of reading order");
-        if (stream) close_current();
-        cur = p.source;
-        open_next();
-      }
-      // Move to p.offset: inside the buffer, or past it (a skip of the stream).
-      const uint64_t at = buf_base + begin;
-      if (p.offset < at) throw UsageError("RecordReader::select: positions out of reading order");
-      if (p.offset <= buf_base + end) {
-        begin = scanned = static_cast<size_t>(p.offset - buf_base);
+  // select(): the next selected line, or false after the last.
+  bool next_selected_line(std::string_view& line) {
+    if (selected >= selection.size()) {
+      if (stream) close_current();
+      return false;
+    }
+    const RecordPos& p = selection[selected++];
+    if (p.source >= inputs.sources().size() || inputs.sources()[p.source].kind != SourceKind::Jsonl)
+      throw UsageError("RecordReader::select: a position names no JSONL source");
+    if (p.source != cur || !stream) {
+      if (p.source < cur) throw UsageError("RecordReader::select: positions out of reading order");
+      if (stream) close_current();
+      cur = p.source;
+      open_next();
+    }
+    // Move to p.offset: inside the buffer, or past it (a skip of the stream).
+    const uint64_t at = buf_base + begin;
+    if (p.offset < at) throw UsageError("RecordReader::select: positions out of reading order");
+    if (p.offset <= buf_base + end) {
+      begin = scanned = static_cast<size_t>(p.offset - buf_base);
+    } else {
+      const uint64_t gap = p.offset - (buf_base + end);
+      if (!eof && stream->skip(gap) == gap) {
+        buf_base = p.offset;
+        begin = end = scanned = 0;
       } else {
-        const uint64_t gap = p.offset - (buf_base + end);
-        if (!eof && stream->skip(gap) == gap) {
-          buf_base = p.offset;
-          begin = end = scanned = 0;
-        } else {
-          changed("no line at byte " + std::to_string(p.offset) + " any more");
-        }
-      }
-      line_no = 0;
-      std::string_view line;
-      if (!get_line(line) || line.size() != p.length)
-        changed("the line at byte " + std::to_string(p.offset) + " is no longer " + std::to_string(p.length) + " bytes long");
-      if (parse_line(line, out)) {
-        ++stats.records;
-        return true;
+        changed("no line at byte " + std::to_string(p.offset) + " any more");
       }
     }
+    line_no = 0;
+    read_until = p.offset + p.length + 1;
+    if (!get_line(line) || line.size() != p.length)
+      changed("the line at byte " + std::to_string(p.offset) + " is no longer " + std::to_string(p.length) + " bytes long");
+    return true;
   }
 
-  bool next(Record& out) {
-    if (selecting) return next_selected(out);
+  // The next record unparsed: a JSONL line that is not blank, a text file, or a bad input.
+  bool next_raw(RawRecord& out) {
+    if (selecting) {
+      std::string_view line;
+      if (!next_selected_line(line)) return false;
+      out.kind = RawRecord::Kind::Line;
+      out.bytes = line;
+      out.source = cur;
+      out.line = 0;
+      out.offset = line_offset;
+      return true;
+    }
     for (;;) {
       if (cur >= inputs.sources().size()) return false;
       const Source& src = source();
@@ -373,36 +418,68 @@ struct RecordReader::Impl {
         file_text = read_all(src.path, src.display);
         struct stat sb;
         if (::stat(src.path.c_str(), &sb) == 0) finished_bytes += static_cast<uint64_t>(sb.st_size);
-        const bool empty_input = file_text.empty() && !src.from_directory;
-        const size_t idx = cur;
-        ++cur;
-        if (empty_input) {
-          bad(src.display, "file is empty");
-          continue;
-        }
-        out.id = src.doc_id;
-        out.text = file_text;
-        out.raw = src.path;
-        out.source = idx;
+        out.source = cur;
         out.line = 0;
-        ++stats.records;
+        out.offset = 0;
+        ++cur;
+        if (file_text.empty() && !src.from_directory) {
+          out.kind = RawRecord::Kind::Bad;
+          out.problem = "file is empty";
+          return true;
+        }
+        out.kind = RawRecord::Kind::Parsed;
+        out.id = src.doc_id;
+        out.bytes = file_text;
         return true;
       }
       if (!stream) open_next();
       std::string_view line;
       if (!get_line(line)) {
         const bool empty_file = !any_bytes;
-        const std::string display = src.display;
+        out.source = cur;
         close_current();
-        if (empty_file) bad(display, "file is empty (no JSONL records)");
+        if (empty_file) {
+          out.kind = RawRecord::Kind::Bad;
+          out.problem = "file is empty (no JSONL records)";
+          return true;
+        }
         continue;
       }
       if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line
-      if (parse_line(line, out)) {
-        ++stats.records;
-        return true;
+      out.kind = RawRecord::Kind::Line;
+      out.bytes = line;
+      out.source = cur;
+      out.line = line_no;
+      out.offset = line_offset;
+      return true;
+    }
+  }
+
+  bool next(Record& out) {
+    RawRecord raw;
+    while (next_raw(raw)) {
+      switch (raw.kind) {
+        case RawRecord::Kind::Bad:
+          report(inputs.sources()[raw.source].display, raw.problem);
+          continue;
+        case RawRecord::Kind::Parsed:
+          out.id = raw.id;
+          out.text = raw.bytes;
+          out.raw = inputs.sources()[raw.source].path;
+          out.source = raw.source;
+          out.line = 0;
+          out.offset = 0;
+          ++stats.records;
+          return true;
+        case RawRecord::Kind::Line:
+          if (parse_line(raw.bytes, out)) {
+            ++stats.records;
+            return true;
+          }
+          continue;
       }
     }
+    return false;
   }
 };
 
@@ -410,6 +487,7 @@ RecordReader::RecordReader(const InputSet& inputs, const ReaderOptions& options)
     : impl_(std::make_unique<Impl>(inputs, options)) {}
 RecordReader::~RecordReader() = default;
 bool RecordReader::next(Record& out) { return impl_->next(out); }
+bool RecordReader::next_raw(RawRecord& out) { return impl_->next_raw(out); }
 void RecordReader::select(std::vector<RecordPos> positions) {
   impl_->selection = std::move(positions);
   impl_->selected = 0;

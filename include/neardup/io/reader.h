@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -89,6 +90,65 @@ struct ReaderStats {
   std::vector<std::string> first_skips;  ///< the first 10 skip messages
 };
 
+/// What happens to bad records: under OnError::Fail, report() throws FormatError
+/// (`<where>: <what>; fix the input, or skip bad records with --on-error skip`); under
+/// OnError::Skip it counts them and keeps the first 10 messages.
+class BadRecords {
+ public:
+  explicit BadRecords(OnError policy) : policy_(policy) {}
+  void report(const std::string& where, const std::string& what);
+  uint64_t skipped() const noexcept { return skipped_; }
+  const std::vector<std::string>& first() const noexcept { return first_; }
+
+ private:
+  OnError policy_;
+  uint64_t skipped_ = 0;
+  std::vector<std::string> first_;
+};
+
+/// How messages name a record: `<file>:<line>`, or `<file>: the line at byte N` when it was
+/// read by position (line 0).
+std::string record_where(const Source& source, uint64_t line, uint64_t offset);
+
+/// Parses JSONL lines into records (one per thread: it owns simdjson's buffers).
+class JsonlParser {
+ public:
+  explicit JsonlParser(const ReaderOptions& options);
+  ~JsonlParser();
+  JsonlParser(const JsonlParser&) = delete;
+  JsonlParser& operator=(const JsonlParser&) = delete;
+
+  /// Parses `line`, which must be followed by at least kPadding readable bytes. On success sets
+  /// out.id and out.text (valid until the next call) and returns true; otherwise sets `problem`
+  /// (what is wrong, without the place) and returns false. A record without an id gets
+  /// `<file>:<line>`.
+  bool parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem);
+  /// Whether the last line parsed had invalid UTF-8 (parsed after replacing it with U+FFFD).
+  bool replaced_invalid_utf8() const noexcept;
+  /// Readable bytes a line given to parse() must have after it.
+  static const size_t kPadding;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A record before parsing, for parsing on other threads (RecordReader::next_raw).
+struct RawRecord {
+  enum class Kind {
+    Line,    ///< a JSONL line to parse (bytes), not blank
+    Parsed,  ///< a text file: id and text (bytes) are the record
+    Bad,     ///< a bad input (an empty file): report(source's display, problem)
+  };
+  Kind kind = Kind::Line;
+  std::string_view bytes;  ///< Line: the line without its newline (kPadding readable bytes follow); Parsed: the text
+  std::string_view id;     ///< Parsed
+  std::string problem;     ///< Bad
+  size_t source = 0;
+  uint64_t line = 0;    ///< Line: 1-based line number (0 when read by position)
+  uint64_t offset = 0;  ///< Line: where the line starts in the source's decompressed bytes
+};
+
 /// Reads every source of an InputSet in order. Throws FormatError on a bad record under
 /// OnError::Fail (message: `<file>:<line>: <what>; <what to do>`), IoError on a read failure.
 class RecordReader {
@@ -100,6 +160,10 @@ class RecordReader {
 
   /// The next record, or false at the end of all inputs.
   bool next(Record& out);
+  /// The next record unparsed (views valid until the next call), or false at the end. The
+  /// caller parses lines (JsonlParser) and reports bad ones (BadRecords) itself, in order, so
+  /// stats() then counts neither.
+  bool next_raw(RawRecord& out);
   /// From now on, next() returns only the records at these positions (JSONL sources, in
   /// reading order), skipping the bytes between them (a plain file seeks). Throws IoError
   /// naming the file if a position no longer holds a line of that length (the input changed).

@@ -31,6 +31,10 @@ class AtomicFile {
 
  private:
   [[noreturn]] void fail(const char* what);
+  void write_behind();
+  static constexpr uint64_t kWriteBehind = uint64_t{32} << 20;
+  uint64_t written_ = 0;  ///< bytes written so far
+  uint64_t synced_ = 0;   ///< bytes whose disk writes were started
   std::string path_;
   std::string temp_;
   std::FILE* f_ = nullptr;
