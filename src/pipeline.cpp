@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -39,43 +40,130 @@ std::pair<uint64_t, int64_t> file_stamp(const std::string& path) {
 constexpr size_t kBatchBytes = 1 << 20;
 constexpr size_t kBatchDocs = 2048;
 
-// A batch of documents read on the reading thread and processed by one worker.
+// A batch of records gathered on the reading thread and parsed and processed by one worker.
 struct Batch {
-  std::vector<DocId> docs;
-  std::string text;               // concatenated texts
-  std::vector<size_t> text_end;   // end offset of each text in `text`
-  // Results
+  struct Entry {
+    io::RawRecord::Kind kind = io::RawRecord::Kind::Line;
+    uint32_t source = 0;
+    uint32_t raw_length = 0;  // Line: the raw line; Parsed: the text
+    size_t raw_begin = 0;     // in `raw`
+    uint64_t line = 0, offset = 0;
+    size_t id_begin = 0, id_length = 0;  // in `ids`, once parsed
+    DocId doc = 0;                       // parsed on the reading thread: its ordinal
+  };
+  std::vector<Entry> entries;
+  std::vector<char> raw;   // lines and texts back to back, then JsonlParser::kPadding bytes
+  std::string ids;
+  std::vector<std::pair<size_t, std::string>> problems;  // bad entries, in entry order
+  // Worker results, by entry.
+  std::vector<uint8_t> ok;       // parsed into a document
+  std::vector<uint64_t> text_length;
   std::vector<SigValue> sigs;
   Fingerprints fps;
   std::vector<uint64_t> simhashes;
   std::vector<uint8_t> empty;
+  std::vector<uint32_t> fp_slot;  // bottomk: the entry's fingerprint in `fps`
   std::vector<std::vector<ShingleHash>> sets;
-  uint64_t shingles = 0;
-  double t_shingle = 0, t_sketch = 0;
+  uint64_t shingles = 0, invalid_utf8 = 0;
+  double t_parse = 0, t_shingle = 0, t_sketch = 0;
+  bool done = false;  // guarded by the runner's mutex
 
-  std::string_view text_of(size_t i) const {
-    const size_t b = i == 0 ? 0 : text_end[i - 1];
-    return std::string_view(text).substr(b, text_end[i] - b);
+  size_t size() const { return entries.size(); }
+  std::string_view raw_of(const Entry& e) const { return {raw.data() + e.raw_begin, e.raw_length}; }
+  std::string_view id_of(size_t i) const { return std::string_view(ids).substr(entries[i].id_begin, entries[i].id_length); }
+  void add(io::RawRecord::Kind kind, std::string_view bytes, std::string_view id, size_t source, uint64_t line,
+           uint64_t offset, DocId doc) {
+    Entry e;
+    e.kind = kind;
+    e.source = static_cast<uint32_t>(source);
+    e.raw_length = static_cast<uint32_t>(bytes.size());
+    e.raw_begin = raw.size();
+    e.line = line;
+    e.offset = offset;
+    e.id_begin = ids.size();
+    e.id_length = id.size();
+    e.doc = doc;
+    raw.insert(raw.end(), bytes.begin(), bytes.end());
+    ids.append(id);
+    entries.push_back(e);
   }
-  size_t size() const { return docs.size(); }
 };
 
-// Reads records on the calling thread, groups them into batches and hands them to `threads`
-// workers. on_record(record, ordinal) returns whether the record goes into a batch (and may
-// throw). process(batch) runs on a worker. Returns the processed batches in reading order.
-template <class OnRecord, class Process>
-std::vector<std::unique_ptr<Batch>> run_batches(io::RecordReader& reader, int threads, const char* stage,
-                                                uint64_t total_bytes, const ProgressFn& progress,
-                                                OnRecord&& on_record, Process&& process) {
+// Runs a pass over the inputs: the calling thread reads records into batches, `threads`
+// workers parse and process them, and the calling thread hands the documents, in reading order,
+// to consume(batch, entry, doc) as the batches complete. So the results are the same for any
+// number of threads, and bad records are reported in reading order: on_bad(where, what) throws
+// or counts them (those get no ordinal).
+//
+// With a filter, records are parsed on the calling thread (so that their ordinals are known
+// there) and only those it accepts are processed; otherwise the workers parse.
+// process(batch, entry, text) runs on a worker.
+struct Pass {
+  const char* stage = "";
+  uint64_t total_bytes = 0;
+  const ProgressFn* progress = nullptr;
+  const io::ReaderOptions* reader = nullptr;
+  std::function<bool(const io::Record&, DocId)> filter;
+  std::function<void(const std::string& where, const std::string& what)> on_bad;
+  std::function<void(Batch&)> start;  // on a worker, before the batch's first document
+  std::function<void(Batch&, size_t entry, std::string_view text)> process;
+  std::function<void(Batch&, size_t entry, DocId doc)> consume;
+};
+
+// What the workers measured and counted, over all batches.
+struct PassTotals {
+  uint64_t shingles = 0, invalid_utf8 = 0;
+  double t_parse = 0, t_shingle = 0, t_sketch = 0;
+};
+
+PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int threads, const Pass& opt) {
+  PassTotals totals;
   std::mutex mu;
-  std::condition_variable not_empty, not_full;
+  std::condition_variable not_empty, not_full, finished;
   std::deque<Batch*> queue;
   bool closed = false;
   std::exception_ptr error;
   const size_t max_queued = static_cast<size_t>(threads) * 2;
+  using Kind = io::RawRecord::Kind;
 
-  std::vector<std::unique_ptr<Batch>> batches;
+  auto work = [&](Batch& b, io::JsonlParser& parser) {
+    const size_t n = b.size();
+    b.ok.assign(n, 0);
+    b.text_length.assign(n, 0);
+    io::Record rec;
+    std::string problem;
+    const size_t parsed_problems = b.problems.size();
+    if (opt.start) opt.start(b);
+    for (size_t i = 0; i < n; ++i) {
+      Batch::Entry& e = b.entries[i];
+      std::string_view text = b.raw_of(e);
+      if (e.kind == Kind::Bad) continue;
+      if (e.kind == Kind::Line) {
+        const auto t = Clock::now();
+        const bool good = parser.parse(text, inputs.sources()[e.source], e.line, rec, problem);
+        b.t_parse += seconds_since(t);
+        if (!good) {
+          b.problems.emplace_back(i, problem);
+          continue;
+        }
+        if (parser.replaced_invalid_utf8()) ++b.invalid_utf8;
+        e.id_begin = b.ids.size();
+        e.id_length = rec.id.size();
+        b.ids.append(rec.id);
+        text = rec.text;
+      }
+      b.ok[i] = 1;
+      b.text_length[i] = text.size();
+      opt.process(b, i, text);
+    }
+    // The reading thread's problems came first; keep them all in entry order.
+    std::inplace_merge(b.problems.begin(), b.problems.begin() + static_cast<ptrdiff_t>(parsed_problems), b.problems.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<char>().swap(b.raw);
+  };
+
   auto worker = [&] {
+    io::JsonlParser parser(*opt.reader);
     for (;;) {
       Batch* b = nullptr;
       {
@@ -87,63 +175,132 @@ std::vector<std::unique_ptr<Batch>> run_batches(io::RecordReader& reader, int th
       }
       not_full.notify_one();
       try {
-        process(*b);
+        work(*b, parser);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!error) error = std::current_exception();
       }
-      b->text.clear();
-      b->text.shrink_to_fit();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        b->done = true;
+      }
+      finished.notify_all();
     }
   };
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  auto stop = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      closed = true;
+      queue.clear();  // batches not started are dropped; the pool owns none
+    }
+    not_empty.notify_all();
+    not_full.notify_all();
+    for (auto& t : pool)
+      if (t.joinable()) t.join();
+  };
 
+  std::deque<std::unique_ptr<Batch>> in_flight;  // pushed, in reading order
+  uint64_t ordinal = 0;
+  // Hands the finished batches at the front to consume() (all of them, waiting, if `all`).
+  auto drain = [&](bool all) {
+    for (;;) {
+      if (in_flight.empty()) return;
+      Batch& b = *in_flight.front();
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        if (all) finished.wait(lock, [&] { return b.done; });
+        if (!b.done) return;
+        if (error) std::rethrow_exception(error);
+      }
+      size_t p = 0;
+      for (size_t i = 0; i < b.size(); ++i) {
+        if (p < b.problems.size() && b.problems[p].first == i) {
+          const Batch::Entry& e = b.entries[i];
+          const io::Source& src = inputs.sources()[e.source];
+          opt.on_bad(e.kind == Kind::Bad ? src.display : io::record_where(src, e.line, e.offset), b.problems[p].second);
+          ++p;
+          continue;
+        }
+        if (!b.ok[i]) continue;
+        DocId doc = b.entries[i].doc;
+        if (!opt.filter) {
+          if (ordinal >= 0xFFFFFFFFull) throw UsageError("more than 4,294,967,294 documents in one run; split the input");
+          doc = static_cast<DocId>(ordinal++);
+        }
+        opt.consume(b, i, doc);
+      }
+      totals.shingles += b.shingles;
+      totals.invalid_utf8 += b.invalid_utf8;
+      totals.t_parse += b.t_parse;
+      totals.t_shingle += b.t_shingle;
+      totals.t_sketch += b.t_sketch;
+      in_flight.pop_front();
+    }
+  };
   auto push = [&](std::unique_ptr<Batch> b) {
+    b->raw.resize(b->raw.size() + io::JsonlParser::kPadding);
     Batch* raw = b.get();
-    batches.push_back(std::move(b));
-    std::unique_lock<std::mutex> lock(mu);
-    not_full.wait(lock, [&] { return queue.size() < max_queued || error; });
-    queue.push_back(raw);
+    in_flight.push_back(std::move(b));
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      not_full.wait(lock, [&] { return queue.size() < max_queued || error; });
+      queue.push_back(raw);
+    }
     not_empty.notify_one();
+    drain(false);
   };
 
   std::exception_ptr read_error;
   try {
-    io::Record rec;
-    uint64_t ordinal = 0;
     auto batch = std::make_unique<Batch>();
-    while (reader.next(rec)) {
-      const DocId doc = static_cast<DocId>(ordinal);
-      if (ordinal >= 0xFFFFFFFFull)
-        throw UsageError("more than 4,294,967,294 documents in one run; split the input");
-      ++ordinal;
-      if (!on_record(rec, doc)) continue;
-      batch->docs.push_back(doc);
-      batch->text.append(rec.text);
-      batch->text_end.push_back(batch->text.size());
-      if (batch->text.size() >= kBatchBytes || batch->docs.size() >= kBatchDocs) {
+    io::RawRecord raw;
+    io::Record rec;
+    uint64_t records = 0;
+    auto full = [&] { return batch->raw.size() >= kBatchBytes || batch->size() >= kBatchDocs; };
+    for (;;) {
+      if (opt.filter) {
+        // Parsed here: the ordinal is known, and the filter decides.
+        if (!reader.next(rec)) break;
+        if (records >= 0xFFFFFFFFull) throw UsageError("more than 4,294,967,294 documents in one run; split the input");
+        const DocId doc = static_cast<DocId>(records++);
+        if (!opt.filter(rec, doc)) continue;
+        batch->add(Kind::Parsed, rec.text, rec.id, rec.source, rec.line, rec.offset, doc);
+      } else {
+        if (!reader.next_raw(raw)) break;
+        ++records;
+        if (raw.kind == Kind::Bad) batch->problems.emplace_back(batch->size(), raw.problem);
+        batch->add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line,
+                   raw.offset, 0);
+      }
+      if (full()) {
         push(std::move(batch));
         batch = std::make_unique<Batch>();
-        if (progress) progress({stage, reader.bytes_read(), total_bytes, ordinal});
+        if (opt.progress && *opt.progress) (*opt.progress)({opt.stage, reader.bytes_read(), opt.total_bytes, records});
         std::lock_guard<std::mutex> lock(mu);
         if (error) break;
       }
     }
-    if (!batch->docs.empty()) push(std::move(batch));
-    if (progress) progress({stage, reader.bytes_read(), total_bytes, ordinal});
+    if (!batch->entries.empty()) push(std::move(batch));
+    if (opt.progress && *opt.progress) (*opt.progress)({opt.stage, reader.bytes_read(), opt.total_bytes, records});
   } catch (...) {
-    read_error = std::current_exception();
+    read_error = std::current_exception();  // reported after the records read before it
   }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    closed = true;
+  try {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      closed = true;
+    }
+    not_empty.notify_all();
+    drain(true);
+  } catch (...) {
+    stop();
+    throw;
   }
-  not_empty.notify_all();
-  for (auto& t : pool) t.join();
+  stop();
   if (read_error) std::rethrow_exception(read_error);
-  if (error) std::rethrow_exception(error);
-  return batches;
+  return totals;
 }
 
 }  // namespace
@@ -174,69 +331,77 @@ void Pipeline::sketch_pass() {
   const bool by_position = inputs_->all_jsonl() && inputs_->sources().size() < UINT32_MAX;
   input_stamps_.clear();
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
-  io::RecordReader reader(*inputs_, options_.reader);
-  auto batches = run_batches(
-      reader, threads_, "sketch", inputs_->total_bytes(), options_.progress,
-      [&](const io::Record& r, DocId) {
-        id_blob_.append(r.id);
-        id_end_.push_back(id_blob_.size());
-        lengths_.push_back(r.text.size());
-        if (by_position) pos_.push_back({static_cast<uint32_t>(r.source), static_cast<uint32_t>(r.raw.size()), r.offset});
-        return true;
-      },
-      [&](Batch& b) {
-        thread_local std::vector<ShingleHash> sh;
-        thread_local std::vector<SigValue> fp;
-        Shingler shingler(spec_.shingle);
-        BottomKSelector selector(bottomk ? spec_.sketch_size : 1);
-        SimHasher simhasher(spec_.weights);
-        b.sigs.resize(b.size() * k);
-        if (simhash) b.simhashes.resize(b.size());
-        b.empty.resize(b.size());
-        for (size_t i = 0; i < b.size(); ++i) {
-          const auto t1 = Clock::now();
-          shingler.shingles(b.text_of(i), sh);
-          const auto t2 = Clock::now();
-          if (bottomk) {
-            selector.add(sh);
-            selector.finish(fp);
-            b.fps.push_back(fp);
-          } else if (simhash) {
-            b.simhashes[i] = simhasher(sh);
-          } else {
-            hasher->sketch(sh, std::span<SigValue>(b.sigs).subspan(i * k, k));
-          }
-          b.t_sketch += seconds_since(t2);
-          b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
-          b.shingles += sh.size();
-          b.empty[i] = sh.empty();
-        }
-      });
-  const size_t n = lengths_.size();
-  sigs_.resize(n * k);
-  if (simhash) simhashes_.resize(n);
-  empty_.resize(n);
-  size_t pos = 0;
   fps_ = Fingerprints{};
   fps_.size = spec_.sketch_size;
-  for (auto& b : batches) {
-    std::copy(b->sigs.begin(), b->sigs.end(), sigs_.begin() + pos * k);
-    for (size_t i = 0; i < b->fps.count(); ++i) fps_.push_back(b->fps[i]);
-    std::copy(b->simhashes.begin(), b->simhashes.end(), simhashes_.begin() + static_cast<ptrdiff_t>(pos));
-    std::copy(b->empty.begin(), b->empty.end(), empty_.begin() + pos);
-    pos += b->size();
-    stats_.shingles += b->shingles;
-    stats_.times.shingle += b->t_shingle;
-    stats_.times.sketch += b->t_sketch;
-    b.reset();
-  }
-  NEARDUP_ASSERT(pos == n);
+  io::RecordReader reader(*inputs_, options_.reader);
+  io::BadRecords bad(options_.reader.on_error);
+  Pass pass;
+  pass.stage = "sketch";
+  pass.total_bytes = inputs_->total_bytes();
+  pass.progress = &options_.progress;
+  pass.reader = &options_.reader;
+  pass.on_bad = [&](const std::string& where, const std::string& what) { bad.report(where, what); };
+  // Per worker thread, made again for each batch (a run may change the options).
+  thread_local std::optional<Shingler> shingler;
+  thread_local std::optional<BottomKSelector> selector;
+  thread_local std::optional<SimHasher> simhasher;
+  pass.start = [&](Batch& b) {
+    shingler.emplace(spec_.shingle);
+    if (bottomk) selector.emplace(spec_.sketch_size);
+    if (simhash) simhasher.emplace(spec_.weights);
+    b.sigs.resize(b.size() * k);
+    b.simhashes.resize(simhash ? b.size() : 0);
+    b.fp_slot.resize(bottomk ? b.size() : 0);
+    b.empty.resize(b.size());
+    b.fps = Fingerprints{};
+    b.fps.size = spec_.sketch_size;
+  };
+  pass.process = [&](Batch& b, size_t i, std::string_view text) {
+    thread_local std::vector<ShingleHash> sh;
+    thread_local std::vector<SigValue> fp;
+    const auto t1 = Clock::now();
+    shingler->shingles(text, sh);
+    const auto t2 = Clock::now();
+    if (bottomk) {
+      selector->add(sh);
+      selector->finish(fp);
+      b.fp_slot[i] = static_cast<uint32_t>(b.fps.count());
+      b.fps.push_back(fp);
+    } else if (simhash) {
+      b.simhashes[i] = (*simhasher)(sh);
+    } else {
+      hasher->sketch(sh, std::span<SigValue>(b.sigs).subspan(i * k, k));
+    }
+    b.t_sketch += seconds_since(t2);
+    b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
+    b.shingles += sh.size();
+    b.empty[i] = sh.empty();
+  };
+  pass.consume = [&](Batch& b, size_t i, DocId) {
+    const Batch::Entry& e = b.entries[i];
+    id_blob_.append(b.id_of(i));
+    id_end_.push_back(id_blob_.size());
+    lengths_.push_back(b.text_length[i]);
+    if (by_position) pos_.push_back({e.source, e.raw_length, e.offset});
+    const auto sig = b.sigs.begin() + static_cast<ptrdiff_t>(i * k);
+    sigs_.insert(sigs_.end(), sig, sig + static_cast<ptrdiff_t>(k));
+    if (bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
+    if (simhash) simhashes_.push_back(b.simhashes[i]);
+    empty_.push_back(b.empty[i]);
+  };
+  const PassTotals totals = run_pass(reader, *inputs_, threads_, pass);
+  stats_.shingles += totals.shingles;
+  stats_.invalid_utf8 = totals.invalid_utf8;
+  stats_.times.parse += totals.t_parse;
+  stats_.times.shingle += totals.t_shingle;
+  stats_.times.sketch += totals.t_sketch;
+  const size_t n = lengths_.size();
+  NEARDUP_ASSERT(empty_.size() == n);
   stats_.documents = n;
   stats_.empty = static_cast<uint64_t>(std::count(empty_.begin(), empty_.end(), 1));
   for (uint64_t l : lengths_) stats_.text_bytes += l;
-  stats_.skipped = reader.stats().skipped;
-  stats_.invalid_utf8 = reader.stats().invalid_utf8;
-  stats_.skip_messages = reader.stats().first_skips;
+  stats_.skipped = bad.skipped();
+  stats_.skip_messages = bad.first();
   stats_.times.pass1 = seconds_since(t0);
 }
 
@@ -244,8 +409,14 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
   sets_ = std::make_unique<ShingleSets>(lengths_.size());
   check_inputs_unchanged();
   io::RecordReader reader(*inputs_, options_.reader);
-  // By position: only the needed records are read and parsed; the k-th record read is the
-  // k-th needed document.
+  Pass pass;
+  pass.stage = "verify";
+  pass.total_bytes = inputs_->total_bytes();
+  pass.progress = &options_.progress;
+  pass.reader = &options_.reader;
+  // By position: only the needed records are read, and parsed on the workers; the k-th record
+  // read is the k-th needed document. Otherwise every record is read and parsed here, and
+  // only the needed ones are shingled.
   std::vector<DocId> wanted;
   if (!pos_.empty()) {
     std::vector<io::RecordPos> at;
@@ -255,28 +426,33 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
         at.push_back(pos_[d]);
       }
     reader.select(std::move(at));
+  } else {
+    pass.filter = [&](const io::Record& r, DocId ordinal) {
+      check_same_record(r, ordinal);
+      return needed[ordinal] != 0;
+    };
   }
-  auto batches = run_batches(
-      reader, threads_, "verify", inputs_->total_bytes(), options_.progress,
-      [&](const io::Record& r, DocId ordinal) {
-        if (pos_.empty()) {
-          check_same_record(r, ordinal);
-          return needed[ordinal] != 0;
-        }
-        if (r.text.size() != lengths_[wanted[ordinal]])
-          throw IoError(inputs_->sources()[r.source].display + ": the record at byte " + std::to_string(r.offset) +
-                        " changed while neardup was running; do not modify inputs during a run");
-        return true;
-      },
-      [&](Batch& b) {
-        Shingler shingler(spec_.shingle);
-        b.sets.resize(b.size());
-        for (size_t i = 0; i < b.size(); ++i) b.sets[i] = shingler.shingle_set(b.text_of(i));
-      });
-  for (auto& b : batches) {
-    for (size_t i = 0; i < b->size(); ++i) sets_->set(pos_.empty() ? b->docs[i] : wanted[b->docs[i]], std::move(b->sets[i]));
-    b.reset();
-  }
+  pass.on_bad = [&](const std::string& where, const std::string& what) {
+    throw IoError(where + ": " + what + "; the input changed while neardup was running (do not modify inputs during a run)");
+  };
+  thread_local std::optional<Shingler> shingler;  // per worker, made again for each batch
+  pass.start = [&](Batch& b) {
+    shingler.emplace(spec_.shingle);
+    b.sets.resize(b.size());
+  };
+  pass.process = [&](Batch& b, size_t i, std::string_view text) { b.sets[i] = shingler->shingle_set(text); };
+  pass.consume = [&](Batch& b, size_t i, DocId doc) {
+    if (!pos_.empty()) {
+      if (doc >= wanted.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
+      doc = wanted[doc];
+      const Batch::Entry& e = b.entries[i];
+      if (b.text_length[i] != lengths_[doc])
+        throw IoError(inputs_->sources()[e.source].display + ": the record at byte " + std::to_string(e.offset) +
+                      " changed while neardup was running; do not modify inputs during a run");
+    }
+    sets_->set(doc, std::move(b.sets[i]));
+  };
+  run_pass(reader, *inputs_, threads_, pass);
   stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
 }
 

@@ -46,11 +46,11 @@ struct RunOptions {
   ProgressFn progress;  ///< called from the reading thread, after each batch
 };
 
-/// Seconds per stage (lsh is the all-pairs join with bottomk, the table search with simhash). pass1 is the wall time of the first pass (read, shingle and sketch
-/// overlapped); shingle and sketch are its CPU time, summed over worker threads; the others are
-/// wall time.
+/// Seconds per stage (lsh is the all-pairs join with bottomk, the table search with simhash).
+/// pass1 is the wall time of the first pass (read, parse, shingle and sketch overlapped); parse,
+/// shingle and sketch are its CPU time, summed over worker threads; the others are wall time.
 struct StageTimes {
-  double pass1 = 0, shingle = 0, sketch = 0, lsh = 0, verify = 0, cluster = 0, write = 0;
+  double pass1 = 0, parse = 0, shingle = 0, sketch = 0, lsh = 0, verify = 0, cluster = 0, write = 0;
 };
 
 struct RunStats {

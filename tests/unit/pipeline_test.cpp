@@ -232,6 +232,99 @@ TEST(Pipeline, DeterministicAcrossThreadCounts) {
   EXPECT_EQ(bk1, run_pairs({corpus}, "words:3 bottomk:64 estimate:0.4", 3));
 }
 
+// Everything a run writes (kept, removed, clusters, pairs), its skip messages and counts, as one
+// string.
+std::string run_outputs(const std::vector<std::string>& inputs, RunOptions o, Pipeline::Mode mode, const test::TempDir& d) {
+  Pipeline p(inputs, o);
+  p.run(mode);
+  std::string all;
+  for (const char* name : {"kept", "removed", "clusters", "pairs"}) {
+    {
+      io::AtomicFile out(d.file(name));
+      if (name[0] == 'k') p.write_kept(out);
+      if (name[0] == 'r') p.write_removed(out);
+      if (name[0] == 'c') p.write_clusters(out);
+      if (name[0] == 'p') p.write_pairs(out);
+      out.commit();
+    }
+    all += std::string("== ") + name + "\n" + test::read_file(d.file(name));
+  }
+  const RunStats& s = p.stats();
+  all += "== stats " + std::to_string(s.documents) + " " + std::to_string(s.skipped) + " " +
+         std::to_string(s.invalid_utf8) + " " + std::to_string(s.shingles) + " " + std::to_string(s.removed) + "\n";
+  for (const auto& m : s.skip_messages) all += m + "\n";
+  return all;
+}
+
+// Many batches (records are parsed on the workers), bad records, invalid UTF-8, gzip, zstd and a
+// directory of text files: every output is byte-identical for 1 to 4 threads, and a bad record
+// under --on-error fail is the first one in reading order whatever the thread count.
+TEST(Pipeline, OutputsAreByteIdenticalForAnyThreadCount) {
+  test::TempDir d;
+  std::mt19937_64 rng(21);
+  std::string a, b;
+  for (int i = 0; i < 6000; ++i) {
+    std::vector<std::string> w = test::random_words(rng, 8 + rng() % 30, 40);
+    std::string line = "{\"id\": \"a" + std::to_string(i) + "\", \"text\": \"" + test::join(w) + "\"}";
+    if (i % 7 == 3) line = "{\"id\": \"dup" + std::to_string(i) + "\", \"text\": \"" + test::join(w) + " extra\"}";
+    a += line + "\n";
+    if (i % 11 == 0) b += line + "\n";
+    if (i % 997 == 5) a += "{\"id\": \"bad" + std::to_string(i) + "\", \"text\": null}\n";
+    if (i % 1499 == 7) a += "{\"id\": \"x\", \"text\": \"caf\xC3 \xFF broken utf8 " + std::to_string(i) + "\"}\n";
+    if (i % 2003 == 11) a += "not json at all\n";
+  }
+  test::write_file(d.file("a.jsonl"), a);
+  test::write_file(d.file("b.jsonl.gz"), test::gzip(b));
+  test::write_file(d.file("c.jsonl.zst"), test::zstd(b + a.substr(0, a.size() / 3)));
+  std::filesystem::create_directories(d.file("texts"));
+  for (int i = 0; i < 30; ++i) test::write_file(d.file("texts/t" + std::to_string(i) + ".txt"), test::join(test::random_words(rng, 200, 400)));
+  test::write_file(d.file("texts/copy.txt"), test::read_file(d.file("texts/t3.txt")) + " end");
+  const std::vector<std::vector<std::string>> input_sets = {
+      {d.file("a.jsonl"), d.file("b.jsonl.gz"), d.file("c.jsonl.zst")},
+      {d.file("texts"), d.file("a.jsonl")},  // mixed: later passes read every record again
+  };
+  for (const auto& inputs : input_sets)
+    for (const char* spec : {"words:3 verify:0.7", "words:3 bottomk:32 verify:0.7", "words:3 simhash:3 verify:0.7"})
+      for (const auto mode : {Pipeline::Mode::Dedup, Pipeline::Mode::Pairs}) {
+        RunOptions o;
+        o.spec = PipelineSpec::parse(spec);
+        o.reader.on_error = io::OnError::Skip;
+        std::string first;
+        for (int threads = 1; threads <= 4; ++threads) {
+          o.threads = threads;
+          const std::string got = run_outputs(inputs, o, mode, d);
+          if (threads == 1) {
+            first = got;
+            EXPECT_NE(got.find("== stats"), std::string::npos);
+            EXPECT_NE(got.find("a.jsonl:7: text field \"text\" is null"), std::string::npos) << "the skip messages name the bad records";
+            EXPECT_GT(got.size(), 10000u);
+          } else {
+            EXPECT_TRUE(got == first) << spec << " threads " << threads << ": " << got.size() << " bytes, want " << first.size();
+          }
+        }
+      }
+  // --on-error fail: the first bad record in reading order, for any thread count, though it lies
+  // several batches in and later batches (with other bad records) are parsed alongside.
+  std::string late;
+  for (int i = 0; i < 9000; ++i) {
+    late += "{\"id\": " + std::to_string(i) + ", \"text\": \"" + test::join(test::random_words(rng, 8, 40)) + "\"}\n";
+    if (i == 5000) late += "{\"id\": \"first bad\", \"text\": null}\n";
+    if (i > 5000 && i % 100 == 0) late += "[\"a later bad record\"]\n";
+  }
+  test::write_file(d.file("late.jsonl"), late);
+  for (int threads = 1; threads <= 4; ++threads) {
+    RunOptions o;
+    o.threads = threads;
+    try {
+      Pipeline p({d.file("late.jsonl")}, o);
+      p.run(Pipeline::Mode::Dedup);
+      ADD_FAILURE() << "no error";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("late.jsonl:5002: text field \"text\" is null"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Pipeline, DedupKeepsRecordsByteForByte) {
   test::TempDir d;
   const std::string lines[] = {

@@ -150,10 +150,10 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
   const double mb = static_cast<double>(s.text_bytes) / 1e6;
   const StageTimes& t = s.times;
   std::fprintf(stderr,
-               "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s wall (%.1f MB/s; CPU: shingle %.3f s, "
+               "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s wall (%.1f MB/s; CPU: parse %.3f s, shingle %.3f s, "
                "sketch %.3f s); %s %.3f s; verify %.3f s (%llu documents re-read); cluster %.3f s; write %.3f s; "
                "kernel %s; largest bucket %llu\n",
-               mb, t.pass1, t.pass1 > 0 ? mb / t.pass1 : 0.0, t.shingle, t.sketch,
+               mb, t.pass1, t.pass1 > 0 ? mb / t.pass1 : 0.0, t.parse, t.shingle, t.sketch,
                p.spec().method == SketchMethod::BottomK   ? "join"
                : p.spec().method == SketchMethod::SimHash ? "tables"
                                                           : "lsh",
