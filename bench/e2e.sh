@@ -15,6 +15,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 for j in 1 2; do
   rows=()
   for r in $(seq 1 "$reps"); do
+    rm -f "$out/kept.jsonl" "$out/removed.tsv"  # a new file each time, as a user's run writes
     /usr/bin/time -f "%e %M" -o "$out/time" "$bin" dedup "$corpus" -o "$out/kept.jsonl" --removed "$out/removed.tsv" \
       -j "$j" --stats 2> "$out/log.$r"
     read -r wall rss < "$out/time"

@@ -41,10 +41,11 @@ void BM_Read(benchmark::State& state) {
 }
 BENCHMARK(BM_Read)->Unit(benchmark::kMillisecond);
 
-// Words to word hashes: 0 = the byte-at-a-time scanner, 1/2/3 = the bitmask path with the
+// Words to word hashes (chars:1: to code point hashes, as chars:N shingles use): 0 = the byte-at-a-time scanner, 1/2/3 = the bitmask path with the
 // scalar / AVX2 / AVX-512 classification kernel.
 void BM_HashWords(benchmark::State& state) {
   const auto variant = state.range(0);
+  const bool chars = state.range(1) != 0;
   if (variant > 0) {
     const Isa isa = static_cast<Isa>(variant - 1);
     if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return state.SkipWithError("ISA not supported");
@@ -54,16 +55,16 @@ void BM_HashWords(benchmark::State& state) {
   for (auto _ : state)
     for (const auto& t : texts()) {
       out.clear();
-      if (variant == 0)
-        hash_words_exact(t, kDefaultSeed, out);
+      if (chars)
+        (variant == 0 ? hash_chars_exact : hash_chars)(t, kDefaultSeed, out);
       else
-        hash_words(t, kDefaultSeed, out);
+        (variant == 0 ? hash_words_exact : hash_words)(t, kDefaultSeed, out);
       benchmark::DoNotOptimize(out.data());
     }
   reset_isa();
   state.SetBytesProcessed(state.iterations() * text_bytes());
 }
-BENCHMARK(BM_HashWords)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HashWords)->ArgsProduct({{0, 1, 2, 3}, {0, 1}})->ArgNames({"path", "chars"})->Unit(benchmark::kMillisecond);
 
 void BM_Shingle(benchmark::State& state) {
   Shingler s({ShingleKind::Words, static_cast<int>(state.range(0)), kDefaultSeed});

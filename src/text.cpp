@@ -145,13 +145,16 @@ inline bool any_set(const uint64_t* bits, size_t s, size_t e) noexcept {  // in 
 
 constexpr size_t kWindowBlocks = 1024;  // runs are found a window (64 KiB of text) at a time
 
-}  // namespace
-
-void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
+// Finds the maximal runs of word-or-high bytes of `text` (text_kernels.h) with the SIMD scan, a
+// window at a time, and hands them over: ascii_window(lower, starts, ends, count) for a window
+// whose runs are all ASCII words (lower: the lowercased copy), otherwise run(lower, s, e, high)
+// for each run [s, e), high telling whether it holds a byte >= 0x80 (then the exact scanner decides).
+// Texts of 4 GiB or more are not handled (positions are 32-bit): callers use the exact scanner.
+template <class AsciiWindow, class Run>
+void scan_runs(std::string_view text, AsciiWindow&& ascii_window, Run&& run) {
   thread_local WordScratch sc;
   const size_t n = text.size();
   if (n == 0) return;
-  if (n > UINT32_MAX - 128) return hash_words_exact(text, seed, out);  // positions are 32-bit
   const size_t full = n / 64, nblocks = (n + 63) / 64;
   if (sc.lower.size() < nblocks * 64 + 2 * kPad) sc.lower.assign(nblocks * 64 + 2 * kPad, 0);
   if (sc.high.size() < nblocks) sc.high.resize(nblocks);
@@ -167,7 +170,6 @@ void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
   ts.high = sc.high.data();
   ts.starts = sc.starts.data();
   ts.ends = sc.ends.data();
-  out.reserve(out.size() + n / 8);
   for (size_t w0 = 0; w0 < nblocks; w0 += kWindowBlocks) {
     const size_t w1 = std::min(nblocks, w0 + kWindowBlocks);
     // A run still open from the last window keeps its start in front.
@@ -184,33 +186,67 @@ void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
       scan(tail, full, 1, ts);
     }
     if (w1 == nblocks && ts.carry) ts.ends[ts.ne++] = static_cast<uint32_t>(n);  // a run to the end
-    const uint64_t* high = ts.high;
-    const uint8_t* lower = ts.lower;
     if (!ts.any_high) {
-      // Only ASCII words: one hash per run, written through a pointer (push_back would store and
-      // reload the vector's end every word, a chain through memory that costs more than the hash).
-      const size_t base = out.size();
-      out.resize(base + ts.ne);
-      uint64_t* o = out.data() + base;
-      for (size_t i = 0; i < ts.ne; ++i) {
-        const size_t s = ts.starts[i], len = ts.ends[i] - s;
-        o[i] = len <= 16 ? internal::word_hash_padded16(lower + s, len, seed) : internal::word_hash(lower + s, len, seed);
-      }
+      ascii_window(static_cast<const uint8_t*>(ts.lower), static_cast<const uint32_t*>(ts.starts),
+                   static_cast<const uint32_t*>(ts.ends), ts.ne);
       continue;
     }
     for (size_t i = 0; i < ts.ne; ++i) {
       const size_t s = ts.starts[i], e = ts.ends[i];
-      if (any_set(high, s, e)) {
-        scan_words(text.substr(s, e - s), sc.exact, [&](std::string_view wd) {
-          out.push_back(internal::word_hash(wd.data(), wd.size(), seed));
-        });
-      } else if (e - s <= 16) {
-        out.push_back(internal::word_hash_padded16(lower + s, e - s, seed));
-      } else {
-        out.push_back(internal::word_hash(lower + s, e - s, seed));
-      }
+      run(static_cast<const uint8_t*>(ts.lower), s, e, any_set(ts.high, s, e));
     }
   }
+}
+
+inline uint64_t ascii_word_hash(const uint8_t* lower, size_t s, size_t len, uint64_t seed) noexcept {
+  return len <= 16 ? internal::word_hash_padded16(lower + s, len, seed) : internal::word_hash(lower + s, len, seed);
+}
+
+inline uint64_t char_hash(uint32_t cp, uint64_t seed) noexcept { return internal::fmix64(seed ^ (cp * internal::kGolden)); }
+
+// Writes at `o` the hashes of one word's code points (well-formed UTF-8 that we encoded
+// ourselves), after a space's unless it is the first word. A text of n bytes has at most n
+// (each code point takes a byte or more, and a separator a byte between words).
+void put_word_chars(std::string_view w, uint64_t seed, bool& first, uint64_t*& o) {
+  if (!first) *o++ = char_hash(' ', seed);
+  first = false;
+  const auto* p = reinterpret_cast<const unsigned char*>(w.data());
+  const auto* end = p + w.size();
+  while (p < end) {
+    uint32_t cp = *p;
+    int len = 1;
+    if (cp >= 0x80) len = internal::decode_utf8(p, end, cp);
+    *o++ = char_hash(cp, seed);
+    p += len;
+  }
+}
+
+}  // namespace
+
+void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
+  if (text.size() > UINT32_MAX - 128) return hash_words_exact(text, seed, out);  // positions are 32-bit
+  thread_local std::string exact;
+  out.reserve(out.size() + text.size() / 8);
+  scan_runs(
+      text,
+      [&](const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count) {
+        // Only ASCII words: one hash per run, written through a pointer (push_back would store
+        // and reload the vector's end every word, a chain through memory that costs more than
+        // the hash).
+        const size_t base = out.size();
+        out.resize(base + count);
+        uint64_t* o = out.data() + base;
+        for (size_t i = 0; i < count; ++i) o[i] = ascii_word_hash(lower, starts[i], ends[i] - starts[i], seed);
+      },
+      [&](const uint8_t* lower, size_t s, size_t e, bool high) {
+        if (high) {
+          scan_words(text.substr(s, e - s), exact, [&](std::string_view wd) {
+            out.push_back(internal::word_hash(wd.data(), wd.size(), seed));
+          });
+        } else {
+          out.push_back(ascii_word_hash(lower, s, e - s, seed));
+        }
+      });
 }
 
 void hash_words_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
@@ -220,23 +256,51 @@ void hash_words_exact(std::string_view text, uint64_t seed, std::vector<uint64_t
   });
 }
 
-void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
+void hash_chars_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
   thread_local std::string scratch;
-  const auto hash_cp = [seed](uint32_t cp) { return internal::fmix64(seed ^ (cp * internal::kGolden)); };
   bool first = true;
-  scan_words(text, scratch, [&](std::string_view w) {
-    if (!first) out.push_back(hash_cp(' '));
+  const size_t base = out.size();
+  out.resize(base + text.size());
+  uint64_t* o = out.data() + base;
+  scan_words(text, scratch, [&](std::string_view w) { put_word_chars(w, seed, first, o); });
+  out.resize(static_cast<size_t>(o - out.data()));
+}
+
+void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
+  if (text.size() > UINT32_MAX - 128) return hash_chars_exact(text, seed, out);  // positions are 32-bit
+  thread_local std::string exact;
+  // The hashes of the ASCII code points, looked up (made again when the seed changes).
+  thread_local uint64_t table[128];
+  thread_local uint64_t table_seed = 0;
+  thread_local bool table_made = false;
+  if (!table_made || table_seed != seed) {
+    for (uint32_t c = 0; c < 128; ++c) table[c] = char_hash(c, seed);
+    table_seed = seed;
+    table_made = true;
+  }
+  bool first = true;
+  const size_t base = out.size();
+  out.resize(base + text.size());  // at most one hash per byte (put_word_chars)
+  uint64_t* o = out.data() + base;
+  // Words of ASCII letters and digits: each lowercased byte is its code point.
+  const auto ascii_word = [&](const uint8_t* w, size_t len) {
+    if (!first) *o++ = table[' '];
     first = false;
-    const auto* p = reinterpret_cast<const unsigned char*>(w.data());
-    const auto* end = p + w.size();
-    while (p < end) {  // w is well-formed UTF-8 that we encoded ourselves
-      uint32_t cp = *p;
-      int len = 1;
-      if (cp >= 0x80) len = internal::decode_utf8(p, end, cp);
-      out.push_back(hash_cp(cp));
-      p += len;
-    }
-  });
+    for (size_t j = 0; j < len; ++j) o[j] = table[w[j]];
+    o += len;
+  };
+  scan_runs(
+      text,
+      [&](const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count) {
+        for (size_t i = 0; i < count; ++i) ascii_word(lower + starts[i], ends[i] - starts[i]);
+      },
+      [&](const uint8_t* lower, size_t s, size_t e, bool high) {
+        if (high)
+          scan_words(text.substr(s, e - s), exact, [&](std::string_view w) { put_word_chars(w, seed, first, o); });
+        else
+          ascii_word(lower + s, e - s);
+      });
+  out.resize(static_cast<size_t>(o - out.data()));
 }
 
 }  // namespace neardup

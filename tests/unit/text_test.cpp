@@ -153,6 +153,7 @@ TEST(TextKernels, SimdScanEqualsScalarBitForBit) {
   }
 }
 
+// The fast word and character paths equal the byte-at-a-time scanner, for every instruction set.
 TEST(TextKernels, FastWordPathEqualsExactScanner) {
   std::mt19937_64 rng(12);
   std::vector<std::string> texts = {"", "a", "A", "ab", std::string(64, 'a'), std::string(63, 'b') + " ",
@@ -171,7 +172,33 @@ TEST(TextKernels, FastWordPathEqualsExactScanner) {
         neardup::hash_words(v, 99, fast);
         neardup::hash_words_exact(v, 99, exact);
         ASSERT_EQ(fast, exact) << neardup::isa_name(isa) << " length " << cut;
+        fast.clear();
+        exact.clear();
+        neardup::hash_chars(v, 7, fast);
+        neardup::hash_chars_exact(v, 7, exact);
+        ASSERT_EQ(fast, exact) << "chars " << neardup::isa_name(isa) << " length " << cut;
       }
   }
   neardup::reset_isa();
+}
+
+// Characters: the code points of the words joined by one space, each hashed as documented.
+TEST(Text, CharactersAreTheWordsJoinedBySpaces) {
+  const auto h = [](uint32_t cp) {
+    uint64_t x = 5 ^ (cp * 0x9E3779B97F4A7C15ULL);  // fmix64(seed ^ (c * golden)), seed 5
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+  };
+  std::vector<uint64_t> got;
+  neardup::hash_chars("  Ab,\tc\xC3\x89 -- 9!", 5, got);
+  // words "ab", "cé", "9"
+  const std::vector<uint64_t> want = {h('a'), h('b'), h(' '), h('c'), h(0xE9), h(' '), h('9')};
+  EXPECT_EQ(got, want);
+  got.clear();
+  neardup::hash_chars(" ... ", 5, got);
+  EXPECT_TRUE(got.empty());
 }
