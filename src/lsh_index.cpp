@@ -4,8 +4,10 @@
 #include <cmath>
 #include <string>
 
+#include "internal/big_array.h"
 #include "internal/hash.h"
 #include "internal/parallel.h"
+#include "internal/radix_sort.h"
 #include "neardup/error.h"
 #include "neardup/tune.h"
 
@@ -29,40 +31,39 @@ bool share_band(std::span<const SigValue> a, std::span<const SigValue> b, const 
   return false;
 }
 
-std::vector<DocPair> lsh_candidates(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip,
-                                    const LshParams& params, uint64_t seed, int threads, CandidateStats* stats) {
-  if (params.bands < 1 || params.rows < 1 || static_cast<size_t>(params.bands) * params.rows > k)
-    throw UsageError("LSH needs bands x rows <= permutations, got " + std::to_string(params.bands) + "x" +
-                     std::to_string(params.rows) + " for " + std::to_string(k));
-  const size_t n = k == 0 ? 0 : sigs.size() / k;
-  std::vector<std::vector<DocPair>> per_band(params.bands);
-  std::vector<uint64_t> largest(params.bands, 0), entries(params.bands, 0);
+namespace {
 
-  internal::parallel_for(static_cast<size_t>(params.bands), threads, [&](size_t band, size_t) {
-    struct Entry {
-      uint64_t key;
-      DocId doc;
-    };
-    std::vector<Entry> e;
-    e.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (!skip.empty() && skip[i]) continue;
-      e.push_back({signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed), static_cast<DocId>(i)});
-    }
-    std::sort(e.begin(), e.end(), [](const Entry& x, const Entry& y) {
-      return x.key != y.key ? x.key < y.key : x.doc < y.doc;
-    });
+// The candidates of every band, from key_of(band, doc): per band, the (key, doc) entries of the
+// documents not skipped are sorted by key (a stable radix sort from 4K entries: documents of a
+// bucket stay in increasing order), and a bucket of s documents gives s - 1 star edges.
+template <class KeyOf>
+std::vector<DocPair> band_candidates(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats,
+                                     KeyOf&& key_of) {
+  std::vector<std::vector<DocPair>> per_band(static_cast<size_t>(bands));
+  std::vector<uint64_t> largest(static_cast<size_t>(bands), 0), entries(static_cast<size_t>(bands), 0);
+  struct Entry {
+    uint64_t key;
+    uint64_t doc;
+  };
+  internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t) {
+    internal::BigArray<Entry> e(n), tmp(n);
+    size_t m = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (skip.empty() || !skip[i]) e[m++] = {key_of(band, i), i};
+    if (m >= 4096)
+      internal::radix_sort_by_bits(e.data(), tmp.data(), m, 0, 64, [](const Entry& x) { return x.key; }, 16);
+    else
+      std::sort(e.begin(), e.begin() + m, [](const Entry& x, const Entry& y) { return x.key != y.key ? x.key < y.key : x.doc < y.doc; });
     std::vector<DocPair>& out = per_band[band];
-    for (size_t i = 0; i < e.size();) {
+    for (size_t i = 0; i < m;) {
       size_t j = i + 1;
-      while (j < e.size() && e[j].key == e[i].key) ++j;
-      for (size_t m = i + 1; m < j; ++m) out.push_back({e[i].doc, e[m].doc});
+      while (j < m && e[j].key == e[i].key) ++j;
+      for (size_t x = i + 1; x < j; ++x) out.push_back({static_cast<DocId>(e[i].doc), static_cast<DocId>(e[x].doc)});
       largest[band] = std::max<uint64_t>(largest[band], j - i);
       i = j;
     }
-    entries[band] = e.size();
+    entries[band] = m;
   });
-
   size_t total = 0;
   for (const auto& v : per_band) total += v.size();
   std::vector<DocPair> all;
@@ -74,11 +75,33 @@ std::vector<DocPair> lsh_candidates(std::span<const SigValue> sigs, size_t k, st
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
   if (stats) {
-    stats->largest_bucket = *std::max_element(largest.begin(), largest.end());
+    stats->largest_bucket = bands > 0 ? *std::max_element(largest.begin(), largest.end()) : 0;
     stats->bucket_entries = 0;
     for (uint64_t x : entries) stats->bucket_entries += x;
   }
   return all;
+}
+
+}  // namespace
+
+std::vector<DocPair> lsh_candidates(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip,
+                                    const LshParams& params, uint64_t seed, int threads, CandidateStats* stats) {
+  if (params.bands < 1 || params.rows < 1 || static_cast<size_t>(params.bands) * params.rows > k)
+    throw UsageError("LSH needs bands x rows <= permutations, got " + std::to_string(params.bands) + "x" +
+                     std::to_string(params.rows) + " for " + std::to_string(k));
+  const size_t n = k == 0 ? 0 : sigs.size() / k;
+  return band_candidates(n, params.bands, skip, threads, stats, [&](size_t band, size_t i) {
+    return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed);
+  });
+}
+
+std::vector<DocPair> lsh_candidates_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
+                                              int threads, CandidateStats* stats) {
+  const size_t n = band_keys.empty() ? 0 : band_keys[0].size();
+  for (const auto& k : band_keys)
+    if (k.size() != n) throw UsageError("lsh_candidates_from_keys: bands of different lengths");
+  return band_candidates(n, static_cast<int>(band_keys.size()), skip, threads, stats,
+                         [&](size_t band, size_t i) { return band_keys[band][i]; });
 }
 
 }  // namespace neardup

@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "internal/big_array.h"
 #include "internal/parallel.h"
 #include "neardup/allpairs.h"
 #include "neardup/error.h"
@@ -59,6 +60,7 @@ struct Batch {
   std::vector<uint8_t> ok;       // parsed into a document
   std::vector<uint64_t> text_length;
   std::vector<SigValue> sigs;
+  std::vector<uint64_t> keys;  // band keys, entry-major
   Fingerprints fps;
   std::vector<uint64_t> simhashes;
   std::vector<uint8_t> empty;
@@ -315,6 +317,18 @@ Pipeline::Pipeline(const std::vector<std::string>& inputs, RunOptions options)
 
 Pipeline::~Pipeline() = default;
 
+std::span<const SigValue> Pipeline::signatures() const noexcept {
+  return sigs_ ? std::span<const SigValue>(*sigs_) : std::span<const SigValue>();
+}
+
+// Whether two documents share a band: equal band keys, or equal rows of a band.
+bool Pipeline::share_band(DocId a, DocId b, size_t k) const noexcept {
+  if (band_keys_.empty()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), spec_.lsh);
+  for (const auto& keys : band_keys_)
+    if (keys[a] == keys[b]) return true;
+  return false;
+}
+
 std::string_view Pipeline::id(DocId doc) const noexcept {
   const uint64_t b = doc == 0 ? 0 : id_end_[doc - 1];
   return std::string_view(id_blob_).substr(b, id_end_[doc] - b);
@@ -325,6 +339,13 @@ void Pipeline::sketch_pass() {
   const bool bottomk = spec_.method == SketchMethod::BottomK;
   const bool simhash = spec_.method == SketchMethod::SimHash;
   const size_t k = uses_signatures(spec_.method) ? static_cast<size_t>(spec_.num_perm) : 0;
+  // After the first pass, LSH needs only each document's band keys; the signatures are kept
+  // only to estimate similarities, or when they are the smaller of the two.
+  const size_t bands = k > 0 ? static_cast<size_t>(spec_.lsh.bands) : 0;
+  const bool keys_only = k > 0 && spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
+  sigs_ = std::make_unique<internal::GrowArray<SigValue>>();
+  band_keys_.clear();
+  band_keys_.resize(keys_only ? bands : 0);
   std::optional<SignatureHasher> hasher;
   if (uses_signatures(spec_.method)) hasher.emplace(spec_);
   // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
@@ -350,6 +371,7 @@ void Pipeline::sketch_pass() {
     if (bottomk) selector.emplace(spec_.sketch_size);
     if (simhash) simhasher.emplace(spec_.weights);
     b.sigs.resize(b.size() * k);
+    b.keys.resize(keys_only ? b.size() * bands : 0);
     b.simhashes.resize(simhash ? b.size() : 0);
     b.fp_slot.resize(bottomk ? b.size() : 0);
     b.empty.resize(b.size());
@@ -370,7 +392,11 @@ void Pipeline::sketch_pass() {
     } else if (simhash) {
       b.simhashes[i] = (*simhasher)(sh);
     } else {
-      hasher->sketch(sh, std::span<SigValue>(b.sigs).subspan(i * k, k));
+      const auto sig = std::span<SigValue>(b.sigs).subspan(i * k, k);
+      hasher->sketch(sh, sig);
+      if (keys_only)
+        for (size_t band = 0; band < bands; ++band)
+          b.keys[i * bands + band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
     }
     b.t_sketch += seconds_since(t2);
     b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
@@ -383,8 +409,10 @@ void Pipeline::sketch_pass() {
     id_end_.push_back(id_blob_.size());
     lengths_.push_back(b.text_length[i]);
     if (by_position) pos_.push_back({e.source, e.raw_length, e.offset});
-    const auto sig = b.sigs.begin() + static_cast<ptrdiff_t>(i * k);
-    sigs_.insert(sigs_.end(), sig, sig + static_cast<ptrdiff_t>(k));
+    if (keys_only)
+      for (size_t band = 0; band < bands; ++band) band_keys_[band].push_back(b.keys[i * bands + band]);
+    else
+      sigs_->append(b.sigs.data() + i * k, k);
     if (bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
     if (simhash) simhashes_.push_back(b.simhashes[i]);
     empty_.push_back(b.empty[i]);
@@ -457,7 +485,7 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
 }
 
 Scorer Pipeline::scorer() const noexcept {
-  Scorer s{spec_.verify, sets_.get(), sigs_, static_cast<size_t>(spec_.num_perm)};
+  Scorer s{spec_.verify, sets_.get(), signatures(), static_cast<size_t>(spec_.num_perm)};
   if (spec_.method == SketchMethod::BottomK) s.fingerprints = &fps_;
   if (spec_.method == SketchMethod::SimHash) s.simhashes = simhashes_;
   return s;
@@ -492,9 +520,7 @@ void Pipeline::expand_cluster_pairs() {
   for (const auto& g : groups)
     for (size_t x = 0; x < g.size(); ++x)
       for (size_t y = x + 1; y < g.size(); ++y)
-        if (share_band(std::span<const SigValue>(sigs_).subspan(g[x] * k, k),
-                       std::span<const SigValue>(sigs_).subspan(g[y] * k, k), spec_.lsh))
-          cand.push_back({g[x], g[y]});
+        if (share_band(g[x], g[y], k)) cand.push_back({g[x], g[y]});
   std::sort(cand.begin(), cand.end());
   pairs_ = verify_pairs(cand, scorer(), spec_.threshold, threads_);
 }
@@ -511,8 +537,11 @@ void Pipeline::verify_candidates(const std::vector<DocPair>& candidates, double 
 void Pipeline::find_pairs_minhash() {
   auto t = Clock::now();
   CandidateStats cs;
+  std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
   const std::vector<DocPair> candidates =
-      lsh_candidates(sigs_, static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs);
+      band_keys_.empty()
+          ? lsh_candidates(signatures(), static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs)
+          : lsh_candidates_from_keys(keys, empty_, threads_, &cs);
   stats_.candidates = candidates.size();
   stats_.largest_bucket = cs.largest_bucket;
   stats_.times.lsh = seconds_since(t);

@@ -46,11 +46,17 @@ struct CandidateStats {
 };
 
 /// Candidate pairs from n signatures of length k (row-major, types.h). Documents with
-/// skip[i] != 0 (empty documents) are left out. Band by band, the (key, doc) entries are sorted;
+/// skip[i] != 0 (empty documents) are left out. Band by band, the (key, doc) entries are sorted
+/// (a radix sort: a few sequential passes over memory instead of n log n random accesses);
 /// a bucket of s documents yields s - 1 star edges from its first (smallest) document to each
 /// other one, never s^2 pairs. The result is sorted and unique; it does not depend on `threads`.
 std::vector<DocPair> lsh_candidates(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip,
                                     const LshParams& params, uint64_t seed, int threads,
                                     CandidateStats* stats = nullptr);
+
+/// The same from band keys computed beforehand: band_keys[band][i] is signature_band_key of
+/// document i (all bands of the same length n). Gives exactly what lsh_candidates gives.
+std::vector<DocPair> lsh_candidates_from_keys(std::span<const std::span<const uint64_t>> band_keys,
+                                              std::span<const uint8_t> skip, int threads, CandidateStats* stats = nullptr);
 
 }  // namespace neardup

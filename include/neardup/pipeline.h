@@ -22,6 +22,10 @@
 #include "neardup/types.h"
 
 namespace neardup {
+namespace internal {
+template <class T>
+class GrowArray;
+}
 
 namespace io {
 class AtomicFile;
@@ -98,8 +102,10 @@ class Pipeline {
   const Clustering& clustering() const noexcept { return clustering_; }
   /// The similarity of two documents by the configured verification (exact needs both sets).
   double similarity(DocId a, DocId b) const;
-  /// The signatures, row-major n x num_perm (minhash).
-  std::span<const SigValue> signatures() const noexcept { return sigs_; }
+  /// The signatures, row-major n x num_perm (minhash, oph), when the run keeps them: with
+  /// estimated verification, or when they take less memory than the band keys. Otherwise empty:
+  /// only each document's band keys are kept after the first pass.
+  std::span<const SigValue> signatures() const noexcept;
   /// The fingerprints (bottomk).
   const Fingerprints& fingerprints() const noexcept { return fps_; }
   /// The SimHashes (simhash; 0 for documents without a shingle).
@@ -119,6 +125,7 @@ class Pipeline {
   void sketch_pass();
   void load_sets_pass(const std::vector<uint8_t>& needed);
   void expand_cluster_pairs();
+  bool share_band(DocId a, DocId b, size_t k) const noexcept;
   /// LSH candidates (minhash) or join candidates (bottomk), scored and kept above the threshold.
   void find_pairs_minhash();
   void find_pairs_bottomk();
@@ -144,7 +151,8 @@ class Pipeline {
   // need (verification) or copy the kept lines without parsing them (dedup output).
   std::vector<io::RecordPos> pos_;
   std::vector<std::pair<uint64_t, int64_t>> input_stamps_;  // per source: size, mtime (ns)
-  std::vector<SigValue> sigs_;
+  std::unique_ptr<internal::GrowArray<SigValue>> sigs_;
+  std::vector<internal::GrowArray<uint64_t>> band_keys_;  // per band, per document (instead of sigs_)
   Fingerprints fps_;
   std::vector<uint64_t> simhashes_;
   std::vector<uint8_t> empty_;

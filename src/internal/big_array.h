@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
+#include <span>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -78,6 +80,72 @@ class BigArray {
   size_t size_ = 0;
   void* map_ = nullptr;
   size_t map_len_ = 0;
+};
+
+/// An array that grows at its end without ever copying: kernel memory mapped in 2 MiB steps and
+/// grown by mremap, which moves page tables, not bytes. A std::vector that doubles holds the old
+/// and the new buffer at once (three times the data at the peak) and copies everything; this
+/// holds the data and at most 2 MiB more. For per-document arrays of the first pass, whose final
+/// size is not known in advance.
+template <class T>
+class GrowArray {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  GrowArray() = default;
+  GrowArray(const GrowArray&) = delete;
+  GrowArray& operator=(const GrowArray&) = delete;
+  GrowArray(GrowArray&& o) noexcept { swap(o); }
+  GrowArray& operator=(GrowArray&& o) noexcept {
+    GrowArray(std::move(o)).swap(*this);
+    return *this;
+  }
+  ~GrowArray() {
+    if (data_) munmap(data_, bytes_);
+  }
+  void swap(GrowArray& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(bytes_, o.bytes_);
+  }
+
+  void push_back(const T& x) {
+    if ((size_ + 1) * sizeof(T) > bytes_) grow((size_ + 1) * sizeof(T));
+    data_[size_++] = x;
+  }
+  void append(const T* p, size_t n) {
+    if ((size_ + n) * sizeof(T) > bytes_) grow((size_ + n) * sizeof(T));
+    std::copy(p, p + n, data_ + size_);
+    size_ += n;
+  }
+  void clear() noexcept { size_ = 0; }
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+  size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  T& operator[](size_t i) noexcept { return data_[i]; }
+  const T& operator[](size_t i) const noexcept { return data_[i]; }
+  const T* begin() const noexcept { return data_; }
+  const T* end() const noexcept { return data_ + size_; }
+  operator std::span<const T>() const noexcept { return {data_, size_}; }
+
+ private:
+  static constexpr size_t kStep = size_t{2} << 20;
+  void grow(size_t need) {
+    size_t bytes = std::max(bytes_ + bytes_ / 4, need);  // a quarter more (page tables only)
+    bytes = (bytes + kStep - 1) & ~(kStep - 1);
+    void* p = data_ ? mremap(data_, bytes_, bytes, MREMAP_MAYMOVE)
+                    : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);  // advice only: may fail
+#endif
+    data_ = static_cast<T*>(p);
+    bytes_ = bytes;
+  }
+  T* data_ = nullptr;
+  size_t size_ = 0;
+  size_t bytes_ = 0;
 };
 
 }  // namespace neardup::internal

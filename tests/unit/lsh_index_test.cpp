@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <map>
 #include <set>
 
 #include "neardup/minhash.h"
@@ -121,4 +122,45 @@ TEST(Lsh, RecallAndPrecisionAgainstBruteForce) {
   size_t est_true = 0;
   for (const auto& e : est_pairs) est_true += jaccard(sets.get(e.a), sets.get(e.b)) >= t - 0.1;
   EXPECT_GE(static_cast<double>(est_true) / std::max<size_t>(1, est_pairs.size()), 0.95);
+}
+
+// Enough documents for the radix sort (>= 4096 per band): the candidates are exactly the star
+// edges of the buckets found by grouping equal band rows directly, and the same from band keys
+// computed beforehand.
+TEST(Lsh, LargeInputsGiveTheStarEdgesOfEqualBands) {
+  std::mt19937_64 rng(77);
+  const size_t n = 9000, k = 12;
+  const LshParams p{4, 3};
+  std::vector<SigValue> sigs(n * k);
+  for (auto& v : sigs) v = static_cast<SigValue>(rng() % 5);  // few distinct values: many buckets of several
+  for (size_t i = 0; i < n; ++i)
+    if (i % 10 == 0)  // some documents copy another one's band
+      for (size_t r = 0; r < 3; ++r) sigs[i * k + 3 + r] = sigs[(i / 3) * k + 3 + r];
+  std::vector<uint8_t> skip(n, 0);
+  for (size_t i = 0; i < n; i += 97) skip[i] = 1;
+  std::set<std::pair<DocId, DocId>> want;
+  for (int band = 0; band < p.bands; ++band) {
+    std::map<std::vector<SigValue>, DocId> first;
+    for (size_t i = 0; i < n; ++i) {
+      if (skip[i]) continue;
+      std::vector<SigValue> rows(sigs.begin() + static_cast<ptrdiff_t>(i * k + band * 3),
+                                 sigs.begin() + static_cast<ptrdiff_t>(i * k + band * 3 + 3));
+      const auto [it, fresh] = first.emplace(rows, static_cast<DocId>(i));
+      if (!fresh) want.insert({it->second, static_cast<DocId>(i)});
+    }
+  }
+  const auto got = lsh_candidates(sigs, k, skip, p, 5, 2);
+  ASSERT_EQ(got.size(), want.size());
+  size_t x = 0;
+  for (const auto& [a, b] : want) {
+    ASSERT_EQ(got[x].a, a);
+    ASSERT_EQ(got[x].b, b);
+    ++x;
+  }
+  std::vector<std::vector<uint64_t>> keys(p.bands, std::vector<uint64_t>(n));
+  for (int band = 0; band < p.bands; ++band)
+    for (size_t i = 0; i < n; ++i)
+      keys[band][i] = signature_band_key(std::span<const SigValue>(sigs).subspan(i * k, k), band, p, 5);
+  std::vector<std::span<const uint64_t>> views(keys.begin(), keys.end());
+  EXPECT_EQ(lsh_candidates_from_keys(views, skip, 3), got);
 }
