@@ -100,6 +100,12 @@ struct Batch {
 // With a filter, records are parsed on the calling thread (so that their ordinals are known
 // there) and only those it accepts are processed; otherwise the workers parse.
 // process(batch, entry, text) runs on a worker.
+// The next ordinal of a counter of documents (DocId is 32-bit; the largest value means none).
+DocId next_doc(uint64_t& counter) {
+  if (counter >= 0xFFFFFFFFull) throw UsageError("more than 4,294,967,294 documents in one run; split the input");
+  return static_cast<DocId>(counter++);
+}
+
 struct Pass {
   const char* stage = "";
   uint64_t total_bytes = 0;
@@ -228,8 +234,7 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
         if (!b.ok[i]) continue;
         DocId doc = b.entries[i].doc;
         if (!opt.filter) {
-          if (ordinal >= 0xFFFFFFFFull) throw UsageError("more than 4,294,967,294 documents in one run; split the input");
-          doc = static_cast<DocId>(ordinal++);
+          doc = next_doc(ordinal);
         }
         opt.consume(b, i, doc);
       }
@@ -265,8 +270,7 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
       if (opt.filter) {
         // Parsed here: the ordinal is known, and the filter decides.
         if (!reader.next(rec)) break;
-        if (records >= 0xFFFFFFFFull) throw UsageError("more than 4,294,967,294 documents in one run; split the input");
-        const DocId doc = static_cast<DocId>(records++);
+        const DocId doc = next_doc(records);
         if (!opt.filter(rec, doc)) continue;
         batch->add(Kind::Parsed, rec.text, rec.id, rec.source, rec.line, rec.offset, doc);
       } else {
