@@ -45,8 +45,17 @@ std::vector<DocPair> band_candidates(size_t n, int bands, std::span<const uint8_
     uint64_t key;
     uint64_t doc;
   };
-  internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t) {
-    internal::BigArray<Entry> e(n), tmp(n);
+  // Scratch per thread, reused band after band: pages are faulted in and zeroed by the kernel
+  // once per thread, not once per band.
+  const size_t workers = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(std::max(threads, 1)), static_cast<size_t>(bands)));
+  std::vector<internal::BigArray<Entry>> entry_scratch, sort_scratch;
+  for (size_t t = 0; t < workers; ++t) {
+    entry_scratch.emplace_back(n);
+    sort_scratch.emplace_back(n);
+  }
+  internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t tid) {
+    internal::BigArray<Entry>& e = entry_scratch[tid];
+    internal::BigArray<Entry>& tmp = sort_scratch[tid];
     size_t m = 0;
     for (size_t i = 0; i < n; ++i)
       if (skip.empty() || !skip[i]) e[m++] = {key_of(band, i), i};

@@ -118,15 +118,11 @@ class GrowArray {
     std::copy(p, p + n, data_ + size_);
     size_ += n;
   }
-  void clear() noexcept { size_ = 0; }
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }
   size_t size() const noexcept { return size_; }
-  bool empty() const noexcept { return size_ == 0; }
   T& operator[](size_t i) noexcept { return data_[i]; }
   const T& operator[](size_t i) const noexcept { return data_[i]; }
-  const T* begin() const noexcept { return data_; }
-  const T* end() const noexcept { return data_ + size_; }
   operator std::span<const T>() const noexcept { return {data_, size_}; }
 
  private:

@@ -6,6 +6,7 @@
 // a * x = lo(a) * x + (hi(a) * x << 32).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -46,6 +47,42 @@ void minhash_simd(const uint64_t* a, const uint64_t* a_hi, const uint64_t* b, si
     V::store32(m, out + p);
   }
   if (p < num_perm) minhash_scalar(a + p, a_hi + p, b + p, num_perm - p, keys, n, out + p);
+}
+
+// The 32-bit-lane form (minhash_avx512.cpp explains the identity), written once over a lane
+// policy L: kPerms values per vector; Group, the constants of kPerms permutations, from
+// make(a, a_hi, b); hash(group, x) the kPerms hashes of key x (broadcast(key)); ones(),
+// min(u, v) and store(out, v) on 32-bit lanes. The permutations past the last full group go
+// to minhash_simd<V>.
+template <class L, class V>
+void minhash_lanes32(const uint64_t* a, const uint64_t* a_hi, const uint64_t* b, size_t num_perm,
+                     const uint32_t* keys, size_t n, uint32_t* out) noexcept {
+  constexpr size_t kGroups = 8;  // 8 minima in registers while the keys stream by
+  constexpr size_t P = L::kPerms;
+  size_t p = 0;
+  while (p + P <= num_perm) {
+    const size_t groups = std::min(kGroups, (num_perm - p) / P);
+    typename L::Group g[kGroups];
+    typename L::T m[kGroups];
+    for (size_t k = 0; k < groups; ++k) {
+      g[k] = L::make(a + p + P * k, a_hi + p + P * k, b + p + P * k);
+      m[k] = L::ones();
+    }
+    if (groups == kGroups) {  // a constant trip count: the minima stay in registers
+      for (size_t j = 0; j < n; ++j) {
+        const auto x = L::broadcast(keys[j]);
+        for (size_t k = 0; k < kGroups; ++k) m[k] = L::min(m[k], L::hash(g[k], x));
+      }
+    } else {
+      for (size_t j = 0; j < n; ++j) {
+        const auto x = L::broadcast(keys[j]);
+        for (size_t k = 0; k < groups; ++k) m[k] = L::min(m[k], L::hash(g[k], x));
+      }
+    }
+    for (size_t k = 0; k < groups; ++k) L::store(out + p + P * k, m[k]);
+    p += P * groups;
+  }
+  if (p < num_perm) minhash_simd<V>(a + p, a_hi + p, b + p, num_perm - p, keys, n, out + p);
 }
 
 }  // namespace neardup::internal
