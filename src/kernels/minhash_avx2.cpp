@@ -33,26 +33,30 @@ struct Lanes8 {
   using T = __m256i;
   static constexpr size_t kPerms = 8;
   struct alignas(32) Group {
-    uint64_t lo_even[4], lo_odd[4];  // lo(a) of q, q+2, q+4, q+6 and of q+1, ..., q+7
-    uint64_t b_even[4], b_odd[4];
+    // lo(a) of q+{0,1,4,5} and of q+{2,3,6,7}: shufps then gathers the upper halves in order
+    // (minhash_avx512.cpp).
+    uint64_t lo_low[4], lo_high[4];
+    uint64_t b_low[4], b_high[4];
     uint32_t hi[8];                  // hi(a) of q .. q+7
   };
   static Group make(const uint64_t* a, const uint64_t* a_hi, const uint64_t* b) {
     Group g;
+    constexpr size_t kLow[4] = {0, 1, 4, 5}, kHigh[4] = {2, 3, 6, 7};
     for (size_t i = 0; i < 4; ++i) {
-      g.lo_even[i] = a[2 * i] & 0xFFFFFFFFu;
-      g.lo_odd[i] = a[2 * i + 1] & 0xFFFFFFFFu;
-      g.b_even[i] = b[2 * i];
-      g.b_odd[i] = b[2 * i + 1];
+      g.lo_low[i] = a[kLow[i]] & 0xFFFFFFFFu;
+      g.lo_high[i] = a[kHigh[i]] & 0xFFFFFFFFu;
+      g.b_low[i] = b[kLow[i]];
+      g.b_high[i] = b[kHigh[i]];
     }
     for (size_t i = 0; i < 8; ++i) g.hi[i] = static_cast<uint32_t>(a_hi[i]);
     return g;
   }
   static T load(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
   static T hash(const Group& g, T x) {
-    const __m256i te = _mm256_add_epi64(_mm256_mul_epu32(load(g.lo_even), x), load(g.b_even));
-    const __m256i to = _mm256_add_epi64(_mm256_mul_epu32(load(g.lo_odd), x), load(g.b_odd));
-    const __m256i r = _mm256_blend_epi32(_mm256_srli_epi64(te, 32), to, 0xAA);
+    const __m256i tl = _mm256_add_epi64(_mm256_mul_epu32(load(g.lo_low), x), load(g.b_low));
+    const __m256i th = _mm256_add_epi64(_mm256_mul_epu32(load(g.lo_high), x), load(g.b_high));
+    const __m256i r = _mm256_castps_si256(
+        _mm256_shuffle_ps(_mm256_castsi256_ps(tl), _mm256_castsi256_ps(th), 0xDD));
     return _mm256_add_epi32(r, _mm256_mullo_epi32(load(g.hi), x));
   }
   static T broadcast(uint32_t key) { return _mm256_set1_epi32(static_cast<int>(key)); }

@@ -5,8 +5,10 @@
 //   (a * x + b) >> 32 = ((lo * x + b) >> 32) + hi * x   (mod 2^32),
 // since hi * x * 2^32 changes only bits 32 and up, and carries out of bit 63 are dropped either
 // way. lo * x + b needs 64-bit lanes (vpmuludq on the even and the odd permutations, whose upper
-// halves are then interleaved by a shift and a blend); hi * x needs only its low 32 bits
-// (vpmulld on 16 lanes). That is 9 instructions per 16 values instead of 14 with 64-bit lanes.
+// halves are then gathered by one shufps); hi * x needs only its low 32 bits (vpmulld on 16
+// lanes). That is 8 instructions per 16 values instead of 14 with 64-bit lanes. shufps picks
+// 32-bit lanes 1 and 3 of each 128-bit chunk of either vector, so the first vector holds the
+// permutations 4c and 4c+1 of chunk c and the second 4c+2 and 4c+3: the result is in order.
 #include <immintrin.h>
 
 #include "kernels/minhash_generic-inl.h"
@@ -35,29 +37,30 @@ struct Lanes16 {
   static constexpr size_t kPerms = 16;
   // The constants of permutations q .. q+15.
   struct Group {
-    __m512i lo_even, lo_odd;  // lo(a) of q, q+2, ..., q+14 and of q+1, ..., q+15, in 64-bit lanes
-    __m512i b_even, b_odd;
+    __m512i lo_low, lo_high;  // lo(a) of q+{0,1,4,5,8,9,12,13} and q+{2,3,6,7,10,11,14,15}
+    __m512i b_low, b_high;
     __m512i hi;               // hi(a) of q .. q+15, in 32-bit lanes
   };
   static Group make(const uint64_t* a, const uint64_t* a_hi, const uint64_t* b) {
-    const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m512i odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512i low = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
+    const __m512i high = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
     const __m512i a0 = _mm512_loadu_si512(a), a1 = _mm512_loadu_si512(a + 8);
     const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 8);
     Group g;
-    g.lo_even = _mm512_permutex2var_epi64(a0, even, a1);
-    g.lo_odd = _mm512_permutex2var_epi64(a0, odd, a1);
-    g.b_even = _mm512_permutex2var_epi64(b0, even, b1);
-    g.b_odd = _mm512_permutex2var_epi64(b0, odd, b1);
+    g.lo_low = _mm512_permutex2var_epi64(a0, low, a1);
+    g.lo_high = _mm512_permutex2var_epi64(a0, high, a1);
+    g.b_low = _mm512_permutex2var_epi64(b0, low, b1);
+    g.b_high = _mm512_permutex2var_epi64(b0, high, b1);
     g.hi = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512(a_hi))),
                               _mm512_cvtepi64_epi32(_mm512_loadu_si512(a_hi + 8)), 1);
     return g;
   }
   // The 16 hashes of key x (in every 32-bit lane), in permutation order.
   static T hash(const Group& g, T x) {
-    const __m512i te = _mm512_add_epi64(_mm512_mul_epu32(g.lo_even, x), g.b_even);
-    const __m512i to = _mm512_add_epi64(_mm512_mul_epu32(g.lo_odd, x), g.b_odd);
-    const __m512i r = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(te, 32), to);
+    const __m512i tl = _mm512_add_epi64(_mm512_mul_epu32(g.lo_low, x), g.b_low);
+    const __m512i th = _mm512_add_epi64(_mm512_mul_epu32(g.lo_high, x), g.b_high);
+    const __m512i r = _mm512_castps_si512(
+        _mm512_shuffle_ps(_mm512_castsi512_ps(tl), _mm512_castsi512_ps(th), 0xDD));
     return _mm512_add_epi32(r, _mm512_mullo_epi32(g.hi, x));
   }
   static T broadcast(uint32_t key) { return _mm512_set1_epi32(static_cast<int>(key)); }
