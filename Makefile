@@ -1,11 +1,15 @@
 # The README's two commands:
 #   make run    installs missing Debian packages, builds, deduplicates the sample corpus
-#   make test   installs missing Debian packages, builds, runs the whole test suite
+#   make test   installs missing Debian packages, builds, runs the whole test suite, then
+#               builds again with clang, AddressSanitizer and UBSan (build-san/) and runs the
+#               suite there too, with a short run of every libFuzzer target
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
 
-.PHONY: deps build run test clean
+FUZZ_SECONDS ?= 45
+
+.PHONY: deps build run test sanitize clean
 
 deps:
 	./scripts/install-deps.sh
@@ -23,6 +27,13 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) sanitize
+
+sanitize: deps
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-san -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DNEARDUP_SANITIZE=ON -DNEARDUP_BUILD_FUZZ=ON -DNEARDUP_BUILD_BENCH=OFF -DNEARDUP_FUZZ_SECONDS=$(FUZZ_SECONDS)
+	cmake --build $(BUILD)-san -j $(JOBS)
+	cd $(BUILD)-san && ctest --output-on-failure -j $(JOBS)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-san

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config zstd gzip
   libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev zlib1g-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev python3
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -27,6 +27,15 @@
 namespace neardup {
 namespace {
 
+// One T per worker thread. A thread_local declared in a function that only the reading thread
+// runs (a pass's set-up, whose lambdas the workers call) is never constructed in a worker, nor
+// destroyed there: the sanitizer build found the leak. A worker reaches its own copy here.
+template <class T>
+std::optional<T>& per_thread() {
+  thread_local std::optional<T> value;
+  return value;
+}
+
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -366,11 +375,11 @@ void Pipeline::sketch_pass() {
   pass.progress = &options_.progress;
   pass.reader = &options_.reader;
   pass.on_bad = [&](const std::string& where, const std::string& what) { bad.report(where, what); };
-  // Per worker thread, made again for each batch (a run may change the options).
-  thread_local std::optional<Shingler> shingler;
-  thread_local std::optional<BottomKSelector> selector;
-  thread_local std::optional<SimHasher> simhasher;
   pass.start = [&](Batch& b) {
+    // Per worker thread, made again for each batch (a run may change the options).
+    auto& shingler = per_thread<Shingler>();
+    auto& selector = per_thread<BottomKSelector>();
+    auto& simhasher = per_thread<SimHasher>();
     shingler.emplace(spec_.shingle);
     if (bottomk) selector.emplace(spec_.sketch_size);
     if (simhash) simhasher.emplace(spec_.weights);
@@ -385,8 +394,10 @@ void Pipeline::sketch_pass() {
   pass.process = [&](Batch& b, size_t i, std::string_view text) {
     thread_local std::vector<ShingleHash> sh;
     thread_local std::vector<SigValue> fp;
+    auto& selector = per_thread<BottomKSelector>();
+    auto& simhasher = per_thread<SimHasher>();
     const auto t1 = Clock::now();
-    shingler->shingles(text, sh);
+    per_thread<Shingler>()->shingles(text, sh);
     const auto t2 = Clock::now();
     if (bottomk) {
       selector->add(sh);
@@ -467,12 +478,13 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
   pass.on_bad = [&](const std::string& where, const std::string& what) {
     throw IoError(where + ": " + what + "; the input changed while neardup was running (do not modify inputs during a run)");
   };
-  thread_local std::optional<Shingler> shingler;  // per worker, made again for each batch
   pass.start = [&](Batch& b) {
-    shingler.emplace(spec_.shingle);
+    per_thread<Shingler>().emplace(spec_.shingle);  // per worker, made again for each batch
     b.sets.resize(b.size());
   };
-  pass.process = [&](Batch& b, size_t i, std::string_view text) { b.sets[i] = shingler->shingle_set(text); };
+  pass.process = [&](Batch& b, size_t i, std::string_view text) {
+    b.sets[i] = per_thread<Shingler>()->shingle_set(text);
+  };
   pass.consume = [&](Batch& b, size_t i, DocId doc) {
     if (!pos_.empty()) {
       if (doc >= wanted.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
@@ -489,7 +501,7 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
 }
 
 Scorer Pipeline::scorer() const noexcept {
-  Scorer s{spec_.verify, sets_.get(), signatures(), static_cast<size_t>(spec_.num_perm)};
+  Scorer s{.mode = spec_.verify, .sets = sets_.get(), .sigs = signatures(), .k = static_cast<size_t>(spec_.num_perm)};
   if (spec_.method == SketchMethod::BottomK) s.fingerprints = &fps_;
   if (spec_.method == SketchMethod::SimHash) s.simhashes = simhashes_;
   return s;

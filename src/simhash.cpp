@@ -540,7 +540,7 @@ size_t interpolation_lower_bound(const uint64_t* keys, size_t n, uint64_t x) noe
 SimHashIndex::SimHashIndex(SimHashPlan plan) : plan_(std::move(plan)) {
   check_k(plan_.k);
   if (plan_.masks.empty()) throw UsageError("a SimHash index needs at least one table");
-  for (uint64_t m : plan_.masks) tables_.push_back({SimHashPermutation(m), {}, {}});
+  for (uint64_t m : plan_.masks) tables_.push_back({.perm = SimHashPermutation(m)});
 }
 
 // Three layers, newest last: the main sorted tables (fps_[0, merged_)), a sorted delta per table

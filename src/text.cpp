@@ -284,7 +284,7 @@ void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
   uint64_t* o = out.data() + base;
   // Words of ASCII letters and digits: each lowercased byte is its code point.
   const auto ascii_word = [&](const uint8_t* w, size_t len) {
-    if (!first) *o++ = table[' '];
+    if (!first) *o++ = table[uint8_t{' '}];
     first = false;
     for (size_t j = 0; j < len; ++j) o[j] = table[w[j]];
     o += len;

@@ -178,10 +178,10 @@ class SimHashIndex {
  private:
   struct Table {
     SimHashPermutation perm;
-    std::vector<uint64_t> keys;  ///< permuted fingerprints (matched bits on top), sorted
-    std::vector<DocId> ids;
-    std::vector<uint64_t> delta_keys;  ///< the same for the delta
-    std::vector<DocId> delta_ids;
+    std::vector<uint64_t> keys{};  ///< permuted fingerprints (matched bits on top), sorted
+    std::vector<DocId> ids{};
+    std::vector<uint64_t> delta_keys{};  ///< the same for the delta
+    std::vector<DocId> delta_ids{};
   };
   void merge_into(size_t from, size_t to, bool into_delta);
   void absorb_tail();

@@ -42,10 +42,10 @@ class ShingleSets {
 struct Scorer {
   VerifyMode mode = VerifyMode::Exact;
   const ShingleSets* sets = nullptr;   ///< Exact
-  std::span<const SigValue> sigs;      ///< Estimate: n x k signatures
+  std::span<const SigValue> sigs{};    ///< Estimate: n x k signatures
   size_t k = 0;
   const Fingerprints* fingerprints = nullptr;  ///< Estimate with bottom-k (instead of sigs)
-  std::span<const uint64_t> simhashes;          ///< Estimate with SimHash: 1 - d / 64
+  std::span<const uint64_t> simhashes{};        ///< Estimate with SimHash: 1 - d / 64
 
   double operator()(DocId a, DocId b) const noexcept;
 };

@@ -151,7 +151,9 @@ TEST(BottomK, JaccardVariantsAgreeWithClassical) {
 TEST(BottomK, SimdKernelsEqualScalarTwinsBitForBit) {
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 3000; ++trial) {
-    const auto [a, b] = random_pair(rng, rng() % 260, rng() % 260, std::uniform_real_distribution<double>(0, 1)(rng));
+    const auto pair = random_pair(rng, rng() % 260, rng() % 260, std::uniform_real_distribution<double>(0, 1)(rng));
+    const auto& a = pair.first;  // named, not a structured binding: lambdas below capture them
+    const auto& b = pair.second;
     const long smax = static_cast<long>(rng() % 300);
     const long s8 = internal::jaccard_block_scalar(a.data(), a.size(), b.data(), b.size(), smax);
     const long s16 = internal::jaccard_block_scalar16(a.data(), a.size(), b.data(), b.size(), smax);
