@@ -6,7 +6,7 @@
 namespace neardup {
 
 Clustering cluster_documents(size_t num_docs, std::span<const ScoredPair> edges, KeepPolicy policy,
-                             std::span<const uint64_t> lengths) {
+                             std::span<const uint32_t> lengths) {
   if (policy == KeepPolicy::Longest && lengths.size() != num_docs)
     throw UsageError("keep policy 'longest' needs the length of every document");
   internal::UnionFind uf(num_docs);

@@ -422,7 +422,7 @@ void Pipeline::sketch_pass() {
     const Batch::Entry& e = b.entries[i];
     id_blob_.append(b.id_of(i));
     id_end_.push_back(id_blob_.size());
-    lengths_.push_back(b.text_length[i]);
+    lengths_.push_back(static_cast<uint32_t>(b.text_length[i]));  // <= max_doc_bytes
     if (by_position) pos_.push_back({e.source, e.raw_length, e.offset});
     if (keys_only)
       for (size_t band = 0; band < bands; ++band) band_keys_[band].push_back(b.keys[i * bands + band]);
@@ -442,7 +442,7 @@ void Pipeline::sketch_pass() {
   NEARDUP_ASSERT(empty_.size() == n);
   stats_.documents = n;
   stats_.empty = static_cast<uint64_t>(std::count(empty_.begin(), empty_.end(), 1));
-  for (uint64_t l : lengths_) stats_.text_bytes += l;
+  for (const uint32_t l : lengths_) stats_.text_bytes += l;
   stats_.skipped = bad.skipped();
   stats_.skip_messages = bad.first();
   stats_.times.pass1 = seconds_since(t0);

@@ -25,9 +25,10 @@ struct Clustering {
   bool kept(DocId i) const noexcept { return keeper[i] == i; }
 };
 
-/// `lengths` (bytes of text per document) is needed for KeepPolicy::Longest only.
+/// `lengths` (bytes of text per document, at most --max-doc-bytes) is needed for
+/// KeepPolicy::Longest only.
 Clustering cluster_documents(size_t num_docs, std::span<const ScoredPair> edges, KeepPolicy policy,
-                             std::span<const uint64_t> lengths = {});
+                             std::span<const uint32_t> lengths = {});
 
 /// The clusters of two or more documents: numbered in the order of their first document, each
 /// listing its members in input order.

@@ -146,7 +146,7 @@ class Pipeline {
 
   std::string id_blob_;
   std::vector<uint64_t> id_end_;
-  std::vector<uint64_t> lengths_;
+  std::vector<uint32_t> lengths_;  // text bytes per document (at most --max-doc-bytes < 4 GiB)
   // JSONL inputs: where each record lies, so that later passes read only the records they
   // need (verification) or copy the kept lines without parsing them (dedup output).
   std::vector<io::RecordPos> pos_;

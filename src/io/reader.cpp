@@ -239,7 +239,22 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
     problem = "id field \"" + opt.id_field + "\" is " + type_name(id_el.type()) + ", not a string or number";
     return false;
   }
+  if (!limit_doc_text(text, opt, problem)) return false;
   out.text = text;
+  return true;
+}
+
+bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::string& problem) {
+  if (text.size() <= options.max_doc_bytes) return true;
+  if (options.long_docs == LongDocs::Skip) {
+    problem = "the text is " + std::to_string(text.size()) + " bytes, longer than --max-doc-bytes " +
+              std::to_string(options.max_doc_bytes) + " (raise it, or --long-docs truncate)";
+    return false;
+  }
+  size_t cut = static_cast<size_t>(options.max_doc_bytes);
+  // Back to the start of a character: never more than 3 continuation bytes.
+  for (int i = 0; i < 3 && cut > 0 && (static_cast<uint8_t>(text[cut]) & 0xC0) == 0x80; ++i) --cut;
+  text = text.substr(0, cut);
   return true;
 }
 
@@ -267,12 +282,16 @@ struct RecordReader::Impl {
   bool selecting = false;
   bool eof = false;
   bool any_bytes = false;
+  bool overlong = false;  // get_line's last line was longer than opt.max_record_bytes (and dropped)
   uint64_t line_no = 0;
 
   JsonlParser parser;
   std::string file_text, problem;
 
-  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o.on_error), buf(1 << 20), parser(o) {}
+  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o.on_error), buf(1 << 20), parser(o) {
+    if (o.max_record_bytes == 0 || o.max_record_bytes > kMaxRecordBytes || o.max_doc_bytes == 0 || o.max_doc_bytes > kMaxRecordBytes)
+      throw UsageError("--max-record-bytes and --max-doc-bytes must be between 1 and " + std::to_string(kMaxRecordBytes));
+  }
   const Source& source() const { return inputs.sources()[cur]; }
 
   void open_next() {
@@ -290,7 +309,10 @@ struct RecordReader::Impl {
     ++cur;
   }
 
+  // The next line (without its newline), or false at the end of the source. A line longer than
+  // opt.max_record_bytes comes back empty with `overlong` set; its bytes are read and dropped.
   bool get_line(std::string_view& line) {
+    overlong = false;
     for (;;) {
       if (scanned < end) {
         const void* nl = std::memchr(buf.data() + scanned, '\n', end - scanned);
@@ -314,6 +336,7 @@ struct RecordReader::Impl {
         }
         return false;
       }
+      if (end - begin > opt.max_record_bytes) return drop_long_line(line);
       if (begin > 0) {  // compact
         std::memmove(buf.data(), buf.data() + begin, end - begin);
         buf_base += begin;
@@ -334,6 +357,34 @@ struct RecordReader::Impl {
         any_bytes = true;
       }
     }
+  }
+
+  // The line in the buffer is too long: reads and drops the rest of it.
+  bool drop_long_line(std::string_view& line) {
+    line_offset = buf_base + begin;
+    ++line_no;
+    overlong = true;
+    line = {};
+    for (;;) {
+      buf_base += end;
+      begin = scanned = end = 0;
+      const size_t got = stream->read(buf.data(), buf.size() - kPad);
+      if (got == 0) {
+        eof = true;
+        return true;
+      }
+      end = got;
+      const void* nl = std::memchr(buf.data(), '\n', end);
+      if (nl) {
+        begin = scanned = static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) + 1;
+        return true;
+      }
+    }
+  }
+
+  std::string long_line_problem() const {
+    return "line " + std::to_string(line_no) + " is longer than --max-record-bytes " + std::to_string(opt.max_record_bytes) +
+           " bytes (a file without newlines, or a decompression bomb?); raise the limit if the data is real";
   }
 
   // A bad record: throws, or counts it (stats mirror `bad`).
@@ -415,21 +466,28 @@ struct RecordReader::Impl {
       if (cur >= inputs.sources().size()) return false;
       const Source& src = source();
       if (src.kind == SourceKind::TextFile) {
-        file_text = read_all(src.path, src.display);
+        const bool fits = read_all_capped(src.path, src.display, opt.max_record_bytes, file_text);
         struct stat sb;
         if (::stat(src.path.c_str(), &sb) == 0) finished_bytes += static_cast<uint64_t>(sb.st_size);
         out.source = cur;
         out.line = 0;
         out.offset = 0;
         ++cur;
+        out.kind = RawRecord::Kind::Bad;
+        if (!fits) {
+          out.problem = "file is longer than --max-record-bytes " + std::to_string(opt.max_record_bytes) +
+                        " bytes (a decompression bomb?); raise the limit if the data is real";
+          return true;
+        }
         if (file_text.empty() && !src.from_directory) {
-          out.kind = RawRecord::Kind::Bad;
           out.problem = "file is empty";
           return true;
         }
+        std::string_view text = file_text;
+        if (!limit_doc_text(text, opt, out.problem)) return true;
         out.kind = RawRecord::Kind::Parsed;
         out.id = src.doc_id;
-        out.bytes = file_text;
+        out.bytes = text;
         return true;
       }
       if (!stream) open_next();
@@ -444,6 +502,12 @@ struct RecordReader::Impl {
           return true;
         }
         continue;
+      }
+      if (overlong) {
+        out.kind = RawRecord::Kind::Bad;
+        out.problem = long_line_problem();
+        out.source = cur;
+        return true;
       }
       if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line
       out.kind = RawRecord::Kind::Line;

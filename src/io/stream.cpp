@@ -246,17 +246,29 @@ std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::stri
   return std::make_unique<PlainStream>(std::move(file), p);
 }
 
-std::string read_all(const std::string& path, const std::string& display) {
+bool read_all_capped(const std::string& path, const std::string& display, uint64_t max_bytes, std::string& out) {
   auto s = open_stream(path, display);
-  std::string out;
+  out.clear();
   size_t pos = 0;
   for (;;) {
+    if (pos > max_bytes) {
+      out.clear();
+      out.shrink_to_fit();
+      return false;
+    }
     if (out.size() - pos < (1 << 16)) out.resize(std::max<size_t>(out.size() * 2, 1 << 17));
-    const size_t got = s->read(out.data() + pos, out.size() - pos);
+    const size_t room = static_cast<size_t>(std::min<uint64_t>(out.size() - pos, max_bytes - pos + (1 << 16)));
+    const size_t got = s->read(out.data() + pos, room);
     if (got == 0) break;
     pos += got;
   }
   out.resize(pos);
+  return true;
+}
+
+std::string read_all(const std::string& path, const std::string& display) {
+  std::string out;
+  read_all_capped(path, display, UINT64_MAX - (1 << 17), out);
   return out;
 }
 

@@ -10,7 +10,7 @@ using namespace neardup;
 TEST(Cluster, KeepFirstAndLongest) {
   // Components {0, 2, 4}, {1, 5}, {3}.
   const std::vector<ScoredPair> edges{{2, 4, 0.9}, {0, 2, 0.9}, {1, 5, 0.85}};
-  const std::vector<uint64_t> len{10, 5, 30, 7, 30, 50};
+  const std::vector<uint32_t> len{10, 5, 30, 7, 30, 50};
   const Clustering first = cluster_documents(6, edges, KeepPolicy::First, len);
   EXPECT_EQ(first.keeper, (std::vector<DocId>{0, 1, 0, 3, 0, 1}));
   EXPECT_EQ(first.clusters, 2u);
@@ -28,7 +28,7 @@ TEST(Cluster, IndependentOfEdgeOrder) {
     if (a == b) continue;
     edges.push_back({std::min(a, b), std::max(a, b), 0.9});
   }
-  std::vector<uint64_t> len(200);
+  std::vector<uint32_t> len(200);
   for (auto& l : len) l = rng() % 10;
   const Clustering ref = cluster_documents(200, edges, KeepPolicy::Longest, len);
   for (int t = 0; t < 5; ++t) {

@@ -64,6 +64,23 @@ void add_reader_options(CLI::App* cmd, Options& o) {
       ->transform(CLI::CheckedTransformer(std::map<std::string, io::OnError>{{"fail", io::OnError::Fail},
                                                                            {"skip", io::OnError::Skip}}))
       ->default_str("fail");
+  cmd->add_option("--max-record-bytes", o.reader.max_record_bytes,
+                  "Longest JSONL line or text file read (decompressed; K/M/G suffixes); a longer one is a bad record, "
+                  "never held in memory (guards against files without newlines and decompression bombs)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(uint64_t{1}, io::kMaxRecordBytes))
+      ->default_str("1G");
+  cmd->add_option("--max-doc-bytes", o.reader.max_doc_bytes,
+                  "Longest text sketched and verified (K/M/G suffixes); see --long-docs")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(uint64_t{1}, io::kMaxRecordBytes))
+      ->default_str("64M");
+  cmd->add_option("--long-docs", o.reader.long_docs,
+                  "A text longer than --max-doc-bytes: truncate (its first bytes are compared; the record is output "
+                  "unchanged) or skip (a bad record, see --on-error)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, io::LongDocs>{{"truncate", io::LongDocs::Truncate},
+                                                                            {"skip", io::LongDocs::Skip}}))
+      ->default_str("truncate");
 }
 
 void add_run_options(CLI::App* cmd, Options& o) {

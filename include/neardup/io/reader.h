@@ -24,13 +24,31 @@ namespace neardup::io {
 
 enum class InputFormat { Auto, Jsonl, Text };
 enum class OnError { Fail, Skip };
+/// What happens to a text longer than ReaderOptions::max_doc_bytes.
+enum class LongDocs { Truncate, Skip };
 
 struct ReaderOptions {
   std::string text_field = "text";
   std::string id_field = "id";
   InputFormat format = InputFormat::Auto;  ///< Auto: .jsonl/.ndjson/.json (before .gz/.zst) and stdin are JSONL
   OnError on_error = OnError::Fail;
+  /// The longest JSONL line, or plain-text file, read (bytes, decompressed); a longer one is a
+  /// bad record (its bytes are never held). Bounds memory against a file without newlines or a
+  /// decompression bomb. At most kMaxRecordBytes.
+  uint64_t max_record_bytes = uint64_t{1} << 30;
+  /// A text longer than this (bytes, after JSON decoding) is cut to its first max_doc_bytes
+  /// bytes, back to a character boundary (LongDocs::Truncate: the record itself is output
+  /// unchanged), or is a bad record (LongDocs::Skip).
+  uint64_t max_doc_bytes = uint64_t{64} << 20;
+  LongDocs long_docs = LongDocs::Truncate;
 };
+
+/// Positions and lengths of records are 32-bit (RecordPos).
+inline constexpr uint64_t kMaxRecordBytes = UINT32_MAX;
+
+/// Applies max_doc_bytes to `text`: true with `text` kept or cut, or false (a bad record, with
+/// `problem` set) under LongDocs::Skip.
+bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::string& problem);
 
 enum class SourceKind { Jsonl, TextFile };
 

@@ -31,5 +31,9 @@ std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::stri
 
 /// Reads the whole (decompressed) content of `path`.
 std::string read_all(const std::string& path, const std::string& display);
+/// Reads the (decompressed) content of `path` into `out` unless it is longer than `max_bytes`:
+/// then returns false after reading no more than max_bytes + 64 KiB (a decompression bomb
+/// costs no more memory than the cap).
+bool read_all_capped(const std::string& path, const std::string& display, uint64_t max_bytes, std::string& out);
 
 }  // namespace neardup::io
