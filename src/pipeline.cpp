@@ -15,7 +15,9 @@
 #include <thread>
 
 #include "internal/big_array.h"
+#include "internal/hash.h"
 #include "internal/parallel.h"
+#include "internal/radix_sort.h"
 #include "neardup/allpairs.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
@@ -620,11 +622,57 @@ void Pipeline::find_pairs_simhash() {
   stats_.times.verify = seconds_since(t);
 }
 
+std::string Pipeline::where_of(DocId doc) const {
+  if (pos_.empty()) return "document " + std::to_string(doc + 1) + " (in input order)";
+  return io::record_where(inputs_->sources()[pos_[doc].source], 0, pos_[doc].offset);
+}
+
+// Ids name documents in every output, so two records with one id make them ambiguous. Found by
+// sorting (hash of id, document) pairs: O(n) time, 16 bytes per document, freed at once.
+void Pipeline::check_duplicate_ids() {
+  const size_t n = size();
+  if (n < 2) return;
+  std::vector<std::pair<uint64_t, DocId>> h(n), tmp(n);
+  for (DocId d = 0; d < n; ++d) {
+    const std::string_view s = id(d);
+    h[d] = {internal::hash_bytes(s.data(), s.size(), 0x49445321ull), d};
+  }
+  internal::radix_sort_by_bits(h.data(), tmp.data(), n, 0, 64, [](const auto& x) { return x.first; }, n >= 200000 ? 16 : 11);
+  tmp = {};
+  uint64_t dups = 0;
+  DocId first_later = 0, first_earlier = 0;
+  bool found = false;
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && h[j].first == h[i].first) ++j;
+    for (size_t a = i + 1; a < j; ++a)  // each in input order (the sort is stable)
+      for (size_t b = i; b < a; ++b)
+        if (id(h[b].second) == id(h[a].second)) {
+          ++dups;
+          if (!found || h[a].second < first_later) {
+            found = true;
+            first_later = h[a].second;
+            first_earlier = h[b].second;
+          }
+          break;
+        }
+    i = j;
+  }
+  stats_.duplicate_ids = dups;
+  if (dups > 0 && options_.duplicate_ids == DuplicateIds::Error) {
+    std::string shown(id(first_later).substr(0, 200));
+    throw FormatError(where_of(first_later) + ": id \"" + shown + "\" is already used by " + where_of(first_earlier) +
+                      " (" + std::to_string(dups) + " records reuse an earlier id); ids name documents in the "
+                      "outputs, so make them unique, or pass --on-duplicate-id keep to treat them as separate documents");
+  }
+}
+
 void Pipeline::run(Mode mode) {
   const auto t_start = Clock::now();
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
     throw UsageError("--top applies to pairs with --method bottomk only");
   sketch_pass();
+  check_duplicate_ids();
   if (spec_.method == SketchMethod::BottomK)
     find_pairs_bottomk();
   else if (spec_.method == SketchMethod::SimHash)

@@ -39,11 +39,15 @@ struct Progress {
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
+/// Two records with the same id: an error (FormatError naming both), or kept as two documents.
+enum class DuplicateIds { Error, Keep };
+
 struct RunOptions {
   PipelineSpec spec;
   io::ReaderOptions reader;
   int threads = 0;  ///< 0: all hardware threads
   KeepPolicy keep = KeepPolicy::First;
+  DuplicateIds duplicate_ids = DuplicateIds::Error;
   /// Pairs mode with bottomk: report the `top` most similar pairs instead of those above the
   /// threshold (0: off).
   size_t top = 0;
@@ -62,6 +66,7 @@ struct RunStats {
   uint64_t empty = 0;          ///< documents without a single word (never paired)
   uint64_t skipped = 0;        ///< bad records skipped under --on-error skip
   uint64_t invalid_utf8 = 0;   ///< JSONL lines with invalid UTF-8 (parsed after replacement)
+  uint64_t duplicate_ids = 0;  ///< documents whose id an earlier one has (DuplicateIds::Keep)
   uint64_t text_bytes = 0;
   uint64_t shingles = 0;       ///< shingles over all documents, repeats within a document included
   uint64_t candidates = 0;     ///< candidate pairs: LSH star edges (minhash), join results (bottomk) or pairs within the distance (simhash)
@@ -134,6 +139,8 @@ class Pipeline {
   Scorer scorer() const noexcept;
   /// Throws IoError if a record read again is not the document `doc` of the first pass.
   void check_same_record(const io::Record& r, DocId doc) const;
+  void check_duplicate_ids();
+  std::string where_of(DocId doc) const;
   /// Throws IoError naming the file if an input's size or modification time changed since the
   /// first pass.
   void check_inputs_unchanged() const;

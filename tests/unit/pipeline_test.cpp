@@ -287,6 +287,7 @@ TEST(Pipeline, OutputsAreByteIdenticalForAnyThreadCount) {
     for (const char* spec : {"words:3 verify:0.7", "words:3 bottomk:32 verify:0.7", "words:3 simhash:3 verify:0.7"})
       for (const auto mode : {Pipeline::Mode::Dedup, Pipeline::Mode::Pairs}) {
         RunOptions o;
+        o.duplicate_ids = DuplicateIds::Keep;  // the inputs number their records alike
         o.spec = PipelineSpec::parse(spec);
         o.reader.on_error = io::OnError::Skip;
         std::string first;
@@ -382,6 +383,7 @@ TEST(Pipeline, DedupOutputByPositionEqualsTheKeptRawLines) {
   const std::vector<std::string> inputs = {d.file("a.jsonl"), d.file("b.jsonl.gz"), d.file("c.jsonl.zst")};
   for (const int threads : {1, 2}) {
     RunOptions o;
+    o.duplicate_ids = DuplicateIds::Keep;  // the inputs number their records alike
     o.spec = PipelineSpec::parse("words:2 verify:0.3");
     o.threads = threads;
     o.reader.on_error = io::OnError::Skip;

@@ -100,6 +100,11 @@ void add_common(CLI::App* cmd, Options& o) {
       ->transform(CLI::CheckedTransformer(std::map<std::string, KeepPolicy>{{"first", KeepPolicy::First},
                                                                           {"longest", KeepPolicy::Longest}}))
       ->default_str("first");
+  cmd->add_option("--on-duplicate-id", o.on_duplicate_id,
+                  "Two records with one id: error (stop, naming both) or keep (separate documents). With --against: "
+                  "a document whose id is already indexed: error, skip (keep the indexed one) or replace it")
+      ->check(CLI::IsMember({"error", "keep", "skip", "replace"}))
+      ->default_str("error");
   add_reader_options(cmd, o);
   add_run_options(cmd, o);
 }
@@ -154,6 +159,9 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
   if (s.skipped > s.skip_messages.size())
     std::fprintf(stderr, "neardup: warning: ... and %llu more bad records skipped\n",
                  static_cast<unsigned long long>(s.skipped - s.skip_messages.size()));
+  if (s.duplicate_ids > 0)
+    std::fprintf(stderr, "neardup: warning: %llu records reuse the id of an earlier one (kept as separate documents)\n",
+                 static_cast<unsigned long long>(s.duplicate_ids));
   std::fprintf(stderr,
                "neardup: %llu documents (%llu empty, %llu skipped), %llu shingles, %llu candidates, "
                "%llu verified pairs, ",
@@ -181,13 +189,15 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
 
 int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   if (dedup && !o.against.empty()) return run_dedup_against(cmd, o);
-  if (dedup && (cmd->count("--add-kept") || cmd->count("--on-duplicate-id")))
-    throw UsageError("--add-kept and --on-duplicate-id apply with --against IDX");
+  if (dedup && cmd->count("--add-kept")) throw UsageError("--add-kept applies with --against IDX");
+  if (o.on_duplicate_id != "error" && o.on_duplicate_id != "keep")
+    throw UsageError("--on-duplicate-id " + o.on_duplicate_id + " applies with --against IDX; without it: error or keep");
   RunOptions ro;
   ro.spec = make_spec(cmd, o);
   ro.reader = o.reader;
   ro.threads = o.threads;
   ro.keep = o.keep;
+  ro.duplicate_ids = o.on_duplicate_id == "keep" ? DuplicateIds::Keep : DuplicateIds::Error;
   ro.top = o.top;
   if (o.top > 0 && ro.spec.method != SketchMethod::BottomK)
     throw UsageError("--top needs --method bottomk (minhash and simhash find the pairs above a threshold only)");
@@ -246,7 +256,6 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
                     "or of earlier kept ones, walking the inputs in order; --removed then names the match and where "
                     "it is (index or input)");
   dedup->add_flag("--add-kept", dedup_opts->add_kept, "With --against: add the kept documents to the index");
-  add_on_duplicate_id(dedup, dedup_opts->on_duplicate_id);
   dedup->callback([&run, dedup, dedup_opts] { run = [=] { return run_command(dedup, *dedup_opts, true); }; });
 }
 

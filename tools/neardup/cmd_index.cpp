@@ -215,7 +215,12 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
   WalkOptions w;
   w.threshold = cmd->count("--threshold") ? o.threshold : is.threshold;
   w.insert_new = true;  // later documents of NEW are compared with the kept earlier ones
-  w.on_duplicate_id = add_kept ? o.on_duplicate_id : OnDuplicateId::Skip;
+  if (o.on_duplicate_id == "keep")
+    throw UsageError("--on-duplicate-id keep applies without --against; with an index it is error, skip or replace");
+  const OnDuplicateId policy = o.on_duplicate_id == "skip"      ? OnDuplicateId::Skip
+                               : o.on_duplicate_id == "replace" ? OnDuplicateId::Replace
+                                                                : OnDuplicateId::Error;
+  w.on_duplicate_id = add_kept ? policy : OnDuplicateId::Skip;
   w.threads = threads_of(o);
   std::string line;
   const WalkStats st = index_walk(*idx, in, o.reader, w, [&](const WalkRecord& r) {

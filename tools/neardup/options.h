@@ -38,7 +38,8 @@ struct Options {
   bool show_stats = false;
   std::string against;  ///< dedup: an index to deduplicate against
   bool add_kept = false;
-  OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
+  /// --on-duplicate-id: error or keep for pairs and dedup; error, skip or replace with --against.
+  std::string on_duplicate_id = "error";
 };
 
 // Throttled one-line progress on stderr, only when stderr is a terminal.

@@ -1,6 +1,6 @@
 # Every bad input: one error line naming file and line, a documented exit code, no output left.
 printf '{"id": "a", "text": "fine"}\n{"id": "b", "text": "broken\n' > badjson.jsonl
-printf '{"id": "a", "text": "fine"}\n{"id": "b", "body": "x"}\n' > notext.jsonl
+printf '{"id": "a2", "text": "fine"}\n{"id": "b2", "body": "x"}\n' > notext.jsonl
 printf '{"id": "a", "text": 42}\n' > numtext.jsonl
 printf '{"id": "a", "text": null}\n' > nulltext.jsonl
 : > empty.jsonl
