@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace neardup::internal {
 
@@ -74,6 +75,48 @@ inline size_t sanitize_utf8(const char* in, size_t n, std::string& out) {
       out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
       p += len;
     }
+  }
+  return replaced;
+}
+
+/// Copies the JSON text `in` to `out`, writing \uFFFD for every \uD800-\uDFFF escape that is
+/// not a high surrogate followed by a low one (escaped backslashes are skipped as such). Returns
+/// whether anything was replaced.
+inline bool replace_lone_surrogate_escapes(std::string_view in, std::string& out) {
+  const auto hex4 = [&](size_t at, uint32_t& v) {  // the 4 hex digits at `at`
+    if (at + 4 > in.size()) return false;
+    v = 0;
+    for (size_t k = at; k < at + 4; ++k) {
+      const char c = in[k];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) return false;
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
+    return true;
+  };
+  out.clear();
+  out.reserve(in.size());
+  bool replaced = false;
+  for (size_t i = 0; i < in.size();) {
+    if (in[i] != '\\' || i + 1 >= in.size()) {
+      out.push_back(in[i++]);
+      continue;
+    }
+    uint32_t v = 0, w = 0;
+    if (in[i + 1] != 'u' || !hex4(i + 2, v) || v < 0xD800 || v > 0xDFFF) {
+      out.append(in.substr(i, 2));  // any other escape, copied whole
+      i += 2;
+      continue;
+    }
+    if (v <= 0xDBFF && i + 11 < in.size() && in[i + 6] == '\\' && in[i + 7] == 'u' && hex4(i + 8, w) && w >= 0xDC00 &&
+        w <= 0xDFFF) {
+      out.append(in.substr(i, 12));  // a pair
+      i += 12;
+      continue;
+    }
+    out.append("\\uFFFD");
+    replaced = true;
+    i += 6;
   }
   return replaced;
 }

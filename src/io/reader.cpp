@@ -15,6 +15,7 @@
 #include "internal/utf8.h"
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
+#include "neardup/io/writer.h"
 
 namespace fs = std::filesystem;
 
@@ -39,7 +40,9 @@ SourceKind kind_from_name(std::string_view name, InputFormat format) {
   return SourceKind::TextFile;
 }
 
-std::string spool_stdin(const std::string& dir_in) {
+// Copies stdin to a temporary file (listed for removal by a signal handler: its slot goes to
+// `slot`).
+std::string spool_stdin(const std::string& dir_in, int& slot) {
   std::string dir = dir_in;
   if (dir.empty()) {
     const char* t = std::getenv("TMPDIR");
@@ -50,6 +53,7 @@ std::string spool_stdin(const std::string& dir_in) {
   if (fd < 0)
     throw IoError("<stdin>: cannot create a temporary copy in " + dir + ": " + std::strerror(errno) +
                   "; set TMPDIR to a writable directory");
+  slot = register_temporary_file(tmpl);
   std::vector<char> buf(1 << 20);
   for (;;) {
     const ssize_t r = ::read(0, buf.data(), buf.size());
@@ -59,6 +63,7 @@ std::string spool_stdin(const std::string& dir_in) {
       const int e = errno;
       ::close(fd);
       ::unlink(tmpl.c_str());
+      unregister_temporary_file(slot);
       throw IoError(std::string("<stdin>: cannot read: ") + std::strerror(e));
     }
     for (ssize_t off = 0; off < r;) {
@@ -68,6 +73,7 @@ std::string spool_stdin(const std::string& dir_in) {
         const int e = errno;
         ::close(fd);
         ::unlink(tmpl.c_str());
+        unregister_temporary_file(slot);
         throw IoError("<stdin>: cannot write its temporary copy " + tmpl + ": " + std::strerror(e) +
                       "; free space or set TMPDIR to another directory");
       }
@@ -84,8 +90,10 @@ InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, co
   try {
     for (const std::string& p : paths) {
       if (p == "-") {
-        const std::string tmp = spool_stdin(stdin_dir);
+        int slot = -1;
+        const std::string tmp = spool_stdin(stdin_dir, slot);
         temp_files_.push_back(tmp);
+        temp_slots_.push_back(slot);
         Source s;
         s.path = tmp;
         s.display = "<stdin>";
@@ -100,23 +108,39 @@ InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, co
         throw IoError(p + ": cannot access: " + ec.message() + "; check the permissions of the path");
       if (!fs::exists(st)) throw IoError(p + ": no such file or directory; check the path");
       if (fs::is_directory(st)) {
-        std::vector<std::pair<std::string, std::string>> files;  // (relative, full)
+        struct Found {
+          std::string rel, full, problem;
+          bool operator<(const Found& o) const { return rel < o.rel; }
+        };
+        std::vector<Found> files;
         fs::recursive_directory_iterator it(p, fs::directory_options::follow_directory_symlink, ec), end;
         if (ec) throw IoError(p + ": cannot read directory: " + ec.message() + "; check its permissions");
         for (; it != end; it.increment(ec)) {
           if (ec) throw IoError(p + ": cannot walk directory: " + ec.message() + "; check its permissions");
           std::error_code ec2;
-          if (!it->is_regular_file(ec2)) continue;
-          files.emplace_back(fs::relative(it->path(), p, ec2).generic_string(), it->path().string());
+          // Regular files are read; one that cannot be (no permission, a dangling link) is a
+          // bad input, reported in its turn (never silently left out). Directories are walked;
+          // FIFOs, sockets and devices are not documents.
+          std::string problem;
+          if (it->is_regular_file(ec2)) {
+            if (::access(it->path().c_str(), R_OK) != 0)
+              problem = std::string("cannot read: ") + std::strerror(errno) + "; check its permissions";
+          } else if (it->is_symlink(ec2) && !fs::exists(it->status(ec2))) {
+            problem = "a symbolic link to nothing (" + fs::read_symlink(it->path(), ec2).string() + ")";
+          } else {
+            continue;
+          }
+          files.push_back({fs::relative(it->path(), p, ec2).generic_string(), it->path().string(), problem});
         }
         std::sort(files.begin(), files.end());
-        for (auto& [rel, full] : files) {
+        for (auto& f : files) {
           Source s;
-          s.path = full;
-          s.display = full;
-          s.doc_id = rel;
-          s.kind = kind_from_name(rel, format);
+          s.path = f.full;
+          s.display = f.full;
+          s.doc_id = f.rel;
+          s.kind = kind_from_name(f.rel, format);
           s.from_directory = true;
+          s.problem = f.problem;
           sources_.push_back(std::move(s));
         }
         continue;
@@ -132,6 +156,7 @@ InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, co
     }
   } catch (...) {
     for (const auto& t : temp_files_) ::unlink(t.c_str());
+    for (const int slot : temp_slots_) unregister_temporary_file(slot);
     throw;
   }
   for (const Source& s : sources_) {
@@ -142,6 +167,7 @@ InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, co
 
 InputSet::~InputSet() {
   for (const auto& t : temp_files_) ::unlink(t.c_str());
+  for (const int slot : temp_slots_) unregister_temporary_file(slot);
 }
 
 bool InputSet::all_jsonl() const noexcept {
@@ -187,7 +213,7 @@ const size_t JsonlParser::kPadding = simdjson::SIMDJSON_PADDING;
 struct JsonlParser::Impl {
   ReaderOptions opt;
   simdjson::dom::parser parser;
-  std::string id_buf, sanitized;
+  std::string id_buf, sanitized, surrogates;
   bool replaced = false;
 };
 
@@ -206,6 +232,17 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
     m.replaced = true;
     m.sanitized.reserve(m.sanitized.size() + kPadding);
     err = m.parser.parse(m.sanitized.data(), m.sanitized.size(), false).get(doc);
+  }
+  // A \uD800-\uDFFF escape outside a surrogate pair is valid JSON but no character (Python's
+  // json.dumps writes them): it becomes \uFFFD, like invalid UTF-8.
+  if (err == simdjson::STRING_ERROR) {
+    std::string& fixed = m.replaced ? m.surrogates : m.sanitized;
+    const std::string_view from = m.replaced ? std::string_view(m.sanitized) : line;
+    if (internal::replace_lone_surrogate_escapes(from, fixed)) {
+      m.replaced = true;
+      fixed.reserve(fixed.size() + kPadding);
+      err = m.parser.parse(fixed.data(), fixed.size(), false).get(doc);
+    }
   }
   if (err) {
     problem = std::string("malformed JSON (") + simdjson::error_message(err) + ")";
@@ -322,6 +359,7 @@ struct RecordReader::Impl {
           line_offset = buf_base + begin;
           begin = scanned = pos + 1;
           ++line_no;
+          skip_bom(line);
           return true;
         }
         scanned = end;
@@ -332,6 +370,7 @@ struct RecordReader::Impl {
           line_offset = buf_base + begin;
           begin = scanned = end;
           ++line_no;
+          skip_bom(line);
           return true;
         }
         return false;
@@ -356,6 +395,15 @@ struct RecordReader::Impl {
         end += got;
         any_bytes = true;
       }
+    }
+  }
+
+  // A UTF-8 byte order mark before a source's first line is not part of the record (nor of the
+  // kept output, which copies the line from its offset).
+  void skip_bom(std::string_view& line) {
+    if (line_offset == 0 && line.substr(0, 3) == "\xEF\xBB\xBF") {
+      line.remove_prefix(3);
+      line_offset = 3;
     }
   }
 
@@ -465,6 +513,14 @@ struct RecordReader::Impl {
     for (;;) {
       if (cur >= inputs.sources().size()) return false;
       const Source& src = source();
+      if (!src.problem.empty()) {
+        out.kind = RawRecord::Kind::Bad;
+        out.problem = src.problem;
+        out.source = cur;
+        out.line = out.offset = 0;
+        ++cur;
+        return true;
+      }
       if (src.kind == SourceKind::TextFile) {
         const bool fits = read_all_capped(src.path, src.display, opt.max_record_bytes, file_text);
         struct stat sb;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,42 @@
 #include "neardup/io/stream.h"
 
 namespace neardup::io {
+
+namespace {
+
+// The list of temporary files. A slot goes free -> writing -> listed; the signal handler reads
+// only listed slots, whose path is complete.
+constexpr int kSlots = 128;
+constexpr size_t kPathMax = 4096;
+enum SlotState : int { kFree = 0, kWriting = 1, kListed = 2 };
+struct TempSlot {
+  std::atomic<int> state{kFree};
+  char path[kPathMax];
+};
+TempSlot g_temp_slots[kSlots];
+
+}  // namespace
+
+int register_temporary_file(const std::string& path) noexcept {
+  if (path.size() >= kPathMax) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = kFree;
+    if (!g_temp_slots[i].state.compare_exchange_strong(expected, kWriting, std::memory_order_acquire)) continue;
+    std::memcpy(g_temp_slots[i].path, path.c_str(), path.size() + 1);
+    g_temp_slots[i].state.store(kListed, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_temporary_file(int slot) noexcept {
+  if (slot >= 0 && slot < kSlots) g_temp_slots[slot].state.store(kFree, std::memory_order_release);
+}
+
+void remove_temporary_files() noexcept {
+  for (TempSlot& s : g_temp_slots)
+    if (s.state.load(std::memory_order_acquire) == kListed) ::unlink(s.path);
+}
 
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   if (path == "-") {
@@ -40,18 +77,24 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
     throw IoError(path + ": cannot open output file: " + std::strerror(errno));
   }
   std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+  temp_slot_ = register_temporary_file(temp_);
 }
 
 AtomicFile::~AtomicFile() {
-  if (stdout_ || !f_) return;
-  std::fclose(f_);
-  ::unlink(temp_.c_str());
+  if (stdout_) return;
+  if (f_) {
+    std::fclose(f_);
+    ::unlink(temp_.c_str());
+  }
+  unregister_temporary_file(temp_slot_);
 }
 
 void AtomicFile::fail(const char* what) {
   const int e = errno;
   throw IoError(path_ + ": " + what + ": " + std::strerror(e) +
-                (e == ENOSPC || e == EFBIG || e == EDQUOT ? "; free some space and run again" : "") +
+                (e == ENOSPC || e == EDQUOT ? "; free some space and run again"
+                 : e == EFBIG               ? "; the file size limit (ulimit -f) or the file system's was reached"
+                                            : "") +
                 " (the previous file, if any, is untouched)");
 }
 

@@ -159,6 +159,9 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
   if (s.skipped > s.skip_messages.size())
     std::fprintf(stderr, "neardup: warning: ... and %llu more bad records skipped\n",
                  static_cast<unsigned long long>(s.skipped - s.skip_messages.size()));
+  if (s.invalid_utf8 > 0)
+    std::fprintf(stderr, "neardup: warning: %llu records had invalid UTF-8 or lone surrogate escapes (replaced by U+FFFD)\n",
+                 static_cast<unsigned long long>(s.invalid_utf8));
   if (s.duplicate_ids > 0)
     std::fprintf(stderr, "neardup: warning: %llu records reuse the id of an earlier one (kept as separate documents)\n",
                  static_cast<unsigned long long>(s.duplicate_ids));

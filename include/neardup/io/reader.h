@@ -59,6 +59,7 @@ struct Source {
   std::string doc_id;   ///< TextFile: the document id
   SourceKind kind = SourceKind::Jsonl;
   bool from_directory = false;  ///< TextFile found by walking a directory (an empty file is then an empty document)
+  std::string problem;  ///< found walking a directory: why it cannot be read (reported as a bad input)
 };
 
 /// The inputs of a run. Owns the temporary copy of stdin, removed when destroyed.
@@ -80,6 +81,7 @@ class InputSet {
  private:
   std::vector<Source> sources_;
   std::vector<std::string> temp_files_;
+  std::vector<int> temp_slots_;  ///< in the list of temporary files (io/writer.h)
   uint64_t total_bytes_ = 0;
 };
 

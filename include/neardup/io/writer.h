@@ -37,9 +37,19 @@ class AtomicFile {
   uint64_t synced_ = 0;   ///< bytes whose disk writes were started
   std::string path_;
   std::string temp_;
+  int temp_slot_ = -1;  ///< in the list of temporary files
   std::FILE* f_ = nullptr;
   bool stdout_ = false;
 };
+
+/// Temporary files (AtomicFile's, the spooled copy of stdin) are listed while they exist, so
+/// that a signal handler can remove them: remove_temporary_files() is async-signal-safe (it only
+/// reads the list and calls unlink). Up to 128 files at a time are listed.
+void remove_temporary_files() noexcept;
+/// Lists `path`; returns its slot, or -1 if the list is full or the path too long.
+int register_temporary_file(const std::string& path) noexcept;
+/// Takes a slot off the list (-1: nothing).
+void unregister_temporary_file(int slot) noexcept;
 
 /// A byte range of a source's decompressed data.
 struct ByteRange {
