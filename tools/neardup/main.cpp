@@ -29,7 +29,12 @@ void install_signal_handlers() {
   struct sigaction sa{};
   sa.sa_handler = on_fatal_signal;
   sigemptyset(&sa.sa_mask);
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &sa, nullptr);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    struct sigaction old{};
+    // A signal ignored by whoever started neardup (nohup, a background job) stays ignored.
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
   // Past `ulimit -f`, a write fails with EFBIG (an I/O error naming the file, exit 4) instead
   // of killing the process.
   ::signal(SIGXFSZ, SIG_IGN);

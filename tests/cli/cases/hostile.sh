@@ -1,0 +1,67 @@
+# Hostile inputs (docs/robustness.md): each has a documented outcome, checked here.
+echo "--- a line of 100 MB+ (its text cut to --max-doc-bytes, the record kept whole) and a copy"
+python3 -c '
+import json
+words = " ".join("w%d" % (i % 9973) for i in range(17_500_000))
+print(json.dumps({"id": "huge", "text": words}))
+print(json.dumps({"id": "huge-copy", "text": words}))
+print(json.dumps({"id": "small", "text": "a small document"}))' > huge.jsonl
+[ "$(head -1 huge.jsonl | wc -c)" -gt 100000000 ] && echo "a line of more than 100 MB"
+$NEARDUP dedup huge.jsonl -o kept.jsonl --removed removed.tsv --max-doc-bytes 4M; echo "exit=$?"
+cat removed.tsv; cmp <(sed -n 1p huge.jsonl) <(sed -n 1p kept.jsonl) && echo "the kept record is byte-identical"
+$NEARDUP dedup huge.jsonl -o kept.jsonl --max-doc-bytes 4M --long-docs skip --on-error skip; echo "exit=$?"
+$NEARDUP dedup huge.jsonl -o kept.jsonl --max-record-bytes 64M; echo "exit=$?"
+rm -f huge.jsonl
+echo "--- a decompression bomb: 20 MB of one byte in 1 KB, no newline"
+head -c 20000000 /dev/zero | tr '\0' 'a' | zstd -q -19 > bomb.jsonl.zst
+[ "$(stat -c %s bomb.jsonl.zst)" -lt 2000 ] && echo "bomb.jsonl.zst is under 2 KB"
+$NEARDUP dedup bomb.jsonl.zst -o kept.jsonl --max-record-bytes 1M; echo "exit=$?"
+echo "--- a document that is one 10 MB word, twice"
+python3 -c '
+w = "x" * 10_000_000
+print("{\"id\": \"word\", \"text\": \"%s\"}" % w)
+print("{\"id\": \"word-copy\", \"text\": \"%s\"}" % w)' > word.jsonl
+$NEARDUP pairs word.jsonl --quiet; echo "exit=$?"
+echo "--- a million tiny documents (1,000 distinct texts)"
+awk 'BEGIN { for (i = 0; i < 1000000; i++) printf "{\"id\":\"d%d\",\"text\":\"tiny doc %d here\"}\n", i, i % 1000 }' > tiny.jsonl
+$NEARDUP dedup tiny.jsonl -o kept.jsonl --method minhash --quiet; echo "exit=$?"
+wc -l < kept.jsonl; head -2 kept.jsonl
+echo "--- whitespace, punctuation, NUL, BOM, CRLF, surrogates, invalid UTF-8, non-string text"
+printf '\xef\xbb\xbf{"id":"bom","text":"the first record follows a byte order mark"}\r\n' > odd.jsonl
+printf '{"id":"ws","text":"   \\t\\n   "}\n{"id":"punct","text":"!!! ... ??? --- ,,,"}\n' >> odd.jsonl
+printf '{"id":"nul","text":"a\\u0000b c d"}\n{"id":"rawnul","text":"a\x00b"}\n' >> odd.jsonl
+printf '{"id":"pair","text":"an emoji \\ud83d\\ude00 in a pair"}\n{"id":"lone","text":"a lone \\ud800 surrogate"}\n' >> odd.jsonl
+printf '{"id":"utf8","text":"overlong \xc0\xaf and surrogate \xed\xa0\x80 bytes"}\r\n' >> odd.jsonl
+printf '{"id":"num","text":42}\n{"id":"null","text":null}\n{"id":"arr","text":["a"]}\n{"id":"obj","text":{"a":1}}\n' >> odd.jsonl
+$NEARDUP dedup odd.jsonl -o kept.jsonl --on-error skip; echo "exit=$?"
+head -c 3 kept.jsonl | od -An -c | head -1
+$NEARDUP dedup odd.jsonl -o kept.jsonl; echo "exit=$?"
+echo "--- duplicate ids"
+printf '{"id":"a","text":"one two three"}\n{"id":"b","text":"four five six"}\n{"id":"a","text":"seven eight"}\n' > dup.jsonl
+$NEARDUP dedup dup.jsonl -o kept.jsonl; echo "exit=$?"
+$NEARDUP dedup dup.jsonl -o kept.jsonl --on-duplicate-id keep; echo "exit=$?"
+echo "--- a directory with a dangling link (and an unreadable file when not root)"
+mkdir dir; printf '{"id":"r","text":"readable words here"}\n' > dir/a.jsonl; ln -s /nonexistent dir/b.jsonl
+printf '{"id":"s","text":"secret words here"}\n' > dir/c.jsonl; chmod 000 dir/c.jsonl
+$NEARDUP dedup dir -o kept.jsonl 2>&1 | sed 's/^neardup: error: .*b.jsonl:/neardup: error: dir\/b.jsonl:/'; echo "exit=${PIPESTATUS[0]}"
+$NEARDUP dedup dir -o kept.jsonl --on-error skip 2>&1 | grep -c "skipped dir/b.jsonl: a symbolic link to nothing"
+chmod 644 dir/c.jsonl
+echo "--- a full disk (ulimit -f): an I/O error, no output, no temporary file"
+awk 'BEGIN { for (i = 0; i < 20000; i++) printf "{\"id\":\"d%d\",\"text\":\"document %d with a few words in it\"}\n", i, i }' > many.jsonl
+(ulimit -f 100; $NEARDUP dedup many.jsonl -o full.jsonl --quiet); echo "exit=$?"
+ls full.jsonl .full.jsonl.neardup-tmp-* 2>&1 | sed 's/^ls: //'
+echo "--- SIGTERM and SIGINT during a run: exit 128+signal, no output, no temporary file"
+for sig in TERM INT; do
+  mkfifo fifo.jsonl
+  # A background job of a script starts with SIGINT ignored (and neardup leaves ignored signals
+  # alone, as nohup expects): start it with the default action instead.
+  python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+    $NEARDUP dedup fifo.jsonl -o out.jsonl --removed removed2.tsv --quiet &
+  pid=$!
+  for i in $(seq 1 200); do ls .out.jsonl.neardup-tmp-* > /dev/null 2>&1 && break; sleep 0.05; done
+  ls .out.jsonl.neardup-tmp-* .removed2.tsv.neardup-tmp-* > /dev/null && echo "temporary files exist while it runs"
+  kill -$sig $pid
+  wait $pid; echo "exit=$?"
+  ls out.jsonl removed2.tsv .*neardup-tmp* 2>&1 | sed 's/^ls: //'
+  rm -f fifo.jsonl
+done
