@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
 
-FUZZ_SECONDS ?= 45
+FUZZ_SECONDS ?= 30
 
 .PHONY: deps build run test sanitize clean
 
