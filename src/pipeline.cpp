@@ -628,17 +628,24 @@ std::string Pipeline::where_of(DocId doc) const {
 }
 
 // Ids name documents in every output, so two records with one id make them ambiguous. Found by
-// sorting (hash of id, document) pairs: O(n) time, 16 bytes per document, freed at once.
+// sorting (hash of id, document) pairs: O(n) time, 2 x 16 bytes per document in mapped
+// arrays, unmapped at once (a vector would leave glibc's heap larger for the rest of the run).
 void Pipeline::check_duplicate_ids() {
   const size_t n = size();
   if (n < 2) return;
-  std::vector<std::pair<uint64_t, DocId>> h(n), tmp(n);
+  struct Entry {
+    uint64_t first;  // hash of the id
+    DocId second;
+  };
+  internal::BigArray<Entry> h(n);
   for (DocId d = 0; d < n; ++d) {
     const std::string_view s = id(d);
-    h[d] = {internal::hash_bytes(s.data(), s.size(), 0x49445321ull), d};
+    h[d] = Entry{internal::hash_bytes(s.data(), s.size(), 0x49445321ull), d};
   }
-  internal::radix_sort_by_bits(h.data(), tmp.data(), n, 0, 64, [](const auto& x) { return x.first; }, n >= 200000 ? 16 : 11);
-  tmp = {};
+  {
+    internal::BigArray<Entry> tmp(n);
+    internal::radix_sort_by_bits(h.data(), tmp.data(), n, 0, 64, [](const auto& x) { return x.first; }, n >= 200000 ? 16 : 11);
+  }
   uint64_t dups = 0;
   DocId first_later = 0, first_earlier = 0;
   bool found = false;
