@@ -30,7 +30,7 @@ test: build
 	$(MAKE) sanitize
 
 sanitize: deps
-	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-san -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-san -DCMAKE_BUILD_TYPE=Release \
 	    -DNEARDUP_SANITIZE=ON -DNEARDUP_BUILD_FUZZ=ON -DNEARDUP_BUILD_BENCH=OFF -DNEARDUP_FUZZ_SECONDS=$(FUZZ_SECONDS)
 	cmake --build $(BUILD)-san -j $(JOBS)
 	cd $(BUILD)-san && ctest --output-on-failure -j $(JOBS)
