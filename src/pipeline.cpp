@@ -634,8 +634,8 @@ void Pipeline::check_duplicate_ids() {
   const size_t n = size();
   if (n < 2) return;
   struct Entry {
-    uint64_t first;  // hash of the id
-    DocId second;
+    uint64_t hash;  // of the id
+    DocId doc;
   };
   internal::BigArray<Entry> h(n);
   for (DocId d = 0; d < n; ++d) {
@@ -644,22 +644,22 @@ void Pipeline::check_duplicate_ids() {
   }
   {
     internal::BigArray<Entry> tmp(n);
-    internal::radix_sort_by_bits(h.data(), tmp.data(), n, 0, 64, [](const auto& x) { return x.first; }, n >= 200000 ? 16 : 11);
+    internal::radix_sort_by_bits(h.data(), tmp.data(), n, 0, 64, [](const Entry& x) { return x.hash; }, n >= 200000 ? 16 : 11);
   }
   uint64_t dups = 0;
   DocId first_later = 0, first_earlier = 0;
   bool found = false;
   for (size_t i = 0; i < n;) {
     size_t j = i + 1;
-    while (j < n && h[j].first == h[i].first) ++j;
+    while (j < n && h[j].hash == h[i].hash) ++j;
     for (size_t a = i + 1; a < j; ++a)  // each in input order (the sort is stable)
       for (size_t b = i; b < a; ++b)
-        if (id(h[b].second) == id(h[a].second)) {
+        if (id(h[b].doc) == id(h[a].doc)) {
           ++dups;
-          if (!found || h[a].second < first_later) {
+          if (!found || h[a].doc < first_later) {
             found = true;
-            first_later = h[a].second;
-            first_earlier = h[b].second;
+            first_later = h[a].doc;
+            first_earlier = h[b].doc;
           }
           break;
         }

@@ -217,14 +217,20 @@ TEST(Index, RemoveAndAddAcrossSaves) {
   EXPECT_THROW(index_walk(*again, in, {}, w, [](const WalkRecord&) {}), FormatError);
 }
 
-TEST(Index, DamagedFilesAreRefused) {
-  TempDir dir;
-  const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx"), bad = dir.file("bad.ndx");
+// A small exact index of make_corpus(3, 40) written to `data` and saved at `path`; returns the
+// saved bytes (the damaged-file tests alter copies of them).
+static std::string save_small_index(const std::string& data, const std::string& path) {
   write_file(data, make_corpus(3, 40));
   NearDupIndex idx(spec_of("words:3 minhash:32 lsh:8x4 verify:0.5"));
   add_all(idx, data);
   idx.save(path);
-  const std::string good = read_file(path);
+  return read_file(path);
+}
+
+TEST(Index, DamagedFilesAreRefused) {
+  TempDir dir;
+  const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx"), bad = dir.file("bad.ndx");
+  const std::string good = save_small_index(data, path);
   ASSERT_NO_THROW(NearDupIndex::open(path));
   // Truncated anywhere, or grown.
   for (size_t len : {size_t{0}, size_t{100}, size_t{4096}, good.size() / 2, good.size() - 1}) {
@@ -260,11 +266,7 @@ TEST(Index, DamagedFilesAreRefused) {
 TEST(Index, StructuralChecksHoldWithoutChecksums) {
   TempDir dir;
   const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx"), bad = dir.file("bad.ndx");
-  write_file(data, make_corpus(3, 40));
-  NearDupIndex idx(spec_of("words:3 minhash:32 lsh:8x4 verify:0.5"));
-  add_all(idx, data);
-  idx.save(path);
-  const std::string good = read_file(path);
+  const std::string good = save_small_index(data, path);
   internal::g_fuzz_ignore_index_checksums = true;
   const auto refused = [&](const std::string& b) {
     write_file(bad, b);
