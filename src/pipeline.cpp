@@ -704,6 +704,64 @@ void Pipeline::run(Mode mode) {
   stats_.seconds = seconds_since(t_start);
 }
 
+MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const {
+  MemoryEstimate m;
+  Shingler shingler(spec_.shingle);
+  double distinct = 0;  // shingles, distinct per document, over the sample
+  m.input = io::sample_inputs(*inputs_, options_.reader, sample_bytes,
+                              [&](std::string_view, std::string_view text) { distinct += static_cast<double>(shingler.shingle_set(text).size()); });
+  const double n = m.input.records;
+  // Distinct shingles per byte of text sampled, times the text of an average document.
+  const double per_doc_distinct =
+      m.input.sampled_text_bytes > 0 && n > 0 ? distinct / static_cast<double>(m.input.sampled_text_bytes) * m.input.text_bytes / n : 0;
+  double fixed = 0;  // bytes that do not grow with the documents
+  // Kept for the whole run: the id and where it ends, the text length, the empty flag, the
+  // record's position (JSONL), and the sketch (below).
+  double per_doc = (n > 0 ? m.input.id_bytes / n : 0) + sizeof(uint64_t) + sizeof(uint32_t) + 1;
+  if (inputs_->all_jsonl()) per_doc += sizeof(io::RecordPos);
+  const double threads = threads_;
+  double search_per_doc = 0;
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  switch (spec_.method) {
+    case SketchMethod::MinHash:
+    case SketchMethod::Oph: {
+      const size_t bands = static_cast<size_t>(spec_.lsh.bands);
+      const bool keys_only = spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
+      per_doc += keys_only ? static_cast<double>(bands * sizeof(uint64_t)) : static_cast<double>(k * sizeof(SigValue));
+      fixed += static_cast<double>(keys_only ? bands : 1) * (2 << 20);  // a huge page each, at least
+      // Two (key, document) arrays per LSH worker (lsh_index.cpp); candidates are extra.
+      search_per_doc = 32.0 * std::min<double>(threads, static_cast<double>(bands));
+      break;
+    }
+    case SketchMethod::BottomK: {
+      const double values = std::min(per_doc_distinct, static_cast<double>(spec_.sketch_size));
+      per_doc += values * sizeof(SigValue) + sizeof(uint64_t);
+      // The prefix-filter join: ranks, sort keys and postings per fingerprint value (allpairs.cpp).
+      search_per_doc = values * 10.0;
+      break;
+    }
+    case SketchMethod::SimHash:
+      per_doc += sizeof(uint64_t);
+      // Sorted (fingerprint, document) entries and their scratch, the distinct values (simhash.cpp).
+      search_per_doc = 44.0;
+      break;
+  }
+  // The duplicate-id check sorts 2 x 16 bytes per document before the search starts.
+  search_per_doc = std::max(search_per_doc, 32.0);
+  // The program, and per thread the batches of about 1 MiB of records (raw, parsed, sketched)
+  // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
+  fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads, 1.5 * m.input.data_bytes);
+  m.per_document = per_doc;
+  m.state = n * per_doc + fixed;
+  m.search = n * search_per_doc;
+  if (spec_.verify == VerifyMode::Exact) {
+    // A sorted vector of 8-byte hashes per document (plus its header and heap overhead).
+    m.verify_per_document = per_doc_distinct * sizeof(ShingleHash) + 40;
+    m.verify_all = n * (m.verify_per_document + 5);
+  }
+  return m;
+}
+
 void append_similarity(std::string& line, double s) {
   char buf[32];
   const int len = std::snprintf(buf, sizeof buf, "%.6f", s);

@@ -81,6 +81,21 @@ struct RunStats {
   double seconds = 0;
 };
 
+/// The expected memory of a run, estimated before it starts from a sample of its inputs
+/// (Pipeline::estimate_memory). Bytes; approximate: the sizes of the records are extrapolated.
+struct MemoryEstimate {
+  io::InputSample input;
+  double per_document = 0;  ///< state kept per document for the whole run, its id included
+  double state = 0;         ///< that over all documents, plus the reading buffers
+  double search = 0;        ///< more, for a while, to find candidates (LSH, bottom-k join, SimHash tables)
+  /// Exact verification: bytes per document that is in a candidate pair (its shingle set), and
+  /// that over every document, the most it can take (near-duplicates are usually a fraction).
+  double verify_per_document = 0;
+  double verify_all = 0;
+  /// The expected peak before verification.
+  double peak() const noexcept { return state + search; }
+};
+
 /// Appends a similarity as every output prints it: six decimals.
 void append_similarity(std::string& line, double s);
 
@@ -97,6 +112,8 @@ class Pipeline {
 
   /// Runs passes 1 and 2 and clusters. Throws FormatError / IoError on bad input.
   void run(Mode mode);
+  /// Estimates the memory run() will take from the first `sample_bytes` of the inputs.
+  MemoryEstimate estimate_memory(uint64_t sample_bytes = uint64_t{4} << 20) const;
 
   const PipelineSpec& spec() const noexcept { return spec_; }
   const RunStats& stats() const noexcept { return stats_; }

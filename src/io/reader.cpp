@@ -500,6 +500,10 @@ struct RecordReader::Impl {
 
   // The next record unparsed: a JSONL line that is not blank, a text file, or a bad input.
   bool next_raw(RawRecord& out) {
+    // Nothing of the last record survives: a bad record has no bytes (the buffer they were in
+    // may be gone).
+    out.bytes = {};
+    out.id = {};
     if (selecting) {
       std::string_view line;
       if (!next_selected_line(line)) return false;
@@ -563,6 +567,8 @@ struct RecordReader::Impl {
         out.kind = RawRecord::Kind::Bad;
         out.problem = long_line_problem();
         out.source = cur;
+        out.line = line_no;
+        out.offset = line_offset;
         return true;
       }
       if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line

@@ -77,6 +77,7 @@ struct Prefix {
   char data[4];
   size_t size = 0;
   size_t pos = 0;
+  size_t left() const noexcept { return size - pos; }
   size_t take(char* buf, size_t n) {
     size_t k = std::min(n, size - pos);
     std::memcpy(buf, data + pos, k);
@@ -154,7 +155,8 @@ class GzipStream final : public ByteStream {
     }
     return static_cast<size_t>(reinterpret_cast<char*>(zs_.next_out) - buf);
   }
-  uint64_t raw_bytes_read() const noexcept override { return file_->consumed(); }
+  // What went into the decompressor, not what waits in its input buffer.
+  uint64_t raw_bytes_read() const noexcept override { return file_->consumed() - zs_.avail_in - prefix_.left(); }
   Compression compression() const noexcept override { return Compression::Gzip; }
 
  private:
@@ -200,7 +202,7 @@ class ZstdStream final : public ByteStream {
     }
     return ob.pos;
   }
-  uint64_t raw_bytes_read() const noexcept override { return file_->consumed(); }
+  uint64_t raw_bytes_read() const noexcept override { return file_->consumed() - (ib_.size - ib_.pos) - prefix_.left(); }
   Compression compression() const noexcept override { return Compression::Zstd; }
 
  private:

@@ -6,6 +6,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <random>
 
 #include "neardup/error.h"
@@ -314,4 +315,84 @@ TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
     const std::vector<ByteRange> past = {{data.size() - 5, 10}};
     EXPECT_THROW(append_ranges(d.file(f), f, past, out), IoError) << f;
   }
+}
+
+// ---- Sampling the inputs to plan a run (sample_inputs) ----
+
+TEST(Reader, SampleCountsExactlyWhenTheInputsAreReadWhole) {
+  test::TempDir d;
+  test::write_file(d.file("x.jsonl"), kJsonl);
+  InputSet in({d.file("x.jsonl")}, InputFormat::Auto);
+  size_t calls = 0;
+  double text = 0;
+  const InputSample s = sample_inputs(in, {}, 1 << 20, [&](std::string_view, std::string_view t) {
+    ++calls;
+    text += static_cast<double>(t.size());
+  });
+  EXPECT_TRUE(s.whole);
+  EXPECT_EQ(calls, 4u);
+  EXPECT_EQ(s.sampled_records, 4u);
+  EXPECT_DOUBLE_EQ(s.records, 4);
+  EXPECT_DOUBLE_EQ(s.text_bytes, text);
+  EXPECT_DOUBLE_EQ(s.data_bytes, static_cast<double>(kJsonl.size()));
+}
+
+TEST(Reader, SampleEstimatesLargeInputsFromAFraction) {
+  // 6,000 records whose texts grow along the file (a file sorted by length is the hard case
+  // for a sample), one line in ten bad; plain, and shuffled in gzip and zstd.
+  std::mt19937_64 rng(7);
+  std::vector<std::string> lines;
+  double good = 0, text = 0;
+  for (int i = 0; i < 6000; ++i) {
+    if (i % 10 == 3) {
+      lines.push_back("not json at all");
+      continue;
+    }
+    const std::string t = test::join(test::random_words(rng, 4 + static_cast<size_t>(i) / 24));
+    lines.push_back("{\"id\": \"doc-" + std::to_string(i) + "\", \"text\": \"" + t + "\"}");
+    good += 1;
+    text += static_cast<double>(t.size());
+  }
+  std::string sorted;
+  for (const auto& l : lines) sorted += l + "\n";
+  std::shuffle(lines.begin(), lines.end(), rng);
+  std::string shuffled;
+  for (const auto& l : lines) shuffled += l + "\n";
+  test::TempDir d;
+  test::write_file(d.file("plain.jsonl"), sorted);
+  test::write_file(d.file("a.jsonl.gz"), gzip(shuffled));
+  test::write_file(d.file("b.jsonl.zst"), zstd(shuffled));
+  ReaderOptions opt;
+  opt.on_error = OnError::Skip;
+  for (const std::string name : {"plain.jsonl", "a.jsonl.gz", "b.jsonl.zst"}) {
+    SCOPED_TRACE(name);
+    InputSet in({d.file(name)}, InputFormat::Auto);
+    size_t calls = 0;
+    const InputSample s = sample_inputs(in, opt, 256 << 10, [&](std::string_view id, std::string_view) {
+      EXPECT_EQ(id.substr(0, 4), "doc-");
+      ++calls;
+    });
+    EXPECT_FALSE(s.whole);
+    EXPECT_EQ(calls, s.sampled_records);
+    EXPECT_GT(s.sampled_records, 100u);
+    EXPECT_LT(s.sampled_bytes, sorted.size() / 2);
+    EXPECT_NEAR(s.records / good, 1.0, 0.1);
+    EXPECT_NEAR(s.text_bytes / text, 1.0, 0.1);
+    EXPECT_NEAR(s.data_bytes / static_cast<double>(sorted.size()), 1.0, 0.1);
+  }
+}
+
+TEST(Reader, SampleScalesEveryInputAndCountsTextFiles) {
+  test::TempDir d;
+  std::string many;
+  for (int i = 0; i < 20000; ++i) many += "{\"id\": \"" + std::to_string(i) + "\", \"text\": \"some words here\"}\n";
+  test::write_file(d.file("one.jsonl"), many);
+  test::write_file(d.file("two.jsonl"), many);  // not sampled: scaled by its size
+  std::filesystem::create_directories(d.file("texts"));
+  for (int i = 0; i < 30; ++i) test::write_file(d.file("texts/" + std::to_string(i) + ".txt"), std::string(100, 'x'));
+  InputSet in({d.file("one.jsonl"), d.file("two.jsonl"), d.file("texts")}, InputFormat::Auto);
+  const InputSample s = sample_inputs(in, {}, 64 << 10, [](std::string_view, std::string_view) {});
+  EXPECT_FALSE(s.whole);
+  EXPECT_NEAR(s.records, 40030, 40000 * 0.05);
+  EXPECT_NEAR(s.text_bytes, 40000 * 15 + 30 * 100, 40000 * 15 * 0.05);
 }

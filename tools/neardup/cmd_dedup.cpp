@@ -107,6 +107,9 @@ void add_common(CLI::App* cmd, Options& o) {
       ->default_str("error");
   add_reader_options(cmd, o);
   add_run_options(cmd, o);
+  cmd->add_flag("--estimate-memory", o.estimate_memory,
+                "Print the expected memory of the run, estimated from the first 4 MB of the inputs, and stop (it is "
+                "printed before every run over 256 MB of input, unless --quiet)");
 }
 
 }  // namespace
@@ -153,6 +156,67 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
 
 namespace {
 
+// 1234567 -> "1.2 MB", decimal units as `ls -h --si` and the progress bar print them.
+std::string human_bytes(double b) {
+  static const char* const units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (b >= 1000 && u < 5) {
+    b /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 || b >= 100 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+// 12345678 -> "12.3M".
+std::string human_count(double n) {
+  char buf[32];
+  if (n >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.1fG", n / 1e9);
+  else if (n >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
+  else if (n >= 1e4)
+    std::snprintf(buf, sizeof buf, "%.1fK", n / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
+// MemAvailable from /proc/meminfo, in bytes (0 if unknown).
+double available_memory() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  double kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb * 1024;
+}
+
+// Large runs state their expected memory before they start (--estimate-memory: every run, then stop).
+constexpr double kAnnounceBytes = 256.0 * (1 << 20);
+
+void print_memory_estimate(const MemoryEstimate& m) {
+  const io::InputSample& in = m.input;
+  std::string line = "neardup: " + std::string(in.whole ? "" : "about ") + human_count(in.records) + " documents, " +
+                     human_bytes(in.text_bytes) + " of text (" +
+                     (in.whole ? std::string("read whole") : "estimated from a sample of " + human_bytes(static_cast<double>(in.sampled_bytes))) +
+                     "); expected memory " + human_bytes(m.peak()) + ": " + human_bytes(m.state) + " of state (" +
+                     human_bytes(m.per_document) + " per document) and " + human_bytes(m.search) + " more to find candidates";
+  if (m.verify_per_document > 0)
+    line += "; exact verification then adds " + human_bytes(m.verify_per_document) + " per document in a candidate pair (" +
+            human_bytes(m.verify_all) + " if all were)";
+  std::fprintf(stderr, "%s\n", line.c_str());
+  const double avail = available_memory();
+  if (avail > 0 && m.peak() > avail)
+    std::fprintf(stderr,
+                 "neardup: warning: that is more than the %s of memory available; fewer threads (-j) shrink the search, "
+                 "--method simhash keeps 8 bytes per document, or split the input\n",
+                 human_bytes(avail).c_str());
+}
+
 void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
   const RunStats& s = p.stats();
   for (const auto& m : s.skip_messages) std::fprintf(stderr, "neardup: warning: skipped %s\n", m.c_str());
@@ -191,7 +255,12 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
 }
 
 int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
-  if (dedup && !o.against.empty()) return run_dedup_against(cmd, o);
+  if (dedup && o.output.empty() && !o.estimate_memory)
+    throw UsageError("dedup needs -o/--output FILE (or - for stdout) for the kept records");
+  if (dedup && !o.against.empty()) {
+    if (o.estimate_memory) throw UsageError("--estimate-memory applies to runs without --against (they keep no per-document state)");
+    return run_dedup_against(cmd, o);
+  }
   if (dedup && cmd->count("--add-kept")) throw UsageError("--add-kept applies with --against IDX");
   if (o.on_duplicate_id != "error" && o.on_duplicate_id != "keep")
     throw UsageError("--on-duplicate-id " + o.on_duplicate_id + " applies with --against IDX; without it: error or keep");
@@ -211,6 +280,12 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   if (dedup && !pipeline.inputs().all_jsonl() && !pipeline.inputs().all_text())
     throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
                      "records or a list of paths); run it once per kind, or force one with --format");
+  if (o.estimate_memory || (!o.quiet && static_cast<double>(pipeline.inputs().total_bytes()) * 4 >= kAnnounceBytes)) {
+    // Compressed inputs may hold several times their size: sampled from a quarter of the threshold on.
+    const MemoryEstimate m = pipeline.estimate_memory();
+    if (o.estimate_memory || m.input.data_bytes >= kAnnounceBytes || m.peak() >= kAnnounceBytes) print_memory_estimate(m);
+    if (o.estimate_memory) return kExitOk;
+  }
   // Open every output first, so that a bad output path fails before the work.
   std::unique_ptr<io::AtomicFile> out, removed, clusters;
   out = std::make_unique<io::AtomicFile>(o.output.empty() ? "-" : o.output);
@@ -251,7 +326,7 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
   CLI::App* dedup = app.add_subcommand(
       "dedup", "Remove near-duplicates: write the kept records exactly as they were (JSONL) or the kept paths");
   add_common(dedup, *dedup_opts);
-  dedup->add_option("-o,--output", dedup_opts->output, "Output file for the kept records ('-' for stdout)")->required();
+  dedup->add_option("-o,--output", dedup_opts->output, "Output file for the kept records ('-' for stdout; required)");
   dedup->add_option("--removed", dedup_opts->removed, "Write removed_id TAB kept_id TAB similarity per removed document");
   dedup->add_option("--clusters", dedup_opts->clusters, "Write cluster TAB id TAB kept|removed per clustered document");
   dedup->add_option("--against", dedup_opts->against,

@@ -36,6 +36,7 @@ struct Options {
   int threads = 0;
   bool quiet = false;
   bool show_stats = false;
+  bool estimate_memory = false;  ///< print the expected memory of the run and stop
   std::string against;  ///< dedup: an index to deduplicate against
   bool add_kept = false;
   /// --on-duplicate-id: error or keep for pairs and dedup; error, skip or replace with --against.

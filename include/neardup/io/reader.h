@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -129,6 +130,27 @@ class BadRecords {
 /// How messages name a record: `<file>:<line>`, or `<file>: the line at byte N` when it was
 /// read by position (line 0).
 std::string record_where(const Source& source, uint64_t line, uint64_t offset);
+
+/// What the first bytes of the inputs say about all of them, for planning a run (the expected
+/// memory) before it starts. Counts are exact when every input was read whole.
+struct InputSample {
+  double records = 0;     ///< documents over all inputs (bad JSONL lines are not counted)
+  double data_bytes = 0;  ///< decompressed bytes over all inputs
+  double text_bytes = 0;  ///< document text over all inputs
+  double id_bytes = 0;    ///< document ids over all inputs
+  uint64_t sampled_bytes = 0;    ///< decompressed bytes looked at
+  uint64_t sampled_records = 0;  ///< documents looked at (given to on_record)
+  uint64_t sampled_text_bytes = 0;  ///< their text
+  bool whole = false;            ///< every input was read whole
+};
+
+/// Reads about `budget` decompressed bytes from the start of the inputs: the first JSONL source
+/// of each compression kind (for its compression ratio and its records' sizes) and the first
+/// text files, then scales by the inputs' file sizes. Calls on_record(id, text) for each
+/// document looked at. Bad records are passed over (the run reports them); throws IoError only
+/// if an input cannot be opened.
+InputSample sample_inputs(const InputSet& inputs, const ReaderOptions& options, uint64_t budget,
+                          const std::function<void(std::string_view id, std::string_view text)>& on_record);
 
 /// Parses JSONL lines into records (one per thread: it owns simdjson's buffers).
 class JsonlParser {

@@ -1,0 +1,20 @@
+# The expected memory of a run: printed before runs over 256 MB of input (not with --quiet), and
+# by --estimate-memory for any run, which then stops without output.
+echo "--- --estimate-memory: counts are exact when the inputs are read whole; no output is written"
+$NEARDUP dedup --estimate-memory "$DATA/small.jsonl" -j 2
+echo "exit=$?"
+$NEARDUP pairs --estimate-memory --method simhash "$DATA/small.jsonl" -j 2 -o pairs.tsv
+$NEARDUP pairs --estimate-memory --method bottomk --verify estimate "$DATA/small.jsonl" -j 2
+ls
+echo "--- a run over 256 MB states its expected memory first (a sparse file: one record, then NUL bytes)"
+printf '{"id": "a", "text": "one record"}\n' > big.jsonl
+truncate -s 300M big.jsonl
+$NEARDUP dedup big.jsonl -o kept.jsonl --max-record-bytes 1M -j 2 2>&1 | sed -E 's/^(neardup: about) [0-9.]+[KMG]? (documents).*(expected memory) .*/\1 N \2 ... \3 .../'
+echo "exit=${PIPESTATUS[0]}"
+echo "--- not with --quiet"
+$NEARDUP dedup big.jsonl -o kept.jsonl --max-record-bytes 1M -j 2 --quiet 2>&1 | grep -c "expected memory"
+echo "--- dedup needs -o, unless it only estimates; --against has no estimate"
+$NEARDUP dedup "$DATA/small.jsonl"
+echo "exit=$?"
+$NEARDUP dedup --estimate-memory --against none.ndx "$DATA/small.jsonl" -o x
+echo "exit=$?"
