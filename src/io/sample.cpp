@@ -36,7 +36,7 @@ constexpr uint64_t kMinRawSample = uint64_t{2} << 20;
 constexpr uint64_t kMaxDataSample = uint64_t{64} << 20;
 // A plain file larger than the budget is sampled in this many windows spread over it (fewer,
 // larger windows are at the mercy of a file sorted by length: BENCHMARKS.md).
-constexpr uint64_t kWindows = 256;
+constexpr uint64_t kWindows = 1024;
 
 }  // namespace
 
