@@ -112,7 +112,7 @@ InputSample sample_inputs(const InputSet& inputs, const ReaderOptions& options, 
       stream.reset();
       const int fd = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) continue;  // the run reports it
-      const uint64_t w = std::max<uint64_t>(want / kWindows, 4096);
+      const uint64_t w = std::max<uint64_t>(want / kWindows, 1024);
       uint64_t extended = 0;  // bytes read past the windows to finish a line
       for (uint64_t i = 0; i < kWindows; ++i) {
         // The middle of the i-th of kWindows equal parts (the midpoint rule: a file sorted by
