@@ -52,7 +52,9 @@ TEST(Oph, BinsFollowTheDefinitionAndEmptyBinsCopyNativeOnes) {
           ASSERT_TRUE(native_values.count(sig[j])) << "k=" << k << " n=" << n << " bin " << j;
         }
       }
-      if (n == 1) EXPECT_EQ(std::count(sig.begin(), sig.end(), sig[0]), k);
+      if (n == 1) {
+        EXPECT_EQ(std::count(sig.begin(), sig.end(), sig[0]), k);
+      }
     }
   }
 }
@@ -101,7 +103,9 @@ TEST(Oph, EstimatesJaccardWithoutBiasAtEverySize) {
       const double var = std::max(0.0, sum2 / trials - mean * mean);
       const double se = std::sqrt(var / trials);
       EXPECT_NEAR(mean, j, 4.5 * se + 1e-9) << "n=" << n << " J=" << j;
-      if (n >= 1000) EXPECT_LE(var, 1.5 * j * (1 - j) / k) << "n=" << n << " J=" << j;
+      if (n >= 1000) {
+        EXPECT_LE(var, 1.5 * j * (1 - j) / k) << "n=" << n << " J=" << j;
+      }
     }
   }
 }

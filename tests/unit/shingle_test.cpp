@@ -78,7 +78,9 @@ TEST(Shingle, CombinationKernelsEqualTheDefinition) {
       if (avx512) internal::combine_shingles_avx512(t.data(), n, k, c, simd.data());
       for (size_t i = 0; i < m; ++i) {
         ASSERT_EQ(scalar[i], combine_tokens(std::span<const uint64_t>(t.data() + i, k), 42)) << k << " " << n << " " << i;
-        if (avx512) ASSERT_EQ(simd[i], scalar[i]) << k << " " << n << " " << i;
+        if (avx512) {
+          ASSERT_EQ(simd[i], scalar[i]) << k << " " << n << " " << i;
+        }
       }
       EXPECT_EQ(scalar[m], 0u);  // nothing written past the last window
       EXPECT_EQ(simd[m], 0u);

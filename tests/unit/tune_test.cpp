@@ -105,8 +105,12 @@ TEST(Tune, ThresholdRuleOfPairsAndDedup) {
       const LshParams p = lsh_tune_threshold(t, P).params;
       EXPECT_EQ(choose_lsh_params(t, P), p);
       EXPECT_EQ(p.bands, P / p.rows);
-      if (p.rows > 1) EXPECT_GE(lsh_probability(t, p.bands, p.rows), 0.99);
-      if (p.rows < P) EXPECT_LT(lsh_probability(t, P / (p.rows + 1), p.rows + 1), 0.99) << "a larger r works";
+      if (p.rows > 1) {
+        EXPECT_GE(lsh_probability(t, p.bands, p.rows), 0.99);
+      }
+      if (p.rows < P) {
+        EXPECT_LT(lsh_probability(t, P / (p.rows + 1), p.rows + 1), 0.99) << "a larger r works";
+      }
     }
 }
 
