@@ -624,7 +624,9 @@ void Pipeline::find_pairs_simhash() {
 
 std::string Pipeline::where_of(DocId doc) const {
   if (pos_.empty()) return "document " + std::to_string(doc + 1) + " (in input order)";
-  return io::record_where(inputs_->sources()[pos_[doc].source], 0, pos_[doc].offset);
+  // Found by position: the line number is counted now, for this message.
+  const io::Source& src = inputs_->sources()[pos_[doc].source];
+  return io::record_where(src, io::line_number_at(src, pos_[doc].offset), pos_[doc].offset);
 }
 
 // Ids name documents in every output, so two records with one id make them ambiguous. Found by
@@ -669,7 +671,7 @@ void Pipeline::check_duplicate_ids() {
   if (dups > 0 && options_.duplicate_ids == DuplicateIds::Error) {
     std::string shown(id(first_later).substr(0, 200));
     throw FormatError(where_of(first_later) + ": id \"" + shown + "\" is already used by " + where_of(first_earlier) +
-                      " (" + std::to_string(dups) + " records reuse an earlier id); ids name documents in the "
+                      " (" + std::to_string(dups) + (dups == 1 ? " record reuses" : " records reuse") + " an earlier id); ids name documents in the "
                       "outputs, so make them unique, or pass --on-duplicate-id keep to treat them as separate documents");
   }
 }

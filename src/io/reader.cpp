@@ -189,6 +189,23 @@ std::string record_where(const Source& source, uint64_t line, uint64_t offset) {
   return source.display + ":" + std::to_string(line);
 }
 
+uint64_t line_number_at(const Source& source, uint64_t offset) {
+  try {
+    auto stream = open_stream(source.path, source.display);
+    std::vector<char> buf(1 << 16);
+    uint64_t done = 0, newlines = 0;
+    while (done < offset) {
+      const size_t got = stream->read(buf.data(), static_cast<size_t>(std::min<uint64_t>(buf.size(), offset - done)));
+      if (got == 0) return 0;
+      newlines += static_cast<uint64_t>(std::count(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(got), '\n'));
+      done += got;
+    }
+    return newlines + 1;
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
 namespace {
 
 const char* type_name(simdjson::dom::element_type t) {

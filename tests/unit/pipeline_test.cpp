@@ -484,3 +484,33 @@ TEST(Pipeline, MemoryEstimateMatchesTheRun) {
     EXPECT_GT(m.peak(), static_cast<double>(s.documents) * m.per_document);
   }
 }
+
+// A reused id stops the run naming both records by file and line, also in compressed inputs
+// (records are found by position; their line numbers are counted for the message).
+TEST(Pipeline, DuplicateIdsAreNamedByFileAndLine) {
+  test::TempDir d;
+  std::string a, b;
+  for (int i = 1; i <= 5; ++i) a += "{\"id\": \"a" + std::to_string(i) + "\", \"text\": \"first file words " + std::to_string(i) + "\"}\n";
+  for (int i = 1; i <= 9; ++i) {
+    const std::string id = i == 7 ? "a2" : "b" + std::to_string(i);
+    b += i == 4 ? "\n" : "{\"id\": \"" + id + "\", \"text\": \"second file words " + std::to_string(i) + "\"}\n";
+  }
+  test::write_file(d.file("a.jsonl"), a);
+  test::write_file(d.file("b.jsonl.gz"), test::gzip(b));
+  RunOptions o;
+  o.threads = 2;
+  Pipeline p({d.file("a.jsonl"), d.file("b.jsonl.gz")}, o);
+  try {
+    p.run(Pipeline::Mode::Dedup);
+    ADD_FAILURE() << "a reused id must stop the run";
+  } catch (const FormatError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("b.jsonl.gz:7: id \"a2\" is already used by "), std::string::npos) << m;
+    EXPECT_NE(m.find("a.jsonl:2 (1 record reuses an earlier id)"), std::string::npos) << m;
+  }
+  o.duplicate_ids = DuplicateIds::Keep;
+  Pipeline keep({d.file("a.jsonl"), d.file("b.jsonl.gz")}, o);
+  keep.run(Pipeline::Mode::Dedup);
+  EXPECT_EQ(keep.stats().duplicate_ids, 1u);
+  EXPECT_EQ(keep.size(), 13u);
+}

@@ -130,6 +130,9 @@ class BadRecords {
 /// How messages name a record: `<file>:<line>`, or `<file>: the line at byte N` when it was
 /// read by position (line 0).
 std::string record_where(const Source& source, uint64_t line, uint64_t offset);
+/// The 1-based number of the line that starts at `offset` of the source's decompressed bytes,
+/// by reading up to it (for messages about records found by position). 0 if it cannot be read.
+uint64_t line_number_at(const Source& source, uint64_t offset);
 
 /// What the first bytes of the inputs say about all of them, for planning a run (the expected
 /// memory) before it starts. Counts are exact when every input was read whole.
