@@ -108,7 +108,7 @@ void add_common(CLI::App* cmd, Options& o) {
   add_reader_options(cmd, o);
   add_run_options(cmd, o);
   cmd->add_flag("--estimate-memory", o.estimate_memory,
-                "Print the expected memory of the run, estimated from the first 4 MB of the inputs, and stop (it is "
+                "Print the expected memory of the run, estimated from a 4 MB sample of the inputs, and stop (it is "
                 "printed before every run over 256 MB of input, unless --quiet)");
 }
 
