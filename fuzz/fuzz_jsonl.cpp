@@ -1,7 +1,8 @@
 // The JSONL reader, three ways over the same bytes (plain, gzip or zstd, as the magic says):
 // RecordReader::next, next_raw + JsonlParser (the pipeline's path), and select() by the
 // positions found. All three must return the same records; bad records are skipped, and a
-// damaged compressed stream is a FormatError, never a crash.
+// damaged compressed stream is a FormatError, never a crash. The input sampler (sample_inputs),
+// which reads such small inputs whole, must see the same records.
 #include <string>
 #include <vector>
 
@@ -89,5 +90,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ++i;
   }
   FUZZ_CHECK(i == want.size());
+
+  // The sample that plans a run (the expected memory): read whole, it sees exactly the records.
+  size_t k = 0;
+  double text = 0;
+  const io::InputSample sample = io::sample_inputs(inputs, opt, 4 << 20, [&](std::string_view id, std::string_view t) {
+    FUZZ_CHECK(k < seen.size() && id == seen[k].id && t == seen[k].text);
+    ++k;
+    text += static_cast<double>(t.size());
+  });
+  FUZZ_CHECK(sample.whole && k == seen.size() && sample.sampled_records == seen.size());
+  FUZZ_CHECK(sample.records == static_cast<double>(seen.size()) && sample.text_bytes == text);
   return 0;
 }

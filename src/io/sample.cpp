@@ -218,10 +218,9 @@ class Sampler {
       ++lines_;
       line_bytes_ += line.size() + 1;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank: not a record
-      if (!parser_.parse(line, src, lines_, rec, problem)) continue;
-      std::string_view t = rec.text;
-      if (!limit_doc_text(t, options_, problem)) continue;
+      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank, as the reader sees it
+      if (!parser_.parse(line, src, lines_, rec, problem)) continue;  // (parse applies --max-doc-bytes)
+      const std::string_view t = rec.text;
       ++good_;
       text_bytes_ += t.size();
       id_bytes_ += rec.id.size();
