@@ -35,6 +35,14 @@ bool cpu_has_vbmi2() noexcept {
   }();
   return has;
 }
+// Declared in kernels/oph_kernels.h: the OPH pull also needs VBMI.
+bool cpu_has_vbmi() noexcept {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi") != 0;
+  }();
+  return has;
+}
 }  // namespace internal
 
 Isa detected_isa() noexcept {

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "internal/hash.h"
+#include "kernels/oph_kernels.h"
+#include "neardup/cpu.h"
 #include "neardup/error.h"
 #include "neardup/minhash.h"
 
@@ -62,6 +64,13 @@ OphHasher::OphHasher(int num_bins, uint64_t seed) {
       image_[t * kk_ + i] = static_cast<uint16_t>(j);
       pre_image_[t * kk_ + j] = static_cast<uint16_t>(i);
     }
+  // Up to 128 bins: each bin's pre-images of the first kVbmiRounds rounds in a row of bytes,
+  // for the vectorised pull.
+  if (kk_ <= 128) {
+    pre_rows_.resize(size_t{kk_} * kVbmiRounds);
+    for (uint32_t j = 0; j < kk_; ++j)
+      for (size_t t = 0; t < kVbmiRounds; ++t) pre_rows_[j * kVbmiRounds + t] = static_cast<uint8_t>(pre_image(j, t));
+  }
 }
 
 // x mod K without a division (Lemire, Kaser and Kurz 2019), for x < 2^32.
@@ -107,7 +116,7 @@ void OphHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue
   if (e == 0 || e == k) return;  // dense already, or an empty document
   // Scratch per thread: the native and empty bins, and per bin whether it is native / decided.
   struct Scratch {
-    std::vector<uint32_t> native, empty;
+    std::vector<uint32_t> native, empty, from;
     std::vector<uint8_t> is_native, done;
   };
   thread_local Scratch sc;
@@ -130,23 +139,40 @@ void OphHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue
     std::fill(out.begin(), out.end(), o[nat[0]]);
     return;
   }
-  if (how == Densify::Auto)
-    how = static_cast<double>(e) / m <= std::log(static_cast<double>(e)) + 1.0 ? Densify::Pull : Densify::Push;
   const size_t rounds = a_.size();
   sc.done.assign(sc.is_native.begin(), sc.is_native.end());
   uint8_t* done = sc.done.data();
   size_t left = e;
-  if (how == Densify::Pull) {
+  // The pull of bin j from round `first` on.
+  const auto pull = [&](uint32_t j, size_t first) {
+    for (size_t t = first; t < rounds; ++t)
+      if (const uint32_t i = pre_image(j, t); is_nat[i]) {
+        o[j] = o[i];
+        done[j] = 1;
+        --left;
+        return;
+      }
+  };
+  if (how == Densify::Auto && !pre_rows_.empty() && active_isa() == Isa::Avx512 && internal::cpu_has_vbmi()) {
+    // The pull, 64 rounds per step (kernels/oph_kernels.h); the rare bin without a native
+    // pre-image in the first kVbmiRounds rounds goes on from there.
+    alignas(64) uint8_t native[128] = {};
+    for (uint32_t j = 0; j < k; ++j) native[j] = is_nat[j] ? 0xFF : 0;
+    sc.from.resize(e);
+    internal::oph_pull_vbmi(pre_rows_.data(), kVbmiRounds, native, emp, e, sc.from.data());
     for (uint32_t x = 0; x < e; ++x) {
-      const uint32_t j = emp[x];
-      for (size_t t = 0; t < rounds; ++t)
-        if (const uint32_t i = pre_image(j, t); is_nat[i]) {
-          o[j] = o[i];
-          done[j] = 1;
-          --left;
-          break;
-        }
+      const uint32_t j = emp[x], i = sc.from[x];
+      if (i != 0xFFFFFFFFu) {
+        o[j] = o[i];
+        done[j] = 1;
+        --left;
+      } else {
+        pull(j, kVbmiRounds);
+      }
     }
+  } else if (how != Densify::Push &&
+             (how == Densify::Pull || static_cast<double>(e) / m <= std::log(static_cast<double>(e)) + 1.0)) {
+    for (uint32_t x = 0; x < e; ++x) pull(emp[x], 0);
   } else {
     // Round by round, each native bin throws to its image; within a round the images are
     // distinct, so the first round that reaches an empty bin decides it, as in the pull.

@@ -12,15 +12,6 @@
 using namespace neardup;
 using neardup::test::random_set;
 
-namespace {
-std::vector<Isa> supported() {
-  std::vector<Isa> v{Isa::Scalar};
-  if (detected_isa() >= Isa::Avx2) v.push_back(Isa::Avx2);
-  if (detected_isa() >= Isa::Avx512) v.push_back(Isa::Avx512);
-  return v;
-}
-}  // namespace
-
 // The signature is exactly the documented function of the seed and the set.
 TEST(MinHash, MatchesItsSpecification) {
   const int k = 16;
@@ -39,7 +30,7 @@ TEST(MinHash, MatchesItsSpecification) {
     }
     expect[i] = m;
   }
-  for (Isa isa : supported()) {
+  for (Isa isa : test::available_isas()) {
     std::vector<SigValue> got(k);
     h.sketch(s, got, isa);
     EXPECT_EQ(got, expect) << isa_name(isa);
@@ -67,7 +58,7 @@ TEST(MinHash, SimdMatchesScalarBitForBit) {
       const auto s = random_set(rng, n);
       std::vector<SigValue> ref(k), got(k);
       h.sketch(s, ref, Isa::Scalar);
-      for (Isa isa : supported()) {
+      for (Isa isa : test::available_isas()) {
         h.sketch(s, got, isa);
         ASSERT_EQ(got, ref) << isa_name(isa) << " k=" << k << " n=" << n;
       }

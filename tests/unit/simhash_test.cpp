@@ -13,17 +13,11 @@
 #include "neardup/error.h"
 #include "neardup/io/reader.h"
 #include "neardup/shingle.h"
+#include "test_util.h"
 
 using namespace neardup;
 
 namespace {
-
-std::vector<Isa> isas() {
-  std::vector<Isa> v{Isa::Scalar};
-  if (detected_isa() >= Isa::Avx2) v.push_back(Isa::Avx2);
-  if (detected_isa() >= Isa::Avx512) v.push_back(Isa::Avx512);
-  return v;
-}
 
 // Random fingerprints, and families of near copies: a base and members with a few bits
 // flipped (0 to 10), some exact copies.
@@ -70,7 +64,7 @@ TEST(SimHashKernels, EqualScalarBitForBit) {
           ++want[b];
           want_w[b] += w[i];
         }
-    for (Isa isa : isas()) {
+    for (Isa isa : test::available_isas()) {
       uint64_t got[64] = {}, got_w[64] = {};
       switch (isa) {
         case Isa::Scalar:
@@ -104,7 +98,7 @@ TEST(SimHash, EqualsTheReferenceForEveryWeightAndKernel) {
     for (auto& x : s) x = vocab[std::min<size_t>(vocab.size() - 1, static_cast<size_t>(rng() % vocab.size() * (rng() % 2 ? 1 : 0.1)))];
     for (SimHashWeights w : {SimHashWeights::Tf, SimHashWeights::Set, SimHashWeights::LogTf}) {
       const uint64_t want = simhash_reference(s, w);
-      for (Isa isa : isas()) {
+      for (Isa isa : test::available_isas()) {
         SimHasher hasher(w);
         EXPECT_EQ(hasher.hash(s, isa), want) << simhash_weights_name(w) << " " << isa_name(isa) << " n " << s.size();
       }

@@ -13,7 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "neardup/cpu.h"
+
 namespace neardup::test {
+
+/// The instruction sets this CPU runs, scalar first (for force_isa).
+inline std::vector<Isa> available_isas() {
+  std::vector<Isa> v{Isa::Scalar};
+  if (detected_isa() >= Isa::Avx2) v.push_back(Isa::Avx2);
+  if (detected_isa() >= Isa::Avx512) v.push_back(Isa::Avx512);
+  return v;
+}
 
 /// A fresh directory removed at the end of the test.
 class TempDir {

@@ -8,6 +8,7 @@
 
 #include "kernels/text_kernels.h"
 #include "neardup/cpu.h"
+#include "test_util.h"
 
 using neardup::split_words;
 using V = std::vector<std::string>;
@@ -99,13 +100,6 @@ std::string random_text(std::mt19937_64& rng, size_t target) {
   return t;
 }
 
-std::vector<neardup::Isa> supported_isas() {
-  std::vector<neardup::Isa> v{neardup::Isa::Scalar};
-  if (neardup::detected_isa() >= neardup::Isa::Avx2) v.push_back(neardup::Isa::Avx2);
-  if (neardup::detected_isa() >= neardup::Isa::Avx512) v.push_back(neardup::Isa::Avx512);
-  return v;
-}
-
 }  // namespace
 
 TEST(TextKernels, SimdScanEqualsScalarBitForBit) {
@@ -137,7 +131,7 @@ TEST(TextKernels, SimdScanEqualsScalarBitForBit) {
     std::vector<uint32_t> s0, s1, e0, e1;
     TextScan ref, got;
     run(neardup::internal::scan_text_scalar, l0, h0, s0, e0, ref);
-    for (neardup::Isa isa : supported_isas()) {
+    for (neardup::Isa isa : neardup::test::available_isas()) {
       if (isa == neardup::Isa::Scalar) continue;
       if (isa == neardup::Isa::Avx512 && !neardup::internal::cpu_has_vbmi2()) continue;
       got = TextScan{};
@@ -163,7 +157,7 @@ TEST(TextKernels, FastWordPathEqualsExactScanner) {
                                     std::string(65530, ' ') + "ab\xC3\x89" "CDEFGH", std::string(65534, '.') + "\xC3\x89" "xyz"};
   for (size_t len : {10, 63, 64, 65, 127, 128, 1000, 70000, 140000}) texts.push_back(random_text(rng, len));
   for (int i = 0; i < 300; ++i) texts.push_back(random_text(rng, rng() % 3000));
-  for (neardup::Isa isa : supported_isas()) {
+  for (neardup::Isa isa : neardup::test::available_isas()) {
     neardup::force_isa(isa);
     for (const std::string& t : texts)
       for (size_t cut : {t.size(), t.size() / 2}) {  // a view that ends mid-buffer, too
