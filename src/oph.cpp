@@ -66,10 +66,12 @@ OphHasher::OphHasher(int num_bins, uint64_t seed) {
     }
   // Up to 128 bins: each bin's pre-images of the first kVbmiRounds rounds in a row of bytes,
   // for the vectorised pull.
+  // (Never more rounds than there are: 16 K + 64, from 80 for K = 1.)
+  row_rounds_ = std::min(kVbmiRounds, rounds / 64 * 64);
   if (kk_ <= 128) {
-    pre_rows_.resize(size_t{kk_} * kVbmiRounds);
+    pre_rows_.resize(size_t{kk_} * row_rounds_);
     for (uint32_t j = 0; j < kk_; ++j)
-      for (size_t t = 0; t < kVbmiRounds; ++t) pre_rows_[j * kVbmiRounds + t] = static_cast<uint8_t>(pre_image(j, t));
+      for (size_t t = 0; t < row_rounds_; ++t) pre_rows_[j * row_rounds_ + t] = static_cast<uint8_t>(pre_image(j, t));
   }
 }
 
@@ -155,11 +157,11 @@ void OphHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue
   };
   if (how == Densify::Auto && !pre_rows_.empty() && active_isa() == Isa::Avx512 && internal::cpu_has_vbmi()) {
     // The pull, 64 rounds per step (kernels/oph_kernels.h); the rare bin without a native
-    // pre-image in the first kVbmiRounds rounds goes on from there.
+    // pre-image in the first row_rounds_ rounds goes on from there.
     alignas(64) uint8_t native[128] = {};
     for (uint32_t j = 0; j < k; ++j) native[j] = is_nat[j] ? 0xFF : 0;
     sc.from.resize(e);
-    internal::oph_pull_vbmi(pre_rows_.data(), kVbmiRounds, native, emp, e, sc.from.data());
+    internal::oph_pull_vbmi(pre_rows_.data(), row_rounds_, native, emp, e, sc.from.data());
     for (uint32_t x = 0; x < e; ++x) {
       const uint32_t j = emp[x], i = sc.from[x];
       if (i != 0xFFFFFFFFu) {
@@ -167,7 +169,7 @@ void OphHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue
         done[j] = 1;
         --left;
       } else {
-        pull(j, kVbmiRounds);
+        pull(j, row_rounds_);
       }
     }
   } else if (how != Densify::Push &&

@@ -63,7 +63,8 @@ class OphHasher {
   std::vector<uint32_t> a_, a_inv_, b_;          // one per round
   std::vector<uint16_t> image_, pre_image_;     // the first kTableRounds rounds, K entries each
   static constexpr size_t kVbmiRounds = 256;
-  std::vector<uint8_t> pre_rows_;  // K <= 128: bin j's pre-images of rounds [0, kVbmiRounds) at j * kVbmiRounds
+  size_t row_rounds_ = 0;          // kVbmiRounds, or fewer (a multiple of 64) when there are fewer rounds
+  std::vector<uint8_t> pre_rows_;  // K <= 128: bin j's pre-images of rounds [0, row_rounds_) at j * row_rounds_
 };
 
 }  // namespace neardup
