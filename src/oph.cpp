@@ -64,9 +64,8 @@ OphHasher::OphHasher(int num_bins, uint64_t seed) {
       image_[t * kk_ + i] = static_cast<uint16_t>(j);
       pre_image_[t * kk_ + j] = static_cast<uint16_t>(i);
     }
-  // Up to 128 bins: each bin's pre-images of the first kVbmiRounds rounds in a row of bytes,
-  // for the vectorised pull.
-  // (Never more rounds than there are: 16 K + 64, from 80 for K = 1.)
+  // Up to 128 bins: each bin's pre-images of the first kVbmiRounds rounds in a row of bytes, for
+  // the vectorised pull; fewer (a multiple of 64) when there are fewer rounds (80 for K = 1).
   row_rounds_ = std::min(kVbmiRounds, rounds / 64 * 64);
   if (kk_ <= 128) {
     pre_rows_.resize(size_t{kk_} * row_rounds_);
