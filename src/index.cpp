@@ -133,7 +133,7 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
   std::memcpy(&h, base, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) throw bad("no index magic at the start");
   if (h.endian != kEndianCheck) throw bad("written on a machine of the other byte order");
-  if (h.version != kIndexFormatVersion)
+  if (h.version != kIndexFormatVersion && h.version != 1)
     throw FormatError(path + ": index format version " + std::to_string(h.version) + ", this neardup reads version " +
                       std::to_string(kIndexFormatVersion) + "; rebuild the index with this version");
   if (checksum_mismatch(h.checksum, base, offsetof(Header, checksum))) throw bad("header checksum mismatch");
@@ -146,6 +146,10 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
   } catch (const Error& e) {
     throw bad(std::string("bad parameters: ") + e.what());
   }
+  if (h.version == 1 && idx->spec_.method == SketchMethod::MinHash)
+    throw FormatError(path + ": a --method minhash index of format version 1, whose signatures used the MinHash "
+                      "definition before version 2 (minhash.h); rebuild it with 'neardup index create' and 'add', "
+                      "or keep the neardup that made it");
   if (static_cast<uint32_t>(idx->spec_.num_perm) != h.num_perm || static_cast<uint32_t>(idx->spec_.lsh.bands) != h.bands ||
       static_cast<uint32_t>(idx->spec_.lsh.rows) != h.rows || (idx->spec_.verify == VerifyMode::Exact) != (h.has_sets != 0))
     throw bad("parameters disagree with the spec '" + std::string(h.spec, h.spec_bytes) + "'");

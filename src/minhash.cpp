@@ -13,11 +13,9 @@ MinHasher::MinHasher(int num_perm, uint64_t seed) {
     throw UsageError("number of permutations must be between 1 and 4096, got " + std::to_string(num_perm));
   a_.resize(num_perm);
   a_hi_.resize(num_perm);
-  b_.resize(num_perm);
   uint64_t state = seed;
   for (int i = 0; i < num_perm; ++i) {
     a_[i] = internal::splitmix64(state) | 1;
-    b_[i] = internal::splitmix64(state);
     a_hi_[i] = a_[i] >> 32;
   }
 }
@@ -35,13 +33,13 @@ void MinHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue
   const size_t p = a_.size();
   switch (isa) {
     case Isa::Avx512:
-      internal::minhash_avx512(a_.data(), a_hi_.data(), b_.data(), p, keys.data(), keys.size(), out.data());
+      internal::minhash_avx512(a_.data(), a_hi_.data(), p, keys.data(), keys.size(), out.data());
       break;
     case Isa::Avx2:
-      internal::minhash_avx2(a_.data(), a_hi_.data(), b_.data(), p, keys.data(), keys.size(), out.data());
+      internal::minhash_avx2(a_.data(), a_hi_.data(), p, keys.data(), keys.size(), out.data());
       break;
     case Isa::Scalar:
-      internal::minhash_scalar(a_.data(), a_hi_.data(), b_.data(), p, keys.data(), keys.size(), out.data());
+      internal::minhash_scalar(a_.data(), a_hi_.data(), p, keys.data(), keys.size(), out.data());
       break;
   }
 }

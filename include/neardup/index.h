@@ -30,7 +30,9 @@
 
 namespace neardup {
 
-inline constexpr uint32_t kIndexFormatVersion = 1;
+/// Version 2 changed the MinHash definition (minhash.h); version 1 files of other methods are
+/// the same and still read (and written back as version 2).
+inline constexpr uint32_t kIndexFormatVersion = 2;
 
 /// One near-duplicate found in the index.
 struct IndexMatch {

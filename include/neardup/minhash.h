@@ -1,9 +1,11 @@
 // k-permutation MinHash (seed 004) with 32-bit values.
 //
-// Permutation i is the multiply-add-shift hash h_i(x) = ((a_i * x + b_i) mod 2^64) >> 32 of the
-// 32-bit key x = lo32(s) ^ hi32(s) of a 64-bit shingle hash s (strongly universal for 32-bit keys,
-// Dietzfelbinger 1996); a_i (odd) and b_i are 64-bit, drawn in order a_0, b_0, a_1, b_1, ... from
-// SplitMix64 seeded with `seed`. Value i of the signature is the minimum of h_i over the set;
+// Permutation i is the multiply-shift hash h_i(x) = ((a_i * x) mod 2^64) >> 32 of the 32-bit
+// key x = lo32(s) ^ hi32(s) of a 64-bit shingle hash s (universal, Dietzfelbinger et al. 1997);
+// the odd 64-bit a_i are drawn in order a_0, a_1, ... from SplitMix64 seeded with `seed`. Until
+// index format 2 an added 64-bit b_i made it multiply-add-shift (strongly universal); on real
+// truth pairs the two estimate Jaccard alike (BENCHMARKS.md) and this one needs 6 vector
+// instructions per 16 values instead of 8. Value i of the signature is the minimum of h_i over the set;
 // the signature of an empty set is all 0xFFFFFFFF. SIMD kernels (AVX2, AVX-512) match the scalar
 // reference bit for bit.
 #pragma once
@@ -34,7 +36,7 @@ class MinHasher {
   std::vector<SigValue> sketch(std::span<const ShingleHash> shingles) const;
 
  private:
-  std::vector<uint64_t> a_, a_hi_, b_;
+  std::vector<uint64_t> a_, a_hi_;
 };
 
 /// The MinHash estimate of Jaccard similarity: the fraction of equal signature values.

@@ -1,7 +1,7 @@
 // Compiled with -mavx2 only; called only when the CPU has AVX2.
 //
 // 8 permutations per vector of 32-bit lanes, by the identity of minhash_avx512.cpp:
-//   (a * x + b) >> 32 = ((lo * x + b) >> 32) + hi * x   (mod 2^32).
+//   (a * x) >> 32 = ((lo * x) >> 32) + hi * x   (mod 2^32).
 #include <immintrin.h>
 
 #include "kernels/minhash_generic-inl.h"
@@ -36,25 +36,22 @@ struct Lanes8 {
     // lo(a) of q+{0,1,4,5} and of q+{2,3,6,7}: shufps then gathers the upper halves in order
     // (minhash_avx512.cpp).
     uint64_t lo_low[4], lo_high[4];
-    uint64_t b_low[4], b_high[4];
     uint32_t hi[8];                  // hi(a) of q .. q+7
   };
-  static Group make(const uint64_t* a, const uint64_t* a_hi, const uint64_t* b) {
+  static Group make(const uint64_t* a, const uint64_t* a_hi) {
     Group g;
     constexpr size_t kLow[4] = {0, 1, 4, 5}, kHigh[4] = {2, 3, 6, 7};
     for (size_t i = 0; i < 4; ++i) {
       g.lo_low[i] = a[kLow[i]] & 0xFFFFFFFFu;
       g.lo_high[i] = a[kHigh[i]] & 0xFFFFFFFFu;
-      g.b_low[i] = b[kLow[i]];
-      g.b_high[i] = b[kHigh[i]];
     }
     for (size_t i = 0; i < 8; ++i) g.hi[i] = static_cast<uint32_t>(a_hi[i]);
     return g;
   }
   static T load(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
   static T hash(const Group& g, T x) {
-    const __m256i tl = _mm256_add_epi64(_mm256_mul_epu32(load(g.lo_low), x), load(g.b_low));
-    const __m256i th = _mm256_add_epi64(_mm256_mul_epu32(load(g.lo_high), x), load(g.b_high));
+    const __m256i tl = _mm256_mul_epu32(load(g.lo_low), x);
+    const __m256i th = _mm256_mul_epu32(load(g.lo_high), x);
     const __m256i r = _mm256_castps_si256(
         _mm256_shuffle_ps(_mm256_castsi256_ps(tl), _mm256_castsi256_ps(th), 0xDD));
     return _mm256_add_epi32(r, _mm256_mullo_epi32(load(g.hi), x));
@@ -67,9 +64,9 @@ struct Lanes8 {
 
 }  // namespace
 
-void minhash_avx2(const uint64_t* a, const uint64_t* a_hi, const uint64_t* b, size_t num_perm,
-                  const uint32_t* keys, size_t n, uint32_t* out) noexcept {
-  minhash_lanes32<Lanes8, Avx2>(a, a_hi, b, num_perm, keys, n, out);
+void minhash_avx2(const uint64_t* a, const uint64_t* a_hi, size_t num_perm, const uint32_t* keys, size_t n,
+                  uint32_t* out) noexcept {
+  minhash_lanes32<Lanes8, Avx2>(a, a_hi, num_perm, keys, n, out);
 }
 
 }  // namespace neardup::internal

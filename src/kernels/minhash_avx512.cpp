@@ -1,14 +1,14 @@
 // Compiled with -mavx512f/dq/bw/vl only; called only when the CPU has them.
 //
-// 16 permutations per vector of 32-bit lanes. Only bits 32..63 of a * x + b (mod 2^64) are
-// kept, and with a = hi * 2^32 + lo:
-//   (a * x + b) >> 32 = ((lo * x + b) >> 32) + hi * x   (mod 2^32),
+// 16 permutations per vector of 32-bit lanes. Only bits 32..63 of a * x (mod 2^64) are kept,
+// and with a = hi * 2^32 + lo:
+//   (a * x) >> 32 = ((lo * x) >> 32) + hi * x   (mod 2^32),
 // since hi * x * 2^32 changes only bits 32 and up, and carries out of bit 63 are dropped either
-// way. lo * x + b needs 64-bit lanes (vpmuludq on the even and the odd permutations, whose upper
+// way. lo * x needs 64-bit lanes (vpmuludq on the even and the odd permutations, whose upper
 // halves are then gathered by one shufps); hi * x needs only its low 32 bits (vpmulld on 16
-// lanes). That is 8 instructions per 16 values instead of 14 with 64-bit lanes. shufps picks
-// 32-bit lanes 1 and 3 of each 128-bit chunk of either vector, so the first vector holds the
-// permutations 4c and 4c+1 of chunk c and the second 4c+2 and 4c+3: the result is in order.
+// lanes). That is 6 instructions per 16 values. shufps picks 32-bit lanes 1 and 3 of each
+// 128-bit chunk of either vector, so the first vector holds the permutations 4c and 4c+1 of
+// chunk c and the second 4c+2 and 4c+3: the result is in order.
 #include <immintrin.h>
 
 #include "kernels/minhash_generic-inl.h"
@@ -38,27 +38,23 @@ struct Lanes16 {
   // The constants of permutations q .. q+15.
   struct Group {
     __m512i lo_low, lo_high;  // lo(a) of q+{0,1,4,5,8,9,12,13} and q+{2,3,6,7,10,11,14,15}
-    __m512i b_low, b_high;
     __m512i hi;               // hi(a) of q .. q+15, in 32-bit lanes
   };
-  static Group make(const uint64_t* a, const uint64_t* a_hi, const uint64_t* b) {
+  static Group make(const uint64_t* a, const uint64_t* a_hi) {
     const __m512i low = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
     const __m512i high = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
     const __m512i a0 = _mm512_loadu_si512(a), a1 = _mm512_loadu_si512(a + 8);
-    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 8);
     Group g;
     g.lo_low = _mm512_permutex2var_epi64(a0, low, a1);
     g.lo_high = _mm512_permutex2var_epi64(a0, high, a1);
-    g.b_low = _mm512_permutex2var_epi64(b0, low, b1);
-    g.b_high = _mm512_permutex2var_epi64(b0, high, b1);
     g.hi = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512(a_hi))),
                               _mm512_cvtepi64_epi32(_mm512_loadu_si512(a_hi + 8)), 1);
     return g;
   }
   // The 16 hashes of key x (in every 32-bit lane), in permutation order.
   static T hash(const Group& g, T x) {
-    const __m512i tl = _mm512_add_epi64(_mm512_mul_epu32(g.lo_low, x), g.b_low);
-    const __m512i th = _mm512_add_epi64(_mm512_mul_epu32(g.lo_high, x), g.b_high);
+    const __m512i tl = _mm512_mul_epu32(g.lo_low, x);
+    const __m512i th = _mm512_mul_epu32(g.lo_high, x);
     const __m512i r = _mm512_castps_si512(
         _mm512_shuffle_ps(_mm512_castsi512_ps(tl), _mm512_castsi512_ps(th), 0xDD));
     return _mm512_add_epi32(r, _mm512_mullo_epi32(g.hi, x));
@@ -71,9 +67,9 @@ struct Lanes16 {
 
 }  // namespace
 
-void minhash_avx512(const uint64_t* a, const uint64_t* a_hi, const uint64_t* b, size_t num_perm,
-                    const uint32_t* keys, size_t n, uint32_t* out) noexcept {
-  minhash_lanes32<Lanes16, Avx512>(a, a_hi, b, num_perm, keys, n, out);
+void minhash_avx512(const uint64_t* a, const uint64_t* a_hi, size_t num_perm, const uint32_t* keys, size_t n,
+                    uint32_t* out) noexcept {
+  minhash_lanes32<Lanes16, Avx512>(a, a_hi, num_perm, keys, n, out);
 }
 
 }  // namespace neardup::internal

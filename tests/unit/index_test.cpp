@@ -14,6 +14,7 @@
 
 #include "internal/flat_multimap.h"
 #include "internal/fuzzing.h"
+#include "internal/hash.h"
 #include "neardup/error.h"
 #include "neardup/lsh_index.h"
 #include "neardup/pipeline.h"
@@ -341,4 +342,52 @@ TEST(Index, AKillDuringAddLeavesThePreviousIndex) {
     }
   }
   EXPECT_GT(killed_mid, 0);
+}
+
+// Format version 1 differs from 2 only in the MinHash definition: its other indexes are read
+// as they are, a version-1 minhash index is refused with a message that says to rebuild it.
+TEST(Index, FormatVersionOneIsReadExceptForMinHash) {
+  TempDir dir;
+  const std::string data = dir.file("c.jsonl");
+  write_file(data, make_corpus(3, 40));
+  // The file as version 1 wrote it: the version field, and the header checksum that covers it
+  // (found as the 8 bytes that hold the checksum of all before them).
+  const auto as_version_one = [](std::string b) {
+    const uint32_t one = 1;
+    std::memcpy(b.data() + 8, &one, sizeof one);
+    for (size_t pos = 312; pos + 8 <= 4096; pos += 8) {
+      uint64_t stored;
+      std::memcpy(&stored, b.data() + pos, 8);
+      std::string before = b.substr(0, pos);
+      before.replace(8, 4, std::string("\x02\x00\x00\x00", 4));  // the checksum was of version 2
+      if (internal::hash_bytes(before.data(), pos, 0x4E44555049445831ULL) == stored) {
+        const uint64_t sum = internal::hash_bytes(b.data(), pos, 0x4E44555049445831ULL);
+        std::memcpy(b.data() + pos, &sum, 8);
+        return b;
+      }
+    }
+    ADD_FAILURE() << "no header checksum found";
+    return b;
+  };
+  for (const char* s : {"words:3 oph:32 lsh:8x4 verify:0.5", "words:3 minhash:32 lsh:8x4 verify:0.5"}) {
+    SCOPED_TRACE(s);
+    NearDupIndex idx(spec_of(s));
+    add_all(idx, data);
+    const std::string v2 = dir.file("v2.ndx"), v1 = dir.file("v1.ndx");
+    idx.save(v2);
+    write_file(v1, as_version_one(read_file(v2)));
+    if (idx.spec().method == SketchMethod::MinHash) {
+      try {
+        NearDupIndex::open(v1);
+        ADD_FAILURE() << "a version-1 minhash index must be refused";
+      } catch (const FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find("format version 1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("rebuild it"), std::string::npos) << e.what();
+      }
+    } else {
+      const auto old = NearDupIndex::open(v1);
+      EXPECT_EQ(query_all(*old, data, 0.5), query_all(*NearDupIndex::open(v2), data, 0.5));
+      EXPECT_FALSE(query_all(*old, data, 0.5).empty());
+    }
+  }
 }
