@@ -16,12 +16,12 @@ cat > "$work/six.jsonl" <<'DOCS'
 {"id": "e", "text": "near duplicate detection with minhash and lsh bands too"}
 {"id": "f", "text": "short"}
 DOCS
-make() {  # name, spec
+seed_index() {  # name, spec
   rm -f "$work/$1"
   "$bin" index create "$work/$1" --spec "$2" --quiet
   "$bin" index add "$work/$1" "$work/six.jsonl" --quiet
   cp "$work/$1" "$here/corpus/index/$1"
 }
-make six-docs.idx "words:5 minhash:16 lsh:4x4 verify:0.8"
-make estimate.idx "words:5 minhash:8 lsh:2x4 estimate:0.8"
+seed_index six-docs.idx "words:5 minhash:16 lsh:4x4 verify:0.8"
+seed_index estimate.idx "words:5 minhash:8 lsh:2x4 estimate:0.8"
 ls -l "$here/corpus/index"

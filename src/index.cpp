@@ -57,6 +57,9 @@ bool is_empty_sig(std::span<const SigValue> sig) noexcept {
   return std::all_of(sig.begin(), sig.end(), [](SigValue v) { return v == kEmptySigValue; });
 }
 
+// Format 1 differs from 2 only in the MinHash definition: its other indexes are read as they are.
+constexpr uint32_t kMinHashV1IndexVersion = 1;
+
 uint64_t checksum(const void* p, size_t n) noexcept { return internal::hash_bytes(p, n, 0x4E44555049445831ULL); }
 // Whether a stored checksum disagrees with the bytes (never, for the fuzz targets).
 bool checksum_mismatch(uint64_t stored, const void* p, size_t n) noexcept {
@@ -133,7 +136,7 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
   std::memcpy(&h, base, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) throw bad("no index magic at the start");
   if (h.endian != kEndianCheck) throw bad("written on a machine of the other byte order");
-  if (h.version != kIndexFormatVersion && h.version != 1)
+  if (h.version != kIndexFormatVersion && h.version != kMinHashV1IndexVersion)
     throw FormatError(path + ": index format version " + std::to_string(h.version) + ", this neardup reads version " +
                       std::to_string(kIndexFormatVersion) + "; rebuild the index with this version");
   if (checksum_mismatch(h.checksum, base, offsetof(Header, checksum))) throw bad("header checksum mismatch");
@@ -146,7 +149,7 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
   } catch (const Error& e) {
     throw bad(std::string("bad parameters: ") + e.what());
   }
-  if (h.version == 1 && idx->spec_.method == SketchMethod::MinHash)
+  if (h.version == kMinHashV1IndexVersion && idx->spec_.method == SketchMethod::MinHash)
     throw FormatError(path + ": a --method minhash index of format version 1, whose signatures used the MinHash "
                       "definition before version 2 (minhash.h); rebuild it with 'neardup index create' and 'add', "
                       "or keep the neardup that made it");
