@@ -133,25 +133,29 @@ ScanFn scan_for(Isa isa) noexcept {
   return internal::scan_text_scalar;
 }
 
-inline bool any_set(const uint64_t* bits, size_t s, size_t e) noexcept {  // in [s, e), s < e
-  const size_t b0 = s >> 6, b1 = (e - 1) >> 6;
-  const uint64_t first = ~0ULL << (s & 63), last = ~0ULL >> (63 - ((e - 1) & 63));
-  if (b0 == b1) return (bits[b0] & first & last) != 0;
-  if (bits[b0] & first) return true;
-  for (size_t b = b0 + 1; b < b1; ++b)
-    if (bits[b]) return true;
-  return (bits[b1] & last) != 0;
-}
-
 constexpr size_t kWindowBlocks = 1024;  // runs are found a window (64 KiB of text) at a time
 
+// The first position in [from, 64 * end_block) whose bit is set in `bits`, or SIZE_MAX.
+inline size_t next_set(const uint64_t* bits, size_t from, size_t end_block) noexcept {
+  size_t b = from >> 6;
+  if (b >= end_block) return SIZE_MAX;
+  uint64_t x = bits[b] & (~0ULL << (from & 63));
+  while (x == 0) {
+    if (++b >= end_block) return SIZE_MAX;
+    x = bits[b];
+  }
+  return 64 * b + static_cast<size_t>(__builtin_ctzll(x));
+}
+
 // Finds the maximal runs of word-or-high bytes of `text` (text_kernels.h) with the SIMD scan, a
-// window at a time, and hands them over: ascii_window(lower, starts, ends, count) for a window
-// whose runs are all ASCII words (lower: the lowercased copy), otherwise run(lower, s, e, high)
-// for each run [s, e), high telling whether it holds a byte >= 0x80 (then the exact scanner decides).
-// Texts of 4 GiB or more are not handled (positions are 32-bit): callers use the exact scanner.
-template <class AsciiWindow, class Run>
-void scan_runs(std::string_view text, AsciiWindow&& ascii_window, Run&& run) {
+// window at a time, and hands them over in order: ascii(lower, starts, ends, count) for a stretch
+// of runs that are all ASCII words (lower: the lowercased copy), high(s, e) for a run [s, e) that
+// holds a byte >= 0x80 (the exact scanner decides its words). The runs holding high bytes are
+// found from the high bits, so a window with a few of them still hands over its ASCII words in
+// long stretches. Texts of 4 GiB or more are not handled (positions are 32-bit): callers use the
+// exact scanner.
+template <class Ascii, class High>
+void scan_runs(std::string_view text, Ascii&& ascii, High&& high) {
   thread_local WordScratch sc;
   const size_t n = text.size();
   if (n == 0) return;
@@ -170,6 +174,7 @@ void scan_runs(std::string_view text, AsciiWindow&& ascii_window, Run&& run) {
   ts.high = sc.high.data();
   ts.starts = sc.starts.data();
   ts.ends = sc.ends.data();
+  const uint8_t* const lower = ts.lower;
   for (size_t w0 = 0; w0 < nblocks; w0 += kWindowBlocks) {
     const size_t w1 = std::min(nblocks, w0 + kWindowBlocks);
     // A run still open from the last window keeps its start in front.
@@ -186,20 +191,25 @@ void scan_runs(std::string_view text, AsciiWindow&& ascii_window, Run&& run) {
       scan(tail, full, 1, ts);
     }
     if (w1 == nblocks && ts.carry) ts.ends[ts.ne++] = static_cast<uint32_t>(n);  // a run to the end
-    if (!ts.any_high) {
-      ascii_window(static_cast<const uint8_t*>(ts.lower), static_cast<const uint32_t*>(ts.starts),
-                   static_cast<const uint32_t*>(ts.ends), ts.ne);
-      continue;
+    const uint32_t* const starts = ts.starts;
+    const uint32_t* const ends = ts.ends;
+    const size_t count = ts.ne;
+    if (count == 0) continue;
+    size_t done = 0;  // runs handed over
+    if (ts.any_high) {
+      // Every high byte is a word byte, so it lies in a run: in one of the `count` complete runs,
+      // or past the last of them in the run left open, which the next window hands over.
+      for (size_t p = next_set(ts.high, starts[0], w1); p < ends[count - 1]; p = next_set(ts.high, p, w1)) {
+        const size_t r = static_cast<size_t>(std::upper_bound(starts + done, starts + count, p) - starts) - 1;
+        if (r > done) ascii(lower, starts + done, ends + done, r - done);
+        high(static_cast<size_t>(starts[r]), static_cast<size_t>(ends[r]));
+        done = r + 1;
+        p = ends[r];
+        if (done == count) break;
+      }
     }
-    for (size_t i = 0; i < ts.ne; ++i) {
-      const size_t s = ts.starts[i], e = ts.ends[i];
-      run(static_cast<const uint8_t*>(ts.lower), s, e, any_set(ts.high, s, e));
-    }
+    if (done < count) ascii(lower, starts + done, ends + done, count - done);
   }
-}
-
-inline uint64_t ascii_word_hash(const uint8_t* lower, size_t s, size_t len, uint64_t seed) noexcept {
-  return len <= 16 ? internal::word_hash_padded16(lower + s, len, seed) : internal::word_hash(lower + s, len, seed);
 }
 
 inline uint64_t char_hash(uint32_t cp, uint64_t seed) noexcept { return internal::fmix64(seed ^ (cp * internal::kGolden)); }
@@ -230,22 +240,19 @@ void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
   scan_runs(
       text,
       [&](const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count) {
-        // Only ASCII words: one hash per run, written through a pointer (push_back would store
-        // and reload the vector's end every word, a chain through memory that costs more than
-        // the hash).
+        // Written through a pointer (push_back would store and reload the vector's end every
+        // word, a chain through memory that costs more than the hash).
         const size_t base = out.size();
         out.resize(base + count);
         uint64_t* o = out.data() + base;
-        for (size_t i = 0; i < count; ++i) o[i] = ascii_word_hash(lower, starts[i], ends[i] - starts[i], seed);
-      },
-      [&](const uint8_t* lower, size_t s, size_t e, bool high) {
-        if (high) {
-          scan_words(text.substr(s, e - s), exact, [&](std::string_view wd) {
-            out.push_back(internal::word_hash(wd.data(), wd.size(), seed));
-          });
-        } else {
-          out.push_back(ascii_word_hash(lower, s, e - s, seed));
+        for (size_t i = 0; i < count; ++i) {
+          const size_t s = starts[i], len = ends[i] - s;
+          o[i] = len <= 16 ? internal::word_hash_padded16(lower + s, len, seed) : internal::word_hash(lower + s, len, seed);
         }
+      },
+      [&](size_t s, size_t e) {
+        scan_words(text.substr(s, e - s), exact,
+                   [&](std::string_view wd) { out.push_back(internal::word_hash(wd.data(), wd.size(), seed)); });
       });
 }
 
@@ -294,11 +301,8 @@ void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
       [&](const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count) {
         for (size_t i = 0; i < count; ++i) ascii_word(lower + starts[i], ends[i] - starts[i]);
       },
-      [&](const uint8_t* lower, size_t s, size_t e, bool high) {
-        if (high)
-          scan_words(text.substr(s, e - s), exact, [&](std::string_view w) { put_word_chars(w, seed, first, o); });
-        else
-          ascii_word(lower + s, e - s);
+      [&](size_t s, size_t e) {
+        scan_words(text.substr(s, e - s), exact, [&](std::string_view w) { put_word_chars(w, seed, first, o); });
       });
   out.resize(static_cast<size_t>(o - out.data()));
 }

@@ -155,7 +155,20 @@ TEST(TextKernels, FastWordPathEqualsExactScanner) {
                                     "x\xFF" "y", std::string(64, ' ') + "Z",
                                     // a word across the 64 KiB window edge, non-ASCII only before it
                                     std::string(65530, ' ') + "ab\xC3\x89" "CDEFGH", std::string(65534, '.') + "\xC3\x89" "xyz"};
+  // a word across the window edge, non-ASCII only after it; a window whose last run stays open
+  texts.push_back(std::string(65533, ' ') + "abcd\xC3\xA9" " e");
+  texts.push_back(std::string(65530, ' ') + "x\xC3\xA9" + std::string(70000, 'y') + "\xC3\xA9 z");
   for (size_t len : {10, 63, 64, 65, 127, 128, 1000, 70000, 140000}) texts.push_back(random_text(rng, len));
+  // Mostly ASCII with a non-ASCII word now and then (curly quotes in English text): the ASCII
+  // words between them are hashed in stretches.
+  for (size_t len : {3000, 200000}) {
+    std::string t;
+    while (t.size() < len) {
+      t += rng() % 50 == 0 ? "don\xE2\x80\x99t" : std::string(1 + rng() % 9, static_cast<char>('a' + rng() % 26));
+      t += rng() % 7 == 0 ? ", " : " ";
+    }
+    texts.push_back(std::move(t));
+  }
   for (int i = 0; i < 300; ++i) texts.push_back(random_text(rng, rng() % 3000));
   for (neardup::Isa isa : neardup::test::available_isas()) {
     neardup::force_isa(isa);
