@@ -236,19 +236,17 @@ void put_word_chars(std::string_view w, uint64_t seed, bool& first, uint64_t*& o
 void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
   if (text.size() > UINT32_MAX - 128) return hash_words_exact(text, seed, out);  // positions are 32-bit
   thread_local std::string exact;
+  const auto hash_ascii =
+      active_isa() == Isa::Avx512 ? internal::hash_ascii_words_avx512 : internal::hash_ascii_words_scalar;
   out.reserve(out.size() + text.size() / 8);
   scan_runs(
       text,
       [&](const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count) {
-        // Written through a pointer (push_back would store and reload the vector's end every
-        // word, a chain through memory that costs more than the hash).
+        // Written through a pointer by the kernel (push_back would store and reload the
+        // vector's end every word, a chain through memory that costs more than the hash).
         const size_t base = out.size();
         out.resize(base + count);
-        uint64_t* o = out.data() + base;
-        for (size_t i = 0; i < count; ++i) {
-          const size_t s = starts[i], len = ends[i] - s;
-          o[i] = len <= 16 ? internal::word_hash_padded16(lower + s, len, seed) : internal::word_hash(lower + s, len, seed);
-        }
+        hash_ascii(lower, starts, ends, count, seed, out.data() + base);
       },
       [&](size_t s, size_t e) {
         scan_words(text.substr(s, e - s), exact,

@@ -35,4 +35,11 @@ void scan_text_avx2(const uint8_t* in, size_t first_block, size_t nblocks, TextS
 void scan_text_avx512(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept;
 bool cpu_has_vbmi2() noexcept;
 
+// out[i] = word_hash(lower[starts[i], ends[i]), seed) for i < count (internal/hash.h): the words
+// of a stretch without high bytes. Reads 16 bytes from each start, so the caller pads.
+void hash_ascii_words_scalar(const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count,
+                             uint64_t seed, uint64_t* out) noexcept;
+void hash_ascii_words_avx512(const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count,
+                             uint64_t seed, uint64_t* out) noexcept;
+
 }  // namespace neardup::internal

@@ -1,3 +1,4 @@
+#include "internal/hash.h"
 #include "kernels/text_scan-inl.h"
 
 namespace neardup::internal {
@@ -17,6 +18,14 @@ void scan_text_scalar(const uint8_t* in, size_t first_block, size_t nblocks, Tex
     word = w;
     high = h;
   });
+}
+
+void hash_ascii_words_scalar(const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count,
+                             uint64_t seed, uint64_t* out) noexcept {
+  for (size_t i = 0; i < count; ++i) {
+    const size_t s = starts[i], len = ends[i] - s;
+    out[i] = len <= 16 ? word_hash_padded16(lower + s, len, seed) : word_hash(lower + s, len, seed);
+  }
 }
 
 }  // namespace neardup::internal
