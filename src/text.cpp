@@ -56,43 +56,54 @@ constexpr AsciiTables kAscii;
 
 // The exact word scanner, byte at a time: calls on_word(std::string_view lowercased_utf8) for
 // every word. It is the reference of the fast path (hash_words) and handles its non-ASCII runs.
+// The word is built in `buf` through a local pointer, grown when fewer than 4 bytes are left (a
+// std::string's push_back would reload its size and capacity from memory every byte).
 template <class OnWord>
-void scan_words(std::string_view text, std::string& word, OnWord&& on_word) {
+void scan_words(std::string_view text, std::string& buf, OnWord&& on_word) {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const auto* end = p + text.size();
-  word.clear();
+  if (buf.size() < 64) buf.resize(64);
+  char* w0 = buf.data();
+  char* w = w0;
+  char* wend = w0 + buf.size();
+  const auto flush = [&] {
+    if (w != w0) {
+      on_word(std::string_view(w0, static_cast<size_t>(w - w0)));
+      w = w0;
+    }
+  };
   while (p < end) {
+    if (wend - w < 4) [[unlikely]] {  // room for one more code point
+      const auto used = static_cast<size_t>(w - w0);
+      buf.resize(2 * buf.size());
+      w0 = buf.data();
+      w = w0 + used;
+      wend = w0 + buf.size();
+    }
     const unsigned c = *p;
     if (c < 0x80) {
-      if (kAscii.word[c]) {
-        word.push_back(kAscii.lower[c]);
-      } else if (!word.empty()) {
-        on_word(std::string_view(word));
-        word.clear();
-      }
+      if (kAscii.word[c])
+        *w++ = kAscii.lower[c];
+      else
+        flush();
       ++p;
       continue;
     }
     uint32_t cp = 0;
     const int len = internal::decode_utf8(p, end, cp);
     if (len == 0) {  // invalid byte: a separator
-      if (!word.empty()) {
-        on_word(std::string_view(word));
-        word.clear();
-      }
+      flush();
       ++p;
       continue;
     }
     p += len;
     const uint32_t info = classify(cp);
-    if (info & kWordBit) {
-      internal::append_utf8(word, info & 0x1FFFFF);
-    } else if (!word.empty()) {
-      on_word(std::string_view(word));
-      word.clear();
-    }
+    if (info & kWordBit)
+      w = internal::put_utf8(w, info & 0x1FFFFF);
+    else
+      flush();
   }
-  if (!word.empty()) on_word(std::string_view(word));
+  flush();
 }
 
 }  // namespace
