@@ -158,6 +158,19 @@ inline size_t next_set(const uint64_t* bits, size_t from, size_t end_block) noex
   return 64 * b + static_cast<size_t>(__builtin_ctzll(x));
 }
 
+// The last i in [from, to) with a[i] <= p, given a sorted and a[from] <= p: galloping from
+// `from`, since the next run with a high byte is usually a few runs on (a binary search over the
+// whole window mispredicts a branch per step).
+inline size_t last_at_or_before(const uint32_t* a, size_t from, size_t to, size_t p) noexcept {
+  size_t lo = from, step = 1;  // a[lo] <= p
+  while (lo + step < to && a[lo + step] <= p) {
+    lo += step;
+    step *= 2;
+  }
+  const size_t hi = std::min(to, lo + step);  // a[hi] > p, or hi == to
+  return static_cast<size_t>(std::upper_bound(a + lo, a + hi, p) - a) - 1;
+}
+
 // Finds the maximal runs of word-or-high bytes of `text` (text_kernels.h) with the SIMD scan, a
 // window at a time, and hands them over in order: ascii(lower, starts, ends, count) for a stretch
 // of runs that are all ASCII words (lower: the lowercased copy), high(s, e) for a run [s, e) that
@@ -211,7 +224,7 @@ void scan_runs(std::string_view text, Ascii&& ascii, High&& high) {
       // Every high byte is a word byte, so it lies in a run: in one of the `count` complete runs,
       // or past the last of them in the run left open, which the next window hands over.
       for (size_t p = next_set(ts.high, starts[0], w1); p < ends[count - 1]; p = next_set(ts.high, p, w1)) {
-        const size_t r = static_cast<size_t>(std::upper_bound(starts + done, starts + count, p) - starts) - 1;
+        const size_t r = last_at_or_before(starts, done, count, p);
         if (r > done) ascii(lower, starts + done, ends + done, r - done);
         high(static_cast<size_t>(starts[r]), static_cast<size_t>(ends[r]));
         done = r + 1;
