@@ -144,6 +144,17 @@ ScanFn scan_for(Isa isa) noexcept {
   return internal::scan_text_scalar;
 }
 
+using HashFn = void (*)(const uint8_t*, const uint32_t*, const uint32_t*, size_t, uint64_t, uint64_t*) noexcept;
+
+HashFn hash_for(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::Avx512: return internal::hash_ascii_words_avx512;
+    case Isa::Avx2: return internal::hash_ascii_words_avx2;
+    case Isa::Scalar: break;
+  }
+  return internal::hash_ascii_words_scalar;
+}
+
 constexpr size_t kWindowBlocks = 1024;  // runs are found a window (64 KiB of text) at a time
 
 // The first position in [from, 64 * end_block) whose bit is set in `bits`, or SIZE_MAX.
@@ -260,8 +271,7 @@ void put_word_chars(std::string_view w, uint64_t seed, bool& first, uint64_t*& o
 void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
   if (text.size() > UINT32_MAX - 128) return hash_words_exact(text, seed, out);  // positions are 32-bit
   thread_local std::string exact;
-  const auto hash_ascii =
-      active_isa() == Isa::Avx512 ? internal::hash_ascii_words_avx512 : internal::hash_ascii_words_scalar;
+  const HashFn hash_ascii = hash_for(active_isa());
   out.reserve(out.size() + text.size() / 8);
   scan_runs(
       text,

@@ -39,6 +39,8 @@ bool cpu_has_vbmi2() noexcept;
 // of a stretch without high bytes. Reads 16 bytes from each start, so the caller pads.
 void hash_ascii_words_scalar(const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count,
                              uint64_t seed, uint64_t* out) noexcept;
+void hash_ascii_words_avx2(const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count,
+                           uint64_t seed, uint64_t* out) noexcept;
 void hash_ascii_words_avx512(const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count,
                              uint64_t seed, uint64_t* out) noexcept;
 
