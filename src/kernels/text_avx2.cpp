@@ -73,8 +73,9 @@ void hash_ascii_words_avx2(const uint8_t* lower, const uint32_t* starts, const u
     // a and b halves in word order.
     const __m256i w02 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(lower + s[0])), load16(lower + s[2]), 1);
     const __m256i w13 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(lower + s[1])), load16(lower + s[3]), 1);
-    // The bytes past the word are cleared: shifts of 64 bits or more give 0 (all kept). Shifts
-    // are unsigned, so a negative count for b (a word of 8 bytes or less) clears it too.
+    // The bytes past the word are cleared: shifts of 64 bits or more give 0 (all kept). For b
+    // the count is 8 len - 64, negative (so a shift of 0 bits: all kept) for a word of 8 bytes
+    // or less, which the comparison then clears.
     const __m256i bits = _mm256_slli_epi64(len, 3);
     const __m256i a = _mm256_andnot_si256(_mm256_sllv_epi64(ones, bits), _mm256_unpacklo_epi64(w02, w13));
     const __m256i b_keep = _mm256_andnot_si256(_mm256_sllv_epi64(ones, _mm256_sub_epi64(bits, c64)),

@@ -1,7 +1,8 @@
 // The word hash (internal/hash.h) of 8 ASCII words at a time with AVX-512: the same function as
 // the scalar loop, bit for bit. Each 64x64-bit product is put together from four 32x32-bit ones
 // (vpmuludq). The words' 16 bytes are loaded one by one and inserted: gathers were slower
-// (BENCHMARKS.md). Words over 16 bytes, rare, are hashed by the scalar code afterwards.
+// (BENCHMARKS.md). Words over 16 bytes, rare, are hashed by the scalar code afterwards. A file
+// of its own: text_avx512.cpp is built with VBMI2, which this kernel must not need.
 #include <immintrin.h>
 
 #include "internal/hash.h"
