@@ -1,6 +1,7 @@
 #include "neardup/text.h"
 
 #include <gtest/gtest.h>
+#include <unicode/uchar.h>
 
 #include <random>
 #include <string>
@@ -68,6 +69,17 @@ TEST(Text, CategoryAndLowercaseQueries) {
   EXPECT_FALSE(neardup::is_word_codepoint(' '));
   EXPECT_EQ(neardup::simple_lower('Q'), static_cast<uint32_t>('q'));
   EXPECT_EQ(neardup::simple_lower(0x1E9E), 0x00DFu);
+}
+
+// The classification tables (bitmaps and the lowercase where it differs) equal ICU, the
+// definition in docs/format.md, for every code point.
+TEST(Text, CategoryAndLowercaseEqualIcuForEveryCodePoint) {
+  for (uint32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+    const uint32_t mask = U_MASK(u_charType(static_cast<UChar32>(cp)));
+    const bool word = (mask & (U_GC_L_MASK | U_GC_N_MASK)) != 0;
+    ASSERT_EQ(neardup::is_word_codepoint(cp), word) << std::hex << cp;
+    ASSERT_EQ(neardup::simple_lower(cp), static_cast<uint32_t>(u_tolower(static_cast<UChar32>(cp)))) << std::hex << cp;
+  }
 }
 
 // ---- The fast word path: the SIMD scan kernels against their scalar twin, and hash_words
