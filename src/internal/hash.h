@@ -63,15 +63,34 @@ inline uint64_t load_le64(const unsigned char* p) noexcept {
 /// The word hash (docs/format.md): the bytes in 16-byte chunks, the last zero-padded, each chunk
 /// (a, b) as two little-endian 64-bit words: acc = seed, acc = mum(a ^ K0 ^ acc, b ^ K1) per
 /// chunk, and the hash is mum(acc ^ K2, len ^ K3). Two multiplies for a word of up to 16 bytes.
+/// The last chunk is read without a copy and without reading outside the word: from the word's
+/// last 16 bytes when it has 16 or more, otherwise with loads that overlap (ORing equal bytes).
 inline uint64_t word_hash(const void* data, size_t len, uint64_t seed) noexcept {
   const auto* p = static_cast<const unsigned char*>(data);
   uint64_t acc = seed;
   size_t i = 0;
   for (; i + 16 <= len; i += 16) acc = mum(load_le64(p + i) ^ kWordK0 ^ acc, load_le64(p + i + 8) ^ kWordK1);
-  if (i < len) {
-    unsigned char chunk[16] = {};
-    std::memcpy(chunk, p + i, len - i);
-    acc = mum(load_le64(chunk) ^ kWordK0 ^ acc, load_le64(chunk + 8) ^ kWordK1);
+  if (const size_t r = len - i; r != 0) {  // the tail: 1 to 15 bytes, zero-padded to a chunk
+    uint64_t a, b;
+    if (len >= 16) {
+      const unsigned __int128 last = load_le64(p + len - 16) | static_cast<unsigned __int128>(load_le64(p + len - 8)) << 64;
+      const unsigned __int128 tail = last >> (8 * (16 - r));
+      a = static_cast<uint64_t>(tail);
+      b = static_cast<uint64_t>(tail >> 64);
+    } else if (r > 8) {
+      a = load_le64(p);
+      b = load_le64(p + r - 8) >> (8 * (16 - r));
+    } else if (r >= 4) {
+      uint32_t lo, hi;
+      std::memcpy(&lo, p, 4);
+      std::memcpy(&hi, p + r - 4, 4);
+      a = lo | static_cast<uint64_t>(hi) << (8 * (r - 4));
+      b = 0;
+    } else {
+      a = p[0] | static_cast<uint64_t>(p[r / 2]) << (8 * (r / 2)) | static_cast<uint64_t>(p[r - 1]) << (8 * (r - 1));
+      b = 0;
+    }
+    acc = mum(a ^ kWordK0 ^ acc, b ^ kWordK1);
   }
   return mum(acc ^ kWordK2, static_cast<uint64_t>(len) ^ kWordK3);
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -46,6 +47,22 @@ TEST(Hash, PaddedWordHashEqualsTheDefinition) {
     const uint64_t seed = rng();
     EXPECT_EQ(internal::word_hash_padded16(buf + 16, len, seed), internal::word_hash(buf + 16, len, seed)) << len;
   }
+  // word_hash against the definition read literally (a zero-padded copy of each chunk), for
+  // every length to 100, with the word at the very end of its buffer (ASan catches a read past).
+  for (size_t len = 0; len <= 100; ++len)
+    for (int round = 0; round < 20; ++round) {
+      std::vector<unsigned char> word(len);
+      for (auto& c : word) c = static_cast<unsigned char>(rng());
+      const uint64_t seed = rng();
+      uint64_t acc = seed;
+      for (size_t i = 0; i < len; i += 16) {
+        unsigned char chunk[16] = {};
+        std::memcpy(chunk, word.data() + i, std::min<size_t>(16, len - i));
+        acc = internal::mum(internal::load_le64(chunk) ^ internal::kWordK0 ^ acc, internal::load_le64(chunk + 8) ^ internal::kWordK1);
+      }
+      const uint64_t want = internal::mum(acc ^ internal::kWordK2, len ^ internal::kWordK3);
+      ASSERT_EQ(internal::word_hash(word.data(), len, seed), want) << len;
+    }
   // Lengths and contents matter: trailing zero bytes are not padding.
   EXPECT_NE(internal::word_hash("ab", 2, 1), internal::word_hash("ab\0", 3, 1));
   EXPECT_NE(internal::word_hash("ab", 2, 1), internal::word_hash("ba", 2, 1));
