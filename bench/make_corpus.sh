@@ -6,10 +6,14 @@
 #
 #   bench/make_corpus.sh [TARGET_MB] [OUT]      (defaults: 200, bench/data/kernel-200mb.jsonl)
 #   bench/make_corpus.sh --long [OUT]           (default: bench/data/kernel-long-1000.jsonl)
+#   bench/make_corpus.sh --translations [OUT]   (default: bench/data/kernel-translations.jsonl)
 #
 # Files over MAX_FILE_MB (environment, default 2) are left out: the tree holds generated register
 # headers of up to 20 MB. MAX_FILE_MB=4 bench/make_corpus.sh 1100 bench/data/kernel-1gb.jsonl
 # gives 1,004 MB of text, the >= 1 GB corpus of the end-to-end benchmark.
+#
+# --translations takes every file of Documentation/translations instead (368 documents, 3.2 MB:
+# Chinese, Japanese, Korean, Italian), the non-English text of the text-path benchmarks.
 #
 # --long assembles 1,000 long documents instead (the seed 000 benchmark: 16 KB to 540 KB each,
 # log-uniform sizes): consecutive files of one directory walk concatenated, like long articles.
@@ -19,6 +23,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-}" = "--long" ]; then
   mode=long target_mb=0 out=${2:-$here/data/kernel-long-1000.jsonl}
+elif [ "${1:-}" = "--translations" ]; then
+  mode=translations target_mb=0 out=${2:-$here/data/kernel-translations.jsonl}
 else
   mode=files target_mb=${1:-200} out=${2:-$here/data/kernel-${target_mb}mb.jsonl}
 fi
@@ -44,8 +50,13 @@ paths = []
 for d, dirs, files in os.walk(root):
     dirs.sort()
     for f in sorted(files):
-        if os.path.splitext(f)[1] in exts:
-            paths.append(os.path.join(d, f))
+        p = os.path.join(d, f)
+        if mode == 'translations' and '/Documentation/translations/' in p:
+            paths.append(p)
+        elif mode != 'translations' and os.path.splitext(f)[1] in exts:
+            paths.append(p)
+if mode == 'translations':
+    target = float('inf')
 total = n = 0
 tmp = out + '.tmp'
 if mode == 'long':
