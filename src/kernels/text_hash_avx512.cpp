@@ -63,10 +63,7 @@ void hash_ascii_words_avx512(const uint8_t* lower, const uint32_t* starts, const
     _mm512_storeu_si512(out + i, h);
     const auto longer = static_cast<unsigned>(_mm512_cmpgt_epu64_mask(len, c16));
     if (longer != 0) [[unlikely]]
-      for (unsigned m = longer; m != 0; m &= m - 1) {
-        const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
-        out[i + l] = word_hash(lower + s[l], ends[i + l] - s[l], seed);
-      }
+      hash_long_words(lower, s, ends + i, longer, seed, out + i);
   }
   hash_ascii_words_scalar(lower, starts + i, ends + i, count - i, seed, out + i);
 }

@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "internal/hash.h"
+
 namespace neardup::internal {
 
 struct TextScan {
@@ -43,5 +45,15 @@ void hash_ascii_words_avx2(const uint8_t* lower, const uint32_t* starts, const u
                            uint64_t seed, uint64_t* out) noexcept;
 void hash_ascii_words_avx512(const uint8_t* lower, const uint32_t* starts, const uint32_t* ends, size_t count,
                              uint64_t seed, uint64_t* out) noexcept;
+
+/// For the SIMD word hashes: hashes again the words of a group whose lanes are set in `longer`
+/// (over 16 bytes, which the vector code does not cover), from their starts s and ends.
+inline void hash_long_words(const uint8_t* lower, const uint32_t* s, const uint32_t* ends, unsigned longer,
+                            uint64_t seed, uint64_t* out) noexcept {
+  for (; longer != 0; longer &= longer - 1) {
+    const auto l = static_cast<unsigned>(__builtin_ctz(longer));
+    out[l] = word_hash(lower + s[l], ends[l] - s[l], seed);
+  }
+}
 
 }  // namespace neardup::internal
