@@ -529,18 +529,43 @@ double Pipeline::similarity(DocId a, DocId b) const {
   return scorer()(std::min(a, b), std::max(a, b));
 }
 
-void Pipeline::expand_cluster_pairs() {
+template <class Emit>
+void Pipeline::for_each_cluster_pair(Emit&& emit) const {
   // Adding edges inside clusters does not change them, so the clustering of the star edges
-  // already holds the groups to expand.
+  // already holds the groups to expand. Members are in document order, so going through the
+  // documents and pairing each with the later members of its group gives (a, b) order.
+  constexpr size_t kChunk = size_t{1} << 20;
+  constexpr uint32_t kNone = 0xFFFFFFFFu;
   const size_t k = static_cast<size_t>(spec_.num_perm);
   const auto groups = cluster_members(clustering_);
+  std::vector<uint32_t> group_of(lengths_.size(), kNone), pos(lengths_.size(), 0);
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    for (size_t x = 0; x < groups[gi].size(); ++x) {
+      group_of[groups[gi][x]] = static_cast<uint32_t>(gi);
+      pos[groups[gi][x]] = static_cast<uint32_t>(x);
+    }
   std::vector<DocPair> cand;
-  for (const auto& g : groups)
-    for (size_t x = 0; x < g.size(); ++x)
-      for (size_t y = x + 1; y < g.size(); ++y)
-        if (share_band(g[x], g[y], k)) cand.push_back({g[x], g[y]});
-  std::sort(cand.begin(), cand.end());
-  pairs_ = verify_pairs(cand, scorer(), spec_.threshold, threads_);
+  const auto flush = [&] {
+    if (cand.empty()) return;
+    emit(verify_pairs(cand, scorer(), spec_.threshold, threads_));
+    cand.clear();
+  };
+  for (DocId a = 0; a < lengths_.size(); ++a) {
+    if (group_of[a] == kNone) continue;
+    const auto& g = groups[group_of[a]];
+    for (size_t y = pos[a] + 1; y < g.size(); ++y) {
+      if (!share_band(a, g[y], k)) continue;
+      cand.push_back({a, g[y]});
+      if (cand.size() == kChunk) flush();
+    }
+  }
+  flush();
+}
+
+void Pipeline::expand_cluster_pairs() {
+  std::vector<ScoredPair> all;
+  for_each_cluster_pair([&](std::vector<ScoredPair>&& chunk) { all.insert(all.end(), chunk.begin(), chunk.end()); });
+  pairs_ = std::move(all);
 }
 
 void Pipeline::verify_candidates(const std::vector<DocPair>& candidates, double threshold) {
@@ -697,12 +722,13 @@ void Pipeline::run(Mode mode) {
   stats_.times.cluster = seconds_since(t);
 
   // The bottomk join and the SimHash tables already found every pair; LSH found star edges only.
-  if (mode == Mode::Pairs && uses_signatures(spec_.method)) {
+  expand_on_write_ = mode == Mode::Pairs && uses_signatures(spec_.method) && options_.stream_pairs;
+  if (mode == Mode::Pairs && uses_signatures(spec_.method) && !expand_on_write_) {
     t = Clock::now();
     expand_cluster_pairs();
     stats_.times.verify += seconds_since(t);
   }
-  stats_.pairs = pairs_.size();
+  stats_.pairs = pairs_.size();  // with stream_pairs, write_pairs counts them
   stats_.seconds = seconds_since(t_start);
 }
 
@@ -770,9 +796,21 @@ void append_similarity(std::string& line, double s) {
   line.append(buf, static_cast<size_t>(len));
 }
 
-void Pipeline::write_pairs(io::AtomicFile& out) const {
+void Pipeline::write_pairs(io::AtomicFile& out) {
+  if (!expand_on_write_) return write_pair_lines(pairs_, out);
+  const auto t = Clock::now();
+  uint64_t n = 0;
+  for_each_cluster_pair([&](const std::vector<ScoredPair>& chunk) {
+    write_pair_lines(chunk, out);
+    n += chunk.size();
+  });
+  stats_.pairs = n;
+  stats_.times.verify += seconds_since(t);
+}
+
+void Pipeline::write_pair_lines(std::span<const ScoredPair> pairs, io::AtomicFile& out) const {
   std::string line;
-  for (const ScoredPair& p : pairs_) {
+  for (const ScoredPair& p : pairs) {
     line.clear();
     line.append(id(p.a)).push_back('\t');
     line.append(id(p.b)).push_back('\t');

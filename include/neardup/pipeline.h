@@ -51,6 +51,11 @@ struct RunOptions {
   /// Pairs mode with bottomk: report the `top` most similar pairs instead of those above the
   /// threshold (0: off).
   size_t top = 0;
+  /// Pairs mode with minhash or oph: do not hold the pairs within clusters in memory (a cluster
+  /// of m documents has up to m(m-1)/2, about 50 bytes each); write_pairs finds, verifies and
+  /// writes them a chunk at a time. pairs() then holds only the verified LSH edges, and
+  /// stats().pairs is set by write_pairs. The CLI sets it; the output is the same.
+  bool stream_pairs = false;
   ProgressFn progress;  ///< called from the reading thread, after each batch
 };
 
@@ -135,7 +140,7 @@ class Pipeline {
   const io::InputSet& inputs() const noexcept { return *inputs_; }
 
   /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash.
-  void write_pairs(io::AtomicFile& out) const;
+  void write_pairs(io::AtomicFile& out);
   /// Pass 3: the kept records as they were (JSONL lines, or paths for text-file inputs).
   void write_kept(io::AtomicFile& out);
   /// `removed_id TAB kept_id TAB similarity` per removed document, in input order.
@@ -147,6 +152,11 @@ class Pipeline {
   void sketch_pass();
   void load_sets_pass(const std::vector<uint8_t>& needed);
   void expand_cluster_pairs();
+  /// The verified pairs within clusters that share a band, in (a, b) order: emit(chunk) per
+  /// chunk of candidates, so that memory does not grow with the number of pairs.
+  template <class Emit>
+  void for_each_cluster_pair(Emit&& emit) const;
+  void write_pair_lines(std::span<const ScoredPair> pairs, io::AtomicFile& out) const;
   bool share_band(DocId a, DocId b, size_t k) const noexcept;
   /// LSH candidates (minhash) or join candidates (bottomk), scored and kept above the threshold.
   void find_pairs_minhash();
@@ -182,6 +192,7 @@ class Pipeline {
   std::vector<uint8_t> empty_;
   std::unique_ptr<ShingleSets> sets_;
   std::vector<ScoredPair> pairs_;
+  bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
   Clustering clustering_;
 };
 

@@ -256,6 +256,72 @@ std::string run_outputs(const std::vector<std::string>& inputs, RunOptions o, Pi
   return all;
 }
 
+// Pairs mode with stream_pairs (what the CLI sets): the pairs within clusters are verified and
+// written a chunk at a time instead of held, and the output and the count are the same. A
+// cluster of 1,505 copies has 1,131,760 pairs, more than one chunk of candidates (2^20); a
+// cluster of edited copies has pairs below the threshold.
+TEST(Pipeline, StreamedPairsEqualHeldPairs) {
+  test::TempDir d;
+  std::mt19937_64 rng(31);
+  const auto words = [&](size_t n) {
+    std::string t;
+    for (size_t i = 0; i < n; ++i) t += "w" + std::to_string(rng() % 5000) + " ";
+    return t;
+  };
+  const std::string copy = words(12);
+  const std::string base = words(60);
+  std::string jsonl;
+  uint64_t copies = 0;
+  for (int i = 0; i < 1800; ++i) {
+    std::string text;
+    if (i % 17 == 3) {  // an edited copy of base: a few words changed
+      text = base;
+      for (int e = 0; e < 1 + i % 5; ++e) text.replace(static_cast<size_t>(rng() % (text.size() - 8)), 3, "zz ");
+    } else {
+      text = i < 1600 ? copy : words(40);
+      copies += i < 1600;
+    }
+    jsonl += "{\"id\": \"d" + std::to_string(i) + "\", \"text\": \"" + text + "\"}\n";
+  }
+  test::write_file(d.file("in.jsonl"), jsonl);
+  for (const char* spec : {"words:3 oph:64 verify:0.7", "words:3 minhash:32 verify:0.7"})
+    for (int threads : {1, 2}) {
+      std::string held, streamed;
+      uint64_t held_count = 0;
+      for (const bool stream : {false, true}) {
+        RunOptions o;
+        o.spec = PipelineSpec::parse(spec);
+        o.threads = threads;
+        o.stream_pairs = stream;
+        Pipeline p({d.file("in.jsonl")}, o);
+        p.run(Pipeline::Mode::Pairs);
+        {
+          io::AtomicFile out(d.file("pairs.tsv"));
+          p.write_pairs(out);
+          out.commit();
+        }
+        (stream ? streamed : held) = test::read_file(d.file("pairs.tsv"));
+        if (!stream) held_count = p.pairs().size();
+        EXPECT_EQ(p.stats().pairs, held_count) << spec << " stream " << stream;
+      }
+      // Every pair of the copies is there, with similarity 1 (an oracle for the expansion that
+      // does not share its code): the copies' ids are the d<i> with i < 1600.
+      uint64_t copy_pairs = 0;
+      for (size_t at = 0; at < held.size();) {
+        const size_t end = held.find('\n', at);
+        const std::string_view line(held.data() + at, end - at);
+        const size_t t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
+        const int a = std::stoi(std::string(line.substr(1, t1 - 1))), b = std::stoi(std::string(line.substr(t1 + 2, t2 - t1 - 2)));
+        copy_pairs += a < 1600 && b < 1600 && a % 17 != 3 && b % 17 != 3 && line.substr(t2 + 1) == "1.000000";
+        at = end + 1;
+      }
+      EXPECT_EQ(copy_pairs, copies * (copies - 1) / 2) << spec;
+      EXPECT_GT(held_count, (size_t{1} << 20)) << spec;
+      EXPECT_EQ(static_cast<uint64_t>(std::count(held.begin(), held.end(), '\n')), held_count);
+      EXPECT_TRUE(streamed == held) << spec << " threads " << threads << ": " << streamed.size() << " bytes, want " << held.size();
+    }
+}
+
 // Many batches (records are parsed on the workers), bad records, invalid UTF-8, gzip, zstd and a
 // directory of text files: every output is byte-identical for 1 to 4 threads, and a bad record
 // under --on-error fail is the first one in reading order whatever the thread count.

@@ -271,6 +271,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   ro.keep = o.keep;
   ro.duplicate_ids = o.on_duplicate_id == "keep" ? DuplicateIds::Keep : DuplicateIds::Error;
   ro.top = o.top;
+  ro.stream_pairs = true;  // pairs within clusters are verified as they are written, not held
   if (o.top > 0 && ro.spec.method != SketchMethod::BottomK)
     throw UsageError("--top needs --method bottomk (minhash and simhash find the pairs above a threshold only)");
   ProgressBar bar(!o.quiet);
