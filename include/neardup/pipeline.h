@@ -124,7 +124,9 @@ class Pipeline {
   const RunStats& stats() const noexcept { return stats_; }
   size_t size() const noexcept { return lengths_.size(); }
   std::string_view id(DocId doc) const noexcept;
-  /// Pairs mode: every reported pair; Dedup mode: the verified star edges. Sorted by (a, b).
+  /// Pairs mode: every reported pair (with RunOptions::stream_pairs and minhash or oph, only the
+  /// verified LSH edges: write_pairs finds the rest as it writes); Dedup mode: the verified star
+  /// edges. Sorted by (a, b).
   const std::vector<ScoredPair>& pairs() const noexcept { return pairs_; }
   const Clustering& clustering() const noexcept { return clustering_; }
   /// The similarity of two documents by the configured verification (exact needs both sets).
@@ -139,7 +141,8 @@ class Pipeline {
   std::span<const uint64_t> simhashes() const noexcept { return simhashes_; }
   const io::InputSet& inputs() const noexcept { return *inputs_; }
 
-  /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash.
+  /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash. With stream_pairs in
+  /// pairs mode it verifies the pairs within clusters here, and sets stats().pairs.
   void write_pairs(io::AtomicFile& out);
   /// Pass 3: the kept records as they were (JSONL lines, or paths for text-file inputs).
   void write_kept(io::AtomicFile& out);
