@@ -722,8 +722,9 @@ void Pipeline::run(Mode mode) {
   stats_.times.cluster = seconds_since(t);
 
   // The bottomk join and the SimHash tables already found every pair; LSH found star edges only.
-  expand_on_write_ = mode == Mode::Pairs && uses_signatures(spec_.method) && options_.stream_pairs;
-  if (mode == Mode::Pairs && uses_signatures(spec_.method) && !expand_on_write_) {
+  const bool expand = mode == Mode::Pairs && uses_signatures(spec_.method);
+  expand_on_write_ = expand && options_.stream_pairs;
+  if (expand && !expand_on_write_) {
     t = Clock::now();
     expand_cluster_pairs();
     stats_.times.verify += seconds_since(t);

@@ -23,10 +23,10 @@ namespace {
 // lowercase.
 constexpr uint32_t kWordBit = 1u << 31;
 
-struct BmpTables {
+struct BmpTables {  // 272 KiB, on the heap
   uint64_t word[1024] = {};
   uint64_t changes[1024] = {};
-  std::unique_ptr<uint32_t[]> lower = std::make_unique<uint32_t[]>(0x10000);
+  uint32_t lower[0x10000] = {};
 };
 
 const BmpTables& bmp_tables() {
@@ -148,8 +148,13 @@ struct WordScratch {
   std::vector<uint8_t> lower;  // kPad bytes, the blocks, kPad bytes: short hashes read around a word
   std::vector<uint64_t> high;
   std::vector<uint32_t> starts, ends;  // run boundaries of one window
-  std::string exact;  // the exact scanner's word buffer
 };
+
+// The exact scanner's word buffer, one per thread for every caller (none of them nests).
+std::string& word_buffer() {
+  thread_local std::string buf;
+  return buf;
+}
 constexpr size_t kPad = 16;
 
 using ScanFn = void (*)(const uint8_t*, size_t, size_t, internal::TextScan&) noexcept;
@@ -258,8 +263,7 @@ void scan_runs(std::string_view text, Ascii&& ascii, High&& high) {
         if (r > done) ascii(lower, starts + done, ends + done, r - done);
         high(static_cast<size_t>(starts[r]), static_cast<size_t>(ends[r]));
         done = r + 1;
-        p = ends[r];
-        if (done == count) break;
+        p = ends[r];  // the next high byte is past this run
       }
     }
     if (done < count) ascii(lower, starts + done, ends + done, count - done);
@@ -289,8 +293,8 @@ void put_word_chars(std::string_view w, uint64_t seed, bool& first, uint64_t*& o
 
 void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
   if (text.size() > UINT32_MAX - 128) return hash_words_exact(text, seed, out);  // positions are 32-bit
-  thread_local std::string exact;
   const HashFn hash_ascii = hash_for(active_isa());
+  std::string& buf = word_buffer();
   out.reserve(out.size() + text.size() / 8);
   scan_runs(
       text,
@@ -302,31 +306,29 @@ void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
         hash_ascii(lower, starts, ends, count, seed, out.data() + base);
       },
       [&](size_t s, size_t e) {
-        scan_words(text.substr(s, e - s), exact,
+        scan_words(text.substr(s, e - s), buf,
                    [&](std::string_view wd) { out.push_back(internal::word_hash(wd.data(), wd.size(), seed)); });
       });
 }
 
 void hash_words_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
-  thread_local std::string scratch;
-  scan_words(text, scratch, [&](std::string_view w) {
+  scan_words(text, word_buffer(), [&](std::string_view w) {
     out.push_back(internal::word_hash(w.data(), w.size(), seed));
   });
 }
 
 void hash_chars_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
-  thread_local std::string scratch;
   bool first = true;
   const size_t base = out.size();
   out.resize(base + text.size());
   uint64_t* o = out.data() + base;
-  scan_words(text, scratch, [&](std::string_view w) { put_word_chars(w, seed, first, o); });
+  scan_words(text, word_buffer(), [&](std::string_view w) { put_word_chars(w, seed, first, o); });
   out.resize(static_cast<size_t>(o - out.data()));
 }
 
 void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
   if (text.size() > UINT32_MAX - 128) return hash_chars_exact(text, seed, out);  // positions are 32-bit
-  thread_local std::string exact;
+  std::string& buf = word_buffer();
   // The hashes of the ASCII code points, looked up (made again when the seed changes).
   thread_local uint64_t table[128];
   thread_local uint64_t table_seed = 0;
@@ -353,7 +355,7 @@ void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
         for (size_t i = 0; i < count; ++i) ascii_word(lower + starts[i], ends[i] - starts[i]);
       },
       [&](size_t s, size_t e) {
-        scan_words(text.substr(s, e - s), exact, [&](std::string_view w) { put_word_chars(w, seed, first, o); });
+        scan_words(text.substr(s, e - s), buf, [&](std::string_view w) { put_word_chars(w, seed, first, o); });
       });
   out.resize(static_cast<size_t>(o - out.data()));
 }
