@@ -1,0 +1,103 @@
+// The exact set-similarity join: every pair of shingle sets with Jaccard >= t, found without
+// comparing every pair (AllPairs, Bayardo, Ma and Srikant 2007, with the positional filter of
+// PPJoin, Xiao, Wang, Lin and Yu 2008).
+//
+//  * One global order of the shingles, rarest first (the number of joined sets holding it, then
+//    the hash). A shingle held by one set only can never make a pair, so only the shared ones get
+//    a rank; each set keeps its count of unshared shingles, which come first in the order.
+//  * Prefix filter: sets x, y with J >= t share o >= ceil(t * max(|x|, |y|)) shingles, so the
+//    first common shingle lies within the first |x| - ceil(t |x|) + 1 of x and within the first
+//    |y| - ceil(t |y|) + 1 of y. Only those prefixes are indexed and probed.
+//  * Length filter: t |x| <= |y| <= |x| / t.
+//  * Positional filter: found at the first common shingle, the overlap is at most 1 plus the
+//    shingles after it on the shorter side; below ceil(t / (1 + t) (|x| + |y|)) the pair is dropped.
+//  * Verification merges the rank lists after the first common shingle, with the early abort.
+//
+// The threshold is an exact fraction (ExactThreshold): J >= t is decided in integers, so a pair
+// exactly at the threshold (4 of 5 shingles shared at t = 0.8) is always included.
+//
+// The LSH paths use it too: joined over the documents that share an LSH bucket with another,
+// with a filter that keeps only the pairs sharing a band, it finds every such pair with J >= t
+// (pairs), or connects them (connect) while verifying only pairs not yet connected.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "neardup/types.h"
+
+namespace neardup {
+
+/// A similarity threshold t in (0, 1] as the fraction num / den (den = 10^9: t rounded to nine
+/// decimals), so that comparisons with it are exact.
+struct ExactThreshold {
+  uint64_t num = 4;
+  uint64_t den = 5;
+
+  /// t rounded to nine decimals; a t <= 0 becomes 10^-9 (a pair must share a shingle).
+  static ExactThreshold from(double t) noexcept;
+  double value() const noexcept { return static_cast<double>(num) / static_cast<double>(den); }
+  /// ceil(t * len), at least 1: the overlap a set of `len` shingles needs with any partner.
+  uint64_t min_overlap(uint64_t len) const noexcept;
+  /// ceil(t / (1 + t) * (la + lb)): the overlap two sets of these sizes need.
+  uint64_t pair_overlap(uint64_t la, uint64_t lb) const noexcept;
+  /// common / (la + lb - common) >= t, exactly. Empty sets never reach it.
+  bool reached(uint64_t common, uint64_t la, uint64_t lb) const noexcept;
+};
+
+/// Decides, before a candidate pair (a < b) is verified, whether it is wanted: the LSH paths keep
+/// only pairs that share a band.
+using PairFilter = std::function<bool(DocId a, DocId b)>;
+
+struct SetJoinStats {
+  uint64_t candidates = 0;  ///< pairs that shared a prefix shingle and passed the length and positional filters
+  uint64_t filtered = 0;    ///< candidates the PairFilter dropped, or already connected (connect)
+  uint64_t verified = 0;    ///< candidates whose overlap was computed (the merge may abort early)
+  uint64_t results = 0;     ///< pairs with J >= t
+};
+
+class SetJoin {
+ public:
+  /// The shingle set of a document: sorted, distinct. Called a few times per document while the
+  /// join is built, from several threads.
+  using SetOf = std::function<std::span<const ShingleHash>(DocId)>;
+
+  /// Ranks the sets of `docs` (ascending, distinct) and indexes their prefixes for `threshold`.
+  /// Memory while building: 16 bytes per shingle of every set, then 4 bytes per shared shingle and
+  /// 16 per indexed prefix shingle. The sets themselves are not needed afterwards.
+  SetJoin(std::span<const DocId> docs, const SetOf& set_of, double threshold, int threads);
+  ~SetJoin();
+  SetJoin(const SetJoin&) = delete;
+  SetJoin& operator=(const SetJoin&) = delete;
+
+  /// Every pair (a < b) of the joined documents with J >= threshold and keep(a, b) (an empty
+  /// filter keeps all), in (a, b) order, handed to emit a chunk at a time: memory does not grow
+  /// with the number of pairs. Parallel; the result does not depend on the number of threads.
+  void pairs(const PairFilter& keep, const std::function<void(std::span<const ScoredPair>)>& emit) const;
+  /// The same, all at once.
+  std::vector<ScoredPair> all_pairs(const PairFilter& keep = {}) const;
+
+  /// Connected components over `num_docs` documents: starting from the edges `known` (already
+  /// verified, any documents below num_docs), adds every pair of joined documents with J >=
+  /// threshold and keep(a, b). Documents are taken in order and each is compared with earlier
+  /// ones only while they are not yet connected to it, so a cluster of m documents costs about m
+  /// verifications, not m^2. Returns the edges that joined two components, in the order found
+  /// (deterministic). Together with `known` they connect exactly what all the pairs connect.
+  std::vector<ScoredPair> connect(size_t num_docs, std::span<const ScoredPair> known, const PairFilter& keep) const;
+
+  /// The exact Jaccard similarity of two joined documents (from their ranks).
+  double similarity(DocId a, DocId b) const;
+  bool contains(DocId d) const noexcept;
+  size_t size() const noexcept;
+  /// Counters, summed over every call so far.
+  SetJoinStats stats() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neardup

@@ -1,0 +1,438 @@
+#include "neardup/setjoin.h"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cmath>
+
+#include "internal/big_array.h"
+#include "internal/parallel.h"
+#include "internal/radix_sort.h"
+#include "internal/union_find.h"
+#include "neardup/bottomk.h"
+#include "neardup/error.h"
+
+namespace neardup {
+
+ExactThreshold ExactThreshold::from(double t) noexcept {
+  constexpr uint64_t kDen = 1000000000;
+  ExactThreshold e;
+  e.den = kDen;
+  const double scaled = std::round(std::clamp(t, 0.0, 1.0) * static_cast<double>(kDen));
+  e.num = std::max<uint64_t>(1, static_cast<uint64_t>(scaled));
+  return e;
+}
+
+uint64_t ExactThreshold::min_overlap(uint64_t len) const noexcept {
+  return std::max<uint64_t>(1, (num * len + den - 1) / den);
+}
+
+uint64_t ExactThreshold::pair_overlap(uint64_t la, uint64_t lb) const noexcept {
+  // J = o / (la + lb - o) >= num / den  <=>  o (num + den) >= num (la + lb).
+  return std::max<uint64_t>(1, (num * (la + lb) + num + den - 1) / (num + den));
+}
+
+bool ExactThreshold::reached(uint64_t common, uint64_t la, uint64_t lb) const noexcept {
+  return common > 0 && common * (num + den) >= num * (la + lb);
+}
+
+namespace {
+
+// The sets' shared shingles ranked rarest first; see the header.
+struct Ranked {
+  std::vector<uint32_t> len;       // per member: shingles in its set
+  std::vector<uint32_t> unshared;  // per member: shingles no other member holds
+  std::vector<uint64_t> offsets;   // member m's ranks are ranks[offsets[m], offsets[m + 1])
+  internal::BigArray<uint32_t> ranks;
+  size_t num_ranks = 0;
+  std::span<const uint32_t> operator[](size_t m) const noexcept {
+    return {ranks.data() + offsets[m], static_cast<size_t>(offsets[m + 1] - offsets[m])};
+  }
+};
+
+// One (value, member) entry of the ranking sort.
+struct Entry {
+  uint64_t value;
+  uint64_t member;
+};
+
+// Sorts one most-significant bucket by value (members stay ascending within a value): a stable
+// LSD radix sort of the 33 bits below the bucket's, then the rare runs equal in those bits but
+// not in the whole value are sorted whole.
+void sort_bucket(Entry* e, size_t len, int msd_bits, std::vector<Entry>& scratch) {
+  if (len < 2) return;
+  auto less = [](const Entry& x, const Entry& y) { return x.value != y.value ? x.value < y.value : x.member < y.member; };
+  if (len < 256) {
+    std::sort(e, e + len, less);
+    return;
+  }
+  if (scratch.size() < len) scratch.resize(len);
+  const int hi = 64 - msd_bits, lo = std::max(0, hi - 33);
+  internal::radix_sort_by_bits(e, scratch.data(), len, lo, hi, [](const Entry& x) { return x.value; }, 11);
+  if (lo == 0) return;
+  for (size_t i = 0; i < len;) {
+    size_t j = i + 1;
+    bool mixed = false;
+    while (j < len && (e[j].value >> lo) == (e[i].value >> lo)) {
+      mixed |= e[j].value != e[i].value;
+      ++j;
+    }
+    if (mixed) std::sort(e + i, e + j, less);
+    i = j;
+  }
+}
+
+Ranked rank_sets(std::span<const DocId> docs, const SetJoin::SetOf& set_of, int threads) {
+  const size_t n = docs.size();
+  Ranked out;
+  out.len.resize(n);
+  out.unshared.resize(n);
+  out.offsets.assign(n + 1, 0);
+  std::vector<uint64_t> start(n + 1, 0);  // of each member's entries, before the sort
+  for (size_t m = 0; m < n; ++m) {
+    const size_t l = set_of(docs[m]).size();
+    if (l >= UINT32_MAX) throw UsageError("a document has more than 2^32 shingles");
+    out.len[m] = static_cast<uint32_t>(l);
+    start[m + 1] = start[m] + l;
+  }
+  const uint64_t total = start[n];
+  if (total == 0) return out;
+
+  // Most-significant pass: entries by the top bits of the value, each part of the members after
+  // the earlier parts, so that members stay ascending within a bucket.
+  const int msd_bits = total >= (uint64_t{1} << 22) ? 12 : 8;
+  const size_t buckets = size_t{1} << msd_bits;
+  const int shift = 64 - msd_bits;
+  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
+  auto part_members = [&](size_t p) { return std::pair<size_t, size_t>{n * p / parts, n * (p + 1) / parts}; };
+  std::vector<std::vector<uint64_t>> fill(parts, std::vector<uint64_t>(buckets, 0));
+  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
+    const auto [lo, hi] = part_members(p);
+    for (size_t m = lo; m < hi; ++m)
+      for (const ShingleHash v : set_of(docs[m])) ++fill[p][v >> shift];
+  });
+  std::vector<uint64_t> bucket_start(buckets + 1, 0);
+  {
+    uint64_t sum = 0;
+    for (size_t b = 0; b < buckets; ++b) {
+      bucket_start[b] = sum;
+      for (size_t p = 0; p < parts; ++p) {
+        const uint64_t here = fill[p][b];
+        fill[p][b] = sum;
+        sum += here;
+      }
+    }
+    bucket_start[buckets] = sum;
+  }
+  internal::BigArray<Entry> entries(total);
+  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
+    const auto [lo, hi] = part_members(p);
+    auto& f = fill[p];
+    for (size_t m = lo; m < hi; ++m)
+      for (const ShingleHash v : set_of(docs[m])) entries[f[v >> shift]++] = {v, m};
+  });
+
+  // Each bucket sorted, and its runs of one value listed: a run of one is an unshared value.
+  struct Run {
+    uint64_t start;
+    uint64_t len;
+  };
+  const size_t t = static_cast<size_t>(std::max(1, threads));
+  std::vector<std::vector<Run>> bucket_runs(buckets);
+  std::vector<std::vector<uint32_t>> shared_by_thread(t);
+  std::vector<std::vector<Entry>> scratch(t);
+  internal::parallel_for(buckets, threads, [&](size_t b, size_t tid) {
+    auto& shared = shared_by_thread[tid];
+    if (shared.empty()) shared.assign(n, 0);
+    const uint64_t lo = bucket_start[b], len = bucket_start[b + 1] - lo;
+    Entry* e = entries.data() + lo;
+    sort_bucket(e, len, msd_bits, scratch[tid]);
+    for (size_t i = 0; i < len;) {
+      size_t j = i + 1;
+      while (j < len && e[j].value == e[i].value) ++j;
+      if (j - i > 1) {
+        bucket_runs[b].push_back({lo + i, j - i});
+        for (size_t k = i; k < j; ++k) ++shared[e[k].member];
+      }
+      i = j;
+    }
+  });
+  std::vector<std::vector<Entry>>().swap(scratch);
+
+  // Ranks: by frequency, then value (the runs are in value order), by a counting sort.
+  uint64_t max_freq = 2;
+  size_t runs = 0;
+  for (const auto& br : bucket_runs) {
+    runs += br.size();
+    for (const Run& r : br) max_freq = std::max(max_freq, r.len);
+  }
+  if (runs >= UINT32_MAX) throw UsageError("more than 2^32 distinct shared shingles; split the input");
+  std::vector<uint64_t> next_rank(max_freq + 2, 0);
+  for (const auto& br : bucket_runs)
+    for (const Run& r : br) ++next_rank[r.len + 1];
+  for (size_t f = 1; f < next_rank.size(); ++f) next_rank[f] += next_rank[f - 1];
+  std::vector<Run> run_at_rank(runs);
+  for (auto& br : bucket_runs) {
+    for (const Run& r : br) run_at_rank[next_rank[r.len]++] = r;
+    std::vector<Run>().swap(br);
+  }
+  out.num_ranks = runs;
+
+  for (size_t m = 0; m < n; ++m) {
+    uint32_t shared = 0;
+    for (const auto& s : shared_by_thread)
+      if (!s.empty()) shared += s[m];
+    out.offsets[m + 1] = out.offsets[m] + shared;
+    out.unshared[m] = out.len[m] - shared;
+  }
+  std::vector<std::vector<uint32_t>>().swap(shared_by_thread);
+  // Each member's ranks ascending: the runs in rank order, appended to their members, by parts
+  // of the members.
+  out.ranks = internal::BigArray<uint32_t>(out.offsets[n]);
+  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
+    const auto [lo, hi] = part_members(p);
+    std::vector<uint64_t> cursor(out.offsets.begin() + static_cast<ptrdiff_t>(lo), out.offsets.begin() + static_cast<ptrdiff_t>(hi));
+    for (size_t r = 0; r < runs; ++r) {
+      const Run& run = run_at_rank[r];
+      for (uint64_t i = run.start; i < run.start + run.len; ++i) {
+        const uint64_t m = entries[i].member;
+        if (m >= lo && m < hi) out.ranks[cursor[m - lo]++] = static_cast<uint32_t>(r);
+      }
+    }
+  });
+  return out;
+}
+
+struct Posting {
+  uint32_t member;
+  uint32_t len;   // of the member's set
+  uint32_t pos;   // of the shingle among the member's ranks
+  uint32_t rest;  // the member's ranks after it
+};
+
+struct Candidate {
+  uint32_t y;       // member
+  uint32_t ix, iy;  // the first common shingle: ranks[x][ix] == ranks[y][iy]
+};
+
+}  // namespace
+
+struct SetJoin::Impl {
+  ExactThreshold thr;
+  int threads = 1;
+  std::vector<DocId> docs;
+  Ranked ranked;
+  std::vector<uint32_t> plen;  // per member: its prefix, in shared ranks
+  std::vector<uint64_t> head;  // postings of rank r: postings[head[r], head[r + 1]), ascending by member
+  internal::BigArray<Posting> postings;
+  mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0};
+
+  // The candidates of member x among the members after it (later) or before it: every member
+  // with J >= t is among them, found at its first common shingle with x.
+  void probe(uint32_t x, bool later, std::vector<uint32_t>& mark, std::vector<Candidate>& out) const {
+    out.clear();
+    const auto rx = ranked[x];
+    const uint64_t lx = ranked.len[x];
+    const uint64_t min_len = thr.min_overlap(lx);
+    const uint64_t max_len = lx * thr.den / thr.num;  // |y| <= |x| / t
+    for (uint32_t i = 0; i < plen[x]; ++i) {
+      const Posting* first = postings.data() + head[rx[i]];
+      const Posting* last = postings.data() + head[rx[i] + 1];
+      const Posting* split = std::partition_point(first, last, [&](const Posting& p) { return p.member <= x; });
+      const Posting* k = later ? split : first;
+      const Posting* stop = later ? last : split;
+      for (; k < stop; ++k) {
+        const uint32_t y = k->member;
+        if (y == x || mark[y] == x) continue;
+        mark[y] = x;
+        if (k->len < min_len || k->len > max_len) continue;
+        // Only the shared shingles after the first common one, on either side, can add to it.
+        const uint64_t bound = 1 + std::min<uint64_t>(rx.size() - i - 1, k->rest);
+        if (bound < thr.pair_overlap(lx, k->len)) continue;
+        out.push_back({y, i, k->pos});
+      }
+    }
+  }
+
+  // The common shingles of x and a candidate, or -1 when they are certainly fewer than J >= t
+  // needs; the shingles before the first common one (unshared ones included) count as passed.
+  long overlap(uint32_t x, const Candidate& c) const {
+    const auto rx = ranked[x], ry = ranked[c.y];
+    const uint64_t lx = ranked.len[x], ly = ranked.len[c.y];
+    const long smax = static_cast<long>(lx + ly) - 2 * static_cast<long>(thr.pair_overlap(lx, ly));
+    const long passed = static_cast<long>(ranked.unshared[x] + c.ix + ranked.unshared[c.y] + c.iy);
+    const long rest = count_common_abort(rx.subspan(c.ix + 1), ry.subspan(c.iy + 1), smax - passed);
+    return rest < 0 ? -1 : rest + 1;
+  }
+
+  uint32_t member_of(DocId d) const {
+    const auto it = std::lower_bound(docs.begin(), docs.end(), d);
+    if (it == docs.end() || *it != d) throw UsageError("SetJoin: document " + std::to_string(d) + " is not joined");
+    return static_cast<uint32_t>(it - docs.begin());
+  }
+};
+
+SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double threshold, int threads)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  if (!(threshold > 0.0 && threshold <= 1.0)) throw UsageError("the join threshold must be in (0, 1]");
+  s.thr = ExactThreshold::from(threshold);
+  s.threads = std::max(1, threads);
+  s.docs.assign(docs.begin(), docs.end());
+  for (size_t i = 1; i < s.docs.size(); ++i)
+    if (s.docs[i] <= s.docs[i - 1]) throw UsageError("SetJoin: documents must be ascending and distinct");
+  if (s.docs.size() >= UINT32_MAX) throw UsageError("SetJoin: more than 2^32 - 1 documents");
+  s.ranked = rank_sets(s.docs, set_of, s.threads);
+  const size_t n = s.docs.size();
+  s.plen.assign(n, 0);
+  for (size_t m = 0; m < n; ++m) {
+    const uint64_t len = s.ranked.len[m];
+    if (len == 0) continue;
+    const uint64_t prefix = len - s.thr.min_overlap(len) + 1;
+    const uint64_t unshared = s.ranked.unshared[m];
+    if (prefix > unshared) s.plen[m] = static_cast<uint32_t>(std::min<uint64_t>(prefix - unshared, s.ranked[m].size()));
+  }
+  // The inverted index of the prefixes (CSR by rank), built by parts of the ranks: each part walks
+  // the members in order, so every list is ascending by member.
+  const size_t num_ranks = s.ranked.num_ranks;
+  const size_t parts = static_cast<size_t>(s.threads);
+  s.head.assign(num_ranks + 1, 0);
+  auto for_indexed = [&](size_t p, auto&& fn) {
+    const size_t lo = num_ranks * p / parts, hi = num_ranks * (p + 1) / parts;
+    for (size_t m = 0; m < n; ++m) {
+      const auto r = s.ranked[m];
+      for (uint32_t i = 0; i < s.plen[m] && r[i] < hi; ++i)
+        if (r[i] >= lo) fn(m, i, r[i]);
+    }
+  };
+  internal::parallel_for(parts, s.threads, [&](size_t p, size_t) {
+    for_indexed(p, [&](size_t, uint32_t, uint32_t r) { ++s.head[r + 1]; });
+  });
+  for (size_t r = 1; r <= num_ranks; ++r) s.head[r] += s.head[r - 1];
+  s.postings = internal::BigArray<Posting>(s.head[num_ranks]);
+  internal::parallel_for(parts, s.threads, [&](size_t p, size_t) {
+    const size_t lo = num_ranks * p / parts;
+    std::vector<uint64_t> cursor(s.head.begin() + static_cast<ptrdiff_t>(lo),
+                                 s.head.begin() + static_cast<ptrdiff_t>(num_ranks * (p + 1) / parts));
+    for_indexed(p, [&](size_t m, uint32_t i, uint32_t r) {
+      const auto rest = static_cast<uint32_t>(s.ranked[m].size() - i - 1);
+      s.postings[cursor[r - lo]++] = {static_cast<uint32_t>(m), s.ranked.len[m], i, rest};
+    });
+  });
+}
+
+SetJoin::~SetJoin() = default;
+
+size_t SetJoin::size() const noexcept { return impl_->docs.size(); }
+
+bool SetJoin::contains(DocId d) const noexcept { return std::binary_search(impl_->docs.begin(), impl_->docs.end(), d); }
+
+SetJoinStats SetJoin::stats() const noexcept {
+  return {impl_->candidates.load(), impl_->filtered.load(), impl_->verified.load(), impl_->results.load()};
+}
+
+double SetJoin::similarity(DocId a, DocId b) const {
+  const Impl& s = *impl_;
+  const uint32_t x = s.member_of(a), y = s.member_of(b);
+  const long common = count_common_abort(s.ranked[x], s.ranked[y], LONG_MAX / 2);
+  return jaccard_from_common(common, s.ranked.len[x], s.ranked.len[y]);
+}
+
+void SetJoin::pairs(const PairFilter& keep, const std::function<void(std::span<const ScoredPair>)>& emit) const {
+  const Impl& s = *impl_;
+  const size_t n = s.docs.size();
+  if (n < 2) return;
+  // Members in chunks, a window of chunks at a time: each chunk's pairs are found in parallel,
+  // sorted, and handed out in order, so memory holds one window's pairs.
+  constexpr size_t kChunk = 16;
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  const size_t window = static_cast<size_t>(s.threads) * 8;
+  std::vector<std::vector<uint32_t>> marks(static_cast<size_t>(s.threads));
+  std::vector<std::vector<Candidate>> cands(static_cast<size_t>(s.threads));
+  std::vector<std::vector<ScoredPair>> out(window);
+  for (size_t w0 = 0; w0 < chunks; w0 += window) {
+    const size_t wn = std::min(window, chunks - w0);
+    internal::parallel_for(wn, s.threads, [&](size_t c, size_t tid) {
+      auto& mark = marks[tid];
+      if (mark.empty()) mark.assign(n, UINT32_MAX);
+      auto& cand = cands[tid];
+      auto& res = out[c];
+      res.clear();
+      uint64_t st_cand = 0, st_filtered = 0, st_verified = 0;
+      const size_t lo = (w0 + c) * kChunk, hi = std::min(n, lo + kChunk);
+      for (size_t x = lo; x < hi; ++x) {
+        s.probe(static_cast<uint32_t>(x), true, mark, cand);
+        st_cand += cand.size();
+        const size_t before = res.size();
+        for (const Candidate& k : cand) {
+          const DocId a = s.docs[x], b = s.docs[k.y];
+          if (keep && !keep(a, b)) {
+            ++st_filtered;
+            continue;
+          }
+          ++st_verified;
+          const long common = s.overlap(static_cast<uint32_t>(x), k);
+          const uint64_t la = s.ranked.len[x], lb = s.ranked.len[k.y];
+          if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb))
+            res.push_back({a, b, jaccard_from_common(common, la, lb)});
+        }
+        std::sort(res.begin() + static_cast<ptrdiff_t>(before), res.end(),
+                  [](const ScoredPair& p, const ScoredPair& q) { return p.b < q.b; });
+      }
+      s.candidates += st_cand;
+      s.filtered += st_filtered;
+      s.verified += st_verified;
+      s.results += res.size();
+    });
+    for (size_t c = 0; c < wn; ++c)
+      if (!out[c].empty()) emit(out[c]);
+  }
+}
+
+std::vector<ScoredPair> SetJoin::all_pairs(const PairFilter& keep) const {
+  std::vector<ScoredPair> all;
+  pairs(keep, [&](std::span<const ScoredPair> chunk) { all.insert(all.end(), chunk.begin(), chunk.end()); });
+  return all;
+}
+
+std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const ScoredPair> known, const PairFilter& keep) const {
+  const Impl& s = *impl_;
+  const size_t n = s.docs.size();
+  internal::UnionFind uf(num_docs);
+  for (const ScoredPair& e : known) uf.unite(e.a, e.b);
+  std::vector<ScoredPair> edges;
+  if (n < 2) return edges;
+  if (s.docs.back() >= num_docs) throw UsageError("SetJoin::connect: a joined document is beyond num_docs");
+  std::vector<uint32_t> mark(n, UINT32_MAX);
+  std::vector<Candidate> cand;
+  uint64_t st_cand = 0, st_filtered = 0, st_verified = 0;
+  // In document order, each with the earlier ones: once x is connected to a cluster, its other
+  // candidates in that cluster are skipped, so a cluster costs about one verification per
+  // document plus the failed ones.
+  for (size_t x = 0; x < n; ++x) {
+    s.probe(static_cast<uint32_t>(x), false, mark, cand);
+    st_cand += cand.size();
+    const DocId b = s.docs[x];
+    for (const Candidate& k : cand) {
+      const DocId a = s.docs[k.y];
+      if (uf.find(a) == uf.find(b) || (keep && !keep(a, b))) {
+        ++st_filtered;
+        continue;
+      }
+      ++st_verified;
+      const long common = s.overlap(static_cast<uint32_t>(x), k);
+      const uint64_t la = s.ranked.len[k.y], lb = s.ranked.len[x];
+      if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb)) {
+        uf.unite(a, b);
+        edges.push_back({a, b, jaccard_from_common(common, la, lb)});
+      }
+    }
+  }
+  s.candidates += st_cand;
+  s.filtered += st_filtered;
+  s.verified += st_verified;
+  s.results += edges.size();
+  return edges;
+}
+
+}  // namespace neardup

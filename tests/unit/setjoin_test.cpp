@@ -1,0 +1,209 @@
+#include "neardup/setjoin.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "internal/union_find.h"
+#include "neardup/error.h"
+
+using namespace neardup;
+
+namespace {
+
+using Sets = std::vector<std::vector<ShingleHash>>;
+
+std::vector<ShingleHash> sorted_set(std::vector<ShingleHash> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// Planted families of messy clusters: each family has a base set; members replace a random
+// fraction of it (0 to 55%), so a family holds pairs on both sides of any threshold; some
+// families start with an outlier that shares only boilerplate; a pool of boilerplate values is
+// frequent across families; some sets are tiny, empty, or exact copies.
+Sets messy(uint64_t seed, size_t families) {
+  std::mt19937_64 rng(seed);
+  std::vector<ShingleHash> boilerplate(60);
+  for (auto& x : boilerplate) x = rng();
+  Sets sets;
+  for (size_t fam = 0; fam < families; ++fam) {
+    const size_t size = rng() % 5 == 0 ? rng() % 12 : 20 + rng() % 400;
+    std::vector<ShingleHash> base(size);
+    // Values one apart too: equal in all but the lowest bits, which the ranking's sort must split.
+    for (auto& x : base)
+      x = rng() % 6 == 0 ? boilerplate[rng() % boilerplate.size()] : rng() % 9 == 0 ? boilerplate[rng() % 8] + 1 + rng() % 3 : rng();
+    if (rng() % 3 == 0) {  // an outlier first: the family's boilerplate and little else
+      std::vector<ShingleHash> outlier(base.begin(), base.begin() + static_cast<ptrdiff_t>(base.size() / 3));
+      for (size_t i = 0; i < 20; ++i) outlier.push_back(rng());
+      sets.push_back(sorted_set(outlier));
+    }
+    const size_t members = 1 + rng() % 9;
+    for (size_t m = 0; m < members; ++m) {
+      auto doc = base;
+      const double change = m == 0 ? 0.0 : 0.05 * static_cast<double>(rng() % 12);
+      for (auto& x : doc)
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < change) x = rng();
+      if (rng() % 4 == 0) doc.resize(doc.size() - doc.size() / 8);  // a shorter copy
+      sets.push_back(sorted_set(doc));
+    }
+  }
+  return sets;
+}
+
+std::vector<DocId> all_docs(const Sets& sets) {
+  std::vector<DocId> d(sets.size());
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<DocId>(i);
+  return d;
+}
+
+// The oracle: every pair, its overlap counted by a merge, the threshold tested in integers.
+std::vector<ScoredPair> brute_force(const Sets& sets, double t) {
+  const ExactThreshold thr = ExactThreshold::from(t);
+  std::vector<ScoredPair> out;
+  for (size_t a = 0; a < sets.size(); ++a)
+    for (size_t b = a + 1; b < sets.size(); ++b) {
+      size_t common = 0;
+      for (size_t i = 0, j = 0; i < sets[a].size() && j < sets[b].size();) {
+        if (sets[a][i] == sets[b][j]) ++common, ++i, ++j;
+        else if (sets[a][i] < sets[b][j]) ++i;
+        else ++j;
+      }
+      if (thr.reached(common, sets[a].size(), sets[b].size()))
+        out.push_back({static_cast<DocId>(a), static_cast<DocId>(b), jaccard(sets[a], sets[b])});
+    }
+  return out;
+}
+
+// The partition of the documents as each one's smallest connected document.
+std::vector<uint32_t> components(size_t n, std::span<const ScoredPair> a, std::span<const ScoredPair> b = {}) {
+  internal::UnionFind uf(n);
+  for (const auto& e : a) uf.unite(e.a, e.b);
+  for (const auto& e : b) uf.unite(e.a, e.b);
+  std::vector<uint32_t> root(n);
+  for (size_t i = 0; i < n; ++i) root[i] = uf.find(static_cast<uint32_t>(i));
+  return root;
+}
+
+}  // namespace
+
+TEST(ExactThreshold, DecidesInIntegers) {
+  const auto t = ExactThreshold::from(0.8);
+  EXPECT_TRUE(t.reached(4, 5, 4));    // 4 / 5 = 0.8 exactly
+  EXPECT_FALSE(t.reached(3, 4, 4));   // 3 / 5
+  EXPECT_TRUE(t.reached(8, 10, 8));   // 8 / 10
+  EXPECT_FALSE(t.reached(0, 0, 0));   // empty sets never
+  EXPECT_EQ(t.min_overlap(5), 4u);    // ceil(4.0)
+  EXPECT_EQ(t.min_overlap(6), 5u);    // ceil(4.8)
+  EXPECT_EQ(t.pair_overlap(5, 4), 4u);  // ceil(0.8 / 1.8 * 9) = 4
+  const auto third = ExactThreshold::from(1.0 / 3.0);
+  EXPECT_TRUE(third.reached(1, 2, 2));  // 1 / 3 >= 0.333333333
+  EXPECT_EQ(ExactThreshold::from(0.0).num, 1u);
+  EXPECT_TRUE(ExactThreshold::from(1.0).reached(7, 7, 7));
+  EXPECT_FALSE(ExactThreshold::from(1.0).reached(6, 7, 7));
+}
+
+TEST(SetJoin, EqualsBruteForceOnMessyClusters) {
+  for (const uint64_t seed : {1u, 2u, 3u}) {
+    const Sets sets = messy(seed, 120);
+    const auto docs = all_docs(sets);
+    for (const double t : {0.3, 0.5, 0.7, 0.8, 0.9, 1.0}) {
+      const auto expected = brute_force(sets, t);
+      for (const int threads : {1, 3}) {
+        SetJoin join(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, threads);
+        const auto got = join.all_pairs();
+        ASSERT_EQ(got, expected) << "seed " << seed << " t " << t << " threads " << threads;
+        // The join compared far fewer pairs than all of them.
+        EXPECT_LT(join.stats().verified, sets.size() * (sets.size() - 1) / 2) << t;
+      }
+      ASSERT_FALSE(expected.empty()) << "the corpus must hold pairs at " << t;
+    }
+  }
+}
+
+TEST(SetJoin, ThresholdExactlyReachedIsIncluded) {
+  // Five shingles, four shared: J = 4 / 6; four of five, J = 4 / 5 = 0.8 exactly.
+  const Sets sets = {{1, 2, 3, 4, 5}, {1, 2, 3, 4}, {1, 2, 3, 4, 6}};
+  SetJoin join(all_docs(sets), [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, 0.8, 1);
+  const auto got = join.all_pairs();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].a, 0u);
+  EXPECT_EQ(got[0].b, 1u);
+  EXPECT_DOUBLE_EQ(got[0].similarity, 0.8);
+  EXPECT_EQ(got[1].a, 1u);
+  EXPECT_EQ(got[1].b, 2u);
+  EXPECT_DOUBLE_EQ(join.similarity(0, 2), 4.0 / 6.0);
+}
+
+TEST(SetJoin, FilterAndSubsetOfDocuments) {
+  const Sets sets = messy(7, 80);
+  // Every other document, and only pairs whose ids sum to an even number.
+  std::vector<DocId> docs;
+  for (DocId d = 0; d < sets.size(); d += 2) docs.push_back(d);
+  const PairFilter keep = [](DocId a, DocId b) { return (a + b) % 4 == 0; };
+  SetJoin join(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, 0.6, 2);
+  std::vector<ScoredPair> expected;
+  for (const auto& p : brute_force(sets, 0.6))
+    if (p.a % 2 == 0 && p.b % 2 == 0 && keep(p.a, p.b)) expected.push_back(p);
+  EXPECT_EQ(join.all_pairs(keep), expected);
+  EXPECT_FALSE(expected.empty());
+  EXPECT_THROW(join.similarity(1, 2), UsageError);
+}
+
+TEST(SetJoin, ConnectGivesTheComponentsOfAllPairs) {
+  for (const uint64_t seed : {11u, 12u}) {
+    const Sets sets = messy(seed, 150);
+    const auto docs = all_docs(sets);
+    for (const double t : {0.5, 0.8}) {
+      const auto all = brute_force(sets, t);
+      SetJoin join(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, 2);
+      const auto edges = join.connect(sets.size(), {}, {});
+      EXPECT_EQ(components(sets.size(), edges), components(sets.size(), all)) << seed << " " << t;
+      // Every edge is a true pair, and it verified fewer pairs than the join found.
+      for (const auto& e : edges)
+        EXPECT_TRUE(std::find_if(all.begin(), all.end(), [&](const ScoredPair& p) { return p.a == e.a && p.b == e.b; }) !=
+                    all.end());
+      EXPECT_LE(edges.size(), all.size());
+      // Known edges are used: given half of the pairs, it still ends at the same partition.
+      const std::vector<ScoredPair> half(all.begin(), all.begin() + static_cast<ptrdiff_t>(all.size() / 2));
+      const auto more = join.connect(sets.size(), half, {});
+      EXPECT_EQ(components(sets.size(), half, more), components(sets.size(), all));
+    }
+  }
+}
+
+TEST(SetJoin, BigClusterWithAnOutlierFirstCostsAboutOneVerificationPerDocument) {
+  // 2,000 near-copies of one text after an outlier that shares a third of it: star edges from the
+  // first document would all fail; connect verifies about one pair per document.
+  std::mt19937_64 rng(5);
+  std::vector<ShingleHash> base(300);
+  for (auto& x : base) x = rng();
+  Sets sets;
+  sets.push_back(sorted_set(std::vector<ShingleHash>(base.begin(), base.begin() + 100)));
+  for (int m = 0; m < 2000; ++m) {
+    auto doc = base;
+    for (int k = 0; k < 6; ++k) doc[rng() % doc.size()] = rng();
+    sets.push_back(sorted_set(doc));
+  }
+  SetJoin join(all_docs(sets), [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, 0.8, 2);
+  const auto edges = join.connect(sets.size(), {}, {});
+  const auto root = components(sets.size(), edges);
+  EXPECT_EQ(root[0], 0u);
+  for (size_t i = 1; i < sets.size(); ++i) ASSERT_EQ(root[i], 1u);
+  EXPECT_EQ(edges.size(), 1999u);
+  EXPECT_LT(join.stats().verified, 3 * sets.size());
+}
+
+TEST(SetJoin, RejectsBadArguments) {
+  const Sets sets = {{1, 2}, {1, 2}};
+  auto set_of = [&](DocId d) { return std::span<const ShingleHash>(sets[d]); };
+  const std::vector<DocId> docs = {0, 1}, unsorted = {1, 0};
+  EXPECT_THROW(SetJoin(docs, set_of, 0.0, 1), UsageError);
+  EXPECT_THROW(SetJoin(docs, set_of, 1.5, 1), UsageError);
+  EXPECT_THROW(SetJoin(unsorted, set_of, 0.5, 1), UsageError);
+  SetJoin join(docs, set_of, 1.0, 1);
+  EXPECT_EQ(join.all_pairs().size(), 1u);
+}
