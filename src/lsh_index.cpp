@@ -33,45 +33,61 @@ bool share_band(std::span<const SigValue> a, std::span<const SigValue> b, const 
 
 namespace {
 
-// The candidates of every band, from key_of(band, doc): per band, the (key, doc) entries of the
-// documents not skipped are sorted by key (a stable radix sort from 4K entries: documents of a
-// bucket stay in increasing order), and a bucket of s documents gives s - 1 star edges.
-template <class KeyOf>
-std::vector<DocPair> band_candidates(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats,
-                                     KeyOf&& key_of) {
-  std::vector<std::vector<DocPair>> per_band(static_cast<size_t>(bands));
+// Every band's buckets of two or more documents, from key_of(band, doc): per band, the (key,
+// doc) entries of the documents not skipped are sorted by key (a stable radix sort from 4K
+// entries: documents of a bucket stay in increasing order), and visit(band, docs) is called for
+// each bucket, on the thread that sorted the band. Returns the entries per band and the largest
+// bucket per band.
+struct BandEntry {
+  uint64_t key;
+  uint64_t doc;
+};
+
+template <class KeyOf, class Visit>
+void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats, KeyOf&& key_of,
+                     Visit&& visit) {
   std::vector<uint64_t> largest(static_cast<size_t>(bands), 0), entries(static_cast<size_t>(bands), 0);
-  struct Entry {
-    uint64_t key;
-    uint64_t doc;
-  };
   // Scratch per thread, reused band after band: pages are faulted in and zeroed by the kernel
   // once per thread, not once per band.
   const size_t workers = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(std::max(threads, 1)), static_cast<size_t>(bands)));
-  std::vector<internal::BigArray<Entry>> entry_scratch, sort_scratch;
+  std::vector<internal::BigArray<BandEntry>> entry_scratch, sort_scratch;
   for (size_t t = 0; t < workers; ++t) {
     entry_scratch.emplace_back(n);
     sort_scratch.emplace_back(n);
   }
   internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t tid) {
-    internal::BigArray<Entry>& e = entry_scratch[tid];
-    internal::BigArray<Entry>& tmp = sort_scratch[tid];
+    internal::BigArray<BandEntry>& e = entry_scratch[tid];
+    internal::BigArray<BandEntry>& tmp = sort_scratch[tid];
     size_t m = 0;
     for (size_t i = 0; i < n; ++i)
       if (skip.empty() || !skip[i]) e[m++] = {key_of(band, i), i};
     if (m >= 4096)
-      internal::radix_sort_by_bits(e.data(), tmp.data(), m, 0, 64, [](const Entry& x) { return x.key; }, 16);
+      internal::radix_sort_by_bits(e.data(), tmp.data(), m, 0, 64, [](const BandEntry& x) { return x.key; }, 16);
     else
-      std::sort(e.begin(), e.begin() + m, [](const Entry& x, const Entry& y) { return x.key != y.key ? x.key < y.key : x.doc < y.doc; });
-    std::vector<DocPair>& out = per_band[band];
+      std::sort(e.begin(), e.begin() + m, [](const BandEntry& x, const BandEntry& y) { return x.key != y.key ? x.key < y.key : x.doc < y.doc; });
     for (size_t i = 0; i < m;) {
       size_t j = i + 1;
       while (j < m && e[j].key == e[i].key) ++j;
-      for (size_t x = i + 1; x < j; ++x) out.push_back({static_cast<DocId>(e[i].doc), static_cast<DocId>(e[x].doc)});
+      if (j - i > 1) visit(band, std::span<const BandEntry>(e.data() + i, j - i));
       largest[band] = std::max<uint64_t>(largest[band], j - i);
       i = j;
     }
     entries[band] = m;
+  });
+  if (stats) {
+    stats->largest_bucket = bands > 0 ? *std::max_element(largest.begin(), largest.end()) : 0;
+    stats->bucket_entries = 0;
+    for (uint64_t x : entries) stats->bucket_entries += x;
+  }
+}
+
+// A bucket of s documents gives s - 1 star edges, from its first document to each other one.
+template <class KeyOf>
+std::vector<DocPair> band_candidates(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats,
+                                     KeyOf&& key_of) {
+  std::vector<std::vector<DocPair>> per_band(static_cast<size_t>(bands));
+  for_each_bucket(n, bands, skip, threads, stats, key_of, [&](size_t band, std::span<const BandEntry> b) {
+    for (size_t x = 1; x < b.size(); ++x) per_band[band].push_back({static_cast<DocId>(b[0].doc), static_cast<DocId>(b[x].doc)});
   });
   size_t total = 0;
   for (const auto& v : per_band) total += v.size();
@@ -83,12 +99,37 @@ std::vector<DocPair> band_candidates(size_t n, int bands, std::span<const uint8_
   }
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
-  if (stats) {
-    stats->largest_bucket = bands > 0 ? *std::max_element(largest.begin(), largest.end()) : 0;
-    stats->bucket_entries = 0;
-    for (uint64_t x : entries) stats->bucket_entries += x;
-  }
   return all;
+}
+
+// The buckets of every band, each distinct list of documents once.
+template <class KeyOf>
+LshBuckets band_buckets(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats, KeyOf&& key_of) {
+  struct Bucket {
+    uint64_t hash;  // of the documents
+    std::vector<DocId> docs;
+  };
+  std::vector<std::vector<Bucket>> per_band(static_cast<size_t>(bands));
+  for_each_bucket(n, bands, skip, threads, stats, key_of, [&](size_t band, std::span<const BandEntry> b) {
+    Bucket k;
+    k.docs.reserve(b.size());
+    for (const BandEntry& e : b) k.docs.push_back(static_cast<DocId>(e.doc));
+    k.hash = internal::hash_bytes(k.docs.data(), k.docs.size() * sizeof(DocId), 0x42554b54ull);
+    per_band[band].push_back(std::move(k));
+  });
+  std::vector<Bucket> all;
+  for (auto& v : per_band)
+    for (auto& b : v) all.push_back(std::move(b));
+  std::sort(all.begin(), all.end(), [](const Bucket& x, const Bucket& y) {
+    return x.docs[0] != y.docs[0] ? x.docs[0] < y.docs[0] : x.hash != y.hash ? x.hash < y.hash : x.docs < y.docs;
+  });
+  LshBuckets out;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i > 0 && all[i].hash == all[i - 1].hash && all[i].docs == all[i - 1].docs) continue;
+    out.members.insert(out.members.end(), all[i].docs.begin(), all[i].docs.end());
+    out.offsets.push_back(out.members.size());
+  }
+  return out;
 }
 
 }  // namespace
@@ -111,6 +152,21 @@ std::vector<DocPair> lsh_candidates_from_keys(std::span<const std::span<const ui
     if (k.size() != n) throw UsageError("lsh_candidates_from_keys: bands of different lengths");
   return band_candidates(n, static_cast<int>(band_keys.size()), skip, threads, stats,
                          [&](size_t band, size_t i) { return band_keys[band][i]; });
+}
+
+LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip, const LshParams& params,
+                       uint64_t seed, int threads, CandidateStats* stats) {
+  const size_t n = k == 0 ? 0 : sigs.size() / k;
+  return band_buckets(n, params.bands, skip, threads, stats, [&](size_t band, size_t i) {
+    return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed);
+  });
+}
+
+LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
+                                 int threads, CandidateStats* stats) {
+  const size_t n = band_keys.empty() ? 0 : band_keys[0].size();
+  return band_buckets(n, static_cast<int>(band_keys.size()), skip, threads, stats,
+                      [&](size_t band, size_t i) { return band_keys[band][i]; });
 }
 
 }  // namespace neardup

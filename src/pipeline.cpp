@@ -18,6 +18,7 @@
 #include "internal/hash.h"
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
+#include "internal/union_find.h"
 #include "neardup/allpairs.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
@@ -353,6 +354,8 @@ void Pipeline::sketch_pass() {
   const auto t0 = Clock::now();
   const bool bottomk = spec_.method == SketchMethod::BottomK;
   const bool simhash = spec_.method == SketchMethod::SimHash;
+  const bool exact = spec_.method == SketchMethod::Exact;
+  std::vector<std::vector<ShingleHash>> exact_sets;
   const size_t k = uses_signatures(spec_.method) ? static_cast<size_t>(spec_.num_perm) : 0;
   // After the first pass, LSH needs only each document's band keys; the signatures are kept
   // only to estimate similarities, or when they are the smaller of the two.
@@ -389,6 +392,7 @@ void Pipeline::sketch_pass() {
     b.keys.resize(keys_only ? b.size() * bands : 0);
     b.simhashes.resize(simhash ? b.size() : 0);
     b.fp_slot.resize(bottomk ? b.size() : 0);
+    b.sets.resize(exact ? b.size() : 0);
     b.empty.resize(b.size());
     b.fps = Fingerprints{};
     b.fps.size = spec_.sketch_size;
@@ -408,6 +412,9 @@ void Pipeline::sketch_pass() {
       b.fps.push_back(fp);
     } else if (simhash) {
       b.simhashes[i] = (*simhasher)(sh);
+    } else if (exact) {
+      b.sets[i].assign(sh.begin(), sh.end());
+      make_set(b.sets[i]);
     } else {
       const auto sig = std::span<SigValue>(b.sigs).subspan(i * k, k);
       hasher->sketch(sh, sig);
@@ -432,6 +439,7 @@ void Pipeline::sketch_pass() {
       sigs_->append(b.sigs.data() + i * k, k);
     if (bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
     if (simhash) simhashes_.push_back(b.simhashes[i]);
+    if (exact) exact_sets.push_back(std::move(b.sets[i]));
     empty_.push_back(b.empty[i]);
   };
   const PassTotals totals = run_pass(reader, *inputs_, threads_, pass);
@@ -447,6 +455,10 @@ void Pipeline::sketch_pass() {
   for (const uint32_t l : lengths_) stats_.text_bytes += l;
   stats_.skipped = bad.skipped();
   stats_.skip_messages = bad.first();
+  if (exact) {
+    sets_ = std::make_unique<ShingleSets>(n);
+    for (DocId d = 0; d < n; ++d) sets_->set(d, std::move(exact_sets[d]));
+  }
   stats_.times.pass1 = seconds_since(t0);
 }
 
@@ -529,44 +541,7 @@ double Pipeline::similarity(DocId a, DocId b) const {
   return scorer()(std::min(a, b), std::max(a, b));
 }
 
-template <class Emit>
-void Pipeline::for_each_cluster_pair(Emit&& emit) const {
-  // Adding edges inside clusters does not change them, so the clustering of the star edges
-  // already holds the groups to expand. Members are in document order, so going through the
-  // documents and pairing each with the later members of its group gives (a, b) order.
-  constexpr size_t kChunk = size_t{1} << 20;
-  constexpr uint32_t kNone = 0xFFFFFFFFu;
-  const size_t k = static_cast<size_t>(spec_.num_perm);
-  const auto groups = cluster_members(clustering_);
-  std::vector<uint32_t> group_of(lengths_.size(), kNone), pos(lengths_.size(), 0);
-  for (size_t gi = 0; gi < groups.size(); ++gi)
-    for (size_t x = 0; x < groups[gi].size(); ++x) {
-      group_of[groups[gi][x]] = static_cast<uint32_t>(gi);
-      pos[groups[gi][x]] = static_cast<uint32_t>(x);
-    }
-  std::vector<DocPair> cand;
-  const auto flush = [&] {
-    if (cand.empty()) return;
-    emit(verify_pairs(cand, scorer(), spec_.threshold, threads_));
-    cand.clear();
-  };
-  for (DocId a = 0; a < lengths_.size(); ++a) {
-    if (group_of[a] == kNone) continue;
-    const auto& g = groups[group_of[a]];
-    for (size_t y = pos[a] + 1; y < g.size(); ++y) {
-      if (!share_band(a, g[y], k)) continue;
-      cand.push_back({a, g[y]});
-      if (cand.size() == kChunk) flush();
-    }
-  }
-  flush();
-}
-
-void Pipeline::expand_cluster_pairs() {
-  std::vector<ScoredPair> all;
-  for_each_cluster_pair([&](std::vector<ScoredPair>&& chunk) { all.insert(all.end(), chunk.begin(), chunk.end()); });
-  pairs_ = std::move(all);
-}
+PairFilter Pipeline::pair_filter() const { return uses_signatures(spec_.method) ? band_filter() : PairFilter(); }
 
 void Pipeline::verify_candidates(const std::vector<DocPair>& candidates, double threshold) {
   if (spec_.verify == VerifyMode::Exact && !candidates.empty()) {
@@ -577,8 +552,27 @@ void Pipeline::verify_candidates(const std::vector<DocPair>& candidates, double 
   pairs_ = verify_pairs(candidates, scorer(), threshold, threads_);
 }
 
-void Pipeline::find_pairs_minhash() {
+PairFilter Pipeline::band_filter() const {
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  return [this, k](DocId a, DocId b) { return share_band(a, b, k); };
+}
+
+void Pipeline::build_join(const std::vector<uint8_t>& joined) {
+  std::vector<DocId> docs;
+  for (DocId d = 0; d < joined.size(); ++d)
+    if (joined[d]) docs.push_back(d);
+  join_ = std::make_unique<SetJoin>(docs, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
+}
+
+// LSH with exact verification. Star edges first (a bucket of s documents gives s - 1, verified in
+// parallel): on clean clusters they connect everything. Then the exact join over the documents of
+// every bucket, restricted to pairs that share a band, connects what the stars missed: a bucket
+// whose first document is an outlier, or two clusters that meet in a bucket through a document
+// the star's centre is not similar to. So every pair that shares a bucket and has J >= t ends up
+// in one cluster, and pairs mode reports every such pair (the join again, without skipping).
+void Pipeline::find_pairs_lsh() {
   auto t = Clock::now();
+  if (spec_.verify == VerifyMode::Estimate) return find_pairs_lsh_estimate();
   CandidateStats cs;
   std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
   const std::vector<DocPair> candidates =
@@ -589,8 +583,80 @@ void Pipeline::find_pairs_minhash() {
   stats_.largest_bucket = cs.largest_bucket;
   stats_.times.lsh = seconds_since(t);
   t = Clock::now();
-  verify_candidates(candidates, spec_.threshold);
+  std::vector<uint8_t> in_bucket(lengths_.size(), 0);
+  for (const DocPair& p : candidates) in_bucket[p.a] = in_bucket[p.b] = 1;
+  if (!candidates.empty()) load_sets_pass(in_bucket);
+  pairs_ = verify_pairs(candidates, scorer(), spec_.threshold, threads_);
+  build_join(in_bucket);
+  const std::vector<ScoredPair> more = join_->connect(lengths_.size(), pairs_, band_filter());
+  if (!more.empty()) {
+    pairs_.insert(pairs_.end(), more.begin(), more.end());
+    std::sort(pairs_.begin(), pairs_.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+  }
+  stats_.candidates += join_->stats().verified;
   stats_.times.verify = seconds_since(t);
+}
+
+// LSH with estimated similarities: no sets to join, so each bucket's pairs are compared by their
+// signatures (a bucket of s documents costs up to s(s - 1)/2 estimates of num_perm values). For
+// clusters, a pair already connected is skipped; pairs mode keeps every pair.
+void Pipeline::find_pairs_lsh_estimate() {
+  auto t = Clock::now();
+  CandidateStats cs;
+  std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
+  const LshBuckets buckets =
+      band_keys_.empty()
+          ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs)
+          : lsh_buckets_from_keys(keys, empty_, threads_, &cs);
+  stats_.largest_bucket = cs.largest_bucket;
+  stats_.times.lsh = seconds_since(t);
+  t = Clock::now();
+  const Scorer score = scorer();
+  if (mode_ == Mode::Pairs) {
+    std::vector<DocPair> all;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const auto b = buckets[i];
+      for (size_t y = 1; y < b.size(); ++y)
+        for (size_t x = 0; x < y; ++x) all.push_back({b[x], b[y]});
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    stats_.candidates = all.size();
+    pairs_ = verify_pairs(all, score, spec_.threshold, threads_);
+  } else {
+    internal::UnionFind uf(lengths_.size());
+    pairs_.clear();
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const auto b = buckets[i];
+      for (size_t y = 1; y < b.size(); ++y)
+        for (size_t x = 0; x < y; ++x) {
+          if (uf.find(b[x]) == uf.find(b[y])) continue;
+          ++stats_.candidates;
+          const double sim = score(b[x], b[y]);
+          if (sim + kSimilarityEpsilon < spec_.threshold) continue;
+          uf.unite(b[x], b[y]);
+          pairs_.push_back({b[x], b[y], sim});
+        }
+    }
+    std::sort(pairs_.begin(), pairs_.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+  }
+  stats_.times.verify = seconds_since(t);
+}
+
+// No sketch: every document's shingle set was kept by the first pass; the exact join finds every
+// pair (pairs mode, when written or by expand) or connects them (clusters).
+void Pipeline::find_pairs_exact() {
+  const auto t = Clock::now();
+  std::vector<uint8_t> joined(lengths_.size());
+  for (size_t d = 0; d < joined.size(); ++d) joined[d] = empty_[d] ? 0 : 1;
+  build_join(joined);
+  stats_.times.lsh = seconds_since(t);
+  const auto t2 = Clock::now();
+  pairs_ = join_->connect(lengths_.size(), {}, {});
+  std::sort(pairs_.begin(), pairs_.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+  stats_.candidates = join_->stats().verified;
+  stats_.verify_docs = join_->size();
+  stats_.times.verify = seconds_since(t2);
 }
 
 void Pipeline::find_pairs_bottomk() {
@@ -705,14 +771,17 @@ void Pipeline::run(Mode mode) {
   const auto t_start = Clock::now();
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
     throw UsageError("--top applies to pairs with --method bottomk only");
+  mode_ = mode;
   sketch_pass();
   check_duplicate_ids();
   if (spec_.method == SketchMethod::BottomK)
     find_pairs_bottomk();
   else if (spec_.method == SketchMethod::SimHash)
     find_pairs_simhash();
+  else if (spec_.method == SketchMethod::Exact)
+    find_pairs_exact();
   else
-    find_pairs_minhash();
+    find_pairs_lsh();
   stats_.verified = pairs_.size();
 
   auto t = Clock::now();
@@ -721,12 +790,14 @@ void Pipeline::run(Mode mode) {
   stats_.removed = clustering_.removed;
   stats_.times.cluster = seconds_since(t);
 
-  // The bottomk join and the SimHash tables already found every pair; LSH found star edges only.
-  const bool expand = mode == Mode::Pairs && uses_signatures(spec_.method);
+  // The bottomk join and the SimHash tables already found every pair, and so did LSH with
+  // estimates; with exact verification the pairs found so far only connect the clusters, and the
+  // exact join lists them all (here, or as they are written).
+  const bool expand = mode == Mode::Pairs && join_ != nullptr;
   expand_on_write_ = expand && options_.stream_pairs;
   if (expand && !expand_on_write_) {
     t = Clock::now();
-    expand_cluster_pairs();
+    pairs_ = join_->all_pairs(pair_filter());
     stats_.times.verify += seconds_since(t);
   }
   stats_.pairs = pairs_.size();  // with stream_pairs, write_pairs counts them
@@ -801,7 +872,7 @@ void Pipeline::write_pairs(io::AtomicFile& out) {
   if (!expand_on_write_) return write_pair_lines(pairs_, out);
   const auto t = Clock::now();
   uint64_t n = 0;
-  for_each_cluster_pair([&](const std::vector<ScoredPair>& chunk) {
+  join_->pairs(pair_filter(), [&](std::span<const ScoredPair> chunk) {
     write_pair_lines(chunk, out);
     n += chunk.size();
   });

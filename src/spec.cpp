@@ -42,6 +42,10 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
   bool verify_given = false;
   while (in >> token) {
     const size_t colon = token.find(':');
+    if (token == "exact") {
+      s.method = SketchMethod::Exact;
+      continue;
+    }
     if (colon == std::string::npos)
       throw UsageError("bad pipeline spec token '" + token + "': expected name:value (for example words:5)");
     const std::string_view name = std::string_view(token).substr(0, colon);
@@ -90,7 +94,7 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
       s.shingle.seed = seed;
     } else {
       throw UsageError("unknown pipeline spec token '" + token +
-                       "' (known: words:K chars:N minhash:P oph:P bottomk:N simhash:K weights:W lsh:BxR verify:T estimate:T seed:S)");
+                       "' (known: words:K chars:N minhash:P oph:P bottomk:N simhash:K exact weights:W lsh:BxR verify:T estimate:T seed:S)");
     }
   }
   if (s.method == SketchMethod::SimHash && !verify_given) {
@@ -116,6 +120,13 @@ PipelineSpec PipelineSpec::resolved() const {
       throw UsageError("bands and rows apply to minhash and oph only; simhash finds pairs with permuted tables");
     return s;
   }
+  if (s.method == SketchMethod::Exact) {
+    if (s.verify != VerifyMode::Exact)
+      throw UsageError("the exact method computes every similarity exactly; --verify estimate does not apply to it");
+    if (s.lsh.bands != 0 || s.lsh.rows != 0)
+      throw UsageError("bands and rows apply to minhash and oph only; the exact method joins the shingle sets, without LSH");
+    return s;
+  }
   if (s.method == SketchMethod::BottomK) {
     if (s.sketch_size < 1 || s.sketch_size > 65536)
       throw UsageError("sketch size must be between 1 and 65536, got " + std::to_string(s.sketch_size));
@@ -135,7 +146,9 @@ PipelineSpec PipelineSpec::resolved() const {
 
 std::string PipelineSpec::to_string() const {
   std::string out = (shingle.kind == ShingleKind::Words ? "words:" : "chars:") + std::to_string(shingle.k);
-  if (method == SketchMethod::BottomK) {
+  if (method == SketchMethod::Exact) {
+    out += " exact";
+  } else if (method == SketchMethod::BottomK) {
     out += " bottomk:" + std::to_string(sketch_size);
   } else if (method == SketchMethod::SimHash) {
     out += " simhash:" + std::to_string(hamming);

@@ -59,4 +59,23 @@ std::vector<DocPair> lsh_candidates(std::span<const SigValue> sigs, size_t k, st
 std::vector<DocPair> lsh_candidates_from_keys(std::span<const std::span<const uint64_t>> band_keys,
                                               std::span<const uint8_t> skip, int threads, CandidateStats* stats = nullptr);
 
+/// The buckets of two or more documents over every band, each distinct list of documents once
+/// (a cluster of near-copies falls into the same bucket in many bands): members ascending,
+/// buckets in order of their first member. Row-major like a signature batch: bucket i is
+/// members[offsets[i], offsets[i + 1]).
+struct LshBuckets {
+  std::vector<uint64_t> offsets{0};
+  std::vector<DocId> members;
+  size_t size() const noexcept { return offsets.size() - 1; }
+  std::span<const DocId> operator[](size_t i) const noexcept {
+    return std::span<const DocId>(members).subspan(offsets[i], offsets[i + 1] - offsets[i]);
+  }
+};
+
+/// The buckets of lsh_candidates, instead of its star edges.
+LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip, const LshParams& params,
+                       uint64_t seed, int threads, CandidateStats* stats = nullptr);
+LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
+                                 int threads, CandidateStats* stats = nullptr);
+
 }  // namespace neardup

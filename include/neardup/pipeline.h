@@ -18,6 +18,7 @@
 #include "neardup/bottomk.h"
 #include "neardup/cluster.h"
 #include "neardup/io/reader.h"
+#include "neardup/setjoin.h"
 #include "neardup/spec.h"
 #include "neardup/types.h"
 
@@ -154,15 +155,18 @@ class Pipeline {
  private:
   void sketch_pass();
   void load_sets_pass(const std::vector<uint8_t>& needed);
-  void expand_cluster_pairs();
-  /// The verified pairs within clusters that share a band, in (a, b) order: emit(chunk) per
-  /// chunk of candidates, so that memory does not grow with the number of pairs.
-  template <class Emit>
-  void for_each_cluster_pair(Emit&& emit) const;
+  /// The exact join over the documents with joined[d] != 0 (their sets loaded).
+  void build_join(const std::vector<uint8_t>& joined);
+  /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
+  PairFilter band_filter() const;
+  PairFilter pair_filter() const;
   void write_pair_lines(std::span<const ScoredPair> pairs, io::AtomicFile& out) const;
   bool share_band(DocId a, DocId b, size_t k) const noexcept;
-  /// LSH candidates (minhash) or join candidates (bottomk), scored and kept above the threshold.
-  void find_pairs_minhash();
+  /// LSH candidates (minhash, oph) or join candidates (bottomk, exact), scored and kept above
+  /// the threshold.
+  void find_pairs_lsh();
+  void find_pairs_lsh_estimate();
+  void find_pairs_exact();
   void find_pairs_bottomk();
   void find_pairs_simhash();
   void verify_candidates(const std::vector<DocPair>& candidates, double threshold);
@@ -194,6 +198,8 @@ class Pipeline {
   std::vector<uint64_t> simhashes_;
   std::vector<uint8_t> empty_;
   std::unique_ptr<ShingleSets> sets_;
+  std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
+  Mode mode_ = Mode::Dedup;
   std::vector<ScoredPair> pairs_;
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
   Clustering clustering_;

@@ -34,6 +34,9 @@ inline constexpr unsigned kShingleRotation = 23;  ///< odd: 64 distinct rotation
 /// A window of K tokens moving by one token updates the XOR in O(1) (rolling).
 uint64_t combine_tokens(std::span<const uint64_t> token_hashes, uint64_t seed) noexcept;
 
+/// Sorts shingle hashes and removes the repeats: the shingle set.
+void make_set(std::vector<ShingleHash>& hashes);
+
 /// Turns texts into shingle hashes. Reuses its buffers: one Shingler per thread.
 class Shingler {
  public:

@@ -35,7 +35,8 @@ namespace neardup {
 
 inline constexpr double kDefaultThreshold = 0.8;
 
-enum class SketchMethod { MinHash, BottomK, SimHash, Oph };
+/// Exact: no sketch; every pair with J >= t by the exact set-similarity join (setjoin.h).
+enum class SketchMethod { MinHash, BottomK, SimHash, Oph, Exact };
 
 /// Methods whose sketch is a signature of num_perm values, banded by LSH (minhash, oph).
 constexpr bool uses_signatures(SketchMethod m) noexcept { return m == SketchMethod::MinHash || m == SketchMethod::Oph; }

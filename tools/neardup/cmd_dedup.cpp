@@ -23,11 +23,13 @@ void add_sketch_options(CLI::App* cmd, Options& o) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--method", o.method,
                   "Sketch: minhash (k-permutation MinHash + LSH), oph (one-permutation hashing with densification + LSH; "
-                  "one hash per shingle), bottomk (bottom-k MinHash + exact all-pairs join) or simhash (64-bit SimHash + permuted tables)")
+                  "one hash per shingle), bottomk (bottom-k MinHash + exact all-pairs join), simhash (64-bit SimHash + permuted tables) or "
+                  "exact (no sketch: every pair with J >= T by an exact join of the shingle sets; holds every set in memory)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, SketchMethod>{{"minhash", SketchMethod::MinHash},
                                                                             {"oph", SketchMethod::Oph},
                                                                             {"bottomk", SketchMethod::BottomK},
-                                                                            {"simhash", SketchMethod::SimHash}}))
+                                                                            {"simhash", SketchMethod::SimHash},
+                                                                            {"exact", SketchMethod::Exact}}))
       ->default_str("oph");
   cmd->add_option("--hamming", o.hamming, "Largest Hamming distance between SimHashes of a pair (--method simhash)")
       ->default_val(kDefaultHamming)->check(CLI::Range(0, 16));
@@ -246,7 +248,7 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
                "sketch %.3f s); %s %.3f s; verify %.3f s (%llu documents re-read); cluster %.3f s; write %.3f s; "
                "kernel %s; largest bucket %llu\n",
                mb, t.pass1, t.pass1 > 0 ? mb / t.pass1 : 0.0, t.parse, t.shingle, t.sketch,
-               p.spec().method == SketchMethod::BottomK   ? "join"
+               p.spec().method == SketchMethod::BottomK || p.spec().method == SketchMethod::Exact ? "join"
                : p.spec().method == SketchMethod::SimHash ? "tables"
                                                           : "lsh",
                t.lsh, t.verify,
