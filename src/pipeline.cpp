@@ -40,6 +40,35 @@ std::optional<T>& per_thread() {
 }
 
 using Clock = std::chrono::steady_clock;
+
+bool by_pair(const ScoredPair& x, const ScoredPair& y) noexcept { return x.a != y.a ? x.a < y.a : x.b < y.b; }
+
+// Merges pairs sorted by (a, b) into a stream sorted the same way, each pair once: the pairs
+// verified directly and those the join lists as it goes.
+class PairMerger {
+ public:
+  PairMerger(std::span<const ScoredPair> held, std::function<void(std::span<const ScoredPair>)> out)
+      : held_(held), out_(std::move(out)) {}
+  void add(std::span<const ScoredPair> chunk) {
+    buf_.clear();
+    for (const ScoredPair& p : chunk) {
+      while (next_ < held_.size() && by_pair(held_[next_], p)) buf_.push_back(held_[next_++]);
+      if (next_ < held_.size() && held_[next_].a == p.a && held_[next_].b == p.b) ++next_;
+      buf_.push_back(p);
+    }
+    if (!buf_.empty()) out_(buf_);
+  }
+  void finish() {
+    if (next_ < held_.size()) out_(held_.subspan(next_));
+    next_ = held_.size();
+  }
+
+ private:
+  std::span<const ScoredPair> held_;
+  std::function<void(std::span<const ScoredPair>)> out_;
+  size_t next_ = 0;
+  std::vector<ScoredPair> buf_;
+};
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // A file's size and modification time (ns), or (0, 0) if it cannot be stat'ed: what tells that
@@ -565,35 +594,89 @@ void Pipeline::build_join(const std::vector<uint8_t>& joined) {
 }
 
 // LSH with exact verification. Star edges first (a bucket of s documents gives s - 1, verified in
-// parallel): on clean clusters they connect everything. Then the exact join over the documents of
-// every bucket, restricted to pairs that share a band, connects what the stars missed: a bucket
-// whose first document is an outlier, or two clusters that meet in a bucket through a document
-// the star's centre is not similar to. So every pair that shares a bucket and has J >= t ends up
-// in one cluster, and pairs mode reports every such pair (the join again, without skipping).
+// parallel): on clean clusters they connect everything. A bucket the stars left split (its first
+// document an outlier, or two clusters meeting in it) is completed exactly: a small one by
+// verifying its pairs across clusters, a large one by the exact join over its documents,
+// restricted to pairs that share a band, which verifies only pairs not yet connected. So every
+// pair that shares a bucket and has J >= t ends up in one cluster. Pairs mode lists every such
+// pair: all the pairs of the small buckets are verified, and the join lists those of the large
+// ones (here, or as they are written).
 void Pipeline::find_pairs_lsh() {
   auto t = Clock::now();
   if (spec_.verify == VerifyMode::Estimate) return find_pairs_lsh_estimate();
   CandidateStats cs;
   std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
-  const std::vector<DocPair> candidates =
+  const LshBuckets buckets =
       band_keys_.empty()
-          ? lsh_candidates(signatures(), static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs)
-          : lsh_candidates_from_keys(keys, empty_, threads_, &cs);
-  stats_.candidates = candidates.size();
+          ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs)
+          : lsh_buckets_from_keys(keys, empty_, threads_, &cs);
+  std::vector<DocPair> stars;
+  std::vector<uint8_t> in_bucket(lengths_.size(), 0);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const auto b = buckets[i];
+    for (size_t x = 1; x < b.size(); ++x) stars.push_back({b[0], b[x]});
+    for (const DocId d : b) in_bucket[d] = 1;
+  }
+  std::sort(stars.begin(), stars.end());
+  stars.erase(std::unique(stars.begin(), stars.end()), stars.end());
   stats_.largest_bucket = cs.largest_bucket;
   stats_.times.lsh = seconds_since(t);
   t = Clock::now();
-  std::vector<uint8_t> in_bucket(lengths_.size(), 0);
-  for (const DocPair& p : candidates) in_bucket[p.a] = in_bucket[p.b] = 1;
-  if (!candidates.empty()) load_sets_pass(in_bucket);
-  pairs_ = verify_pairs(candidates, scorer(), spec_.threshold, threads_);
-  build_join(in_bucket);
-  const std::vector<ScoredPair> more = join_->connect(lengths_.size(), pairs_, band_filter());
-  if (!more.empty()) {
-    pairs_.insert(pairs_.end(), more.begin(), more.end());
-    std::sort(pairs_.begin(), pairs_.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+  if (!stars.empty()) load_sets_pass(in_bucket);
+  pairs_ = verify_pairs(stars, scorer(), spec_.threshold, threads_);
+  uint64_t verified = stars.size();
+
+  // Buckets up to this size are completed pair by pair (at most 2,016 pairs each); larger ones
+  // by the join, whose cost grows with the pairs it finds rather than with s^2.
+  constexpr size_t kDirect = 64;
+  const bool pairs_mode = mode_ == Mode::Pairs;
+  std::vector<uint8_t> joined(lengths_.size(), 0);
+  std::vector<DocPair> direct;
+  {
+    internal::UnionFind uf(lengths_.size());
+    for (const ScoredPair& e : pairs_) uf.unite(e.a, e.b);
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const auto b = buckets[i];
+      bool split = false;
+      for (const DocId d : b) split |= uf.find(d) != uf.find(b[0]);
+      if (!split && !pairs_mode) continue;
+      if (b.size() > kDirect) {
+        for (const DocId d : b) joined[d] = 1;
+        continue;
+      }
+      for (size_t y = 2; y < b.size(); ++y)  // the pairs with b[0] are stars
+        for (size_t x = 1; x < y; ++x)
+          if (pairs_mode || uf.find(b[x]) != uf.find(b[y])) direct.push_back({b[x], b[y]});
+    }
   }
-  stats_.candidates += join_->stats().verified;
+  std::sort(direct.begin(), direct.end());
+  direct.erase(std::unique(direct.begin(), direct.end()), direct.end());
+  {  // stars already verified
+    std::vector<DocPair> rest;
+    std::set_difference(direct.begin(), direct.end(), stars.begin(), stars.end(), std::back_inserter(rest));
+    direct.swap(rest);
+  }
+  verified += direct.size();
+  if (!direct.empty()) {
+    const auto more = verify_pairs(direct, scorer(), spec_.threshold, threads_);
+    std::vector<ScoredPair> merged(pairs_.size() + more.size());
+    std::merge(pairs_.begin(), pairs_.end(), more.begin(), more.end(), merged.begin(), by_pair);
+    pairs_.swap(merged);
+  }
+  std::vector<DocPair>().swap(direct);
+  std::vector<DocPair>().swap(stars);
+  if (std::find(joined.begin(), joined.end(), 1) != joined.end()) {
+    build_join(joined);
+    const std::vector<ScoredPair> more = join_->connect(lengths_.size(), pairs_, band_filter());
+    verified += join_->stats().verified;
+    // Pairs mode lists the join's pairs with these (which hold every pair of the small buckets).
+    if (pairs_mode) direct_pairs_ = pairs_;
+    if (!more.empty()) {
+      pairs_.insert(pairs_.end(), more.begin(), more.end());
+      std::sort(pairs_.begin(), pairs_.end(), by_pair);
+    }
+  }
+  stats_.candidates = verified;
   stats_.times.verify = seconds_since(t);
 }
 
@@ -797,7 +880,10 @@ void Pipeline::run(Mode mode) {
   expand_on_write_ = expand && options_.stream_pairs;
   if (expand && !expand_on_write_) {
     t = Clock::now();
-    pairs_ = join_->all_pairs(pair_filter());
+    std::vector<ScoredPair> all;
+    for_each_pair([&](std::span<const ScoredPair> chunk) { all.insert(all.end(), chunk.begin(), chunk.end()); });
+    pairs_ = std::move(all);
+    std::vector<ScoredPair>().swap(direct_pairs_);
     stats_.times.verify += seconds_since(t);
   }
   stats_.pairs = pairs_.size();  // with stream_pairs, write_pairs counts them
@@ -872,12 +958,18 @@ void Pipeline::write_pairs(io::AtomicFile& out) {
   if (!expand_on_write_) return write_pair_lines(pairs_, out);
   const auto t = Clock::now();
   uint64_t n = 0;
-  join_->pairs(pair_filter(), [&](std::span<const ScoredPair> chunk) {
+  for_each_pair([&](std::span<const ScoredPair> chunk) {
     write_pair_lines(chunk, out);
     n += chunk.size();
   });
   stats_.pairs = n;
   stats_.times.verify += seconds_since(t);
+}
+
+void Pipeline::for_each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) const {
+  PairMerger merge(direct_pairs_, emit);
+  join_->pairs(pair_filter(), [&](std::span<const ScoredPair> chunk) { merge.add(chunk); });
+  merge.finish();
 }
 
 void Pipeline::write_pair_lines(std::span<const ScoredPair> pairs, io::AtomicFile& out) const {

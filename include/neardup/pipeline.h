@@ -160,6 +160,8 @@ class Pipeline {
   /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
   PairFilter band_filter() const;
   PairFilter pair_filter() const;
+  /// Pairs mode with a join: every pair, in (a, b) order, a chunk at a time.
+  void for_each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) const;
   void write_pair_lines(std::span<const ScoredPair> pairs, io::AtomicFile& out) const;
   bool share_band(DocId a, DocId b, size_t k) const noexcept;
   /// LSH candidates (minhash, oph) or join candidates (bottomk, exact), scored and kept above
@@ -200,6 +202,7 @@ class Pipeline {
   std::unique_ptr<ShingleSets> sets_;
   std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
   Mode mode_ = Mode::Dedup;
+  std::vector<ScoredPair> direct_pairs_;  // pairs mode with a join: the pairs verified one by one
   std::vector<ScoredPair> pairs_;
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
   Clustering clustering_;
