@@ -107,6 +107,11 @@ struct Batch {
   std::vector<uint8_t> empty;
   std::vector<uint32_t> fp_slot;  // bottomk: the entry's fingerprint in `fps`
   std::vector<std::vector<ShingleHash>> sets;
+  // The keep-by field of each entry (when asked for): kind, number, string in keys_text.
+  std::vector<uint8_t> keys_kind;
+  std::vector<double> keys_num;
+  std::vector<size_t> keys_text_begin;
+  std::string keys_text;
   uint64_t shingles = 0, invalid_utf8 = 0;
   double t_parse = 0, t_shingle = 0, t_sketch = 0;
   bool done = false;  // guarded by the runner's mutex
@@ -199,6 +204,12 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
         e.id_begin = b.ids.size();
         e.id_length = rec.id.size();
         b.ids.append(rec.id);
+        if (!b.keys_kind.empty()) {
+          b.keys_kind[i] = static_cast<uint8_t>(rec.key.kind);
+          b.keys_num[i] = rec.key.number;
+          b.keys_text_begin[i] = b.keys_text.size();
+          b.keys_text.append(rec.key.text);
+        }
         text = rec.text;
       }
       b.ok[i] = 1;
@@ -358,6 +369,14 @@ Pipeline::Pipeline(const std::vector<std::string>& inputs, RunOptions options)
   if (inputs.empty()) throw UsageError("no input given; pass files, directories or - for stdin");
   inputs_ = std::make_unique<io::InputSet>(inputs, options_.reader.format);
   if (inputs_->sources().empty()) throw FormatError("the inputs hold no files (empty directories?); check the paths");
+  if (!options_.keep_by.empty()) {
+    if (!inputs_->all_jsonl())
+      throw UsageError("--keep-by reads a field of JSONL records; the inputs include plain-text files (use --keep first or longest)");
+    options_.keep = KeepPolicy::Field;
+    options_.reader.key_field = options_.keep_by;
+  } else if (options_.keep == KeepPolicy::Field) {
+    throw UsageError("keep policy 'field' needs the field's name (RunOptions::keep_by)");
+  }
 }
 
 Pipeline::~Pipeline() = default;
@@ -384,6 +403,7 @@ void Pipeline::sketch_pass() {
   const bool bottomk = spec_.method == SketchMethod::BottomK;
   const bool simhash = spec_.method == SketchMethod::SimHash;
   const bool exact = spec_.method == SketchMethod::Exact;
+  const bool keep_by = !options_.reader.key_field.empty();
   std::vector<std::vector<ShingleHash>> exact_sets;
   const size_t k = uses_signatures(spec_.method) ? static_cast<size_t>(spec_.num_perm) : 0;
   // After the first pass, LSH needs only each document's band keys; the signatures are kept
@@ -422,6 +442,10 @@ void Pipeline::sketch_pass() {
     b.simhashes.resize(simhash ? b.size() : 0);
     b.fp_slot.resize(bottomk ? b.size() : 0);
     b.sets.resize(exact ? b.size() : 0);
+    b.keys_kind.assign(keep_by ? b.size() : 0, 0);
+    b.keys_num.assign(keep_by ? b.size() : 0, 0.0);
+    b.keys_text_begin.assign(keep_by ? b.size() + 1 : 0, 0);
+    b.keys_text.clear();
     b.empty.resize(b.size());
     b.fps = Fingerprints{};
     b.fps.size = spec_.sketch_size;
@@ -469,6 +493,19 @@ void Pipeline::sketch_pass() {
     if (bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
     if (simhash) simhashes_.push_back(b.simhashes[i]);
     if (exact) exact_sets.push_back(std::move(b.sets[i]));
+    if (keep_by) {
+      // The string of entry i ends where the next parsed entry's begins (or at the end).
+      size_t end = b.keys_text.size();
+      for (size_t j = i + 1; j < b.size(); ++j)
+        if (b.ok[j]) {
+          end = b.keys_text_begin[j];
+          break;
+        }
+      key_kind_.push_back(b.keys_kind[i]);
+      key_num_.push_back(b.keys_num[i]);
+      key_blob_.append(b.keys_text, b.keys_text_begin[i], end - b.keys_text_begin[i]);
+      key_end_.push_back(key_blob_.size());
+    }
     empty_.push_back(b.empty[i]);
   };
   const PassTotals totals = run_pass(reader, *inputs_, threads_, pass);
@@ -868,9 +905,17 @@ void Pipeline::run(Mode mode) {
   stats_.verified = pairs_.size();
 
   auto t = Clock::now();
-  clustering_ = cluster_documents(lengths_.size(), pairs_, options_.keep, lengths_);
+  const std::vector<uint32_t> rank = keep_ranks();
+  clustering_ = cluster_components(lengths_.size(), pairs_, rank);
+  if (options_.cluster == ClusterMode::Leader)
+    clustering_ = cluster_leaders(
+        clustering_, rank, [&](DocId a, DocId b) { return similarity(a, b) + kSimilarityEpsilon >= spec_.threshold; }, threads_);
   stats_.clusters = clustering_.clusters;
   stats_.removed = clustering_.removed;
+  stats_.removed_below_threshold = 0;
+  for (DocId i = 0; i < lengths_.size(); ++i)
+    if (!clustering_.kept(i) && similarity(i, clustering_.keeper[i]) + kSimilarityEpsilon < spec_.threshold)
+      ++stats_.removed_below_threshold;
   stats_.times.cluster = seconds_since(t);
 
   // The bottomk join and the SimHash tables already found every pair, and so did LSH with
@@ -888,6 +933,42 @@ void Pipeline::run(Mode mode) {
   }
   stats_.pairs = pairs_.size();  // with stream_pairs, write_pairs counts them
   stats_.seconds = seconds_since(t_start);
+}
+
+std::vector<uint32_t> Pipeline::keep_ranks() const {
+  const size_t n = lengths_.size();
+  if (options_.keep != KeepPolicy::Field) return neardup::keep_ranks(n, options_.keep, lengths_);
+  // By the field: numbers or strings (all one kind), missing values last, ties by input order.
+  using Kind = io::KeyValue::Kind;
+  auto kind = [&](DocId d) { return static_cast<Kind>(key_kind_[d]); };
+  auto text = [&](DocId d) {
+    const uint64_t b = d == 0 ? 0 : key_end_[d - 1];
+    return std::string_view(key_blob_).substr(b, key_end_[d] - b);
+  };
+  std::optional<DocId> first_number, first_string;
+  for (DocId d = 0; d < n; ++d) {
+    if (kind(d) == Kind::Number && !first_number) first_number = d;
+    if (kind(d) == Kind::String && !first_string) first_string = d;
+  }
+  if (first_number && first_string) {
+    const DocId later = std::max(*first_number, *first_string), earlier = std::min(*first_number, *first_string);
+    throw FormatError(where_of(later) + ": keep-by field \"" + options_.reader.key_field + "\" is a " +
+                      (kind(later) == Kind::Number ? "number" : "string") + " here but a " +
+                      (kind(earlier) == Kind::Number ? "number" : "string") + " in " + where_of(earlier) +
+                      "; give every record the same kind of value (numbers, or strings such as ISO dates)");
+  }
+  const bool desc = options_.keep_descending;
+  std::vector<uint32_t> order(n);
+  for (uint32_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](DocId a, DocId b) {
+    const bool ma = kind(a) == Kind::Missing, mb = kind(b) == Kind::Missing;
+    if (ma || mb) return !ma && mb;
+    if (kind(a) == Kind::Number) return desc ? key_num_[a] > key_num_[b] : key_num_[a] < key_num_[b];
+    return desc ? text(a) > text(b) : text(a) < text(b);
+  });
+  std::vector<uint32_t> rank(n);
+  for (uint32_t r = 0; r < n; ++r) rank[order[r]] = r;
+  return rank;
 }
 
 MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const {

@@ -77,6 +77,10 @@ class NearDupIndex {
   NearDupIndex& operator=(const NearDupIndex&) = delete;
 
   const PipelineSpec& spec() const noexcept { return spec_; }
+  /// The probability that the index's bands make a pair of similarity t a candidate (the
+  /// S-curve, lsh_probability): what a query at threshold t finds of the pairs at t. Built for
+  /// spec().threshold, it is lower below it, and falls fast.
+  double recall_at(double t) const noexcept { return lsh_probability(t, spec_.lsh.bands, spec_.lsh.rows); }
   /// Live documents (inserted and not removed).
   size_t size() const noexcept { return live_; }
   /// Document slots (live or removed); DocIds are below this.

@@ -48,6 +48,11 @@ struct RunOptions {
   io::ReaderOptions reader;
   int threads = 0;  ///< 0: all hardware threads
   KeepPolicy keep = KeepPolicy::First;
+  /// Keep by a JSONL field (sets keep to KeepPolicy::Field): numbers or strings, the largest
+  /// first (keep_descending) or the smallest; records without it last; ties by input order.
+  std::string keep_by;
+  bool keep_descending = true;
+  ClusterMode cluster = ClusterMode::Components;
   DuplicateIds duplicate_ids = DuplicateIds::Error;
   /// Pairs mode with bottomk: report the `top` most similar pairs instead of those above the
   /// threshold (0: off).
@@ -80,6 +85,9 @@ struct RunStats {
   uint64_t pairs = 0;          ///< pairs reported (pairs mode)
   uint64_t clusters = 0;
   uint64_t removed = 0;
+  /// Removed documents less similar than the threshold to their kept one (components chain;
+  /// always 0 with ClusterMode::Leader).
+  uint64_t removed_below_threshold = 0;
   uint64_t verify_docs = 0;    ///< documents whose shingle sets were recomputed for exact verification
   uint64_t largest_bucket = 0;
   std::vector<std::string> skip_messages;  ///< the first few
@@ -173,6 +181,8 @@ class Pipeline {
   void find_pairs_simhash();
   void verify_candidates(const std::vector<DocPair>& candidates, double threshold);
   Scorer scorer() const noexcept;
+  /// Keep order (cluster.h): by the policy, or by the keep-by field.
+  std::vector<uint32_t> keep_ranks() const;
   /// Throws IoError if a record read again is not the document `doc` of the first pass.
   void check_same_record(const io::Record& r, DocId doc) const;
   void check_duplicate_ids();
@@ -199,6 +209,11 @@ class Pipeline {
   Fingerprints fps_;
   std::vector<uint64_t> simhashes_;
   std::vector<uint8_t> empty_;
+  // The keep-by field per document: KeyValue::Kind, the number, the string (blob and ends).
+  std::vector<uint8_t> key_kind_;
+  std::vector<double> key_num_;
+  std::string key_blob_;
+  std::vector<uint64_t> key_end_;
   std::unique_ptr<ShingleSets> sets_;
   std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
   Mode mode_ = Mode::Dedup;

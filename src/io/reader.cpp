@@ -293,6 +293,22 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
     problem = "id field \"" + opt.id_field + "\" is " + type_name(id_el.type()) + ", not a string or number";
     return false;
   }
+  out.key = KeyValue{};
+  if (!opt.key_field.empty()) {
+    simdjson::dom::element key_el;
+    if (!obj.at_key(opt.key_field).get(key_el) && !key_el.is_null()) {
+      if (key_el.is_number()) {
+        out.key.kind = KeyValue::Kind::Number;
+        out.key.number = key_el.get_double().value_unsafe();
+      } else if (key_el.is_string()) {
+        out.key.kind = KeyValue::Kind::String;
+        out.key.text = key_el.get_string().value_unsafe();
+      } else {
+        problem = "keep-by field \"" + opt.key_field + "\" is " + type_name(key_el.type()) + ", not a number or string";
+        return false;
+      }
+    }
+  }
   if (!limit_doc_text(text, opt, problem)) return false;
   out.text = text;
   return true;

@@ -102,6 +102,16 @@ void add_common(CLI::App* cmd, Options& o) {
       ->transform(CLI::CheckedTransformer(std::map<std::string, KeepPolicy>{{"first", KeepPolicy::First},
                                                                           {"longest", KeepPolicy::Longest}}))
       ->default_str("first");
+  cmd->add_option("--keep-by", o.keep_by,
+                  "Keep the document of a cluster with the largest value of this JSONL field (numbers, or strings such "
+                  "as ISO dates); FIELD:asc keeps the smallest. Records without it come last; ties by input order");
+  cmd->add_option("--cluster", o.cluster,
+                  "components: connected components of the verified pairs (a removed document may be less similar "
+                  "than T to the kept one, through a chain); leader: every removed document has J >= T with the "
+                  "document kept in its place")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, ClusterMode>{{"components", ClusterMode::Components},
+                                                                           {"leader", ClusterMode::Leader}}))
+      ->default_str("components");
   cmd->add_option("--on-duplicate-id", o.on_duplicate_id,
                   "Two records with one id: error (stop, naming both) or keep (separate documents). With --against: "
                   "a document whose id is already indexed: error, skip (keep the indexed one) or replace it")
@@ -238,8 +248,12 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
                static_cast<unsigned long long>(s.skipped), static_cast<unsigned long long>(s.shingles),
                static_cast<unsigned long long>(s.candidates), static_cast<unsigned long long>(s.verified));
   if (pairs_mode) std::fprintf(stderr, "%llu pairs reported, ", static_cast<unsigned long long>(s.pairs));
-  std::fprintf(stderr, "%llu clusters, %llu removed, %.2f s [%s]\n", static_cast<unsigned long long>(s.clusters),
-               static_cast<unsigned long long>(s.removed), s.seconds + s.times.write, p.spec().to_string().c_str());
+  std::fprintf(stderr, "%llu clusters, %llu removed", static_cast<unsigned long long>(s.clusters),
+               static_cast<unsigned long long>(s.removed));
+  if (s.removed_below_threshold > 0)
+    std::fprintf(stderr, " (%llu less similar than the threshold to their kept document, through a chain; --cluster leader avoids it)",
+                 static_cast<unsigned long long>(s.removed_below_threshold));
+  std::fprintf(stderr, ", %.2f s [%s]\n", s.seconds + s.times.write, p.spec().to_string().c_str());
   if (!stages) return;
   const double mb = static_cast<double>(s.text_bytes) / 1e6;
   const StageTimes& t = s.times;
@@ -261,6 +275,9 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
     throw UsageError("dedup needs -o/--output FILE (or - for stdout) for the kept records");
   if (dedup && !o.against.empty()) {
     if (o.estimate_memory) throw UsageError("--estimate-memory applies to runs without --against (they keep no per-document state)");
+    if (cmd->count("--cluster") || cmd->count("--keep-by"))
+      throw UsageError("--cluster and --keep-by apply to runs without --against (which walks the inputs in order, keeping "
+                       "each document that nearly copies nothing indexed or kept before it)");
     return run_dedup_against(cmd, o);
   }
   if (dedup && cmd->count("--add-kept")) throw UsageError("--add-kept applies with --against IDX");
@@ -271,6 +288,20 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   ro.reader = o.reader;
   ro.threads = o.threads;
   ro.keep = o.keep;
+  ro.cluster = o.cluster;
+  if (!o.keep_by.empty()) {
+    if (cmd->count("--keep")) throw UsageError("--keep and --keep-by exclude each other; give one");
+    ro.keep_by = o.keep_by;
+    const size_t colon = o.keep_by.rfind(':');
+    if (colon != std::string::npos) {
+      const std::string order = o.keep_by.substr(colon + 1);
+      if (order != "asc" && order != "desc")
+        throw UsageError("--keep-by " + o.keep_by + ": the order after ':' is asc or desc (for example --keep-by score:desc)");
+      ro.keep_by = o.keep_by.substr(0, colon);
+      ro.keep_descending = order == "desc";
+    }
+    if (ro.keep_by.empty()) throw UsageError("--keep-by needs a field name (for example --keep-by score)");
+  }
   ro.duplicate_ids = o.on_duplicate_id == "keep" ? DuplicateIds::Keep : DuplicateIds::Error;
   ro.top = o.top;
   ro.stream_pairs = true;  // pairs within clusters are verified as they are written, not held

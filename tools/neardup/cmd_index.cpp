@@ -44,6 +44,19 @@ namespace {
 
 int threads_of(const Options& o) { return o.threads ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
+// An index finds the pairs its bands were chosen for: asked below its threshold, it misses
+// what the S-curve says, silently unless told.
+void warn_below_build_threshold(const NearDupIndex& idx, const std::string& path, double t, bool quiet) {
+  const PipelineSpec& s = idx.spec();
+  if (quiet || t + kSimilarityEpsilon >= s.threshold) return;
+  std::fprintf(stderr,
+               "neardup: warning: %s was built for threshold %g (%d bands x %d rows): at %g its bands find only %.1f%% of "
+               "the pairs of that similarity (%.1f%% at %g; the S-curve); rebuild the index with --threshold %g to find "
+               "them all\n",
+               path.c_str(), s.threshold, s.lsh.bands, s.lsh.rows, t, 100 * idx.recall_at(t), 100 * idx.recall_at(s.threshold),
+               s.threshold, t);
+}
+
 void print_walk(const char* what, const WalkStats& st, const NearDupIndex& idx, const std::string& path, bool quiet) {
   if (quiet) return;
   std::fprintf(stderr,
@@ -99,6 +112,7 @@ int run_add(const IndexOptions& o) {
 int run_query(const CLI::App* cmd, const IndexOptions& o) {
   auto idx = NearDupIndex::open(o.index);
   const double threshold = cmd->count("--threshold") ? o.common.threshold : idx->spec().threshold;
+  warn_below_build_threshold(*idx, o.index, threshold, o.common.quiet);
   io::InputSet in(o.common.inputs, o.common.reader.format);
   io::AtomicFile out(o.output.empty() ? "-" : o.output);
   WalkOptions w;
@@ -214,6 +228,7 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
   if (!o.removed.empty()) removed = std::make_unique<io::AtomicFile>(o.removed);
   WalkOptions w;
   w.threshold = cmd->count("--threshold") ? o.threshold : is.threshold;
+  warn_below_build_threshold(*idx, o.against, w.threshold, o.quiet);
   w.insert_new = true;  // later documents of NEW are compared with the kept earlier ones
   if (o.on_duplicate_id == "keep")
     throw UsageError("--on-duplicate-id keep applies without --against; with an index it is error, skip or replace");

@@ -32,6 +32,8 @@ struct Options {
   uint64_t seed = kDefaultSeed;
   VerifyMode verify = VerifyMode::Exact;
   KeepPolicy keep = KeepPolicy::First;
+  std::string keep_by;  ///< --keep-by FIELD[:asc|:desc]
+  ClusterMode cluster = ClusterMode::Components;
   io::ReaderOptions reader;
   int threads = 0;
   bool quiet = false;

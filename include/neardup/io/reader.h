@@ -42,6 +42,9 @@ struct ReaderOptions {
   /// unchanged), or is a bad record (LongDocs::Skip).
   uint64_t max_doc_bytes = uint64_t{64} << 20;
   LongDocs long_docs = LongDocs::Truncate;
+  /// JSONL: a field read into Record::key (empty: none), e.g. a quality score or a date that
+  /// decides which document of a cluster is kept.
+  std::string key_field;
 };
 
 /// Positions and lengths of records are 32-bit (RecordPos).
@@ -87,6 +90,14 @@ class InputSet {
 };
 
 /// A document as read. The views are valid until the next call to RecordReader::next.
+/// A record's value of ReaderOptions::key_field: a number, a string, or missing (absent or null).
+struct KeyValue {
+  enum class Kind : uint8_t { Missing, Number, String };
+  Kind kind = Kind::Missing;
+  double number = 0;
+  std::string_view text;  ///< String; valid as long as Record::id
+};
+
 struct Record {
   std::string_view id;
   std::string_view text;
@@ -94,6 +105,7 @@ struct Record {
   size_t source = 0;     ///< index into InputSet::sources()
   uint64_t line = 0;     ///< JSONL: 1-based line number (0 when read by position); TextFile: 0
   uint64_t offset = 0;   ///< JSONL: where the line starts in the source's (decompressed) bytes
+  KeyValue key;          ///< JSONL with ReaderOptions::key_field
 };
 
 /// Where a JSONL record lies: its source, the offset of its line in the source's decompressed
