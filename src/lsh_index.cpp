@@ -81,27 +81,6 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
   }
 }
 
-// A bucket of s documents gives s - 1 star edges, from its first document to each other one.
-template <class KeyOf>
-std::vector<DocPair> band_candidates(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats,
-                                     KeyOf&& key_of) {
-  std::vector<std::vector<DocPair>> per_band(static_cast<size_t>(bands));
-  for_each_bucket(n, bands, skip, threads, stats, key_of, [&](size_t band, std::span<const BandEntry> b) {
-    for (size_t x = 1; x < b.size(); ++x) per_band[band].push_back({static_cast<DocId>(b[0].doc), static_cast<DocId>(b[x].doc)});
-  });
-  size_t total = 0;
-  for (const auto& v : per_band) total += v.size();
-  std::vector<DocPair> all;
-  all.reserve(total);
-  for (auto& v : per_band) {
-    all.insert(all.end(), v.begin(), v.end());
-    std::vector<DocPair>().swap(v);
-  }
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  return all;
-}
-
 // The buckets of every band, each distinct list of documents once.
 template <class KeyOf>
 LshBuckets band_buckets(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats, KeyOf&& key_of) {
@@ -134,28 +113,32 @@ LshBuckets band_buckets(size_t n, int bands, std::span<const uint8_t> skip, int 
 
 }  // namespace
 
+std::vector<DocPair> star_edges(const LshBuckets& buckets) {
+  std::vector<DocPair> stars;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const auto b = buckets[i];
+    for (size_t x = 1; x < b.size(); ++x) stars.push_back({b[0], b[x]});
+  }
+  std::sort(stars.begin(), stars.end());
+  stars.erase(std::unique(stars.begin(), stars.end()), stars.end());
+  return stars;
+}
+
 std::vector<DocPair> lsh_candidates(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip,
                                     const LshParams& params, uint64_t seed, int threads, CandidateStats* stats) {
-  if (params.bands < 1 || params.rows < 1 || static_cast<size_t>(params.bands) * params.rows > k)
-    throw UsageError("LSH needs bands x rows <= permutations, got " + std::to_string(params.bands) + "x" +
-                     std::to_string(params.rows) + " for " + std::to_string(k));
-  const size_t n = k == 0 ? 0 : sigs.size() / k;
-  return band_candidates(n, params.bands, skip, threads, stats, [&](size_t band, size_t i) {
-    return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed);
-  });
+  return star_edges(lsh_buckets(sigs, k, skip, params, seed, threads, stats));
 }
 
 std::vector<DocPair> lsh_candidates_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
                                               int threads, CandidateStats* stats) {
-  const size_t n = band_keys.empty() ? 0 : band_keys[0].size();
-  for (const auto& k : band_keys)
-    if (k.size() != n) throw UsageError("lsh_candidates_from_keys: bands of different lengths");
-  return band_candidates(n, static_cast<int>(band_keys.size()), skip, threads, stats,
-                         [&](size_t band, size_t i) { return band_keys[band][i]; });
+  return star_edges(lsh_buckets_from_keys(band_keys, skip, threads, stats));
 }
 
 LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip, const LshParams& params,
                        uint64_t seed, int threads, CandidateStats* stats) {
+  if (params.bands < 1 || params.rows < 1 || static_cast<size_t>(params.bands) * params.rows > k)
+    throw UsageError("LSH needs bands x rows <= permutations, got " + std::to_string(params.bands) + "x" +
+                     std::to_string(params.rows) + " for " + std::to_string(k));
   const size_t n = k == 0 ? 0 : sigs.size() / k;
   return band_buckets(n, params.bands, skip, threads, stats, [&](size_t band, size_t i) {
     return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed);
@@ -165,6 +148,8 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
 LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
                                  int threads, CandidateStats* stats) {
   const size_t n = band_keys.empty() ? 0 : band_keys[0].size();
+  for (const auto& k : band_keys)
+    if (k.size() != n) throw UsageError("lsh_buckets_from_keys: bands of different lengths");
   return band_buckets(n, static_cast<int>(band_keys.size()), skip, threads, stats,
                       [&](size_t band, size_t i) { return band_keys[band][i]; });
 }

@@ -110,7 +110,7 @@ struct Batch {
   // The keep-by field of each entry (when asked for): kind, number, string in keys_text.
   std::vector<uint8_t> keys_kind;
   std::vector<double> keys_num;
-  std::vector<size_t> keys_text_begin;
+  std::vector<size_t> keys_text_begin, keys_text_length;  // the entry's string in keys_text
   std::string keys_text;
   uint64_t shingles = 0, invalid_utf8 = 0;
   double t_parse = 0, t_shingle = 0, t_sketch = 0;
@@ -208,6 +208,7 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
           b.keys_kind[i] = static_cast<uint8_t>(rec.key.kind);
           b.keys_num[i] = rec.key.number;
           b.keys_text_begin[i] = b.keys_text.size();
+          b.keys_text_length[i] = rec.key.text.size();
           b.keys_text.append(rec.key.text);
         }
         text = rec.text;
@@ -444,7 +445,8 @@ void Pipeline::sketch_pass() {
     b.sets.resize(exact ? b.size() : 0);
     b.keys_kind.assign(keep_by ? b.size() : 0, 0);
     b.keys_num.assign(keep_by ? b.size() : 0, 0.0);
-    b.keys_text_begin.assign(keep_by ? b.size() + 1 : 0, 0);
+    b.keys_text_begin.assign(keep_by ? b.size() : 0, 0);
+    b.keys_text_length.assign(keep_by ? b.size() : 0, 0);
     b.keys_text.clear();
     b.empty.resize(b.size());
     b.fps = Fingerprints{};
@@ -494,16 +496,9 @@ void Pipeline::sketch_pass() {
     if (simhash) simhashes_.push_back(b.simhashes[i]);
     if (exact) exact_sets.push_back(std::move(b.sets[i]));
     if (keep_by) {
-      // The string of entry i ends where the next parsed entry's begins (or at the end).
-      size_t end = b.keys_text.size();
-      for (size_t j = i + 1; j < b.size(); ++j)
-        if (b.ok[j]) {
-          end = b.keys_text_begin[j];
-          break;
-        }
       key_kind_.push_back(b.keys_kind[i]);
       key_num_.push_back(b.keys_num[i]);
-      key_blob_.append(b.keys_text, b.keys_text_begin[i], end - b.keys_text_begin[i]);
+      key_blob_.append(b.keys_text, b.keys_text_begin[i], b.keys_text_length[i]);
       key_end_.push_back(key_blob_.size());
     }
     empty_.push_back(b.empty[i]);
@@ -618,6 +613,17 @@ void Pipeline::verify_candidates(const std::vector<DocPair>& candidates, double 
   pairs_ = verify_pairs(candidates, scorer(), threshold, threads_);
 }
 
+LshBuckets Pipeline::find_buckets() {
+  CandidateStats cs;
+  std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
+  LshBuckets buckets =
+      band_keys_.empty()
+          ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs)
+          : lsh_buckets_from_keys(keys, empty_, threads_, &cs);
+  stats_.largest_bucket = cs.largest_bucket;
+  return buckets;
+}
+
 PairFilter Pipeline::band_filter() const {
   const size_t k = static_cast<size_t>(spec_.num_perm);
   return [this, k](DocId a, DocId b) { return share_band(a, b, k); };
@@ -641,22 +647,10 @@ void Pipeline::build_join(const std::vector<uint8_t>& joined) {
 void Pipeline::find_pairs_lsh() {
   auto t = Clock::now();
   if (spec_.verify == VerifyMode::Estimate) return find_pairs_lsh_estimate();
-  CandidateStats cs;
-  std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
-  const LshBuckets buckets =
-      band_keys_.empty()
-          ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs)
-          : lsh_buckets_from_keys(keys, empty_, threads_, &cs);
-  std::vector<DocPair> stars;
+  const LshBuckets buckets = find_buckets();
+  std::vector<DocPair> stars = star_edges(buckets);
   std::vector<uint8_t> in_bucket(lengths_.size(), 0);
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    const auto b = buckets[i];
-    for (size_t x = 1; x < b.size(); ++x) stars.push_back({b[0], b[x]});
-    for (const DocId d : b) in_bucket[d] = 1;
-  }
-  std::sort(stars.begin(), stars.end());
-  stars.erase(std::unique(stars.begin(), stars.end()), stars.end());
-  stats_.largest_bucket = cs.largest_bucket;
+  for (const DocId d : buckets.members) in_bucket[d] = 1;
   stats_.times.lsh = seconds_since(t);
   t = Clock::now();
   if (!stars.empty()) load_sets_pass(in_bucket);
@@ -722,13 +716,7 @@ void Pipeline::find_pairs_lsh() {
 // clusters, a pair already connected is skipped; pairs mode keeps every pair.
 void Pipeline::find_pairs_lsh_estimate() {
   auto t = Clock::now();
-  CandidateStats cs;
-  std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
-  const LshBuckets buckets =
-      band_keys_.empty()
-          ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs)
-          : lsh_buckets_from_keys(keys, empty_, threads_, &cs);
-  stats_.largest_bucket = cs.largest_bucket;
+  const LshBuckets buckets = find_buckets();
   stats_.times.lsh = seconds_since(t);
   t = Clock::now();
   const Scorer score = scorer();
@@ -758,7 +746,7 @@ void Pipeline::find_pairs_lsh_estimate() {
           pairs_.push_back({b[x], b[y], sim});
         }
     }
-    std::sort(pairs_.begin(), pairs_.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+    std::sort(pairs_.begin(), pairs_.end(), by_pair);
   }
   stats_.times.verify = seconds_since(t);
 }
@@ -773,7 +761,7 @@ void Pipeline::find_pairs_exact() {
   stats_.times.lsh = seconds_since(t);
   const auto t2 = Clock::now();
   pairs_ = join_->connect(lengths_.size(), {}, {});
-  std::sort(pairs_.begin(), pairs_.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+  std::sort(pairs_.begin(), pairs_.end(), by_pair);
   stats_.candidates = join_->stats().verified;
   stats_.verify_docs = join_->size();
   stats_.times.verify = seconds_since(t2);
@@ -912,10 +900,15 @@ void Pipeline::run(Mode mode) {
         clustering_, rank, [&](DocId a, DocId b) { return similarity(a, b) + kSimilarityEpsilon >= spec_.threshold; }, threads_);
   stats_.clusters = clustering_.clusters;
   stats_.removed = clustering_.removed;
+  // Each removed document's similarity to its kept one, in input order: counted here, written by
+  // write_removed.
+  removed_similarity_.clear();
   stats_.removed_below_threshold = 0;
-  for (DocId i = 0; i < lengths_.size(); ++i)
-    if (!clustering_.kept(i) && similarity(i, clustering_.keeper[i]) + kSimilarityEpsilon < spec_.threshold)
-      ++stats_.removed_below_threshold;
+  for (DocId i = 0; i < lengths_.size(); ++i) {
+    if (clustering_.kept(i)) continue;
+    removed_similarity_.push_back(similarity(i, clustering_.keeper[i]));
+    if (removed_similarity_.back() + kSimilarityEpsilon < spec_.threshold) ++stats_.removed_below_threshold;
+  }
   stats_.times.cluster = seconds_since(t);
 
   // The bottomk join and the SimHash tables already found every pair, and so did LSH with
@@ -1118,13 +1111,14 @@ void Pipeline::write_kept(io::AtomicFile& out) {
 
 void Pipeline::write_removed(io::AtomicFile& out) const {
   std::string line;
+  size_t removed = 0;
   for (DocId i = 0; i < lengths_.size(); ++i) {
     if (clustering_.kept(i)) continue;
     const DocId keeper = clustering_.keeper[i];
     line.clear();
     line.append(id(i)).push_back('\t');
     line.append(id(keeper)).push_back('\t');
-    append_similarity(line, similarity(i, keeper));
+    append_similarity(line, removed_similarity_[removed++]);
     line.push_back('\n');
     out.write(line);
   }

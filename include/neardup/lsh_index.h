@@ -72,10 +72,14 @@ struct LshBuckets {
   }
 };
 
-/// The buckets of lsh_candidates, instead of its star edges.
+/// The buckets of lsh_candidates, instead of its star edges. Throws UsageError like it.
 LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip, const LshParams& params,
                        uint64_t seed, int threads, CandidateStats* stats = nullptr);
 LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
                                  int threads, CandidateStats* stats = nullptr);
+
+/// A bucket's s - 1 star edges, from its first document to each other one, over all buckets:
+/// sorted and unique. lsh_candidates is star_edges(lsh_buckets(...)).
+std::vector<DocPair> star_edges(const LshBuckets& buckets);
 
 }  // namespace neardup

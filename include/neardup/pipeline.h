@@ -18,6 +18,7 @@
 #include "neardup/bottomk.h"
 #include "neardup/cluster.h"
 #include "neardup/io/reader.h"
+#include "neardup/lsh_index.h"
 #include "neardup/setjoin.h"
 #include "neardup/spec.h"
 #include "neardup/types.h"
@@ -168,6 +169,8 @@ class Pipeline {
   /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
   PairFilter band_filter() const;
   PairFilter pair_filter() const;
+  /// The LSH buckets of the run (sets stats().largest_bucket).
+  LshBuckets find_buckets();
   /// Pairs mode with a join: every pair, in (a, b) order, a chunk at a time.
   void for_each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) const;
   void write_pair_lines(std::span<const ScoredPair> pairs, io::AtomicFile& out) const;
@@ -217,7 +220,8 @@ class Pipeline {
   std::unique_ptr<ShingleSets> sets_;
   std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
   Mode mode_ = Mode::Dedup;
-  std::vector<ScoredPair> direct_pairs_;  // pairs mode with a join: the pairs verified one by one
+  std::vector<ScoredPair> direct_pairs_;
+  std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order  // pairs mode with a join: the pairs verified one by one
   std::vector<ScoredPair> pairs_;
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
   Clustering clustering_;
