@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config zstd gzip
-  libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev zlib1g-dev libicu-dev
+  libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev zlib1g-dev libicu-dev liblzma-dev libbz2-dev xz-utils bzip2
   libgtest-dev libgmock-dev libbenchmark-dev python3
   clang libclang-rt-14-dev
 )

@@ -445,7 +445,11 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
     for (size_t i = 0; i < batch.size(); ++i) {
       Owned& b = batch[i];
       WalkRecord w;
-      w.record = {b.id, b.text, b.raw, b.source, b.line};
+      w.record.id = b.id;
+      w.record.text = b.text;
+      w.record.raw = b.raw;
+      w.record.source = b.source;
+      w.record.line = b.line;
       ++st.documents;
       if (sketches[i].set.empty()) ++st.empty;
       if (options.threshold <= 1.0)
@@ -482,6 +486,10 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
       fn(w);
     }
   }
+  st.reader = rr.stats();
+  if (st.documents == 0 && st.reader.skipped > 0)
+    throw FormatError("every record was bad (" + std::to_string(st.reader.skipped) + " skipped, the first: " +
+                      st.reader.first_skips.front() + "); check --text-field, --format and the inputs");
   return st;
 }
 

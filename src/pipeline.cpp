@@ -96,7 +96,13 @@ struct Batch {
   std::vector<Entry> entries;
   std::vector<char> raw;   // lines and texts back to back, then JsonlParser::kPadding bytes
   std::string ids;
-  std::vector<std::pair<size_t, std::string>> problems;  // bad entries, in entry order
+  struct Problem {
+    size_t entry = 0;
+    std::string what;
+    const char* kind = "";
+    std::string raw;  // the line, when rejects are written
+  };
+  std::vector<Problem> problems;  // bad entries, in entry order
   // Worker results, by entry.
   std::vector<uint8_t> ok;       // parsed into a document
   std::vector<uint64_t> text_length;
@@ -112,7 +118,7 @@ struct Batch {
   std::vector<double> keys_num;
   std::vector<size_t> keys_text_begin, keys_text_length;  // the entry's string in keys_text
   std::string keys_text;
-  uint64_t shingles = 0, invalid_utf8 = 0;
+  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0;
   double t_parse = 0, t_shingle = 0, t_sketch = 0;
   bool done = false;  // guarded by the runner's mutex
 
@@ -158,7 +164,7 @@ struct Pass {
   const ProgressFn* progress = nullptr;
   const io::ReaderOptions* reader = nullptr;
   std::function<bool(const io::Record&, DocId)> filter;
-  std::function<void(const std::string& where, const std::string& what)> on_bad;
+  std::function<void(const std::string& where, const io::Rejected& r)> on_bad;
   std::function<void(Batch&)> start;  // on a worker, before the batch's first document
   std::function<void(Batch&, size_t entry, std::string_view text)> process;
   std::function<void(Batch&, size_t entry, DocId doc)> consume;
@@ -166,7 +172,7 @@ struct Pass {
 
 // What the workers measured and counted, over all batches.
 struct PassTotals {
-  uint64_t shingles = 0, invalid_utf8 = 0;
+  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0;
   double t_parse = 0, t_shingle = 0, t_sketch = 0;
 };
 
@@ -197,10 +203,11 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
         const bool good = parser.parse(text, inputs.sources()[e.source], e.line, rec, problem);
         b.t_parse += seconds_since(t);
         if (!good) {
-          b.problems.emplace_back(i, problem);
+          b.problems.push_back({i, problem, parser.problem_kind(), opt.reader->on_reject ? std::string(text) : std::string()});
           continue;
         }
         if (parser.replaced_invalid_utf8()) ++b.invalid_utf8;
+        if (parser.missing_id()) ++b.missing_ids;
         e.id_begin = b.ids.size();
         e.id_length = rec.id.size();
         b.ids.append(rec.id);
@@ -219,7 +226,7 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
     }
     // The reading thread's problems came first; keep them all in entry order.
     std::inplace_merge(b.problems.begin(), b.problems.begin() + static_cast<ptrdiff_t>(parsed_problems), b.problems.end(),
-                       [](const auto& x, const auto& y) { return x.first < y.first; });
+                       [](const auto& x, const auto& y) { return x.entry < y.entry; });
     std::vector<char>().swap(b.raw);
   };
 
@@ -277,10 +284,19 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
       }
       size_t p = 0;
       for (size_t i = 0; i < b.size(); ++i) {
-        if (p < b.problems.size() && b.problems[p].first == i) {
+        if (p < b.problems.size() && b.problems[p].entry == i) {
           const Batch::Entry& e = b.entries[i];
           const io::Source& src = inputs.sources()[e.source];
-          opt.on_bad(e.kind == Kind::Bad ? src.display : io::record_where(src, e.line, e.offset), b.problems[p].second);
+          const Batch::Problem& pr = b.problems[p];
+          io::Rejected r;
+          r.input = src.display;
+          r.line = e.line;
+          r.offset = e.offset;
+          r.kind = pr.kind;
+          r.reason = pr.what;
+          r.has_record = e.kind == Kind::Line;
+          r.record = pr.raw;
+          opt.on_bad(e.kind == Kind::Bad && e.line == 0 ? src.display : io::record_where(src, e.line, e.offset), r);
           ++p;
           continue;
         }
@@ -293,6 +309,7 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
       }
       totals.shingles += b.shingles;
       totals.invalid_utf8 += b.invalid_utf8;
+      totals.missing_ids += b.missing_ids;
       totals.t_parse += b.t_parse;
       totals.t_shingle += b.t_shingle;
       totals.t_sketch += b.t_sketch;
@@ -329,7 +346,7 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
       } else {
         if (!reader.next_raw(raw)) break;
         ++records;
-        if (raw.kind == Kind::Bad) batch->problems.emplace_back(batch->size(), raw.problem);
+        if (raw.kind == Kind::Bad) batch->problems.push_back({batch->size(), raw.problem, raw.problem_kind, std::string()});
         batch->add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line,
                    raw.offset, 0);
       }
@@ -368,7 +385,7 @@ Pipeline::Pipeline(const std::vector<std::string>& inputs, RunOptions options)
     : options_(std::move(options)), spec_(options_.spec.resolved()) {
   threads_ = options_.threads > 0 ? options_.threads : internal::hardware_threads();
   if (inputs.empty()) throw UsageError("no input given; pass files, directories or - for stdin");
-  inputs_ = std::make_unique<io::InputSet>(inputs, options_.reader.format);
+  inputs_ = std::make_unique<io::InputSet>(inputs, options_.reader);
   if (inputs_->sources().empty()) throw FormatError("the inputs hold no files (empty directories?); check the paths");
   if (!options_.keep_by.empty()) {
     if (!inputs_->all_jsonl())
@@ -423,13 +440,13 @@ void Pipeline::sketch_pass() {
   fps_ = Fingerprints{};
   fps_.size = spec_.sketch_size;
   io::RecordReader reader(*inputs_, options_.reader);
-  io::BadRecords bad(options_.reader.on_error);
+  io::BadRecords bad(options_.reader);
   Pass pass;
   pass.stage = "sketch";
   pass.total_bytes = inputs_->total_bytes();
   pass.progress = &options_.progress;
   pass.reader = &options_.reader;
-  pass.on_bad = [&](const std::string& where, const std::string& what) { bad.report(where, what); };
+  pass.on_bad = [&](const std::string& where, const io::Rejected& r) { bad.report(where, r); };
   pass.start = [&](Batch& b) {
     // Per worker thread, made again for each batch (a run may change the options).
     auto& shingler = per_thread<Shingler>();
@@ -516,6 +533,13 @@ void Pipeline::sketch_pass() {
   for (const uint32_t l : lengths_) stats_.text_bytes += l;
   stats_.skipped = bad.skipped();
   stats_.skip_messages = bad.first();
+  stats_.skip_kinds = bad.kinds();
+  stats_.missing_ids = totals.missing_ids;
+  stats_.binary_files = reader.stats().binary;
+  stats_.left_out = inputs_->left_out();
+  if (n == 0 && stats_.skipped > 0)
+    throw FormatError("every record was bad (" + std::to_string(stats_.skipped) + " skipped, the first: " +
+                      stats_.skip_messages.front() + "); nothing to deduplicate: check --text-field, --format and the inputs");
   if (exact) {
     sets_ = std::make_unique<ShingleSets>(n);
     for (DocId d = 0; d < n; ++d) sets_->set(d, std::move(exact_sets[d]));
@@ -550,8 +574,8 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
       return needed[ordinal] != 0;
     };
   }
-  pass.on_bad = [&](const std::string& where, const std::string& what) {
-    throw IoError(where + ": " + what + "; the input changed while neardup was running (do not modify inputs during a run)");
+  pass.on_bad = [&](const std::string& where, const io::Rejected& r) {
+    throw IoError(where + ": " + std::string(r.reason) + "; the input changed while neardup was running (do not modify inputs during a run)");
   };
   pass.start = [&](Batch& b) {
     per_thread<Shingler>().emplace(spec_.shingle);  // per worker, made again for each batch
@@ -1063,7 +1087,13 @@ void Pipeline::write_pair_lines(std::span<const ScoredPair> pairs, io::AtomicFil
 }
 
 void Pipeline::write_kept(io::AtomicFile& out) {
+  std::vector<io::AtomicFile*> all(inputs_->sources().size(), &out);
+  write_kept(all);
+}
+
+void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) {
   const auto t = Clock::now();
+  if (outs.size() != inputs_->sources().size()) throw UsageError("write_kept: one output per source is needed");
   check_inputs_unchanged();
   if (!pos_.empty()) {
     // JSONL: the kept lines are copied by position, runs of consecutive kept lines at once,
@@ -1083,7 +1113,7 @@ void Pipeline::write_kept(io::AtomicFile& out) {
         else
           ranges.push_back({begin, len});
       }
-      io::append_ranges(sources[s].path, sources[s].display, ranges, out);
+      io::append_ranges(sources[s].path, sources[s].display, ranges, *outs[s]);
       bytes_done += input_stamps_[s].first;
       if (options_.progress) options_.progress({"write", bytes_done, inputs_->total_bytes(), d});
     }
@@ -1098,6 +1128,7 @@ void Pipeline::write_kept(io::AtomicFile& out) {
     const DocId doc = static_cast<DocId>(ordinal++);
     check_same_record(rec, doc);
     if (!clustering_.kept(doc)) continue;
+    io::AtomicFile& out = *outs[rec.source];
     out.write(rec.raw);
     out.put('\n');
     if (options_.progress && (ordinal & 0x3FFF) == 0)

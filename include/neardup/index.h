@@ -159,6 +159,7 @@ struct WalkRecord {
 
 struct WalkStats {
   uint64_t documents = 0, duplicates = 0, inserted = 0, replaced = 0, id_skipped = 0, empty = 0;
+  io::ReaderStats reader;  ///< bad records skipped, binary files left out, records without an id
 };
 
 /// Seed 003's online walk: each document of the inputs in order is queried against the index

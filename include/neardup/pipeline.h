@@ -92,6 +92,10 @@ struct RunStats {
   uint64_t verify_docs = 0;    ///< documents whose shingle sets were recomputed for exact verification
   uint64_t largest_bucket = 0;
   std::vector<std::string> skip_messages;  ///< the first few
+  std::vector<std::pair<std::string, uint64_t>> skip_kinds;  ///< skipped records by kind, in order of first sight
+  uint64_t missing_ids = 0;   ///< JSONL records without the id field (named FILE:LINE)
+  uint64_t binary_files = 0;  ///< binary files found in directories, left out
+  io::WalkCounts left_out;    ///< hidden, excluded and special files left out of directories
   StageTimes times;
   double seconds = 0;
 };
@@ -156,6 +160,9 @@ class Pipeline {
   void write_pairs(io::AtomicFile& out);
   /// Pass 3: the kept records as they were (JSONL lines, or paths for text-file inputs).
   void write_kept(io::AtomicFile& out);
+  /// The same, each source's kept records to its own file: `out[s]` for source s (JSONL inputs;
+  /// entries may repeat).
+  void write_kept(std::span<io::AtomicFile* const> out);
   /// `removed_id TAB kept_id TAB similarity` per removed document, in input order.
   void write_removed(io::AtomicFile& out) const;
   /// `cluster TAB id TAB kept|removed` for each document of a cluster of two or more.

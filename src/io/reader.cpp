@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fnmatch.h>
+
 #include "internal/utf8.h"
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
@@ -30,7 +32,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 SourceKind kind_from_name(std::string_view name, InputFormat format) {
   if (format == InputFormat::Jsonl) return SourceKind::Jsonl;
   if (format == InputFormat::Text) return SourceKind::TextFile;
-  for (std::string_view c : {".gz", ".zst", ".zstd"})
+  for (std::string_view c : {".gz", ".zst", ".zstd", ".xz", ".bz2"})
     if (ends_with(name, c)) {
       name.remove_suffix(c.size());
       break;
@@ -86,7 +88,73 @@ std::string spool_stdin(const std::string& dir_in, int& slot) {
 
 }  // namespace
 
+namespace {
+
+// Whether a file's first non-blank line is a JSON object (JSONL under a name that does not say
+// so). Reads at most 64 KiB; a longer first line counts if it starts as an object with a key.
+bool looks_like_jsonl(const std::string& path, const std::string& display) {
+  std::string head;
+  try {
+    auto stream = open_stream(path, display);
+    head.resize(1 << 16);
+    size_t got = 0;
+    while (got < head.size()) {
+      const size_t r = stream->read(head.data() + got, head.size() - got);
+      if (r == 0) break;
+      got += r;
+    }
+    head.resize(got);
+  } catch (const Error&) {
+    return false;  // reported when the file is read
+  }
+  size_t i = 0;
+  if (head.starts_with("\xEF\xBB\xBF")) i = 3;
+  while (i < head.size() && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n')) ++i;
+  if (i >= head.size() || head[i] != '{') return false;
+  const size_t nl = head.find('\n', i);
+  if (nl == std::string::npos) {
+    size_t j = i + 1;
+    while (j < head.size() && (head[j] == ' ' || head[j] == '\t')) ++j;
+    return head.size() == (1 << 16) && j < head.size() && head[j] == '"';
+  }
+  std::string line = head.substr(i, nl - i);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  return !parser.parse(line).get(doc) && doc.is_object();
+}
+
+bool is_hidden(const fs::path& name) {
+  const std::string n = name.filename().string();
+  return n.size() > 1 && n[0] == '.' && n != "..";
+}
+
+// fnmatch: a glob without '/' against the name, one with '/' against the relative path.
+bool glob_matches(const std::vector<std::string>& globs, const std::string& rel) {
+  const size_t slash = rel.rfind('/');
+  const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+  for (const std::string& g : globs) {
+    const bool path_glob = g.find('/') != std::string::npos;
+    if (::fnmatch(g.c_str(), path_glob ? rel.c_str() : name.c_str(), path_glob ? FNM_PATHNAME : 0) == 0) return true;
+  }
+  return false;
+}
+
+bool bad_id_char(std::string_view id) { return id.find_first_of("\t\r\n") != std::string_view::npos; }
+
+}  // namespace
+
 InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, const std::string& stdin_dir) {
+  ReaderOptions o;
+  o.format = format;
+  expand(paths, o, stdin_dir);
+}
+
+InputSet::InputSet(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir) {
+  expand(paths, options, stdin_dir);
+}
+
+void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir) {
+  const InputFormat format = options.format;
   try {
     for (const std::string& p : paths) {
       if (p == "-") {
@@ -98,7 +166,8 @@ InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, co
         s.path = tmp;
         s.display = "<stdin>";
         s.kind = format == InputFormat::Text ? SourceKind::TextFile : SourceKind::Jsonl;
-        s.doc_id = "<stdin>";
+        s.doc_id = "-";  // as the user named it: never the temporary copy's path
+        s.name = "stdin.jsonl";
         sources_.push_back(std::move(s));
         continue;
       }
@@ -118,9 +187,24 @@ InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, co
         for (; it != end; it.increment(ec)) {
           if (ec) throw IoError(p + ": cannot walk directory: " + ec.message() + "; check its permissions");
           std::error_code ec2;
+          const std::string rel = fs::relative(it->path(), p, ec2).generic_string();
+          const bool dir = it->is_directory(ec2);
+          // Hidden entries (.git, .DS_Store, editor backups) are not documents; a hidden folder
+          // is not walked at all.
+          if (!options.hidden && is_hidden(it->path())) {
+            ++left_out_.hidden;
+            if (dir) it.disable_recursion_pending();
+            continue;
+          }
+          if (!options.exclude.empty() && glob_matches(options.exclude, rel)) {
+            ++left_out_.excluded;
+            if (dir) it.disable_recursion_pending();
+            continue;
+          }
+          if (dir) continue;
           // Regular files are read; one that cannot be (no permission, a dangling link) is a
-          // bad input, reported in its turn (never silently left out). Directories are walked;
-          // FIFOs, sockets and devices are not documents.
+          // bad input, reported in its turn (never silently left out). FIFOs, sockets and
+          // devices are not documents.
           std::string problem;
           if (it->is_regular_file(ec2)) {
             if (::access(it->path().c_str(), R_OK) != 0)
@@ -128,19 +212,32 @@ InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, co
           } else if (it->is_symlink(ec2) && !fs::exists(it->status(ec2))) {
             problem = "a symbolic link to nothing (" + fs::read_symlink(it->path(), ec2).string() + ")";
           } else {
+            ++left_out_.other;
             continue;
           }
-          files.push_back({fs::relative(it->path(), p, ec2).generic_string(), it->path().string(), problem});
+          if (!options.include.empty() && !glob_matches(options.include, rel)) {
+            ++left_out_.excluded;
+            continue;
+          }
+          files.push_back({rel, it->path().string(), problem});
         }
         std::sort(files.begin(), files.end());
         for (auto& f : files) {
           Source s;
           s.path = f.full;
-          s.display = f.full;
-          s.doc_id = f.rel;
+          // One form everywhere (ids, kept paths, messages): the folder as given joined with
+          // the relative path, so that two folders with the same names inside stay apart.
+          s.doc_id = (fs::path(p) / f.rel).lexically_normal().generic_string();
+          s.display = s.doc_id;
+          s.name = f.rel;
           s.kind = kind_from_name(f.rel, format);
           s.from_directory = true;
           s.problem = f.problem;
+          if (!s.problem.empty()) s.problem_kind = "unreadable file";
+          if (s.kind == SourceKind::TextFile && s.problem.empty() && bad_id_char(s.doc_id)) {
+            s.problem = "the file name holds a TAB or line break, which would corrupt the TSV outputs; rename it";
+            s.problem_kind = "bad id";
+          }
           sources_.push_back(std::move(s));
         }
         continue;
@@ -151,7 +248,13 @@ InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, co
       s.path = p;
       s.display = p;
       s.doc_id = p;
+      s.name = fs::path(p).filename().string();
       s.kind = kind_from_name(p, format);
+      if (format == InputFormat::Auto && s.kind == SourceKind::TextFile && looks_like_jsonl(p, p)) s.kind = SourceKind::Jsonl;
+      if (s.kind == SourceKind::TextFile && bad_id_char(s.doc_id)) {
+        s.problem = "the file name holds a TAB or line break, which would corrupt the TSV outputs; rename it";
+        s.problem_kind = "bad id";
+      }
       sources_.push_back(std::move(s));
     }
   } catch (...) {
@@ -177,10 +280,17 @@ bool InputSet::all_text() const noexcept {
   return std::all_of(sources_.begin(), sources_.end(), [](const Source& s) { return s.kind == SourceKind::TextFile; });
 }
 
-void BadRecords::report(const std::string& where, const std::string& what) {
-  std::string msg = where + ": " + what;
+void BadRecords::report(const std::string& where, const Rejected& r) {
+  std::string msg = where + ": " + std::string(r.reason);
   if (policy_ == OnError::Fail) throw FormatError(msg + "; fix the input, or skip bad records with --on-error skip");
   ++skipped_;
+  const std::string_view kind = r.kind.empty() ? std::string_view("other") : r.kind;
+  auto k = std::find_if(kinds_.begin(), kinds_.end(), [&](const auto& e) { return e.first == kind; });
+  if (k == kinds_.end())
+    kinds_.emplace_back(std::string(kind), 1);
+  else
+    ++k->second;
+  if (on_reject_) on_reject_(r);
   if (first_.size() < 10) first_.push_back(std::move(msg));
 }
 
@@ -227,16 +337,59 @@ const char* type_name(simdjson::dom::element_type t) {
 
 const size_t JsonlParser::kPadding = simdjson::SIMDJSON_PADDING;
 
+namespace {
+
+// A field by name, or by dotted path through nested objects (`meta.content`) when the record has
+// no field of that exact name.
+simdjson::error_code find_field(simdjson::dom::object obj, std::string_view name, simdjson::dom::element& out) {
+  if (!obj.at_key(name).get(out)) return simdjson::SUCCESS;
+  size_t dot = name.find('.');
+  if (dot == std::string_view::npos) return simdjson::NO_SUCH_FIELD;
+  simdjson::dom::element cur;
+  if (obj.at_key(name.substr(0, dot)).get(cur)) return simdjson::NO_SUCH_FIELD;
+  name.remove_prefix(dot + 1);
+  for (;;) {
+    simdjson::dom::object o;
+    if (cur.get_object().get(o)) return simdjson::NO_SUCH_FIELD;
+    dot = name.find('.');
+    if (o.at_key(name.substr(0, dot)).get(cur)) return simdjson::NO_SUCH_FIELD;
+    if (dot == std::string_view::npos) {
+      out = cur;
+      return simdjson::SUCCESS;
+    }
+    name.remove_prefix(dot + 1);
+  }
+}
+
+// Shows an id in a message: at most 60 bytes, control characters escaped.
+std::string shown_id(std::string_view id) {
+  std::string out;
+  for (const char c : id.substr(0, 60)) {
+    if (c == '\t') out += "\\t";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else out += c;
+  }
+  if (id.size() > 60) out += "...";
+  return out;
+}
+
+}  // namespace
+
 struct JsonlParser::Impl {
   ReaderOptions opt;
   simdjson::dom::parser parser;
   std::string id_buf, sanitized, surrogates;
   bool replaced = false;
+  bool missing_id = false;
+  const char* kind = "";
 };
 
 JsonlParser::JsonlParser(const ReaderOptions& options) : impl_(std::make_unique<Impl>()) { impl_->opt = options; }
 JsonlParser::~JsonlParser() = default;
 bool JsonlParser::replaced_invalid_utf8() const noexcept { return impl_->replaced; }
+bool JsonlParser::missing_id() const noexcept { return impl_->missing_id; }
+const char* JsonlParser::problem_kind() const noexcept { return impl_->kind; }
 
 bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem) {
   Impl& m = *impl_;
@@ -261,42 +414,56 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
       err = m.parser.parse(fixed.data(), fixed.size(), false).get(doc);
     }
   }
+  m.missing_id = false;
+  m.kind = "";
   if (err) {
     problem = std::string("malformed JSON (") + simdjson::error_message(err) + ")";
+    m.kind = "malformed JSON";
     return false;
   }
   simdjson::dom::object obj;
   if (doc.get_object().get(obj)) {
     problem = std::string("the line is ") + type_name(doc.type()) + ", not a JSON object";
+    m.kind = "not a JSON object";
     return false;
   }
   simdjson::dom::element text_el;
-  if (obj.at_key(opt.text_field).get(text_el)) {
-    problem = "missing text field \"" + opt.text_field + "\" (choose another with --text-field)";
+  if (find_field(obj, opt.text_field, text_el)) {
+    problem = "missing text field \"" + opt.text_field + "\" (choose another with --text-field; nested fields as a.b)";
+    m.kind = "missing text field";
     return false;
   }
   std::string_view text;
   if (text_el.get_string().get(text)) {
     problem = "text field \"" + opt.text_field + "\" is " + type_name(text_el.type()) + ", not a string";
+    m.kind = "text not a string";
     return false;
   }
   simdjson::dom::element id_el;
-  if (obj.at_key(opt.id_field).get(id_el)) {
+  if (find_field(obj, opt.id_field, id_el)) {
     m.id_buf = source.display + ":" + std::to_string(line_no);
     out.id = m.id_buf;
+    m.missing_id = true;
   } else if (id_el.is_string()) {
     out.id = id_el.get_string().value_unsafe();
   } else if (id_el.is_number()) {
-    m.id_buf = simdjson::minify(id_el);
+    m.id_buf = simdjson::minify(id_el);  // the number as written: 42, 1e3, 0.5
     out.id = m.id_buf;
   } else {
     problem = "id field \"" + opt.id_field + "\" is " + type_name(id_el.type()) + ", not a string or number";
+    m.kind = "bad id";
+    return false;
+  }
+  if (bad_id_char(out.id)) {
+    problem = "id \"" + shown_id(out.id) + "\" holds a TAB, CR or LF, which would corrupt the TSV outputs (pairs, "
+              "--removed, --clusters); remove them from the ids";
+    m.kind = "bad id";
     return false;
   }
   out.key = KeyValue{};
   if (!opt.key_field.empty()) {
     simdjson::dom::element key_el;
-    if (!obj.at_key(opt.key_field).get(key_el) && !key_el.is_null()) {
+    if (!find_field(obj, opt.key_field, key_el) && !key_el.is_null()) {
       if (key_el.is_number()) {
         out.key.kind = KeyValue::Kind::Number;
         out.key.number = key_el.get_double().value_unsafe();
@@ -305,11 +472,15 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
         out.key.text = key_el.get_string().value_unsafe();
       } else {
         problem = "keep-by field \"" + opt.key_field + "\" is " + type_name(key_el.type()) + ", not a number or string";
+        m.kind = "bad keep-by field";
         return false;
       }
     }
   }
-  if (!limit_doc_text(text, opt, problem)) return false;
+  if (!limit_doc_text(text, opt, problem)) {
+    m.kind = "longer than --max-doc-bytes";
+    return false;
+  }
   out.text = text;
   return true;
 }
@@ -358,7 +529,7 @@ struct RecordReader::Impl {
   JsonlParser parser;
   std::string file_text, problem;
 
-  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o.on_error), buf(1 << 20), parser(o) {
+  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o), buf(1 << 20), parser(o) {
     if (o.max_record_bytes == 0 || o.max_record_bytes > kMaxRecordBytes || o.max_doc_bytes == 0 || o.max_doc_bytes > kMaxRecordBytes)
       throw UsageError("--max-record-bytes and --max-doc-bytes must be between 1 and " + std::to_string(kMaxRecordBytes));
   }
@@ -393,6 +564,10 @@ struct RecordReader::Impl {
           begin = scanned = pos + 1;
           ++line_no;
           skip_bom(line);
+          if (line.size() > opt.max_record_bytes) {  // found whole in the buffer, but too long all the same
+            overlong = true;
+            line = {};
+          }
           return true;
         }
         scanned = end;
@@ -404,6 +579,10 @@ struct RecordReader::Impl {
           begin = scanned = end;
           ++line_no;
           skip_bom(line);
+          if (line.size() > opt.max_record_bytes) {
+            overlong = true;
+            line = {};
+          }
           return true;
         }
         return false;
@@ -464,14 +643,15 @@ struct RecordReader::Impl {
   }
 
   std::string long_line_problem() const {
-    return "line " + std::to_string(line_no) + " is longer than --max-record-bytes " + std::to_string(opt.max_record_bytes) +
+    return "the line is longer than --max-record-bytes " + std::to_string(opt.max_record_bytes) +
            " bytes (a file without newlines, or a decompression bomb?); raise the limit if the data is real";
   }
 
   // A bad record: throws, or counts it (stats mirror `bad`).
-  void report(const std::string& where, const std::string& what) {
-    bad.report(where, what);
+  void report(const std::string& where, const Rejected& r) {
+    bad.report(where, r);
     stats.skipped = bad.skipped();
+    stats.skip_kinds = bad.kinds();
     if (stats.first_skips.size() < bad.first().size()) stats.first_skips.push_back(bad.first().back());
   }
 
@@ -479,10 +659,19 @@ struct RecordReader::Impl {
   bool parse_line(std::string_view line, Record& out) {
     const uint64_t line_number = selecting ? 0 : line_no;
     if (!parser.parse(line, source(), line_number, out, problem)) {
-      report(record_where(source(), line_number, line_offset), problem);
+      Rejected r;
+      r.input = source().display;
+      r.line = line_number;
+      r.offset = line_offset;
+      r.kind = parser.problem_kind();
+      r.reason = problem;
+      r.has_record = true;
+      r.record = line;
+      report(record_where(source(), line_number, line_offset), r);
       return false;
     }
     if (parser.replaced_invalid_utf8()) ++stats.invalid_utf8;
+    if (parser.missing_id()) ++stats.missing_ids;
     out.raw = line;
     out.source = cur;
     out.line = line_number;
@@ -553,6 +742,7 @@ struct RecordReader::Impl {
       if (!src.problem.empty()) {
         out.kind = RawRecord::Kind::Bad;
         out.problem = src.problem;
+        out.problem_kind = src.problem_kind.empty() ? "unreadable file" : src.problem_kind.c_str();
         out.source = cur;
         out.line = out.offset = 0;
         ++cur;
@@ -570,14 +760,30 @@ struct RecordReader::Impl {
         if (!fits) {
           out.problem = "file is longer than --max-record-bytes " + std::to_string(opt.max_record_bytes) +
                         " bytes (a decompression bomb?); raise the limit if the data is real";
+          out.problem_kind = "longer than --max-record-bytes";
           return true;
         }
         if (file_text.empty() && !src.from_directory) {
           out.problem = "file is empty";
+          out.problem_kind = "empty file";
+          return true;
+        }
+        // A NUL byte in the first 8 KiB marks a binary file (as git and grep decide): found in a
+        // folder, it is left out and counted; named directly, it is a bad input.
+        if (std::memchr(file_text.data(), 0, std::min<size_t>(file_text.size(), 8192)) != nullptr) {
+          if (src.from_directory) {
+            ++stats.binary;
+            continue;
+          }
+          out.problem = "a binary file (a NUL byte in its first 8 KiB; UTF-16 text? convert it to UTF-8), not text";
+          out.problem_kind = "binary file";
           return true;
         }
         std::string_view text = file_text;
-        if (!limit_doc_text(text, opt, out.problem)) return true;
+        if (!limit_doc_text(text, opt, out.problem)) {
+          out.problem_kind = "longer than --max-doc-bytes";
+          return true;
+        }
         out.kind = RawRecord::Kind::Parsed;
         out.id = src.doc_id;
         out.bytes = text;
@@ -592,6 +798,7 @@ struct RecordReader::Impl {
         if (empty_file) {
           out.kind = RawRecord::Kind::Bad;
           out.problem = "file is empty (no JSONL records)";
+          out.problem_kind = "empty file";
           return true;
         }
         continue;
@@ -599,6 +806,7 @@ struct RecordReader::Impl {
       if (overlong) {
         out.kind = RawRecord::Kind::Bad;
         out.problem = long_line_problem();
+        out.problem_kind = "longer than --max-record-bytes";
         out.source = cur;
         out.line = line_no;
         out.offset = line_offset;
@@ -618,13 +826,21 @@ struct RecordReader::Impl {
     RawRecord raw;
     while (next_raw(raw)) {
       switch (raw.kind) {
-        case RawRecord::Kind::Bad:
-          report(inputs.sources()[raw.source].display, raw.problem);
+        case RawRecord::Kind::Bad: {
+          const Source& src = inputs.sources()[raw.source];
+          Rejected r;
+          r.input = src.display;
+          r.line = raw.line;
+          r.offset = raw.offset;
+          r.kind = raw.problem_kind;
+          r.reason = raw.problem;
+          report(raw.line ? record_where(src, raw.line, raw.offset) : src.display, r);
           continue;
+        }
         case RawRecord::Kind::Parsed:
           out.id = raw.id;
           out.text = raw.bytes;
-          out.raw = inputs.sources()[raw.source].path;
+          out.raw = raw.id;  // a text file is named in outputs by its id: the path as given
           out.source = raw.source;
           out.line = 0;
           out.offset = 0;

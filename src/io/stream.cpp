@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <bzlib.h>
+#include <lzma.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -74,7 +76,7 @@ class File {
 
 // The first bytes of the file, read to sniff the magic, are replayed before the rest.
 struct Prefix {
-  char data[4];
+  char data[6];
   size_t size = 0;
   size_t pos = 0;
   size_t left() const noexcept { return size - pos; }
@@ -104,7 +106,7 @@ class PlainStream final : public ByteStream {
   uint64_t raw_bytes_read() const noexcept override { return file_->consumed(); }
   Compression compression() const noexcept override { return Compression::None; }
   uint64_t skip(uint64_t n) override {
-    char tmp[4];
+    char tmp[sizeof prefix_.data];
     const uint64_t from_prefix = prefix_.take(tmp, static_cast<size_t>(std::min<uint64_t>(n, sizeof tmp)));
     file_->seek_forward(n - from_prefix);
     return n;  // a plain file's length is checked by the reads that follow
@@ -215,6 +217,116 @@ class ZstdStream final : public ByteStream {
   bool done_ = false;
 };
 
+
+// xz (liblzma's .xz container; concatenated streams are valid, as for xz itself).
+class XzStream final : public ByteStream {
+ public:
+  XzStream(std::unique_ptr<File> f, Prefix p) : file_(std::move(f)), prefix_(p), in_(kRawBuffer) {
+    if (lzma_stream_decoder(&ls_, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+      throw Error(file_->display() + ": cannot initialise liblzma");
+  }
+  ~XzStream() override { lzma_end(&ls_); }
+
+  size_t read(char* buf, size_t n) override {
+    if (n == 0 || done_) return 0;
+    ls_.next_out = reinterpret_cast<uint8_t*>(buf);
+    ls_.avail_out = n;
+    while (ls_.avail_out == n) {
+      lzma_action action = LZMA_RUN;
+      if (ls_.avail_in == 0 && !eof_) {
+        const size_t got = refill(prefix_, *file_, in_.data(), in_.size());
+        ls_.next_in = reinterpret_cast<const uint8_t*>(in_.data());
+        ls_.avail_in = got;
+        eof_ = got == 0;
+      }
+      if (eof_) action = LZMA_FINISH;
+      const lzma_ret rc = lzma_code(&ls_, action);
+      if (rc == LZMA_STREAM_END) {
+        done_ = true;
+        break;
+      }
+      if (rc == LZMA_BUF_ERROR && eof_)
+        throw FormatError(file_->display() + ": truncated xz stream (the file ends inside compressed data); re-download or re-create the file");
+      if (rc != LZMA_OK)
+        throw FormatError(file_->display() + ": corrupt xz data (liblzma error " + std::to_string(static_cast<int>(rc)) +
+                          "); re-download or re-create the file");
+    }
+    return n - ls_.avail_out;
+  }
+  uint64_t raw_bytes_read() const noexcept override { return file_->consumed() - ls_.avail_in - prefix_.left(); }
+  Compression compression() const noexcept override { return Compression::Xz; }
+
+ private:
+  std::unique_ptr<File> file_;
+  Prefix prefix_;
+  std::vector<char> in_;
+  lzma_stream ls_ = LZMA_STREAM_INIT;
+  bool eof_ = false;
+  bool done_ = false;
+};
+
+// bzip2 (libbz2; concatenated streams, as pbzip2 writes them, are valid).
+class Bzip2Stream final : public ByteStream {
+ public:
+  Bzip2Stream(std::unique_ptr<File> f, Prefix p) : file_(std::move(f)), prefix_(p), in_(kRawBuffer) { init(); }
+  ~Bzip2Stream() override { BZ2_bzDecompressEnd(&bz_); }
+
+  size_t read(char* buf, size_t n) override {
+    if (n == 0 || done_) return 0;
+    const auto want = static_cast<unsigned>(std::min<size_t>(n, 1u << 30));
+    bz_.next_out = buf;
+    bz_.avail_out = want;
+    while (bz_.avail_out == want) {
+      if (bz_.avail_in == 0) {
+        const size_t got = refill(prefix_, *file_, in_.data(), in_.size());
+        if (got == 0) {
+          if (stream_started_)
+            throw FormatError(file_->display() + ": truncated bzip2 stream (the file ends inside compressed data); "
+                              "re-download or re-create the file");
+          done_ = true;
+          break;
+        }
+        bz_.next_in = in_.data();
+        bz_.avail_in = static_cast<unsigned>(got);
+      }
+      stream_started_ = true;
+      const int rc = BZ2_bzDecompress(&bz_);
+      if (rc == BZ_STREAM_END) {
+        // Another stream may follow: a new decoder takes over where this one stopped.
+        char* next_in = bz_.next_in;
+        char* next_out = bz_.next_out;
+        const unsigned avail_in = bz_.avail_in, avail_out = bz_.avail_out;
+        BZ2_bzDecompressEnd(&bz_);
+        init();
+        bz_.next_in = next_in;
+        bz_.avail_in = avail_in;
+        bz_.next_out = next_out;
+        bz_.avail_out = avail_out;
+        stream_started_ = false;
+        continue;
+      }
+      if (rc != BZ_OK)
+        throw FormatError(file_->display() + ": corrupt bzip2 data (libbz2 error " + std::to_string(rc) +
+                          "); re-download or re-create the file");
+    }
+    return want - bz_.avail_out;
+  }
+  uint64_t raw_bytes_read() const noexcept override { return file_->consumed() - bz_.avail_in - prefix_.left(); }
+  Compression compression() const noexcept override { return Compression::Bzip2; }
+
+ private:
+  void init() {
+    std::memset(&bz_, 0, sizeof bz_);
+    if (BZ2_bzDecompressInit(&bz_, 0, 0) != BZ_OK) throw Error(file_->display() + ": cannot initialise libbz2");
+  }
+  std::unique_ptr<File> file_;
+  Prefix prefix_;
+  std::vector<char> in_;
+  bz_stream bz_;
+  bool stream_started_ = false;
+  bool done_ = false;
+};
+
 }  // namespace
 
 const char* compression_name(Compression c) noexcept {
@@ -222,6 +334,8 @@ const char* compression_name(Compression c) noexcept {
     case Compression::None: return "none";
     case Compression::Gzip: return "gzip";
     case Compression::Zstd: return "zstd";
+    case Compression::Xz: return "xz";
+    case Compression::Bzip2: return "bzip2";
   }
   return "?";
 }
@@ -245,6 +359,9 @@ std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::stri
   if (p.size >= 2 && m[0] == 0x1f && m[1] == 0x8b) return std::make_unique<GzipStream>(std::move(file), p);
   if (p.size >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd)
     return std::make_unique<ZstdStream>(std::move(file), p);
+  if (p.size >= 6 && std::memcmp(p.data, "\xFD" "7zXZ\0", 6) == 0) return std::make_unique<XzStream>(std::move(file), p);
+  if (p.size >= 4 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' && m[3] <= '9')
+    return std::make_unique<Bzip2Stream>(std::move(file), p);
   return std::make_unique<PlainStream>(std::move(file), p);
 }
 

@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -52,39 +55,172 @@ void remove_temporary_files() noexcept {
     if (s.state.load(std::memory_order_acquire) == kListed) ::unlink(s.path);
 }
 
-AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Follows a chain of symbolic links to the path it finally names (which may not exist yet).
+std::string follow_links(const std::string& path) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::vector<char> buf(static_cast<size_t>(st.st_size > 0 ? st.st_size : 4096) + 1);
+    const ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size() - 1);
+    if (n < 0) return p;
+    std::string to(buf.data(), static_cast<size_t>(n));
+    p = to.starts_with('/') ? to : dir_of(p) + "/" + to;
+  }
+  throw IoError(path + ": too many levels of symbolic links; point the output at a file");
+}
+
+// The descriptor a path names directly (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N),
+// or -1. These are written through the descriptor: following their link would find a pipe,
+// a terminal or the file the shell redirected to, none of which may be renamed over.
+int named_descriptor(const std::string& path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (!path.starts_with(prefix)) continue;
+    const std::string_view num = std::string_view(path).substr(prefix.size());
+    if (num.empty() || num.size() > 9 || num.find_first_not_of("0123456789") != std::string_view::npos) return -1;
+    return std::stoi(std::string(num));
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string output_compression_of(const std::string& path) {
+  if (ends_with(path, ".gz")) return "gzip";
+  if (ends_with(path, ".zst") || ends_with(path, ".zstd")) return "zstd";
+  for (std::string_view c : {".xz", ".bz2", ".lz4", ".br", ".lzma", ".Z"})
+    if (ends_with(path, c))
+      throw UsageError(path + ": neardup cannot write " + std::string(c.substr(1)) +
+                       " compression (it reads it); name the output .gz or .zst, or without a compression suffix");
+  return "";
+}
+
+// Compresses what is written before it reaches the file.
+struct AtomicFile::Encoder {
+  bool gzip = false;
+  z_stream zs{};
+  ZSTD_CCtx* zc = nullptr;
+  std::vector<char> out = std::vector<char>(1 << 18);
+
+  explicit Encoder(bool use_gzip) : gzip(use_gzip) {
+    if (gzip) {
+      if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        throw Error("cannot initialise zlib");
+    } else {
+      zc = ZSTD_createCCtx();
+      if (!zc) throw Error("cannot initialise zstd");
+      ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel, ZSTD_CLEVEL_DEFAULT);
+      ZSTD_CCtx_setParameter(zc, ZSTD_c_checksumFlag, 1);
+    }
+  }
+  ~Encoder() {
+    if (gzip) deflateEnd(&zs);
+    if (zc) ZSTD_freeCCtx(zc);
+  }
+  // Compresses `data` (finishing the stream when `last`), handing the output to `sink`.
+  template <class Sink>
+  void feed(std::string_view data, bool last, Sink&& sink) {
+    if (gzip) {
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+      zs.avail_in = static_cast<uInt>(data.size());
+      for (;;) {
+        zs.next_out = reinterpret_cast<Bytef*>(out.data());
+        zs.avail_out = static_cast<uInt>(out.size());
+        const int rc = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
+        if (rc == Z_STREAM_ERROR) throw Error("zlib: cannot compress");
+        sink(out.data(), out.size() - zs.avail_out);
+        if (last ? rc == Z_STREAM_END : (zs.avail_in == 0 && zs.avail_out != 0)) return;
+      }
+    }
+    ZSTD_inBuffer in{data.data(), data.size(), 0};
+    for (;;) {
+      ZSTD_outBuffer ob{out.data(), out.size(), 0};
+      const size_t rc = ZSTD_compressStream2(zc, &ob, &in, last ? ZSTD_e_end : ZSTD_e_continue);
+      if (ZSTD_isError(rc)) throw Error(std::string("zstd: cannot compress: ") + ZSTD_getErrorName(rc));
+      sink(out.data(), ob.pos);
+      if (last ? rc == 0 : in.pos == in.size) return;
+    }
+  }
+};
+
+AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) : path_(path) {
+  if (compression == OutputCompression::ByName) {
+    const std::string c = output_compression_of(path);
+    if (!c.empty()) encoder_ = std::make_unique<Encoder>(c == "gzip");
+  }
+  if (path.empty()) throw UsageError("an output path is empty; name a file, or - for standard output");
   if (path == "-") {
-    stdout_ = true;
+    stdout_ = direct_ = true;
     f_ = stdout;
     return;
   }
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  temp_ = (slash == std::string::npos ? std::string() : dir) + "." + base + ".neardup-tmp-XXXXXX";
-  const int fd = ::mkstemp(temp_.data());
-  if (fd < 0)
-    throw IoError(path + ": cannot create output file: " + std::strerror(errno) +
-                  "; check that the directory exists and is writable");
-  // mkstemp creates 0600; give the result the usual permissions (umask applies).
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
+  int fd = -1;
+  if (const int named = named_descriptor(path); named >= 0) {
+    fd = ::fcntl(named, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) throw IoError(path + ": cannot write: " + std::strerror(errno) + " (is the descriptor open?)");
+    direct_ = true;
+  } else {
+    target_ = follow_links(path);
+    struct stat st;
+    const bool exists = ::stat(target_.c_str(), &st) == 0;
+    if (exists && S_ISDIR(st.st_mode))
+      throw IoError(path + ": is a directory; name a file for the output");
+    if (exists && !S_ISREG(st.st_mode)) {
+      // A device, a FIFO or a socket: written in place (a FIFO blocks here until it has a reader).
+      fd = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) throw IoError(path + ": cannot open for writing: " + std::strerror(errno));
+      direct_ = true;
+    } else {
+      const size_t slash = target_.rfind('/');
+      temp_ = (slash == std::string::npos ? std::string() : target_.substr(0, slash + 1)) + "." +
+              (slash == std::string::npos ? target_ : target_.substr(slash + 1)) + ".neardup-tmp-XXXXXX";
+      fd = ::mkstemp(temp_.data());
+      if (fd < 0)
+        throw IoError(path + ": cannot create output file: " + std::strerror(errno) +
+                      "; check that the directory exists and is writable");
+      temp_slot_ = register_temporary_file(temp_);
+      if (exists) {
+        // The replaced file's permissions (and owner, when allowed) carry over to the new one.
+        ::fchmod(fd, st.st_mode & 07777);
+        [[maybe_unused]] const int ignored = ::fchown(fd, st.st_uid, st.st_gid);
+      } else {
+        // mkstemp creates 0600; give a new file the usual permissions (umask applies).
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        ::fchmod(fd, 0666 & ~mask);
+      }
+    }
+  }
   f_ = ::fdopen(fd, "wb");
   if (!f_) {
+    const int e = errno;
     ::close(fd);
-    ::unlink(temp_.c_str());
-    throw IoError(path + ": cannot open output file: " + std::strerror(errno));
+    if (!temp_.empty()) ::unlink(temp_.c_str());
+    unregister_temporary_file(temp_slot_);
+    throw IoError(path + ": cannot open output file: " + std::strerror(e));
   }
   std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
-  temp_slot_ = register_temporary_file(temp_);
 }
 
 AtomicFile::~AtomicFile() {
   if (stdout_) return;
   if (f_) {
     std::fclose(f_);
-    ::unlink(temp_.c_str());
+    if (!temp_.empty()) ::unlink(temp_.c_str());
   }
   unregister_temporary_file(temp_slot_);
 }
@@ -95,16 +231,25 @@ void AtomicFile::fail(const char* what) {
                 (e == ENOSPC || e == EDQUOT ? "; free some space and run again"
                  : e == EFBIG               ? "; the file size limit (ulimit -f) or the file system's was reached"
                                             : "") +
-                " (the previous file, if any, is untouched)");
+                (direct_ ? "" : " (the previous file, if any, is untouched)"));
 }
 
-void AtomicFile::write(std::string_view data) {
-  if (!data.empty() && std::fwrite(data.data(), 1, data.size(), f_) != data.size()) fail("cannot write output");
-  written_ += data.size();
+void AtomicFile::raw_write(const char* data, size_t n) {
+  if (n > 0 && std::fwrite(data, 1, n, f_) != n) fail("cannot write output");
+  written_ += n;
   if (written_ - synced_ >= kWriteBehind) write_behind();
 }
 
+void AtomicFile::write(std::string_view data) {
+  if (encoder_) {
+    if (!data.empty()) encoder_->feed(data, false, [this](const char* p, size_t n) { raw_write(p, n); });
+    return;
+  }
+  raw_write(data.data(), data.size());
+}
+
 void AtomicFile::put(char c) {
+  if (encoder_) return write(std::string_view(&c, 1));
   if (std::fputc(c, f_) == EOF) fail("cannot write output");
   ++written_;
 }
@@ -112,18 +257,26 @@ void AtomicFile::put(char c) {
 // Starts the disk writes of what was written so far without waiting for them, so that the
 // fsync of commit() waits only for the last part (writing and syncing overlap).
 void AtomicFile::write_behind() {
-  if (stdout_) return;
+  if (direct_) return;
   if (std::fflush(f_) != 0) fail("cannot write output");
   ::sync_file_range(::fileno(f_), static_cast<off_t>(synced_), static_cast<off_t>(written_ - synced_), SYNC_FILE_RANGE_WRITE);
   synced_ = written_;
 }
 
 void AtomicFile::commit() {
-  if (stdout_) {
-    if (std::fflush(f_) != 0) fail("cannot write output");
+  if (committed_) return;
+  if (encoder_) encoder_->feed({}, true, [this](const char* p, size_t n) { raw_write(p, n); });
+  if (std::fflush(f_) != 0) fail("cannot write output");
+  committed_ = true;
+  if (stdout_) return;
+  if (direct_) {
+    // Written in place: a regular file behind /dev/stdout is synced; a pipe or device cannot be.
+    if (::fsync(::fileno(f_)) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP) fail("cannot sync output");
+    const int rc = std::fclose(f_);
+    f_ = nullptr;
+    if (rc != 0) fail("cannot close output");
     return;
   }
-  if (std::fflush(f_) != 0) fail("cannot write output");
   if (::fsync(::fileno(f_)) != 0 && errno != EINVAL) fail("cannot sync output");
   if (std::fclose(f_) != 0) {
     f_ = nullptr;
@@ -131,11 +284,19 @@ void AtomicFile::commit() {
     fail("cannot close output");
   }
   f_ = nullptr;
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) {
     const int e = errno;
     ::unlink(temp_.c_str());
     errno = e;
     fail("cannot move output into place");
+  }
+  unregister_temporary_file(temp_slot_);
+  temp_slot_ = -1;
+  // The rename is durable only once the directory is synced.
+  const int dir = ::open(dir_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
   }
 }
 
@@ -143,7 +304,7 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
   if (std::fflush(f_) != 0) fail("cannot write output");
   const int out_fd = ::fileno(f_);
   uint64_t done = 0;
-  bool kernel_copy = !stdout_;
+  bool kernel_copy = !stdout_ && !encoder_;
   while (done < length) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(length - done, uint64_t{1} << 30));
     if (kernel_copy) {
@@ -221,6 +382,78 @@ void append_ranges(const std::string& path, const std::string& display, std::spa
       pos += got;
     }
     if (left > 0) short_of(left, r);
+  }
+}
+
+}  // namespace neardup::io
+
+namespace neardup::io {
+namespace {
+
+// What a path names, for telling whether two paths are one file.
+struct FileIdentity {
+  bool exists = false;
+  bool character_device = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::string resolved;  ///< when it does not exist: its directory resolved, then its name
+};
+
+FileIdentity identify(const std::string& path) {
+  FileIdentity id;
+  struct stat st;
+  const bool ok = path == "-" ? ::fstat(1, &st) == 0 : ::stat(path.c_str(), &st) == 0;
+  if (ok) {
+    id.exists = true;
+    id.character_device = S_ISCHR(st.st_mode);
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    return id;
+  }
+  const std::string target = follow_links(path);
+  const size_t slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+  char* real = ::realpath(dir.c_str(), nullptr);
+  id.resolved = (real ? std::string(real) : dir) + "/" + (slash == std::string::npos ? target : target.substr(slash + 1));
+  std::free(real);
+  return id;
+}
+
+bool same_file(const FileIdentity& a, const FileIdentity& b) {
+  if (a.exists != b.exists) return false;
+  return a.exists ? a.dev == b.dev && a.ino == b.ino : a.resolved == b.resolved;
+}
+
+}  // namespace
+
+void check_outputs(std::span<const NamedPath> inputs, std::span<const NamedPath> outputs) {
+  std::vector<FileIdentity> outs;
+  bool any_exists = false;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const NamedPath& o = outputs[i];
+    if (o.path.empty()) throw UsageError(o.role + " is empty; name a file, or - for standard output");
+    outs.push_back(identify(o.path));
+    any_exists = any_exists || outs.back().exists;
+    for (size_t j = 0; j < i; ++j) {
+      const NamedPath& p = outputs[j];
+      if (o.path == "-" && p.path == "-")
+        throw UsageError(p.role + " and " + o.role + " both go to standard output (-); send one of them to a file");
+      if (same_file(outs[i], outs[j]) && !(outs[i].exists && outs[i].character_device))
+        throw UsageError(p.role + " and " + o.role + " name the same file (" + o.path +
+                         "); give each output its own file");
+    }
+  }
+  // An output that does not exist yet cannot be an input.
+  if (!any_exists) return;
+  for (const NamedPath& in : inputs) {
+    if (in.path == "-") continue;  // standard input is copied before anything is written
+    const FileIdentity id = identify(in.path);
+    if (!id.exists || id.character_device) continue;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (same_file(id, outs[i]))
+        throw UsageError(outputs[i].role + " " + outputs[i].path + " is the same file as " + in.role +
+                         " " + in.path +
+                         "; write the output elsewhere (neardup never modifies its inputs)");
   }
 }
 

@@ -202,19 +202,117 @@ TEST(Reader, InvalidUtf8IsNotAnError) {
   EXPECT_EQ(st.invalid_utf8, 1u);
 }
 
-TEST(Reader, DirectoriesAreWalkedSortedWithRelativeIds) {
+// Ids are the folder as given joined with the path inside it (unique across folders), and the
+// record's raw form (what dedup prints as kept) is the same string.
+TEST(Reader, DirectoriesAreWalkedSortedWithJoinedIds) {
   test::TempDir d;
   test::write_file(d.file("root/b.txt"), "second");
   test::write_file(d.file("root/a/z.txt"), "first");
   test::write_file(d.file("root/c/empty.txt"), "");
-  const auto r = read_all_records({d.file("root")});
+  const auto r = read_all_records({d.file("root") + "/"});
   ASSERT_EQ(r.size(), 3u);
-  EXPECT_EQ(r[0].id, "a/z.txt");
+  EXPECT_EQ(r[0].id, d.file("root/a/z.txt"));
   EXPECT_EQ(r[0].text, "first");
-  EXPECT_EQ(r[0].raw, d.file("root/a/z.txt"));
-  EXPECT_EQ(r[1].id, "b.txt");
-  EXPECT_EQ(r[2].id, "c/empty.txt");  // an empty file inside a directory is an empty document
+  EXPECT_EQ(r[0].raw, r[0].id);
+  EXPECT_EQ(r[1].id, d.file("root/b.txt"));
+  EXPECT_EQ(r[2].id, d.file("root/c/empty.txt"));  // an empty file inside a directory is an empty document
   EXPECT_EQ(r[2].text, "");
+}
+
+// Hidden entries, binary files and --exclude globs are left out of a folder and counted; a
+// binary file named directly is a bad record.
+TEST(Reader, FoldersLeaveOutHiddenBinaryAndExcludedFiles) {
+  test::TempDir d;
+  test::write_file(d.file("root/a.txt"), "text");
+  test::write_file(d.file("root/.hidden"), "secret");
+  test::write_file(d.file("root/.git/objects/x"), "object");
+  test::write_file(d.file("root/img.png"), std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16));
+  test::write_file(d.file("root/skip.log"), "log");
+  io::ReaderOptions opt;
+  opt.exclude = {"*.log"};
+  io::InputSet in({d.file("root")}, opt);
+  EXPECT_EQ(in.sources().size(), 2u);  // a.txt and img.png; the binary one is found by reading it
+  EXPECT_EQ(in.left_out().hidden, 2u);
+  EXPECT_EQ(in.left_out().excluded, 1u);
+  io::RecordReader reader(in, opt);
+  io::Record rec;
+  ASSERT_TRUE(reader.next(rec));
+  EXPECT_EQ(rec.id, d.file("root/a.txt"));
+  EXPECT_FALSE(reader.next(rec));
+  EXPECT_EQ(reader.stats().binary, 1u);
+  opt.hidden = true;
+  EXPECT_EQ(io::InputSet({d.file("root")}, opt).sources().size(), 4u);
+  io::InputSet direct({d.file("root/img.png")}, opt);
+  io::RecordReader reader2(direct, opt);
+  EXPECT_THROW(reader2.next(rec), FormatError);
+}
+
+// --max-record-bytes holds for a line that fits the read buffer, and names its line.
+TEST(Reader, MaxRecordBytesHoldsForShortLinesWithTheRightLine) {
+  test::TempDir d;
+  std::string data = "{\"text\": \"" + std::string(600, 'a') + "\"}\n";
+  for (int i = 0; i < 100; ++i) data += "{\"text\": \"b\"}\n";
+  test::write_file(d.file("a.jsonl"), data);
+  io::ReaderOptions opt;
+  opt.max_record_bytes = 500;
+  io::InputSet in({d.file("a.jsonl")}, opt);
+  io::RecordReader reader(in, opt);
+  io::Record rec;
+  try {
+    reader.next(rec);
+    FAIL() << "a 600-byte line passed a 500-byte limit";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("a.jsonl:1: the line is longer than --max-record-bytes 500"), std::string::npos) << e.what();
+  }
+}
+
+// Nested fields by dotted path; numbers as ids; ids with TAB or newline are bad records.
+TEST(Reader, DottedFieldsNumericIdsAndControlCharactersInIds) {
+  test::TempDir d;
+  test::write_file(d.file("a.jsonl"),
+                   "{\"m\": {\"t\": \"one\"}, \"n\": 17}\n"
+                   "{\"m\": {\"t\": \"two\"}, \"n\": \"x\\ty\"}\n"
+                   "{\"m.t\": \"three\", \"n\": 2.5}\n");
+  io::ReaderOptions opt;
+  opt.text_field = "m.t";
+  opt.id_field = "n";
+  opt.on_error = io::OnError::Skip;
+  std::vector<std::string> rejected;
+  opt.on_reject = [&](const io::Rejected& r) { rejected.push_back(std::string(r.kind) + "|" + std::string(r.record)); };
+  io::InputSet in({d.file("a.jsonl")}, opt);
+  io::RecordReader reader(in, opt);
+  io::Record rec;
+  ASSERT_TRUE(reader.next(rec));
+  EXPECT_EQ(rec.id, "17");
+  EXPECT_EQ(rec.text, "one");
+  ASSERT_TRUE(reader.next(rec));
+  EXPECT_EQ(rec.id, "2.5");
+  EXPECT_EQ(rec.text, "three");
+  EXPECT_FALSE(reader.next(rec));
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0], "bad id|{\"m\": {\"t\": \"two\"}, \"n\": \"x\\ty\"}");
+  ASSERT_EQ(reader.stats().skip_kinds.size(), 1u);
+  EXPECT_EQ(reader.stats().skip_kinds[0].second, 1u);
+}
+
+// JSONL named otherwise is recognised by its first line; xz and bzip2 are decompressed.
+TEST(Reader, JsonlByContentAndXzBzip2) {
+  test::TempDir d;
+  const std::string data = "{\"id\": \"a\", \"text\": \"hello\"}\n";
+  test::write_file(d.file("data.txt"), data);
+  test::write_file(d.file("plain.txt"), "{ not json at all\n");
+  io::InputSet in({d.file("data.txt"), d.file("plain.txt")}, io::ReaderOptions{});
+  EXPECT_EQ(in.sources()[0].kind, io::SourceKind::Jsonl);
+  EXPECT_EQ(in.sources()[1].kind, io::SourceKind::TextFile);
+  for (const char* tool : {"xz", "bzip2"}) {
+    test::write_file(d.file("c.jsonl"), data + data);
+    const std::string cmd = std::string(tool) + " -f " + d.file("c.jsonl");
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << tool;
+    const std::string packed = d.file(std::string("c.jsonl.") + (tool[0] == 'x' ? "xz" : "bz2"));
+    const auto r = read_all_records({packed});
+    ASSERT_EQ(r.size(), 2u) << tool;
+    EXPECT_EQ(r[1].text, "hello");
+  }
 }
 
 TEST(Reader, LongLines) {

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "json.h"
 #include "options.h"
 #include "neardup/neardup.h"
 
@@ -62,6 +64,14 @@ void add_reader_options(CLI::App* cmd, Options& o) {
                                                                                {"jsonl", io::InputFormat::Jsonl},
                                                                                {"text", io::InputFormat::Text}}))
       ->default_str("auto");
+  cmd->add_option("--include", o.reader.include,
+                  "In directories: read only files matching this glob (repeatable; without '/' it matches the name, "
+                  "with '/' the path inside the directory)");
+  cmd->add_option("--exclude", o.reader.exclude, "In directories: leave out files and folders matching this glob (repeatable)");
+  cmd->add_flag("--hidden", o.reader.hidden, "In directories: also read hidden files and folders (names starting with '.')");
+  cmd->add_option("--rejects", o.rejects,
+                  "With --on-error skip: write each skipped record to this file as a JSON line with its input, line, "
+                  "kind and reason");
   cmd->add_option("--on-error", o.reader.on_error, "Bad records: fail (stop with an error) or skip (count and go on)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, io::OnError>{{"fail", io::OnError::Fail},
                                                                            {"skip", io::OnError::Skip}}))
@@ -89,6 +99,78 @@ void add_run_options(CLI::App* cmd, Options& o) {
   cmd->add_option("-j,--threads", o.threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_flag("-q,--quiet", o.quiet, "No progress bar, warnings or summary on stderr");
   cmd->add_flag("--stats", o.show_stats, "Also print the time of each stage and the kernel used");
+}
+
+void check_output_paths(const io::InputSet& inputs, const std::vector<io::NamedPath>& outputs,
+                        const std::vector<io::NamedPath>& extra_inputs) {
+  std::vector<io::NamedPath> ins = extra_inputs;
+  for (const io::Source& s : inputs.sources())
+    if (s.display != "<stdin>") ins.push_back({s.path, "the input"});
+  std::vector<io::NamedPath> outs;
+  for (const io::NamedPath& o : outputs)
+    if (!o.path.empty() || o.role == "--output") outs.push_back({o.path.empty() ? "-" : o.path, o.role});
+  io::check_outputs(ins, outs);
+}
+
+std::unique_ptr<io::AtomicFile> open_output(const std::string& path) {
+  return std::make_unique<io::AtomicFile>(path.empty() ? "-" : path, io::OutputCompression::ByName);
+}
+
+void RejectsFile::open(const std::string& path, io::ReaderOptions& reader) {
+  if (path.empty()) return;
+  path_ = path;
+  reader.on_reject = [this](const io::Rejected& r) {
+    if (!file_) file_ = open_output(path_);
+    line_.assign("{\"input\": ");
+    append_json_string(line_, valid_utf8(r.input) ? r.input : std::string_view("(not UTF-8)"));
+    line_ += ", \"line\": " + std::to_string(r.line) + ", \"byte\": " + std::to_string(r.offset) + ", \"kind\": ";
+    append_json_string(line_, r.kind);
+    line_ += ", \"reason\": ";
+    append_json_string(line_, valid_utf8(r.reason) ? r.reason : std::string_view("(not UTF-8)"));
+    if (r.has_record && valid_utf8(r.record)) {
+      line_ += ", \"record\": ";
+      append_json_string(line_, r.record);
+    } else if (r.has_record) {
+      line_ += ", \"record_base64\": \"";
+      append_base64(line_, r.record);
+      line_ += '"';
+    }
+    line_ += "}\n";
+    file_->write(line_);
+  };
+}
+
+void print_input_warnings(const io::ReaderStats& s, uint64_t documents, const io::WalkCounts& w, const CLI::App* cmd,
+                          const io::ReaderOptions& reader) {
+  for (const auto& m : s.first_skips) std::fprintf(stderr, "neardup: warning: skipped %s\n", m.c_str());
+  if (s.skipped > s.first_skips.size())
+    std::fprintf(stderr, "neardup: warning: ... and %llu more bad records skipped\n",
+                 static_cast<unsigned long long>(s.skipped - s.first_skips.size()));
+  if (s.skipped > 0) {
+    std::string kinds;
+    for (const auto& [kind, n] : s.skip_kinds) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+    std::fprintf(stderr, "neardup: warning: %llu bad records skipped: %s%s\n", static_cast<unsigned long long>(s.skipped),
+                 kinds.c_str(), cmd->count("--rejects") ? " (each in --rejects)" : " (--rejects FILE keeps each with its reason)");
+  }
+  if (w.hidden + w.excluded + s.binary + w.other > 0) {
+    std::string parts;
+    auto add = [&](uint64_t n, const char* what) {
+      if (n) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    };
+    add(w.hidden, "hidden files or folders (--hidden reads them)");
+    add(s.binary, "binary files");
+    add(w.excluded, "excluded by --include/--exclude");
+    add(w.other, "special files (FIFOs, sockets, devices)");
+    std::fprintf(stderr, "neardup: left out of the folders: %s\n", parts.c_str());
+  }
+  if (cmd->count("--id-field") && s.missing_ids > 0) {
+    if (s.missing_ids == documents)
+      std::fprintf(stderr, "neardup: warning: no record has the id field \"%s\"; every record is named FILE:LINE (check the field's name)\n",
+                   reader.id_field.c_str());
+    else
+      std::fprintf(stderr, "neardup: warning: %llu records have no id field \"%s\" and are named FILE:LINE\n",
+                   static_cast<unsigned long long>(s.missing_ids), reader.id_field.c_str());
+  }
 }
 
 namespace {
@@ -229,12 +311,18 @@ void print_memory_estimate(const MemoryEstimate& m) {
                  human_bytes(avail).c_str());
 }
 
-void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
+void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::App* cmd, const io::ReaderOptions& reader) {
+  {
+    const RunStats& r = p.stats();
+    io::ReaderStats in;
+    in.skipped = r.skipped;
+    in.first_skips = r.skip_messages;
+    in.skip_kinds = r.skip_kinds;
+    in.binary = r.binary_files;
+    in.missing_ids = r.missing_ids;
+    print_input_warnings(in, r.documents, r.left_out, cmd, reader);
+  }
   const RunStats& s = p.stats();
-  for (const auto& m : s.skip_messages) std::fprintf(stderr, "neardup: warning: skipped %s\n", m.c_str());
-  if (s.skipped > s.skip_messages.size())
-    std::fprintf(stderr, "neardup: warning: ... and %llu more bad records skipped\n",
-                 static_cast<unsigned long long>(s.skipped - s.skip_messages.size()));
   if (s.invalid_utf8 > 0)
     std::fprintf(stderr, "neardup: warning: %llu records had invalid UTF-8 or lone surrogate escapes (replaced by U+FFFD)\n",
                  static_cast<unsigned long long>(s.invalid_utf8));
@@ -271,8 +359,12 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages) {
 }
 
 int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
-  if (dedup && o.output.empty() && !o.estimate_memory)
-    throw UsageError("dedup needs -o/--output FILE (or - for stdout) for the kept records");
+  if (dedup && o.output.empty() && o.output_dir.empty() && !o.estimate_memory)
+    throw UsageError("dedup needs -o/--output FILE (or - for stdout) or --output-dir DIR for the kept records");
+  if (!o.output_dir.empty() && !o.output.empty())
+    throw UsageError("-o/--output and --output-dir exclude each other: one file for all kept records, or one per input file");
+  if (!o.rejects.empty() && o.reader.on_error != io::OnError::Skip)
+    throw UsageError("--rejects applies with --on-error skip (without it, the first bad record stops the run)");
   if (dedup && !o.against.empty()) {
     if (o.estimate_memory) throw UsageError("--estimate-memory applies to runs without --against (they keep no per-document state)");
     if (cmd->count("--cluster") || cmd->count("--keep-by"))
@@ -286,6 +378,8 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   RunOptions ro;
   ro.spec = make_spec(cmd, o);
   ro.reader = o.reader;
+  RejectsFile rejects;
+  rejects.open(o.rejects, ro.reader);
   ro.threads = o.threads;
   ro.keep = o.keep;
   ro.cluster = o.cluster;
@@ -311,6 +405,27 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   ro.progress = [&bar](const Progress& p) { bar.update(p); };
 
   Pipeline pipeline(o.inputs, ro);
+  // --output-dir: each input file's kept records under its own name (its path inside the folder
+  // walked, or its file name), compressed as the name says.
+  std::vector<std::string> per_source;
+  std::vector<io::NamedPath> outputs = {{o.output_dir.empty() ? o.output : std::string(), "--output"},
+                                        {o.removed, "--removed"}, {o.clusters, "--clusters"}, {o.rejects, "--rejects"}};
+  if (!o.output_dir.empty()) {
+    if (!pipeline.inputs().all_jsonl())
+      throw UsageError("--output-dir writes JSONL records per input file; the inputs include plain-text files (use -o for the list of kept paths)");
+    std::map<std::string, std::string> seen;
+    for (const io::Source& src : pipeline.inputs().sources()) {
+      const std::string path = (std::filesystem::path(o.output_dir) / src.name).lexically_normal().string();
+      auto [it, fresh] = seen.emplace(path, src.display);
+      if (!fresh)
+        throw UsageError("--output-dir: " + it->second + " and " + src.display + " would both be written to " + path +
+                         "; give inputs with distinct names, or run once per folder");
+      per_source.push_back(path);
+      outputs.push_back({path, "--output-dir file"});
+    }
+    outputs.front().path.clear();
+  }
+  check_output_paths(pipeline.inputs(), outputs);
   if (dedup && !pipeline.inputs().all_jsonl() && !pipeline.inputs().all_text())
     throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
                      "records or a list of paths); run it once per kind, or force one with --format");
@@ -322,24 +437,41 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   }
   // Open every output first, so that a bad output path fails before the work.
   std::unique_ptr<io::AtomicFile> out, removed, clusters;
-  out = std::make_unique<io::AtomicFile>(o.output.empty() ? "-" : o.output);
-  if (!o.removed.empty()) removed = std::make_unique<io::AtomicFile>(o.removed);
-  if (!o.clusters.empty()) clusters = std::make_unique<io::AtomicFile>(o.clusters);
+  std::vector<std::unique_ptr<io::AtomicFile>> dir_files;
+  std::vector<io::AtomicFile*> dir_outs;
+  if (per_source.empty()) {
+    out = open_output(o.output);
+  } else {
+    std::map<std::string, io::AtomicFile*> by_path;
+    for (const std::string& path : per_source) {
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+      if (ec) throw IoError(path + ": cannot create its directory: " + ec.message() + "; check --output-dir");
+      dir_files.push_back(open_output(path));
+      dir_outs.push_back(dir_files.back().get());
+    }
+  }
+  if (!o.removed.empty()) removed = open_output(o.removed);
+  if (!o.clusters.empty()) clusters = open_output(o.clusters);
 
   pipeline.run(dedup ? Pipeline::Mode::Dedup : Pipeline::Mode::Pairs);
-  if (dedup) {
+  if (dedup && out) {
     pipeline.write_kept(*out);
+  } else if (dedup) {
+    pipeline.write_kept(dir_outs);
   } else {
     pipeline.write_pairs(*out);
   }
   if (removed) pipeline.write_removed(*removed);
   if (clusters) pipeline.write_clusters(*clusters);
   // Commit only once everything is written: a failure leaves no partial output in place.
-  out->commit();
+  if (out) out->commit();
+  for (auto& f : dir_files) f->commit();
+  rejects.commit();
   if (removed) removed->commit();
   if (clusters) clusters->commit();
   bar.clear();
-  if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats);
+  if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats, cmd, o.reader);
   return kExitOk;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "json.h"
 #include "neardup/neardup.h"
 
 namespace neardup::cli {
@@ -52,16 +53,8 @@ std::string report_text(const EvalResult& r, const EvalCliOptions& o) {
 
 std::string json_escape(const std::string& s) {
   std::string out;
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += b;
-    }
-    else out += c;
-  }
-  return out;
+  append_json_string(out, s);
+  return out.substr(1, out.size() - 2);
 }
 
 std::string bin_json(const EvalBin& b) {

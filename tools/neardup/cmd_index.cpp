@@ -80,12 +80,16 @@ int run_create(const CLI::App* cmd, const IndexOptions& o) {
   return kExitOk;
 }
 
-int run_add(const IndexOptions& o) {
+int run_add(const CLI::App* cmd, const IndexOptions& o) {
   IndexLock lock(o.index);
   auto idx = NearDupIndex::open(o.index);
-  io::InputSet in(o.common.inputs, o.common.reader.format);
+  io::InputSet in(o.common.inputs, o.common.reader);
+  check_output_paths(in, {{o.index, "the index"}, {o.dedup ? o.output : std::string(), "--output"}, {o.common.rejects, "--rejects"}});
+  io::ReaderOptions reader = o.common.reader;
+  RejectsFile rejects;
+  rejects.open(o.common.rejects, reader);
   std::unique_ptr<io::AtomicFile> out;
-  if (o.dedup) out = std::make_unique<io::AtomicFile>(o.output.empty() ? "-" : o.output);
+  if (o.dedup) out = open_output(o.output);
   WalkOptions w;
   w.threshold = idx->spec().threshold;
   w.on_duplicate_id = o.on_duplicate_id;
@@ -94,7 +98,7 @@ int run_add(const IndexOptions& o) {
   std::string line;
   // Without --dedup every document is added: the threshold is above any similarity.
   if (!o.dedup) w.threshold = 2.0;
-  const WalkStats st = index_walk(*idx, in, o.common.reader, w, [&](const WalkRecord& r) {
+  const WalkStats st = index_walk(*idx, in, reader, w, [&](const WalkRecord& r) {
     if (!out || !r.best()) return;
     line.assign(r.record.id).push_back('\t');
     line.append(idx->id(r.best()->doc)).push_back('\t');
@@ -104,7 +108,9 @@ int run_add(const IndexOptions& o) {
   });
   // The index is replaced only after the walk's output is complete.
   if (out) out->commit();
+  rejects.commit();
   idx->save(o.index);
+  if (!o.common.quiet) print_input_warnings(st.reader, st.documents, in.left_out(), cmd, reader);
   print_walk("index add", st, *idx, o.index, o.common.quiet);
   return kExitOk;
 }
@@ -113,15 +119,20 @@ int run_query(const CLI::App* cmd, const IndexOptions& o) {
   auto idx = NearDupIndex::open(o.index);
   const double threshold = cmd->count("--threshold") ? o.common.threshold : idx->spec().threshold;
   warn_below_build_threshold(*idx, o.index, threshold, o.common.quiet);
-  io::InputSet in(o.common.inputs, o.common.reader.format);
-  io::AtomicFile out(o.output.empty() ? "-" : o.output);
+  io::InputSet in(o.common.inputs, o.common.reader);
+  check_output_paths(in, {{o.output, "--output"}, {o.common.rejects, "--rejects"}}, {{o.index, "the index"}});
+  io::ReaderOptions reader = o.common.reader;
+  RejectsFile rejects;
+  rejects.open(o.common.rejects, reader);
+  const auto out_file = open_output(o.output);
+  io::AtomicFile& out = *out_file;
   WalkOptions w;
   w.threshold = threshold;
   w.insert_new = false;
   w.threads = threads_of(o.common);
   std::string line;
   uint64_t lines = 0;
-  const WalkStats st = index_walk(*idx, in, o.common.reader, w, [&](const WalkRecord& r) {
+  const WalkStats st = index_walk(*idx, in, reader, w, [&](const WalkRecord& r) {
     for (const IndexMatch& m : r.matches) {
       if (o.skip_same_id && idx->id(m.doc) == r.record.id) continue;
       line.assign(r.record.id).push_back('\t');
@@ -133,6 +144,8 @@ int run_query(const CLI::App* cmd, const IndexOptions& o) {
     }
   });
   out.commit();
+  rejects.commit();
+  if (!o.common.quiet) print_input_warnings(st.reader, st.documents, in.left_out(), cmd, reader);
   if (!o.common.quiet)
     std::fprintf(stderr, "neardup: index query: %llu documents, %llu with near-duplicates in %s (%zu documents), %llu lines\n",
                  static_cast<unsigned long long>(st.documents), static_cast<unsigned long long>(st.duplicates),
@@ -219,13 +232,22 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
   differs("--verify", given.verify == is.verify);
   differs("--spec", given.shingle.k == is.shingle.k && given.num_perm == is.num_perm && given.shingle.seed == is.shingle.seed);
   if (!o.clusters.empty()) throw UsageError("--clusters does not apply with --against (removed documents name their match in --removed)");
-  io::InputSet in(o.inputs, o.reader.format);
+  io::InputSet in(o.inputs, o.reader);
   if (!in.all_jsonl() && !in.all_text())
     throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run; run it once per kind, or force one with --format");
   const size_t indexed = idx->slots();
-  io::AtomicFile out(o.output.empty() ? "-" : o.output);
+  if (!o.output_dir.empty()) throw UsageError("--output-dir applies to runs without --against; give -o FILE");
+  std::vector<io::NamedPath> outputs = {{o.output, "--output"}, {o.removed, "--removed"}, {o.rejects, "--rejects"}};
+  std::vector<io::NamedPath> read_only;
+  (add_kept ? outputs : read_only).push_back({against, "the index"});
+  check_output_paths(in, outputs, read_only);
+  io::ReaderOptions reader = o.reader;
+  RejectsFile rejects;
+  rejects.open(o.rejects, reader);
+  const auto out_file = open_output(o.output);
+  io::AtomicFile& out = *out_file;
   std::unique_ptr<io::AtomicFile> removed;
-  if (!o.removed.empty()) removed = std::make_unique<io::AtomicFile>(o.removed);
+  if (!o.removed.empty()) removed = open_output(o.removed);
   WalkOptions w;
   w.threshold = cmd->count("--threshold") ? o.threshold : is.threshold;
   warn_below_build_threshold(*idx, o.against, w.threshold, o.quiet);
@@ -238,7 +260,7 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
   w.on_duplicate_id = add_kept ? policy : OnDuplicateId::Skip;
   w.threads = threads_of(o);
   std::string line;
-  const WalkStats st = index_walk(*idx, in, o.reader, w, [&](const WalkRecord& r) {
+  const WalkStats st = index_walk(*idx, in, reader, w, [&](const WalkRecord& r) {
     const IndexMatch* m = r.best();
     if (!m) {
       out.write(r.record.raw);
@@ -254,7 +276,9 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
   });
   out.commit();
   if (removed) removed->commit();
+  rejects.commit();
   if (add_kept) idx->save(against);
+  if (!o.quiet) print_input_warnings(st.reader, st.documents, in.left_out(), cmd, reader);
   if (!o.quiet)
     std::fprintf(stderr, "neardup: dedup --against %s: %llu documents, %llu removed, %llu kept%s\n", against.c_str(),
                  static_cast<unsigned long long>(st.documents), static_cast<unsigned long long>(st.duplicates),
@@ -286,7 +310,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   add_on_duplicate_id(add, a->on_duplicate_id);
   add_reader_options(add, a->common);
   add_run_options(add, a->common);
-  add->callback([&run, a] { run = [=] { return run_add(*a); }; });
+  add->callback([&run, add, a] { run = [=] { return run_add(add, *a); }; });
 
   auto q = std::make_shared<IndexOptions>();
   CLI::App* query = index->add_subcommand("query", "For each input document, its near-duplicates in the index: query_id TAB index_id TAB similarity");

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@ struct Options {
   std::vector<std::string> inputs;
   std::string output;
   std::string removed, clusters;
+  std::string output_dir;  ///< dedup: one kept file per input file
+  std::string rejects;     ///< --rejects FILE: every skipped record with its reason
   std::string spec;
   double threshold = kDefaultThreshold;
   int shingle = kDefaultShingle;
@@ -71,6 +74,39 @@ class ProgressBar {
   bool shown_ = false;
   std::chrono::steady_clock::time_point last_{};
 };
+
+/// Refuses (UsageError) outputs that are the same file as an input, the index or each other,
+/// before any work (io::check_outputs). `extra_inputs`: files read besides the inputs (an index
+/// that is only read).
+void check_output_paths(const io::InputSet& inputs, const std::vector<io::NamedPath>& outputs,
+                        const std::vector<io::NamedPath>& extra_inputs = {});
+/// Opens an output for data (.gz and .zst names compressed); "" is standard output.
+std::unique_ptr<io::AtomicFile> open_output(const std::string& path);
+
+/// --rejects FILE: each skipped record as a JSON line {"input", "line", "byte", "kind", "reason",
+/// "record"} ("record_base64" when the line is not UTF-8; no record for an over-long line or a
+/// file, which stay where they are).
+class RejectsFile {
+ public:
+  /// Hooks `path` (nothing if empty) into `reader`; the file is opened at the first rejected
+  /// record, or by commit(), so check the path (check_output_paths) before the run.
+  void open(const std::string& path, io::ReaderOptions& reader);
+  void commit() {
+    if (path_.empty()) return;
+    if (!file_) file_ = open_output(path_);
+    file_->commit();
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<io::AtomicFile> file_;
+  std::string line_;
+};
+
+/// The warnings after a run that read records: skipped records by kind, files left out of
+/// folders, records without the id field asked for.
+void print_input_warnings(const io::ReaderStats& s, uint64_t documents, const io::WalkCounts& left_out, const CLI::App* cmd,
+                          const io::ReaderOptions& reader);
 
 /// --on-duplicate-id error|skip|replace.
 void add_on_duplicate_id(CLI::App* cmd, OnDuplicateId& v);

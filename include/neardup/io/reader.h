@@ -5,11 +5,20 @@
 //   `<file>:<line>`. Blank lines are not records. Parsed with simdjson; a line with invalid
 //   UTF-8 is parsed after replacing each invalid byte with U+FFFD (which separates words exactly
 //   as the invalid byte would), while the raw line is kept untouched for output.
+//   Fields may be nested: `meta.content` is the field "content" of the object "meta" (unless the
+//   record has a field named "meta.content" itself). Ids holding a TAB, CR or LF are bad records:
+//   every TSV output would be corrupted by them.
 // * Plain text: each file is one document with id = its path as given; a directory is walked
-//   recursively, its regular files sorted by relative path, each one document with
-//   id = path relative to the directory.
-// * Compression (.gz, .zst) is recognised by magic bytes; `-` is standard input, copied to a
-//   temporary file first so that it can be read again (exact verification, dedup output).
+//   recursively, its regular files sorted by relative path, each one document with id = the
+//   directory as given joined with the relative path (`docs/a/b.txt`; unique across folders).
+//   Hidden files and folders (a name starting with '.') are left out unless
+//   ReaderOptions::hidden, binary files (a NUL byte in the first 8 KiB) found in a folder are
+//   left out, and --include / --exclude globs choose files; each kind is counted.
+// * Format: by name (.jsonl/.ndjson/.json before a compression suffix); in Auto mode, a file
+//   named otherwise and given directly is JSONL if its first non-blank line is a JSON object.
+// * Compression (.gz, .zst, .xz, .bz2) is recognised by magic bytes; `-` is standard input,
+//   copied to a temporary file first so that it can be read again (exact verification, dedup
+//   output).
 // Memory: one record at a time; nothing grows with the bytes of the corpus.
 #pragma once
 
@@ -19,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace neardup::io {
@@ -27,6 +37,17 @@ enum class InputFormat { Auto, Jsonl, Text };
 enum class OnError { Fail, Skip };
 /// What happens to a text longer than ReaderOptions::max_doc_bytes.
 enum class LongDocs { Truncate, Skip };
+
+/// A bad record skipped under OnError::Skip.
+struct Rejected {
+  std::string_view input;   ///< the source's display name
+  uint64_t line = 0;        ///< 1-based line (0: a whole file, or unknown)
+  uint64_t offset = 0;      ///< where the record starts in the source's decompressed bytes
+  std::string_view kind;    ///< its kind, as counted: "malformed JSON", "missing text field", ...
+  std::string_view reason;  ///< what is wrong, with what to do
+  bool has_record = false;  ///< whether `record` holds the bytes (not for over-long lines or files)
+  std::string_view record;  ///< the record as it was (a JSONL line without its newline)
+};
 
 struct ReaderOptions {
   std::string text_field = "text";
@@ -45,7 +66,17 @@ struct ReaderOptions {
   /// JSONL: a field read into Record::key (empty: none), e.g. a quality score or a date that
   /// decides which document of a cluster is kept.
   std::string key_field;
+  /// Directories: globs a file must match (any of them; none given: every file) and globs that
+  /// leave files and folders out. A glob without '/' matches the name, one with '/' the path
+  /// relative to the directory walked (fnmatch).
+  std::vector<std::string> include, exclude;
+  /// Directories: also read hidden files and folders.
+  bool hidden = false;
+  /// Called for every bad record skipped under OnError::Skip (never under Fail), in reading
+  /// order, on the thread that reads: what `--rejects` writes.
+  std::function<void(const Rejected&)> on_reject;
 };
+
 
 /// Positions and lengths of records are 32-bit (RecordPos).
 inline constexpr uint64_t kMaxRecordBytes = UINT32_MAX;
@@ -64,6 +95,17 @@ struct Source {
   SourceKind kind = SourceKind::Jsonl;
   bool from_directory = false;  ///< TextFile found by walking a directory (an empty file is then an empty document)
   std::string problem;  ///< found walking a directory: why it cannot be read (reported as a bad input)
+  std::string problem_kind;  ///< its kind, as counted
+  /// The name of its output under --output-dir: the path relative to the directory walked, or
+  /// the file's own name.
+  std::string name;
+};
+
+/// What walking the inputs left out, by kind.
+struct WalkCounts {
+  uint64_t hidden = 0;    ///< hidden files and folders in directories
+  uint64_t excluded = 0;  ///< files and folders left out by --include / --exclude
+  uint64_t other = 0;     ///< FIFOs, sockets, devices in directories
 };
 
 /// The inputs of a run. Owns the temporary copy of stdin, removed when destroyed.
@@ -72,6 +114,9 @@ class InputSet {
   /// Expands `paths` (files, directories, `-`) in order. Throws IoError for a missing or
   /// unreadable path. `stdin_dir` is where stdin is spooled (empty: $TMPDIR or /tmp).
   InputSet(const std::vector<std::string>& paths, InputFormat format, const std::string& stdin_dir = "");
+  /// The same with the directory options of `options` (hidden, include, exclude), and JSONL
+  /// recognised by content in Auto mode.
+  InputSet(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir = "");
   ~InputSet();
   InputSet(const InputSet&) = delete;
   InputSet& operator=(const InputSet&) = delete;
@@ -81,8 +126,11 @@ class InputSet {
   uint64_t total_bytes() const noexcept { return total_bytes_; }
   bool all_jsonl() const noexcept;
   bool all_text() const noexcept;
+  const WalkCounts& left_out() const noexcept { return left_out_; }
 
  private:
+  void expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir);
+  WalkCounts left_out_;
   std::vector<Source> sources_;
   std::vector<std::string> temp_files_;
   std::vector<int> temp_slots_;  ///< in the list of temporary files (io/writer.h)
@@ -120,23 +168,31 @@ struct ReaderStats {
   uint64_t records = 0;         ///< records returned
   uint64_t skipped = 0;         ///< bad records skipped under OnError::Skip
   uint64_t invalid_utf8 = 0;    ///< JSONL lines parsed after replacing invalid UTF-8
+  uint64_t binary = 0;          ///< binary files found in directories, left out
+  uint64_t missing_ids = 0;     ///< JSONL records without the id field (named FILE:LINE)
   std::vector<std::string> first_skips;  ///< the first 10 skip messages
+  std::vector<std::pair<std::string, uint64_t>> skip_kinds;  ///< skipped records by kind
 };
 
 /// What happens to bad records: under OnError::Fail, report() throws FormatError
 /// (`<where>: <what>; fix the input, or skip bad records with --on-error skip`); under
-/// OnError::Skip it counts them and keeps the first 10 messages.
+/// OnError::Skip it counts them by kind, keeps the first 10 messages and hands each to
+/// ReaderOptions::on_reject.
 class BadRecords {
  public:
-  explicit BadRecords(OnError policy) : policy_(policy) {}
-  void report(const std::string& where, const std::string& what);
+  explicit BadRecords(const ReaderOptions& options) : policy_(options.on_error), on_reject_(options.on_reject) {}
+  /// `r.reason` is what is wrong; the message is `<where>: <reason>`.
+  void report(const std::string& where, const Rejected& r);
   uint64_t skipped() const noexcept { return skipped_; }
   const std::vector<std::string>& first() const noexcept { return first_; }
+  const std::vector<std::pair<std::string, uint64_t>>& kinds() const noexcept { return kinds_; }
 
  private:
   OnError policy_;
+  std::function<void(const Rejected&)> on_reject_;
   uint64_t skipped_ = 0;
   std::vector<std::string> first_;
+  std::vector<std::pair<std::string, uint64_t>> kinds_;
 };
 
 /// How messages name a record: `<file>:<line>`, or `<file>: the line at byte N` when it was
@@ -182,6 +238,10 @@ class JsonlParser {
   bool parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem);
   /// Whether the last line parsed had invalid UTF-8 (parsed after replacing it with U+FFFD).
   bool replaced_invalid_utf8() const noexcept;
+  /// Whether the last record parsed had no id field (and was named FILE:LINE).
+  bool missing_id() const noexcept;
+  /// The kind of the last problem (a short phrase, for counting).
+  const char* problem_kind() const noexcept;
   /// Readable bytes a line given to parse() must have after it.
   static const size_t kPadding;
 
@@ -201,6 +261,7 @@ struct RawRecord {
   std::string_view bytes;  ///< Line: the line without its newline (kPadding readable bytes follow); Parsed: the text
   std::string_view id;     ///< Parsed
   std::string problem;     ///< Bad
+  const char* problem_kind = "";  ///< Bad
   size_t source = 0;
   uint64_t line = 0;    ///< Line: 1-based line number (0 when read by position)
   uint64_t offset = 0;  ///< Line: where the line starts in the source's decompressed bytes

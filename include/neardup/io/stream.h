@@ -1,5 +1,6 @@
-// Byte streams over files: plain, gzip (zlib, multi-member) or zstd, recognised by magic bytes
-// (1f 8b for gzip, 28 b5 2f fd for zstd), never by the file name.
+// Byte streams over files: plain, gzip (zlib, multi-member), zstd, xz (liblzma) or bzip2 (libbz2),
+// recognised by magic bytes (1f 8b gzip, 28 b5 2f fd zstd, fd '7zXZ' 00 xz, 'BZh' 1-9 bzip2),
+// never by the file name.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +10,7 @@
 
 namespace neardup::io {
 
-enum class Compression { None, Gzip, Zstd };
+enum class Compression { None, Gzip, Zstd, Xz, Bzip2 };
 const char* compression_name(Compression c) noexcept;
 
 class ByteStream {

@@ -1,46 +1,92 @@
-// Output files that never leave a half-written file in place: data goes to a temporary file in
-// the destination's directory, which commit() flushes, syncs and renames over the destination.
-// A writer destroyed without commit() (an error, an exception) removes its temporary file, so an
-// existing file at the destination is never damaged. "-" writes to standard output directly.
+// Output files that never leave a half-written file in place and never replace what they should
+// write through.
+//
+// * A regular file (or a new one) is written to a temporary file in the destination's directory,
+//   which commit() flushes, syncs and renames over the destination, then syncs the directory so
+//   that the rename survives a crash. An existing file keeps its mode (and owner, where allowed).
+//   A writer destroyed without commit() (an error, an exception) removes its temporary file, so
+//   an existing file at the destination is never damaged.
+// * A symbolic link is followed: its final target is what is replaced, the link stays a link.
+// * Special files (character devices such as /dev/null, FIFOs and process substitutions,
+//   sockets, /dev/stdout, /dev/fd/N) are written directly: renaming over them would replace the
+//   device or the shell's pipe with a regular file. "-" is standard output.
+// * With OutputCompression::ByName, a name ending in .gz or .zst is written compressed (gzip at
+//   zlib's default level, zstd at its default level 3); .xz, .bz2 and other compressed names
+//   that neardup cannot write are refused, rather than written as plain text under that name.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace neardup::io {
 
+enum class OutputCompression {
+  None,    ///< bytes as written, whatever the name (the index's own files)
+  ByName,  ///< .gz and .zst names compressed
+};
+
 class AtomicFile {
  public:
-  /// Creates the temporary file next to `path`. Throws IoError if it cannot.
-  explicit AtomicFile(const std::string& path);
+  /// Opens `path` for writing (see above). Throws IoError if it cannot, UsageError for a
+  /// compressed name that cannot be written.
+  explicit AtomicFile(const std::string& path, OutputCompression compression = OutputCompression::None);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void write(std::string_view data);
   void put(char c);
-  /// Flushes, fsyncs and renames into place. Throws IoError (for example on a full disk).
+  /// Finishes the compressed stream, flushes, fsyncs and renames into place. Throws IoError
+  /// (for example on a full disk).
   void commit();
   /// Appends `length` bytes of the file open as `fd` from `offset` (copy_file_range, falling
   /// back to pread); returns how many there were (fewer only at its end).
   uint64_t append_from(int fd, uint64_t offset, uint64_t length, const std::string& display);
   const std::string& path() const noexcept { return path_; }
+  /// Whether the output is written in place (standard output or a special file), not renamed.
+  bool direct() const noexcept { return direct_; }
 
  private:
+  struct Encoder;
   [[noreturn]] void fail(const char* what);
+  void raw_write(const char* data, size_t n);
   void write_behind();
   static constexpr uint64_t kWriteBehind = uint64_t{32} << 20;
-  uint64_t written_ = 0;  ///< bytes written so far
+  uint64_t written_ = 0;  ///< bytes written so far (to the file: compressed)
   uint64_t synced_ = 0;   ///< bytes whose disk writes were started
-  std::string path_;
+  std::string path_;      ///< as given (for messages)
+  std::string target_;    ///< what is replaced: the path with symbolic links followed
   std::string temp_;
   int temp_slot_ = -1;  ///< in the list of temporary files
   std::FILE* f_ = nullptr;
+  bool direct_ = false;   ///< written in place (stdout, a special file)
   bool stdout_ = false;
+  bool committed_ = false;
+  std::unique_ptr<Encoder> encoder_;
 };
+
+/// The compression an output name asks for: "gzip", "zstd", "" (none); throws UsageError for a
+/// compressed name neardup cannot write (.xz, .bz2, .lz4, .br).
+std::string output_compression_of(const std::string& path);
+
+/// A path named on the command line, and what it is for ("input", "--output", "the index").
+struct NamedPath {
+  std::string path;
+  std::string role;
+};
+
+/// Refuses (UsageError) before any work an output that is the same file as an input, the index
+/// or another output: same device and inode when it exists, the same resolved path otherwise.
+/// Symbolic links are followed; "-" is standard output and may be named once. Two outputs on
+/// one character device (/dev/null) are allowed: nothing written there can be lost.
+void check_outputs(std::span<const NamedPath> inputs, std::span<const NamedPath> outputs);
 
 /// Temporary files (AtomicFile's, the spooled copy of stdin) are listed while they exist, so
 /// that a signal handler can remove them: remove_temporary_files() is async-signal-safe (it only

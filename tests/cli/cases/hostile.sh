@@ -10,7 +10,9 @@ print(json.dumps({"id": "small", "text": "a small document"}))' > huge.jsonl
 $NEARDUP dedup huge.jsonl -o kept.jsonl --removed removed.tsv --max-doc-bytes 4M; echo "exit=$?"
 cat removed.tsv; cmp <(sed -n 1p huge.jsonl) <(sed -n 1p kept.jsonl) && echo "the kept record is byte-identical"
 $NEARDUP dedup huge.jsonl -o kept.jsonl --max-doc-bytes 4M --long-docs skip --on-error skip; echo "exit=$?"
+# --max-record-bytes holds for every line: a 100 MB line is refused under a 64 MB limit, and passes under 128 MB
 $NEARDUP dedup huge.jsonl -o kept.jsonl --max-record-bytes 64M; echo "exit=$?"
+$NEARDUP dedup huge.jsonl -o kept.jsonl --max-record-bytes 128M; echo "exit=$?"
 rm -f huge.jsonl
 echo "--- a decompression bomb: 20 MB of one byte in 1 KB, no newline"
 head -c 20000000 /dev/zero | tr '\0' 'a' | zstd -q -19 > bomb.jsonl.zst
