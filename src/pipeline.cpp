@@ -118,7 +118,7 @@ struct Batch {
   std::vector<double> keys_num;
   std::vector<size_t> keys_text_begin, keys_text_length;  // the entry's string in keys_text
   std::string keys_text;
-  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0;
+  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0, unspaced = 0;
   double t_parse = 0, t_shingle = 0, t_sketch = 0;
   bool done = false;  // guarded by the runner's mutex
 
@@ -172,7 +172,7 @@ struct Pass {
 
 // What the workers measured and counted, over all batches.
 struct PassTotals {
-  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0;
+  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0, unspaced = 0;
   double t_parse = 0, t_shingle = 0, t_sketch = 0;
 };
 
@@ -310,6 +310,7 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
       totals.shingles += b.shingles;
       totals.invalid_utf8 += b.invalid_utf8;
       totals.missing_ids += b.missing_ids;
+      totals.unspaced += b.unspaced;
       totals.t_parse += b.t_parse;
       totals.t_shingle += b.t_shingle;
       totals.t_sketch += b.t_sketch;
@@ -422,6 +423,7 @@ void Pipeline::sketch_pass() {
   const bool simhash = spec_.method == SketchMethod::SimHash;
   const bool exact = spec_.method == SketchMethod::Exact;
   const bool keep_by = !options_.reader.key_field.empty();
+  const bool check_unspaced = spec_.shingle.kind == ShingleKind::Words && spec_.shingle.word_break == WordBreak::Simple;
   std::vector<std::vector<ShingleHash>> exact_sets;
   const size_t k = uses_signatures(spec_.method) ? static_cast<size_t>(spec_.num_perm) : 0;
   // After the first pass, LSH needs only each document's band keys; the signatures are kept
@@ -498,6 +500,10 @@ void Pipeline::sketch_pass() {
     b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
     b.shingles += sh.size();
     b.empty[i] = sh.empty();
+    // Chinese, Japanese or Thai text under the default word definition: a run without spaces
+    // is one "word", so a long text has very few. Only such documents are scanned, to count
+    // the text the run cannot compare well.
+    if (check_unspaced && text.size() >= 256 && sh.size() * 32 < text.size()) b.unspaced += unspaced_script_bytes(text);
   };
   pass.consume = [&](Batch& b, size_t i, DocId) {
     const Batch::Entry& e = b.entries[i];
@@ -535,6 +541,7 @@ void Pipeline::sketch_pass() {
   stats_.skip_messages = bad.first();
   stats_.skip_kinds = bad.kinds();
   stats_.missing_ids = totals.missing_ids;
+  stats_.unspaced_bytes = totals.unspaced;
   stats_.binary_files = reader.stats().binary;
   stats_.left_out = inputs_->left_out();
   if (n == 0 && stats_.skipped > 0)
@@ -846,7 +853,8 @@ void Pipeline::find_pairs_simhash() {
 }
 
 std::string Pipeline::where_of(DocId doc) const {
-  if (pos_.empty()) return "document " + std::to_string(doc + 1) + " (in input order)";
+  // A plain-text document is named by its id, which is its path (or - for standard input).
+  if (pos_.empty()) return std::string(id(doc).substr(0, 200));
   // Found by position: the line number is counted now, for this message.
   const io::Source& src = inputs_->sources()[pos_[doc].source];
   return io::record_where(src, io::line_number_at(src, pos_[doc].offset), pos_[doc].offset);
@@ -893,6 +901,9 @@ void Pipeline::check_duplicate_ids() {
   stats_.duplicate_ids = dups;
   if (dups > 0 && options_.duplicate_ids == DuplicateIds::Error) {
     std::string shown(id(first_later).substr(0, 200));
+    if (pos_.empty() && inputs_->all_text())
+      throw FormatError(shown + ": the same file is given twice (directly or inside a folder); give each file once, or pass "
+                        "--on-duplicate-id keep to treat the copies as separate documents");
     throw FormatError(where_of(first_later) + ": id \"" + shown + "\" is already used by " + where_of(first_earlier) +
                       " (" + std::to_string(dups) + (dups == 1 ? " record reuses" : " records reuse") + " an earlier id); ids name documents in the "
                       "outputs, so make them unique, or pass --on-duplicate-id keep to treat them as separate documents");

@@ -38,12 +38,22 @@ Shingler::Shingler(const ShingleOptions& options)
       combine_seed_(internal::fmix64(options.seed + 0x5348494E474C45ULL)) {
   if (options.k < 1 || options.k > 64)
     throw UsageError("shingle size must be between 1 and 64, got " + std::to_string(options.k));
+  if (options.word_break == WordBreak::Icu) {
+    if (options.kind != ShingleKind::Words) throw UsageError("ICU word break applies to word shingles, not --chars");
+    icu_ = std::make_unique<IcuWordBreaker>();
+  }
 }
 
 void Shingler::shingles(std::string_view text, std::vector<ShingleHash>& out) {
   out.clear();
   tokens_.clear();
-  if (options_.kind == ShingleKind::Words)
+  if (options_.normalize == Normalization::Nfkc) {
+    normalize_text(text, normalized_);
+    text = normalized_;
+  }
+  if (icu_)
+    icu_->hash_words(text, token_seed_, tokens_);
+  else if (options_.kind == ShingleKind::Words)
     hash_words(text, token_seed_, tokens_);
   else
     hash_chars(text, token_seed_, tokens_);

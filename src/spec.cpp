@@ -50,7 +50,15 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
       throw UsageError("bad pipeline spec token '" + token + "': expected name:value (for example words:5)");
     const std::string_view name = std::string_view(token).substr(0, colon);
     const std::string_view value = std::string_view(token).substr(colon + 1);
-    if (name == "words" || name == "chars") {
+    if (name == "normalize") {
+      if (value != "nfkc" && value != "none")
+        throw UsageError("bad pipeline spec token '" + token + "': normalize is nfkc or none");
+      s.shingle.normalize = value == "nfkc" ? Normalization::Nfkc : Normalization::None;
+    } else if (name == "wordbreak") {
+      if (value != "icu" && value != "simple")
+        throw UsageError("bad pipeline spec token '" + token + "': wordbreak is icu or simple");
+      s.shingle.word_break = value == "icu" ? WordBreak::Icu : WordBreak::Simple;
+    } else if (name == "words" || name == "chars") {
       s.shingle.kind = name == "words" ? ShingleKind::Words : ShingleKind::Chars;
       s.shingle.k = parse_int(token, value);
     } else if (name == "minhash") {
@@ -94,7 +102,7 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
       s.shingle.seed = seed;
     } else {
       throw UsageError("unknown pipeline spec token '" + token +
-                       "' (known: words:K chars:N minhash:P oph:P bottomk:N simhash:K exact weights:W lsh:BxR verify:T estimate:T seed:S)");
+                       "' (known: words:K chars:N normalize:nfkc wordbreak:icu minhash:P oph:P bottomk:N simhash:K exact weights:W lsh:BxR verify:T estimate:T seed:S)");
     }
   }
   if (s.method == SketchMethod::SimHash && !verify_given) {
@@ -146,6 +154,8 @@ PipelineSpec PipelineSpec::resolved() const {
 
 std::string PipelineSpec::to_string() const {
   std::string out = (shingle.kind == ShingleKind::Words ? "words:" : "chars:") + std::to_string(shingle.k);
+  if (shingle.normalize == Normalization::Nfkc) out += " normalize:nfkc";
+  if (shingle.word_break == WordBreak::Icu) out += " wordbreak:icu";
   if (method == SketchMethod::Exact) {
     out += " exact";
   } else if (method == SketchMethod::BottomK) {

@@ -36,7 +36,7 @@ const BmpTables& bmp_tables() {
       const uint32_t mask = U_MASK(u_charType(static_cast<UChar32>(cp)));
       const auto lower = static_cast<uint32_t>(u_tolower(static_cast<UChar32>(cp)));
       const uint64_t bit = uint64_t{1} << (cp & 63);
-      if (mask & (U_GC_L_MASK | U_GC_N_MASK)) t->word[cp >> 6] |= bit;
+      if (mask & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) t->word[cp >> 6] |= bit;
       if (lower != cp) t->changes[cp >> 6] |= bit;
       t->lower[cp] = lower;
     }
@@ -52,7 +52,7 @@ inline uint32_t classify(const BmpTables& t, uint32_t cp) noexcept {
     return lower | ((t.word[cp >> 6] & bit) ? kWordBit : 0);
   }
   const uint32_t mask = U_MASK(u_charType(static_cast<UChar32>(cp)));
-  const bool word = (mask & (U_GC_L_MASK | U_GC_N_MASK)) != 0;
+  const bool word = (mask & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) != 0;
   return static_cast<uint32_t>(u_tolower(static_cast<UChar32>(cp))) | (word ? kWordBit : 0);
 }
 

@@ -94,6 +94,9 @@ struct RunStats {
   std::vector<std::string> skip_messages;  ///< the first few
   std::vector<std::pair<std::string, uint64_t>> skip_kinds;  ///< skipped records by kind, in order of first sight
   uint64_t missing_ids = 0;   ///< JSONL records without the id field (named FILE:LINE)
+  /// Text bytes in scripts written without spaces, in documents with very few words for their
+  /// size (default word shingles; see --words icu and --chars).
+  uint64_t unspaced_bytes = 0;
   uint64_t binary_files = 0;  ///< binary files found in directories, left out
   io::WalkCounts left_out;    ///< hidden, excluded and special files left out of directories
   StageTimes times;

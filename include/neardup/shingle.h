@@ -7,6 +7,11 @@
 // tokens has no shingle (an empty set, never paired with anything).
 #pragma once
 
+#include <memory>
+#include <string>
+
+#include "neardup/text.h"
+
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -21,10 +26,17 @@ inline constexpr int kDefaultShingle = 5;
 
 enum class ShingleKind { Words, Chars };
 
+/// Text rewritten before it is split (text.h: normalize_text).
+enum class Normalization { None, Nfkc };
+/// How words are found: the default definition (text.h), or ICU's dictionary word break.
+enum class WordBreak { Simple, Icu };
+
 struct ShingleOptions {
   ShingleKind kind = ShingleKind::Words;
   int k = kDefaultShingle;  ///< tokens per shingle (K words, or N characters)
   uint64_t seed = kDefaultSeed;
+  Normalization normalize = Normalization::None;
+  WordBreak word_break = WordBreak::Simple;  ///< Words only
 };
 
 inline constexpr unsigned kShingleRotation = 23;  ///< odd: 64 distinct rotations
@@ -54,6 +66,8 @@ class Shingler {
   uint64_t token_seed_;
   uint64_t combine_seed_;
   std::vector<uint64_t> tokens_;
+  std::string normalized_;
+  std::unique_ptr<IcuWordBreaker> icu_;
 };
 
 }  // namespace neardup

@@ -1,13 +1,15 @@
 // Text to tokens: the word definition of neardup.
 //
-// A word is a maximal run of Unicode code points whose General Category is a letter (L*) or a
-// number (N*), lowercased with the simple (one code point to one code point) lowercase mapping.
+// A word is a maximal run of Unicode code points whose General Category is a letter (L*), a mark
+// (M*: accents, vowel signs of Indic and Thai scripts, which never split a word, as in Unicode
+// Standard Annex #29) or a number (N*), lowercased with the simple (one code point to one code point) lowercase mapping.
 // Every other code point, and every byte that is not part of a well-formed UTF-8 sequence
 // (overlong forms, encoded surrogates and values above U+10FFFF are not well formed), separates
 // words. Invalid UTF-8 is therefore never an error. Categories and case mappings are ICU's.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,7 +35,33 @@ void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
 /// The same, from the byte-at-a-time scanner: the reference hash_chars is tested against.
 void hash_chars_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out);
 
-/// True if code point `cp` is a word character (General Category L* or N*).
+/// Rewrites `text` for --normalize nfkc: NFKC with case folding, accents (non-spacing marks after
+/// canonical decomposition) removed, so that NFC and NFD forms, full-width and ASCII letters,
+/// "Cafe" and "café" give the same words. ICU's normaliser; about 50-100 MB/s.
+void normalize_text(std::string_view text, std::string& out);
+
+/// Word hashes from ICU's word break iterator (Unicode Standard Annex #29, with dictionaries for
+/// Chinese, Japanese, Thai, Lao, Khmer and Burmese, which are written without spaces): each
+/// segment that is a word, its word characters lowercased, hashed as hash_words hashes a word.
+/// One per thread (it owns an ICU iterator).
+class IcuWordBreaker {
+ public:
+  IcuWordBreaker();
+  ~IcuWordBreaker();
+  IcuWordBreaker(const IcuWordBreaker&) = delete;
+  IcuWordBreaker& operator=(const IcuWordBreaker&) = delete;
+  void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Bytes of `text` in scripts written without spaces between words (Han, kana, Thai, Lao,
+/// Khmer, Myanmar, Tibetan), where the default word definition takes a whole run for one word.
+uint64_t unspaced_script_bytes(std::string_view text);
+
+/// True if code point `cp` is a word character (General Category L*, M* or N*).
 bool is_word_codepoint(uint32_t cp) noexcept;
 /// Simple lowercase mapping of `cp` (itself when it has none).
 uint32_t simple_lower(uint32_t cp) noexcept;

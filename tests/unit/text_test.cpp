@@ -37,9 +37,13 @@ TEST(Text, NumbersIncludeOtherNumberCategories) {
   EXPECT_EQ(split_words("٣٤ 12"), (V{"٣٤", "12"}));      // Arabic-Indic digits (Nd)
 }
 
-TEST(Text, CombiningMarksSeparateWords) {
+// A combining mark belongs to its word (Unicode Standard Annex #29): an NFD accent, or the vowel
+// signs of Devanagari and Thai, never split one.
+TEST(Text, CombiningMarksStayInTheirWord) {
   // U+0301 COMBINING ACUTE ACCENT is Mn: not a letter or number, so it separates.
-  EXPECT_EQ(split_words("Cafe\xCC\x81s"), (V{"cafe", "s"}));
+  EXPECT_EQ(split_words("Cafe\xCC\x81s"), (V{"cafe\xCC\x81s"}));
+  EXPECT_EQ(split_words("\xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80 x"),  // Hindi: vowel signs, virama
+            (V{"\xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80", "x"}));
 }
 
 TEST(Text, CjkRunsAreOneWord) {
@@ -65,7 +69,8 @@ TEST(Text, SupplementaryPlaneLetters) {
 TEST(Text, CategoryAndLowercaseQueries) {
   EXPECT_TRUE(neardup::is_word_codepoint('A'));
   EXPECT_TRUE(neardup::is_word_codepoint(0x00B2));
-  EXPECT_FALSE(neardup::is_word_codepoint(0x0301));
+  EXPECT_TRUE(neardup::is_word_codepoint(0x0301));  // a combining mark
+  EXPECT_FALSE(neardup::is_word_codepoint(0x2019));  // a quotation mark
   EXPECT_FALSE(neardup::is_word_codepoint(' '));
   EXPECT_EQ(neardup::simple_lower('Q'), static_cast<uint32_t>('q'));
   EXPECT_EQ(neardup::simple_lower(0x1E9E), 0x00DFu);
@@ -76,7 +81,7 @@ TEST(Text, CategoryAndLowercaseQueries) {
 TEST(Text, CategoryAndLowercaseEqualIcuForEveryCodePoint) {
   for (uint32_t cp = 0; cp <= 0x10FFFF; ++cp) {
     const uint32_t mask = U_MASK(u_charType(static_cast<UChar32>(cp)));
-    const bool word = (mask & (U_GC_L_MASK | U_GC_N_MASK)) != 0;
+    const bool word = (mask & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) != 0;
     ASSERT_EQ(neardup::is_word_codepoint(cp), word) << std::hex << cp;
     ASSERT_EQ(neardup::simple_lower(cp), static_cast<uint32_t>(u_tolower(static_cast<UChar32>(cp)))) << std::hex << cp;
   }
@@ -220,4 +225,32 @@ TEST(Text, CharactersAreTheWordsJoinedBySpaces) {
   got.clear();
   neardup::hash_chars(" ... ", 5, got);
   EXPECT_TRUE(got.empty());
+}
+
+// --normalize nfkc: NFC and NFD, full-width and ASCII, accented and plain give the same words.
+TEST(Text, NormalizeFoldsFormsCaseAndAccents) {
+  std::string a, b;
+  neardup::normalize_text("Caf\xC3\xA9 \xEF\xBC\xA1\xEF\xBC\xA2\xEF\xBC\xA3 \xEF\xAC\x81n", a);  // NFC é, full-width ABC, ligature fi
+  neardup::normalize_text("CAFE\xCC\x81 abc fin", b);                                            // NFD é
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(split_words(a), (V{"cafe", "abc", "fin"}));
+}
+
+// ICU's dictionary word break splits Chinese and Thai into words; the default takes each run
+// without spaces for one word.
+TEST(Text, IcuWordBreakSegmentsScriptsWithoutSpaces) {
+  const std::string zh = "\xE6\x88\x91\xE4\xBB\xAC\xE4\xBB\x8A\xE5\xA4\xA9\xE5\x8E\xBB\xE5\x85\xAC\xE5\x9B\xAD";  // 我们今天去公园
+  std::vector<uint64_t> simple, icu;
+  neardup::hash_words(zh, 1, simple);
+  neardup::IcuWordBreaker breaker;
+  breaker.hash_words(zh, 1, icu);
+  EXPECT_EQ(simple.size(), 1u);
+  EXPECT_GE(icu.size(), 3u);
+  // On text with spaces it agrees with the default definition.
+  std::vector<uint64_t> s2, i2;
+  neardup::hash_words("The quick brown fox, 42 times", 7, s2);
+  breaker.hash_words("The quick brown fox, 42 times", 7, i2);
+  EXPECT_EQ(s2, i2);
+  EXPECT_GT(neardup::unspaced_script_bytes(zh), 0u);
+  EXPECT_EQ(neardup::unspaced_script_bytes("plain ascii and caf\xC3\xA9"), 0u);
 }

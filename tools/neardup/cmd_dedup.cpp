@@ -23,6 +23,17 @@ void add_sketch_options(CLI::App* cmd, Options& o) {
       ->default_val(kDefaultShingle)->check(CLI::Range(1, 64));
   cmd->add_option("--chars", o.chars, "Use character N-gram shingles instead of words (for scripts without spaces, very short texts)")
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--normalize", o.normalize,
+                  "nfkc: compare texts after Unicode NFKC normalisation with case and accent folding (NFC and NFD, "
+                  "full-width and ASCII letters, 'café' and 'cafe' become the same words); changes the word "
+                  "definition, so indexes built without it do not match")
+      ->check(CLI::IsMember({"none", "nfkc"}))
+      ->default_str("none");
+  cmd->add_option("--words", o.words,
+                  "How words are found: simple (runs of letters, marks and digits; fastest) or icu (ICU's dictionary "
+                  "word break, for Chinese, Japanese, Thai and other scripts written without spaces; slower)")
+      ->check(CLI::IsMember({"simple", "icu"}))
+      ->default_str("simple");
   cmd->add_option("--method", o.method,
                   "Sketch: minhash (k-permutation MinHash + LSH), oph (one-permutation hashing with densification + LSH; "
                   "one hash per shingle), bottomk (bottom-k MinHash + exact all-pairs join), simhash (64-bit SimHash + permuted tables) or "
@@ -219,6 +230,10 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   } else if (set("--shingle")) {
     s.shingle.k = o.shingle;
   }
+  if (set("--normalize")) s.shingle.normalize = o.normalize == "nfkc" ? Normalization::Nfkc : Normalization::None;
+  if (set("--words")) s.shingle.word_break = o.words == "icu" ? WordBreak::Icu : WordBreak::Simple;
+  if (s.shingle.word_break == WordBreak::Icu && s.shingle.kind == ShingleKind::Chars)
+    throw UsageError("--words icu finds words; it does not apply with --chars");
   if (set("--method")) s.method = o.method;
   if (set("--num-perm")) s.num_perm = o.num_perm;
   if (set("--sketch-size")) s.sketch_size = o.sketch_size;
@@ -323,6 +338,12 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
     print_input_warnings(in, r.documents, r.left_out, cmd, reader);
   }
   const RunStats& s = p.stats();
+  if (s.unspaced_bytes * 20 >= s.text_bytes && s.unspaced_bytes > 0)
+    std::fprintf(stderr,
+                 "neardup: warning: %.0f%% of the text is Chinese, Japanese, Thai or another script written without spaces: "
+                 "word shingles take a whole run of it for one word and find almost no near-duplicates there; use "
+                 "--words icu (dictionary word break) or --chars 3\n",
+                 100.0 * static_cast<double>(s.unspaced_bytes) / static_cast<double>(std::max<uint64_t>(s.text_bytes, 1)));
   if (s.invalid_utf8 > 0)
     std::fprintf(stderr, "neardup: warning: %llu records had invalid UTF-8 or lone surrogate escapes (replaced by U+FFFD)\n",
                  static_cast<unsigned long long>(s.invalid_utf8));

@@ -229,6 +229,8 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
   differs("--rows", given.lsh == is.lsh);
   differs("--seed", given.shingle.seed == is.shingle.seed);
   differs("--method", given.method == is.method);
+  differs("--normalize", given.shingle.normalize == is.shingle.normalize);
+  differs("--words", given.shingle.word_break == is.shingle.word_break);
   differs("--verify", given.verify == is.verify);
   differs("--spec", given.shingle.k == is.shingle.k && given.num_perm == is.num_perm && given.shingle.seed == is.shingle.seed);
   if (!o.clusters.empty()) throw UsageError("--clusters does not apply with --against (removed documents name their match in --removed)");

@@ -25,6 +25,8 @@ struct Options {
   double threshold = kDefaultThreshold;
   int shingle = kDefaultShingle;
   int chars = 0;
+  std::string normalize = "none";  ///< none | nfkc
+  std::string words = "simple";    ///< simple | icu
   int num_perm = kDefaultNumPerm;
   SketchMethod method = SketchMethod::Oph;
   int sketch_size = kDefaultSketchSize;
