@@ -16,9 +16,9 @@
 
 namespace neardup::cli {
 
-void add_sketch_options(CLI::App* cmd, Options& o) {
+void add_sketch_options(CLI::App* cmd, Options& o, bool index) {
   cmd->add_option("-t,--threshold", o.threshold, "Keep pairs with Jaccard similarity >= T")
-      ->default_val(kDefaultThreshold)->check(CLI::Range(0.0, 1.0));
+      ->default_val(kDefaultThreshold)->check(unit_interval());
   cmd->add_option("-k,--shingle", o.shingle, "Words per shingle (word K-shingles)")
       ->default_val(kDefaultShingle)->check(CLI::Range(1, 64));
   cmd->add_option("--chars", o.chars, "Use character N-gram shingles instead of words (for scripts without spaces, very short texts)")
@@ -34,47 +34,38 @@ void add_sketch_options(CLI::App* cmd, Options& o) {
                   "word break, for Chinese, Japanese, Thai and other scripts written without spaces; slower)")
       ->check(CLI::IsMember({"simple", "icu"}))
       ->default_str("simple");
-  cmd->add_option("--method", o.method,
-                  "Sketch: minhash (k-permutation MinHash + LSH), oph (one-permutation hashing with densification + LSH; "
+  if (index) {
+    add_choice<SketchMethod>(cmd, "--method", o.method, {{"minhash", SketchMethod::MinHash}, {"oph", SketchMethod::Oph}},
+                             "Sketch: minhash (k-permutation MinHash) or oph (one-permutation hashing with densification; one "
+                             "hash per shingle), with LSH bands");
+  } else {
+  add_choice<SketchMethod>(cmd, "--method", o.method, {{"minhash", SketchMethod::MinHash}, {"oph", SketchMethod::Oph}, {"bottomk", SketchMethod::BottomK}, {"simhash", SketchMethod::SimHash}, {"exact", SketchMethod::Exact}},
+                            "Sketch: minhash (k-permutation MinHash + LSH), oph (one-permutation hashing with densification + LSH; "
                   "one hash per shingle), bottomk (bottom-k MinHash + exact all-pairs join), simhash (64-bit SimHash + permuted tables) or "
-                  "exact (no sketch: every pair with J >= T by an exact join of the shingle sets; holds every set in memory)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, SketchMethod>{{"minhash", SketchMethod::MinHash},
-                                                                            {"oph", SketchMethod::Oph},
-                                                                            {"bottomk", SketchMethod::BottomK},
-                                                                            {"simhash", SketchMethod::SimHash},
-                                                                            {"exact", SketchMethod::Exact}}))
-      ->default_str("oph");
+                  "exact (no sketch: every pair with J >= T by an exact join of the shingle sets; holds every set in memory)");
   cmd->add_option("--hamming", o.hamming, "Largest Hamming distance between SimHashes of a pair (--method simhash)")
       ->default_val(kDefaultHamming)->check(CLI::Range(0, 16));
-  cmd->add_option("--weights", o.weights, "SimHash feature weights: set (each distinct shingle once), tf (each occurrence; fastest), logtf (1 + ln tf)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, SimHashWeights>{{"tf", SimHashWeights::Tf},
-                                                                              {"set", SimHashWeights::Set},
-                                                                              {"logtf", SimHashWeights::LogTf}}))
-      ->default_str("set");
-  cmd->add_option("--num-perm", o.num_perm, "Signature length: MinHash permutations (--method minhash) or OPH bins (--method oph)")
-      ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
+  add_choice<SimHashWeights>(cmd, "--weights", o.weights, {{"tf", SimHashWeights::Tf}, {"set", SimHashWeights::Set}, {"logtf", SimHashWeights::LogTf}},
+                            "SimHash feature weights: set (each distinct shingle once), tf (each occurrence; fastest), logtf (1 + ln tf)");
   cmd->add_option("--sketch-size", o.sketch_size, "Values per bottom-k fingerprint (--method bottomk)")
       ->default_val(kDefaultSketchSize)->check(CLI::Range(1, 65536));
+  }
+  cmd->add_option("--num-perm", o.num_perm, "Signature length: MinHash permutations (--method minhash) or OPH bins (--method oph)")
+      ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
   cmd->add_option("--bands", o.bands, "LSH bands (with --rows; default: chosen from the threshold)")->check(CLI::Range(1, 4096));
   cmd->add_option("--rows", o.rows, "LSH rows per band (with --bands)")->check(CLI::Range(1, 4096));
   cmd->add_option("--seed", o.seed, "Seed of every hash (sketches from different seeds are not comparable)");
   cmd->add_option("--spec", o.spec, "Pipeline spec, e.g. 'words:5 minhash:128 lsh:21x6 verify:0.8'; explicit flags override it");
-  cmd->add_option("--verify", o.verify,
-                  "exact: Jaccard of the shingle sets (re-reads the candidates); estimate: from signatures "
-                  "(default with simhash, unless --threshold is given: 1 - d/64)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, VerifyMode>{{"exact", VerifyMode::Exact},
-                                                                          {"estimate", VerifyMode::Estimate}}))
-      ->default_str("exact");
+  add_choice<VerifyMode>(cmd, "--verify", o.verify, {{"exact", VerifyMode::Exact}, {"estimate", VerifyMode::Estimate}},
+                            "exact: Jaccard of the shingle sets (re-reads the candidates); estimate: from signatures "
+                  "(default with simhash, unless --threshold is given: 1 - d/64)");
 }
 
 void add_reader_options(CLI::App* cmd, Options& o) {
   cmd->add_option("--text-field", o.reader.text_field, "JSONL field holding the text")->default_val("text");
   cmd->add_option("--id-field", o.reader.id_field, "JSONL field holding the id (missing: FILE:LINE)")->default_val("id");
-  cmd->add_option("--format", o.reader.format, "Input format: auto (by extension), jsonl, text")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, io::InputFormat>{{"auto", io::InputFormat::Auto},
-                                                                               {"jsonl", io::InputFormat::Jsonl},
-                                                                               {"text", io::InputFormat::Text}}))
-      ->default_str("auto");
+  add_choice<io::InputFormat>(cmd, "--format", o.reader.format, {{"auto", io::InputFormat::Auto}, {"jsonl", io::InputFormat::Jsonl}, {"text", io::InputFormat::Text}},
+                            "Input format: auto (by extension), jsonl, text");
   cmd->add_option("--include", o.reader.include,
                   "In directories: read only files matching this glob (repeatable; without '/' it matches the name, "
                   "with '/' the path inside the directory)");
@@ -83,10 +74,8 @@ void add_reader_options(CLI::App* cmd, Options& o) {
   cmd->add_option("--rejects", o.rejects,
                   "With --on-error skip: write each skipped record to this file as a JSON line with its input, line, "
                   "kind and reason");
-  cmd->add_option("--on-error", o.reader.on_error, "Bad records: fail (stop with an error) or skip (count and go on)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, io::OnError>{{"fail", io::OnError::Fail},
-                                                                           {"skip", io::OnError::Skip}}))
-      ->default_str("fail");
+  add_choice<io::OnError>(cmd, "--on-error", o.reader.on_error, {{"fail", io::OnError::Fail}, {"skip", io::OnError::Skip}},
+                            "Bad records: fail (stop with an error) or skip (count and go on)");
   cmd->add_option("--max-record-bytes", o.reader.max_record_bytes,
                   "Longest JSONL line or text file read (decompressed; K/M/G suffixes); a longer one is a bad record, "
                   "never held in memory (guards against files without newlines and decompression bombs)")
@@ -98,12 +87,9 @@ void add_reader_options(CLI::App* cmd, Options& o) {
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(uint64_t{1}, io::kMaxRecordBytes))
       ->default_str("64M");
-  cmd->add_option("--long-docs", o.reader.long_docs,
-                  "A text longer than --max-doc-bytes: truncate (its first bytes are compared; the record is output "
-                  "unchanged) or skip (a bad record, see --on-error)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, io::LongDocs>{{"truncate", io::LongDocs::Truncate},
-                                                                            {"skip", io::LongDocs::Skip}}))
-      ->default_str("truncate");
+  add_choice<io::LongDocs>(cmd, "--long-docs", o.reader.long_docs, {{"truncate", io::LongDocs::Truncate}, {"skip", io::LongDocs::Skip}},
+                            "A text longer than --max-doc-bytes: truncate (its first bytes are compared; the record is output "
+                  "unchanged) or skip (a bad record, see --on-error)");
 }
 
 void add_run_options(CLI::App* cmd, Options& o) {
@@ -191,20 +177,15 @@ void add_common(CLI::App* cmd, Options& o) {
                   "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), plain-text files, directories, or - for stdin")
       ->required();
   add_sketch_options(cmd, o);
-  cmd->add_option("--keep", o.keep, "Which document of a cluster is kept: first (input order) or longest")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, KeepPolicy>{{"first", KeepPolicy::First},
-                                                                          {"longest", KeepPolicy::Longest}}))
-      ->default_str("first");
+  add_choice<KeepPolicy>(cmd, "--keep", o.keep, {{"first", KeepPolicy::First}, {"longest", KeepPolicy::Longest}},
+                            "Which document of a cluster is kept: first (input order) or longest");
   cmd->add_option("--keep-by", o.keep_by,
                   "Keep the document of a cluster with the largest value of this JSONL field (numbers, or strings such "
                   "as ISO dates); FIELD:asc keeps the smallest. Records without it come last; ties by input order");
-  cmd->add_option("--cluster", o.cluster,
-                  "components: connected components of the verified pairs (a removed document may be less similar "
+  add_choice<ClusterMode>(cmd, "--cluster", o.cluster, {{"components", ClusterMode::Components}, {"leader", ClusterMode::Leader}},
+                            "components: connected components of the verified pairs (a removed document may be less similar "
                   "than T to the kept one, through a chain); leader: every removed document has J >= T with the "
-                  "document kept in its place")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, ClusterMode>{{"components", ClusterMode::Components},
-                                                                           {"leader", ClusterMode::Leader}}))
-      ->default_str("components");
+                  "document kept in its place");
   cmd->add_option("--on-duplicate-id", o.on_duplicate_id,
                   "Two records with one id: error (stop, naming both) or keep (separate documents). With --against: "
                   "a document whose id is already indexed: error, skip (keep the indexed one) or replace it")
@@ -219,12 +200,18 @@ void add_common(CLI::App* cmd, Options& o) {
 
 }  // namespace
 
+// How often an option was given; 0 also when the command does not have it.
+size_t given(const CLI::App* cmd, const char* name) {
+  const CLI::Option* opt = cmd->get_option_no_throw(name);
+  return opt ? opt->count() : 0;
+}
+
 PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   PipelineSpec s = o.spec.empty() ? PipelineSpec{} : PipelineSpec::parse(o.spec);
   const bool given_spec = !o.spec.empty();
-  auto set = [&](const char* name) { return !given_spec || cmd->count(name) > 0; };
+  auto set = [&](const char* name) { return !given_spec || given(cmd, name) > 0; };
   if (set("--threshold")) s.threshold = o.threshold;
-  if (cmd->count("--chars")) {
+  if (given(cmd, "--chars")) {
     s.shingle.kind = ShingleKind::Chars;
     s.shingle.k = o.chars;
   } else if (set("--shingle")) {
@@ -239,25 +226,25 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   if (set("--sketch-size")) s.sketch_size = o.sketch_size;
   if (set("--hamming")) s.hamming = o.hamming;
   if (set("--weights")) s.weights = o.weights;
-  if (!uses_signatures(s.method) && cmd->count("--num-perm"))
+  if (!uses_signatures(s.method) && given(cmd, "--num-perm"))
     throw UsageError("--num-perm applies to --method minhash and oph; bottomk takes --sketch-size, simhash --hamming");
-  if (s.method != SketchMethod::BottomK && cmd->count("--sketch-size"))
+  if (s.method != SketchMethod::BottomK && given(cmd, "--sketch-size"))
     throw UsageError("--sketch-size applies to --method bottomk; minhash takes --num-perm, simhash --hamming");
-  if (s.method != SketchMethod::SimHash && (cmd->count("--hamming") || cmd->count("--weights")))
+  if (s.method != SketchMethod::SimHash && (given(cmd, "--hamming") || given(cmd, "--weights")))
     throw UsageError("--hamming and --weights apply to --method simhash");
-  if (cmd->count("--seed")) s.shingle.seed = o.seed;
+  if (given(cmd, "--seed")) s.shingle.seed = o.seed;
   if (set("--verify")) s.verify = o.verify;
   // SimHash: without --verify, pairs within the distance are scored 1 - d/64, unless a Jaccard
   // threshold asks for exact verification; scored by the estimate, the threshold follows the
   // distance unless given.
   if (s.method == SketchMethod::SimHash) {
-    const bool cli_threshold = cmd->count("--threshold") > 0;
-    if (!given_spec && !cmd->count("--verify")) s.verify = cli_threshold ? VerifyMode::Exact : VerifyMode::Estimate;
-    if (s.verify == VerifyMode::Estimate && !cli_threshold && (!given_spec || cmd->count("--hamming")))
+    const bool cli_threshold = given(cmd, "--threshold") > 0;
+    if (!given_spec && !given(cmd, "--verify")) s.verify = cli_threshold ? VerifyMode::Exact : VerifyMode::Estimate;
+    if (s.verify == VerifyMode::Estimate && !cli_threshold && (!given_spec || given(cmd, "--hamming")))
       s.threshold = simhash_similarity(s.hamming);
   }
-  if (cmd->count("--bands") || cmd->count("--rows")) {
-    if (!cmd->count("--bands") || !cmd->count("--rows")) throw UsageError("--bands and --rows go together; give both");
+  if (given(cmd, "--bands") || given(cmd, "--rows")) {
+    if (!given(cmd, "--bands") || !given(cmd, "--rows")) throw UsageError("--bands and --rows go together; give both");
     s.lsh = {o.bands, o.rows};
   }
   return s;

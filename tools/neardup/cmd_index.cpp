@@ -32,12 +32,8 @@ struct IndexOptions {
 }  // namespace
 
 void add_on_duplicate_id(CLI::App* cmd, OnDuplicateId& v) {
-  cmd->add_option("--on-duplicate-id", v,
-                  "A document whose id is already indexed: error (stop), skip (keep the indexed one) or replace it")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, OnDuplicateId>{{"error", OnDuplicateId::Error},
-                                                                             {"skip", OnDuplicateId::Skip},
-                                                                             {"replace", OnDuplicateId::Replace}}))
-      ->default_str("error");
+  add_choice<OnDuplicateId>(cmd, "--on-duplicate-id", v, {{"error", OnDuplicateId::Error}, {"skip", OnDuplicateId::Skip}, {"replace", OnDuplicateId::Replace}},
+                            "A document whose id is already indexed: error (stop), skip (keep the indexed one) or replace it");
 }
 
 namespace {
@@ -296,7 +292,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   auto c = std::make_shared<IndexOptions>();
   CLI::App* create = index->add_subcommand("create", "Create an empty index with the sketch, shingle and threshold options of pairs");
   create->add_option("index", c->index, "Index file")->required();
-  add_sketch_options(create, c->common);
+  add_sketch_options(create, c->common, true);
   create->add_flag("--force", c->force, "Replace an existing index");
   create->add_flag("-q,--quiet", c->common.quiet, "No summary on stderr");
   create->callback([&run, create, c] { run = [=] { return run_create(create, *c); }; });
@@ -318,7 +314,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   CLI::App* query = index->add_subcommand("query", "For each input document, its near-duplicates in the index: query_id TAB index_id TAB similarity");
   query->add_option("index", q->index, "Index file")->required();
   query->add_option("inputs", q->common.inputs, "JSONL files, plain-text files, directories, or - for stdin")->required();
-  query->add_option("-t,--threshold", q->common.threshold, "Similarity threshold (default: the index's)")->check(CLI::Range(0.0, 1.0));
+  query->add_option("-t,--threshold", q->common.threshold, "Similarity threshold (default: the index's)")->check(unit_interval());
   query->add_option("-o,--output", q->output, "Output file (default: stdout)");
   query->add_flag("--skip-same-id", q->skip_same_id, "Do not report an indexed document with the query's own id");
   add_reader_options(query, q->common);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "options.h"
 #include "neardup/neardup.h"
 
 namespace neardup::cli {
@@ -122,16 +123,19 @@ std::string curve_svg(const LshChoice& c, const LshTarget& t, int num_perm) {
   }
   svg += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"" + pts + "\"/>\n";
   const auto target = [&](double s, double p, const char* color, const char* label) {
+    const bool right = s > 0.5;  // the label goes on the side with room, so the page never clips it
     std::snprintf(buf, sizeof buf,
                   "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-dasharray=\"4 3\"/>"
                   "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>"
-                  "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n",
-                  X(s), Y(0), X(s), Y(1), color, X(s), Y(p), color, X(s) + 6, Y(p) - 6, color, label);
+                  "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\" text-anchor=\"%s\">%s</text>\n",
+                  X(s), Y(0), X(s), Y(1), color, X(s), Y(p), color, right ? X(s) - 6 : X(s) + 6, Y(p) - 6, color,
+                  right ? "end" : "start", label);
     svg += buf;
   };
   char l1[96], l2[96];
-  std::snprintf(l1, sizeof l1, "P(%.3g) = %.4g (target <= %.4g)", t.low, c.p_low, t.low_max);
-  std::snprintf(l2, sizeof l2, "P(%.3g) = %.4g (target >= %.4g)", t.high, c.p_high, t.high_min);
+  // XML: '<' and '>' in text are written as entities.
+  std::snprintf(l1, sizeof l1, "P(%.3g) = %.4g (target &lt;= %.4g)", t.low, c.p_low, t.low_max);
+  std::snprintf(l2, sizeof l2, "P(%.3g) = %.4g (target &gt;= %.4g)", t.high, c.p_high, t.high_min);
   target(t.low, t.low_max, "#d62728", l1);
   target(t.high, t.high_min, "#2ca02c", l2);
   svg += "</svg>\n";
@@ -166,6 +170,8 @@ SimilaritySample read_sample(const TuneOptions& o) {
 }
 
 int run_tune(const CLI::App* cmd, const TuneOptions& o) {
+  if (!o.plot.empty() && !o.plot.ends_with(".svg") && !o.plot.starts_with("/dev/"))
+    throw UsageError("--plot " + o.plot + ": the plot is written as SVG; name the file .svg (rsvg-convert or a browser turns it into PNG)");
   LshTarget t;
   const bool points = !o.low.empty() || !o.high.empty();
   if (points) {
@@ -202,7 +208,7 @@ int run_tune(const CLI::App* cmd, const TuneOptions& o) {
   if (std::none_of(rows.begin(), rows.end(), [&](const LshChoice& x) { return x.params == c.params; })) rows.push_back(c);
 
   if (!o.plot.empty()) {
-    io::AtomicFile f(o.plot);
+    io::AtomicFile f(o.plot);  // the name was checked before the work
     f.write(curve_svg(c, t, o.num_perm));
     f.commit();
   }
@@ -289,11 +295,11 @@ void add_tune(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--num-perm", o->num_perm, "MinHash permutations available (b * r <= P)")
       ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
   cmd->add_option("-t,--threshold", o->threshold, "Similarity threshold t; the targets are at t - margin and t + margin")
-      ->default_val(kDefaultThreshold)->check(CLI::Range(0.0, 1.0));
+      ->default_val(kDefaultThreshold)->check(unit_interval());
   cmd->add_option("--margin", o->margin, "Distance d from the threshold of the two target similarities")
-      ->default_val(0.1)->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--fn-rate", o->fn_rate, "Largest false-negative rate allowed at t + d")->default_val(0.01)->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--fp-rate", o->fp_rate, "Largest false-positive rate allowed at t - d")->default_val(0.01)->check(CLI::Range(0.0, 1.0));
+      ->default_val(0.1)->check(interval(0, 1, true, true));
+  cmd->add_option("--fn-rate", o->fn_rate, "Largest false-negative rate allowed at t + d")->default_val(0.01)->check(interval(0, 1, true, true));
+  cmd->add_option("--fp-rate", o->fp_rate, "Largest false-positive rate allowed at t - d")->default_val(0.01)->check(interval(0, 1, true, true));
   cmd->add_option("--low", o->low, "S:P, at most probability P of a candidate at similarity S (e.g. 0.05:0.001)");
   cmd->add_option("--high", o->high, "S:P, at least probability P of a candidate at similarity S (e.g. 0.5:0.99)");
   cmd->add_option("--plot", o->plot, "Write the S-curve as an SVG file");

@@ -110,6 +110,52 @@ class RejectsFile {
 void print_input_warnings(const io::ReaderStats& s, uint64_t documents, const io::WalkCounts& left_out, const CLI::App* cmd,
                           const io::ReaderOptions& reader);
 
+/// An option that takes one of `choices` by name: help lists the names and the default (the
+/// target's value when added); nothing else is accepted (no enum numbers).
+template <class E>
+CLI::Option* add_choice(CLI::App* cmd, const std::string& flags, E& target, const std::vector<std::pair<std::string, E>>& choices,
+                        const std::string& help) {
+  std::vector<std::string> names;
+  std::string current;
+  for (const auto& [name, value] : choices) {
+    names.push_back(name);
+    if (value == target && current.empty()) current = name;
+  }
+  return cmd
+      ->add_option_function<std::string>(
+          flags,
+          [&target, choices](const std::string& v) {
+            for (const auto& [name, value] : choices)
+              if (name == v) target = value;
+          },
+          help)
+      ->check(CLI::IsMember(names))
+      ->default_str(current);
+}
+
+/// A number in an interval, open or closed at each end; help shows it as "in (0, 1]".
+inline CLI::Validator interval(double lo, double hi, bool lo_open, bool hi_open) {
+  char desc[64];
+  std::snprintf(desc, sizeof desc, "in %c%g, %g%c", lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']');
+  const std::string d = desc;
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(s, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != s.size()) return "'" + s + "' is not a number";
+        const bool ok = (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+        return ok ? std::string() : s + " is not " + d;
+      },
+      d);
+}
+/// A similarity threshold: in (0, 1].
+inline CLI::Validator unit_interval() { return interval(0, 1, true, false); }
+
 /// --on-duplicate-id error|skip|replace.
 void add_on_duplicate_id(CLI::App* cmd, OnDuplicateId& v);
 /// dedup --against IDX: the online walk of NEW against the index (cmd_index.cpp).
@@ -117,7 +163,8 @@ int run_dedup_against(const CLI::App* cmd, const Options& o);
 
 /// --threshold, --shingle, --chars, --method and the sketch sizes, --bands/--rows, --seed,
 /// --spec, --verify.
-void add_sketch_options(CLI::App* cmd, Options& o);
+/// `index`: only what an index takes (--method minhash or oph; no bottom-k or SimHash sizes).
+void add_sketch_options(CLI::App* cmd, Options& o, bool index = false);
 /// --text-field, --id-field, --format, --on-error.
 void add_reader_options(CLI::App* cmd, Options& o);
 /// -j, --quiet, --stats.
