@@ -57,8 +57,9 @@ void add_sketch_options(CLI::App* cmd, Options& o, bool index) {
   cmd->add_option("--seed", o.seed, "Seed of every hash (sketches from different seeds are not comparable)");
   cmd->add_option("--spec", o.spec, "Pipeline spec, e.g. 'words:5 minhash:128 lsh:21x6 verify:0.8'; explicit flags override it");
   add_choice<VerifyMode>(cmd, "--verify", o.verify, {{"exact", VerifyMode::Exact}, {"estimate", VerifyMode::Estimate}},
-                            "exact: Jaccard of the shingle sets (re-reads the candidates); estimate: from signatures "
-                  "(default with simhash, unless --threshold is given: 1 - d/64)");
+                            index ? "exact: Jaccard of the shingle sets (the index keeps them); estimate: from signatures"
+                                  : "exact: Jaccard of the shingle sets (re-reads the candidates); estimate: from signatures "
+                                    "(default with simhash, unless --threshold is given: 1 - d/64)");
 }
 
 void add_reader_options(CLI::App* cmd, Options& o) {
@@ -501,6 +502,9 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
       "dedup", "Remove near-duplicates: write the kept records exactly as they were (JSONL) or the kept paths");
   add_common(dedup, *dedup_opts);
   dedup->add_option("-o,--output", dedup_opts->output, "Output file for the kept records ('-' for stdout; required)");
+  dedup->add_option("--output-dir", dedup_opts->output_dir,
+                    "Instead of -o: write each input file's kept records to DIR under the same name (its path inside "
+                    "a folder input), compressed as the name says (JSONL inputs)");
   dedup->add_option("--removed", dedup_opts->removed, "Write removed_id TAB kept_id TAB similarity per removed document");
   dedup->add_option("--clusters", dedup_opts->clusters, "Write cluster TAB id TAB kept|removed per clustered document");
   dedup->add_option("--against", dedup_opts->against,
