@@ -173,11 +173,8 @@ void print_input_warnings(const io::ReaderStats& s, uint64_t documents, const io
 
 namespace {
 
-void add_common(CLI::App* cmd, Options& o) {
-  cmd->add_option("inputs", o.inputs,
-                  "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), plain-text files, directories, or - for stdin")
-      ->required();
-  add_sketch_options(cmd, o);
+// Which document of a cluster is kept, and how clusters are formed (dedup only).
+void add_keep_options(CLI::App* cmd, Options& o) {
   add_choice<KeepPolicy>(cmd, "--keep", o.keep, {{"first", KeepPolicy::First}, {"longest", KeepPolicy::Longest}},
                             "Which document of a cluster is kept: first (input order) or longest");
   cmd->add_option("--keep-by", o.keep_by,
@@ -187,6 +184,13 @@ void add_common(CLI::App* cmd, Options& o) {
                             "components: connected components of the verified pairs (a removed document may be less similar "
                   "than T to the kept one, through a chain); leader: every removed document has J >= T with the "
                   "document kept in its place");
+}
+
+void add_common(CLI::App* cmd, Options& o) {
+  cmd->add_option("inputs", o.inputs,
+                  "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), plain-text files, directories, or - for stdin")
+      ->required();
+  add_sketch_options(cmd, o);
   cmd->add_option("--on-duplicate-id", o.on_duplicate_id,
                   "Two records with one id: error (stop, naming both) or keep (separate documents). With --against: "
                   "a document whose id is already indexed: error, skip (keep the indexed one) or replace it")
@@ -376,12 +380,12 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
     throw UsageError("--rejects applies with --on-error skip (without it, the first bad record stops the run)");
   if (dedup && !o.against.empty()) {
     if (o.estimate_memory) throw UsageError("--estimate-memory applies to runs without --against (they keep no per-document state)");
-    if (cmd->count("--cluster") || cmd->count("--keep-by"))
+    if (given(cmd, "--cluster") || given(cmd, "--keep-by"))
       throw UsageError("--cluster and --keep-by apply to runs without --against (which walks the inputs in order, keeping "
                        "each document that nearly copies nothing indexed or kept before it)");
     return run_dedup_against(cmd, o);
   }
-  if (dedup && cmd->count("--add-kept")) throw UsageError("--add-kept applies with --against IDX");
+  if (dedup && given(cmd, "--add-kept")) throw UsageError("--add-kept applies with --against IDX");
   if (o.on_duplicate_id != "error" && o.on_duplicate_id != "keep")
     throw UsageError("--on-duplicate-id " + o.on_duplicate_id + " applies with --against IDX; without it: error or keep");
   RunOptions ro;
@@ -393,7 +397,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   ro.keep = o.keep;
   ro.cluster = o.cluster;
   if (!o.keep_by.empty()) {
-    if (cmd->count("--keep")) throw UsageError("--keep and --keep-by exclude each other; give one");
+    if (given(cmd, "--keep")) throw UsageError("--keep and --keep-by exclude each other; give one");
     ro.keep_by = o.keep_by;
     const size_t colon = o.keep_by.rfind(':');
     if (colon != std::string::npos) {
@@ -501,6 +505,7 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
   CLI::App* dedup = app.add_subcommand(
       "dedup", "Remove near-duplicates: write the kept records exactly as they were (JSONL) or the kept paths");
   add_common(dedup, *dedup_opts);
+  add_keep_options(dedup, *dedup_opts);
   dedup->add_option("-o,--output", dedup_opts->output, "Output file for the kept records ('-' for stdout; required)");
   dedup->add_option("--output-dir", dedup_opts->output_dir,
                     "Instead of -o: write each input file's kept records to DIR under the same name (its path inside "

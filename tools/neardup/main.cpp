@@ -60,10 +60,13 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 // The candidate nearest to `word` (a few letters off, or one it begins), as
 // " (did you mean X?)", or "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  const auto bare = [](const std::string& s) { return s.substr(std::min(s.find_first_not_of('-'), s.size())); };
+  const std::string w = bare(word);
   std::string best;
-  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  size_t best_d = std::max<size_t>(1, w.size() / 4) + 1;  // a typo or two, not another word
   for (const std::string& c : candidates) {
-    const size_t d = c.starts_with(word) && word.size() >= 3 ? 1 : edit_distance(word, c);
+    const std::string b = bare(c);
+    const size_t d = b.starts_with(w) && w.size() >= 3 ? 1 : edit_distance(w, b);
     if (d < best_d) {
       best_d = d;
       best = c;
