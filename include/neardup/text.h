@@ -37,7 +37,8 @@ void hash_chars_exact(std::string_view text, uint64_t seed, std::vector<uint64_t
 
 /// Rewrites `text` for --normalize nfkc: NFKC with case folding, accents (non-spacing marks after
 /// canonical decomposition) removed, so that NFC and NFD forms, full-width and ASCII letters,
-/// "Cafe" and "café" give the same words. ICU's normaliser; about 50-100 MB/s.
+/// "Cafe" and "café" give the same words. ICU's normaliser: shingling then runs at about a fifth
+/// of its speed (26 against 138 MB/s of CPU per core on Debian licence files; BENCHMARKS.md).
 void normalize_text(std::string_view text, std::string& out);
 
 /// Word hashes from ICU's word break iterator (Unicode Standard Annex #29, with dictionaries for
