@@ -54,7 +54,8 @@ void add_sketch_options(CLI::App* cmd, Options& o, bool index) {
       ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
   cmd->add_option("--bands", o.bands, "LSH bands (with --rows; default: chosen from the threshold)")->check(CLI::Range(1, 4096));
   cmd->add_option("--rows", o.rows, "LSH rows per band (with --bands)")->check(CLI::Range(1, 4096));
-  cmd->add_option("--seed", o.seed, "Seed of every hash (sketches from different seeds are not comparable)");
+  cmd->add_option("--seed", o.seed, "Seed of every hash (sketches from different seeds are not comparable)")
+      ->default_val(kDefaultSeed);
   cmd->add_option("--spec", o.spec, "Pipeline spec, e.g. 'words:5 minhash:128 lsh:21x6 verify:0.8'; explicit flags override it");
   add_choice<VerifyMode>(cmd, "--verify", o.verify, {{"exact", VerifyMode::Exact}, {"estimate", VerifyMode::Estimate}},
                             index ? "exact: Jaccard of the shingle sets (the index keeps them); estimate: from signatures"
