@@ -263,12 +263,15 @@ void NearDupIndex::query(const IndexSketch& q, double threshold, std::vector<Ind
   });
 }
 
+// Built once, on the first call from any thread: queries (contains) are documented as safe from
+// many threads at once, and a lazily filled map without the once-flag was a data race.
 void NearDupIndex::build_id_map() const {
-  if (id_map_built_) return;
-  id_map_.reserve(slots());
-  for (DocId d = 0; d < slots(); ++d)
-    if (!removed(d)) id_map_.emplace(id(d), d);
-  id_map_built_ = true;
+  std::call_once(id_map_once_, [this] {
+    id_map_.reserve(slots());
+    for (DocId d = 0; d < slots(); ++d)
+      if (!removed(d)) id_map_.emplace(id(d), d);
+    id_map_built_.store(true, std::memory_order_release);
+  });
 }
 
 bool NearDupIndex::contains(std::string_view id) const {
@@ -299,7 +302,7 @@ DocId NearDupIndex::insert(std::string_view doc_id, IndexSketch sketch) {
   }
   if (!removed_.empty()) removed_.push_back(0);
   ++live_;
-  if (id_map_built_) id_map_.emplace(pending_ids_.back(), d);
+  if (id_map_built_.load(std::memory_order_acquire)) id_map_.emplace(pending_ids_.back(), d);
   return d;
 }
 

@@ -12,7 +12,9 @@
 // and removals change the in-memory state, and save() writes it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -134,7 +136,8 @@ class NearDupIndex {
   std::vector<uint8_t> removed_;  // per slot, empty while nothing is removed
   size_t live_ = 0;
   mutable std::unordered_map<std::string_view, DocId> id_map_;  // built on first need
-  mutable bool id_map_built_ = false;
+  mutable std::once_flag id_map_once_;
+  mutable std::atomic<bool> id_map_built_{false};
 };
 
 /// What to do when a document to insert has the id of a live indexed one.

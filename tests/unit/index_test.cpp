@@ -1,6 +1,10 @@
 #include "neardup/index.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -185,6 +189,35 @@ TEST(Index, IdsStayFindableAsTheIndexGrows) {
   EXPECT_EQ(idx.remove(gone), 2u);
   EXPECT_FALSE(idx.contains("i0"));
   EXPECT_TRUE(idx.contains("i1"));
+}
+
+// contains() and query() from many threads at once on a fresh index: the id map is built once, by
+// whichever thread comes first (before, two threads could fill it at once).
+TEST(Index, ConcurrentContainsAndQueryAgree) {
+  const PipelineSpec spec = spec_of("words:3 minhash:64 lsh:16x4 verify:0.5");
+  NearDupIndex idx(spec);
+  IndexSketcher sk(spec);
+  IndexSketch s;
+  for (int i = 0; i < 2000; ++i) {
+    sk.sketch("doc " + std::to_string(i) + " words here " + std::to_string(i % 50), s);
+    idx.insert("d" + std::to_string(i), s);
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      IndexSketcher local(spec);
+      IndexSketch q;
+      std::vector<IndexMatch> m;
+      for (int i = t; i < 2000; i += 4) {
+        if (!idx.contains("d" + std::to_string(i)) || idx.contains("x" + std::to_string(i))) ++wrong;
+        local.sketch("doc " + std::to_string(i) + " words here " + std::to_string(i % 50), q);
+        idx.query(q, 0.99, m);
+        if (std::none_of(m.begin(), m.end(), [&](const IndexMatch& x) { return idx.id(x.doc) == "d" + std::to_string(i); })) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(Index, RemoveAndAddAcrossSaves) {
