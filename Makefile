@@ -9,16 +9,22 @@ SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
 
 FUZZ_SECONDS ?= 30
 
-.PHONY: deps build run test sanitize clean
+.PHONY: deps configure build cli run test sanitize clean
 
 deps:
 	./scripts/install-deps.sh
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# Only the command-line tool (and the library): the tests and benchmarks are for `make test`.
+cli: configure
+	cmake --build $(BUILD) -j $(JOBS) --target neardup_cli
+
+run: cli
 	$(BUILD)/neardup dedup $(SAMPLE) -o $(BUILD)/sample.dedup.jsonl \
 	    --removed $(BUILD)/sample.removed.tsv --clusters $(BUILD)/sample.clusters.tsv
 	@echo "kept records:    $(BUILD)/sample.dedup.jsonl"
