@@ -366,10 +366,28 @@ TEST(Index, AKillDuringAddLeavesThePreviousIndex) {
       }
       ::_exit(0);
     }
-    ::usleep(static_cast<useconds_t>(5000 + 30000 * trial));
-    ::kill(pid, SIGKILL);
+    // Killed once the index's own temporary file exists (the write under test has begun), a
+    // little later each trial, rather than after a fixed sleep that a slow or fast machine
+    // would place before the write or after the rename.
+    const auto writing = [&] {
+      for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+        if (e.path().filename().string().starts_with(".c.ndx.neardup-tmp-")) return true;
+      return false;
+    };
     int status = 0;
-    ::waitpid(pid, &status, 0);
+    bool exited = false;
+    for (int polls = 0; polls < 200000 && !writing(); ++polls) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        exited = true;
+        break;
+      }
+      ::usleep(50);
+    }
+    if (!exited) {
+      ::usleep(static_cast<useconds_t>(500 * trial));
+      ::kill(pid, SIGKILL);
+    }
+    if (!exited) ::waitpid(pid, &status, 0);
     if (WIFSIGNALED(status)) {
       const auto re = NearDupIndex::open(path);  // loads
       if (re->size() == after_size) break;  // killed after the rename: the add is complete
