@@ -1,13 +1,13 @@
-// Bottom-k MinHash benchmarks (issue 3, seed 000), on a real corpus held in memory:
-//   * text -> fingerprint, MB/s of text per core: the seed's four variants (naive; pipeline +
+// Bottom-k MinHash benchmarks, on a real corpus held in memory:
+//   * text -> fingerprint, MB/s of text per core: the reference design's four variants (naive; pipeline +
 //     sort; pipeline + unordered_set + heap; pipeline + custom table + heap) and neardup's
-//     (its Unicode tokenizer and shingles, then the default selector or the seed's heap + table);
+//     (its Unicode tokenizer and shingles, then the default selector or the reference design's heap + table);
 //   * fingerprint comparisons per second at N = 128, alpha = 0.5 over every pair of 2,000
-//     documents (the seed's set-up): classical, early abort, early abort + SIMD per kernel.
+//     documents (the reference design's set-up): classical, early abort, early abort + SIMD per kernel.
 //
 //   NEARDUP_BENCH_CORPUS=bench/data/kernel-200mb.jsonl NEARDUP_BENCH_MB=50 build/bench/neardup_bottomk_bench
 //
-// The seed's variants hash as the seed does (32-bit FNV-1a over the bytes of K = 3 words, a word
+// The reference design's variants hash as it does (32-bit FNV-1a over the bytes of K = 3 words, a word
 // being a run of ASCII letters and digits or bytes >= 0x80); they are references for speed only.
 #include <benchmark/benchmark.h>
 
@@ -43,7 +43,7 @@ int64_t text_bytes() { return bench::total_bytes(texts()); }
 constexpr int kN = 128;
 constexpr int kK = 3;
 
-// ---- The seed's hashing ----
+// ---- The reference design's hashing ----
 
 inline bool seed_alnum(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
@@ -150,7 +150,7 @@ void BM_FingerprintSeedPipelineSort(benchmark::State& state) {
 }
 BENCHMARK(BM_FingerprintSeedPipelineSort)->Unit(benchmark::kMillisecond);
 
-// The seed's pipelined hashing into a selector (add_value, finish).
+// The reference design's pipelined hashing into a selector (add_value, finish).
 template <class Selector, class... Args>
 void seed_pipeline_into(benchmark::State& state, Args... args) {
   Selector sel(args...);
@@ -172,7 +172,7 @@ BENCHMARK(BM_FingerprintSeedPipelineUnorderedSetHeap)->Unit(benchmark::kMillisec
 void BM_FingerprintSeedPipelineTableHeap(benchmark::State& state) { seed_pipeline_into<BottomKHeapTable>(state, kN); }
 BENCHMARK(BM_FingerprintSeedPipelineTableHeap)->Unit(benchmark::kMillisecond);
 
-// The seed's pipelined hashing into neardup's default selector: the selectors compared alone.
+// The reference design's pipelined hashing into neardup's default selector: the selectors compared alone.
 void BM_FingerprintSeedPipelineSelector(benchmark::State& state) { seed_pipeline_into<BottomKSelector>(state, kN); }
 BENCHMARK(BM_FingerprintSeedPipelineSelector)->Unit(benchmark::kMillisecond);
 

@@ -1,6 +1,6 @@
-// The error of the two bottom-k estimators against exact Jaccard on real data (issue 3):
+// The error of the two bottom-k estimators against exact Jaccard on real data:
 // for every pair of a ground-truth file (all pairs with J >= 0.5), the exact Jaccard of the
-// shingle sets, the seed's estimator (Jaccard of the fingerprints) and the standard bottom-k
+// shingle sets, the reference design's estimator (Jaccard of the fingerprints) and the standard bottom-k
 // estimator, for N = 64, 128, 256. Prints bias (mean of estimate - J), RMSE and the 99th
 // percentile of |error| per similarity bin, and the share of pairs at J >= t + 0.05 whose
 // standard estimate reaches bottomk_candidate_threshold(t, N) for t = 0.5, 0.7, 0.8, 0.9.

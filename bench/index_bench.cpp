@@ -1,4 +1,4 @@
-// The persistent index (issue 5): N documents cut from a corpus (pieces of about PIECE bytes, cut
+// The persistent index: N documents cut from a corpus (pieces of about PIECE bytes, cut
 // at spaces), sketched, inserted one at a time, saved, reopened (median of 3 opens, page cache
 // warm), then queried with the first Q pieces (each finds itself at least): one at a time (sketch
 // + query on one thread) and batched (pre-sketched, on THREADS threads). Bytes per document.

@@ -1,4 +1,4 @@
-// The all-pairs join against brute force on a real corpus (issue 3): bottom-k fingerprints
+// The all-pairs join against brute force on a real corpus: bottom-k fingerprints
 // (word 3-shingles, N = 128) of every document, then every pair with fingerprint Jaccard >= alpha
 //   * by the prefix-filter join (median of REPS runs), and
 //   * by comparing every pair with the fastest kernel (early abort + SIMD), once,

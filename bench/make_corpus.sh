@@ -15,7 +15,7 @@
 # --translations takes every file of Documentation/translations instead (368 documents, 3.2 MB:
 # Chinese, Japanese, Korean, Italian), the non-English text of the text-path benchmarks.
 #
-# --long assembles 1,000 long documents instead (the seed 000 benchmark: 16 KB to 540 KB each,
+# --long assembles 1,000 long documents instead (the long-document benchmark: 16 KB to 540 KB each,
 # log-uniform sizes): consecutive files of one directory walk concatenated, like long articles.
 #
 # Needs apt access (the .deb is downloaded with apt-get download, ~140 MB) and xz, python3.

@@ -1,4 +1,4 @@
-// SimHash find-all and online index (issue 4): wall time of simhash_find_all over N random
+// SimHash find-all and online index: wall time of simhash_find_all over N random
 // fingerprints, and over N fingerprints of real text (SimHashes of ~512-byte pieces of a corpus's
 // documents, cut at spaces; PIECE bytes to reach 10M fingerprints from a smaller corpus), for
 // k = 3 and 6 with the batch plan; then an online index of the N

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Predicted vs observed LSH candidate pairs (issue 5): `neardup tune --sample` predicts, for each
+# Predicted vs observed LSH candidate pairs: `neardup tune --sample` predicts, for each
 # (b, r) it considers, the distinct pairs that share a band, from the pair similarities of a
 # sample; the observed count comes from an index built with those bands and rows in estimate
 # mode at threshold 0 (every document sharing a band is a match), queried with the corpus itself.

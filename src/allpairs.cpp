@@ -348,7 +348,7 @@ double join_threshold(PairScore score, double s) noexcept {
   return score == PairScore::FingerprintJaccard ? s : fingerprint_threshold_for_estimate(s);
 }
 
-// A bounded min-heap of the best pairs under better_pair (seed 001).
+// A bounded min-heap of the best pairs under better_pair (Bayardo, Ma and Srikant, WWW 2007, keep such a cache of the best pairs).
 class TopHeap {
  public:
   explicit TopHeap(size_t m) : m_(m) {}

@@ -1,4 +1,4 @@
-// All pairs of similar fingerprints, exactly (seeds 000 and 001).
+// All pairs of similar fingerprints, exactly (Bayardo, Ma and Srikant, WWW 2007; Xiao et al., WWW 2008).
 //
 // fingerprint_join finds every pair whose fingerprint Jaccard (bottomk.h) reaches alpha with a
 // prefix-filter join (AllPairs, Bayardo et al. 2007): values are put in one global order, rarest
@@ -9,7 +9,7 @@
 // length filter alpha * |x| <= |y|, and scores them with the early-abort SIMD merge. The result
 // is the same set of pairs, with the same values, as comparing every pair.
 //
-// top_pairs returns the M most similar pairs with no threshold (seed 001): bounded min-heaps, one
+// top_pairs returns the M most similar pairs with no threshold: bounded min-heaps, one
 // per thread, fed by joins at falling thresholds until M pairs are found above one.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Bottom-k (single-hash) MinHash, seed 000.
+// Bottom-k (single-hash) MinHash (Broder 1997; Cohen and Kaplan, PODC 2007).
 //
 // The fingerprint of a document is the N smallest distinct values v(s) = hi32(s) of its shingle
 // hashes s, sorted ascending (fewer than N when the document has fewer distinct values). One
@@ -6,7 +6,7 @@
 //
 // Two ways to compare fingerprints F1, F2 (both estimate the Jaccard similarity of the shingle
 // sets; docs/bottomk.md measures them):
-//   * the seed's: the Jaccard similarity of the fingerprints, |F1 n F2| / |F1 u F2|;
+//   * the reference design's: the Jaccard similarity of the fingerprints, |F1 n F2| / |F1 u F2|;
 //   * the standard bottom-k estimator: among the N smallest values of F1 u F2 (all of them if
 //     there are fewer), the fraction present in both.
 // The second is the one neardup reports (docs/bottomk.md says why); the first is the one the
@@ -56,7 +56,7 @@ class BottomKSelector {
   size_t compact_len_ = kNever;  // len_ right after the last compaction
 };
 
-/// The seed's design: a max-heap of the N smallest values, guarded against repeats by a 4N-slot
+/// The reference design's design: a max-heap of the N smallest values, guarded against repeats by a 4N-slot
 /// linear-probing table that is cleared and refilled from the heap when it is half full. Kept as
 /// the benchmark reference; computes the same fingerprint as BottomKSelector.
 class BottomKHeapTable {
@@ -103,9 +103,9 @@ struct Fingerprints {
 /// Returned by the early-abort variants when the similarity is certainly below the threshold.
 inline constexpr double kAborted = -1.0;
 
-/// The seed's classical merge: |a n b| / |a u b| (0 when both are empty).
+/// The reference design's classical merge: |a n b| / |a u b| (0 when both are empty).
 double fingerprint_jaccard(std::span<const SigValue> a, std::span<const SigValue> b) noexcept;
-/// The same with the seed's early abort: returns kAborted as soon as
+/// The same with the reference design's early abort: returns kAborted as soon as
 /// pos1 + pos2 - 2 * common > ceil((1 - alpha) / (1 + alpha) * (len1 + len2)), which implies a
 /// result below alpha; otherwise exactly fingerprint_jaccard(a, b).
 double fingerprint_jaccard_abort(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept;
@@ -123,7 +123,7 @@ double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const Sig
 /// walk for this CPU). Callers that know a part of both lists holds no common value pass only
 /// the rest, with smax lowered by the length of the parts left out.
 long count_common_abort(std::span<const SigValue> a, std::span<const SigValue> b, long smax) noexcept;
-/// The seed's abort bound ceil((1 - alpha) / (1 + alpha) * (la + lb)): a merge that passes more
+/// The reference design's abort bound ceil((1 - alpha) / (1 + alpha) * (la + lb)): a merge that passes more
 /// values than this without a match ends below alpha.
 long fingerprint_abort_bound(double alpha, size_t la, size_t lb) noexcept;
 /// |a n b| / |a u b| from |a n b| and the two lengths: the value every comparison above returns.

@@ -1,4 +1,4 @@
-// A persistent near-duplicate index (seed 003's online walk, kept across runs): MinHash
+// A persistent near-duplicate index (the online query-then-insert walk over LSH bands, kept across runs): MinHash
 // signatures cut into LSH bands, the documents' ids and, with exact verification, their shingle
 // sets. One file, described in docs/format.md:
 //   * it describes itself: magic, format version, every parameter (the resolved pipeline spec),
@@ -165,7 +165,7 @@ struct WalkStats {
   io::ReaderStats reader;  ///< bad records skipped, binary files left out, records without an id
 };
 
-/// Seed 003's online walk: each document of the inputs in order is queried against the index
+/// The online walk: each document of the inputs in order is queried against the index
 /// (including the documents the walk inserted before it), then, unless it is a near-duplicate,
 /// inserted. `fn` sees every document in input order. Documents are read and sketched in
 /// batches on `threads` threads. Throws FormatError naming the record for a duplicate id under

@@ -1,4 +1,4 @@
-// LSH banding over MinHash signatures (seeds 003, 004).
+// LSH banding over MinHash signatures (Indyk and Motwani 1998; Mining of Massive Datasets, ch. 3).
 //
 // The signature is cut into b bands of r rows (b * r <= number of permutations; rows past b * r
 // are unused). Two documents are candidates when all r values of some band are equal, which

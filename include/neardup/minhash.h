@@ -1,4 +1,4 @@
-// k-permutation MinHash (seed 004) with 32-bit values.
+// k-permutation MinHash (Broder 1997) with 32-bit values.
 //
 // Permutation i is the multiply-shift hash h_i(x) = ((a_i * x) mod 2^64) >> 32 of the 32-bit
 // key x = lo32(s) ^ hi32(s) of a 64-bit shingle hash s (universal, Dietzfelbinger et al. 1997);

@@ -1,4 +1,4 @@
-// SimHash (Charikar 2002) and Manku, Jain and Das Sarma's permuted tables (WWW 2007; seed 002):
+// SimHash (Charikar 2002) and Manku, Jain and Das Sarma's permuted tables (WWW 2007):
 // a 64-bit fingerprint per document, and every pair within Hamming distance k found without
 // comparing all pairs, in batch or online.
 //

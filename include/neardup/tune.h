@@ -1,4 +1,4 @@
-// Choosing LSH bands and rows from the S-curve (seed 003).
+// Choosing LSH bands and rows from the S-curve (Leskovec, Rajaraman and Ullman, Mining of Massive Datasets, ch. 3).
 //
 // With b bands of r rows, a pair of Jaccard similarity s is a candidate with probability
 // P(s) = 1 - (1 - s^r)^b (lsh_probability). A target names two points of the curve: at most
@@ -9,7 +9,8 @@
 //   * if none reaches the recall, the one with the largest P(high) (ties: least P(low));
 //   * the target is met when that choice also has P(low) <= low_max.
 // The similarities where the curve crosses low_max and high_min are found with a root finder
-// (bisection on the monotone P), as the seed suggests; they are reported with each choice.
+// (bisection on the monotone P), as E. Ross, "Searching for Near Duplicates with Minhash" (2020)
+// suggests; they are reported with each choice.
 //
 // pairs and dedup turn a threshold t into (b, r) with lsh_tune_threshold: for every r, b =
 // floor(P / r) (every permutation used), and the largest r with P(t) >= 0.99.

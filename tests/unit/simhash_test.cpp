@@ -203,7 +203,7 @@ TEST(SimHashPlan, EveryDifferenceOfAtMostKBitsAvoidsSomeTable) {
       }
     }
   }
-  // The seed's configurations.
+  // The configurations of the usual worked example (4 and 16 tables for 64-bit fingerprints).
   EXPECT_EQ(simhash_blocks_plan(3, 6, 1).tables(), 20u);
   EXPECT_EQ(simhash_blocks_plan(3, 4, 1).tables(), 4u);
   EXPECT_THROW(plan_simhash_tables(17, 10), UsageError);

@@ -70,9 +70,10 @@ TEST(Tune, EqualsBruteForceOverEveryBandsAndRows) {
   EXPECT_GT(not_met, 10);
 }
 
-TEST(Tune, TheSeedsExample) {
-  // Seed 003: < 0.1% at 0.05 and > 99% at 0.5 with 128 permutations. Three rows are needed for
-  // the recall; 35 bands are the fewest that reach it (the seed's 42 x 3 passes 0.5% at 0.05).
+TEST(Tune, TheWorkedExampleOfThePost) {
+  // The worked example of E. Ross, "Searching for Near Duplicates with Minhash" (2020): < 0.1% at
+  // 0.05 and > 99% at 0.5 with 128 permutations. Three rows are needed for the recall; 35 bands are
+  // the fewest that reach it (the post's 42 x 3 passes 0.5% at 0.05).
   const LshTarget t{0.05, 0.001, 0.5, 0.99};
   const LshChoice c = lsh_tune(128, t);
   EXPECT_EQ(c.params, (LshParams{35, 3}));

@@ -1,4 +1,4 @@
-// `neardup tune`: LSH bands and rows from target rates on the S-curve (seed 003), with the curve
+// `neardup tune`: LSH bands and rows from target rates on the S-curve (Mining of Massive Datasets, ch. 3), with the curve
 // in the terminal or as SVG, and optionally predictions from a sample of the corpus.
 #include <algorithm>
 #include <cmath>
