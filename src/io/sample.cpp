@@ -246,6 +246,8 @@ class Sampler {
         } else {  // a text file past the budget, not opened: by its name
           if (src.path.ends_with(".gz")) c = Compression::Gzip;
           if (src.path.ends_with(".zst")) c = Compression::Zstd;
+          if (src.path.ends_with(".xz")) c = Compression::Xz;
+          if (src.path.ends_with(".bz2")) c = Compression::Bzip2;
         }
         size = ratio_[static_cast<int>(c)].of(file_size(src.path));
       }
@@ -275,7 +277,7 @@ class Sampler {
   const std::function<void(std::string_view, std::string_view)>& on_record_;
   JsonlParser parser_;
   InputSample out_;
-  Ratio ratio_[3];
+  Ratio ratio_[kCompressionKinds];  // one per Compression value
   std::vector<double> whole_size_;                // per source: its decompressed size when read whole, or -1
   std::vector<std::optional<Compression>> kind_;  // per source, once opened
   uint64_t window_bytes_ = 0, newlines_ = 0;      // JSONL: lines per byte over the windows

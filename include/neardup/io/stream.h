@@ -11,6 +11,7 @@
 namespace neardup::io {
 
 enum class Compression { None, Gzip, Zstd, Xz, Bzip2 };
+inline constexpr int kCompressionKinds = 5;
 const char* compression_name(Compression c) noexcept;
 
 class ByteStream {

@@ -44,6 +44,7 @@ $NEARDUP dedup shards --output-dir shards -q; echo "exit=$?"
 echo "--- inputs: xz, bzip2, JSONL by content, nested fields, numeric ids"
 xz -c s.jsonl > s.jsonl.xz; bzip2 -c s.jsonl > s.jsonl.bz2; cp s.jsonl records.txt
 for f in s.jsonl.xz s.jsonl.bz2 records.txt; do $NEARDUP pairs "$f" -q; done
+$NEARDUP dedup s.jsonl.xz s.jsonl.bz2 s.jsonl -o /dev/null --estimate-memory; echo "exit=$?"
 printf '%s\n' '{"meta":{"body":"one two three four five six"},"n":7}' '{"meta":{"body":"one two three four five six"},"n":8.5}' > nested.jsonl
 $NEARDUP pairs nested.jsonl --text-field meta.body --id-field n -q
 $NEARDUP pairs s.jsonl --id-field uid 2>&1 | grep warning
