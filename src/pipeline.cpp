@@ -384,10 +384,20 @@ PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int th
 
 Pipeline::Pipeline(const std::vector<std::string>& inputs, RunOptions options)
     : options_(std::move(options)), spec_(options_.spec.resolved()) {
-  threads_ = options_.threads > 0 ? options_.threads : internal::hardware_threads();
   if (inputs.empty()) throw UsageError("no input given; pass files, directories or - for stdin");
   inputs_ = std::make_unique<io::InputSet>(inputs, options_.reader);
   if (inputs_->sources().empty()) throw FormatError("the inputs hold no files (empty directories?); check the paths");
+  init();
+}
+
+Pipeline::Pipeline(std::vector<io::Document> documents, RunOptions options)
+    : options_(std::move(options)), spec_(options_.spec.resolved()) {
+  inputs_ = std::make_unique<io::InputSet>(std::move(documents));
+  init();
+}
+
+void Pipeline::init() {
+  threads_ = options_.threads > 0 ? options_.threads : internal::hardware_threads();
   if (!options_.keep_by.empty()) {
     if (!inputs_->all_jsonl())
       throw UsageError("--keep-by reads a field of JSONL records; the inputs include plain-text files (use --keep first or longest)");

@@ -130,6 +130,9 @@ class Pipeline {
 
   /// Expands the inputs (stdin is spooled to a temporary file). Throws on bad options or paths.
   Pipeline(const std::vector<std::string>& inputs, RunOptions options);
+  /// Documents held in memory (ids and texts from the caller), in this order: every pass reads
+  /// them from memory. Kept "records" are written as their ids.
+  Pipeline(std::vector<io::Document> documents, RunOptions options);
   ~Pipeline();
 
   /// Runs passes 1 and 2 and clusters. Throws FormatError / IoError on bad input.
@@ -172,6 +175,7 @@ class Pipeline {
   void write_clusters(io::AtomicFile& out) const;
 
  private:
+  void init();
   void sketch_pass();
   void load_sets_pass(const std::vector<uint8_t>& needed);
   /// The exact join over the documents with joined[d] != 0 (their sets loaded).

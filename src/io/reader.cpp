@@ -153,6 +153,15 @@ InputSet::InputSet(const std::vector<std::string>& paths, const ReaderOptions& o
   expand(paths, options, stdin_dir);
 }
 
+InputSet::InputSet(std::vector<Document> documents) : documents_(std::move(documents)) {
+  Source s;
+  s.display = "<memory>";
+  s.kind = SourceKind::Memory;
+  s.name = "memory";
+  sources_.push_back(std::move(s));
+  for (const Document& d : documents_) total_bytes_ += d.text.size();
+}
+
 void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir) {
   const InputFormat format = options.format;
   try {
@@ -524,6 +533,7 @@ struct RecordReader::Impl {
   bool eof = false;
   bool any_bytes = false;
   bool overlong = false;  // get_line's last line was longer than opt.max_record_bytes (and dropped)
+  size_t memory_next = 0;  // the next document of a Memory source
   uint64_t line_no = 0;
 
   JsonlParser parser;
@@ -748,6 +758,33 @@ struct RecordReader::Impl {
         ++cur;
         return true;
       }
+      if (src.kind == SourceKind::Memory) {
+        const std::vector<Document>& docs = inputs.documents();
+        if (memory_next >= docs.size()) {
+          memory_next = 0;
+          ++cur;
+          continue;
+        }
+        const Document& d = docs[memory_next++];
+        out.source = cur;
+        out.line = memory_next;  // the record's number, for messages
+        out.offset = 0;
+        out.kind = RawRecord::Kind::Bad;
+        if (bad_id_char(d.id)) {
+          out.problem = "id holds a TAB, CR or LF, which would corrupt the TSV outputs; remove them from the ids";
+          out.problem_kind = "bad id";
+          return true;
+        }
+        std::string_view text = d.text;
+        if (!limit_doc_text(text, opt, out.problem)) {
+          out.problem_kind = "longer than --max-doc-bytes";
+          return true;
+        }
+        out.kind = RawRecord::Kind::Parsed;
+        out.id = d.id;
+        out.bytes = text;
+        return true;
+      }
       if (src.kind == SourceKind::TextFile) {
         const bool fits = read_all_capped(src.path, src.display, opt.max_record_bytes, file_text);
         struct stat sb;
@@ -842,7 +879,7 @@ struct RecordReader::Impl {
           out.text = raw.bytes;
           out.raw = raw.id;  // a text file is named in outputs by its id: the path as given
           out.source = raw.source;
-          out.line = 0;
+          out.line = inputs.sources()[raw.source].kind == SourceKind::Memory ? raw.line : 0;
           out.offset = 0;
           ++stats.records;
           return true;

@@ -56,7 +56,9 @@ class Sampler {
     const auto& sources = inputs_.sources();
     for (size_t s = 0; s < sources.size(); ++s) {
       if (!sources[s].problem.empty()) continue;
-      if (sources[s].kind == SourceKind::TextFile)
+      if (sources[s].kind == SourceKind::Memory)
+        sample_memory();
+      else if (sources[s].kind == SourceKind::TextFile)
         sample_text_file(s);
       else
         sample_jsonl(s);
@@ -101,6 +103,28 @@ class Sampler {
     out_.sampled_text_bytes += text.size();
     ++out_.sampled_records;
     on_record_(src.doc_id, text);
+  }
+
+  // Documents in memory are counted exactly (no file to scale from); their texts are sampled
+  // while the budget lasts.
+  void sample_memory() {
+    for (const Document& d : inputs_.documents()) {
+      const double text = static_cast<double>(std::min<uint64_t>(d.text.size(), options_.max_doc_bytes));
+      out_.records += 1;
+      out_.text_bytes += text;
+      out_.data_bytes += text;
+      out_.id_bytes += static_cast<double>(d.id.size());
+      text_file_id_bytes_ += static_cast<double>(d.id.size());
+      if (out_.sampled_bytes >= budget_) {
+        out_.whole = false;
+        continue;
+      }
+      const std::string_view t = std::string_view(d.text).substr(0, options_.max_doc_bytes);
+      out_.sampled_bytes += t.size();
+      out_.sampled_text_bytes += t.size();
+      ++out_.sampled_records;
+      on_record_(d.id, t);
+    }
   }
 
   // The first JSONL source of each compression kind, within the budget: windows spread over a
@@ -237,7 +261,7 @@ class Sampler {
     double jsonl_data = 0;
     for (size_t s = 0; s < sources.size(); ++s) {
       const Source& src = sources[s];
-      if (!src.problem.empty()) continue;
+      if (!src.problem.empty() || src.kind == SourceKind::Memory) continue;  // memory: counted exactly
       double size = whole_size_[s];
       if (size < 0) {
         Compression c = Compression::None;

@@ -580,3 +580,66 @@ TEST(Pipeline, DuplicateIdsAreNamedByFileAndLine) {
   EXPECT_EQ(keep.stats().duplicate_ids, 1u);
   EXPECT_EQ(keep.size(), 13u);
 }
+
+// Documents given in memory give the same pairs, removals and clusters as the same records read
+// from a file, for every method; the kept "records" are the kept ids.
+TEST(Pipeline, InMemoryDocumentsEqualTheFile) {
+  const std::string corpus = NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst";
+  std::vector<io::Document> docs;
+  {
+    io::InputSet in({corpus}, io::InputFormat::Auto);
+    io::RecordReader reader(in, io::ReaderOptions{});
+    io::Record r;
+    while (reader.next(r)) docs.push_back({std::string(r.id), std::string(r.text)});
+  }
+  ASSERT_EQ(docs.size(), 2500u);
+  test::TempDir d;
+  for (const char* spec : {"words:3 oph:128 verify:0.7", "words:3 minhash:64 verify:0.5", "words:3 bottomk:64 verify:0.5",
+                           "words:3 simhash:6 verify:0.6", "words:3 exact verify:0.6"}) {
+    RunOptions o;
+    o.spec = PipelineSpec::parse(spec);
+    o.threads = 2;
+    std::map<std::string, std::string> from_file, from_memory;
+    for (int memory = 0; memory < 2; ++memory) {
+      auto p = memory ? std::make_unique<Pipeline>(docs, o) : std::make_unique<Pipeline>(std::vector<std::string>{corpus}, o);
+      p->run(Pipeline::Mode::Dedup);
+      auto& out = memory ? from_memory : from_file;
+      for (const char* name : {"kept", "removed", "clusters"}) {
+        {
+          io::AtomicFile f(d.file(name));
+          if (name[0] == 'k') p->write_kept(f);
+          if (name[0] == 'r') p->write_removed(f);
+          if (name[0] == 'c') p->write_clusters(f);
+          f.commit();
+        }
+        out[name] = test::read_file(d.file(name));
+      }
+      out["documents"] = std::to_string(p->stats().documents);
+    }
+    EXPECT_EQ(from_file["removed"], from_memory["removed"]) << spec;
+    EXPECT_EQ(from_file["clusters"], from_memory["clusters"]) << spec;
+    EXPECT_EQ(from_memory["documents"], "2500") << spec;
+    EXPECT_FALSE(from_file["removed"].empty()) << spec;
+    // The kept JSONL lines of the file run name the kept ids of the memory run, in order.
+    std::string kept_ids;
+    std::istringstream lines(from_file["kept"]);
+    for (std::string line; std::getline(lines, line);) {
+      const size_t at = line.find("\"id\": \"") != std::string::npos ? line.find("\"id\": \"") + 7 : line.find("\"id\":\"") + 6;
+      kept_ids += line.substr(at, line.find('"', at) - at) + "\n";
+    }
+    EXPECT_EQ(kept_ids, from_memory["kept"]) << spec;
+  }
+}
+
+// A bad document in memory (an id with a TAB) is named by its number.
+TEST(Pipeline, InMemoryBadDocumentIsNamed) {
+  RunOptions o;
+  std::vector<io::Document> docs = {{"a", "one two three"}, {"b\tc", "four five six"}};
+  Pipeline p(docs, o);
+  try {
+    p.run(Pipeline::Mode::Pairs);
+    FAIL() << "an id with a TAB was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("<memory>:2: id holds a TAB"), std::string::npos) << e.what();
+  }
+}

@@ -85,7 +85,17 @@ inline constexpr uint64_t kMaxRecordBytes = UINT32_MAX;
 /// `problem` set) under LongDocs::Skip.
 bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::string& problem);
 
-enum class SourceKind { Jsonl, TextFile };
+enum class SourceKind {
+  Jsonl,
+  TextFile,
+  Memory,  ///< documents held by the InputSet (given by a caller, not read from a file)
+};
+
+/// A document given in memory: its id and its text.
+struct Document {
+  std::string id;
+  std::string text;
+};
 
 /// One file to read, after expanding directories and spooling stdin.
 struct Source {
@@ -117,6 +127,9 @@ class InputSet {
   /// The same with the directory options of `options` (hidden, include, exclude), and JSONL
   /// recognised by content in Auto mode.
   InputSet(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir = "");
+  /// Documents from the caller, in this order: one source, "<memory>", read again from memory
+  /// by every later pass (record N is named `<memory>:N` in messages).
+  explicit InputSet(std::vector<Document> documents);
   ~InputSet();
   InputSet(const InputSet&) = delete;
   InputSet& operator=(const InputSet&) = delete;
@@ -127,10 +140,13 @@ class InputSet {
   bool all_jsonl() const noexcept;
   bool all_text() const noexcept;
   const WalkCounts& left_out() const noexcept { return left_out_; }
+  /// The documents of the Memory source.
+  const std::vector<Document>& documents() const noexcept { return documents_; }
 
  private:
   void expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir);
   WalkCounts left_out_;
+  std::vector<Document> documents_;
   std::vector<Source> sources_;
   std::vector<std::string> temp_files_;
   std::vector<int> temp_slots_;  ///< in the list of temporary files (io/writer.h)
