@@ -1009,6 +1009,16 @@ std::vector<uint32_t> Pipeline::keep_ranks() const {
   return rank;
 }
 
+uint64_t Pipeline::state_bytes() const noexcept {
+  uint64_t b = id_blob_.size() + id_end_.size() * sizeof(uint64_t) + lengths_.size() * sizeof(uint32_t) + empty_.size() +
+               pos_.size() * sizeof(io::RecordPos) + simhashes_.size() * sizeof(uint64_t);
+  if (sigs_) b += sigs_->size() * sizeof(SigValue);
+  for (const auto& keys : band_keys_) b += keys.size() * sizeof(uint64_t);
+  b += fps_.values.size() * sizeof(SigValue) + (fps_.offsets.size() - 1) * sizeof(uint64_t);
+  b += key_kind_.size() + key_num_.size() * sizeof(double) + key_blob_.size() + key_end_.size() * sizeof(uint64_t);
+  return b;
+}
+
 MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const {
   MemoryEstimate m;
   Shingler shingler(spec_.shingle);

@@ -160,6 +160,10 @@ class Pipeline {
   /// The SimHashes (simhash; 0 for documents without a shingle).
   std::span<const uint64_t> simhashes() const noexcept { return simhashes_; }
   const io::InputSet& inputs() const noexcept { return *inputs_; }
+  /// Bytes of the per-document state held after the first pass (ids, lengths, positions,
+  /// sketches, keep-by keys), measured from the containers' sizes: what
+  /// MemoryEstimate::per_document predicts per document.
+  uint64_t state_bytes() const noexcept;
 
   /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash. With stream_pairs in
   /// pairs mode it verifies the pairs within clusters here, and sets stats().pairs.
