@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
 
-FUZZ_SECONDS ?= 30
+FUZZ_SECONDS ?= 15
 
 .PHONY: deps configure build cli run test sanitize clean
 
