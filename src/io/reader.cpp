@@ -1,5 +1,6 @@
 #include "neardup/io/reader.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,9 +43,11 @@ SourceKind kind_from_name(std::string_view name, InputFormat format) {
   return SourceKind::TextFile;
 }
 
-// Copies stdin to a temporary file (listed for removal by a signal handler: its slot goes to
-// `slot`).
-std::string spool_stdin(const std::string& dir_in, int& slot) {
+// Copies what can be read only once (stdin, a pipe or process substitution such as
+// <(zcat x.gz)) to a temporary file, so that later passes can read it again; the file is listed
+// for removal by a signal handler (its slot goes to `slot`). `in` is the descriptor, `display`
+// its name in messages.
+std::string spool_once(int in, const std::string& display, const std::string& dir_in, int& slot) {
   std::string dir = dir_in;
   if (dir.empty()) {
     const char* t = std::getenv("TMPDIR");
@@ -53,12 +56,12 @@ std::string spool_stdin(const std::string& dir_in, int& slot) {
   std::string tmpl = dir + "/neardup-stdin-XXXXXX";
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0)
-    throw IoError("<stdin>: cannot create a temporary copy in " + dir + ": " + std::strerror(errno) +
+    throw IoError(display + ": cannot create a temporary copy in " + dir + ": " + std::strerror(errno) +
                   "; set TMPDIR to a writable directory");
   slot = register_temporary_file(tmpl);
   std::vector<char> buf(1 << 20);
   for (;;) {
-    const ssize_t r = ::read(0, buf.data(), buf.size());
+    const ssize_t r = ::read(in, buf.data(), buf.size());
     if (r == 0) break;
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -66,7 +69,7 @@ std::string spool_stdin(const std::string& dir_in, int& slot) {
       ::close(fd);
       ::unlink(tmpl.c_str());
       unregister_temporary_file(slot);
-      throw IoError(std::string("<stdin>: cannot read: ") + std::strerror(e));
+      throw IoError(display + ": cannot read: " + std::strerror(e));
     }
     for (ssize_t off = 0; off < r;) {
       const ssize_t w = ::write(fd, buf.data() + off, static_cast<size_t>(r - off));
@@ -76,7 +79,7 @@ std::string spool_stdin(const std::string& dir_in, int& slot) {
         ::close(fd);
         ::unlink(tmpl.c_str());
         unregister_temporary_file(slot);
-        throw IoError("<stdin>: cannot write its temporary copy " + tmpl + ": " + std::strerror(e) +
+        throw IoError(display + ": cannot write its temporary copy " + tmpl + ": " + std::strerror(e) +
                       "; free space or set TMPDIR to another directory");
       }
       off += w;
@@ -168,7 +171,7 @@ void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions
     for (const std::string& p : paths) {
       if (p == "-") {
         int slot = -1;
-        const std::string tmp = spool_stdin(stdin_dir, slot);
+        const std::string tmp = spool_once(0, "<stdin>", stdin_dir, slot);
         temp_files_.push_back(tmp);
         temp_slots_.push_back(slot);
         Source s;
@@ -259,7 +262,24 @@ void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions
       s.doc_id = p;
       s.name = fs::path(p).filename().string();
       s.kind = kind_from_name(p, format);
-      if (format == InputFormat::Auto && s.kind == SourceKind::TextFile && looks_like_jsonl(p, p)) s.kind = SourceKind::Jsonl;
+      if (!fs::is_regular_file(st)) {
+        // A pipe or process substitution can be read once: spooled like stdin.
+        const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) throw IoError(p + ": cannot read: " + std::strerror(errno) + "; check its permissions");
+        int slot = -1;
+        std::string tmp;
+        try {
+          tmp = spool_once(fd, p, stdin_dir, slot);
+        } catch (...) {
+          ::close(fd);
+          throw;
+        }
+        ::close(fd);
+        temp_files_.push_back(tmp);
+        temp_slots_.push_back(slot);
+        s.path = tmp;
+      }
+      if (format == InputFormat::Auto && s.kind == SourceKind::TextFile && looks_like_jsonl(s.path, p)) s.kind = SourceKind::Jsonl;
       if (s.kind == SourceKind::TextFile && bad_id_char(s.doc_id)) {
         s.problem = "the file name holds a TAB or line break, which would corrupt the TSV outputs; rename it";
         s.problem_kind = "bad id";
