@@ -53,17 +53,33 @@ awk 'BEGIN { for (i = 0; i < 20000; i++) printf "{\"id\":\"d%d\",\"text\":\"docu
 (ulimit -f 100; $NEARDUP dedup many.jsonl -o full.jsonl --quiet); echo "exit=$?"
 ls full.jsonl .full.jsonl.neardup-tmp-* 2>&1 | sed 's/^ls: //'
 echo "--- SIGTERM and SIGINT during a run: exit 128+signal, no output, no temporary file"
+# A background job of a script starts with SIGINT ignored (and neardup leaves ignored signals
+# alone, as nohup expects): it is started with the default action instead.
+start() { exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' "$@"; }
+# Killed while its outputs are being written: a large input keeps the run going once they exist.
+awk 'BEGIN { for (i = 0; i < 1500000; i++) printf "{\"id\":\"d%d\",\"text\":\"document %d with a few more words in it %d\"}\n", i, i, i % 977 }' > big.jsonl
 for sig in TERM INT; do
-  mkfifo fifo.jsonl
-  # A background job of a script starts with SIGINT ignored (and neardup leaves ignored signals
-  # alone, as nohup expects): start it with the default action instead.
-  python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
-    $NEARDUP dedup fifo.jsonl -o out.jsonl --removed removed2.tsv --quiet &
+  start $NEARDUP dedup big.jsonl -o out.jsonl --removed removed2.tsv --quiet &
   pid=$!
-  for i in $(seq 1 200); do ls .out.jsonl.neardup-tmp-* > /dev/null 2>&1 && break; sleep 0.05; done
+  for i in $(seq 1 400); do ls .out.jsonl.neardup-tmp-* > /dev/null 2>&1 && break; sleep 0.01; done
   ls .out.jsonl.neardup-tmp-* .removed2.tsv.neardup-tmp-* > /dev/null && echo "temporary files exist while it runs"
   kill -$sig $pid
   wait $pid; echo "exit=$?"
   ls out.jsonl removed2.tsv .*neardup-tmp* 2>&1 | sed 's/^ls: //'
+done
+rm -f big.jsonl
+# Killed while it copies a pipe given as input (its copy, in TMPDIR, is removed too).
+for sig in TERM INT; do
+  mkfifo fifo.jsonl
+  start env TMPDIR="$PWD" $NEARDUP dedup fifo.jsonl -o out.jsonl --quiet &
+  pid=$!
+  exec 3> fifo.jsonl  # a writer that stays open: neardup copies what comes and waits for more
+  echo '{"id": "x", "text": "a record"}' >&3
+  for i in $(seq 1 400); do ls neardup-stdin-* > /dev/null 2>&1 && break; sleep 0.01; done
+  ls neardup-stdin-* > /dev/null && echo "the copy of the pipe exists while it runs"
+  kill -$sig $pid
+  wait $pid; echo "exit=$?"
+  exec 3>&-
+  ls out.jsonl neardup-stdin-* 2>&1 | sed 's/^ls: //'
   rm -f fifo.jsonl
 done
