@@ -589,31 +589,13 @@ struct RecordReader::Impl {
         const void* nl = std::memchr(buf.data() + scanned, '\n', end - scanned);
         if (nl) {
           const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
-          line = std::string_view(buf.data() + begin, pos - begin);
-          line_offset = buf_base + begin;
-          begin = scanned = pos + 1;
-          ++line_no;
-          skip_bom(line);
-          if (line.size() > opt.max_record_bytes) {  // found whole in the buffer, but too long all the same
-            overlong = true;
-            line = {};
-          }
-          return true;
+          return take_line(line, pos, pos + 1);
         }
         scanned = end;
       }
       if (eof) {
         if (begin < end) {
-          line = std::string_view(buf.data() + begin, end - begin);
-          line_offset = buf_base + begin;
-          begin = scanned = end;
-          ++line_no;
-          skip_bom(line);
-          if (line.size() > opt.max_record_bytes) {
-            overlong = true;
-            line = {};
-          }
-          return true;
+          return take_line(line, end, end);
         }
         return false;
       }
@@ -638,6 +620,21 @@ struct RecordReader::Impl {
         any_bytes = true;
       }
     }
+  }
+
+  // The line in buf[begin, stop) is the next one; reading goes on at `next`. A line found whole
+  // in the buffer but over --max-record-bytes comes back empty with `overlong` set.
+  bool take_line(std::string_view& line, size_t stop, size_t next) {
+    line = std::string_view(buf.data() + begin, stop - begin);
+    line_offset = buf_base + begin;
+    begin = scanned = next;
+    ++line_no;
+    skip_bom(line);
+    if (line.size() > opt.max_record_bytes) {
+      overlong = true;
+      line = {};
+    }
+    return true;
   }
 
   // A UTF-8 byte order mark before a source's first line is not part of the record (nor of the
@@ -750,6 +747,20 @@ struct RecordReader::Impl {
     return true;
   }
 
+  // A whole document (a text file, a memory document) as a parsed record, or a bad one when its
+  // text is over --max-doc-bytes under --long-docs skip. Always true (a record to return).
+  bool document(RawRecord& out, std::string_view id, std::string_view text) {
+    if (!limit_doc_text(text, opt, out.problem)) {
+      out.kind = RawRecord::Kind::Bad;
+      out.problem_kind = "longer than --max-doc-bytes";
+      return true;
+    }
+    out.kind = RawRecord::Kind::Parsed;
+    out.id = id;
+    out.bytes = text;
+    return true;
+  }
+
   // The next record unparsed: a JSONL line that is not blank, a text file, or a bad input.
   bool next_raw(RawRecord& out) {
     // Nothing of the last record survives: a bad record has no bytes (the buffer they were in
@@ -795,15 +806,7 @@ struct RecordReader::Impl {
           out.problem_kind = "bad id";
           return true;
         }
-        std::string_view text = d.text;
-        if (!limit_doc_text(text, opt, out.problem)) {
-          out.problem_kind = "longer than --max-doc-bytes";
-          return true;
-        }
-        out.kind = RawRecord::Kind::Parsed;
-        out.id = d.id;
-        out.bytes = text;
-        return true;
+        return document(out, d.id, d.text);
       }
       if (src.kind == SourceKind::TextFile) {
         const bool fits = read_all_capped(src.path, src.display, opt.max_record_bytes, file_text);
@@ -836,15 +839,7 @@ struct RecordReader::Impl {
           out.problem_kind = "binary file";
           return true;
         }
-        std::string_view text = file_text;
-        if (!limit_doc_text(text, opt, out.problem)) {
-          out.problem_kind = "longer than --max-doc-bytes";
-          return true;
-        }
-        out.kind = RawRecord::Kind::Parsed;
-        out.id = src.doc_id;
-        out.bytes = text;
-        return true;
+        return document(out, src.doc_id, file_text);
       }
       if (!stream) open_next();
       std::string_view line;

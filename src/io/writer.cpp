@@ -412,7 +412,7 @@ FileIdentity identify(const std::string& path) {
   }
   const std::string target = follow_links(path);
   const size_t slash = target.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+  const std::string dir = dir_of(target);
   char* real = ::realpath(dir.c_str(), nullptr);
   id.resolved = (real ? std::string(real) : dir) + "/" + (slash == std::string::npos ? target : target.substr(slash + 1));
   std::free(real);
