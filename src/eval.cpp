@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "internal/option_text.h"
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
 #include "neardup/verify.h"
@@ -87,14 +88,14 @@ EvalResult evaluate_pairs(const std::string& truth_path, const std::string& pair
   // The default floor: 0.5, the convention of the shared corpora's truth files, unless the truth
   // holds smaller similarities (then the smallest, rounded down to 0.01).
   r.floor = options.truth_floor ? *options.truth_floor : std::min(0.5, std::floor(min_truth * 100 + 1e-9) / 100);
-  if (!(r.floor >= 0.0 && r.floor <= 1.0)) throw UsageError("eval: --truth-floor must be in [0, 1]");
+  if (!(r.floor >= 0.0 && r.floor <= 1.0)) throw UsageError("eval: " NEARDUP_OPT("truth_floor") " must be in [0, 1]");
   if (min_truth + kSimilarityEpsilon < r.floor)
     throw UsageError("eval: " + truth_path + " holds a pair of similarity " + std::to_string(min_truth) +
-                     ", below --truth-floor " + std::to_string(r.floor) + "; lower the floor");
+                     ", below " + option_ref("truth_floor", std::to_string(r.floor)) + "; lower the floor");
   r.threshold = options.threshold ? *options.threshold : r.floor;
-  if (!(r.threshold >= 0.0 && r.threshold <= 1.0)) throw UsageError("eval: --threshold must be in [0, 1]");
+  if (!(r.threshold >= 0.0 && r.threshold <= 1.0)) throw UsageError("eval: " NEARDUP_OPT("threshold") " must be in [0, 1]");
   if (r.threshold + kSimilarityEpsilon < r.floor)
-    throw UsageError("eval: --threshold " + std::to_string(r.threshold) + " is below the truth's floor " +
+    throw UsageError("eval: " + option_ref("threshold", std::to_string(r.threshold)) + " is below the truth's floor " +
                      std::to_string(r.floor) + ": pairs between them are not in the truth and cannot be judged");
   const double t = r.threshold - kSimilarityEpsilon;
 

@@ -15,6 +15,7 @@
 #include "internal/hash.h"
 #include "internal/parallel.h"
 #include "internal/sorted_merge.h"
+#include "internal/option_text.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
 #include "neardup/lsh_index.h"
@@ -100,7 +101,7 @@ struct NearDupIndex::PendingBands {
 
 NearDupIndex::NearDupIndex(const PipelineSpec& spec) : spec_(spec.resolved()), pending_bands_(std::make_unique<PendingBands>()) {
   if (!uses_signatures(spec_.method))
-    throw UsageError("a persistent index uses --method minhash or oph (LSH bands); bottomk and simhash are batch-only here");
+    throw UsageError("a persistent index uses " NEARDUP_OPT_IS("method", "minhash") " or oph (LSH bands); bottomk and simhash are batch-only here");
   num_perm_ = static_cast<size_t>(spec_.num_perm);
   pending_bands_->bands.resize(static_cast<size_t>(spec_.lsh.bands));
 }
@@ -110,13 +111,13 @@ NearDupIndex::~NearDupIndex() = default;
 std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    throw IoError(path + ": cannot open the index: " + std::strerror(errno) +
-                  (errno == ENOENT ? "; create it with 'neardup index create'" : ""));
+    throw IoError(std::string("cannot open the index: ") + std::strerror(errno) +
+                  (errno == ENOENT ? "; create it with 'neardup index create'" : ""), ErrorPlace{path});
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
-    throw IoError(path + ": cannot read the index: " + std::strerror(e));
+    throw IoError(std::string("cannot read the index: ") + std::strerror(e), ErrorPlace{path});
   }
   const auto bytes = static_cast<size_t>(st.st_size);
   const auto bad = [&](const std::string& what) {
@@ -130,15 +131,15 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
   map->addr = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
   map->bytes = bytes;
   ::close(fd);
-  if (map->addr == MAP_FAILED) throw IoError(path + ": cannot map the index: " + std::strerror(errno));
+  if (map->addr == MAP_FAILED) throw IoError(std::string("cannot map the index: ") + std::strerror(errno), ErrorPlace{path});
   const auto* base = static_cast<const uint8_t*>(map->addr);
   Header h;
   std::memcpy(&h, base, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) throw bad("no index magic at the start");
   if (h.endian != kEndianCheck) throw bad("written on a machine of the other byte order");
   if (h.version != kIndexFormatVersion && h.version != kMinHashV1IndexVersion)
-    throw FormatError(path + ": index format version " + std::to_string(h.version) + ", this neardup reads version " +
-                      std::to_string(kIndexFormatVersion) + "; rebuild the index with this version");
+    throw FormatError(std::string("index format version ") + std::to_string(h.version) + ", this neardup reads version " +
+                      std::to_string(kIndexFormatVersion) + "; rebuild the index with this version", ErrorPlace{path});
   if (checksum_mismatch(h.checksum, base, offsetof(Header, checksum))) throw bad("header checksum mismatch");
   if (h.file_bytes != bytes)
     throw bad("file is " + std::to_string(bytes) + " bytes, the header says " + std::to_string(h.file_bytes) + " (truncated?)");
@@ -150,9 +151,9 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
     throw bad(std::string("bad parameters: ") + e.what());
   }
   if (h.version == kMinHashV1IndexVersion && idx->spec_.method == SketchMethod::MinHash)
-    throw FormatError(path + ": a --method minhash index of format version 1, whose signatures used the MinHash "
+    throw FormatError("a " NEARDUP_OPT_IS("method", "minhash") " index of format version 1, whose signatures used the MinHash "
                       "definition before version 2 (minhash.h); rebuild it with 'neardup index create' and 'add', "
-                      "or keep the neardup that made it");
+                      "or keep the neardup that made it", ErrorPlace{path});
   if (static_cast<uint32_t>(idx->spec_.num_perm) != h.num_perm || static_cast<uint32_t>(idx->spec_.lsh.bands) != h.bands ||
       static_cast<uint32_t>(idx->spec_.lsh.rows) != h.rows || (idx->spec_.verify == VerifyMode::Exact) != (h.has_sets != 0))
     throw bad("parameters disagree with the spec '" + std::string(h.spec, h.spec_bytes) + "'");
@@ -469,7 +470,7 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
               throw FormatError(inputs.sources()[b.source].display + (b.line ? ":" + std::to_string(b.line) : std::string()) +
                                 ": id '" + b.id +
                                 "' is already in the index; remove it with 'neardup index remove', or pass "
-                                "--on-duplicate-id skip or replace");
+                                NEARDUP_OPT_IS("on_duplicate_id", "skip") " or replace");
             case OnDuplicateId::Skip:
               w.id_skipped = true;
               ++st.id_skipped;
@@ -492,18 +493,18 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
   st.reader = rr.stats();
   if (st.documents == 0 && st.reader.skipped > 0)
     throw FormatError("every record was bad (" + std::to_string(st.reader.skipped) + " skipped, the first: " +
-                      st.reader.first_skips.front() + "); check --text-field, --format and the inputs");
+                      st.reader.first_skips.front() + "); check " NEARDUP_OPT("text_field") ", " NEARDUP_OPT("format") " and the inputs");
   return st;
 }
 
 IndexLock::IndexLock(const std::string& index_path) {
   const std::string p = index_path + ".lock";
   fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) throw IoError(p + ": cannot create the index lock file: " + std::strerror(errno));
+  if (fd_ < 0) throw IoError(std::string("cannot create the index lock file: ") + std::strerror(errno), ErrorPlace{p});
   if (::flock(fd_, LOCK_EX) != 0) {
     const int e = errno;
     ::close(fd_);
-    throw IoError(p + ": cannot lock the index: " + std::strerror(e));
+    throw IoError(std::string("cannot lock the index: ") + std::strerror(e), ErrorPlace{p});
   }
 }
 

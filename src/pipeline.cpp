@@ -19,6 +19,7 @@
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
 #include "internal/union_find.h"
+#include "internal/option_text.h"
 #include "neardup/allpairs.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
@@ -400,7 +401,7 @@ void Pipeline::init() {
   threads_ = options_.threads > 0 ? options_.threads : internal::hardware_threads();
   if (!options_.keep_by.empty()) {
     if (!inputs_->all_jsonl())
-      throw UsageError("--keep-by reads a field of JSONL records; the inputs include plain-text files (use --keep first or longest)");
+      throw UsageError(NEARDUP_OPT("keep_by") " reads a field of JSONL records; the inputs include plain-text files (use " NEARDUP_OPT_IS("keep", "first") " or longest)");
     options_.keep = KeepPolicy::Field;
     options_.reader.key_field = options_.keep_by;
   } else if (options_.keep == KeepPolicy::Field) {
@@ -556,7 +557,7 @@ void Pipeline::sketch_pass() {
   stats_.left_out = inputs_->left_out();
   if (n == 0 && stats_.skipped > 0)
     throw FormatError("every record was bad (" + std::to_string(stats_.skipped) + " skipped, the first: " +
-                      stats_.skip_messages.front() + "); nothing to deduplicate: check --text-field, --format and the inputs");
+                      stats_.skip_messages.front() + "); nothing to deduplicate: check " NEARDUP_OPT("text_field") ", " NEARDUP_OPT("format") " and the inputs");
   if (exact) {
     sets_ = std::make_unique<ShingleSets>(n);
     for (DocId d = 0; d < n; ++d) sets_->set(d, std::move(exact_sets[d]));
@@ -591,8 +592,10 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
       return needed[ordinal] != 0;
     };
   }
-  pass.on_bad = [&](const std::string& where, const io::Rejected& r) {
-    throw IoError(where + ": " + std::string(r.reason) + "; the input changed while neardup was running (do not modify inputs during a run)");
+  pass.on_bad = [&](const std::string&, const io::Rejected& r) {
+    const std::string at = r.line ? std::string() : "the line at byte " + std::to_string(r.offset) + ": ";
+    throw IoError(at + std::string(r.reason) + "; the input changed while neardup was running (do not modify inputs during a run)",
+                  ErrorPlace{std::string(r.input), r.line});
   };
   pass.start = [&](Batch& b) {
     per_thread<Shingler>().emplace(spec_.shingle);  // per worker, made again for each batch
@@ -607,8 +610,8 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
       doc = wanted[doc];
       const Batch::Entry& e = b.entries[i];
       if (b.text_length[i] != lengths_[doc])
-        throw IoError(inputs_->sources()[e.source].display + ": the record at byte " + std::to_string(e.offset) +
-                      " changed while neardup was running; do not modify inputs during a run");
+        throw IoError(std::string("the record at byte ") + std::to_string(e.offset) +
+                      " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[e.source].display});
     }
     sets_->set(doc, std::move(b.sets[i]));
   };
@@ -625,17 +628,17 @@ Scorer Pipeline::scorer() const noexcept {
 
 void Pipeline::check_same_record(const io::Record& r, DocId doc) const {
   if (doc >= lengths_.size() || r.id != id(doc))
-    throw IoError(inputs_->sources()[r.source].display + ": the input changed while neardup was running (record " +
+    throw IoError(std::string("the input changed while neardup was running (record ") +
                   std::to_string(static_cast<uint64_t>(doc) + 1) +
-                  " differs from the first read); do not modify inputs during a run");
+                  " differs from the first read); do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
 }
 
 void Pipeline::check_inputs_unchanged() const {
   const auto& sources = inputs_->sources();
   for (size_t i = 0; i < sources.size() && i < input_stamps_.size(); ++i) {
     if (file_stamp(sources[i].path) != input_stamps_[i])
-      throw IoError(sources[i].display + ": the input changed while neardup was running (its size or modification time " +
-                    "differs from the first read); do not modify inputs during a run");
+      throw IoError(std::string("the input changed while neardup was running (its size or modification time ") +
+                    "differs from the first read); do not modify inputs during a run", ErrorPlace{sources[i].display});
   }
 }
 
@@ -862,12 +865,17 @@ void Pipeline::find_pairs_simhash() {
   stats_.times.verify = seconds_since(t);
 }
 
-std::string Pipeline::where_of(DocId doc) const {
+ErrorPlace Pipeline::place_of(DocId doc) const {
   // A plain-text document is named by its id, which is its path (or - for standard input).
-  if (pos_.empty()) return std::string(id(doc).substr(0, 200));
+  if (pos_.empty()) return {std::string(id(doc).substr(0, 200)), 0};
   // Found by position: the line number is counted now, for this message.
   const io::Source& src = inputs_->sources()[pos_[doc].source];
-  return io::record_where(src, io::line_number_at(src, pos_[doc].offset), pos_[doc].offset);
+  return {src.display, io::line_number_at(src, pos_[doc].offset)};
+}
+
+std::string Pipeline::where_of(DocId doc) const {
+  const ErrorPlace p = place_of(doc);
+  return p.line ? p.source + ":" + std::to_string(p.line) : p.source;
 }
 
 // Ids name documents in every output, so two records with one id make them ambiguous. Found by
@@ -912,18 +920,18 @@ void Pipeline::check_duplicate_ids() {
   if (dups > 0 && options_.duplicate_ids == DuplicateIds::Error) {
     std::string shown(id(first_later).substr(0, 200));
     if (pos_.empty() && inputs_->all_text())
-      throw FormatError(shown + ": the same file is given twice (directly or inside a folder); give each file once, or pass "
-                        "--on-duplicate-id keep to treat the copies as separate documents");
-    throw FormatError(where_of(first_later) + ": id \"" + shown + "\" is already used by " + where_of(first_earlier) +
+      throw FormatError("the same file is given twice (directly or inside a folder); give each file once, or pass "
+                        NEARDUP_OPT_IS("on_duplicate_id", "keep") " to treat the copies as separate documents", ErrorPlace{shown});
+    throw FormatError(std::string("id \"") + shown + "\" is already used by " + where_of(first_earlier) +
                       " (" + std::to_string(dups) + (dups == 1 ? " record reuses" : " records reuse") + " an earlier id); ids name documents in the "
-                      "outputs, so make them unique, or pass --on-duplicate-id keep to treat them as separate documents");
+                      "outputs, so make them unique, or pass " NEARDUP_OPT_IS("on_duplicate_id", "keep") " to treat them as separate documents", place_of(first_later));
   }
 }
 
 void Pipeline::run(Mode mode) {
   const auto t_start = Clock::now();
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
-    throw UsageError("--top applies to pairs with --method bottomk only");
+    throw UsageError(NEARDUP_OPT("top") " applies to pairs with " NEARDUP_OPT_IS("method", "bottomk") " only");
   mode_ = mode;
   sketch_pass();
   check_duplicate_ids();
@@ -990,10 +998,10 @@ std::vector<uint32_t> Pipeline::keep_ranks() const {
   }
   if (first_number && first_string) {
     const DocId later = std::max(*first_number, *first_string), earlier = std::min(*first_number, *first_string);
-    throw FormatError(where_of(later) + ": keep-by field \"" + options_.reader.key_field + "\" is a " +
+    throw FormatError(std::string("keep-by field \"") + options_.reader.key_field + "\" is a " +
                       (kind(later) == Kind::Number ? "number" : "string") + " here but a " +
                       (kind(earlier) == Kind::Number ? "number" : "string") + " in " + where_of(earlier) +
-                      "; give every record the same kind of value (numbers, or strings such as ISO dates)");
+                      "; give every record the same kind of value (numbers, or strings such as ISO dates)", place_of(later));
   }
   const bool desc = options_.keep_descending;
   std::vector<uint32_t> order(n);

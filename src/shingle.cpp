@@ -7,6 +7,7 @@
 #include "internal/radix_sort.h"
 #include "internal/sorted_merge.h"
 #include "kernels/shingle_kernels.h"
+#include "internal/option_text.h"
 #include "neardup/cpu.h"
 #include "neardup/error.h"
 #include "neardup/text.h"
@@ -39,7 +40,7 @@ Shingler::Shingler(const ShingleOptions& options)
   if (options.k < 1 || options.k > 64)
     throw UsageError("shingle size must be between 1 and 64, got " + std::to_string(options.k));
   if (options.word_break == WordBreak::Icu) {
-    if (options.kind != ShingleKind::Words) throw UsageError("ICU word break applies to word shingles, not --chars");
+    if (options.kind != ShingleKind::Words) throw UsageError("ICU word break applies to word shingles, not " NEARDUP_OPT("chars"));
     icu_ = std::make_unique<IcuWordBreaker>();
   }
 }

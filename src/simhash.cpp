@@ -11,6 +11,7 @@
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
 #include "kernels/simhash_kernels.h"
+#include "internal/option_text.h"
 #include "neardup/error.h"
 
 namespace neardup {
@@ -292,7 +293,7 @@ void estimate(SimHashPlan& p, SimHashWorkload w) {
 }
 
 void check_k(int k) {
-  if (k < 0 || k > 16) throw UsageError("--hamming must be between 0 and 16 (SimHash near-duplicates are within a few bits)");
+  if (k < 0 || k > 16) throw UsageError(NEARDUP_OPT("hamming") " must be between 0 and 16 (SimHash near-duplicates are within a few bits)");
 }
 
 constexpr double kMaxTables = 4096;
@@ -312,7 +313,7 @@ std::string SimHashPlan::describe() const {
 
 SimHashPlan simhash_blocks_plan(int k, int blocks, uint64_t docs) {
   check_k(k);
-  if (blocks <= k || blocks > 64) throw UsageError("a one-level SimHash plan needs more blocks than --hamming, at most 64");
+  if (blocks <= k || blocks > 64) throw UsageError("a one-level SimHash plan needs more blocks than " NEARDUP_OPT("hamming") ", at most 64");
   SimHashPlan p;
   p.k = k;
   p.docs = docs;
@@ -364,7 +365,7 @@ SimHashPlan plan_simhash_tables(int k, uint64_t docs, SimHashWorkload workload, 
       }
     }
   if (!have)
-    throw UsageError("no SimHash table plan for --hamming " + std::to_string(k) + " fits in " +
+    throw UsageError("no SimHash table plan for " + option_ref("hamming", std::to_string(k)) + " fits in " +
                      std::to_string(memory_bytes) + " bytes; allow more memory or a smaller distance");
   return best;
 }

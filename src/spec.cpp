@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "internal/option_text.h"
 #include "neardup/error.h"
 
 namespace neardup {
@@ -130,7 +131,7 @@ PipelineSpec PipelineSpec::resolved() const {
   }
   if (s.method == SketchMethod::Exact) {
     if (s.verify != VerifyMode::Exact)
-      throw UsageError("the exact method computes every similarity exactly; --verify estimate does not apply to it");
+      throw UsageError("the exact method computes every similarity exactly; " NEARDUP_OPT_IS("verify", "estimate") " does not apply to it");
     if (s.lsh.bands != 0 || s.lsh.rows != 0)
       throw UsageError("bands and rows apply to minhash and oph only; the exact method joins the shingle sets, without LSH");
     return s;

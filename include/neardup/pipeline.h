@@ -17,6 +17,7 @@
 
 #include "neardup/bottomk.h"
 #include "neardup/cluster.h"
+#include "neardup/error.h"
 #include "neardup/io/reader.h"
 #include "neardup/lsh_index.h"
 #include "neardup/setjoin.h"
@@ -208,6 +209,7 @@ class Pipeline {
   void check_same_record(const io::Record& r, DocId doc) const;
   void check_duplicate_ids();
   std::string where_of(DocId doc) const;
+  ErrorPlace place_of(DocId doc) const;
   /// Throws IoError naming the file if an input's size or modification time changed since the
   /// first pass.
   void check_inputs_unchanged() const;

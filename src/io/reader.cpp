@@ -16,6 +16,7 @@
 #include <fnmatch.h>
 
 #include "internal/utf8.h"
+#include "internal/option_text.h"
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
 #include "neardup/io/writer.h"
@@ -56,8 +57,8 @@ std::string spool_once(int in, const std::string& display, const std::string& di
   std::string tmpl = dir + "/neardup-stdin-XXXXXX";
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0)
-    throw IoError(display + ": cannot create a temporary copy in " + dir + ": " + std::strerror(errno) +
-                  "; set TMPDIR to a writable directory");
+    throw IoError(std::string("cannot create a temporary copy in ") + dir + ": " + std::strerror(errno) +
+                  "; set TMPDIR to a writable directory", ErrorPlace{display});
   slot = register_temporary_file(tmpl);
   std::vector<char> buf(1 << 20);
   for (;;) {
@@ -69,7 +70,7 @@ std::string spool_once(int in, const std::string& display, const std::string& di
       ::close(fd);
       ::unlink(tmpl.c_str());
       unregister_temporary_file(slot);
-      throw IoError(display + ": cannot read: " + std::strerror(e));
+      throw IoError(std::string("cannot read: ") + std::strerror(e), ErrorPlace{display});
     }
     for (ssize_t off = 0; off < r;) {
       const ssize_t w = ::write(fd, buf.data() + off, static_cast<size_t>(r - off));
@@ -79,8 +80,8 @@ std::string spool_once(int in, const std::string& display, const std::string& di
         ::close(fd);
         ::unlink(tmpl.c_str());
         unregister_temporary_file(slot);
-        throw IoError(display + ": cannot write its temporary copy " + tmpl + ": " + std::strerror(e) +
-                      "; free space or set TMPDIR to another directory");
+        throw IoError(std::string("cannot write its temporary copy ") + tmpl + ": " + std::strerror(e) +
+                      "; free space or set TMPDIR to another directory", ErrorPlace{display});
       }
       off += w;
     }
@@ -186,8 +187,8 @@ void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions
       std::error_code ec;
       const fs::file_status st = fs::status(p, ec);
       if (ec && ec != std::errc::no_such_file_or_directory)
-        throw IoError(p + ": cannot access: " + ec.message() + "; check the permissions of the path");
-      if (!fs::exists(st)) throw IoError(p + ": no such file or directory; check the path");
+        throw IoError(std::string("cannot access: ") + ec.message() + "; check the permissions of the path", ErrorPlace{p});
+      if (!fs::exists(st)) throw IoError("no such file or directory; check the path", ErrorPlace{p});
       if (fs::is_directory(st)) {
         struct Found {
           std::string rel, full, problem;
@@ -195,9 +196,9 @@ void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions
         };
         std::vector<Found> files;
         fs::recursive_directory_iterator it(p, fs::directory_options::follow_directory_symlink, ec), end;
-        if (ec) throw IoError(p + ": cannot read directory: " + ec.message() + "; check its permissions");
+        if (ec) throw IoError(std::string("cannot read directory: ") + ec.message() + "; check its permissions", ErrorPlace{p});
         for (; it != end; it.increment(ec)) {
-          if (ec) throw IoError(p + ": cannot walk directory: " + ec.message() + "; check its permissions");
+          if (ec) throw IoError(std::string("cannot walk directory: ") + ec.message() + "; check its permissions", ErrorPlace{p});
           std::error_code ec2;
           const std::string rel = fs::relative(it->path(), p, ec2).generic_string();
           const bool dir = it->is_directory(ec2);
@@ -255,7 +256,7 @@ void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions
         continue;
       }
       if (::access(p.c_str(), R_OK) != 0)
-        throw IoError(p + ": cannot read: " + std::strerror(errno) + "; check its permissions");
+        throw IoError(std::string("cannot read: ") + std::strerror(errno) + "; check its permissions", ErrorPlace{p});
       Source s;
       s.path = p;
       s.display = p;
@@ -265,7 +266,7 @@ void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions
       if (!fs::is_regular_file(st)) {
         // A pipe or process substitution can be read once: spooled like stdin.
         const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) throw IoError(p + ": cannot read: " + std::strerror(errno) + "; check its permissions");
+        if (fd < 0) throw IoError(std::string("cannot read: ") + std::strerror(errno) + "; check its permissions", ErrorPlace{p});
         int slot = -1;
         std::string tmp;
         try {
@@ -311,7 +312,14 @@ bool InputSet::all_text() const noexcept {
 
 void BadRecords::report(const std::string& where, const Rejected& r) {
   std::string msg = where + ": " + std::string(r.reason);
-  if (policy_ == OnError::Fail) throw FormatError(msg + "; fix the input, or skip bad records with --on-error skip");
+  if (policy_ == OnError::Fail) {
+    // `where` is the source and line, the source alone (a whole file), or the source and the
+    // byte where a line of unknown number starts: the error's place is the source and line.
+    std::string text = r.line != 0 || where.size() <= r.input.size() + 2 ? std::string(r.reason)
+                                                                         : where.substr(r.input.size() + 2) + ": " + std::string(r.reason);
+    throw FormatError(text + "; fix the input, or skip bad records with " NEARDUP_OPT_IS("on_error", "skip"),
+                      ErrorPlace{std::string(r.input), r.line});
+  }
   ++skipped_;
   const std::string_view kind = r.kind.empty() ? std::string_view("other") : r.kind;
   auto k = std::find_if(kinds_.begin(), kinds_.end(), [&](const auto& e) { return e.first == kind; });
@@ -458,7 +466,7 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
   }
   simdjson::dom::element text_el;
   if (find_field(obj, opt.text_field, text_el)) {
-    problem = "missing text field \"" + opt.text_field + "\" (choose another with --text-field; nested fields as a.b)";
+    problem = "missing text field \"" + opt.text_field + "\" (choose another with " NEARDUP_OPT("text_field") "; nested fields as a.b)";
     m.kind = "missing text field";
     return false;
   }
@@ -485,7 +493,7 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
   }
   if (bad_id_char(out.id)) {
     problem = "id \"" + shown_id(out.id) + "\" holds a TAB, CR or LF, which would corrupt the TSV outputs (pairs, "
-              "--removed, --clusters); remove them from the ids";
+              NEARDUP_OPT("removed") ", " NEARDUP_OPT("clusters") "); remove them from the ids";
     m.kind = "bad id";
     return false;
   }
@@ -507,7 +515,7 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
     }
   }
   if (!limit_doc_text(text, opt, problem)) {
-    m.kind = "longer than --max-doc-bytes";
+    m.kind = "longer than " NEARDUP_OPT("max_doc_bytes");
     return false;
   }
   out.text = text;
@@ -517,8 +525,8 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
 bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::string& problem) {
   if (text.size() <= options.max_doc_bytes) return true;
   if (options.long_docs == LongDocs::Skip) {
-    problem = "the text is " + std::to_string(text.size()) + " bytes, longer than --max-doc-bytes " +
-              std::to_string(options.max_doc_bytes) + " (raise it, or --long-docs truncate)";
+    problem = "the text is " + std::to_string(text.size()) + " bytes, longer than " +
+              option_ref("max_doc_bytes", std::to_string(options.max_doc_bytes)) + " (raise it, or " NEARDUP_OPT_IS("long_docs", "truncate") ")";
     return false;
   }
   size_t cut = static_cast<size_t>(options.max_doc_bytes);
@@ -561,7 +569,7 @@ struct RecordReader::Impl {
 
   Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o), buf(1 << 20), parser(o) {
     if (o.max_record_bytes == 0 || o.max_record_bytes > kMaxRecordBytes || o.max_doc_bytes == 0 || o.max_doc_bytes > kMaxRecordBytes)
-      throw UsageError("--max-record-bytes and --max-doc-bytes must be between 1 and " + std::to_string(kMaxRecordBytes));
+      throw UsageError(NEARDUP_OPT("max_record_bytes") " and " NEARDUP_OPT("max_doc_bytes") " must be between 1 and " + std::to_string(kMaxRecordBytes));
   }
   const Source& source() const { return inputs.sources()[cur]; }
 
@@ -670,7 +678,7 @@ struct RecordReader::Impl {
   }
 
   std::string long_line_problem() const {
-    return "the line is longer than --max-record-bytes " + std::to_string(opt.max_record_bytes) +
+    return "the line is longer than " + option_ref("max_record_bytes", std::to_string(opt.max_record_bytes)) +
            " bytes (a file without newlines, or a decompression bomb?); raise the limit if the data is real";
   }
 
@@ -707,8 +715,8 @@ struct RecordReader::Impl {
   }
 
   [[noreturn]] void changed(const std::string& what) const {
-    throw IoError(source().display + ": " + what +
-                  "; the input changed while neardup was running (do not modify inputs during a run)");
+    throw IoError(what +
+                  "; the input changed while neardup was running (do not modify inputs during a run)", ErrorPlace{source().display});
   }
 
   // select(): the next selected line, or false after the last.
@@ -752,7 +760,7 @@ struct RecordReader::Impl {
   bool document(RawRecord& out, std::string_view id, std::string_view text) {
     if (!limit_doc_text(text, opt, out.problem)) {
       out.kind = RawRecord::Kind::Bad;
-      out.problem_kind = "longer than --max-doc-bytes";
+      out.problem_kind = "longer than " NEARDUP_OPT("max_doc_bytes");
       return true;
     }
     out.kind = RawRecord::Kind::Parsed;
@@ -818,9 +826,9 @@ struct RecordReader::Impl {
         ++cur;
         out.kind = RawRecord::Kind::Bad;
         if (!fits) {
-          out.problem = "file is longer than --max-record-bytes " + std::to_string(opt.max_record_bytes) +
+          out.problem = "file is longer than " + option_ref("max_record_bytes", std::to_string(opt.max_record_bytes)) +
                         " bytes (a decompression bomb?); raise the limit if the data is real";
-          out.problem_kind = "longer than --max-record-bytes";
+          out.problem_kind = "longer than " NEARDUP_OPT("max_record_bytes");
           return true;
         }
         if (file_text.empty() && !src.from_directory) {
@@ -858,7 +866,7 @@ struct RecordReader::Impl {
       if (overlong) {
         out.kind = RawRecord::Kind::Bad;
         out.problem = long_line_problem();
-        out.problem_kind = "longer than --max-record-bytes";
+        out.problem_kind = "longer than " NEARDUP_OPT("max_record_bytes");
         out.source = cur;
         out.line = line_no;
         out.offset = line_offset;

@@ -45,7 +45,7 @@ class File {
       }
       if (errno == EINTR) continue;
       if (errno == EISDIR)
-        throw IoError(display_ + ": is a directory where a file was expected; pass the directory itself as an input");
+        throw IoError("is a directory where a file was expected; pass the directory itself as an input", ErrorPlace{display_});
       throw IoError(sys_error("cannot read input", display_));
     }
   }
@@ -121,7 +121,7 @@ class GzipStream final : public ByteStream {
  public:
   GzipStream(std::unique_ptr<File> f, Prefix p) : file_(std::move(f)), prefix_(p), in_(kRawBuffer) {
     std::memset(&zs_, 0, sizeof(zs_));
-    if (inflateInit2(&zs_, 15 + 16) != Z_OK) throw Error(file_->display() + ": cannot initialise zlib");
+    if (inflateInit2(&zs_, 15 + 16) != Z_OK) throw Error(ErrorCategory::Internal, "cannot initialise zlib", ErrorPlace{file_->display()});
   }
   ~GzipStream() override { inflateEnd(&zs_); }
 
@@ -135,9 +135,8 @@ class GzipStream final : public ByteStream {
         const size_t got = refill(prefix_, *file_, in_.data(), in_.size());
         if (got == 0) {
           if (member_started_)
-            throw FormatError(file_->display() +
-                              ": truncated gzip stream (the file ends inside compressed data); "
-                              "re-download or re-create the file");
+            throw FormatError("truncated gzip stream (the file ends inside compressed data); "
+                              "re-download or re-create the file", ErrorPlace{file_->display()});
           done_ = true;
           break;
         }
@@ -151,8 +150,8 @@ class GzipStream final : public ByteStream {
         member_started_ = false;
         inflateReset(&zs_);  // anything left in the file starts a new member
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        throw FormatError(file_->display() + ": corrupt gzip data (" + (zs_.msg ? zs_.msg : "zlib error") +
-                          "); re-download or re-create the file");
+        throw FormatError(std::string("corrupt gzip data (") + (zs_.msg ? zs_.msg : "zlib error") +
+                          "); re-download or re-create the file", ErrorPlace{file_->display()});
       }
     }
     return static_cast<size_t>(reinterpret_cast<char*>(zs_.next_out) - buf);
@@ -174,7 +173,7 @@ class ZstdStream final : public ByteStream {
  public:
   ZstdStream(std::unique_ptr<File> f, Prefix p) : file_(std::move(f)), prefix_(p), in_(ZSTD_DStreamInSize()) {
     ds_ = ZSTD_createDStream();
-    if (!ds_) throw Error(file_->display() + ": cannot initialise zstd");
+    if (!ds_) throw Error(ErrorCategory::Internal, "cannot initialise zstd", ErrorPlace{file_->display()});
     ZSTD_initDStream(ds_);
     ib_ = {in_.data(), 0, 0};
   }
@@ -188,9 +187,8 @@ class ZstdStream final : public ByteStream {
         const size_t got = refill(prefix_, *file_, in_.data(), in_.size());
         if (got == 0) {
           if (frame_open_)
-            throw FormatError(file_->display() +
-                              ": truncated zstd stream (the file ends inside a frame); "
-                              "re-download or re-create the file");
+            throw FormatError("truncated zstd stream (the file ends inside a frame); "
+                              "re-download or re-create the file", ErrorPlace{file_->display()});
           done_ = true;
           break;
         }
@@ -198,8 +196,8 @@ class ZstdStream final : public ByteStream {
       }
       const size_t rc = ZSTD_decompressStream(ds_, &ob, &ib_);
       if (ZSTD_isError(rc))
-        throw FormatError(file_->display() + ": corrupt zstd data (" + ZSTD_getErrorName(rc) +
-                          "); re-download or re-create the file");
+        throw FormatError(std::string("corrupt zstd data (") + ZSTD_getErrorName(rc) +
+                          "); re-download or re-create the file", ErrorPlace{file_->display()});
       frame_open_ = rc != 0;
     }
     return ob.pos;
@@ -223,7 +221,7 @@ class XzStream final : public ByteStream {
  public:
   XzStream(std::unique_ptr<File> f, Prefix p) : file_(std::move(f)), prefix_(p), in_(kRawBuffer) {
     if (lzma_stream_decoder(&ls_, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
-      throw Error(file_->display() + ": cannot initialise liblzma");
+      throw Error(ErrorCategory::Internal, "cannot initialise liblzma", ErrorPlace{file_->display()});
   }
   ~XzStream() override { lzma_end(&ls_); }
 
@@ -246,10 +244,10 @@ class XzStream final : public ByteStream {
         break;
       }
       if (rc == LZMA_BUF_ERROR && eof_)
-        throw FormatError(file_->display() + ": truncated xz stream (the file ends inside compressed data); re-download or re-create the file");
+        throw FormatError("truncated xz stream (the file ends inside compressed data); re-download or re-create the file", ErrorPlace{file_->display()});
       if (rc != LZMA_OK)
-        throw FormatError(file_->display() + ": corrupt xz data (liblzma error " + std::to_string(static_cast<int>(rc)) +
-                          "); re-download or re-create the file");
+        throw FormatError(std::string("corrupt xz data (liblzma error ") + std::to_string(static_cast<int>(rc)) +
+                          "); re-download or re-create the file", ErrorPlace{file_->display()});
     }
     return n - ls_.avail_out;
   }
@@ -281,8 +279,8 @@ class Bzip2Stream final : public ByteStream {
         const size_t got = refill(prefix_, *file_, in_.data(), in_.size());
         if (got == 0) {
           if (stream_started_)
-            throw FormatError(file_->display() + ": truncated bzip2 stream (the file ends inside compressed data); "
-                              "re-download or re-create the file");
+            throw FormatError("truncated bzip2 stream (the file ends inside compressed data); "
+                              "re-download or re-create the file", ErrorPlace{file_->display()});
           done_ = true;
           break;
         }
@@ -306,8 +304,8 @@ class Bzip2Stream final : public ByteStream {
         continue;
       }
       if (rc != BZ_OK)
-        throw FormatError(file_->display() + ": corrupt bzip2 data (libbz2 error " + std::to_string(rc) +
-                          "); re-download or re-create the file");
+        throw FormatError(std::string("corrupt bzip2 data (libbz2 error ") + std::to_string(rc) +
+                          "); re-download or re-create the file", ErrorPlace{file_->display()});
     }
     return want - bz_.avail_out;
   }
@@ -317,7 +315,7 @@ class Bzip2Stream final : public ByteStream {
  private:
   void init() {
     std::memset(&bz_, 0, sizeof bz_);
-    if (BZ2_bzDecompressInit(&bz_, 0, 0) != BZ_OK) throw Error(file_->display() + ": cannot initialise libbz2");
+    if (BZ2_bzDecompressInit(&bz_, 0, 0) != BZ_OK) throw Error(ErrorCategory::Internal, "cannot initialise libbz2", ErrorPlace{file_->display()});
   }
   std::unique_ptr<File> file_;
   Prefix prefix_;

@@ -79,7 +79,7 @@ std::string follow_links(const std::string& path) {
     std::string to(buf.data(), static_cast<size_t>(n));
     p = to.starts_with('/') ? to : dir_of(p) + "/" + to;
   }
-  throw IoError(path + ": too many levels of symbolic links; point the output at a file");
+  throw IoError("too many levels of symbolic links; point the output at a file", ErrorPlace{path});
 }
 
 // The descriptor a path names directly (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N),
@@ -104,8 +104,8 @@ std::string output_compression_of(const std::string& path) {
   if (ends_with(path, ".zst") || ends_with(path, ".zstd")) return "zstd";
   for (std::string_view c : {".xz", ".bz2", ".lz4", ".br", ".lzma", ".Z"})
     if (ends_with(path, c))
-      throw UsageError(path + ": neardup cannot write " + std::string(c.substr(1)) +
-                       " compression (it reads it); name the output .gz or .zst, or without a compression suffix");
+      throw UsageError(std::string("neardup cannot write ") + std::string(c.substr(1)) +
+                       " compression (it reads it); name the output .gz or .zst, or without a compression suffix", ErrorPlace{path});
   return "";
 }
 
@@ -171,18 +171,18 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
   int fd = -1;
   if (const int named = named_descriptor(path); named >= 0) {
     fd = ::fcntl(named, F_DUPFD_CLOEXEC, 3);
-    if (fd < 0) throw IoError(path + ": cannot write: " + std::strerror(errno) + " (is the descriptor open?)");
+    if (fd < 0) throw IoError(std::string("cannot write: ") + std::strerror(errno) + " (is the descriptor open?)", ErrorPlace{path});
     direct_ = true;
   } else {
     target_ = follow_links(path);
     struct stat st;
     const bool exists = ::stat(target_.c_str(), &st) == 0;
     if (exists && S_ISDIR(st.st_mode))
-      throw IoError(path + ": is a directory; name a file for the output");
+      throw IoError("is a directory; name a file for the output", ErrorPlace{path});
     if (exists && !S_ISREG(st.st_mode)) {
       // A device, a FIFO or a socket: written in place (a FIFO blocks here until it has a reader).
       fd = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0) throw IoError(path + ": cannot open for writing: " + std::strerror(errno));
+      if (fd < 0) throw IoError(std::string("cannot open for writing: ") + std::strerror(errno), ErrorPlace{path});
       direct_ = true;
     } else {
       const size_t slash = target_.rfind('/');
@@ -190,8 +190,8 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
               (slash == std::string::npos ? target_ : target_.substr(slash + 1)) + ".neardup-tmp-XXXXXX";
       fd = ::mkstemp(temp_.data());
       if (fd < 0)
-        throw IoError(path + ": cannot create output file: " + std::strerror(errno) +
-                      "; check that the directory exists and is writable");
+        throw IoError(std::string("cannot create output file: ") + std::strerror(errno) +
+                      "; check that the directory exists and is writable", ErrorPlace{path});
       temp_slot_ = register_temporary_file(temp_);
       if (exists) {
         // The replaced file's permissions (and owner, when allowed) carry over to the new one.
@@ -211,7 +211,7 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
     ::close(fd);
     if (!temp_.empty()) ::unlink(temp_.c_str());
     unregister_temporary_file(temp_slot_);
-    throw IoError(path + ": cannot open output file: " + std::strerror(e));
+    throw IoError(std::string("cannot open output file: ") + std::strerror(e), ErrorPlace{path});
   }
   std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
 }
@@ -227,11 +227,11 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::fail(const char* what) {
   const int e = errno;
-  throw IoError(path_ + ": " + what + ": " + std::strerror(e) +
+  throw IoError(std::string(what) + ": " + std::strerror(e) +
                 (e == ENOSPC || e == EDQUOT ? "; free some space and run again"
                  : e == EFBIG               ? "; the file size limit (ulimit -f) or the file system's was reached"
                                             : "") +
-                (direct_ ? "" : " (the previous file, if any, is untouched)"));
+                (direct_ ? "" : " (the previous file, if any, is untouched)"), ErrorPlace{path_});
 }
 
 void AtomicFile::raw_write(const char* data, size_t n) {
@@ -322,7 +322,7 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
         kernel_copy = false;  // another file system or kernel: copy through memory
         continue;
       }
-      if (errno == EIO) throw IoError(display + ": cannot read input: " + std::strerror(errno));
+      if (errno == EIO) throw IoError(std::string("cannot read input: ") + std::strerror(errno), ErrorPlace{display});
       fail("cannot write output");
     }
     thread_local std::vector<char> buf;
@@ -330,7 +330,7 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
     const ssize_t r = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(offset + done));
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw IoError(display + ": cannot read input: " + std::strerror(errno));
+      throw IoError(std::string("cannot read input: ") + std::strerror(errno), ErrorPlace{display});
     }
     if (r == 0) break;
     write(std::string_view(buf.data(), static_cast<size_t>(r)));
@@ -347,14 +347,14 @@ void append_ranges(const std::string& path, const std::string& display, std::spa
       out.put('\n');  // the last line had no newline
       return;
     }
-    throw IoError(display + ": ends before byte " + std::to_string(r.offset + r.length) +
-                  "; the input changed while neardup was running (do not modify inputs during a run)");
+    throw IoError(std::string("ends before byte ") + std::to_string(r.offset + r.length) +
+                  "; the input changed while neardup was running (do not modify inputs during a run)", ErrorPlace{display});
   };
   auto stream = open_stream(path, display);
   if (stream->compression() == Compression::None) {
     stream.reset();
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw IoError(display + ": cannot open input: " + std::strerror(errno));
+    if (fd < 0) throw IoError(std::string("cannot open input: ") + std::strerror(errno), ErrorPlace{display});
     try {
       for (const ByteRange& r : ranges) {
         const uint64_t got = out.append_from(fd, r.offset, r.length, display);

@@ -144,10 +144,10 @@ TEST(Eval, BadInputIsRefusedByFileAndLine) {
   EXPECT_EQ(msg("a\tb\t0.6\r\n\n"), "accepted");
   EvalOptions low;
   low.threshold = 0.4;
-  EXPECT_NE(msg("a\tb\t0.6\n", low).find("usage: eval: --threshold 0.400000 is below the truth's floor"), std::string::npos);
+  EXPECT_NE(msg("a\tb\t0.6\n", low).find("usage: eval: threshold=0.400000 is below the truth's floor"), std::string::npos);
   EvalOptions floor;
   floor.truth_floor = 0.7;
-  EXPECT_NE(msg("a\tb\t0.6\n", floor).find("below --truth-floor"), std::string::npos);
+  EXPECT_NE(msg("a\tb\t0.6\n", floor).find("below truth_floor="), std::string::npos);
   write_file(dir.file("low.tsv"), "a\tb\t0.6\nc\td\t0.327\n");
   EXPECT_DOUBLE_EQ(evaluate_pairs(dir.file("low.tsv"), dir.file("p.tsv"), {}).floor, 0.32);
   EXPECT_THROW(evaluate_pairs(dir.file("missing.tsv"), dir.file("p.tsv"), {}), IoError);

@@ -123,9 +123,9 @@ void RejectsFile::open(const std::string& path, io::ReaderOptions& reader) {
     line_.assign("{\"input\": ");
     append_json_string(line_, valid_utf8(r.input) ? r.input : std::string_view("(not UTF-8)"));
     line_ += ", \"line\": " + std::to_string(r.line) + ", \"byte\": " + std::to_string(r.offset) + ", \"kind\": ";
-    append_json_string(line_, r.kind);
+    append_json_string(line_, cli::flag_text(r.kind));
     line_ += ", \"reason\": ";
-    append_json_string(line_, valid_utf8(r.reason) ? r.reason : std::string_view("(not UTF-8)"));
+    append_json_string(line_, valid_utf8(r.reason) ? cli::flag_text(r.reason) : std::string("(not UTF-8)"));
     if (r.has_record && valid_utf8(r.record)) {
       line_ += ", \"record\": ";
       append_json_string(line_, r.record);
@@ -141,13 +141,13 @@ void RejectsFile::open(const std::string& path, io::ReaderOptions& reader) {
 
 void print_input_warnings(const io::ReaderStats& s, uint64_t documents, const io::WalkCounts& w, const CLI::App* cmd,
                           const io::ReaderOptions& reader) {
-  for (const auto& m : s.first_skips) std::fprintf(stderr, "neardup: warning: skipped %s\n", m.c_str());
+  for (const auto& m : s.first_skips) std::fprintf(stderr, "neardup: warning: skipped %s\n", cli::flag_text(m).c_str());
   if (s.skipped > s.first_skips.size())
     std::fprintf(stderr, "neardup: warning: ... and %llu more bad records skipped\n",
                  static_cast<unsigned long long>(s.skipped - s.first_skips.size()));
   if (s.skipped > 0) {
     std::string kinds;
-    for (const auto& [kind, n] : s.skip_kinds) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+    for (const auto& [kind, n] : s.skip_kinds) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + cli::flag_text(kind);
     std::fprintf(stderr, "neardup: warning: %llu bad records skipped: %s%s\n", static_cast<unsigned long long>(s.skipped),
                  kinds.c_str(), cmd->count("--rejects") ? " (each in --rejects)" : " (--rejects FILE keeps each with its reason)");
   }

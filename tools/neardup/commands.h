@@ -4,8 +4,50 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <string_view>
 
-namespace neardup::cli {
+#include "neardup/error.h"
+
+namespace neardup {
+
+/// Documented process exit codes of the `neardup` CLI (docs/cli.md).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitInternal = 1,    ///< a bug: an unexpected exception
+  kExitUsage = 2,       ///< bad command line (unknown flag, bad value, missing argument)
+  kExitBadInput = 3,    ///< malformed input data: bad JSON, missing text field, empty or truncated file
+  kExitIo = 4,          ///< cannot read an input or write an output (missing path, permission, full disk)
+};
+
+namespace cli {
+
+/// The exit code of a library error, by its category.
+inline int exit_code(const Error& e) noexcept {
+  switch (e.category()) {
+    case ErrorCategory::Usage: return kExitUsage;
+    case ErrorCategory::Format: return kExitBadInput;
+    case ErrorCategory::Io: return kExitIo;
+    case ErrorCategory::Internal: break;
+  }
+  return kExitInternal;
+}
+
+/// An option as the CLI names it: on_error, skip -> "--on-error skip".
+inline std::string flag_wording(std::string_view option, std::string_view value) {
+  std::string flag = "--";
+  for (const char c : option) flag += c == '_' ? '-' : c;
+  if (!value.empty()) {
+    flag += ' ';
+    flag += value;
+  }
+  return flag;
+}
+
+/// A library text (an error, a reason a record was skipped) with its options named as flags.
+inline std::string flag_text(std::string_view text) { return render_options(text, flag_wording); }
+/// A library error's message with its options named as flags.
+inline std::string flag_text(const Error& e) { return e.message(flag_wording); }
 
 /// Adds `pairs` and `dedup` to `app`; `run` is set to the chosen command's action.
 void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run);
@@ -18,4 +60,5 @@ void add_eval(CLI::App& app, std::function<int()>& run);
 /// Adds `tune`.
 void add_tune(CLI::App& app, std::function<int()>& run);
 
-}  // namespace neardup::cli
+}  // namespace cli
+}  // namespace neardup

@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     try {
       force_isa(*isa);
     } catch (const Error& e) {
-      std::fprintf(stderr, "neardup: error: NEARDUP_FORCE_ISA: %s\n", e.what());
+      std::fprintf(stderr, "neardup: error: NEARDUP_FORCE_ISA: %s\n", cli::flag_text(e).c_str());
       return kExitUsage;
     }
   }
@@ -199,8 +199,8 @@ int main(int argc, char** argv) {
     return run();
   } catch (const Error& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "neardup: error: %s\n", e.what());
-    return e.exit_code();
+    std::fprintf(stderr, "neardup: error: %s\n", cli::flag_text(e).c_str());
+    return cli::exit_code(e);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "neardup: error: out of memory; use fewer threads or split the input\n");
     return kExitInternal;
