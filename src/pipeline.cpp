@@ -17,30 +17,29 @@
 #include "internal/big_array.h"
 #include "internal/hash.h"
 #include "internal/parallel.h"
+#include "internal/pass_runner.h"
 #include "internal/radix_sort.h"
 #include "internal/union_find.h"
 #include "internal/option_text.h"
 #include "neardup/allpairs.h"
 #include "neardup/error.h"
+#include "neardup/io/tsv.h"
 #include "neardup/io/writer.h"
 #include "neardup/lsh_index.h"
 #include "neardup/minhash.h"
 #include "neardup/shingle.h"
 #include "neardup/simhash.h"
+#include "neardup/stages.h"
+#include "neardup/thread_pool.h"
 
 namespace neardup {
 namespace {
 
-// One T per worker thread. A thread_local declared in a function that only the reading thread
-// runs (a pass's set-up, whose lambdas the workers call) is never constructed in a worker, nor
-// destroyed there: the sanitizer build found the leak. A worker reaches its own copy here.
-template <class T>
-std::optional<T>& per_thread() {
-  thread_local std::optional<T> value;
-  return value;
-}
-
-using Clock = std::chrono::steady_clock;
+using internal::Batch;
+using internal::Clock;
+using internal::Pass;
+using internal::PassTotals;
+using internal::seconds_since;
 
 bool by_pair(const ScoredPair& x, const ScoredPair& y) noexcept { return x.a != y.a ? x.a < y.a : x.b < y.b; }
 
@@ -70,7 +69,6 @@ class PairMerger {
   size_t next_ = 0;
   std::vector<ScoredPair> buf_;
 };
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // A file's size and modification time (ns), or (0, 0) if it cannot be stat'ed: what tells that
 // an input changed between the passes.
@@ -78,307 +76,6 @@ std::pair<uint64_t, int64_t> file_stamp(const std::string& path) {
   struct stat sb {};
   if (::stat(path.c_str(), &sb) != 0) return {0, 0};
   return {static_cast<uint64_t>(sb.st_size), static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000000000 + sb.st_mtim.tv_nsec};
-}
-
-constexpr size_t kBatchBytes = 1 << 20;
-constexpr size_t kBatchDocs = 2048;
-
-// A batch of records gathered on the reading thread and parsed and processed by one worker.
-struct Batch {
-  struct Entry {
-    io::RawRecord::Kind kind = io::RawRecord::Kind::Line;
-    uint32_t source = 0;
-    uint32_t raw_length = 0;  // Line: the raw line; Parsed: the text
-    size_t raw_begin = 0;     // in `raw`
-    uint64_t line = 0, offset = 0;
-    size_t id_begin = 0, id_length = 0;  // in `ids`, once parsed
-    DocId doc = 0;                       // parsed on the reading thread: its ordinal
-  };
-  std::vector<Entry> entries;
-  std::vector<char> raw;   // lines and texts back to back, then JsonlParser::kPadding bytes
-  std::string ids;
-  struct Problem {
-    size_t entry = 0;
-    std::string what;
-    const char* kind = "";
-    std::string raw;  // the line, when rejects are written
-  };
-  std::vector<Problem> problems;  // bad entries, in entry order
-  // Worker results, by entry.
-  std::vector<uint8_t> ok;       // parsed into a document
-  std::vector<uint64_t> text_length;
-  std::vector<SigValue> sigs;
-  std::vector<uint64_t> keys;  // band keys, entry-major
-  Fingerprints fps;
-  std::vector<uint64_t> simhashes;
-  std::vector<uint8_t> empty;
-  std::vector<uint32_t> fp_slot;  // bottomk: the entry's fingerprint in `fps`
-  std::vector<std::vector<ShingleHash>> sets;
-  // The keep-by field of each entry (when asked for): kind, number, string in keys_text.
-  std::vector<uint8_t> keys_kind;
-  std::vector<double> keys_num;
-  std::vector<size_t> keys_text_begin, keys_text_length;  // the entry's string in keys_text
-  std::string keys_text;
-  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0, unspaced = 0;
-  double t_parse = 0, t_shingle = 0, t_sketch = 0;
-  bool done = false;  // guarded by the runner's mutex
-
-  size_t size() const { return entries.size(); }
-  std::string_view raw_of(const Entry& e) const { return {raw.data() + e.raw_begin, e.raw_length}; }
-  std::string_view id_of(size_t i) const { return std::string_view(ids).substr(entries[i].id_begin, entries[i].id_length); }
-  void add(io::RawRecord::Kind kind, std::string_view bytes, std::string_view id, size_t source, uint64_t line,
-           uint64_t offset, DocId doc) {
-    Entry e;
-    e.kind = kind;
-    e.source = static_cast<uint32_t>(source);
-    e.raw_length = static_cast<uint32_t>(bytes.size());
-    e.raw_begin = raw.size();
-    e.line = line;
-    e.offset = offset;
-    e.id_begin = ids.size();
-    e.id_length = id.size();
-    e.doc = doc;
-    raw.insert(raw.end(), bytes.begin(), bytes.end());
-    ids.append(id);
-    entries.push_back(e);
-  }
-};
-
-// Runs a pass over the inputs: the calling thread reads records into batches, `threads`
-// workers parse and process them, and the calling thread hands the documents, in reading order,
-// to consume(batch, entry, doc) as the batches complete. So the results are the same for any
-// number of threads, and bad records are reported in reading order: on_bad(where, what) throws
-// or counts them (those get no ordinal).
-//
-// With a filter, records are parsed on the calling thread (so that their ordinals are known
-// there) and only those it accepts are processed; otherwise the workers parse.
-// process(batch, entry, text) runs on a worker.
-// The next ordinal of a counter of documents (DocId is 32-bit; the largest value means none).
-DocId next_doc(uint64_t& counter) {
-  if (counter >= 0xFFFFFFFFull) throw UsageError("more than 4,294,967,294 documents in one run; split the input");
-  return static_cast<DocId>(counter++);
-}
-
-struct Pass {
-  const char* stage = "";
-  uint64_t total_bytes = 0;
-  const ProgressFn* progress = nullptr;
-  const io::ReaderOptions* reader = nullptr;
-  std::function<bool(const io::Record&, DocId)> filter;
-  std::function<void(const std::string& where, const io::Rejected& r)> on_bad;
-  std::function<void(Batch&)> start;  // on a worker, before the batch's first document
-  std::function<void(Batch&, size_t entry, std::string_view text)> process;
-  std::function<void(Batch&, size_t entry, DocId doc)> consume;
-};
-
-// What the workers measured and counted, over all batches.
-struct PassTotals {
-  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0, unspaced = 0;
-  double t_parse = 0, t_shingle = 0, t_sketch = 0;
-};
-
-PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int threads, const Pass& opt) {
-  PassTotals totals;
-  std::mutex mu;
-  std::condition_variable not_empty, not_full, finished;
-  std::deque<Batch*> queue;
-  bool closed = false;
-  std::exception_ptr error;
-  const size_t max_queued = static_cast<size_t>(threads) * 2;
-  using Kind = io::RawRecord::Kind;
-
-  auto work = [&](Batch& b, io::JsonlParser& parser) {
-    const size_t n = b.size();
-    b.ok.assign(n, 0);
-    b.text_length.assign(n, 0);
-    io::Record rec;
-    std::string problem;
-    const size_t parsed_problems = b.problems.size();
-    if (opt.start) opt.start(b);
-    for (size_t i = 0; i < n; ++i) {
-      Batch::Entry& e = b.entries[i];
-      std::string_view text = b.raw_of(e);
-      if (e.kind == Kind::Bad) continue;
-      if (e.kind == Kind::Line) {
-        const auto t = Clock::now();
-        const bool good = parser.parse(text, inputs.sources()[e.source], e.line, rec, problem);
-        b.t_parse += seconds_since(t);
-        if (!good) {
-          b.problems.push_back({i, problem, parser.problem_kind(), opt.reader->on_reject ? std::string(text) : std::string()});
-          continue;
-        }
-        if (parser.replaced_invalid_utf8()) ++b.invalid_utf8;
-        if (parser.missing_id()) ++b.missing_ids;
-        e.id_begin = b.ids.size();
-        e.id_length = rec.id.size();
-        b.ids.append(rec.id);
-        if (!b.keys_kind.empty()) {
-          b.keys_kind[i] = static_cast<uint8_t>(rec.key.kind);
-          b.keys_num[i] = rec.key.number;
-          b.keys_text_begin[i] = b.keys_text.size();
-          b.keys_text_length[i] = rec.key.text.size();
-          b.keys_text.append(rec.key.text);
-        }
-        text = rec.text;
-      }
-      b.ok[i] = 1;
-      b.text_length[i] = text.size();
-      opt.process(b, i, text);
-    }
-    // The reading thread's problems came first; keep them all in entry order.
-    std::inplace_merge(b.problems.begin(), b.problems.begin() + static_cast<ptrdiff_t>(parsed_problems), b.problems.end(),
-                       [](const auto& x, const auto& y) { return x.entry < y.entry; });
-    std::vector<char>().swap(b.raw);
-  };
-
-  auto worker = [&] {
-    io::JsonlParser parser(*opt.reader);
-    for (;;) {
-      Batch* b = nullptr;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        not_empty.wait(lock, [&] { return !queue.empty() || closed; });
-        if (queue.empty()) return;
-        b = queue.front();
-        queue.pop_front();
-      }
-      not_full.notify_one();
-      try {
-        work(*b, parser);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!error) error = std::current_exception();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        b->done = true;
-      }
-      finished.notify_all();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-  auto stop = [&] {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      closed = true;
-      queue.clear();  // batches not started are dropped; the pool owns none
-    }
-    not_empty.notify_all();
-    not_full.notify_all();
-    for (auto& t : pool)
-      if (t.joinable()) t.join();
-  };
-
-  std::deque<std::unique_ptr<Batch>> in_flight;  // pushed, in reading order
-  uint64_t ordinal = 0;
-  // Hands the finished batches at the front to consume() (all of them, waiting, if `all`).
-  auto drain = [&](bool all) {
-    for (;;) {
-      if (in_flight.empty()) return;
-      Batch& b = *in_flight.front();
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        if (all) finished.wait(lock, [&] { return b.done; });
-        if (!b.done) return;
-        if (error) std::rethrow_exception(error);
-      }
-      size_t p = 0;
-      for (size_t i = 0; i < b.size(); ++i) {
-        if (p < b.problems.size() && b.problems[p].entry == i) {
-          const Batch::Entry& e = b.entries[i];
-          const io::Source& src = inputs.sources()[e.source];
-          const Batch::Problem& pr = b.problems[p];
-          io::Rejected r;
-          r.input = src.display;
-          r.line = e.line;
-          r.offset = e.offset;
-          r.kind = pr.kind;
-          r.reason = pr.what;
-          r.has_record = e.kind == Kind::Line;
-          r.record = pr.raw;
-          opt.on_bad(e.kind == Kind::Bad && e.line == 0 ? src.display : io::record_where(src, e.line, e.offset), r);
-          ++p;
-          continue;
-        }
-        if (!b.ok[i]) continue;
-        DocId doc = b.entries[i].doc;
-        if (!opt.filter) {
-          doc = next_doc(ordinal);
-        }
-        opt.consume(b, i, doc);
-      }
-      totals.shingles += b.shingles;
-      totals.invalid_utf8 += b.invalid_utf8;
-      totals.missing_ids += b.missing_ids;
-      totals.unspaced += b.unspaced;
-      totals.t_parse += b.t_parse;
-      totals.t_shingle += b.t_shingle;
-      totals.t_sketch += b.t_sketch;
-      in_flight.pop_front();
-    }
-  };
-  auto push = [&](std::unique_ptr<Batch> b) {
-    b->raw.resize(b->raw.size() + io::JsonlParser::kPadding);
-    Batch* raw = b.get();
-    in_flight.push_back(std::move(b));
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      not_full.wait(lock, [&] { return queue.size() < max_queued || error; });
-      queue.push_back(raw);
-    }
-    not_empty.notify_one();
-    drain(false);
-  };
-
-  std::exception_ptr read_error;
-  try {
-    auto batch = std::make_unique<Batch>();
-    io::RawRecord raw;
-    io::Record rec;
-    uint64_t records = 0;
-    auto full = [&] { return batch->raw.size() >= kBatchBytes || batch->size() >= kBatchDocs; };
-    for (;;) {
-      if (opt.filter) {
-        // Parsed here: the ordinal is known, and the filter decides.
-        if (!reader.next(rec)) break;
-        const DocId doc = next_doc(records);
-        if (!opt.filter(rec, doc)) continue;
-        batch->add(Kind::Parsed, rec.text, rec.id, rec.source, rec.line, rec.offset, doc);
-      } else {
-        if (!reader.next_raw(raw)) break;
-        ++records;
-        if (raw.kind == Kind::Bad) batch->problems.push_back({batch->size(), raw.problem, raw.problem_kind, std::string()});
-        batch->add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line,
-                   raw.offset, 0);
-      }
-      if (full()) {
-        push(std::move(batch));
-        batch = std::make_unique<Batch>();
-        if (opt.progress && *opt.progress) (*opt.progress)({opt.stage, reader.bytes_read(), opt.total_bytes, records});
-        std::lock_guard<std::mutex> lock(mu);
-        if (error) break;
-      }
-    }
-    if (!batch->entries.empty()) push(std::move(batch));
-    if (opt.progress && *opt.progress) (*opt.progress)({opt.stage, reader.bytes_read(), opt.total_bytes, records});
-  } catch (...) {
-    read_error = std::current_exception();  // reported after the records read before it
-  }
-  try {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      closed = true;
-    }
-    not_empty.notify_all();
-    drain(true);
-  } catch (...) {
-    stop();
-    throw;
-  }
-  stop();
-  if (read_error) std::rethrow_exception(read_error);
-  return totals;
 }
 
 }  // namespace
@@ -423,6 +120,12 @@ bool Pipeline::share_band(DocId a, DocId b, size_t k) const noexcept {
   return false;
 }
 
+const std::vector<ScoredPair>& Pipeline::pairs() const {
+  if (expand_on_write_)
+    throw UsageError("the pairs of this run are not held (RunOptions::stream_pairs); take them with each_pair()");
+  return pairs_;
+}
+
 std::string_view Pipeline::id(DocId doc) const noexcept {
   const uint64_t b = doc == 0 ? 0 : id_end_[doc - 1];
   return std::string_view(id_blob_).substr(b, id_end_[doc] - b);
@@ -444,8 +147,6 @@ void Pipeline::sketch_pass() {
   sigs_ = std::make_unique<internal::GrowArray<SigValue>>();
   band_keys_.clear();
   band_keys_.resize(keys_only ? bands : 0);
-  std::optional<SignatureHasher> hasher;
-  if (uses_signatures(spec_.method)) hasher.emplace(spec_);
   // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
   const bool by_position = inputs_->all_jsonl() && inputs_->sources().size() < UINT32_MAX;
   input_stamps_.clear();
@@ -460,14 +161,11 @@ void Pipeline::sketch_pass() {
   pass.progress = &options_.progress;
   pass.reader = &options_.reader;
   pass.on_bad = [&](const std::string& where, const io::Rejected& r) { bad.report(where, r); };
-  pass.start = [&](Batch& b) {
-    // Per worker thread, made again for each batch (a run may change the options).
-    auto& shingler = per_thread<Shingler>();
-    auto& selector = per_thread<BottomKSelector>();
-    auto& simhasher = per_thread<SimHasher>();
-    shingler.emplace(spec_.shingle);
-    if (bottomk) selector.emplace(spec_.sketch_size);
-    if (simhash) simhasher.emplace(spec_.weights);
+  // One sketcher per thread of the pass (pass_runner.h), made on its first batch.
+  std::vector<std::optional<DocumentSketcher>> sketchers(internal::pass_slots(threads_));
+  std::vector<std::vector<SigValue>> fp(sketchers.size());
+  pass.start = [&](Batch& b, size_t slot) {
+    if (!sketchers[slot]) sketchers[slot].emplace(spec_);
     b.sigs.resize(b.size() * k);
     b.keys.resize(keys_only ? b.size() * bands : 0);
     b.simhashes.resize(simhash ? b.size() : 0);
@@ -482,27 +180,22 @@ void Pipeline::sketch_pass() {
     b.fps = Fingerprints{};
     b.fps.size = spec_.sketch_size;
   };
-  pass.process = [&](Batch& b, size_t i, std::string_view text) {
-    thread_local std::vector<ShingleHash> sh;
-    thread_local std::vector<SigValue> fp;
-    auto& selector = per_thread<BottomKSelector>();
-    auto& simhasher = per_thread<SimHasher>();
+  pass.process = [&](Batch& b, size_t i, std::string_view text, size_t slot) {
+    DocumentSketcher& sk = *sketchers[slot];
     const auto t1 = Clock::now();
-    per_thread<Shingler>()->shingles(text, sh);
+    const std::span<const ShingleHash> sh = sk.shingle(text);
     const auto t2 = Clock::now();
     if (bottomk) {
-      selector->add(sh);
-      selector->finish(fp);
+      sk.fingerprint(fp[slot]);
       b.fp_slot[i] = static_cast<uint32_t>(b.fps.count());
-      b.fps.push_back(fp);
+      b.fps.push_back(fp[slot]);
     } else if (simhash) {
-      b.simhashes[i] = (*simhasher)(sh);
+      b.simhashes[i] = sk.simhash();
     } else if (exact) {
-      b.sets[i].assign(sh.begin(), sh.end());
-      make_set(b.sets[i]);
+      b.sets[i] = sk.set();
     } else {
       const auto sig = std::span<SigValue>(b.sigs).subspan(i * k, k);
-      hasher->sketch(sh, sig);
+      sk.signature(sig);
       if (keys_only)
         for (size_t band = 0; band < bands; ++band)
           b.keys[i * bands + band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
@@ -515,6 +208,7 @@ void Pipeline::sketch_pass() {
     // is one "word", so a long text has very few. Only such documents are scanned, to count
     // the text the run cannot compare well.
     if (check_unspaced && text.size() >= 256 && sh.size() * 32 < text.size()) b.unspaced += unspaced_script_bytes(text);
+    sk.trim();
   };
   pass.consume = [&](Batch& b, size_t i, DocId) {
     const Batch::Entry& e = b.entries[i];
@@ -537,7 +231,7 @@ void Pipeline::sketch_pass() {
     }
     empty_.push_back(b.empty[i]);
   };
-  const PassTotals totals = run_pass(reader, *inputs_, threads_, pass);
+  const PassTotals totals = internal::run_pass(reader, *inputs_, threads_, pass);
   stats_.shingles += totals.shingles;
   stats_.invalid_utf8 = totals.invalid_utf8;
   stats_.times.parse += totals.t_parse;
@@ -597,13 +291,12 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
     throw IoError(at + std::string(r.reason) + "; the input changed while neardup was running (do not modify inputs during a run)",
                   ErrorPlace{std::string(r.input), r.line});
   };
-  pass.start = [&](Batch& b) {
-    per_thread<Shingler>().emplace(spec_.shingle);  // per worker, made again for each batch
+  std::vector<std::optional<Shingler>> shinglers(internal::pass_slots(threads_));
+  pass.start = [&](Batch& b, size_t slot) {
+    if (!shinglers[slot]) shinglers[slot].emplace(spec_.shingle);
     b.sets.resize(b.size());
   };
-  pass.process = [&](Batch& b, size_t i, std::string_view text) {
-    b.sets[i] = per_thread<Shingler>()->shingle_set(text);
-  };
+  pass.process = [&](Batch& b, size_t i, std::string_view text, size_t slot) { b.sets[i] = shinglers[slot]->shingle_set(text); };
   pass.consume = [&](Batch& b, size_t i, DocId doc) {
     if (!pos_.empty()) {
       if (doc >= wanted.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
@@ -615,15 +308,16 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
     }
     sets_->set(doc, std::move(b.sets[i]));
   };
-  run_pass(reader, *inputs_, threads_, pass);
+  internal::run_pass(reader, *inputs_, threads_, pass);
   stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
 }
 
 Scorer Pipeline::scorer() const noexcept {
-  Scorer s{.mode = spec_.verify, .sets = sets_.get(), .sigs = signatures(), .k = static_cast<size_t>(spec_.num_perm)};
-  if (spec_.method == SketchMethod::BottomK) s.fingerprints = &fps_;
-  if (spec_.method == SketchMethod::SimHash) s.simhashes = simhashes_;
-  return s;
+  static const ShingleSets kNoSets;  // exact verification before any set was loaded: no pair to score
+  if (spec_.verify == VerifyMode::Exact) return Scorer::exact(sets_ ? *sets_ : kNoSets);
+  if (spec_.method == SketchMethod::BottomK) return Scorer::bottomk_estimate(fps_);
+  if (spec_.method == SketchMethod::SimHash) return Scorer::simhash_estimate(simhashes_);
+  return Scorer::signature_estimate(signatures(), static_cast<size_t>(spec_.num_perm));
 }
 
 void Pipeline::check_same_record(const io::Record& r, DocId doc) const {
@@ -929,6 +623,7 @@ void Pipeline::check_duplicate_ids() {
 }
 
 void Pipeline::run(Mode mode) {
+  const ThreadPool::Use use(options_.pool);
   const auto t_start = Clock::now();
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
     throw UsageError(NEARDUP_OPT("top") " applies to pairs with " NEARDUP_OPT_IS("method", "bottomk") " only");
@@ -972,7 +667,7 @@ void Pipeline::run(Mode mode) {
   if (expand && !expand_on_write_) {
     t = Clock::now();
     std::vector<ScoredPair> all;
-    for_each_pair([&](std::span<const ScoredPair> chunk) { all.insert(all.end(), chunk.begin(), chunk.end()); });
+    expand_pairs([&](std::span<const ScoredPair> chunk) { all.insert(all.end(), chunk.begin(), chunk.end()); });
     pairs_ = std::move(all);
     std::vector<ScoredPair>().swap(direct_pairs_);
     stats_.times.verify += seconds_since(t);
@@ -1085,44 +780,33 @@ MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const {
   return m;
 }
 
-void append_similarity(std::string& line, double s) {
-  char buf[32];
-  const int len = std::snprintf(buf, sizeof buf, "%.6f", s);
-  line.append(buf, static_cast<size_t>(len));
-}
 
-void Pipeline::write_pairs(io::AtomicFile& out) {
-  if (!expand_on_write_) return write_pair_lines(pairs_, out);
+void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) {
+  const ThreadPool::Use use(options_.pool);
+  if (!expand_on_write_) {
+    emit(pairs_);
+    return;
+  }
   const auto t = Clock::now();
   uint64_t n = 0;
-  for_each_pair([&](std::span<const ScoredPair> chunk) {
-    write_pair_lines(chunk, out);
+  expand_pairs([&](std::span<const ScoredPair> chunk) {
+    emit(chunk);
     n += chunk.size();
   });
   stats_.pairs = n;
   stats_.times.verify += seconds_since(t);
 }
 
-void Pipeline::for_each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) const {
+void Pipeline::expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const {
   PairMerger merge(direct_pairs_, emit);
   join_->pairs(pair_filter(), [&](std::span<const ScoredPair> chunk) { merge.add(chunk); });
   merge.finish();
 }
 
-void Pipeline::write_pair_lines(std::span<const ScoredPair> pairs, io::AtomicFile& out) const {
-  std::string line;
-  for (const ScoredPair& p : pairs) {
-    line.clear();
-    line.append(id(p.a)).push_back('\t');
-    line.append(id(p.b)).push_back('\t');
-    append_similarity(line, p.similarity);
-    if (spec_.method == SketchMethod::SimHash) {
-      line.push_back('\t');
-      line.append(std::to_string(hamming_distance(simhashes_[p.a], simhashes_[p.b])));
-    }
-    line.push_back('\n');
-    out.write(line);
-  }
+void Pipeline::write_pairs(io::AtomicFile& out) {
+  const auto id_of = [this](DocId d) { return id(d); };
+  const std::span<const uint64_t> distances = spec_.method == SketchMethod::SimHash ? std::span<const uint64_t>(simhashes_) : std::span<const uint64_t>();
+  each_pair([&](std::span<const ScoredPair> chunk) { io::write_pairs(out, chunk, id_of, distances); });
 }
 
 void Pipeline::write_kept(io::AtomicFile& out) {
@@ -1131,6 +815,7 @@ void Pipeline::write_kept(io::AtomicFile& out) {
 }
 
 void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) {
+  const ThreadPool::Use use(options_.pool);
   const auto t = Clock::now();
   if (outs.size() != inputs_->sources().size()) throw UsageError("write_kept: one output per source is needed");
   check_inputs_unchanged();
@@ -1180,32 +865,11 @@ void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) {
 }
 
 void Pipeline::write_removed(io::AtomicFile& out) const {
-  std::string line;
-  size_t removed = 0;
-  for (DocId i = 0; i < lengths_.size(); ++i) {
-    if (clustering_.kept(i)) continue;
-    const DocId keeper = clustering_.keeper[i];
-    line.clear();
-    line.append(id(i)).push_back('\t');
-    line.append(id(keeper)).push_back('\t');
-    append_similarity(line, removed_similarity_[removed++]);
-    line.push_back('\n');
-    out.write(line);
-  }
+  io::write_removed(out, clustering_, removed_similarity_, [this](DocId d) { return id(d); });
 }
 
 void Pipeline::write_clusters(io::AtomicFile& out) const {
-  const auto groups = cluster_members(clustering_);
-  std::string line;
-  for (size_t g = 0; g < groups.size(); ++g)
-    for (DocId d : groups[g]) {
-      line.clear();
-      line.append(std::to_string(g)).push_back('\t');
-      line.append(id(d)).push_back('\t');
-      line.append(clustering_.kept(d) ? "kept" : "removed");
-      line.push_back('\n');
-      out.write(line);
-    }
+  io::write_clusters(out, clustering_, [this](DocId d) { return id(d); });
 }
 
 }  // namespace neardup

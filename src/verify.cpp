@@ -24,11 +24,39 @@ std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {
   return sets_[slot_[doc]];
 }
 
+Scorer Scorer::exact(const ShingleSets& sets) noexcept {
+  Scorer s(Kind::Exact);
+  s.sets_ = &sets;
+  return s;
+}
+
+Scorer Scorer::signature_estimate(std::span<const SigValue> sigs, size_t k) noexcept {
+  Scorer s(Kind::Signature);
+  s.sigs_ = sigs;
+  s.k_ = k;
+  return s;
+}
+
+Scorer Scorer::bottomk_estimate(const Fingerprints& fingerprints) noexcept {
+  Scorer s(Kind::BottomK);
+  s.fingerprints_ = &fingerprints;
+  return s;
+}
+
+Scorer Scorer::simhash_estimate(std::span<const uint64_t> simhashes) noexcept {
+  Scorer s(Kind::SimHash);
+  s.simhashes_ = simhashes;
+  return s;
+}
+
 double Scorer::operator()(DocId a, DocId b) const noexcept {
-  if (mode == VerifyMode::Exact) return jaccard(sets->get(a), sets->get(b));
-  if (!simhashes.empty()) return simhash_similarity(hamming_distance(simhashes[a], simhashes[b]));
-  if (fingerprints) return bottomk_estimate((*fingerprints)[a], (*fingerprints)[b], fingerprints->size);
-  return estimate_jaccard(sigs.subspan(a * k, k), sigs.subspan(b * k, k));
+  switch (kind_) {
+    case Kind::Exact: return jaccard(sets_->get(a), sets_->get(b));
+    case Kind::SimHash: return simhash_similarity(hamming_distance(simhashes_[a], simhashes_[b]));
+    case Kind::BottomK: return neardup::bottomk_estimate((*fingerprints_)[a], (*fingerprints_)[b], fingerprints_->size);
+    case Kind::Signature: break;
+  }
+  return estimate_jaccard(sigs_.subspan(a * k_, k_), sigs_.subspan(b * k_, k_));
 }
 
 std::vector<ScoredPair> verify_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double threshold,

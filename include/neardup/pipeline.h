@@ -33,6 +33,7 @@ class GrowArray;
 namespace io {
 class AtomicFile;
 }
+class ThreadPool;
 
 struct Progress {
   const char* stage = "";  ///< "sketch", "verify", "write"
@@ -60,10 +61,13 @@ struct RunOptions {
   /// threshold (0: off).
   size_t top = 0;
   /// Pairs mode with minhash or oph: do not hold the pairs within clusters in memory (a cluster
-  /// of m documents has up to m(m-1)/2, about 50 bytes each); write_pairs finds, verifies and
-  /// writes them a chunk at a time. pairs() then holds only the verified LSH edges, and
-  /// stats().pairs is set by write_pairs. The CLI sets it; the output is the same.
-  bool stream_pairs = false;
+  /// of m documents has up to m(m-1)/2, about 50 bytes each); each_pair() and write_pairs()
+  /// find, verify and hand them over a chunk at a time, and set stats().pairs. pairs() then
+  /// refuses (UsageError): set this to false to hold every pair. The output is the same.
+  bool stream_pairs = true;
+  /// The pool the run's parallel work takes its threads from (thread_pool.h); null: the
+  /// calling thread's current pool.
+  ThreadPool* pool = nullptr;
   ProgressFn progress;  ///< called from the reading thread, after each batch
 };
 
@@ -119,8 +123,6 @@ struct MemoryEstimate {
   double peak() const noexcept { return state + search; }
 };
 
-/// Appends a similarity as every output prints it: six decimals.
-void append_similarity(std::string& line, double s);
 
 class Pipeline {
  public:
@@ -145,10 +147,14 @@ class Pipeline {
   const RunStats& stats() const noexcept { return stats_; }
   size_t size() const noexcept { return lengths_.size(); }
   std::string_view id(DocId doc) const noexcept;
-  /// Pairs mode: every reported pair (with RunOptions::stream_pairs and minhash or oph, only the
-  /// verified LSH edges: write_pairs finds the rest as it writes); Dedup mode: the verified star
-  /// edges. Sorted by (a, b).
-  const std::vector<ScoredPair>& pairs() const noexcept { return pairs_; }
+  /// Pairs mode: every reported pair; Dedup mode: the verified edges that connect the clusters.
+  /// Sorted by (a, b). Throws UsageError in pairs mode with RunOptions::stream_pairs and minhash
+  /// or oph, where the pairs are not held: use each_pair().
+  const std::vector<ScoredPair>& pairs() const;
+  /// Pairs mode: every reported pair, in (a, b) order, a chunk at a time (found and verified
+  /// now with RunOptions::stream_pairs, so memory does not grow with the number of pairs).
+  /// Sets stats().pairs.
+  void each_pair(const std::function<void(std::span<const ScoredPair>)>& emit);
   const Clustering& clustering() const noexcept { return clustering_; }
   /// The similarity of two documents by the configured verification (exact needs both sets).
   double similarity(DocId a, DocId b) const;
@@ -166,8 +172,8 @@ class Pipeline {
   /// MemoryEstimate::per_document predicts per document.
   uint64_t state_bytes() const noexcept;
 
-  /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash. With stream_pairs in
-  /// pairs mode it verifies the pairs within clusters here, and sets stats().pairs.
+  /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash (io/tsv.h), from
+  /// each_pair().
   void write_pairs(io::AtomicFile& out);
   /// Pass 3: the kept records as they were (JSONL lines, or paths for text-file inputs).
   void write_kept(io::AtomicFile& out);
@@ -190,10 +196,9 @@ class Pipeline {
   PairFilter pair_filter() const;
   /// The LSH buckets of the run (sets stats().largest_bucket).
   LshBuckets find_buckets();
-  /// Pairs mode with a join: every pair, in (a, b) order, a chunk at a time.
-  void for_each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) const;
-  void write_pair_lines(std::span<const ScoredPair> pairs, io::AtomicFile& out) const;
   bool share_band(DocId a, DocId b, size_t k) const noexcept;
+  /// Pairs mode with a join: every pair, in (a, b) order, a chunk at a time.
+  void expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const;
   /// LSH candidates (minhash, oph) or join candidates (bottomk, exact), scored and kept above
   /// the threshold.
   void find_pairs_lsh();

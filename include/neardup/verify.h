@@ -38,16 +38,32 @@ class ShingleSets {
   uint64_t total_ = 0;
 };
 
-/// The similarity of two documents, by exact Jaccard or by signature estimate.
-struct Scorer {
-  VerifyMode mode = VerifyMode::Exact;
-  const ShingleSets* sets = nullptr;   ///< Exact
-  std::span<const SigValue> sigs{};    ///< Estimate: n x k signatures
-  size_t k = 0;
-  const Fingerprints* fingerprints = nullptr;  ///< Estimate with bottom-k (instead of sigs)
-  std::span<const uint64_t> simhashes{};        ///< Estimate with SimHash: 1 - d / 64
+/// The similarity of two documents: exact Jaccard of their shingle sets, or a sketch's estimate.
+/// Made by one of the named constructors, each taking exactly what it needs (the data must
+/// outlive the scorer).
+class Scorer {
+ public:
+  /// Jaccard of the two sets (both must be in `sets`).
+  static Scorer exact(const ShingleSets& sets) noexcept;
+  /// The fraction of equal values of two signatures of k values (minhash, oph): n x k, row-major.
+  static Scorer signature_estimate(std::span<const SigValue> sigs, size_t k) noexcept;
+  /// The bottom-k estimate of two fingerprints (bottomk.h).
+  static Scorer bottomk_estimate(const Fingerprints& fingerprints) noexcept;
+  /// 1 - d / 64 for SimHashes d bits apart.
+  static Scorer simhash_estimate(std::span<const uint64_t> simhashes) noexcept;
 
   double operator()(DocId a, DocId b) const noexcept;
+  VerifyMode mode() const noexcept { return kind_ == Kind::Exact ? VerifyMode::Exact : VerifyMode::Estimate; }
+
+ private:
+  enum class Kind { Exact, Signature, BottomK, SimHash };
+  explicit Scorer(Kind kind) noexcept : kind_(kind) {}
+  Kind kind_;
+  const ShingleSets* sets_ = nullptr;
+  std::span<const SigValue> sigs_{};
+  size_t k_ = 0;
+  const Fingerprints* fingerprints_ = nullptr;
+  std::span<const uint64_t> simhashes_{};
 };
 
 /// Scores `candidates` in parallel; returns those with similarity >= threshold, in the order of

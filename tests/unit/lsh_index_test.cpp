@@ -101,7 +101,7 @@ TEST(Lsh, RecallAndPrecisionAgainstBruteForce) {
   const LshParams p = choose_lsh_params(t, k);
   const auto cand = lsh_candidates(sigs, k, {}, p, kDefaultSeed, 2);
   // Exact verification of the star edges: precision 1.
-  Scorer exact{.mode = VerifyMode::Exact, .sets = &sets};
+  const Scorer exact = Scorer::exact(sets);
   const auto verified = verify_pairs(cand, exact, t, 2);
   for (const auto& e : verified) {
     EXPECT_GE(e.similarity, t);
@@ -117,7 +117,7 @@ TEST(Lsh, RecallAndPrecisionAgainstBruteForce) {
   }
   EXPECT_GE(static_cast<double>(share) / in_margin, 0.99) << share << "/" << in_margin;
   // Estimate verification: precision stays high at the threshold.
-  Scorer est{.mode = VerifyMode::Estimate, .sigs = sigs, .k = static_cast<size_t>(k)};
+  const Scorer est = Scorer::signature_estimate(sigs, static_cast<size_t>(k));
   const auto est_pairs = verify_pairs(cand, est, t, 1);
   size_t est_true = 0;
   for (const auto& e : est_pairs) est_true += jaccard(sets.get(e.a), sets.get(e.b)) >= t - 0.1;

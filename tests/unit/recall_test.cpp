@@ -68,7 +68,9 @@ std::vector<ScoredPair> run_pairs(const std::string& corpus, const std::string& 
   o.threads = 2;
   Pipeline p({corpus}, o);
   p.run(Pipeline::Mode::Pairs);
-  return p.pairs();
+  std::vector<ScoredPair> all;  // streamed (the default): the pairs within clusters are found here
+  p.each_pair([&](std::span<const ScoredPair> chunk) { all.insert(all.end(), chunk.begin(), chunk.end()); });
+  return all;
 }
 
 std::set<std::pair<DocId, DocId>> keys(const std::vector<ScoredPair>& v) {

@@ -98,7 +98,7 @@ int run_add(const CLI::App* cmd, const IndexOptions& o) {
     if (!out || !r.best()) return;
     line.assign(r.record.id).push_back('\t');
     line.append(idx->id(r.best()->doc)).push_back('\t');
-    append_similarity(line, r.best()->similarity);
+    io::append_similarity(line, r.best()->similarity);
     line.push_back('\n');
     out->write(line);
   });
@@ -133,7 +133,7 @@ int run_query(const CLI::App* cmd, const IndexOptions& o) {
       if (o.skip_same_id && idx->id(m.doc) == r.record.id) continue;
       line.assign(r.record.id).push_back('\t');
       line.append(idx->id(m.doc)).push_back('\t');
-      append_similarity(line, m.similarity);
+      io::append_similarity(line, m.similarity);
       line.push_back('\n');
       out.write(line);
       ++lines;
@@ -268,7 +268,7 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
     if (!removed) return;
     line.assign(r.record.id).push_back('\t');
     line.append(idx->id(m->doc)).push_back('\t');
-    append_similarity(line, m->similarity);
+    io::append_similarity(line, m->similarity);
     line.append(m->doc < indexed ? "\tindex\n" : "\tinput\n");
     removed->write(line);
   });

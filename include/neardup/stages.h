@@ -1,0 +1,115 @@
+// The engine's stages as pieces a host can drive on its own data: sketch documents, find
+// candidate pairs, verify them, cluster. Pipeline composes the same pieces over files, in
+// streaming passes; a Python caller, an MPI rank or a server composes them over what it holds.
+//
+//   sketch_documents(texts, spec)      -> Sketches (one row per document)
+//   find_candidates(sketches, sets)    -> candidate pairs (LSH star edges for minhash and oph,
+//                                         the fingerprint join for bottomk, Manku's tables for
+//                                         simhash, the exact set join for exact)
+//   shingle_sets(texts, spec, needed)  -> the exact sets of the documents in candidate pairs
+//   verify_pairs(candidates, scorer_for(sketches, sets), threshold)   (verify.h)
+//   cluster_documents(n, verified, policy)                             (cluster.h)
+//
+// Sketches can be written to a file and read back (write_sketches, read_sketches) so that
+// sketches made in one process are joined in another; docs/formats.md gives the layout.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neardup/bottomk.h"
+#include "neardup/shingle.h"
+#include "neardup/simhash.h"
+#include "neardup/spec.h"
+#include "neardup/types.h"
+#include "neardup/verify.h"
+
+namespace neardup {
+
+/// The sketches of documents 0..size()-1 under one resolved spec.
+struct Sketches {
+  PipelineSpec spec;
+  std::vector<SigValue> signatures;  ///< minhash, oph: size() x num_perm, row-major
+  Fingerprints fingerprints;         ///< bottomk
+  std::vector<uint64_t> simhashes;   ///< simhash (0 for an empty document)
+  std::vector<uint8_t> empty;        ///< 1: the document has no shingle (never paired)
+  uint64_t shingles = 0;             ///< shingles over all documents, repeats included
+
+  size_t size() const noexcept { return empty.size(); }
+  /// The signature of `doc` (minhash, oph).
+  std::span<const SigValue> signature(DocId doc) const noexcept;
+  /// Appends `other` (same spec): its documents follow these.
+  void append(const Sketches& other);
+};
+
+/// Turns one text at a time into its shingles and sketch, under a resolved spec. It owns its
+/// scratch memory: one sketcher per thread. What it keeps between documents is bounded
+/// (kScratchKeepBytes per buffer): a 60 MB document does not pin 60 MB once it is done.
+class DocumentSketcher {
+ public:
+  explicit DocumentSketcher(const PipelineSpec& spec);
+  ~DocumentSketcher();
+  DocumentSketcher(DocumentSketcher&&) noexcept;
+  DocumentSketcher& operator=(DocumentSketcher&&) noexcept;
+
+  /// Shingles `text`; the sketch functions below then work on these shingles.
+  std::span<const ShingleHash> shingle(std::string_view text);
+  /// minhash, oph: the signature (num_perm values) into `out`.
+  void signature(std::span<SigValue> out) const;
+  /// bottomk: the fingerprint (sorted, distinct, at most sketch_size values).
+  void fingerprint(std::vector<SigValue>& out);
+  /// simhash.
+  uint64_t simhash();
+  /// The shingle set (sorted, distinct): what exact verification compares.
+  std::vector<ShingleHash> set() const;
+  /// Frees scratch beyond the bound; called after each document by the functions above' users.
+  void trim() noexcept;
+
+  const PipelineSpec& spec() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Scratch a sketcher keeps between documents, per buffer, at most.
+inline constexpr size_t kScratchKeepBytes = size_t{1} << 20;
+
+/// Sketches `texts` under `spec` (resolved here) on `threads` threads of the current pool
+/// (0: all). The result does not depend on the number of threads.
+Sketches sketch_documents(std::span<const std::string_view> texts, const PipelineSpec& spec, int threads = 0);
+
+/// The shingle sets of the documents with needed[d] != 0 (all when `needed` is empty).
+ShingleSets shingle_sets(std::span<const std::string_view> texts, const PipelineSpec& spec,
+                         std::span<const uint8_t> needed = {}, int threads = 0);
+
+/// Candidate pairs (a < b, sorted, distinct) by the spec's method: LSH star edges (minhash, oph),
+/// the pairs whose bottom-k estimate reaches the threshold (bottomk), the pairs within the
+/// Hamming distance (simhash), or, for exact, the pairs of `sets` whose Jaccard reaches the
+/// threshold (then `sets` must hold every document's set).
+std::vector<DocPair> find_candidates(const Sketches& sketches, const ShingleSets* sets = nullptr, int threads = 0);
+
+/// The documents that appear in `pairs`: needed[d] = 1.
+std::vector<uint8_t> documents_in(std::span<const DocPair> pairs, size_t num_docs);
+
+/// The scorer of the spec's verification: exact Jaccard over `sets` (VerifyMode::Exact), or the
+/// sketch's estimate. `sketches` and `sets` must outlive it.
+Scorer scorer_for(const Sketches& sketches, const ShingleSets* sets);
+
+/// Writes sketches with the documents' ids (one per document, or none) to `path`, atomically.
+/// The file is checksummed; docs/formats.md gives the layout.
+void write_sketches(const std::string& path, const Sketches& sketches, std::span<const std::string> ids = {});
+
+/// What read_sketches returns.
+struct SketchFile {
+  Sketches sketches;
+  std::vector<std::string> ids;  ///< empty if none were written
+};
+/// Reads a file of write_sketches. Throws FormatError naming the file if it is damaged,
+/// truncated, of another version, or not a sketch file; IoError if it cannot be read.
+SketchFile read_sketches(const std::string& path);
+
+}  // namespace neardup

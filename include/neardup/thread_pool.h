@@ -1,0 +1,75 @@
+// A pool of worker threads the engine runs its parallel work on.
+//
+// Every stage that runs in parallel (the reading passes, the LSH buckets, the joins, the
+// verification) takes its threads from a pool instead of starting threads of its own. A host
+// that has threads already (a server, a Python process) hands its pool to the engine through
+// RunOptions::pool or a ThreadPool::Use scope; otherwise the engine uses one pool shared by the
+// process, made on first use with a worker per hardware thread.
+//
+// Work is never lost to a busy pool: the thread that asks for parallel work always takes part
+// in it, and pool threads that are busy elsewhere simply do not join. So nested parallel work
+// cannot deadlock, and a pool of one thread (or none free) runs everything on the caller.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace neardup {
+
+class ThreadPool {
+ public:
+  /// `workers` threads (0: one per hardware thread). The caller of parallel_for() takes part as
+  /// well, so a loop can run on workers + 1 threads.
+  explicit ThreadPool(int workers = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int workers() const noexcept { return static_cast<int>(threads_.size()); }
+
+  /// Calls fn(i, slot) for every i in [0, n) on the calling thread and up to threads - 1 of the
+  /// pool's workers; slot < threads numbers the thread that runs it (for per-thread state).
+  /// Items are handed out one at a time, so results must be stored by item, not by slot.
+  /// Returns when every item is done; rethrows the first exception (the items not yet started
+  /// are then skipped).
+  void parallel_for(size_t n, int threads, const std::function<void(size_t i, size_t slot)>& fn);
+
+  /// Queues a task for a worker. The caller must make sure the task's data outlives it (the
+  /// pass runner waits for its tasks, or does their work itself, before it returns).
+  void submit(std::function<void()> task);
+
+  /// The pool of this thread: the one a Use scope installed, the pool a worker belongs to, or
+  /// the process's shared pool.
+  static ThreadPool& current();
+  /// The process's shared pool (made on first use).
+  static ThreadPool& shared();
+
+  /// Makes `pool` the current pool of this thread for the scope's lifetime (null: no change).
+  class Use {
+   public:
+    explicit Use(ThreadPool* pool) noexcept;
+    ~Use();
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+
+   private:
+    ThreadPool* previous_;
+    bool active_;
+  };
+
+ private:
+  void run_worker();
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace neardup

@@ -1,0 +1,355 @@
+#include "internal/pass_runner.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+
+#include "neardup/error.h"
+#include "neardup/thread_pool.h"
+
+namespace neardup::internal {
+namespace {
+
+constexpr size_t kBatchBytes = 1 << 20;
+constexpr size_t kBatchDocs = 2048;
+using Kind = io::RawRecord::Kind;
+
+// The state the worker tasks share with the runner. Owned jointly, because a task the pool
+// starts late (its workers were busy) may run after the pass is over: it must then find `over`
+// set and leave without touching the runner.
+struct Shared {
+  std::mutex mu;
+  std::condition_variable not_empty, not_full, finished, idle;
+  std::deque<Batch*> queue;
+  bool closed = false;  // no more batches will be queued
+  bool over = false;    // the runner has returned or is returning: tasks must not start
+  size_t running = 0;   // worker tasks inside the runner
+  size_t next_slot = 0;
+  std::exception_ptr error;
+};
+
+class PassRunner {
+ public:
+  PassRunner(io::RecordReader& reader, const io::InputSet& inputs, int threads, const Pass& pass)
+      : reader_(reader), inputs_(inputs), pass_(pass), threads_(std::max(threads, 1)), max_queued_(static_cast<size_t>(threads_) * 2),
+        shared_(std::make_shared<Shared>()) {}
+
+  PassTotals run() {
+    start_workers();
+    std::exception_ptr read_error;
+    try {
+      read_all();
+    } catch (...) {
+      read_error = std::current_exception();  // reported after the records read before it
+    }
+    try {
+      close();
+      drain(true);
+    } catch (...) {
+      stop();
+      throw;
+    }
+    stop();
+    if (read_error) std::rethrow_exception(read_error);
+    return totals_;
+  }
+
+ private:
+  void start_workers() {
+    ThreadPool& pool = ThreadPool::current();
+    const int n = std::min(threads_, std::max(pool.workers(), 1));
+    for (int t = 0; t < n; ++t) {
+      pool.submit([s = shared_, this] {
+        size_t slot;
+        {
+          std::lock_guard<std::mutex> lock(s->mu);
+          if (s->over) return;
+          ++s->running;
+          slot = s->next_slot++;
+        }
+        worker_loop(slot);
+        {
+          std::lock_guard<std::mutex> lock(s->mu);
+          --s->running;
+        }
+        s->idle.notify_all();
+      });
+    }
+  }
+
+  // Takes queued batches until the queue is closed and empty.
+  void worker_loop(size_t slot) {
+    io::JsonlParser parser(*pass_.reader);
+    for (;;) {
+      Batch* b = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(shared_->mu);
+        shared_->not_empty.wait(lock, [&] { return !shared_->queue.empty() || shared_->closed; });
+        if (shared_->queue.empty()) return;
+        b = shared_->queue.front();
+        shared_->queue.pop_front();
+      }
+      shared_->not_full.notify_one();
+      work_guarded(*b, parser, slot);
+    }
+  }
+
+  // Works one batch on the reading thread (slot `threads_`), when it would otherwise wait.
+  bool help() {
+    Batch* b = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      if (shared_->queue.empty()) return false;
+      b = shared_->queue.front();
+      shared_->queue.pop_front();
+    }
+    if (!reader_parser_) reader_parser_ = std::make_unique<io::JsonlParser>(*pass_.reader);
+    work_guarded(*b, *reader_parser_, static_cast<size_t>(threads_));
+    return true;
+  }
+
+  void work_guarded(Batch& b, io::JsonlParser& parser, size_t slot) {
+    try {
+      work(b, parser, slot);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      if (!shared_->error) shared_->error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      b.done = true;
+    }
+    shared_->finished.notify_all();
+  }
+
+  // Parses the batch's lines (unless parsed already) and processes each document.
+  void work(Batch& b, io::JsonlParser& parser, size_t slot) {
+    const size_t n = b.size();
+    b.ok.assign(n, 0);
+    b.text_length.assign(n, 0);
+    io::Record rec;
+    std::string problem;
+    const size_t parsed_problems = b.problems.size();
+    if (pass_.start) pass_.start(b, slot);
+    for (size_t i = 0; i < n; ++i) {
+      Batch::Entry& e = b.entries[i];
+      std::string_view text = b.raw_of(e);
+      if (e.kind == Kind::Bad) continue;
+      if (e.kind == Kind::Line) {
+        if (!parse(b, i, parser, rec, problem)) continue;
+        text = rec.text;
+      }
+      b.ok[i] = 1;
+      b.text_length[i] = text.size();
+      pass_.process(b, i, text, slot);
+    }
+    // The reading thread's problems came first; keep them all in entry order.
+    std::inplace_merge(b.problems.begin(), b.problems.begin() + static_cast<ptrdiff_t>(parsed_problems), b.problems.end(),
+                       [](const auto& x, const auto& y) { return x.entry < y.entry; });
+    std::vector<char>().swap(b.raw);
+  }
+
+  bool parse(Batch& b, size_t i, io::JsonlParser& parser, io::Record& rec, std::string& problem) {
+    Batch::Entry& e = b.entries[i];
+    const std::string_view line = b.raw_of(e);
+    const auto t = Clock::now();
+    const bool good = parser.parse(line, inputs_.sources()[e.source], e.line, rec, problem);
+    b.t_parse += seconds_since(t);
+    if (!good) {
+      b.problems.push_back({i, problem, parser.problem_kind(), pass_.reader->on_reject ? std::string(line) : std::string()});
+      return false;
+    }
+    if (parser.replaced_invalid_utf8()) ++b.invalid_utf8;
+    if (parser.missing_id()) ++b.missing_ids;
+    e.id_begin = b.ids.size();
+    e.id_length = rec.id.size();
+    b.ids.append(rec.id);
+    if (!b.keys_kind.empty()) {
+      b.keys_kind[i] = static_cast<uint8_t>(rec.key.kind);
+      b.keys_num[i] = rec.key.number;
+      b.keys_text_begin[i] = b.keys_text.size();
+      b.keys_text_length[i] = rec.key.text.size();
+      b.keys_text.append(rec.key.text);
+    }
+    return true;
+  }
+
+  void read_all() {
+    auto batch = std::make_unique<Batch>();
+    io::RawRecord raw;
+    io::Record rec;
+    auto full = [&] { return batch->raw.size() >= kBatchBytes || batch->size() >= kBatchDocs; };
+    for (;;) {
+      if (pass_.filter) {
+        // Parsed here: the ordinal is known, and the filter decides.
+        if (!reader_.next(rec)) break;
+        const DocId doc = next_doc(records_);
+        if (!pass_.filter(rec, doc)) continue;
+        batch->add(Kind::Parsed, rec.text, rec.id, rec.source, rec.line, rec.offset, doc);
+      } else {
+        if (!reader_.next_raw(raw)) break;
+        ++records_;
+        if (raw.kind == Kind::Bad) batch->problems.push_back({batch->size(), raw.problem, raw.problem_kind, std::string()});
+        batch->add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line, raw.offset, 0);
+      }
+      if (full()) {
+        push(std::move(batch));
+        batch = std::make_unique<Batch>();
+        report_progress();
+        std::lock_guard<std::mutex> lock(shared_->mu);
+        if (shared_->error) break;
+      }
+    }
+    if (!batch->entries.empty()) push(std::move(batch));
+    report_progress();
+  }
+
+  void report_progress() {
+    if (pass_.progress && *pass_.progress) (*pass_.progress)({pass_.stage, reader_.bytes_read(), pass_.total_bytes, records_});
+  }
+
+  // Queues a batch; while the queue is full, works queued batches here.
+  void push(std::unique_ptr<Batch> b) {
+    b->raw.resize(b->raw.size() + io::JsonlParser::kPadding);
+    Batch* raw = b.get();
+    in_flight_.push_back(std::move(b));
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(shared_->mu);
+        if (shared_->queue.size() < max_queued_ || shared_->error) {
+          shared_->queue.push_back(raw);
+          break;
+        }
+      }
+      if (!help()) {
+        std::unique_lock<std::mutex> lock(shared_->mu);
+        shared_->not_full.wait(lock, [&] { return shared_->queue.size() < max_queued_ || shared_->error; });
+      }
+    }
+    shared_->not_empty.notify_one();
+    drain(false);
+  }
+
+  // Hands the finished batches at the front to consume() (all of them, working or waiting, if
+  // `all`).
+  void drain(bool all) {
+    while (!in_flight_.empty()) {
+      Batch& b = *in_flight_.front();
+      for (;;) {
+        {
+          std::unique_lock<std::mutex> lock(shared_->mu);
+          if (shared_->error) std::rethrow_exception(shared_->error);
+          if (b.done) break;
+          if (!all) return;
+          if (shared_->queue.empty()) {
+            shared_->finished.wait(lock, [&] { return b.done || shared_->error; });
+            continue;
+          }
+        }
+        help();
+      }
+      deliver(b);
+      in_flight_.pop_front();
+    }
+  }
+
+  // The documents and bad records of a finished batch, in order.
+  void deliver(const Batch& b) {
+    size_t p = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (p < b.problems.size() && b.problems[p].entry == i) {
+        report_bad(b, b.problems[p++]);
+        continue;
+      }
+      if (!b.ok[i]) continue;
+      const DocId doc = pass_.filter ? b.entries[i].doc : next_doc(ordinal_);
+      pass_.consume(const_cast<Batch&>(b), i, doc);
+    }
+    totals_.shingles += b.shingles;
+    totals_.invalid_utf8 += b.invalid_utf8;
+    totals_.missing_ids += b.missing_ids;
+    totals_.unspaced += b.unspaced;
+    totals_.t_parse += b.t_parse;
+    totals_.t_shingle += b.t_shingle;
+    totals_.t_sketch += b.t_sketch;
+  }
+
+  void report_bad(const Batch& b, const Batch::Problem& pr) {
+    const Batch::Entry& e = b.entries[pr.entry];
+    const io::Source& src = inputs_.sources()[e.source];
+    io::Rejected r;
+    r.input = src.display;
+    r.line = e.line;
+    r.offset = e.offset;
+    r.kind = pr.kind;
+    r.reason = pr.what;
+    r.has_record = e.kind == Kind::Line;
+    r.record = pr.raw;
+    pass_.on_bad(e.kind == Kind::Bad && e.line == 0 ? src.display : io::record_where(src, e.line, e.offset), r);
+  }
+
+  void close() {
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      shared_->closed = true;
+    }
+    shared_->not_empty.notify_all();
+  }
+
+  // Ends the pass: batches not started are dropped, tasks not started will not start, and the
+  // running ones are waited for.
+  void stop() {
+    std::unique_lock<std::mutex> lock(shared_->mu);
+    shared_->closed = true;
+    shared_->over = true;
+    shared_->queue.clear();
+    shared_->not_empty.notify_all();
+    shared_->not_full.notify_all();
+    shared_->idle.wait(lock, [&] { return shared_->running == 0; });
+  }
+
+  io::RecordReader& reader_;
+  const io::InputSet& inputs_;
+  const Pass& pass_;
+  const int threads_;
+  const size_t max_queued_;
+  std::shared_ptr<Shared> shared_;
+  std::unique_ptr<io::JsonlParser> reader_parser_;
+  std::deque<std::unique_ptr<Batch>> in_flight_;  // pushed, in reading order
+  uint64_t records_ = 0;  // read
+  uint64_t ordinal_ = 0;  // documents handed to consume()
+  PassTotals totals_;
+};
+
+}  // namespace
+
+void Batch::add(io::RawRecord::Kind kind, std::string_view bytes, std::string_view id, size_t source, uint64_t line,
+                uint64_t offset, DocId doc) {
+  Entry e;
+  e.kind = kind;
+  e.source = static_cast<uint32_t>(source);
+  e.raw_length = static_cast<uint32_t>(bytes.size());
+  e.raw_begin = raw.size();
+  e.line = line;
+  e.offset = offset;
+  e.id_begin = ids.size();
+  e.id_length = id.size();
+  e.doc = doc;
+  raw.insert(raw.end(), bytes.begin(), bytes.end());
+  ids.append(id);
+  entries.push_back(e);
+}
+
+DocId next_doc(uint64_t& counter) {
+  if (counter >= 0xFFFFFFFFull) throw UsageError("more than 4,294,967,294 documents in one run; split the input");
+  return static_cast<DocId>(counter++);
+}
+
+PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int threads, const Pass& pass) {
+  return PassRunner(reader, inputs, threads, pass).run();
+}
+
+}  // namespace neardup::internal

@@ -1,0 +1,107 @@
+// A reading pass over the inputs, in parallel and in reading order.
+//
+// The calling thread reads records into batches; workers from the current thread pool parse and
+// process them; the calling thread hands the documents, in reading order, to consume() as the
+// batches complete. So the results are the same for any number of threads, and bad records are
+// reported in reading order: on_bad(where, rejected) throws or counts them (they get no
+// ordinal). When the pool has no free worker, or the queue is full, the reading thread works a
+// queued batch itself, so a pass always finishes.
+//
+// With a filter, records are parsed on the reading thread (so that their ordinals are known
+// there) and only those it accepts are processed; otherwise the workers parse.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neardup/bottomk.h"
+#include "neardup/io/reader.h"
+#include "neardup/pipeline.h"
+#include "neardup/types.h"
+
+namespace neardup::internal {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+/// A batch of records gathered on the reading thread and parsed and processed by one thread.
+struct Batch {
+  struct Entry {
+    io::RawRecord::Kind kind = io::RawRecord::Kind::Line;
+    uint32_t source = 0;
+    uint32_t raw_length = 0;  // Line: the raw line; Parsed: the text
+    size_t raw_begin = 0;     // in `raw`
+    uint64_t line = 0, offset = 0;
+    size_t id_begin = 0, id_length = 0;  // in `ids`, once parsed
+    DocId doc = 0;                       // parsed on the reading thread: its ordinal
+  };
+  struct Problem {
+    size_t entry = 0;
+    std::string what;
+    const char* kind = "";
+    std::string raw;  // the line, when rejects are written
+  };
+  std::vector<Entry> entries;
+  std::vector<char> raw;  // lines and texts back to back, then JsonlParser::kPadding bytes
+  std::string ids;
+  std::vector<Problem> problems;  // bad entries, in entry order
+  // Results, by entry.
+  std::vector<uint8_t> ok;  // parsed into a document
+  std::vector<uint64_t> text_length;
+  std::vector<SigValue> sigs;
+  std::vector<uint64_t> keys;  // band keys, entry-major
+  Fingerprints fps;
+  std::vector<uint64_t> simhashes;
+  std::vector<uint8_t> empty;
+  std::vector<uint32_t> fp_slot;  // bottomk: the entry's fingerprint in `fps`
+  std::vector<std::vector<ShingleHash>> sets;
+  // The keep-by field of each entry (when asked for): kind, number, string in keys_text.
+  std::vector<uint8_t> keys_kind;
+  std::vector<double> keys_num;
+  std::vector<size_t> keys_text_begin, keys_text_length;
+  std::string keys_text;
+  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0, unspaced = 0;
+  double t_parse = 0, t_shingle = 0, t_sketch = 0;
+  bool done = false;  // guarded by the runner's mutex
+
+  size_t size() const { return entries.size(); }
+  std::string_view raw_of(const Entry& e) const { return {raw.data() + e.raw_begin, e.raw_length}; }
+  std::string_view id_of(size_t i) const { return std::string_view(ids).substr(entries[i].id_begin, entries[i].id_length); }
+  void add(io::RawRecord::Kind kind, std::string_view bytes, std::string_view id, size_t source, uint64_t line,
+           uint64_t offset, DocId doc);
+};
+
+/// What a pass does with its records. `slot` numbers the thread that works a batch, below
+/// PassRunner::slots(threads): per-thread state (a sketcher) is kept by slot.
+struct Pass {
+  const char* stage = "";
+  uint64_t total_bytes = 0;
+  const ProgressFn* progress = nullptr;
+  const io::ReaderOptions* reader = nullptr;
+  std::function<bool(const io::Record&, DocId)> filter;
+  std::function<void(const std::string& where, const io::Rejected& r)> on_bad;
+  std::function<void(Batch&, size_t slot)> start;  // before the batch's first document
+  std::function<void(Batch&, size_t entry, std::string_view text, size_t slot)> process;
+  std::function<void(Batch&, size_t entry, DocId doc)> consume;  // on the reading thread
+};
+
+/// What the workers measured and counted, over all batches.
+struct PassTotals {
+  uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0, unspaced = 0;
+  double t_parse = 0, t_shingle = 0, t_sketch = 0;
+};
+
+/// The number of slots a pass on `threads` workers uses: one per worker and the reading thread.
+inline size_t pass_slots(int threads) { return static_cast<size_t>(threads < 1 ? 1 : threads) + 1; }
+
+/// Runs `pass` over the records of `reader` with `threads` workers of the current pool.
+PassTotals run_pass(io::RecordReader& reader, const io::InputSet& inputs, int threads, const Pass& pass);
+
+/// The next ordinal of a counter of documents (DocId is 32-bit; the largest value means none).
+DocId next_doc(uint64_t& counter);
+
+}  // namespace neardup::internal

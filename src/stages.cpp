@@ -1,0 +1,396 @@
+#include "neardup/stages.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "internal/hash.h"
+#include "internal/parallel.h"
+#include "neardup/allpairs.h"
+#include "neardup/error.h"
+#include "neardup/io/writer.h"
+#include "neardup/lsh_index.h"
+#include "neardup/setjoin.h"
+
+namespace neardup {
+namespace {
+
+// Frees a scratch vector that a large document grew beyond the bound.
+template <class T>
+void trim_vector(std::vector<T>& v) noexcept {
+  if (v.capacity() * sizeof(T) > kScratchKeepBytes) std::vector<T>().swap(v);
+}
+
+int threads_or_all(int threads) { return threads > 0 ? threads : internal::hardware_threads(); }
+
+}  // namespace
+
+// ---- Sketches ----
+
+std::span<const SigValue> Sketches::signature(DocId doc) const noexcept {
+  const auto k = static_cast<size_t>(spec.num_perm);
+  return std::span<const SigValue>(signatures).subspan(static_cast<size_t>(doc) * k, k);
+}
+
+void Sketches::append(const Sketches& other) {
+  if (other.spec.to_string() != spec.to_string())
+    throw UsageError("cannot append sketches of spec '" + other.spec.to_string() + "' to sketches of spec '" + spec.to_string() + "'");
+  signatures.insert(signatures.end(), other.signatures.begin(), other.signatures.end());
+  for (size_t i = 0; i < other.fingerprints.count(); ++i) fingerprints.push_back(other.fingerprints[i]);
+  simhashes.insert(simhashes.end(), other.simhashes.begin(), other.simhashes.end());
+  empty.insert(empty.end(), other.empty.begin(), other.empty.end());
+  shingles += other.shingles;
+}
+
+// ---- DocumentSketcher ----
+
+struct DocumentSketcher::Impl {
+  explicit Impl(const PipelineSpec& s) : spec(s.resolved()), shingler(spec.shingle) {
+    if (uses_signatures(spec.method)) hasher.emplace(spec);
+    if (spec.method == SketchMethod::BottomK) selector.emplace(spec.sketch_size);
+    if (spec.method == SketchMethod::SimHash) simhasher.emplace(spec.weights);
+  }
+  PipelineSpec spec;
+  Shingler shingler;
+  std::optional<SignatureHasher> hasher;
+  std::optional<BottomKSelector> selector;
+  std::optional<SimHasher> simhasher;
+  std::vector<ShingleHash> shingles;
+};
+
+DocumentSketcher::DocumentSketcher(const PipelineSpec& spec) : impl_(std::make_unique<Impl>(spec)) {}
+DocumentSketcher::~DocumentSketcher() = default;
+DocumentSketcher::DocumentSketcher(DocumentSketcher&&) noexcept = default;
+DocumentSketcher& DocumentSketcher::operator=(DocumentSketcher&&) noexcept = default;
+
+const PipelineSpec& DocumentSketcher::spec() const noexcept { return impl_->spec; }
+
+std::span<const ShingleHash> DocumentSketcher::shingle(std::string_view text) {
+  impl_->shingler.shingles(text, impl_->shingles);
+  return impl_->shingles;
+}
+
+void DocumentSketcher::signature(std::span<SigValue> out) const {
+  if (!impl_->hasher) throw UsageError("signature() needs a minhash or oph spec, not '" + impl_->spec.to_string() + "'");
+  impl_->hasher->sketch(impl_->shingles, out);
+}
+
+void DocumentSketcher::fingerprint(std::vector<SigValue>& out) {
+  if (!impl_->selector) throw UsageError("fingerprint() needs a bottomk spec, not '" + impl_->spec.to_string() + "'");
+  impl_->selector->add(impl_->shingles);
+  impl_->selector->finish(out);
+}
+
+uint64_t DocumentSketcher::simhash() {
+  if (!impl_->simhasher) throw UsageError("simhash() needs a simhash spec, not '" + impl_->spec.to_string() + "'");
+  return (*impl_->simhasher)(impl_->shingles);
+}
+
+std::vector<ShingleHash> DocumentSketcher::set() const {
+  std::vector<ShingleHash> s(impl_->shingles.begin(), impl_->shingles.end());
+  make_set(s);
+  return s;
+}
+
+void DocumentSketcher::trim() noexcept { trim_vector(impl_->shingles); }
+
+// ---- Batch stages ----
+
+Sketches sketch_documents(std::span<const std::string_view> texts, const PipelineSpec& spec_in, int threads) {
+  Sketches out;
+  out.spec = spec_in.resolved();
+  const PipelineSpec& spec = out.spec;
+  const size_t n = texts.size();
+  const size_t k = uses_signatures(spec.method) ? static_cast<size_t>(spec.num_perm) : 0;
+  const bool bottomk = spec.method == SketchMethod::BottomK, simhash = spec.method == SketchMethod::SimHash;
+  out.signatures.resize(n * k);
+  out.simhashes.resize(simhash ? n : 0);
+  out.empty.resize(n);
+  std::vector<std::vector<SigValue>> fps(bottomk ? n : 0);
+  std::vector<uint64_t> counts(n);
+  // Blocks of documents, so that a sketcher is made once per block and thread.
+  constexpr size_t kBlock = 256;
+  const size_t blocks = (n + kBlock - 1) / kBlock;
+  const int t = threads_or_all(threads);
+  std::vector<std::optional<DocumentSketcher>> sketchers(static_cast<size_t>(std::max(t, 1)));
+  internal::parallel_for(blocks, t, [&](size_t blk, size_t slot) {
+    auto& sk = sketchers[slot];
+    if (!sk) sk.emplace(spec);
+    for (size_t i = blk * kBlock; i < std::min(n, (blk + 1) * kBlock); ++i) {
+      const auto sh = sk->shingle(texts[i]);
+      counts[i] = sh.size();
+      out.empty[i] = sh.empty();
+      if (k) sk->signature(std::span<SigValue>(out.signatures).subspan(i * k, k));
+      if (bottomk) sk->fingerprint(fps[i]);
+      if (simhash) out.simhashes[i] = sk->simhash();
+      sk->trim();
+    }
+  });
+  out.fingerprints.size = spec.sketch_size;
+  for (const auto& f : fps) out.fingerprints.push_back(f);
+  for (const uint64_t c : counts) out.shingles += c;
+  return out;
+}
+
+ShingleSets shingle_sets(std::span<const std::string_view> texts, const PipelineSpec& spec_in, std::span<const uint8_t> needed,
+                         int threads) {
+  const PipelineSpec spec = spec_in.resolved();
+  const size_t n = texts.size();
+  if (!needed.empty() && needed.size() != n) throw UsageError("shingle_sets: `needed` must have one entry per text");
+  std::vector<std::vector<ShingleHash>> sets(n);
+  const int t = threads_or_all(threads);
+  std::vector<std::optional<Shingler>> shinglers(static_cast<size_t>(std::max(t, 1)));
+  internal::parallel_for(n, t, [&](size_t i, size_t slot) {
+    if (!needed.empty() && !needed[i]) return;
+    auto& sh = shinglers[slot];
+    if (!sh) sh.emplace(spec.shingle);
+    sets[i] = sh->shingle_set(texts[i]);
+  });
+  ShingleSets out(n);
+  for (size_t i = 0; i < n; ++i)
+    if (needed.empty() || needed[i]) out.set(static_cast<DocId>(i), std::move(sets[i]));
+  return out;
+}
+
+std::vector<uint8_t> documents_in(std::span<const DocPair> pairs, size_t num_docs) {
+  std::vector<uint8_t> needed(num_docs, 0);
+  for (const DocPair& p : pairs) {
+    if (p.a >= num_docs || p.b >= num_docs) throw UsageError("documents_in: a pair names a document beyond num_docs");
+    needed[p.a] = needed[p.b] = 1;
+  }
+  return needed;
+}
+
+namespace {
+
+// Every pair of documents that share an LSH bucket: what the S-curve promises to find.
+std::vector<DocPair> bucket_pairs(const Sketches& s, int threads) {
+  const LshBuckets buckets = lsh_buckets(s.signatures, static_cast<size_t>(s.spec.num_perm), s.empty, s.spec.lsh,
+                                         s.spec.shingle.seed, threads);
+  std::vector<DocPair> out;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const auto b = buckets[i];
+    for (size_t x = 0; x < b.size(); ++x)
+      for (size_t y = x + 1; y < b.size(); ++y) out.push_back({b[x], b[y]});
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<DocPair> unscored(std::span<const ScoredPair> pairs) {
+  std::vector<DocPair> out(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) out[i] = {pairs[i].a, pairs[i].b};
+  return out;
+}
+
+}  // namespace
+
+std::vector<DocPair> find_candidates(const Sketches& s, const ShingleSets* sets, int threads_in) {
+  const int threads = threads_or_all(threads_in);
+  const PipelineSpec& spec = s.spec;
+  switch (spec.method) {
+    case SketchMethod::MinHash:
+    case SketchMethod::Oph:
+      return bucket_pairs(s, threads);
+    case SketchMethod::BottomK: {
+      // With exact verification the join runs at a threshold lowered by the estimator's error,
+      // so that true pairs near t are not lost (as the pipeline does).
+      const double t = spec.verify == VerifyMode::Exact ? bottomk_candidate_threshold(spec.threshold, spec.sketch_size) : spec.threshold;
+      return unscored(pairs_above(s.fingerprints, t, PairScore::BottomKEstimate, threads));
+    }
+    case SketchMethod::SimHash: {
+      const uint64_t live = static_cast<uint64_t>(std::count(s.empty.begin(), s.empty.end(), 0));
+      const SimHashPlan plan = plan_simhash_tables(spec.hamming, std::max<uint64_t>(live, 1), SimHashWorkload::Batch);
+      const std::vector<HammingPair> near = simhash_find_all(s.simhashes, plan, threads, s.empty);
+      std::vector<DocPair> out(near.size());
+      for (size_t i = 0; i < near.size(); ++i) out[i] = {near[i].a, near[i].b};
+      return out;
+    }
+    case SketchMethod::Exact: {
+      if (!sets) throw UsageError("find_candidates: the exact method needs every document's shingle set (shingle_sets)");
+      std::vector<DocId> docs;
+      for (DocId d = 0; d < s.size(); ++d)
+        if (!s.empty[d]) docs.push_back(d);
+      const SetJoin join(docs, [sets](DocId d) { return sets->get(d); }, spec.threshold, threads);
+      return unscored(join.all_pairs());
+    }
+  }
+  return {};
+}
+
+Scorer scorer_for(const Sketches& s, const ShingleSets* sets) {
+  if (s.spec.verify == VerifyMode::Exact || s.spec.method == SketchMethod::Exact) {
+    if (!sets) throw UsageError("exact verification needs the shingle sets of the documents in candidate pairs (shingle_sets)");
+    return Scorer::exact(*sets);
+  }
+  switch (s.spec.method) {
+    case SketchMethod::BottomK: return Scorer::bottomk_estimate(s.fingerprints);
+    case SketchMethod::SimHash: return Scorer::simhash_estimate(s.simhashes);
+    default: return Scorer::signature_estimate(s.signatures, static_cast<size_t>(s.spec.num_perm));
+  }
+}
+
+// ---- The sketch file ----
+//
+// Little-endian, as written by this machine (x86-64 and arm64 both are):
+//   "NDSKETCH" (8 bytes), version u32 = 1, spec length u32, spec (to_string(), resolved)
+//   documents u64, flags u32 (bit 0: ids present)
+//   per document, in order: empty u8; then by method: minhash, oph: num_perm u32 values;
+//     bottomk: count u32 and count u32 values; simhash: u64; exact: nothing
+//   if ids: per document, length u32 and the bytes
+//   checksum u64: the library's 64-bit hash of every byte before it
+namespace {
+
+constexpr char kSketchMagic[8] = {'N', 'D', 'S', 'K', 'E', 'T', 'C', 'H'};
+constexpr uint32_t kSketchVersion = 1;
+constexpr uint64_t kSketchSeed = 0x4E44534B45544348ULL;
+
+template <class T>
+void put(std::string& b, T v) {
+  b.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+class Cursor {
+ public:
+  Cursor(const std::string& path, std::string_view data) : path_(path), data_(data) {}
+  template <class T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, data_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return v;
+  }
+  std::string_view bytes(size_t n) {
+    need(n);
+    const auto v = data_.substr(at_, n);
+    at_ += n;
+    return v;
+  }
+  size_t at() const noexcept { return at_; }
+
+ private:
+  void need(size_t n) const {
+    if (data_.size() - at_ < n)
+      throw FormatError("the sketch file ends early (at byte " + std::to_string(at_) + "); write it again", ErrorPlace{path_});
+  }
+  const std::string& path_;
+  std::string_view data_;
+  size_t at_ = 0;
+};
+
+std::string read_whole(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(std::string("cannot open the sketch file: ") + std::strerror(errno), ErrorPlace{path});
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      throw IoError(std::string("cannot read the sketch file: ") + std::strerror(e), ErrorPlace{path});
+    }
+    if (r == 0) break;
+    data.append(buf, static_cast<size_t>(r));
+  }
+  ::close(fd);
+  return data;
+}
+
+}  // namespace
+
+void write_sketches(const std::string& path, const Sketches& s, std::span<const std::string> ids) {
+  const size_t n = s.size();
+  if (!ids.empty() && ids.size() != n) throw UsageError("write_sketches: give one id per document, or none");
+  const std::string spec = s.spec.to_string();
+  std::string b(kSketchMagic, sizeof kSketchMagic);
+  put<uint32_t>(b, kSketchVersion);
+  put<uint32_t>(b, static_cast<uint32_t>(spec.size()));
+  b += spec;
+  put<uint64_t>(b, n);
+  put<uint32_t>(b, ids.empty() ? 0u : 1u);
+  const auto k = static_cast<size_t>(s.spec.num_perm);
+  for (DocId d = 0; d < n; ++d) {
+    put<uint8_t>(b, s.empty[d]);
+    switch (s.spec.method) {
+      case SketchMethod::MinHash:
+      case SketchMethod::Oph:
+        b.append(reinterpret_cast<const char*>(s.signatures.data() + d * k), k * sizeof(SigValue));
+        break;
+      case SketchMethod::BottomK: {
+        const auto fp = s.fingerprints[d];
+        put<uint32_t>(b, static_cast<uint32_t>(fp.size()));
+        b.append(reinterpret_cast<const char*>(fp.data()), fp.size() * sizeof(SigValue));
+        break;
+      }
+      case SketchMethod::SimHash: put<uint64_t>(b, s.simhashes[d]); break;
+      case SketchMethod::Exact: break;
+    }
+  }
+  for (const std::string& id : ids) {
+    put<uint32_t>(b, static_cast<uint32_t>(id.size()));
+    b += id;
+  }
+  put<uint64_t>(b, internal::hash_bytes(b.data(), b.size(), kSketchSeed));
+  io::AtomicFile out(path);
+  out.write(b);
+  out.commit();
+}
+
+SketchFile read_sketches(const std::string& path) {
+  const std::string data = read_whole(path);
+  if (data.size() < sizeof kSketchMagic + 8 || std::memcmp(data.data(), kSketchMagic, sizeof kSketchMagic) != 0)
+    throw FormatError("not a neardup sketch file (no NDSKETCH header); give a file written by write_sketches", ErrorPlace{path});
+  uint64_t stored;
+  std::memcpy(&stored, data.data() + data.size() - 8, 8);
+  if (internal::hash_bytes(data.data(), data.size() - 8, kSketchSeed) != stored)
+    throw FormatError("the sketch file fails its checksum (damaged or truncated); write it again", ErrorPlace{path});
+  Cursor c(path, std::string_view(data).substr(0, data.size() - 8));
+  c.bytes(sizeof kSketchMagic);
+  const auto version = c.get<uint32_t>();
+  if (version != kSketchVersion)
+    throw FormatError("sketch file version " + std::to_string(version) + ", this neardup reads version " +
+                      std::to_string(kSketchVersion) + "; sketch the documents again", ErrorPlace{path});
+  SketchFile f;
+  Sketches& s = f.sketches;
+  s.spec = PipelineSpec::parse(c.bytes(c.get<uint32_t>())).resolved();
+  const auto n = c.get<uint64_t>();
+  const bool has_ids = (c.get<uint32_t>() & 1u) != 0;
+  const auto k = static_cast<size_t>(s.spec.num_perm);
+  s.fingerprints.size = s.spec.sketch_size;
+  std::vector<SigValue> fp;
+  for (uint64_t d = 0; d < n; ++d) {
+    s.empty.push_back(c.get<uint8_t>());
+    switch (s.spec.method) {
+      case SketchMethod::MinHash:
+      case SketchMethod::Oph: {
+        const auto raw = c.bytes(k * sizeof(SigValue));
+        const size_t at = s.signatures.size();
+        s.signatures.resize(at + k);
+        std::memcpy(s.signatures.data() + at, raw.data(), raw.size());
+        break;
+      }
+      case SketchMethod::BottomK: {
+        const auto m = c.get<uint32_t>();
+        const auto raw = c.bytes(static_cast<size_t>(m) * sizeof(SigValue));
+        fp.resize(m);
+        std::memcpy(fp.data(), raw.data(), raw.size());
+        s.fingerprints.push_back(fp);
+        break;
+      }
+      case SketchMethod::SimHash: s.simhashes.push_back(c.get<uint64_t>()); break;
+      case SketchMethod::Exact: break;
+    }
+  }
+  if (has_ids)
+    for (uint64_t d = 0; d < n; ++d) f.ids.emplace_back(c.bytes(c.get<uint32_t>()));
+  return f;
+}
+
+}  // namespace neardup

@@ -1,0 +1,130 @@
+#include "neardup/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <memory>
+
+namespace neardup {
+namespace {
+
+thread_local ThreadPool* tls_pool = nullptr;
+
+int hardware_threads() noexcept {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+// One parallel loop: shared with the helper tasks, which may start after the loop is over (the
+// pool was busy) and must then find it finished rather than freed.
+struct Loop {
+  size_t n = 0;
+  const std::function<void(size_t, size_t)>* fn = nullptr;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> slots{1};  // the caller is slot 0
+  std::mutex mu;
+  std::condition_variable idle;
+  size_t running = 0;  // helpers inside the loop
+  bool closed = false; // no helper may enter once the caller has seen every item claimed
+  std::exception_ptr error;
+
+  void work(size_t slot) {
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+      try {
+        (*fn)(i, slot);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+        next.store(n, std::memory_order_relaxed);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+ThreadPool::ThreadPool(int workers) {
+  const int n = workers > 0 ? workers : hardware_threads();
+  threads_.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run_worker(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::run_worker() {
+  tls_pool = this;
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, and nothing left
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+void ThreadPool::submit(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  wake_.notify_one();
+}
+
+void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(size_t, size_t)>& fn) {
+  const size_t helpers = std::min({static_cast<size_t>(std::max(threads, 1)) - 1, threads_.size(), n > 0 ? n - 1 : 0});
+  if (helpers == 0) {
+    for (size_t i = 0; i < n; ++i) fn(i, 0);
+    return;
+  }
+  auto loop = std::make_shared<Loop>();
+  loop->n = n;
+  loop->fn = &fn;
+  for (size_t h = 0; h < helpers; ++h) {
+    submit([loop] {
+      {
+        std::lock_guard<std::mutex> lock(loop->mu);
+        if (loop->closed) return;  // the loop is over; `fn` may be gone
+        ++loop->running;
+      }
+      loop->work(loop->slots.fetch_add(1, std::memory_order_relaxed));
+      {
+        std::lock_guard<std::mutex> lock(loop->mu);
+        --loop->running;
+      }
+      loop->idle.notify_all();
+    });
+  }
+  loop->work(0);
+  std::unique_lock<std::mutex> lock(loop->mu);
+  loop->closed = true;
+  loop->idle.wait(lock, [&] { return loop->running == 0; });
+  if (loop->error) std::rethrow_exception(loop->error);
+}
+
+ThreadPool& ThreadPool::shared() {
+  static ThreadPool pool(0);
+  return pool;
+}
+
+ThreadPool& ThreadPool::current() { return tls_pool ? *tls_pool : shared(); }
+
+ThreadPool::Use::Use(ThreadPool* pool) noexcept : previous_(tls_pool), active_(pool != nullptr) {
+  if (active_) tls_pool = pool;
+}
+
+ThreadPool::Use::~Use() {
+  if (active_) tls_pool = previous_;
+}
+
+}  // namespace neardup
