@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "internal/scratch.h"
 #include "internal/hash.h"
 #include "kernels/minhash_kernels.h"
 #include "neardup/error.h"
@@ -42,6 +43,7 @@ void MinHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue
       internal::minhash_scalar(a_.data(), a_hi_.data(), p, keys.data(), keys.size(), out.data());
       break;
   }
+  internal::trim_scratch(keys);
 }
 
 std::vector<SigValue> MinHasher::sketch(std::span<const ShingleHash> shingles) const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "internal/scratch.h"
 #include "internal/hash.h"
 #include "internal/radix_sort.h"
 #include "internal/sorted_merge.h"
@@ -76,6 +77,13 @@ std::vector<ShingleHash> Shingler::shingle_set(std::string_view text) {
   return out;
 }
 
+void Shingler::trim() noexcept {
+  internal::trim_scratch(tokens_);
+  internal::trim_scratch(normalized_);
+}
+
+size_t Shingler::scratch_bytes() const noexcept { return tokens_.capacity() * sizeof(uint64_t) + normalized_.capacity(); }
+
 void make_set(std::vector<ShingleHash>& out) {
   // Radix sort from a few thousand hashes on (measured: 9 ns per hash against std::sort's 40
   // at 16K hashes; 16-bit digits pay off from about 200K).
@@ -84,6 +92,7 @@ void make_set(std::vector<ShingleHash>& out) {
     tmp.resize(out.size());
     internal::radix_sort_by_bits(out.data(), tmp.data(), out.size(), 0, 64, [](ShingleHash x) { return x; },
                                  out.size() >= 200000 ? 16 : 11);
+    internal::trim_scratch(tmp);
   } else {
     std::sort(out.begin(), out.end());
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "internal/scratch.h"
 #include "internal/hash.h"
 #include "internal/parallel.h"
 #include "neardup/allpairs.h"
@@ -17,12 +18,6 @@
 
 namespace neardup {
 namespace {
-
-// Frees a scratch vector that a large document grew beyond the bound.
-template <class T>
-void trim_vector(std::vector<T>& v) noexcept {
-  if (v.capacity() * sizeof(T) > kScratchKeepBytes) std::vector<T>().swap(v);
-}
 
 int threads_or_all(int threads) { return threads > 0 ? threads : internal::hardware_threads(); }
 
@@ -95,7 +90,14 @@ std::vector<ShingleHash> DocumentSketcher::set() const {
   return s;
 }
 
-void DocumentSketcher::trim() noexcept { trim_vector(impl_->shingles); }
+void DocumentSketcher::trim() noexcept {
+  internal::trim_scratch(impl_->shingles);
+  impl_->shingler.trim();
+}
+
+size_t DocumentSketcher::scratch_bytes() const noexcept {
+  return impl_->shingles.capacity() * sizeof(ShingleHash) + impl_->shingler.scratch_bytes();
+}
 
 // ---- Batch stages ----
 

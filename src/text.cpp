@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "internal/scratch.h"
 #include "internal/hash.h"
 #include "internal/utf8.h"
 #include "kernels/text_kernels.h"
@@ -268,6 +269,8 @@ void scan_runs(std::string_view text, Ascii&& ascii, High&& high) {
     }
     if (done < count) ascii(lower, starts + done, ends + done, count - done);
   }
+  internal::trim_scratch(sc.lower);
+  internal::trim_scratch(sc.high);
 }
 
 inline uint64_t char_hash(uint32_t cp, uint64_t seed) noexcept { return internal::fmix64(seed ^ (cp * internal::kGolden)); }
@@ -309,12 +312,14 @@ void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
         scan_words(text.substr(s, e - s), buf,
                    [&](std::string_view wd) { out.push_back(internal::word_hash(wd.data(), wd.size(), seed)); });
       });
+  internal::trim_scratch(buf);
 }
 
 void hash_words_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
   scan_words(text, word_buffer(), [&](std::string_view w) {
     out.push_back(internal::word_hash(w.data(), w.size(), seed));
   });
+  internal::trim_scratch(word_buffer());
 }
 
 void hash_chars_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
@@ -324,6 +329,7 @@ void hash_chars_exact(std::string_view text, uint64_t seed, std::vector<uint64_t
   uint64_t* o = out.data() + base;
   scan_words(text, word_buffer(), [&](std::string_view w) { put_word_chars(w, seed, first, o); });
   out.resize(static_cast<size_t>(o - out.data()));
+  internal::trim_scratch(word_buffer());
 }
 
 void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
@@ -358,6 +364,7 @@ void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
         scan_words(text.substr(s, e - s), buf, [&](std::string_view w) { put_word_chars(w, seed, first, o); });
       });
   out.resize(static_cast<size_t>(o - out.data()));
+  internal::trim_scratch(buf);
 }
 
 }  // namespace neardup

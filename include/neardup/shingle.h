@@ -60,6 +60,10 @@ class Shingler {
   std::vector<ShingleHash> shingle_set(std::string_view text);
 
   const ShingleOptions& options() const noexcept { return options_; }
+  /// Frees scratch beyond kScratchKeepBytes per buffer (types.h).
+  void trim() noexcept;
+  /// Bytes of scratch held now.
+  size_t scratch_bytes() const noexcept;
 
  private:
   ShingleOptions options_;

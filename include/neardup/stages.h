@@ -65,8 +65,10 @@ class DocumentSketcher {
   uint64_t simhash();
   /// The shingle set (sorted, distinct): what exact verification compares.
   std::vector<ShingleHash> set() const;
-  /// Frees scratch beyond the bound; called after each document by the functions above' users.
+  /// Frees scratch beyond the bound (kScratchKeepBytes); call it when done with a document.
   void trim() noexcept;
+  /// Bytes of scratch held now (the shingles of the last document).
+  size_t scratch_bytes() const noexcept;
 
   const PipelineSpec& spec() const noexcept;
 
@@ -74,9 +76,6 @@ class DocumentSketcher {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-/// Scratch a sketcher keeps between documents, per buffer, at most.
-inline constexpr size_t kScratchKeepBytes = size_t{1} << 20;
 
 /// Sketches `texts` under `spec` (resolved here) on `threads` threads of the current pool
 /// (0: all). The result does not depend on the number of threads.

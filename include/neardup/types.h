@@ -17,6 +17,10 @@
 
 namespace neardup {
 
+/// Scratch memory a sketcher or kernel keeps between documents, per buffer, at most: a large
+/// document grows its buffers for its own time only (internal/scratch.h).
+inline constexpr size_t kScratchKeepBytes = size_t{1} << 20;
+
 using DocId = uint32_t;
 using ShingleHash = uint64_t;
 using SigValue = uint32_t;

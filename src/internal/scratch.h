@@ -1,0 +1,22 @@
+// Scratch buffers kept between calls (per thread, or in a per-thread object) hold at most
+// kScratchKeepBytes each once a call is done: a large document grows them for its own time
+// only, so a worker that once met a 60 MB text does not keep 60 MB for the rest of the run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "neardup/types.h"
+
+namespace neardup::internal {
+
+template <class T>
+void trim_scratch(std::vector<T>& v) noexcept {
+  if (v.capacity() * sizeof(T) > kScratchKeepBytes) std::vector<T>().swap(v);
+}
+
+inline void trim_scratch(std::string& s) noexcept {
+  if (s.capacity() > kScratchKeepBytes) std::string().swap(s);
+}
+
+}  // namespace neardup::internal

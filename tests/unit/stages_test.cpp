@@ -1,0 +1,214 @@
+// The stages composed by hand on in-memory texts give what the pipeline gives; the sketch file
+// round-trips and refuses damage; the thread pool runs nested, failing and starved work.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "neardup/cluster.h"
+#include "neardup/error.h"
+#include "neardup/io/reader.h"
+#include "neardup/pipeline.h"
+#include "neardup/stages.h"
+#include "neardup/thread_pool.h"
+#include "test_util.h"
+
+namespace neardup {
+namespace {
+
+std::vector<io::Document> sample_documents() {
+  std::vector<io::Document> docs;
+  io::InputSet in({NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst"}, io::InputFormat::Auto);
+  io::RecordReader reader(in, io::ReaderOptions{});
+  io::Record r;
+  while (reader.next(r)) docs.push_back({std::string(r.id), std::string(r.text)});
+  return docs;
+}
+
+std::vector<std::string_view> texts_of(const std::vector<io::Document>& docs) {
+  std::vector<std::string_view> t;
+  for (const auto& d : docs) t.push_back(d.text);
+  return t;
+}
+
+// Sketch, find candidates, verify, cluster: by hand, one stage after the other.
+Clustering compose(const std::vector<std::string_view>& texts, const PipelineSpec& spec, std::vector<ScoredPair>* verified) {
+  const Sketches sk = sketch_documents(texts, spec, 2);
+  const bool exact_join = sk.spec.method == SketchMethod::Exact;
+  ShingleSets all_sets;
+  if (exact_join) all_sets = shingle_sets(texts, sk.spec, {}, 2);
+  const std::vector<DocPair> candidates = find_candidates(sk, exact_join ? &all_sets : nullptr, 2);
+  ShingleSets sets = exact_join ? std::move(all_sets) : shingle_sets(texts, sk.spec, documents_in(candidates, texts.size()), 2);
+  *verified = verify_pairs(candidates, scorer_for(sk, &sets), sk.spec.threshold, 2);
+  return cluster_documents(texts.size(), *verified, KeepPolicy::First);
+}
+
+class Stages : public ::testing::TestWithParam<const char*> {};
+
+// The components of the verified pairs, and so the documents removed and kept, equal the
+// pipeline's on the same texts; pairs mode gives the same pairs.
+TEST_P(Stages, ComposedByHandEqualThePipeline) {
+  static const std::vector<io::Document> docs = sample_documents();
+  const std::vector<std::string_view> texts = texts_of(docs);
+  RunOptions o;
+  o.spec = PipelineSpec::parse(GetParam());
+  o.threads = 2;
+  std::vector<ScoredPair> verified;
+  const Clustering by_hand = compose(texts, o.spec, &verified);
+
+  Pipeline dedup(docs, o);
+  dedup.run(Pipeline::Mode::Dedup);
+  EXPECT_EQ(by_hand.keeper, dedup.clustering().keeper) << GetParam();
+  EXPECT_GT(by_hand.removed, 0u) << GetParam();
+
+  Pipeline pairs(docs, o);
+  pairs.run(Pipeline::Mode::Pairs);
+  std::vector<ScoredPair> from_pipeline;
+  pairs.each_pair([&](std::span<const ScoredPair> c) { from_pipeline.insert(from_pipeline.end(), c.begin(), c.end()); });
+  ASSERT_EQ(verified.size(), from_pipeline.size()) << GetParam();
+  for (size_t i = 0; i < verified.size(); ++i) {
+    EXPECT_EQ(verified[i].a, from_pipeline[i].a);
+    EXPECT_EQ(verified[i].b, from_pipeline[i].b);
+    EXPECT_DOUBLE_EQ(verified[i].similarity, from_pipeline[i].similarity);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, Stages,
+                         ::testing::Values("words:3 oph:128 verify:0.7", "words:3 minhash:64 verify:0.5",
+                                           "words:3 bottomk:64 verify:0.5", "words:3 simhash:6 verify:0.6",
+                                           "words:3 exact verify:0.6", "words:3 oph:128 estimate:0.7"));
+
+// Sketches made in two halves (two processes, say), written and read back, joined as one: the
+// same candidates as sketching everything at once.
+TEST(Stages, SketchFileRoundTripsAndJoinsAcrossBatches) {
+  static const std::vector<io::Document> docs = sample_documents();
+  const std::vector<std::string_view> texts = texts_of(docs);
+  test::TempDir d;
+  for (const char* spec : {"words:3 oph:128 verify:0.7", "words:3 bottomk:64 verify:0.5", "words:3 simhash:6 verify:0.6"}) {
+    const PipelineSpec s = PipelineSpec::parse(spec);
+    const Sketches whole = sketch_documents(texts, s, 2);
+    const size_t half = texts.size() / 2;
+    std::vector<std::string> ids1, ids2;
+    for (size_t i = 0; i < texts.size(); ++i) (i < half ? ids1 : ids2).push_back(docs[i].id);
+    write_sketches(d.file("1.sk"), sketch_documents(std::span(texts).first(half), s, 1), ids1);
+    write_sketches(d.file("2.sk"), sketch_documents(std::span(texts).subspan(half), s, 2), ids2);
+    SketchFile f1 = read_sketches(d.file("1.sk"));
+    const SketchFile f2 = read_sketches(d.file("2.sk"));
+    EXPECT_EQ(f1.ids, ids1);
+    EXPECT_EQ(f2.ids, ids2);
+    f1.sketches.append(f2.sketches);
+    EXPECT_EQ(f1.sketches.spec.to_string(), whole.spec.to_string());
+    EXPECT_EQ(f1.sketches.signatures, whole.signatures) << spec;
+    EXPECT_EQ(f1.sketches.simhashes, whole.simhashes) << spec;
+    EXPECT_EQ(f1.sketches.fingerprints.values, whole.fingerprints.values) << spec;
+    EXPECT_EQ(f1.sketches.empty, whole.empty) << spec;
+    EXPECT_EQ(find_candidates(f1.sketches), find_candidates(whole)) << spec;
+  }
+}
+
+TEST(Stages, SketchFileRefusesDamage) {
+  const std::vector<std::string_view> texts = {"the quick brown fox jumps over the lazy dog", "a b c d e f g"};
+  test::TempDir d;
+  write_sketches(d.file("a.sk"), sketch_documents(texts, PipelineSpec::parse("words:2 oph:64"), 1), {});
+  const std::string good = test::read_file(d.file("a.sk"));
+  EXPECT_EQ(read_sketches(d.file("a.sk")).sketches.size(), 2u);
+  EXPECT_TRUE(read_sketches(d.file("a.sk")).ids.empty());
+  const auto error_of = [&](const std::string& bytes) -> std::string {
+    test::write_file(d.file("b.sk"), bytes);
+    try {
+      read_sketches(d.file("b.sk"));
+    } catch (const FormatError& e) {
+      EXPECT_EQ(e.source(), d.file("b.sk"));
+      return e.what();
+    }
+    return "accepted";
+  };
+  std::string flipped = good;
+  flipped[flipped.size() / 2] ^= 0x10;
+  EXPECT_NE(error_of(flipped).find("fails its checksum"), std::string::npos);
+  EXPECT_NE(error_of(good.substr(0, good.size() - 3)).find("fails its checksum"), std::string::npos);
+  EXPECT_NE(error_of("{\"id\": 1}\n").find("not a neardup sketch file"), std::string::npos);
+  try {
+    read_sketches(d.file("missing.sk"));
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.category(), ErrorCategory::Io);
+  }
+  const std::vector<std::string> one_id = {"only-one"};
+  EXPECT_THROW(write_sketches(d.file("c.sk"), sketch_documents(texts, PipelineSpec::parse("words:2 oph:64"), 1), one_id),
+               UsageError);
+}
+
+// A sketcher does not keep a large document's scratch once it is done with it.
+TEST(Stages, SketcherScratchIsBounded) {
+  DocumentSketcher sk(PipelineSpec::parse("words:1 oph:64"));
+  std::string big;
+  for (int i = 0; i < 400000; ++i) big += "w" + std::to_string(i) + " ";
+  EXPECT_EQ(sk.shingle(big).size(), 400000u);  // 3.2 MB of hashes
+  std::vector<SigValue> sig(64);
+  sk.signature(sig);
+  EXPECT_GE(sk.scratch_bytes(), 400000u * sizeof(ShingleHash));
+  sk.trim();
+  EXPECT_LE(sk.scratch_bytes(), kScratchKeepBytes);
+  EXPECT_EQ(sk.shingle("one two").size(), 2u);
+  std::vector<SigValue> fp;
+  EXPECT_THROW(sk.fingerprint(fp), UsageError);  // not a bottomk spec
+}
+
+TEST(ThreadPool, EveryItemOnceNestedAndWithFewerWorkersThanAsked) {
+  for (const int workers : {1, 3}) {
+    ThreadPool pool(workers);
+    const ThreadPool::Use use(&pool);
+    std::vector<std::atomic<int>> hits(1000);
+    std::atomic<size_t> max_slot{0};
+    pool.parallel_for(100, 8, [&](size_t i, size_t slot) {
+      size_t m = max_slot.load();
+      while (slot > m && !max_slot.compare_exchange_weak(m, slot)) {
+      }
+      // Nested: a loop inside a loop item runs on whatever threads are free, the caller always.
+      ThreadPool::current().parallel_for(10, 4, [&](size_t j, size_t) { hits[i * 10 + j]++; });
+    });
+    for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+    EXPECT_LE(max_slot.load(), static_cast<size_t>(workers));  // slot < the threads that took part
+  }
+}
+
+TEST(ThreadPool, FirstExceptionIsRethrownAndThePoolStaysUsable) {
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.parallel_for(1000, 3,
+                                 [](size_t i, size_t) {
+                                   if (i == 17) throw FormatError("item 17");
+                                 }),
+               FormatError);
+  std::atomic<int> n{0};
+  pool.parallel_for(50, 3, [&](size_t, size_t) { n++; });
+  EXPECT_EQ(n.load(), 50);
+}
+
+// A pipeline given a pool of one worker, or a pool whose workers are all busy, still finishes
+// with the same result: the calling thread does the work the pool cannot take.
+TEST(ThreadPool, PipelineFinishesOnAStarvedPool) {
+  static const std::vector<io::Document> docs = sample_documents();
+  RunOptions o;
+  o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.7");
+  o.threads = 4;
+  Pipeline reference(docs, o);
+  reference.run(Pipeline::Mode::Dedup);
+
+  ThreadPool pool(1);
+  std::mutex block;
+  std::unique_lock<std::mutex> held(block);
+  pool.submit([&] { std::lock_guard<std::mutex> wait(block); });  // its only worker is busy
+  o.pool = &pool;
+  Pipeline starved(docs, o);
+  starved.run(Pipeline::Mode::Dedup);
+  held.unlock();
+  EXPECT_EQ(starved.clustering().keeper, reference.clustering().keeper);
+  EXPECT_EQ(starved.stats().removed, reference.stats().removed);
+}
+
+}  // namespace
+}  // namespace neardup
