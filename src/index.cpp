@@ -497,6 +497,28 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
   return st;
 }
 
+std::unique_ptr<NearDupIndex> NearDupIndex::open_for_update(const std::string& path) {
+  auto lock = std::make_unique<IndexLock>(path);
+  auto idx = open(path);
+  idx->lock_ = std::move(lock);
+  idx->update_path_ = path;
+  return idx;
+}
+
+std::unique_ptr<NearDupIndex> NearDupIndex::create(const std::string& path, const PipelineSpec& spec) {
+  auto lock = std::make_unique<IndexLock>(path);
+  auto idx = std::make_unique<NearDupIndex>(spec);
+  idx->save(path);
+  idx->lock_ = std::move(lock);
+  idx->update_path_ = path;
+  return idx;
+}
+
+void NearDupIndex::save() const {
+  if (!lock_) throw UsageError("this index was not opened for update (NearDupIndex::open_for_update); save it with save(path)");
+  save(update_path_);
+}
+
 IndexLock::IndexLock(const std::string& index_path) {
   const std::string p = index_path + ".lock";
   fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);

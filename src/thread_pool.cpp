@@ -5,6 +5,8 @@
 #include <exception>
 #include <memory>
 
+#include <pthread.h>
+
 namespace neardup {
 namespace {
 
@@ -76,13 +78,17 @@ void ThreadPool::run_worker() {
 void ThreadPool::submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (forked_) return;  // a forked child has none of the workers: the caller does the work
     tasks_.push_back(std::move(task));
   }
   wake_.notify_one();
 }
 
+int ThreadPool::workers() const noexcept { return forked_ ? 0 : static_cast<int>(threads_.size()); }
+
 void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(size_t, size_t)>& fn) {
-  const size_t helpers = std::min({static_cast<size_t>(std::max(threads, 1)) - 1, threads_.size(), n > 0 ? n - 1 : 0});
+  const size_t helpers =
+      std::min({static_cast<size_t>(std::max(threads, 1)) - 1, static_cast<size_t>(workers()), n > 0 ? n - 1 : 0});
   if (helpers == 0) {
     for (size_t i = 0; i < n; ++i) fn(i, 0);
     return;
@@ -112,9 +118,23 @@ void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(si
   if (loop->error) std::rethrow_exception(loop->error);
 }
 
+// The shared pool is never destroyed: a worker must not be joined during the exit of a process
+// whose other threads may still use it. Across fork() (Python's multiprocessing), its mutex is
+// held so that the child gets it unlocked, and the child, which has none of the workers, runs
+// every loop on the calling thread.
 ThreadPool& ThreadPool::shared() {
-  static ThreadPool pool(0);
-  return pool;
+  static ThreadPool* const pool = [] {
+    auto* p = new ThreadPool(0);
+    ::pthread_atfork([] { ThreadPool::shared().mu_.lock(); }, [] { ThreadPool::shared().mu_.unlock(); },
+                     [] {
+                       ThreadPool& s = ThreadPool::shared();
+                       s.forked_ = true;
+                       s.tasks_.clear();
+                       s.mu_.unlock();
+                     });
+    return p;
+  }();
+  return *pool;
 }
 
 ThreadPool& ThreadPool::current() { return tls_pool ? *tls_pool : shared(); }

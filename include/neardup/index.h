@@ -67,6 +67,8 @@ struct IndexStats {
   uint64_t largest_bucket = 0;  ///< the most documents sharing one band key
 };
 
+class IndexLock;
+
 class NearDupIndex {
  public:
   /// An empty index for `spec` (resolved; --method minhash only). Not yet on disk.
@@ -74,6 +76,13 @@ class NearDupIndex {
   /// Opens `path`. Throws IoError if it cannot be read, FormatError (naming the file and what
   /// is wrong) if it is not an index, is of another format version, or is damaged.
   static std::unique_ptr<NearDupIndex> open(const std::string& path);
+  /// Opens `path` to change it: takes the index's update lock (PATH.lock, waiting while another
+  /// process or thread holds it) and keeps it until the index is destroyed, so updates from
+  /// several processes are serialised; save() then writes back to `path`. Throws as open().
+  static std::unique_ptr<NearDupIndex> open_for_update(const std::string& path);
+  /// Writes an empty index for `spec` at `path` (replacing any file there) under the update lock,
+  /// and returns it open for update.
+  static std::unique_ptr<NearDupIndex> create(const std::string& path, const PipelineSpec& spec);
   ~NearDupIndex();
   NearDupIndex(const NearDupIndex&) = delete;
   NearDupIndex& operator=(const NearDupIndex&) = delete;
@@ -106,6 +115,11 @@ class NearDupIndex {
   /// Writes the index to `path` atomically (temporary file, fsync, rename); removed documents
   /// are dropped and the rest keep their order.
   void save(const std::string& path) const;
+  /// Writes the index back to the path it was opened for update from. Throws UsageError if it
+  /// was not opened for update.
+  void save() const;
+  /// Whether this index holds the update lock of its file (open_for_update, create).
+  bool updatable() const noexcept { return lock_ != nullptr; }
 
   IndexStats stats() const;
 
@@ -138,6 +152,8 @@ class NearDupIndex {
   mutable std::unordered_map<std::string_view, DocId> id_map_;  // built on first need
   mutable std::once_flag id_map_once_;
   mutable std::atomic<bool> id_map_built_{false};
+  std::unique_ptr<IndexLock> lock_;  // held while open for update
+  std::string update_path_;
 };
 
 /// What to do when a document to insert has the id of a live indexed one.

@@ -11,6 +11,7 @@
 // cannot deadlock, and a pool of one thread (or none free) runs everything on the caller.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -30,7 +31,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int workers() const noexcept { return static_cast<int>(threads_.size()); }
+  /// Its worker threads (0 in a child process forked from one that had them).
+  int workers() const noexcept;
 
   /// Calls fn(i, slot) for every i in [0, n) on the calling thread and up to threads - 1 of the
   /// pool's workers; slot < threads numbers the thread that runs it (for per-thread state).
@@ -69,6 +71,7 @@ class ThreadPool {
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
+  std::atomic<bool> forked_{false};  // in a child process: the workers did not survive fork()
   std::vector<std::thread> threads_;
 };
 

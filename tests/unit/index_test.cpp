@@ -356,11 +356,10 @@ TEST(Index, AKillDuringAddLeavesThePreviousIndex) {
     ASSERT_GE(pid, 0);
     if (pid == 0) {  // the child: add a big input, save, exit
       try {
-        IndexLock lock(path);
-        auto idx = NearDupIndex::open(path);
+        auto idx = NearDupIndex::open_for_update(path);
         add_all(*idx, big);
         idx->save(path + ".other");  // never replaces the index under test
-        idx->save(path);
+        idx->save();
       } catch (...) {
         ::_exit(1);
       }
@@ -440,3 +439,49 @@ TEST(Index, FormatVersionOneIsReadExceptForMinHash) {
     }
   }
 }
+
+namespace neardup {
+namespace {
+
+// Two updaters of one index file, each open for update: the second waits for the first to be
+// done, so both additions are in the file (without the lock, the later save drops the earlier).
+TEST(Index, OpenForUpdateSerialisesUpdaters) {
+  test::TempDir dir;
+  const std::string path = dir.file("u.ndx");
+  const PipelineSpec spec = spec_of("words:3 minhash:64 lsh:16x4 verify:0.5");
+  NearDupIndex::create(path, spec);
+  EXPECT_THROW(NearDupIndex::open(path)->save(), UsageError);  // not opened for update
+  std::atomic<int> order{0};
+  int first_done = -1, second_saw = -1;
+  auto first = NearDupIndex::open_for_update(path);
+  EXPECT_TRUE(first->updatable());
+  std::thread second([&] {
+    auto idx = NearDupIndex::open_for_update(path);  // waits for `first`
+    second_saw = static_cast<int>(idx->size());
+    IndexSketcher sk(idx->spec());
+    IndexSketch s;
+    sk.sketch("second updater text with some words in it", s);
+    idx->insert("second", std::move(s));
+    idx->save();
+    order = 2;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // give `second` time to block
+  EXPECT_EQ(order.load(), 0);  // it waits: this is what the lock is for, not a timing claim
+  IndexSketcher sk(first->spec());
+  IndexSketch s;
+  sk.sketch("first updater text, other words entirely", s);
+  first->insert("first", std::move(s));
+  first->save();
+  first_done = static_cast<int>(first->size());
+  first.reset();  // releases the lock
+  second.join();
+  EXPECT_EQ(first_done, 1);
+  EXPECT_EQ(second_saw, 1);  // it opened the file after the first save
+  const auto both = NearDupIndex::open(path);
+  EXPECT_EQ(both->size(), 2u);
+  EXPECT_TRUE(both->contains("first"));
+  EXPECT_TRUE(both->contains("second"));
+}
+
+}  // namespace
+}  // namespace neardup

@@ -8,6 +8,9 @@
 #include <random>
 #include <set>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "neardup/cluster.h"
 #include "neardup/error.h"
 #include "neardup/io/reader.h"
@@ -208,6 +211,30 @@ TEST(ThreadPool, PipelineFinishesOnAStarvedPool) {
   held.unlock();
   EXPECT_EQ(starved.clustering().keeper, reference.clustering().keeper);
   EXPECT_EQ(starved.stats().removed, reference.stats().removed);
+}
+
+// A child forked from a process whose shared pool has workers (Python's multiprocessing does
+// this) has none of them: its parallel work runs on the calling thread, with the same result.
+TEST(ThreadPool, ForkedChildRunsWithoutTheWorkers) {
+  const std::vector<std::string_view> texts = {"a b c d e f", "a b c d e g", "x y z w v u", "a b c d e f"};
+  const PipelineSpec spec = PipelineSpec::parse("words:2 oph:64 verify:0.5");
+  const Sketches parent = sketch_documents(texts, spec, 4);
+  std::atomic<int> ran{0};
+  ThreadPool::shared().parallel_for(64, 4, [&](size_t, size_t) { ran++; });  // the shared pool is running
+  ASSERT_EQ(ran.load(), 64);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const Sketches child = sketch_documents(texts, spec, 4);
+    const bool same = child.signatures == parent.signatures && find_candidates(child, nullptr, 4) == find_candidates(parent);
+    std::atomic<int> n{0};
+    ThreadPool::shared().parallel_for(64, 4, [&](size_t, size_t) { n++; });
+    ::_exit(same && n.load() == 64 && ThreadPool::shared().workers() == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_GT(ThreadPool::shared().workers(), 0);
 }
 
 }  // namespace

@@ -69,16 +69,13 @@ int run_create(const CLI::App* cmd, const IndexOptions& o) {
   struct stat st {};
   if (!o.force && ::stat(o.index.c_str(), &st) == 0)
     throw UsageError(o.index + ": already exists; pass --force to replace it with an empty index");
-  IndexLock lock(o.index);
-  NearDupIndex idx(spec);
-  idx.save(o.index);
-  if (!o.common.quiet) std::fprintf(stderr, "neardup: created %s [%s]\n", o.index.c_str(), idx.spec().to_string().c_str());
+  const auto idx = NearDupIndex::create(o.index, spec);
+  if (!o.common.quiet) std::fprintf(stderr, "neardup: created %s [%s]\n", o.index.c_str(), idx->spec().to_string().c_str());
   return kExitOk;
 }
 
 int run_add(const CLI::App* cmd, const IndexOptions& o) {
-  IndexLock lock(o.index);
-  auto idx = NearDupIndex::open(o.index);
+  auto idx = NearDupIndex::open_for_update(o.index);
   io::InputSet in(o.common.inputs, o.common.reader);
   check_output_paths(in, {{o.index, "the index"}, {o.dedup ? o.output : std::string(), "--output"}, {o.common.rejects, "--rejects"}});
   io::ReaderOptions reader = o.common.reader;
@@ -105,7 +102,7 @@ int run_add(const CLI::App* cmd, const IndexOptions& o) {
   // The index is replaced only after the walk's output is complete.
   if (out) out->commit();
   rejects.commit();
-  idx->save(o.index);
+  idx->save();
   if (!o.common.quiet) print_input_warnings(st.reader, st.documents, in.left_out(), cmd, reader);
   print_walk("index add", st, *idx, o.index, o.common.quiet);
   return kExitOk;
@@ -158,10 +155,9 @@ int run_remove(const IndexOptions& o) {
       if (!line.empty()) ids.push_back(line);
   }
   if (ids.empty()) throw UsageError("index remove: give the ids to remove, or --ids-from FILE");
-  IndexLock lock(o.index);
-  auto idx = NearDupIndex::open(o.index);
+  auto idx = NearDupIndex::open_for_update(o.index);
   const size_t found = idx->remove(ids);
-  idx->save(o.index);
+  idx->save();
   if (!o.common.quiet)
     std::fprintf(stderr, "neardup: index remove: %zu of %zu ids found and removed; %s holds %zu documents\n", found,
                  ids.size(), o.index.c_str(), idx->size());
@@ -207,9 +203,7 @@ int run_stats(const IndexOptions& o) {
 int run_dedup_against(const CLI::App* cmd, const Options& o) {
   const std::string& against = o.against;
   const bool add_kept = o.add_kept;
-  std::unique_ptr<IndexLock> lock;
-  if (add_kept) lock = std::make_unique<IndexLock>(against);
-  auto idx = NearDupIndex::open(against);
+  auto idx = add_kept ? NearDupIndex::open_for_update(against) : NearDupIndex::open(against);
   // The documents are sketched as the index's were: a flag that says otherwise is an error.
   const PipelineSpec& is = idx->spec();
   const PipelineSpec given = make_spec(cmd, o);
@@ -275,7 +269,7 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
   out.commit();
   if (removed) removed->commit();
   rejects.commit();
-  if (add_kept) idx->save(against);
+  if (add_kept) idx->save();
   if (!o.quiet) print_input_warnings(st.reader, st.documents, in.left_out(), cmd, reader);
   if (!o.quiet)
     std::fprintf(stderr, "neardup: dedup --against %s: %llu documents, %llu removed, %llu kept%s\n", against.c_str(),
