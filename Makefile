@@ -2,14 +2,15 @@
 #   make run    installs missing Debian packages, builds, deduplicates the sample corpus
 #   make test   installs missing Debian packages, builds, runs the whole test suite, then
 #               builds again with clang, AddressSanitizer and UBSan (build-san/) and runs the
-#               suite there too, with a short run of every libFuzzer target
+#               suite there too, with a short run of every libFuzzer target, and last builds
+#               the library with ThreadSanitizer (build-tsan/) and runs the concurrency tests
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
 
 FUZZ_SECONDS ?= 15
 
-.PHONY: deps configure build cli run test sanitize clean
+.PHONY: deps configure build cli run test sanitize tsan clean
 
 deps:
 	./scripts/install-deps.sh
@@ -34,6 +35,7 @@ run: cli
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) sanitize
+	$(MAKE) tsan
 
 sanitize: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-san -DCMAKE_BUILD_TYPE=Release \
@@ -41,5 +43,12 @@ sanitize: deps
 	cmake --build $(BUILD)-san -j $(JOBS)
 	cd $(BUILD)-san && ctest --output-on-failure -j $(JOBS)
 
+# ThreadSanitizer: the library and the tests that run threads (build-tsan/).
+tsan: deps
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Release -DNEARDUP_TSAN=ON \
+	    -DNEARDUP_BUILD_CLI=OFF -DNEARDUP_BUILD_BENCH=OFF
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target neardup_concurrency_tests
+	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS)
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-san
+	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-tsan
