@@ -6,6 +6,7 @@
 
 #include "internal/bucket_sort.h"
 #include "internal/sorted_merge.h"
+#include "kernels/dispatch.h"
 #include "kernels/jaccard_kernels.h"
 #include "neardup/error.h"
 
@@ -227,18 +228,7 @@ double fingerprint_jaccard_abort(std::span<const SigValue> a, std::span<const Si
 double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const SigValue> b, double alpha,
                                 Isa isa) noexcept {
   const long smax = fingerprint_abort_bound(alpha, a.size(), b.size());
-  long common;
-  switch (isa) {
-    case Isa::Avx512:
-      common = internal::jaccard_block_avx512(a.data(), a.size(), b.data(), b.size(), smax);
-      break;
-    case Isa::Avx2:
-      common = internal::jaccard_block_avx2(a.data(), a.size(), b.data(), b.size(), smax);
-      break;
-    default:
-      common = internal::jaccard_block_scalar(a.data(), a.size(), b.data(), b.size(), smax);
-      break;
-  }
+  const long common = internal::kernels(isa).jaccard_block(a.data(), a.size(), b.data(), b.size(), smax);
   if (common < 0) return kAborted;
   return at_least(jaccard_from_common(common, a.size(), b.size()), alpha);
 }
@@ -246,19 +236,15 @@ double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const Sig
 double fingerprint_jaccard_fast(std::span<const SigValue> a, std::span<const SigValue> b, double alpha) noexcept {
   // The 8-wide walk wins on AVX-512 machines too (BENCHMARKS.md: 16-value blocks hold a common
   // value more often, so fewer of them are skipped, and each test costs 16 rotations).
-  const Isa isa = active_isa();
-  return fingerprint_jaccard_fast(a, b, alpha, isa == Isa::Avx512 ? Isa::Avx2 : isa);
+  const long smax = fingerprint_abort_bound(alpha, a.size(), b.size());
+  const long common = internal::kernels().jaccard_walk(a.data(), a.size(), b.data(), b.size(), smax);
+  if (common < 0) return kAborted;
+  return at_least(jaccard_from_common(common, a.size(), b.size()), alpha);
 }
 
 long count_common_abort(std::span<const SigValue> a, std::span<const SigValue> b, long smax) noexcept {
   if (smax < 0) return -1;
-  switch (active_isa()) {  // the 8-wide walk on AVX-512 machines too, as above
-    case Isa::Avx512:
-    case Isa::Avx2:
-      return internal::jaccard_block_avx2(a.data(), a.size(), b.data(), b.size(), smax);
-    default:
-      return internal::jaccard_block_scalar(a.data(), a.size(), b.data(), b.size(), smax);
-  }
+  return internal::kernels().jaccard_walk(a.data(), a.size(), b.data(), b.size(), smax);
 }
 
 double bottomk_estimate(std::span<const SigValue> a, std::span<const SigValue> b, int n) noexcept {

@@ -14,7 +14,7 @@ Isa detect() noexcept {
   if (!__builtin_cpu_supports("popcnt") || !__builtin_cpu_supports("bmi")) return Isa::Scalar;
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return Isa::Avx512;
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2") ? Isa::Avx512Vbmi : Isa::Avx512;
   if (__builtin_cpu_supports("avx2")) return Isa::Avx2;
   return Isa::Scalar;
 }
@@ -26,24 +26,6 @@ std::atomic<int>& forced() {
 
 }  // namespace
 
-namespace internal {
-// Declared in kernels/text_kernels.h: the AVX-512 text scan also needs VBMI2.
-bool cpu_has_vbmi2() noexcept {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi2") != 0;
-  }();
-  return has;
-}
-// Declared in kernels/oph_kernels.h: the OPH pull also needs VBMI.
-bool cpu_has_vbmi() noexcept {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi") != 0;
-  }();
-  return has;
-}
-}  // namespace internal
 
 Isa detected_isa() noexcept {
   static const Isa isa = detect();
@@ -69,6 +51,7 @@ const char* isa_name(Isa isa) noexcept {
     case Isa::Scalar: return "scalar";
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
+    case Isa::Avx512Vbmi: return "avx512vbmi";
   }
   return "?";
 }
@@ -77,6 +60,7 @@ std::optional<Isa> parse_isa(std::string_view name) noexcept {
   if (name == "scalar") return Isa::Scalar;
   if (name == "avx2") return Isa::Avx2;
   if (name == "avx512") return Isa::Avx512;
+  if (name == "avx512vbmi") return Isa::Avx512Vbmi;
   return std::nullopt;
 }
 

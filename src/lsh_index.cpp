@@ -113,6 +113,15 @@ LshBuckets band_buckets(size_t n, int bands, std::span<const uint8_t> skip, int 
 
 }  // namespace
 
+LshMemory lsh_search_memory(const LshParams& params, int threads, size_t band_arrays) noexcept {
+  LshMemory m;
+  // Two (key, document) arrays of 16 bytes per document for each band in flight, one band per
+  // worker (lsh_buckets); candidates are extra.
+  m.per_document = 32.0 * std::min<double>(std::max(threads, 1), static_cast<double>(params.bands));
+  m.fixed = static_cast<double>(band_arrays) * (2 << 20);
+  return m;
+}
+
 std::vector<DocPair> star_edges(const LshBuckets& buckets) {
   std::vector<DocPair> stars;
   for (size_t i = 0; i < buckets.size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include "internal/scratch.h"
 #include "internal/hash.h"
+#include "kernels/dispatch.h"
 #include "kernels/minhash_kernels.h"
 #include "neardup/error.h"
 
@@ -32,17 +33,7 @@ void MinHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue
   for (size_t j = 0; j < shingles.size(); ++j)
     keys[j] = static_cast<uint32_t>(shingles[j] ^ (shingles[j] >> 32));
   const size_t p = a_.size();
-  switch (isa) {
-    case Isa::Avx512:
-      internal::minhash_avx512(a_.data(), a_hi_.data(), p, keys.data(), keys.size(), out.data());
-      break;
-    case Isa::Avx2:
-      internal::minhash_avx2(a_.data(), a_hi_.data(), p, keys.data(), keys.size(), out.data());
-      break;
-    case Isa::Scalar:
-      internal::minhash_scalar(a_.data(), a_hi_.data(), p, keys.data(), keys.size(), out.data());
-      break;
-  }
+  internal::kernels(isa).minhash(a_.data(), a_hi_.data(), p, keys.data(), keys.size(), out.data());
   internal::trim_scratch(keys);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "internal/hash.h"
+#include "kernels/dispatch.h"
 #include "kernels/oph_kernels.h"
 #include "neardup/cpu.h"
 #include "neardup/error.h"
@@ -154,7 +155,7 @@ void OphHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue
         return;
       }
   };
-  if (how == Densify::Auto && !pre_rows_.empty() && active_isa() == Isa::Avx512 && internal::cpu_has_vbmi()) {
+  if (how == Densify::Auto && !pre_rows_.empty() && internal::kernels().oph_pull_vbmi) {
     // The pull, 64 rounds per step (kernels/oph_kernels.h); the rare bin without a native
     // pre-image in the first row_rounds_ rounds goes on from there.
     alignas(64) uint8_t native[128] = {};

@@ -737,7 +737,6 @@ MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const {
   // record's position (JSONL), and the sketch (below).
   double per_doc = (n > 0 ? m.input.id_bytes / n : 0) + sizeof(uint64_t) + sizeof(uint32_t) + 1;
   if (inputs_->all_jsonl()) per_doc += sizeof(io::RecordPos);
-  const double threads = threads_;
   double search_per_doc = 0;
   const size_t k = static_cast<size_t>(spec_.num_perm);
   switch (spec_.method) {
@@ -746,29 +745,29 @@ MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const {
       const size_t bands = static_cast<size_t>(spec_.lsh.bands);
       const bool keys_only = spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
       per_doc += keys_only ? static_cast<double>(bands * sizeof(uint64_t)) : static_cast<double>(k * sizeof(SigValue));
-      fixed += static_cast<double>(keys_only ? bands : 1) * (2 << 20);  // a huge page each, at least
-      // Two (key, document) arrays per LSH worker (lsh_index.cpp); candidates are extra.
-      search_per_doc = 32.0 * std::min<double>(threads, static_cast<double>(bands));
+      const LshMemory lsh = lsh_search_memory(spec_.lsh, threads_, keys_only ? bands : 1);
+      fixed += lsh.fixed;
+      search_per_doc = lsh.per_document;
       break;
     }
     case SketchMethod::BottomK: {
       const double values = std::min(per_doc_distinct, static_cast<double>(spec_.sketch_size));
       per_doc += values * sizeof(SigValue) + sizeof(uint64_t);
-      // The prefix-filter join: ranks, sort keys and postings per fingerprint value (allpairs.cpp).
-      search_per_doc = values * 10.0;
+      search_per_doc = fingerprint_join_bytes_per_document(values);
       break;
     }
     case SketchMethod::SimHash:
       per_doc += sizeof(uint64_t);
-      // Sorted (fingerprint, document) entries and their scratch, the distinct values (simhash.cpp).
-      search_per_doc = 44.0;
+      search_per_doc = kSimHashSearchBytesPerDocument;
       break;
+    case SketchMethod::Exact:
+      break;  // the sets themselves, below (verify_per_document)
   }
   // The duplicate-id check sorts 2 x 16 bytes per document before the search starts.
   search_per_doc = std::max(search_per_doc, 32.0);
   // The program, and per thread the batches of about 1 MiB of records (raw, parsed, sketched)
   // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
-  fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads, 1.5 * m.input.data_bytes);
+  fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * m.input.data_bytes);
   m.per_document = per_doc;
   m.state = n * per_doc + fixed;
   m.search = n * search_per_doc;

@@ -7,6 +7,7 @@
 #include "internal/hash.h"
 #include "internal/radix_sort.h"
 #include "internal/sorted_merge.h"
+#include "kernels/dispatch.h"
 #include "kernels/shingle_kernels.h"
 #include "internal/option_text.h"
 #include "neardup/cpu.h"
@@ -26,8 +27,7 @@ namespace {
 // combine_tokens for every window of k tokens (n >= k), with the kernel of the CPU.
 void combine_all(const uint64_t* t, size_t n, size_t k, uint64_t seed, ShingleHash* out) noexcept {
   const uint64_t c = seed ^ (k * internal::kGolden);
-  if (active_isa() == Isa::Avx512) return internal::combine_shingles_avx512(t, n, k, c, out);
-  internal::combine_shingles_scalar(t, n, k, c, out);
+  internal::kernels().combine_shingles(t, n, k, c, out);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
+#include "kernels/dispatch.h"
 #include "kernels/simhash_kernels.h"
 #include "internal/option_text.h"
 #include "neardup/error.h"
@@ -51,19 +52,11 @@ uint64_t sign_bits(const uint64_t sums[64], uint64_t total) noexcept {
 }
 
 void count(const uint64_t* h, size_t n, uint64_t sums[64], Isa isa) noexcept {
-  switch (isa) {
-    case Isa::Avx512: internal::simhash_count_avx512(h, n, sums); break;
-    case Isa::Avx2: internal::simhash_count_avx2(h, n, sums); break;
-    default: internal::simhash_count_scalar(h, n, sums); break;
-  }
+  internal::kernels(isa).simhash_count(h, n, sums);
 }
 
 void weigh(const uint64_t* h, const uint32_t* w, size_t n, uint64_t sums[64], Isa isa) noexcept {
-  switch (isa) {
-    case Isa::Avx512: internal::simhash_weigh_avx512(h, w, n, sums); break;
-    case Isa::Avx2: internal::simhash_weigh_avx2(h, w, n, sums); break;
-    default: internal::simhash_weigh_scalar(h, w, n, sums); break;
-  }
+  internal::kernels(isa).simhash_weigh(h, w, n, sums);
 }
 
 }  // namespace
@@ -387,17 +380,11 @@ std::vector<Entry> permuted_entries(const SimHashPermutation& perm, const uint64
 }
 
 void close_pairs(const Entry* e, size_t n, int k, std::vector<uint32_t>& a, std::vector<uint32_t>& b) {
-  if (active_isa() >= Isa::Avx2)
-    internal::simhash_close_pairs_popcnt(e, n, k, a, b);
-  else
-    internal::simhash_close_pairs_scalar(e, n, k, a, b);
+  internal::kernels().simhash_close_pairs(e, n, k, a, b);
 }
 
 void close_keys(const uint64_t* keys, size_t n, uint64_t q, int k, std::vector<uint32_t>& hits) {
-  if (active_isa() >= Isa::Avx2)
-    internal::simhash_close_keys_popcnt(keys, n, q, k, hits);
-  else
-    internal::simhash_close_keys_scalar(keys, n, q, k, hits);
+  internal::kernels().simhash_close_keys(keys, n, q, k, hits);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "internal/scratch.h"
 #include "internal/hash.h"
 #include "internal/utf8.h"
+#include "kernels/dispatch.h"
 #include "kernels/text_kernels.h"
 #include "neardup/cpu.h"
 
@@ -158,28 +159,6 @@ std::string& word_buffer() {
 }
 constexpr size_t kPad = 16;
 
-using ScanFn = void (*)(const uint8_t*, size_t, size_t, internal::TextScan&) noexcept;
-
-ScanFn scan_for(Isa isa) noexcept {
-  switch (isa) {
-    case Isa::Avx512: return internal::cpu_has_vbmi2() ? internal::scan_text_avx512 : internal::scan_text_avx2;
-    case Isa::Avx2: return internal::scan_text_avx2;
-    case Isa::Scalar: break;
-  }
-  return internal::scan_text_scalar;
-}
-
-using HashFn = void (*)(const uint8_t*, const uint32_t*, const uint32_t*, size_t, uint64_t, uint64_t*) noexcept;
-
-HashFn hash_for(Isa isa) noexcept {
-  switch (isa) {
-    case Isa::Avx512: return internal::hash_ascii_words_avx512;
-    case Isa::Avx2: return internal::hash_ascii_words_avx2;
-    case Isa::Scalar: break;
-  }
-  return internal::hash_ascii_words_scalar;
-}
-
 constexpr size_t kWindowBlocks = 1024;  // runs are found a window (64 KiB of text) at a time
 
 // The first position in [from, 64 * end_block) whose bit is set in `bits`, or SIZE_MAX.
@@ -227,7 +206,7 @@ void scan_runs(std::string_view text, Ascii&& ascii, High&& high) {
     sc.starts.resize(slots);
     sc.ends.resize(slots);
   }
-  const ScanFn scan = scan_for(active_isa());
+  const auto scan = internal::kernels().scan_text;
   const auto* in = reinterpret_cast<const uint8_t*>(text.data());
   internal::TextScan ts;
   ts.lower = sc.lower.data() + kPad;
@@ -296,7 +275,7 @@ void put_word_chars(std::string_view w, uint64_t seed, bool& first, uint64_t*& o
 
 void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
   if (text.size() > UINT32_MAX - 128) return hash_words_exact(text, seed, out);  // positions are 32-bit
-  const HashFn hash_ascii = hash_for(active_isa());
+  const auto hash_ascii = internal::kernels().hash_ascii_words;
   std::string& buf = word_buffer();
   out.reserve(out.size() + text.size() / 8);
   scan_runs(

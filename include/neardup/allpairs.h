@@ -53,6 +53,10 @@ std::vector<ScoredPair> top_pairs_brute_force(const Fingerprints& fps, size_t m,
 std::vector<ScoredPair> pairs_above(const Fingerprints& fps, double threshold, PairScore score, int threads,
                                     JoinStats* stats = nullptr);
 
+/// Bytes per document of fingerprint_join and pairs_above over fingerprints of
+/// `values_per_document` values on average: ranks, sort keys and postings per value.
+inline double fingerprint_join_bytes_per_document(double values_per_document) noexcept { return 10.0 * values_per_document; }
+
 /// The total order of results: higher similarity first, then smaller a, then smaller b.
 inline bool better_pair(const ScoredPair& x, const ScoredPair& y) noexcept {
   if (x.similarity != y.similarity) return x.similarity > y.similarity;

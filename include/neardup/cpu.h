@@ -1,6 +1,7 @@
 // Instruction-set dispatch. Every SIMD kernel has a scalar reference and matches it bit for bit;
-// the variant is chosen at run time from the CPU. The library never reads the environment: the
-// CLI maps NEARDUP_FORCE_ISA=scalar|avx2|avx512 to force_isa(), and tests call it directly.
+// the level is chosen at run time from the CPU, and each level is one table of kernels
+// (kernels/dispatch.h). The library never reads the environment: the CLI maps
+// NEARDUP_FORCE_ISA=scalar|avx2|avx512|avx512vbmi to force_isa(), and tests call it directly.
 #pragma once
 
 #include <optional>
@@ -8,7 +9,9 @@
 
 namespace neardup {
 
-enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+/// Levels, each including the ones before it: Avx512 is AVX-512 F, DQ, BW and VL; Avx512Vbmi
+/// adds VBMI and VBMI2 (byte permutes and compresses).
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Vbmi = 3 };
 
 /// The best instruction set this CPU supports (among those neardup has kernels for).
 Isa detected_isa() noexcept;

@@ -78,6 +78,15 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
 LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
                                  int threads, CandidateStats* stats = nullptr);
 
+/// The memory of an LSH search of `docs` documents on `threads` threads (lsh_buckets): bytes
+/// per document, and fixed bytes for the band keys kept per band (`band_arrays` of them, a
+/// huge page each at least).
+struct LshMemory {
+  double per_document = 0;
+  double fixed = 0;
+};
+LshMemory lsh_search_memory(const LshParams& params, int threads, size_t band_arrays) noexcept;
+
 /// A bucket's s - 1 star edges, from its first document to each other one, over all buckets:
 /// sorted and unique. lsh_candidates is star_edges(lsh_buckets(...)).
 std::vector<DocPair> star_edges(const LshBuckets& buckets);

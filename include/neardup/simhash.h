@@ -151,6 +151,10 @@ struct FindAllStats {
 /// Every pair (a, b), a < b, of fingerprints within plan.k of each other, once each, sorted by
 /// (a, b). Documents with skip[d] != 0 (if given) take no part. Identical fingerprints are
 /// grouped first, so a large group of copies costs its output only. Parallel over tables.
+/// Bytes per fingerprint that simhash_find_all holds while it runs: the sorted (fingerprint,
+/// document) entries of a table, their sort scratch, and the distinct values.
+inline constexpr double kSimHashSearchBytesPerDocument = 44.0;
+
 std::vector<HammingPair> simhash_find_all(std::span<const uint64_t> fps, const SimHashPlan& plan, int threads,
                                           std::span<const uint8_t> skip = {}, FindAllStats* stats = nullptr);
 /// Every pair compared (tests).

@@ -14,6 +14,5 @@ namespace neardup::internal {
 /// Needs AVX512-VBMI as well as the AVX-512 subsets of Isa::Avx512 (oph.cpp checks).
 void oph_pull_vbmi(const uint8_t* pre, size_t rounds, const uint8_t* native, const uint32_t* empty, uint32_t count,
                    uint32_t* from) noexcept;
-bool cpu_has_vbmi() noexcept;
 
 }  // namespace neardup::internal

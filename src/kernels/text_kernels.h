@@ -35,7 +35,6 @@ void scan_text_scalar(const uint8_t* in, size_t first_block, size_t nblocks, Tex
 void scan_text_avx2(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept;
 /// Needs AVX512-VBMI2 as well as the AVX-512 subsets of Isa::Avx512 (text.cpp checks).
 void scan_text_avx512(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept;
-bool cpu_has_vbmi2() noexcept;
 
 // out[i] = word_hash(lower[starts[i], ends[i]), seed) for i < count (internal/hash.h): the words
 // of a stretch without high bytes. Reads 16 bytes from each start, so the caller pads.

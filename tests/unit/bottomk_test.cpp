@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "kernels/dispatch.h"
 #include "kernels/jaccard_kernels.h"
 #include "neardup/error.h"
 #include "neardup/io/reader.h"
@@ -137,8 +138,7 @@ TEST(BottomK, JaccardVariantsAgreeWithClassical) {
         ++kept;
       }
       EXPECT_EQ(fast == kAborted, classical < alpha);
-      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
-        if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+      for (Isa isa : test::available_isas()) {
         EXPECT_EQ(fingerprint_jaccard_fast(a, b, alpha, isa), fast) << isa_name(isa);
       }
     }

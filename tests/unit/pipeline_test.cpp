@@ -544,8 +544,9 @@ TEST(Pipeline, MemoryEstimateMatchesTheRun) {
     EXPECT_NEAR(whole.per_document * static_cast<double>(s.documents) / static_cast<double>(p.state_bytes()), 1.0, 0.01);
     EXPECT_NEAR(m.per_document * static_cast<double>(s.documents) / static_cast<double>(p.state_bytes()), 1.0, 0.2);
     // The shingles per document, as an exact verification would hold them.
-    if (o.spec.verify == VerifyMode::Exact)
+    if (o.spec.verify == VerifyMode::Exact) {
       EXPECT_NEAR((whole.verify_per_document - 40) / 8 * static_cast<double>(s.documents) / static_cast<double>(s.shingles), 1.0, 0.25);
+    }
     EXPECT_GT(m.peak(), static_cast<double>(s.documents) * m.per_document);
   }
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <set>
 
+#include "kernels/dispatch.h"
 #include "kernels/simhash_kernels.h"
 #include "neardup/error.h"
 #include "neardup/io/reader.h"
@@ -66,20 +67,8 @@ TEST(SimHashKernels, EqualScalarBitForBit) {
         }
     for (Isa isa : test::available_isas()) {
       uint64_t got[64] = {}, got_w[64] = {};
-      switch (isa) {
-        case Isa::Scalar:
-          internal::simhash_count_scalar(h.data(), n, got);
-          internal::simhash_weigh_scalar(h.data(), w.data(), n, got_w);
-          break;
-        case Isa::Avx2:
-          internal::simhash_count_avx2(h.data(), n, got);
-          internal::simhash_weigh_avx2(h.data(), w.data(), n, got_w);
-          break;
-        case Isa::Avx512:
-          internal::simhash_count_avx512(h.data(), n, got);
-          internal::simhash_weigh_avx512(h.data(), w.data(), n, got_w);
-          break;
-      }
+      internal::kernels(isa).simhash_count(h.data(), n, got);
+      internal::kernels(isa).simhash_weigh(h.data(), w.data(), n, got_w);
       for (int b = 0; b < 64; ++b) {
         ASSERT_EQ(got[b], want[b]) << isa_name(isa) << " n " << n << " bit " << b;
         ASSERT_EQ(got_w[b], want_w[b]) << isa_name(isa) << " n " << n << " bit " << b;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "neardup/cluster.h"
+#include "neardup/cpu.h"
 #include "neardup/error.h"
 #include "neardup/io/reader.h"
 #include "neardup/pipeline.h"
@@ -211,6 +212,30 @@ TEST(ThreadPool, PipelineFinishesOnAStarvedPool) {
   held.unlock();
   EXPECT_EQ(starved.clustering().keeper, reference.clustering().keeper);
   EXPECT_EQ(starved.stats().removed, reference.stats().removed);
+}
+
+// Every kernel level, forced as NEARDUP_FORCE_ISA forces it, sketches and finds candidates
+// exactly as the scalar level does, for every method.
+TEST(Kernels, EveryLevelEqualsScalarEndToEnd) {
+  static const std::vector<io::Document> docs = sample_documents();
+  const std::vector<std::string_view> texts = texts_of(docs);
+  for (const char* spec : {"words:5 oph:128", "words:3 minhash:64", "words:3 bottomk:64", "words:3 simhash:6", "chars:5 oph:64"}) {
+    const PipelineSpec s = PipelineSpec::parse(spec);
+    force_isa(Isa::Scalar);
+    const Sketches scalar = sketch_documents(texts, s, 2);
+    const auto scalar_pairs = find_candidates(scalar, nullptr, 2);
+    for (const Isa isa : test::available_isas()) {
+      force_isa(isa);
+      const Sketches got = sketch_documents(texts, s, 2);
+      EXPECT_EQ(got.signatures, scalar.signatures) << spec << " " << isa_name(isa);
+      EXPECT_EQ(got.fingerprints.values, scalar.fingerprints.values) << spec << " " << isa_name(isa);
+      EXPECT_EQ(got.simhashes, scalar.simhashes) << spec << " " << isa_name(isa);
+      EXPECT_EQ(find_candidates(got, nullptr, 2), scalar_pairs) << spec << " " << isa_name(isa);
+    }
+    reset_isa();
+  }
+  EXPECT_EQ(parse_isa("avx512vbmi"), Isa::Avx512Vbmi);
+  EXPECT_STREQ(isa_name(Isa::Avx512Vbmi), "avx512vbmi");
 }
 
 // A child forked from a process whose shared pool has workers (Python's multiprocessing does

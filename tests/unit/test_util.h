@@ -22,6 +22,7 @@ inline std::vector<Isa> available_isas() {
   std::vector<Isa> v{Isa::Scalar};
   if (detected_isa() >= Isa::Avx2) v.push_back(Isa::Avx2);
   if (detected_isa() >= Isa::Avx512) v.push_back(Isa::Avx512);
+  if (detected_isa() >= Isa::Avx512Vbmi) v.push_back(Isa::Avx512Vbmi);
   return v;
 }
 

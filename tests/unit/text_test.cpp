@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/dispatch.h"
 #include "kernels/text_kernels.h"
 #include "neardup/cpu.h"
 #include "test_util.h"
@@ -150,10 +151,8 @@ TEST(TextKernels, SimdScanEqualsScalarBitForBit) {
     run(neardup::internal::scan_text_scalar, l0, h0, s0, e0, ref);
     for (neardup::Isa isa : neardup::test::available_isas()) {
       if (isa == neardup::Isa::Scalar) continue;
-      if (isa == neardup::Isa::Avx512 && !neardup::internal::cpu_has_vbmi2()) continue;
       got = TextScan{};
-      run(isa == neardup::Isa::Avx2 ? neardup::internal::scan_text_avx2 : neardup::internal::scan_text_avx512, l1, h1, s1,
-          e1, got);
+      run(neardup::internal::kernels(isa).scan_text, l1, h1, s1, e1, got);
       ASSERT_EQ(l1, l0) << neardup::isa_name(isa);
       ASSERT_EQ(h1, h0) << neardup::isa_name(isa);
       ASSERT_EQ(s1, s0) << neardup::isa_name(isa);

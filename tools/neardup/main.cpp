@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
   if (const char* forced = std::getenv("NEARDUP_FORCE_ISA"); forced && *forced) {
     const auto isa = parse_isa(forced);
     if (!isa) {
-      std::fprintf(stderr, "neardup: error: NEARDUP_FORCE_ISA=%s is not one of scalar, avx2, avx512\n", forced);
+      std::fprintf(stderr, "neardup: error: NEARDUP_FORCE_ISA=%s is not one of scalar, avx2, avx512, avx512vbmi\n", forced);
       return kExitUsage;
     }
     try {

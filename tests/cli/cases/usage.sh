@@ -12,7 +12,7 @@ $NEARDUP --version | head -1 | cut -d' ' -f1,2; echo "version: exit=$?"
 echo "--- every kernel gives the same output"
 # A level this CPU lacks is refused (exit 2, "does not support"): nothing to compare there. Any
 # other failure, a crash above all, is printed and fails the case.
-for isa in scalar avx2 avx512; do
+for isa in scalar avx2 avx512 avx512vbmi; do
   msg=$(NEARDUP_FORCE_ISA=$isa $NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --shingle 3 -o $isa.tsv --quiet 2>&1); rc=$?
   if [ $rc -eq 2 ] && [ "$isa" != scalar ] && [[ $msg == *"does not support"* ]]; then
     cp scalar.tsv $isa.tsv
@@ -20,4 +20,4 @@ for isa in scalar avx2 avx512; do
     echo "$isa: exit=$rc: $msg"
   fi
 done
-cmp scalar.tsv avx2.tsv && cmp scalar.tsv avx512.tsv && echo identical
+cmp scalar.tsv avx2.tsv && cmp scalar.tsv avx512.tsv && cmp scalar.tsv avx512vbmi.tsv && echo identical

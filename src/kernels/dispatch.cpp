@@ -1,0 +1,80 @@
+#include "kernels/dispatch.h"
+
+#include "kernels/jaccard_kernels.h"
+#include "kernels/minhash_kernels.h"
+#include "kernels/shingle_kernels.h"
+
+namespace neardup::internal {
+namespace {
+
+constexpr Kernels kScalar{Isa::Scalar,
+                          scan_text_scalar,
+                          hash_ascii_words_scalar,
+                          combine_shingles_scalar,
+                          minhash_scalar,
+                          simhash_count_scalar,
+                          simhash_weigh_scalar,
+                          simhash_close_pairs_scalar,
+                          simhash_close_keys_scalar,
+                          jaccard_block_scalar,
+                          jaccard_block_scalar,
+                          false};
+
+// AVX2 machines also have POPCNT and BMI1 (cpu.cpp checks), which the popcnt kernels use. The
+// shingle combination has no AVX2 kernel: the scalar one is as fast there.
+constexpr Kernels kAvx2{Isa::Avx2,
+                        scan_text_avx2,
+                        hash_ascii_words_avx2,
+                        combine_shingles_scalar,
+                        minhash_avx2,
+                        simhash_count_avx2,
+                        simhash_weigh_avx2,
+                        simhash_close_pairs_popcnt,
+                        simhash_close_keys_popcnt,
+                        jaccard_block_avx2,
+                        jaccard_block_avx2,
+                        false};
+
+// AVX-512 F/DQ/BW/VL. The text scan needs VBMI2 (compress of bytes), so it stays AVX2's here.
+constexpr Kernels kAvx512{Isa::Avx512,
+                          scan_text_avx2,
+                          hash_ascii_words_avx512,
+                          combine_shingles_avx512,
+                          minhash_avx512,
+                          simhash_count_avx512,
+                          simhash_weigh_avx512,
+                          simhash_close_pairs_popcnt,
+                          simhash_close_keys_popcnt,
+                          jaccard_block_avx512,
+                          jaccard_block_avx2,
+                          false};
+
+// AVX-512 with VBMI and VBMI2: the byte-compress text scan and the OPH pull.
+constexpr Kernels kAvx512Vbmi{Isa::Avx512Vbmi,
+                              scan_text_avx512,
+                              hash_ascii_words_avx512,
+                              combine_shingles_avx512,
+                              minhash_avx512,
+                              simhash_count_avx512,
+                              simhash_weigh_avx512,
+                              simhash_close_pairs_popcnt,
+                              simhash_close_keys_popcnt,
+                              jaccard_block_avx512,
+                              jaccard_block_avx2,
+                              true};
+
+}  // namespace
+
+const Kernels& kernels(Isa level) noexcept {
+  switch (level) {
+    case Isa::Avx512Vbmi: return kAvx512Vbmi;
+    case Isa::Avx512: return kAvx512;
+    case Isa::Avx2: return kAvx2;
+    case Isa::Scalar: break;
+  }
+  return kScalar;
+}
+
+const Kernels& kernels() noexcept { return kernels(active_isa()); }
+
+}  // namespace neardup::internal
