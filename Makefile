@@ -10,19 +10,26 @@ SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
 
 FUZZ_SECONDS ?= 15
 
-.PHONY: deps configure build cli run test sanitize tsan clean
+.PHONY: deps run-deps configure run-configure build cli run test sanitize tsan clean
 
 deps:
-	./scripts/install-deps.sh
+	./scripts/install-deps.sh test
+
+run-deps:
+	./scripts/install-deps.sh run
 
 configure: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=ON -DNEARDUP_BUILD_BENCH=ON
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Only the command-line tool (and the library): the tests and benchmarks are for `make test`.
-cli: configure
+# Without the tests and benchmarks, whose packages `make run` does not install.
+run-configure: run-deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCH=OFF
+
+cli: run-configure
 	cmake --build $(BUILD) -j $(JOBS) --target neardup_cli
 
 run: cli

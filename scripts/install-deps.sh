@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages neardup needs to build and test, skipping those already
-# present (idempotent). Runs apt-get as root, or through sudo when available.
+# Installs the Debian 12 packages neardup needs, skipping those already present (idempotent).
+#   install-deps.sh run    what building the library and the CLI needs (make run)
+#   install-deps.sh test   that, and what the test suite needs (make test; the default)
+# Runs apt-get as root, or through sudo when available.
 set -euo pipefail
 
+what="${1:-test}"
 packages=(
-  build-essential cmake pkg-config zstd gzip
-  libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev zlib1g-dev libicu-dev liblzma-dev libbz2-dev xz-utils bzip2
-  libgtest-dev libgmock-dev libbenchmark-dev python3
-  clang libclang-rt-14-dev
+  build-essential cmake pkg-config
+  libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev zlib1g-dev libicu-dev liblzma-dev libbz2-dev
 )
+case "$what" in
+  run) ;;
+  test)
+    packages+=(
+      zstd gzip xz-utils bzip2 python3
+      libgtest-dev libgmock-dev libbenchmark-dev
+      clang libclang-rt-14-dev
+    )
+    ;;
+  *) echo "install-deps: usage: install-deps.sh [run|test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

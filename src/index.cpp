@@ -426,7 +426,7 @@ IndexStats NearDupIndex::stats() const {
 WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::ReaderOptions& reader,
                      const WalkOptions& options, const std::function<void(const WalkRecord&)>& fn) {
   constexpr size_t kBatch = 1024;
-  const int threads = std::max(1, options.threads);
+  const int threads = internal::resolve_threads(options.threads);
   std::vector<IndexSketcher> sketchers;
   for (int t = 0; t < threads; ++t) sketchers.emplace_back(index.spec());
   io::RecordReader rr(inputs, reader);

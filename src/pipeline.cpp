@@ -95,7 +95,7 @@ Pipeline::Pipeline(std::vector<io::Document> documents, RunOptions options)
 }
 
 void Pipeline::init() {
-  threads_ = options_.threads > 0 ? options_.threads : internal::hardware_threads();
+  threads_ = internal::resolve_threads(options_.threads);
   if (!options_.keep_by.empty()) {
     if (!inputs_->all_jsonl())
       throw UsageError(NEARDUP_OPT("keep_by") " reads a field of JSONL records; the inputs include plain-text files (use " NEARDUP_OPT_IS("keep", "first") " or longest)");

@@ -19,8 +19,6 @@
 namespace neardup {
 namespace {
 
-int threads_or_all(int threads) { return threads > 0 ? threads : internal::hardware_threads(); }
-
 }  // namespace
 
 // ---- Sketches ----
@@ -116,7 +114,7 @@ Sketches sketch_documents(std::span<const std::string_view> texts, const Pipelin
   // Blocks of documents, so that a sketcher is made once per block and thread.
   constexpr size_t kBlock = 256;
   const size_t blocks = (n + kBlock - 1) / kBlock;
-  const int t = threads_or_all(threads);
+  const int t = internal::resolve_threads(threads);
   std::vector<std::optional<DocumentSketcher>> sketchers(static_cast<size_t>(std::max(t, 1)));
   internal::parallel_for(blocks, t, [&](size_t blk, size_t slot) {
     auto& sk = sketchers[slot];
@@ -143,7 +141,7 @@ ShingleSets shingle_sets(std::span<const std::string_view> texts, const Pipeline
   const size_t n = texts.size();
   if (!needed.empty() && needed.size() != n) throw UsageError("shingle_sets: `needed` must have one entry per text");
   std::vector<std::vector<ShingleHash>> sets(n);
-  const int t = threads_or_all(threads);
+  const int t = internal::resolve_threads(threads);
   std::vector<std::optional<Shingler>> shinglers(static_cast<size_t>(std::max(t, 1)));
   internal::parallel_for(n, t, [&](size_t i, size_t slot) {
     if (!needed.empty() && !needed[i]) return;
@@ -192,7 +190,7 @@ std::vector<DocPair> unscored(std::span<const ScoredPair> pairs) {
 }  // namespace
 
 std::vector<DocPair> find_candidates(const Sketches& s, const ShingleSets* sets, int threads_in) {
-  const int threads = threads_or_all(threads_in);
+  const int threads = internal::resolve_threads(threads_in);
   const PipelineSpec& spec = s.spec;
   switch (spec.method) {
     case SketchMethod::MinHash:

@@ -137,7 +137,7 @@ void SimilaritySample::add_all_pairs(std::span<const std::vector<uint64_t>> sets
   std::vector<std::vector<uint64_t>> per_row(n);
   std::vector<std::vector<double>> per_row_sum(n);
   std::vector<uint64_t> per_row_zero(n, 0);
-  internal::parallel_for(n, threads, [&](size_t i, size_t) {
+  internal::parallel_for(n, internal::resolve_threads(threads), [&](size_t i, size_t) {
     auto& h = per_row[i];
     auto& hs = per_row_sum[i];
     h.assign(kBins, 0);

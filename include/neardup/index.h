@@ -163,7 +163,7 @@ struct WalkOptions {
   double threshold = 0.0;     ///< near-duplicate when the similarity is >= this; above 1: never (no query)
   bool insert_new = true;     ///< insert each document that is not a near-duplicate
   OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
-  int threads = 1;            ///< sketching threads (the walk itself is sequential)
+  int threads = 0;            ///< sketching threads, 0: all (the walk itself is sequential)
 };
 
 /// One document of a walk: its record and its matches (valid during the callback).

@@ -69,7 +69,7 @@ struct SimilaritySample {
   uint64_t corpus_docs = 0;  ///< documents in the whole corpus
 
   /// Adds the Jaccard similarity of every pair of the given sorted, unique shingle sets.
-  void add_all_pairs(std::span<const std::vector<uint64_t>> sets, int threads);
+  void add_all_pairs(std::span<const std::vector<uint64_t>> sets, int threads);  ///< threads 0: all
   uint64_t sample_pairs() const noexcept { return sample_docs < 2 ? 0 : sample_docs * (sample_docs - 1) / 2; }
   /// The expected number of distinct candidate pairs in the corpus: the sampled pairs' mean P
   /// (each bin's pairs at their mean similarity), times the corpus's pairs.

@@ -27,4 +27,7 @@ inline int hardware_threads() noexcept {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+/// A thread count as the library's options take it: 0 (or less) means every hardware thread.
+inline int resolve_threads(int threads) noexcept { return threads > 0 ? threads : hardware_threads(); }
+
 }  // namespace neardup::internal

@@ -38,7 +38,7 @@ void add_on_duplicate_id(CLI::App* cmd, OnDuplicateId& v) {
 
 namespace {
 
-int threads_of(const Options& o) { return o.threads ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+int threads_of(const Options& o) { return o.threads; }  // 0: the library uses every hardware thread
 
 // An index finds the pairs its bands were chosen for: asked below its threshold, it misses
 // what the S-curve says, silently unless told.

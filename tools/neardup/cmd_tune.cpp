@@ -165,7 +165,7 @@ SimilaritySample read_sample(const TuneOptions& o) {
   for (const auto& t : texts) sets.push_back(sh.shingle_set(t));
   SimilaritySample s;
   s.corpus_docs = seen;
-  s.add_all_pairs(sets, o.threads ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  s.add_all_pairs(sets, o.threads);  // 0: every hardware thread
   return s;
 }
 
