@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench_corpus.h"
+#include "internal/testing.h"
 #include "neardup/neardup.h"
 
 using namespace neardup;

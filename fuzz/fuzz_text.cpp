@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
+#include "internal/testing.h"
 #include "neardup/bottomk.h"
 #include "neardup/cpu.h"
 #include "neardup/minhash.h"

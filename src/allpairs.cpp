@@ -1,4 +1,5 @@
 #include "neardup/allpairs.h"
+#include "internal/testing.h"
 
 #include <algorithm>
 #include <array>

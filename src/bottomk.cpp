@@ -1,4 +1,5 @@
 #include "neardup/bottomk.h"
+#include "internal/testing.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,5 @@
 #include "neardup/oph.h"
+#include "internal/testing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -108,7 +109,15 @@ int OphHasher::empty_bins(std::span<const ShingleHash> shingles) const {
   return static_cast<int>(std::count(out.begin(), out.end(), kEmptySigValue));
 }
 
-void OphHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how) const {
+void OphHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out) const {
+  sketch_with(shingles, out, Densify::Auto);
+}
+
+void oph_sketch_densified(const OphHasher& hasher, std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how) {
+  hasher.sketch_with(shingles, out, how);
+}
+
+void OphHasher::sketch_with(std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how) const {
   NEARDUP_ASSERT(out.size() == kk_);
   bin(shingles, out);
   const uint32_t k = kk_;

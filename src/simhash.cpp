@@ -1,4 +1,5 @@
 #include "neardup/simhash.h"
+#include "internal/testing.h"
 
 #include <algorithm>
 #include <array>

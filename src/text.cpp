@@ -1,4 +1,5 @@
 #include "neardup/text.h"
+#include "internal/testing.h"
 
 #include <unicode/uchar.h>
 

@@ -32,8 +32,6 @@ struct JoinStats {
 /// (0, 1]; similarity = fingerprint_jaccard. Sorted by (a, b). Empty fingerprints pair with none.
 std::vector<ScoredPair> fingerprint_join(const Fingerprints& fps, double alpha, int threads,
                                          JoinStats* stats = nullptr);
-/// The same by comparing every pair with the classical merge (the oracle; O(n^2)).
-std::vector<ScoredPair> fingerprint_join_brute_force(const Fingerprints& fps, double alpha, int threads);
 
 /// What top_pairs ranks by.
 enum class PairScore {
@@ -44,8 +42,6 @@ enum class PairScore {
 /// The m pairs with the highest score above 0, best first; ties go to the smaller (a, b). Fewer
 /// than m if fewer pairs share a value. Memory: m pairs per thread.
 std::vector<ScoredPair> top_pairs(const Fingerprints& fps, size_t m, PairScore score, int threads);
-/// The same by scoring every pair (the oracle; O(n^2)).
-std::vector<ScoredPair> top_pairs_brute_force(const Fingerprints& fps, size_t m, PairScore score);
 
 /// Every pair (a < b) with score + kSimilarityEpsilon >= threshold, sorted by (a, b), found by a
 /// join at the fingerprint threshold that score implies (for BottomKEstimate,

@@ -56,28 +56,6 @@ class BottomKSelector {
   size_t compact_len_ = kNever;  // len_ right after the last compaction
 };
 
-/// The reference design's design: a max-heap of the N smallest values, guarded against repeats by a 4N-slot
-/// linear-probing table that is cleared and refilled from the heap when it is half full. Kept as
-/// the benchmark reference; computes the same fingerprint as BottomKSelector.
-class BottomKHeapTable {
- public:
-  explicit BottomKHeapTable(int size);
-  void reset() noexcept;
-  void add(std::span<const ShingleHash> shingles) noexcept;
-  void add_value(SigValue v) noexcept;
-  void finish(std::vector<SigValue>& out);
-
- private:
-  bool table_insert(SigValue v) noexcept;  // false if present
-  void rebuild() noexcept;
-  static constexpr SigValue kEmpty = 0xFFFFFFFFu;
-  int n_;
-  std::vector<SigValue> heap_;
-  std::vector<SigValue> table_;
-  uint32_t mask_;
-  size_t used_ = 0;
-  bool has_max_ = false;  // 0xFFFFFFFF (the table's empty marker) is in the heap
-};
 
 /// The fingerprint of a sequence of shingle hashes (any order, repeats allowed).
 std::vector<SigValue> bottomk_fingerprint(std::span<const ShingleHash> shingles, int size);

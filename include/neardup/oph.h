@@ -35,7 +35,7 @@
 
 namespace neardup {
 
-enum class Densify { Auto, Pull, Push };
+enum class Densify : int;  // internal/testing.h
 
 class OphHasher {
  public:
@@ -45,13 +45,15 @@ class OphHasher {
   int num_perm() const noexcept { return static_cast<int>(kk_); }
 
   /// Writes the densified signature of `shingles` (any order, repeats allowed) to out[0..K).
-  void sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how = Densify::Auto) const;
+  void sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out) const;
   std::vector<SigValue> sketch(std::span<const ShingleHash> shingles) const;
 
   /// Bins left empty by `shingles` before densification (tests, statistics).
   int empty_bins(std::span<const ShingleHash> shingles) const;
 
  private:
+  friend void oph_sketch_densified(const OphHasher&, std::span<const ShingleHash>, std::span<SigValue>, Densify);
+  void sketch_with(std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how) const;
   void bin(std::span<const ShingleHash> shingles, std::span<SigValue> out) const;
   uint32_t pre_image(uint32_t j, size_t t) const noexcept;
   uint32_t image(uint32_t i, size_t t) const noexcept;

@@ -157,9 +157,6 @@ inline constexpr double kSimHashSearchBytesPerDocument = 44.0;
 
 std::vector<HammingPair> simhash_find_all(std::span<const uint64_t> fps, const SimHashPlan& plan, int threads,
                                           std::span<const uint8_t> skip = {}, FindAllStats* stats = nullptr);
-/// Every pair compared (tests).
-std::vector<HammingPair> simhash_find_all_brute_force(std::span<const uint64_t> fps, int k,
-                                                      std::span<const uint8_t> skip = {});
 
 // ---- Online: insert and query one fingerprint at a time ----
 

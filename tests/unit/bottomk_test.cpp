@@ -1,3 +1,4 @@
+#include "internal/testing.h"
 #include "neardup/bottomk.h"
 
 #include <gtest/gtest.h>

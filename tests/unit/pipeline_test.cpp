@@ -1,3 +1,4 @@
+#include "internal/testing.h"
 #include "neardup/pipeline.h"
 
 #include "neardup/allpairs.h"

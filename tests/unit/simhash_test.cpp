@@ -1,3 +1,4 @@
+#include "internal/testing.h"
 #include "neardup/simhash.h"
 
 #include <gtest/gtest.h>
