@@ -80,7 +80,90 @@ std::pair<uint64_t, int64_t> file_stamp(const std::string& path) {
 
 }  // namespace
 
-Pipeline::Pipeline(const std::vector<std::string>& inputs, RunOptions options)
+struct Pipeline::Impl {
+  using Mode = Pipeline::Mode;
+  Impl(const std::vector<std::string>& inputs, RunOptions options);
+  Impl(std::vector<io::Document> documents, RunOptions options);
+  void run(Mode mode);
+  MemoryEstimate estimate_memory(uint64_t sample_bytes) const;
+  std::string_view id(DocId doc) const noexcept;
+  const std::vector<ScoredPair>& pairs() const;
+  void each_pair(const std::function<void(std::span<const ScoredPair>)>& emit);
+  double similarity(DocId a, DocId b) const;
+  std::span<const SigValue> signatures() const noexcept;
+  uint64_t state_bytes() const noexcept;
+  void write_pairs(io::AtomicFile& out);
+  void write_kept(io::AtomicFile& out);
+  void write_kept(std::span<io::AtomicFile* const> outs);
+  void write_removed(io::AtomicFile& out) const;
+  void write_clusters(io::AtomicFile& out) const;
+
+  void init();
+  void sketch_pass();
+  void load_sets_pass(const std::vector<uint8_t>& needed);
+  /// The exact join over the documents with joined[d] != 0 (their sets loaded).
+  void build_join(const std::vector<uint8_t>& joined);
+  /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
+  PairFilter band_filter() const;
+  PairFilter pair_filter() const;
+  /// The LSH buckets of the run (sets stats().largest_bucket).
+  LshBuckets find_buckets();
+  bool share_band(DocId a, DocId b, size_t k) const noexcept;
+  /// Pairs mode with a join: every pair, in (a, b) order, a chunk at a time.
+  void expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const;
+  /// LSH candidates (minhash, oph) or join candidates (bottomk, exact), scored and kept above
+  /// the threshold.
+  void find_pairs_lsh();
+  void find_pairs_lsh_estimate();
+  void find_pairs_exact();
+  void find_pairs_bottomk();
+  void find_pairs_simhash();
+  void verify_candidates(const std::vector<DocPair>& candidates, double threshold);
+  Scorer scorer() const noexcept;
+  /// Keep order (cluster.h): by the policy, or by the keep-by field.
+  std::vector<uint32_t> keep_ranks() const;
+  /// Throws IoError if a record read again is not the document `doc` of the first pass.
+  void check_same_record(const io::Record& r, DocId doc) const;
+  void check_duplicate_ids();
+  std::string where_of(DocId doc) const;
+  ErrorPlace place_of(DocId doc) const;
+  /// Throws IoError naming the file if an input's size or modification time changed since the
+  /// first pass.
+  void check_inputs_unchanged() const;
+
+  RunOptions options_;
+  PipelineSpec spec_;
+  int threads_;
+  std::unique_ptr<io::InputSet> inputs_;
+  RunStats stats_;
+
+  std::string id_blob_;
+  std::vector<uint64_t> id_end_;
+  std::vector<uint32_t> lengths_;  // text bytes per document (at most --max-doc-bytes < 4 GiB)
+  // JSONL inputs: where each record lies, so that later passes read only the records they
+  // need (verification) or copy the kept lines without parsing them (dedup output).
+  std::vector<io::RecordPos> pos_;
+  std::vector<std::pair<uint64_t, int64_t>> input_stamps_;  // per source: size, mtime (ns)
+  std::unique_ptr<internal::GrowArray<SigValue>> sigs_;
+  std::vector<internal::GrowArray<uint64_t>> band_keys_;  // per band, per document (instead of sigs_)
+  Fingerprints fps_;
+  std::vector<uint64_t> simhashes_;
+  std::vector<uint8_t> empty_;
+  // The keep-by field per document: KeyValue::Kind, the number, the string (blob and ends).
+  std::vector<uint8_t> key_kind_;
+  std::vector<double> key_num_;
+  std::string key_blob_;
+  std::vector<uint64_t> key_end_;
+  std::unique_ptr<ShingleSets> sets_;
+  std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
+  Mode mode_ = Mode::Dedup;
+  std::vector<ScoredPair> direct_pairs_;
+  std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order  // pairs mode with a join: the pairs verified one by one
+  std::vector<ScoredPair> pairs_;
+  bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
+  Clustering clustering_;};
+
+Pipeline::Impl::Impl(const std::vector<std::string>& inputs, RunOptions options)
     : options_(std::move(options)), spec_(options_.spec.resolved()) {
   if (inputs.empty()) throw UsageError("no input given; pass files, directories or - for stdin");
   inputs_ = std::make_unique<io::InputSet>(inputs, options_.reader);
@@ -88,13 +171,13 @@ Pipeline::Pipeline(const std::vector<std::string>& inputs, RunOptions options)
   init();
 }
 
-Pipeline::Pipeline(std::vector<io::Document> documents, RunOptions options)
+Pipeline::Impl::Impl(std::vector<io::Document> documents, RunOptions options)
     : options_(std::move(options)), spec_(options_.spec.resolved()) {
   inputs_ = std::make_unique<io::InputSet>(std::move(documents));
   init();
 }
 
-void Pipeline::init() {
+void Pipeline::Impl::init() {
   threads_ = internal::resolve_threads(options_.threads);
   if (!options_.keep_by.empty()) {
     if (!inputs_->all_jsonl())
@@ -106,32 +189,31 @@ void Pipeline::init() {
   }
 }
 
-Pipeline::~Pipeline() = default;
 
-std::span<const SigValue> Pipeline::signatures() const noexcept {
+std::span<const SigValue> Pipeline::Impl::signatures() const noexcept {
   return sigs_ ? std::span<const SigValue>(*sigs_) : std::span<const SigValue>();
 }
 
 // Whether two documents share a band: equal band keys, or equal rows of a band.
-bool Pipeline::share_band(DocId a, DocId b, size_t k) const noexcept {
+bool Pipeline::Impl::share_band(DocId a, DocId b, size_t k) const noexcept {
   if (band_keys_.empty()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), spec_.lsh);
   for (const auto& keys : band_keys_)
     if (keys[a] == keys[b]) return true;
   return false;
 }
 
-const std::vector<ScoredPair>& Pipeline::pairs() const {
+const std::vector<ScoredPair>& Pipeline::Impl::pairs() const {
   if (expand_on_write_)
     throw UsageError("the pairs of this run are not held (RunOptions::stream_pairs); take them with each_pair()");
   return pairs_;
 }
 
-std::string_view Pipeline::id(DocId doc) const noexcept {
+std::string_view Pipeline::Impl::id(DocId doc) const noexcept {
   const uint64_t b = doc == 0 ? 0 : id_end_[doc - 1];
   return std::string_view(id_blob_).substr(b, id_end_[doc] - b);
 }
 
-void Pipeline::sketch_pass() {
+void Pipeline::Impl::sketch_pass() {
   const auto t0 = Clock::now();
   const bool bottomk = spec_.method == SketchMethod::BottomK;
   const bool simhash = spec_.method == SketchMethod::SimHash;
@@ -259,7 +341,7 @@ void Pipeline::sketch_pass() {
   stats_.times.pass1 = seconds_since(t0);
 }
 
-void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
+void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed) {
   sets_ = std::make_unique<ShingleSets>(lengths_.size());
   check_inputs_unchanged();
   io::RecordReader reader(*inputs_, options_.reader);
@@ -312,7 +394,7 @@ void Pipeline::load_sets_pass(const std::vector<uint8_t>& needed) {
   stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
 }
 
-Scorer Pipeline::scorer() const noexcept {
+Scorer Pipeline::Impl::scorer() const noexcept {
   static const ShingleSets kNoSets;  // exact verification before any set was loaded: no pair to score
   if (spec_.verify == VerifyMode::Exact) return Scorer::exact(sets_ ? *sets_ : kNoSets);
   if (spec_.method == SketchMethod::BottomK) return Scorer::bottomk_estimate(fps_);
@@ -320,14 +402,14 @@ Scorer Pipeline::scorer() const noexcept {
   return Scorer::signature_estimate(signatures(), static_cast<size_t>(spec_.num_perm));
 }
 
-void Pipeline::check_same_record(const io::Record& r, DocId doc) const {
+void Pipeline::Impl::check_same_record(const io::Record& r, DocId doc) const {
   if (doc >= lengths_.size() || r.id != id(doc))
     throw IoError(std::string("the input changed while neardup was running (record ") +
                   std::to_string(static_cast<uint64_t>(doc) + 1) +
                   " differs from the first read); do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
 }
 
-void Pipeline::check_inputs_unchanged() const {
+void Pipeline::Impl::check_inputs_unchanged() const {
   const auto& sources = inputs_->sources();
   for (size_t i = 0; i < sources.size() && i < input_stamps_.size(); ++i) {
     if (file_stamp(sources[i].path) != input_stamps_[i])
@@ -336,13 +418,13 @@ void Pipeline::check_inputs_unchanged() const {
   }
 }
 
-double Pipeline::similarity(DocId a, DocId b) const {
+double Pipeline::Impl::similarity(DocId a, DocId b) const {
   return scorer()(std::min(a, b), std::max(a, b));
 }
 
-PairFilter Pipeline::pair_filter() const { return uses_signatures(spec_.method) ? band_filter() : PairFilter(); }
+PairFilter Pipeline::Impl::pair_filter() const { return uses_signatures(spec_.method) ? band_filter() : PairFilter(); }
 
-void Pipeline::verify_candidates(const std::vector<DocPair>& candidates, double threshold) {
+void Pipeline::Impl::verify_candidates(const std::vector<DocPair>& candidates, double threshold) {
   if (spec_.verify == VerifyMode::Exact && !candidates.empty()) {
     std::vector<uint8_t> needed(lengths_.size(), 0);
     for (const DocPair& p : candidates) needed[p.a] = needed[p.b] = 1;
@@ -351,7 +433,7 @@ void Pipeline::verify_candidates(const std::vector<DocPair>& candidates, double 
   pairs_ = verify_pairs(candidates, scorer(), threshold, threads_);
 }
 
-LshBuckets Pipeline::find_buckets() {
+LshBuckets Pipeline::Impl::find_buckets() {
   CandidateStats cs;
   std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
   LshBuckets buckets =
@@ -362,12 +444,12 @@ LshBuckets Pipeline::find_buckets() {
   return buckets;
 }
 
-PairFilter Pipeline::band_filter() const {
+PairFilter Pipeline::Impl::band_filter() const {
   const size_t k = static_cast<size_t>(spec_.num_perm);
   return [this, k](DocId a, DocId b) { return share_band(a, b, k); };
 }
 
-void Pipeline::build_join(const std::vector<uint8_t>& joined) {
+void Pipeline::Impl::build_join(const std::vector<uint8_t>& joined) {
   std::vector<DocId> docs;
   for (DocId d = 0; d < joined.size(); ++d)
     if (joined[d]) docs.push_back(d);
@@ -382,7 +464,7 @@ void Pipeline::build_join(const std::vector<uint8_t>& joined) {
 // pair that shares a bucket and has J >= t ends up in one cluster. Pairs mode lists every such
 // pair: all the pairs of the small buckets are verified, and the join lists those of the large
 // ones (here, or as they are written).
-void Pipeline::find_pairs_lsh() {
+void Pipeline::Impl::find_pairs_lsh() {
   auto t = Clock::now();
   if (spec_.verify == VerifyMode::Estimate) return find_pairs_lsh_estimate();
   const LshBuckets buckets = find_buckets();
@@ -452,7 +534,7 @@ void Pipeline::find_pairs_lsh() {
 // LSH with estimated similarities: no sets to join, so each bucket's pairs are compared by their
 // signatures (a bucket of s documents costs up to s(s - 1)/2 estimates of num_perm values). For
 // clusters, a pair already connected is skipped; pairs mode keeps every pair.
-void Pipeline::find_pairs_lsh_estimate() {
+void Pipeline::Impl::find_pairs_lsh_estimate() {
   auto t = Clock::now();
   const LshBuckets buckets = find_buckets();
   stats_.times.lsh = seconds_since(t);
@@ -491,7 +573,7 @@ void Pipeline::find_pairs_lsh_estimate() {
 
 // No sketch: every document's shingle set was kept by the first pass; the exact join finds every
 // pair (pairs mode, when written or by expand) or connects them (clusters).
-void Pipeline::find_pairs_exact() {
+void Pipeline::Impl::find_pairs_exact() {
   const auto t = Clock::now();
   std::vector<uint8_t> joined(lengths_.size());
   for (size_t d = 0; d < joined.size(); ++d) joined[d] = empty_[d] ? 0 : 1;
@@ -505,7 +587,7 @@ void Pipeline::find_pairs_exact() {
   stats_.times.verify = seconds_since(t2);
 }
 
-void Pipeline::find_pairs_bottomk() {
+void Pipeline::Impl::find_pairs_bottomk() {
   // The join is exact over the fingerprints; with exact verification it runs at an estimate
   // threshold lowered by the estimator's error, so that true pairs near t are not lost.
   auto t = Clock::now();
@@ -543,7 +625,7 @@ void Pipeline::find_pairs_bottomk() {
   stats_.times.verify = seconds_since(t);
 }
 
-void Pipeline::find_pairs_simhash() {
+void Pipeline::Impl::find_pairs_simhash() {
   // Every pair within the distance, by Manku's tables planned for this many fingerprints; each
   // pair is then scored by the verification (exact Jaccard, or 1 - d / 64).
   auto t = Clock::now();
@@ -559,7 +641,7 @@ void Pipeline::find_pairs_simhash() {
   stats_.times.verify = seconds_since(t);
 }
 
-ErrorPlace Pipeline::place_of(DocId doc) const {
+ErrorPlace Pipeline::Impl::place_of(DocId doc) const {
   // A plain-text document is named by its id, which is its path (or - for standard input).
   if (pos_.empty()) return {std::string(id(doc).substr(0, 200)), 0};
   // Found by position: the line number is counted now, for this message.
@@ -567,7 +649,7 @@ ErrorPlace Pipeline::place_of(DocId doc) const {
   return {src.display, io::line_number_at(src, pos_[doc].offset)};
 }
 
-std::string Pipeline::where_of(DocId doc) const {
+std::string Pipeline::Impl::where_of(DocId doc) const {
   const ErrorPlace p = place_of(doc);
   return p.line ? p.source + ":" + std::to_string(p.line) : p.source;
 }
@@ -575,8 +657,8 @@ std::string Pipeline::where_of(DocId doc) const {
 // Ids name documents in every output, so two records with one id make them ambiguous. Found by
 // sorting (hash of id, document) pairs: O(n) time, 2 x 16 bytes per document in mapped
 // arrays, unmapped at once (a vector would leave glibc's heap larger for the rest of the run).
-void Pipeline::check_duplicate_ids() {
-  const size_t n = size();
+void Pipeline::Impl::check_duplicate_ids() {
+  const size_t n = lengths_.size();
   if (n < 2) return;
   struct Entry {
     uint64_t hash;  // of the id
@@ -622,7 +704,7 @@ void Pipeline::check_duplicate_ids() {
   }
 }
 
-void Pipeline::run(Mode mode) {
+void Pipeline::Impl::run(Mode mode) {
   const ThreadPool::Use use(options_.pool);
   const auto t_start = Clock::now();
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
@@ -676,7 +758,7 @@ void Pipeline::run(Mode mode) {
   stats_.seconds = seconds_since(t_start);
 }
 
-std::vector<uint32_t> Pipeline::keep_ranks() const {
+std::vector<uint32_t> Pipeline::Impl::keep_ranks() const {
   const size_t n = lengths_.size();
   if (options_.keep != KeepPolicy::Field) return neardup::keep_ranks(n, options_.keep, lengths_);
   // By the field: numbers or strings (all one kind), missing values last, ties by input order.
@@ -712,7 +794,7 @@ std::vector<uint32_t> Pipeline::keep_ranks() const {
   return rank;
 }
 
-uint64_t Pipeline::state_bytes() const noexcept {
+uint64_t Pipeline::Impl::state_bytes() const noexcept {
   uint64_t b = id_blob_.size() + id_end_.size() * sizeof(uint64_t) + lengths_.size() * sizeof(uint32_t) + empty_.size() +
                pos_.size() * sizeof(io::RecordPos) + simhashes_.size() * sizeof(uint64_t);
   if (sigs_) b += sigs_->size() * sizeof(SigValue);
@@ -722,7 +804,7 @@ uint64_t Pipeline::state_bytes() const noexcept {
   return b;
 }
 
-MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const {
+MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   MemoryEstimate m;
   Shingler shingler(spec_.shingle);
   double distinct = 0;  // shingles, distinct per document, over the sample
@@ -780,7 +862,7 @@ MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const {
 }
 
 
-void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) {
+void Pipeline::Impl::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) {
   const ThreadPool::Use use(options_.pool);
   if (!expand_on_write_) {
     emit(pairs_);
@@ -796,24 +878,24 @@ void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>&
   stats_.times.verify += seconds_since(t);
 }
 
-void Pipeline::expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const {
+void Pipeline::Impl::expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const {
   PairMerger merge(direct_pairs_, emit);
   join_->pairs(pair_filter(), [&](std::span<const ScoredPair> chunk) { merge.add(chunk); });
   merge.finish();
 }
 
-void Pipeline::write_pairs(io::AtomicFile& out) {
+void Pipeline::Impl::write_pairs(io::AtomicFile& out) {
   const auto id_of = [this](DocId d) { return id(d); };
   const std::span<const uint64_t> distances = spec_.method == SketchMethod::SimHash ? std::span<const uint64_t>(simhashes_) : std::span<const uint64_t>();
   each_pair([&](std::span<const ScoredPair> chunk) { io::write_pairs(out, chunk, id_of, distances); });
 }
 
-void Pipeline::write_kept(io::AtomicFile& out) {
+void Pipeline::Impl::write_kept(io::AtomicFile& out) {
   std::vector<io::AtomicFile*> all(inputs_->sources().size(), &out);
   write_kept(all);
 }
 
-void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) {
+void Pipeline::Impl::write_kept(std::span<io::AtomicFile* const> outs) {
   const ThreadPool::Use use(options_.pool);
   const auto t = Clock::now();
   if (outs.size() != inputs_->sources().size()) throw UsageError("write_kept: one output per source is needed");
@@ -863,12 +945,40 @@ void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) {
   stats_.times.write += seconds_since(t);
 }
 
-void Pipeline::write_removed(io::AtomicFile& out) const {
+void Pipeline::Impl::write_removed(io::AtomicFile& out) const {
   io::write_removed(out, clustering_, removed_similarity_, [this](DocId d) { return id(d); });
 }
 
-void Pipeline::write_clusters(io::AtomicFile& out) const {
+void Pipeline::Impl::write_clusters(io::AtomicFile& out) const {
   io::write_clusters(out, clustering_, [this](DocId d) { return id(d); });
 }
+
+// ---- The public face: each call forwards to the run's state ----
+
+Pipeline::Pipeline(const std::vector<std::string>& inputs, RunOptions options)
+    : impl_(std::make_unique<Impl>(inputs, std::move(options))) {}
+Pipeline::Pipeline(std::vector<io::Document> documents, RunOptions options)
+    : impl_(std::make_unique<Impl>(std::move(documents), std::move(options))) {}
+Pipeline::~Pipeline() = default;
+void Pipeline::run(Mode mode) { impl_->run(mode); }
+MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const { return impl_->estimate_memory(sample_bytes); }
+const PipelineSpec& Pipeline::spec() const noexcept { return impl_->spec_; }
+const RunStats& Pipeline::stats() const noexcept { return impl_->stats_; }
+size_t Pipeline::size() const noexcept { return impl_->lengths_.size(); }
+std::string_view Pipeline::id(DocId doc) const noexcept { return impl_->id(doc); }
+const std::vector<ScoredPair>& Pipeline::pairs() const { return impl_->pairs(); }
+void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) { impl_->each_pair(emit); }
+const Clustering& Pipeline::clustering() const noexcept { return impl_->clustering_; }
+double Pipeline::similarity(DocId a, DocId b) const { return impl_->similarity(a, b); }
+std::span<const SigValue> Pipeline::signatures() const noexcept { return impl_->signatures(); }
+const Fingerprints& Pipeline::fingerprints() const noexcept { return impl_->fps_; }
+std::span<const uint64_t> Pipeline::simhashes() const noexcept { return impl_->simhashes_; }
+const io::InputSet& Pipeline::inputs() const noexcept { return *impl_->inputs_; }
+uint64_t Pipeline::state_bytes() const noexcept { return impl_->state_bytes(); }
+void Pipeline::write_pairs(io::AtomicFile& out) { impl_->write_pairs(out); }
+void Pipeline::write_kept(io::AtomicFile& out) { impl_->write_kept(out); }
+void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) { impl_->write_kept(outs); }
+void Pipeline::write_removed(io::AtomicFile& out) const { impl_->write_removed(out); }
+void Pipeline::write_clusters(io::AtomicFile& out) const { impl_->write_clusters(out); }
 
 }  // namespace neardup

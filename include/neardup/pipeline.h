@@ -25,11 +25,6 @@
 #include "neardup/types.h"
 
 namespace neardup {
-namespace internal {
-template <class T>
-class GrowArray;
-}
-
 namespace io {
 class AtomicFile;
 }
@@ -143,9 +138,9 @@ class Pipeline {
   /// Estimates the memory run() will take from the first `sample_bytes` of the inputs.
   MemoryEstimate estimate_memory(uint64_t sample_bytes = uint64_t{4} << 20) const;
 
-  const PipelineSpec& spec() const noexcept { return spec_; }
-  const RunStats& stats() const noexcept { return stats_; }
-  size_t size() const noexcept { return lengths_.size(); }
+  const PipelineSpec& spec() const noexcept;
+  const RunStats& stats() const noexcept;
+  size_t size() const noexcept;
   std::string_view id(DocId doc) const noexcept;
   /// Pairs mode: every reported pair; Dedup mode: the verified edges that connect the clusters.
   /// Sorted by (a, b). Throws UsageError in pairs mode with RunOptions::stream_pairs and minhash
@@ -155,7 +150,7 @@ class Pipeline {
   /// now with RunOptions::stream_pairs, so memory does not grow with the number of pairs).
   /// Sets stats().pairs.
   void each_pair(const std::function<void(std::span<const ScoredPair>)>& emit);
-  const Clustering& clustering() const noexcept { return clustering_; }
+  const Clustering& clustering() const noexcept;
   /// The similarity of two documents by the configured verification (exact needs both sets).
   double similarity(DocId a, DocId b) const;
   /// The signatures, row-major n x num_perm (minhash, oph), when the run keeps them: with
@@ -163,10 +158,10 @@ class Pipeline {
   /// only each document's band keys are kept after the first pass.
   std::span<const SigValue> signatures() const noexcept;
   /// The fingerprints (bottomk).
-  const Fingerprints& fingerprints() const noexcept { return fps_; }
+  const Fingerprints& fingerprints() const noexcept;
   /// The SimHashes (simhash; 0 for documents without a shingle).
-  std::span<const uint64_t> simhashes() const noexcept { return simhashes_; }
-  const io::InputSet& inputs() const noexcept { return *inputs_; }
+  std::span<const uint64_t> simhashes() const noexcept;
+  const io::InputSet& inputs() const noexcept;
   /// Bytes of the per-document state held after the first pass (ids, lengths, positions,
   /// sketches, keep-by keys), measured from the containers' sizes: what
   /// MemoryEstimate::per_document predicts per document.
@@ -186,70 +181,8 @@ class Pipeline {
   void write_clusters(io::AtomicFile& out) const;
 
  private:
-  void init();
-  void sketch_pass();
-  void load_sets_pass(const std::vector<uint8_t>& needed);
-  /// The exact join over the documents with joined[d] != 0 (their sets loaded).
-  void build_join(const std::vector<uint8_t>& joined);
-  /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
-  PairFilter band_filter() const;
-  PairFilter pair_filter() const;
-  /// The LSH buckets of the run (sets stats().largest_bucket).
-  LshBuckets find_buckets();
-  bool share_band(DocId a, DocId b, size_t k) const noexcept;
-  /// Pairs mode with a join: every pair, in (a, b) order, a chunk at a time.
-  void expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const;
-  /// LSH candidates (minhash, oph) or join candidates (bottomk, exact), scored and kept above
-  /// the threshold.
-  void find_pairs_lsh();
-  void find_pairs_lsh_estimate();
-  void find_pairs_exact();
-  void find_pairs_bottomk();
-  void find_pairs_simhash();
-  void verify_candidates(const std::vector<DocPair>& candidates, double threshold);
-  Scorer scorer() const noexcept;
-  /// Keep order (cluster.h): by the policy, or by the keep-by field.
-  std::vector<uint32_t> keep_ranks() const;
-  /// Throws IoError if a record read again is not the document `doc` of the first pass.
-  void check_same_record(const io::Record& r, DocId doc) const;
-  void check_duplicate_ids();
-  std::string where_of(DocId doc) const;
-  ErrorPlace place_of(DocId doc) const;
-  /// Throws IoError naming the file if an input's size or modification time changed since the
-  /// first pass.
-  void check_inputs_unchanged() const;
-
-  RunOptions options_;
-  PipelineSpec spec_;
-  int threads_;
-  std::unique_ptr<io::InputSet> inputs_;
-  RunStats stats_;
-
-  std::string id_blob_;
-  std::vector<uint64_t> id_end_;
-  std::vector<uint32_t> lengths_;  // text bytes per document (at most --max-doc-bytes < 4 GiB)
-  // JSONL inputs: where each record lies, so that later passes read only the records they
-  // need (verification) or copy the kept lines without parsing them (dedup output).
-  std::vector<io::RecordPos> pos_;
-  std::vector<std::pair<uint64_t, int64_t>> input_stamps_;  // per source: size, mtime (ns)
-  std::unique_ptr<internal::GrowArray<SigValue>> sigs_;
-  std::vector<internal::GrowArray<uint64_t>> band_keys_;  // per band, per document (instead of sigs_)
-  Fingerprints fps_;
-  std::vector<uint64_t> simhashes_;
-  std::vector<uint8_t> empty_;
-  // The keep-by field per document: KeyValue::Kind, the number, the string (blob and ends).
-  std::vector<uint8_t> key_kind_;
-  std::vector<double> key_num_;
-  std::string key_blob_;
-  std::vector<uint64_t> key_end_;
-  std::unique_ptr<ShingleSets> sets_;
-  std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
-  Mode mode_ = Mode::Dedup;
-  std::vector<ScoredPair> direct_pairs_;
-  std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order  // pairs mode with a join: the pairs verified one by one
-  std::vector<ScoredPair> pairs_;
-  bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
-  Clustering clustering_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace neardup
