@@ -315,25 +315,26 @@ void Pipeline::Impl::sketch_pass() {
   };
   const PassTotals totals = internal::run_pass(reader, *inputs_, threads_, pass);
   stats_.shingles += totals.shingles;
-  stats_.invalid_utf8 = totals.invalid_utf8;
+  stats_.reader.invalid_utf8 = totals.invalid_utf8;
   stats_.times.parse += totals.t_parse;
   stats_.times.shingle += totals.t_shingle;
   stats_.times.sketch += totals.t_sketch;
   const size_t n = lengths_.size();
   NEARDUP_ASSERT(empty_.size() == n);
   stats_.documents = n;
+  stats_.reader.records = n;
   stats_.empty = static_cast<uint64_t>(std::count(empty_.begin(), empty_.end(), 1));
   for (const uint32_t l : lengths_) stats_.text_bytes += l;
-  stats_.skipped = bad.skipped();
-  stats_.skip_messages = bad.first();
-  stats_.skip_kinds = bad.kinds();
-  stats_.missing_ids = totals.missing_ids;
+  stats_.reader.skipped = bad.skipped();
+  stats_.reader.first_skips = bad.first();
+  stats_.reader.skip_kinds = bad.kinds();
+  stats_.reader.missing_ids = totals.missing_ids;
   stats_.unspaced_bytes = totals.unspaced;
-  stats_.binary_files = reader.stats().binary;
+  stats_.reader.binary = reader.stats().binary;
   stats_.left_out = inputs_->left_out();
-  if (n == 0 && stats_.skipped > 0)
-    throw FormatError("every record was bad (" + std::to_string(stats_.skipped) + " skipped, the first: " +
-                      stats_.skip_messages.front() + "); nothing to deduplicate: check " NEARDUP_OPT("text_field") ", " NEARDUP_OPT("format") " and the inputs");
+  if (n == 0 && stats_.reader.skipped > 0)
+    throw FormatError("every record was bad (" + std::to_string(stats_.reader.skipped) + " skipped, the first: " +
+                      stats_.reader.first_skips.front() + "); nothing to deduplicate: check " NEARDUP_OPT("text_field") ", " NEARDUP_OPT("format") " and the inputs");
   if (exact) {
     sets_ = std::make_unique<ShingleSets>(n);
     for (DocId d = 0; d < n; ++d) sets_->set(d, std::move(exact_sets[d]));

@@ -76,8 +76,6 @@ struct StageTimes {
 struct RunStats {
   uint64_t documents = 0;
   uint64_t empty = 0;          ///< documents without a single word (never paired)
-  uint64_t skipped = 0;        ///< bad records skipped under --on-error skip
-  uint64_t invalid_utf8 = 0;   ///< JSONL lines with invalid UTF-8 (parsed after replacement)
   uint64_t duplicate_ids = 0;  ///< documents whose id an earlier one has (DuplicateIds::Keep)
   uint64_t text_bytes = 0;
   uint64_t shingles = 0;       ///< shingles over all documents, repeats within a document included
@@ -91,13 +89,12 @@ struct RunStats {
   uint64_t removed_below_threshold = 0;
   uint64_t verify_docs = 0;    ///< documents whose shingle sets were recomputed for exact verification
   uint64_t largest_bucket = 0;
-  std::vector<std::string> skip_messages;  ///< the first few
-  std::vector<std::pair<std::string, uint64_t>> skip_kinds;  ///< skipped records by kind, in order of first sight
-  uint64_t missing_ids = 0;   ///< JSONL records without the id field (named FILE:LINE)
+  /// What the reading found: bad records skipped (OnError::Skip) by kind and the first
+  /// messages, lines with invalid UTF-8, records without an id, binary files left out.
+  io::ReaderStats reader;
   /// Text bytes in scripts written without spaces, in documents with very few words for their
   /// size (default word shingles; see --words icu and --chars).
   uint64_t unspaced_bytes = 0;
-  uint64_t binary_files = 0;  ///< binary files found in directories, left out
   io::WalkCounts left_out;    ///< hidden, excluded and special files left out of directories
   StageTimes times;
   double seconds = 0;

@@ -322,13 +322,7 @@ void print_memory_estimate(const MemoryEstimate& m) {
 void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::App* cmd, const io::ReaderOptions& reader) {
   {
     const RunStats& r = p.stats();
-    io::ReaderStats in;
-    in.skipped = r.skipped;
-    in.first_skips = r.skip_messages;
-    in.skip_kinds = r.skip_kinds;
-    in.binary = r.binary_files;
-    in.missing_ids = r.missing_ids;
-    print_input_warnings(in, r.documents, r.left_out, cmd, reader);
+    print_input_warnings(r.reader, r.documents, r.left_out, cmd, reader);
   }
   const RunStats& s = p.stats();
   if (s.unspaced_bytes * 20 >= s.text_bytes && s.unspaced_bytes > 0)
@@ -337,9 +331,9 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
                  "word shingles take a whole run of it for one word and find almost no near-duplicates there; use "
                  "--words icu (dictionary word break) or --chars 3\n",
                  100.0 * static_cast<double>(s.unspaced_bytes) / static_cast<double>(std::max<uint64_t>(s.text_bytes, 1)));
-  if (s.invalid_utf8 > 0)
+  if (s.reader.invalid_utf8 > 0)
     std::fprintf(stderr, "neardup: warning: %llu records had invalid UTF-8 or lone surrogate escapes (replaced by U+FFFD)\n",
-                 static_cast<unsigned long long>(s.invalid_utf8));
+                 static_cast<unsigned long long>(s.reader.invalid_utf8));
   if (s.duplicate_ids > 0)
     std::fprintf(stderr, "neardup: warning: %llu records reuse the id of an earlier one (kept as separate documents)\n",
                  static_cast<unsigned long long>(s.duplicate_ids));
@@ -347,7 +341,7 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
                "neardup: %llu documents (%llu empty, %llu skipped), %llu shingles, %llu candidates, "
                "%llu verified pairs, ",
                static_cast<unsigned long long>(s.documents), static_cast<unsigned long long>(s.empty),
-               static_cast<unsigned long long>(s.skipped), static_cast<unsigned long long>(s.shingles),
+               static_cast<unsigned long long>(s.reader.skipped), static_cast<unsigned long long>(s.shingles),
                static_cast<unsigned long long>(s.candidates), static_cast<unsigned long long>(s.verified));
   if (pairs_mode) std::fprintf(stderr, "%llu pairs reported, ", static_cast<unsigned long long>(s.pairs));
   std::fprintf(stderr, "%llu clusters, %llu removed", static_cast<unsigned long long>(s.clusters),

@@ -191,7 +191,7 @@ struct ReaderStats {
 };
 
 /// What happens to bad records: under OnError::Fail, report() throws FormatError
-/// (`<where>: <what>; fix the input, or skip bad records with --on-error skip`); under
+/// (`<where>: <what>; fix the input, or skip bad records with on_error=skip`); under
 /// OnError::Skip it counts them by kind, keeps the first 10 messages and hands each to
 /// ReaderOptions::on_reject.
 class BadRecords {
