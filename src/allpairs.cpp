@@ -59,65 +59,91 @@ struct SharedRanks {
   }
 };
 
-SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
+// The (value << 32 | document) keys of every fingerprint value, grouped by the value's top 8
+// bits: a most-significant pass straight from the fingerprints, each part of the documents after
+// the earlier ones, so documents stay ascending within a value.
+struct TopByteKeys {
+  static constexpr size_t kBuckets = 256;
+  std::vector<uint64_t> bucket;  // kBuckets + 1 offsets into keys
+  internal::BigArray<uint64_t> keys;
+};
+
+// [lo, hi) of part p of n items in `parts` parts.
+std::pair<size_t, size_t> part_range(size_t n, size_t p, size_t parts) { return {n * p / parts, n * (p + 1) / parts}; }
+
+TopByteKeys keys_by_top_byte(const Fingerprints& fps, size_t parts, int threads) {
+  constexpr size_t kBuckets = TopByteKeys::kBuckets;
   const size_t n = fps.count();
-  const size_t total = fps.values.size();
-  // (value, document) keys, grouped by value: a most-significant pass on the top 8 bits of the
-  // value, straight from the fingerprints (each part of the documents after the earlier ones, so
-  // documents stay ascending within a value), then each bucket, small enough for the cache, is
-  // sorted by the other 24 bits and its runs of one value listed while it is still there.
-  constexpr size_t kBuckets = 256;
-  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, std::max<size_t>(1, n));
-  auto part_docs = [&](size_t p) { return std::pair<size_t, size_t>{n * p / parts, n * (p + 1) / parts}; };
   std::vector<std::array<uint64_t, kBuckets>> fill(parts);
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
     auto& c = fill[p];
     c.fill(0);
-    const auto [lo, hi] = part_docs(p);
+    const auto [lo, hi] = part_range(n, p, parts);
     for (uint64_t i = fps.offsets[lo]; i < fps.offsets[hi]; ++i) ++c[fps.values[i] >> 24];
   });
-  const std::vector<uint64_t> bucket = part_offsets(fill, kBuckets);
-  internal::BigArray<uint64_t> keys(total);
+  TopByteKeys out;
+  out.bucket = part_offsets(fill, kBuckets);
+  out.keys = internal::BigArray<uint64_t>(fps.values.size());
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
     auto& f = fill[p];
-    const auto [lo, hi] = part_docs(p);
+    const auto [lo, hi] = part_range(n, p, parts);
     for (size_t d = lo; d < hi; ++d)
       for (uint64_t i = fps.offsets[d]; i < fps.offsets[d + 1]; ++i) {
         const SigValue v = fps.values[i];
-        keys[f[v >> 24]++] = (static_cast<uint64_t>(v) << 32) | d;
+        out.keys[f[v >> 24]++] = (static_cast<uint64_t>(v) << 32) | d;
       }
   });
-  struct Run {
-    uint64_t start;
-    uint64_t len;
-  };
+  return out;
+}
+
+// A value that two or more documents hold: its keys are keys[start, start + len).
+struct Run {
+  uint64_t start;
+  uint64_t len;
+};
+
+struct SharedRuns {
+  std::vector<std::vector<Run>> by_bucket;       // in value order
+  std::vector<std::vector<uint32_t>> per_thread;  // per document: its shared values (summed over threads)
+};
+
+// Each bucket, small enough for the cache, sorted by the other 24 bits of the value, and its
+// runs of one value listed while it is still there.
+SharedRuns find_shared_runs(TopByteKeys& k, size_t n, int threads) {
   const size_t t = static_cast<size_t>(std::max(1, threads));
-  std::vector<std::vector<Run>> bucket_runs(kBuckets);
-  std::vector<std::vector<uint32_t>> shared_by_thread(t);  // per document: its shared values
+  SharedRuns out;
+  out.by_bucket.resize(TopByteKeys::kBuckets);
+  out.per_thread.resize(t);
   std::vector<std::vector<uint64_t>> scratch(t);
-  internal::parallel_for(kBuckets, threads, [&](size_t b, size_t tid) {
-    auto& shared = shared_by_thread[tid];
+  internal::parallel_for(TopByteKeys::kBuckets, threads, [&](size_t b, size_t tid) {
+    auto& shared = out.per_thread[tid];
     if (shared.empty()) shared.assign(n, 0);
-    const size_t lo = bucket[b], len = bucket[b + 1] - bucket[b];
-    uint64_t* v = keys.data() + lo;
+    const size_t lo = k.bucket[b], len = k.bucket[b + 1] - k.bucket[b];
+    uint64_t* v = k.keys.data() + lo;
     if (scratch[tid].size() < len) scratch[tid].resize(len);
     internal::radix_sort_u64_bits(v, scratch[tid].data(), len, 32, 56);
-    auto& out = bucket_runs[b];
+    auto& runs = out.by_bucket[b];
     for (size_t i = 0; i < len;) {
       size_t j = i + 1;
       while (j < len && (v[j] >> 32) == (v[i] >> 32)) ++j;
       if (j - i > 1) {
-        out.push_back({lo + i, j - i});
-        for (size_t k = i; k < j; ++k) ++shared[static_cast<uint32_t>(v[k])];
+        runs.push_back({lo + i, j - i});
+        for (size_t x = i; x < j; ++x) ++shared[static_cast<uint32_t>(v[x])];
       }
       i = j;
     }
   });
+  return out;
+}
 
-  // Ranks: by frequency, then value (runs are in value order), a counting sort done in parallel
-  // over parts of the buckets: each part counts its runs per frequency, and numbers its runs of
-  // one frequency after those of the earlier parts.
-  auto part_buckets = [&](size_t p) { return std::pair<size_t, size_t>{kBuckets * p / t, kBuckets * (p + 1) / t}; };
+// Ranks: by frequency, then value (runs are in value order), a counting sort done in parallel
+// over parts of the buckets: each part counts its runs per frequency, and numbers its runs of
+// one frequency after those of the earlier parts. Returns the documents of the shared values in
+// rank order (rank << 32 | document), and sets num_ranks.
+internal::BigArray<uint64_t> rank_runs(const std::vector<std::vector<Run>>& bucket_runs, const internal::BigArray<uint64_t>& keys,
+                                       int threads, size_t& num_ranks) {
+  const size_t t = static_cast<size_t>(std::max(1, threads));
+  const size_t buckets = bucket_runs.size();
   size_t max_len = 2;
   for (const auto& runs : bucket_runs)
     for (const Run& r : runs) max_len = std::max<size_t>(max_len, r.len);
@@ -125,19 +151,18 @@ SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
   internal::parallel_for(t, threads, [&](size_t p, size_t) {
     auto& c = rank_of[p];
     c.assign(max_len + 1, 0);
-    const auto [lo, hi] = part_buckets(p);
+    const auto [lo, hi] = part_range(buckets, p, t);
     for (size_t b = lo; b < hi; ++b)
       for (const Run& r : bucket_runs[b]) ++c[r.len];
   });
   const std::vector<uint64_t> first_rank = part_offsets(rank_of, max_len + 1);  // by frequency
-  const size_t runs = first_rank[max_len + 1];
+  num_ranks = first_rank[max_len + 1];
   std::vector<uint64_t> first_entry(max_len + 2, 0);
   for (size_t f = 0; f <= max_len; ++f) first_entry[f + 1] = first_entry[f] + (first_rank[f + 1] - first_rank[f]) * f;
-  // The documents of the shared values in rank order: rank << 32 | document.
   internal::BigArray<uint64_t> entries(first_entry[max_len + 1]);
   internal::parallel_for(t, threads, [&](size_t p, size_t) {
     auto& next = rank_of[p];
-    const auto [lo, hi] = part_buckets(p);
+    const auto [lo, hi] = part_range(buckets, p, t);
     for (size_t b = lo; b < hi; ++b)
       for (const Run& r : bucket_runs[b]) {
         const uint64_t rank = next[r.len]++;
@@ -145,24 +170,31 @@ SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
         for (uint64_t i = r.start; i < r.start + r.len; ++i) *dst++ = (rank << 32) | static_cast<uint32_t>(keys[i]);
       }
   });
+  return entries;
+}
 
+SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
+  const size_t n = fps.count();
+  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, std::max<size_t>(1, n));
+  TopByteKeys keys = keys_by_top_byte(fps, parts, threads);
+  const SharedRuns shared = find_shared_runs(keys, n, threads);
   SharedRanks out;
-  out.num_ranks = runs;
+  const internal::BigArray<uint64_t> entries = rank_runs(shared.by_bucket, keys.keys, threads, out.num_ranks);
   out.offsets.resize(n + 1);
   out.unshared.resize(n);
   out.offsets[0] = 0;
   for (size_t d = 0; d < n; ++d) {
-    uint32_t shared = 0;
-    for (const auto& s : shared_by_thread)
-      if (!s.empty()) shared += s[d];
-    out.offsets[d + 1] = out.offsets[d] + shared;
-    out.unshared[d] = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]) - shared;
+    uint32_t count = 0;
+    for (const auto& s : shared.per_thread)
+      if (!s.empty()) count += s[d];
+    out.offsets[d + 1] = out.offsets[d] + count;
+    out.unshared[d] = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]) - count;
   }
   // Each document's ranks, ascending: the entries in rank order, appended to their documents,
   // by parts of the documents.
   out.ranks = internal::BigArray<uint32_t>(out.offsets[n]);
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part_docs(p);
+    const auto [lo, hi] = part_range(n, p, parts);
     std::vector<uint64_t> cursor(out.offsets.begin() + static_cast<ptrdiff_t>(lo), out.offsets.begin() + static_cast<ptrdiff_t>(hi));
     for (uint64_t e : entries) {
       const size_t d = static_cast<uint32_t>(e);
@@ -172,22 +204,19 @@ SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
   return out;
 }
 
-// The join: sink(thread, a, b, fingerprint_jaccard) for every pair with J + eps >= alpha.
-template <class Sink>
-void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, Sink&& sink) {
-  if (!(alpha > 0.0 && alpha <= 1.0 + kSimilarityEpsilon))
-    throw UsageError("join threshold must be in (0, 1]");
+// Prefix lengths, in shared values. Each pair is found from its longer document x (from the
+// later one when both are equally long), probing with x's prefix: its first
+// |x| - ceil(alpha |x|) + 1 values in the global order, which hold a common value with every y of
+// J >= alpha. The index holds each y's shorter prefix of |y| - ceil(2 alpha / (1 + alpha) |y|) + 1
+// values: with |x| >= |y|, J >= alpha needs an overlap of alpha / (1 + alpha) (|x| + |y|) >=
+// 2 alpha / (1 + alpha) |y|. Unshared values come first in the order and meet nothing, so both
+// prefixes are counted in shared values after them.
+struct PrefixLengths {
+  std::vector<uint32_t> probe, index;
+};
+
+PrefixLengths prefix_lengths(const Fingerprints& fps, const SharedRanks& ranked, double alpha) {
   const size_t n = fps.count();
-  if (n < 2) return;
-  NEARDUP_ASSERT(n < 0xFFFFFFFFull);
-  const SharedRanks ranked = rank_shared_values(fps, threads);
-  // Each pair is found from its longer document x (from the later one when both are equally
-  // long), probing with x's prefix: its first |x| - ceil(alpha |x|) + 1 values in the global
-  // order, which hold a common value with every y of J >= alpha. The index holds each y's
-  // shorter prefix of |y| - ceil(2 alpha / (1 + alpha) |y|) + 1 values: with |x| >= |y|,
-  // J >= alpha needs an overlap of alpha / (1 + alpha) (|x| + |y|) >= 2 alpha / (1 + alpha) |y|.
-  // Unshared values come first in the order and meet nothing, so both prefixes are counted in
-  // shared values after them.
   auto shared_prefix = [&](size_t d, double need) -> uint32_t {
     const size_t len = fps.offsets[d + 1] - fps.offsets[d];
     if (len == 0) return 0;
@@ -195,127 +224,170 @@ void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, 
     const size_t unshared = ranked.unshared[d];
     return prefix <= unshared ? 0 : static_cast<uint32_t>(std::min<size_t>(prefix - unshared, ranked[d].size()));
   };
-  std::vector<uint32_t> plen(n), ilen(n);
+  PrefixLengths out;
+  out.probe.resize(n);
+  out.index.resize(n);
   for (size_t d = 0; d < n; ++d) {
-    plen[d] = shared_prefix(d, alpha);
-    ilen[d] = shared_prefix(d, 2.0 * alpha / (1.0 + alpha));
+    out.probe[d] = shared_prefix(d, alpha);
+    out.index[d] = shared_prefix(d, 2.0 * alpha / (1.0 + alpha));
   }
+  return out;
+}
 
-  // Inverted index of the indexed prefixes (CSR by rank), each list ordered by (length,
-  // document), so that the partners a probe may pair with (alpha |x| <= |y|, and (|y|, y) <
-  // (|x|, x)) form one range of it. Built in parallel over parts of the ranks: each part walks
-  // the documents in that order and keeps its own ranks.
+// The inverted index of the indexed prefixes (CSR by rank), each list ordered by (length,
+// document), so that the partners a probe may pair with (alpha |x| <= |y|, and (|y|, y) <
+// (|x|, x)) form one range of it. Built in parallel over parts of the ranks: each part walks
+// the documents in that order and keeps its own ranks.
+struct Posting {
+  DocId doc;
+  uint32_t len;   // of the document's fingerprint
+  uint32_t pos;   // of the value among the document's ranks
+  uint32_t rest;  // the document's shared values after it
+};
+
+struct PrefixIndex {
+  std::vector<uint64_t> head;  // num_ranks + 1
+  internal::BigArray<Posting> postings;
+  std::span<const Posting> list(uint32_t rank) const noexcept {
+    return {postings.data() + head[rank], static_cast<size_t>(head[rank + 1] - head[rank])};
+  }
+};
+
+std::vector<uint32_t> documents_by_length(const Fingerprints& fps) {
+  const size_t n = fps.count();
+  size_t max_len = 0;
+  for (size_t d = 0; d < n; ++d) max_len = std::max<size_t>(max_len, fps.offsets[d + 1] - fps.offsets[d]);
+  std::vector<uint32_t> first(max_len + 2, 0);
+  for (size_t d = 0; d < n; ++d) ++first[fps.offsets[d + 1] - fps.offsets[d] + 1];
+  for (size_t l = 1; l < first.size(); ++l) first[l] += first[l - 1];
+  std::vector<uint32_t> by_length(n);
+  for (size_t d = 0; d < n; ++d) by_length[first[fps.offsets[d + 1] - fps.offsets[d]]++] = static_cast<uint32_t>(d);
+  return by_length;
+}
+
+PrefixIndex build_prefix_index(const Fingerprints& fps, const SharedRanks& ranked, std::span<const uint32_t> ilen, int threads) {
   const size_t num_ranks = ranked.num_ranks;
   const size_t t = static_cast<size_t>(std::max(1, threads));
-  std::vector<uint32_t> by_length(n);
-  {
-    size_t max_len = 0;
-    for (size_t d = 0; d < n; ++d) max_len = std::max<size_t>(max_len, fps.offsets[d + 1] - fps.offsets[d]);
-    std::vector<uint32_t> first(max_len + 2, 0);
-    for (size_t d = 0; d < n; ++d) ++first[fps.offsets[d + 1] - fps.offsets[d] + 1];
-    for (size_t l = 1; l < first.size(); ++l) first[l] += first[l - 1];
-    for (size_t d = 0; d < n; ++d) by_length[first[fps.offsets[d + 1] - fps.offsets[d]]++] = static_cast<uint32_t>(d);
-  }
-  std::vector<uint64_t> head(num_ranks + 1, 0);
+  const std::vector<uint32_t> by_length = documents_by_length(fps);
   auto for_indexed = [&](size_t p, auto&& fn) {
-    const size_t lo = num_ranks * p / t, hi = num_ranks * (p + 1) / t;
+    const auto [lo, hi] = part_range(num_ranks, p, t);
     for (const uint32_t d : by_length) {
       const auto fp = ranked[d];
       for (size_t i = 0; i < ilen[d] && fp[i] < hi; ++i)  // each list is ascending
         if (fp[i] >= lo) fn(d, i, fp[i]);
     }
   };
+  PrefixIndex idx;
+  idx.head.assign(num_ranks + 1, 0);
   internal::parallel_for(t, threads, [&](size_t p, size_t) {
-    for_indexed(p, [&](size_t, size_t, uint32_t r) { ++head[r + 1]; });
+    for_indexed(p, [&](size_t, size_t, uint32_t r) { ++idx.head[r + 1]; });
   });
-  for (size_t r = 1; r <= num_ranks; ++r) head[r] += head[r - 1];
-  struct Posting {
-    DocId doc;
-    uint32_t len;   // of the document's fingerprint
-    uint32_t pos;   // of the value among the document's ranks
-    uint32_t rest;  // the document's shared values after it
-  };
-  internal::BigArray<Posting> postings(head[num_ranks]);
+  for (size_t r = 1; r <= num_ranks; ++r) idx.head[r] += idx.head[r - 1];
+  idx.postings = internal::BigArray<Posting>(idx.head[num_ranks]);
   internal::parallel_for(t, threads, [&](size_t p, size_t) {
-    const size_t lo = num_ranks * p / t;
-    std::vector<uint64_t> fill(head.begin() + static_cast<ptrdiff_t>(lo),
-                               head.begin() + static_cast<ptrdiff_t>(num_ranks * (p + 1) / t));
+    const auto [lo, hi] = part_range(num_ranks, p, t);
+    std::vector<uint64_t> fill(idx.head.begin() + static_cast<ptrdiff_t>(lo), idx.head.begin() + static_cast<ptrdiff_t>(hi));
     for_indexed(p, [&](size_t d, size_t i, uint32_t r) {
       const auto len = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]);
       const auto rest = static_cast<uint32_t>(ranked[d].size() - i - 1);
-      postings[fill[r - lo]++] = {static_cast<DocId>(d), len, static_cast<uint32_t>(i), rest};
+      idx.postings[fill[r - lo]++] = {static_cast<DocId>(d), len, static_cast<uint32_t>(i), rest};
     });
   });
+  return idx;
+}
 
+// A partner y of a probing document x, met at their first common value:
+// ranked[x][ix] == ranked[y][iy].
+struct Candidate {
+  DocId y;
+  uint32_t len;
+  uint32_t ix, iy;
+};
+
+// The probe of one document x: every partner in the index lists of x's prefix, once (`mark`
+// remembers the last x that met each y), that passes the positional filter (PPJoin): values
+// before the first common one precede it in both documents (one global order), so only the
+// shared values after it on either side can add to the overlap.
+void probe(size_t x, const Fingerprints& fps, const SharedRanks& ranked, const PrefixIndex& idx, uint32_t plen, double alpha,
+           double overlap_factor, std::vector<DocId>& mark, std::vector<Candidate>& cand, JoinStats& st) {
+  const auto rx = ranked[x];
+  const auto lx = static_cast<uint32_t>(fps.offsets[x + 1] - fps.offsets[x]);
+  const size_t sx = rx.size();
+  const auto min_len = static_cast<uint32_t>(min_overlap(alpha, lx));  // |y| >= alpha * |x|
+  cand.clear();
+  for (size_t i = 0; i < plen; ++i) {
+    const std::span<const Posting> list = idx.list(rx[i]);
+    // The partners: min_len <= |y|, and (|y|, y) < (|x|, x).
+    const auto k0 = std::partition_point(list.begin(), list.end(), [&](const Posting& p) { return p.len < min_len; });
+    const auto stop = std::partition_point(k0, list.end(), [&](const Posting& p) { return p.len < lx || (p.len == lx && p.doc < x); });
+    for (auto k = k0; k < stop; ++k) {
+      const DocId y = k->doc;
+      if (mark[y] == x) continue;
+      mark[y] = static_cast<DocId>(x);
+      const size_t bound = 1 + std::min<size_t>(sx - i - 1, k->rest);
+      if (static_cast<double>(bound) < overlap_factor * static_cast<double>(lx + k->len) - 1e-9) {
+        ++st.pruned;
+        continue;
+      }
+      cand.push_back({y, k->len, static_cast<uint32_t>(i), k->pos});
+    }
+  }
+  st.candidates += cand.size();
+}
+
+// Verification in rank space: the common values are shared ones, so |x n y| is the overlap of
+// the two rank lists, which starts with the first common value found by the probe; only the
+// ranks after it are merged. The values passed before it (the unshared ones and the shared ones
+// before the first common value, on both sides) count towards the abort.
+template <class Sink>
+void verify_probe(size_t x, const Fingerprints& fps, const SharedRanks& ranked, std::span<const Candidate> cand, double alpha,
+                  double abort_at, JoinStats& st, size_t tid, Sink& sink) {
+  const auto rx = ranked[x];
+  const auto lx = static_cast<uint32_t>(fps.offsets[x + 1] - fps.offsets[x]);
+  const size_t sx = rx.size();
+  for (const Candidate& c : cand) {
+    const auto ry = ranked[c.y];
+    const size_t ly = c.len;
+    const long passed = static_cast<long>((lx - sx + c.ix) + (ly - ry.size() + c.iy));
+    const long rest = count_common_abort(rx.subspan(c.ix + 1), ry.subspan(c.iy + 1), fingerprint_abort_bound(abort_at, lx, ly) - passed);
+    const double j = rest < 0 ? kAborted : jaccard_from_common(rest + 1, lx, ly);
+    if (j < abort_at) {
+      ++st.aborted;
+      continue;
+    }
+    if (j + kSimilarityEpsilon < alpha) continue;
+    ++st.results;
+    const DocId a = std::min<DocId>(static_cast<DocId>(x), c.y), b = std::max<DocId>(static_cast<DocId>(x), c.y);
+    sink(tid, a, b, j);
+  }
+}
+
+// The join: sink(thread, a, b, fingerprint_jaccard) for every pair with J + eps >= alpha.
+template <class Sink>
+void join(const Fingerprints& fps, double alpha, int threads, JoinStats* stats, Sink&& sink) {
+  if (!(alpha > 0.0 && alpha <= 1.0 + kSimilarityEpsilon)) throw UsageError("join threshold must be in (0, 1]");
+  const size_t n = fps.count();
+  if (n < 2) return;
+  NEARDUP_ASSERT(n < 0xFFFFFFFFull);
+  const SharedRanks ranked = rank_shared_values(fps, threads);
+  const PrefixLengths plen = prefix_lengths(fps, ranked, alpha);
+  const PrefixIndex idx = build_prefix_index(fps, ranked, plen.index, threads);
+  const size_t t = static_cast<size_t>(std::max(1, threads));
   std::vector<std::vector<DocId>> seen(t);
+  std::vector<std::vector<Candidate>> cands(t);
   std::vector<JoinStats> per(t);
-  // The merge may stop as soon as the result is certainly below alpha - eps.
+  // The merge may stop as soon as the result is certainly below alpha - eps; J >= a needs an
+  // overlap of at least a / (1 + a) (|x| + |y|), and rounding only lowers it.
   const double abort_at = alpha - kSimilarityEpsilon;
-  // J >= a needs an overlap of at least a / (1 + a) (|x| + |y|); rounding only lowers it.
   const double overlap_factor = abort_at / (1.0 + abort_at);
-  struct Candidate {
-    DocId y;
-    uint32_t len;
-    uint32_t ix, iy;  // the first common value: ranked[x][ix] == ranked[y][iy]
-  };
   constexpr size_t kChunk = 256;
   internal::parallel_for((n + kChunk - 1) / kChunk, threads, [&](size_t chunk, size_t tid) {
     auto& mark = seen[tid];
     if (mark.empty()) mark.assign(n, 0xFFFFFFFFu);
-    JoinStats& st = per[tid];
-    std::vector<Candidate> cand;
-    const size_t end = std::min(n, (chunk + 1) * kChunk);
-    for (size_t x = chunk * kChunk; x < end; ++x) {
-      if (plen[x] == 0) continue;
-      const auto rx = ranked[x];
-      const auto lx = static_cast<uint32_t>(fps.offsets[x + 1] - fps.offsets[x]);
-      const size_t sx = rx.size();
-      const auto min_len = static_cast<uint32_t>(min_overlap(alpha, lx));  // |y| >= alpha * |x|
-      cand.clear();
-      for (size_t i = 0; i < plen[x]; ++i) {
-        const Posting* list = postings.data() + head[rx[i]];
-        const Posting* list_end = postings.data() + head[rx[i] + 1];
-        // The partners: min_len <= |y|, and (|y|, y) < (|x|, x).
-        const Posting* k = std::partition_point(list, list_end, [&](const Posting& p) { return p.len < min_len; });
-        const Posting* stop = std::partition_point(
-            k, list_end, [&](const Posting& p) { return p.len < lx || (p.len == lx && p.doc < x); });
-        for (; k < stop; ++k) {
-          const DocId y = k->doc;
-          if (mark[y] == x) continue;
-          mark[y] = static_cast<DocId>(x);
-          // Positional filter (PPJoin): values before the first common one precede it in both
-          // documents (one global order), so they would have met earlier; this is the first
-          // common value, and only the shared values after it on either side can add to the
-          // overlap.
-          const size_t bound = 1 + std::min<size_t>(sx - i - 1, k->rest);
-          if (static_cast<double>(bound) < overlap_factor * static_cast<double>(lx + k->len) - 1e-9) {
-            ++st.pruned;
-            continue;
-          }
-          cand.push_back({y, k->len, static_cast<uint32_t>(i), k->pos});
-        }
-      }
-      st.candidates += cand.size();
-      // Verification in rank space: the common values are shared ones, so |x n y| is the
-      // overlap of the two rank lists, which starts with the first common value found above;
-      // only the ranks after it are merged. The values passed before it (the unshared ones and
-      // the shared ones before the first common value, on both sides) count towards the abort.
-      for (const Candidate& c : cand) {
-        const auto ry = ranked[c.y];
-        const size_t ly = c.len;
-        const long passed = static_cast<long>((lx - sx + c.ix) + (ly - ry.size() + c.iy));
-        const long rest = count_common_abort(rx.subspan(c.ix + 1), ry.subspan(c.iy + 1),
-                                             fingerprint_abort_bound(abort_at, lx, ly) - passed);
-        const double j = rest < 0 ? kAborted : jaccard_from_common(rest + 1, lx, ly);
-        if (j < abort_at) {
-          ++st.aborted;
-          continue;
-        }
-        if (j + kSimilarityEpsilon < alpha) continue;
-        ++st.results;
-        const DocId a = std::min<DocId>(static_cast<DocId>(x), c.y), b = std::max<DocId>(static_cast<DocId>(x), c.y);
-        sink(tid, a, b, j);
-      }
+    for (size_t x = chunk * kChunk; x < std::min(n, (chunk + 1) * kChunk); ++x) {
+      if (plen.probe[x] == 0) continue;
+      probe(x, fps, ranked, idx, plen.probe[x], alpha, overlap_factor, mark, cands[tid], per[tid]);
+      verify_probe(x, fps, ranked, cands[tid], alpha, abort_at, per[tid], tid, sink);
     }
   });
   if (stats)
