@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "index_file.h"
 #include "internal/flat_multimap.h"
 #include "internal/fuzzing.h"
 #include "internal/hash.h"
@@ -22,54 +23,10 @@
 
 namespace neardup {
 
-bool internal::g_fuzz_ignore_index_checksums = false;
-
 namespace {
-
-// ---- The file layout (docs/format.md) ----
-constexpr char kMagic[8] = {'N', 'D', 'U', 'P', 'I', 'D', 'X', '\n'};
-constexpr uint32_t kEndianCheck = 0x01020304u;
-constexpr size_t kHeaderBytes = 4096;
-constexpr size_t kAlign = 64;
-enum Section : int { kIdEnds, kIdBlob, kSigs, kSetEnds, kSetSums, kSetValues, kBandKeys, kBandDocs, kSections };
-const char* const kSectionNames[kSections] = {"id offsets", "ids", "signatures", "set offsets", "set checksums",
-                                              "shingle values", "band keys", "band documents"};
-
-struct SectionEntry {
-  uint64_t offset, bytes, checksum;
-};
-
-struct Header {
-  char magic[8];
-  uint32_t version;
-  uint32_t endian;
-  uint64_t file_bytes;
-  uint64_t documents;
-  uint32_t num_perm, bands, rows, has_sets;
-  uint32_t spec_bytes;
-  uint32_t reserved;
-  char spec[256];
-  SectionEntry sections[kSections];
-  uint64_t checksum;  // XXH3-64 of every byte before it
-};
-static_assert(sizeof(Header) <= kHeaderBytes);
 
 bool is_empty_sig(std::span<const SigValue> sig) noexcept {
   return std::all_of(sig.begin(), sig.end(), [](SigValue v) { return v == kEmptySigValue; });
-}
-
-// Format 1 differs from 2 only in the MinHash definition: its other indexes are read as they are.
-constexpr uint32_t kMinHashV1IndexVersion = 1;
-
-uint64_t checksum(const void* p, size_t n) noexcept { return internal::hash_bytes(p, n, 0x4E44555049445831ULL); }
-// Whether a stored checksum disagrees with the bytes (never, for the fuzz targets).
-bool checksum_mismatch(uint64_t stored, const void* p, size_t n) noexcept {
-  return checksum(p, n) != stored && !internal::g_fuzz_ignore_index_checksums;
-}
-
-template <class T>
-std::span<const T> section_span(const uint8_t* base, const SectionEntry& e) {
-  return {reinterpret_cast<const T*>(base + e.offset), e.bytes / sizeof(T)};
 }
 
 }  // namespace
@@ -87,11 +44,8 @@ void IndexSketcher::sketch(std::string_view text, IndexSketch& out) {
 // ---- The mapping ----
 
 struct NearDupIndex::Mapping {
-  void* addr = MAP_FAILED;
-  size_t bytes = 0;
-  ~Mapping() {
-    if (addr != MAP_FAILED) ::munmap(addr, bytes);
-  }
+  explicit Mapping(const std::string& path) : file(path) {}
+  internal::MappedIndexFile file;
 };
 
 struct NearDupIndex::PendingBands {
@@ -109,109 +63,31 @@ NearDupIndex::NearDupIndex(const PipelineSpec& spec) : spec_(spec.resolved()), p
 NearDupIndex::~NearDupIndex() = default;
 
 std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw IoError(std::string("cannot open the index: ") + std::strerror(errno) +
-                  (errno == ENOENT ? "; create it with 'neardup index create'" : ""), ErrorPlace{path});
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw IoError(std::string("cannot read the index: ") + std::strerror(e), ErrorPlace{path});
-  }
-  const auto bytes = static_cast<size_t>(st.st_size);
-  const auto bad = [&](const std::string& what) {
-    return FormatError(path + ": " + what + "; the index is damaged or not a neardup index (rebuild it with 'neardup index create' and 'add')");
-  };
-  if (bytes < kHeaderBytes) {
-    ::close(fd);
-    throw bad("file of " + std::to_string(bytes) + " bytes is shorter than an index header");
-  }
-  auto map = std::make_unique<Mapping>();
-  map->addr = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  map->bytes = bytes;
-  ::close(fd);
-  if (map->addr == MAP_FAILED) throw IoError(std::string("cannot map the index: ") + std::strerror(errno), ErrorPlace{path});
-  const auto* base = static_cast<const uint8_t*>(map->addr);
-  Header h;
-  std::memcpy(&h, base, sizeof h);
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) throw bad("no index magic at the start");
-  if (h.endian != kEndianCheck) throw bad("written on a machine of the other byte order");
-  if (h.version != kIndexFormatVersion && h.version != kMinHashV1IndexVersion)
-    throw FormatError(std::string("index format version ") + std::to_string(h.version) + ", this neardup reads version " +
-                      std::to_string(kIndexFormatVersion) + "; rebuild the index with this version", ErrorPlace{path});
-  if (checksum_mismatch(h.checksum, base, offsetof(Header, checksum))) throw bad("header checksum mismatch");
-  if (h.file_bytes != bytes)
-    throw bad("file is " + std::to_string(bytes) + " bytes, the header says " + std::to_string(h.file_bytes) + " (truncated?)");
-  if (h.spec_bytes >= sizeof h.spec) throw bad("spec too long");
+  auto map = std::make_unique<Mapping>(path);
+  const internal::IndexFileContents& c = map->file.contents();
   std::unique_ptr<NearDupIndex> idx;
   try {  // a spec that parses may still be refused when resolved (found by fuzz_index)
-    idx = std::make_unique<NearDupIndex>(PipelineSpec::parse(std::string_view(h.spec, h.spec_bytes)));
+    idx = std::make_unique<NearDupIndex>(PipelineSpec::parse(c.spec));
   } catch (const Error& e) {
-    throw bad(std::string("bad parameters: ") + e.what());
+    internal::damaged_index(path, std::string("bad parameters: ") + e.what());
   }
-  if (h.version == kMinHashV1IndexVersion && idx->spec_.method == SketchMethod::MinHash)
+  if (c.version == internal::kMinHashV1IndexVersion && idx->spec_.method == SketchMethod::MinHash)
     throw FormatError("a " NEARDUP_OPT_IS("method", "minhash") " index of format version 1, whose signatures used the MinHash "
                       "definition before version 2 (minhash.h); rebuild it with 'neardup index create' and 'add', "
                       "or keep the neardup that made it", ErrorPlace{path});
-  if (static_cast<uint32_t>(idx->spec_.num_perm) != h.num_perm || static_cast<uint32_t>(idx->spec_.lsh.bands) != h.bands ||
-      static_cast<uint32_t>(idx->spec_.lsh.rows) != h.rows || (idx->spec_.verify == VerifyMode::Exact) != (h.has_sets != 0))
-    throw bad("parameters disagree with the spec '" + std::string(h.spec, h.spec_bytes) + "'");
-  const uint64_t n = h.documents;
-  // Every document takes at least 8 bytes of id offsets: a larger count cannot fit the file
-  // (and would overflow the section sizes computed from it).
-  if (n > bytes / 8 || h.num_perm > 65536 || h.bands > 65536) throw bad("document or permutation count out of range");
-  const uint64_t want[kSections] = {n * 8,
-                                    h.sections[kIdBlob].bytes,
-                                    n * h.num_perm * 4,
-                                    h.has_sets ? n * 8 : 0,
-                                    h.has_sets ? n * 8 : 0,
-                                    h.sections[kSetValues].bytes,
-                                    n * h.bands * 8,
-                                    n * h.bands * 4};
-  // Every byte is covered: the header page past the header and the padding between sections
-  // must be zero, so that no flipped bit goes unnoticed.
-  const auto zero = [&](uint64_t from, uint64_t to) {
-    for (uint64_t i = from; i < to; ++i)
-      if (base[i]) return false;
-    return true;
-  };
-  if (!zero(sizeof(Header), kHeaderBytes)) throw bad("non-zero bytes after the header");
-  for (int s = 0; s < kSections; ++s) {
-    const SectionEntry& e = h.sections[s];
-    const uint64_t next = s + 1 < kSections ? h.sections[s + 1].offset : h.file_bytes;
-    if (e.offset > bytes || e.bytes > bytes - e.offset || next > bytes)
-      throw bad(std::string("section '") + kSectionNames[s] + "' is out of place");
-    if (next < e.offset + e.bytes || next - (e.offset + e.bytes) >= kAlign || !zero(e.offset + e.bytes, next))
-      throw bad(std::string("bad padding after section '") + kSectionNames[s] + "'");
-  }
-  for (int s = 0; s < kSections; ++s) {
-    const SectionEntry& e = h.sections[s];
-    if (e.bytes != want[s] || e.offset % kAlign != 0 || e.offset < kHeaderBytes || e.offset > bytes || e.bytes > bytes - e.offset)
-      throw bad(std::string("section '") + kSectionNames[s] + "' is out of place");
-    // The shingle values carry one checksum per document, checked when used.
-    if (s != kSetValues && checksum_mismatch(e.checksum, base + e.offset, e.bytes))
-      throw bad(std::string("checksum mismatch in section '") + kSectionNames[s] + "'");
-  }
-  idx->base_n_ = n;
-  idx->id_ends_ = section_span<uint64_t>(base, h.sections[kIdEnds]);
-  idx->id_blob_ = std::string_view(reinterpret_cast<const char*>(base + h.sections[kIdBlob].offset), h.sections[kIdBlob].bytes);
-  idx->sigs_ = section_span<SigValue>(base, h.sections[kSigs]);
-  idx->set_ends_ = section_span<uint64_t>(base, h.sections[kSetEnds]);
-  idx->set_sums_ = section_span<uint64_t>(base, h.sections[kSetSums]);
-  idx->set_values_ = section_span<ShingleHash>(base, h.sections[kSetValues]);
-  idx->band_keys_ = section_span<uint64_t>(base, h.sections[kBandKeys]);
-  idx->band_docs_ = section_span<DocId>(base, h.sections[kBandDocs]);
-  // Offsets must be non-decreasing and inside their blobs (a damaged file never reads astray).
-  for (uint64_t i = 0; i < n; ++i) {
-    if (idx->id_ends_[i] > idx->id_blob_.size() || (i && idx->id_ends_[i] < idx->id_ends_[i - 1]))
-      throw bad("id offsets out of order");
-    if (h.has_sets && (idx->set_ends_[i] > idx->set_values_.size() || (i && idx->set_ends_[i] < idx->set_ends_[i - 1])))
-      throw bad("set offsets out of order");
-  }
-  for (const DocId d : idx->band_docs_)
-    if (d >= n) throw bad("band entry names a document past the end");
-  idx->live_ = n;
+  if (static_cast<uint32_t>(idx->spec_.num_perm) != c.num_perm || static_cast<uint32_t>(idx->spec_.lsh.bands) != c.bands ||
+      static_cast<uint32_t>(idx->spec_.lsh.rows) != c.rows || (idx->spec_.verify == VerifyMode::Exact) != c.has_sets)
+    internal::damaged_index(path, "parameters disagree with the spec '" + c.spec + "'");
+  idx->base_n_ = c.documents;
+  idx->id_ends_ = c.id_ends;
+  idx->id_blob_ = c.id_blob;
+  idx->sigs_ = c.sigs;
+  idx->set_ends_ = c.set_ends;
+  idx->set_sums_ = c.set_sums;
+  idx->set_values_ = c.set_values;
+  idx->band_keys_ = c.band_keys;
+  idx->band_docs_ = c.band_docs;
+  idx->live_ = c.documents;
   idx->map_ = std::move(map);
   return idx;
 }
@@ -231,7 +107,7 @@ std::span<const ShingleHash> NearDupIndex::set_of(DocId d) const {
   if (d >= base_n_) return pending_sets_[d - base_n_];
   const uint64_t start = d ? set_ends_[d - 1] : 0;
   const auto s = set_values_.subspan(start, set_ends_[d] - start);
-  if (checksum_mismatch(set_sums_[d], s.data(), s.size_bytes()))
+  if (internal::index_checksum_mismatch(set_sums_[d], s.data(), s.size_bytes()))
     throw FormatError("index: the shingle set of document '" + std::string(id(d)) +
                       "' fails its checksum; the index file is damaged (rebuild it)");
   return s;
@@ -345,7 +221,7 @@ void NearDupIndex::save(const std::string& path) const {
       const auto s = set_of(d);
       values.insert(values.end(), s.begin(), s.end());
       set_ends[i] = values.size();
-      set_sums[i] = checksum(s.data(), s.size_bytes());
+      set_sums[i] = internal::index_checksum(s.data(), s.size_bytes());
     }
   }
   // Each band: (key, doc) sorted by key, then doc. Empty documents are listed too (a regular
@@ -362,50 +238,28 @@ void NearDupIndex::save(const std::string& path) const {
       band_docs[b * n + i] = tmp[i].second;
     }
   }
-  Header h{};
-  std::memcpy(h.magic, kMagic, sizeof kMagic);
-  h.version = kIndexFormatVersion;
-  h.endian = kEndianCheck;
-  h.documents = n;
-  h.num_perm = static_cast<uint32_t>(num_perm_);
-  h.bands = static_cast<uint32_t>(bands);
-  h.rows = static_cast<uint32_t>(spec_.lsh.rows);
-  h.has_sets = sets;
-  const std::string spec = spec_.to_string();
-  if (spec.size() >= sizeof h.spec) throw UsageError("index: the spec is too long to store");
-  h.spec_bytes = static_cast<uint32_t>(spec.size());
-  std::memcpy(h.spec, spec.data(), spec.size());
-  const std::pair<const void*, uint64_t> data[kSections] = {
-      {id_ends.data(), n * 8},         {id_blob.data(), id_blob.size()},   {sigs.data(), sigs.size() * 4},
-      {set_ends.data(), set_ends.size() * 8}, {set_sums.data(), set_sums.size() * 8}, {values.data(), values.size() * 8},
-      {band_keys.data(), band_keys.size() * 8}, {band_docs.data(), band_docs.size() * 4}};
-  uint64_t off = kHeaderBytes;
-  for (int s = 0; s < kSections; ++s) {
-    h.sections[s] = {off, data[s].second, checksum(data[s].first, data[s].second)};
-    off = (off + data[s].second + kAlign - 1) / kAlign * kAlign;
-  }
-  h.file_bytes = off;
-  h.checksum = checksum(&h, offsetof(Header, checksum));
-  io::AtomicFile f(path);
-  std::string page(kHeaderBytes, '\0');
-  std::memcpy(page.data(), &h, sizeof h);
-  f.write(page);
-  uint64_t at = kHeaderBytes;
-  const std::string zeros(kAlign, '\0');
-  for (int s = 0; s < kSections; ++s) {
-    f.write(std::string_view(static_cast<const char*>(data[s].first), data[s].second));
-    at += data[s].second;
-    const uint64_t pad = (kAlign - at % kAlign) % kAlign;
-    f.write(std::string_view(zeros.data(), pad));
-    at += pad;
-  }
-  f.commit();
+  internal::IndexFileContents c;
+  c.spec = spec_.to_string();
+  c.documents = n;
+  c.num_perm = static_cast<uint32_t>(num_perm_);
+  c.bands = static_cast<uint32_t>(bands);
+  c.rows = static_cast<uint32_t>(spec_.lsh.rows);
+  c.has_sets = sets;
+  c.id_ends = id_ends;
+  c.id_blob = id_blob;
+  c.sigs = sigs;
+  c.set_ends = set_ends;
+  c.set_sums = set_sums;
+  c.set_values = values;
+  c.band_keys = band_keys;
+  c.band_docs = band_docs;
+  internal::write_index_file(path, c);
 }
 
 IndexStats NearDupIndex::stats() const {
   IndexStats s;
   s.documents = live_;
-  s.file_bytes = map_ ? map_->bytes : 0;
+  s.file_bytes = map_ ? map_->file.bytes() : 0;
   s.id_bytes = id_blob_.size() + id_ends_.size_bytes();
   s.signature_bytes = sigs_.size_bytes();
   s.band_bytes = band_keys_.size_bytes() + band_docs_.size_bytes();
