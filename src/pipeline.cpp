@@ -100,6 +100,12 @@ struct Pipeline::Impl {
 
   void init();
   void sketch_pass();
+  struct SketchLayout;
+  void prepare_batch(internal::Batch& b, const SketchLayout& l) const;
+  void sketch_entry(internal::Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
+                    std::vector<SigValue>& fp) const;
+  void keep_entry(internal::Batch& b, size_t i, const SketchLayout& l, std::vector<std::vector<ShingleHash>>& exact_sets);
+  void count_first_pass(const internal::PassTotals& totals, const io::BadRecords& bad, const io::RecordReader& reader);
   void load_sets_pass(const std::vector<uint8_t>& needed);
   /// The exact join over the documents with joined[d] != 0 (their sets loaded).
   void build_join(const std::vector<uint8_t>& joined);
@@ -213,131 +219,159 @@ std::string_view Pipeline::Impl::id(DocId doc) const noexcept {
   return std::string_view(id_blob_).substr(b, id_end_[doc] - b);
 }
 
-void Pipeline::Impl::sketch_pass() {
-  const auto t0 = Clock::now();
-  const bool bottomk = spec_.method == SketchMethod::BottomK;
-  const bool simhash = spec_.method == SketchMethod::SimHash;
-  const bool exact = spec_.method == SketchMethod::Exact;
-  const bool keep_by = !options_.reader.key_field.empty();
-  const bool check_unspaced = spec_.shingle.kind == ShingleKind::Words && spec_.shingle.word_break == WordBreak::Simple;
-  std::vector<std::vector<ShingleHash>> exact_sets;
-  const size_t k = uses_signatures(spec_.method) ? static_cast<size_t>(spec_.num_perm) : 0;
-  // After the first pass, LSH needs only each document's band keys; the signatures are kept
-  // only to estimate similarities, or when they are the smaller of the two.
-  const size_t bands = k > 0 ? static_cast<size_t>(spec_.lsh.bands) : 0;
-  const bool keys_only = k > 0 && spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
-  sigs_ = std::make_unique<internal::GrowArray<SigValue>>();
-  band_keys_.clear();
-  band_keys_.resize(keys_only ? bands : 0);
-  // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
-  const bool by_position = inputs_->all_jsonl() && inputs_->sources().size() < UINT32_MAX;
-  input_stamps_.clear();
-  for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
-  fps_ = Fingerprints{};
-  fps_.size = spec_.sketch_size;
-  io::RecordReader reader(*inputs_, options_.reader);
-  io::BadRecords bad(options_.reader);
-  Pass pass;
-  pass.stage = "sketch";
-  pass.total_bytes = inputs_->total_bytes();
-  pass.progress = &options_.progress;
-  pass.reader = &options_.reader;
-  pass.on_bad = [&](const std::string& where, const io::Rejected& r) { bad.report(where, r); };
-  // One sketcher per thread of the pass (pass_runner.h), made on its first batch.
-  std::vector<std::optional<DocumentSketcher>> sketchers(internal::pass_slots(threads_));
-  std::vector<std::vector<SigValue>> fp(sketchers.size());
-  pass.start = [&](Batch& b, size_t slot) {
-    if (!sketchers[slot]) sketchers[slot].emplace(spec_);
-    b.sigs.resize(b.size() * k);
-    b.keys.resize(keys_only ? b.size() * bands : 0);
-    b.simhashes.resize(simhash ? b.size() : 0);
-    b.fp_slot.resize(bottomk ? b.size() : 0);
-    b.sets.resize(exact ? b.size() : 0);
-    b.keys_kind.assign(keep_by ? b.size() : 0, 0);
-    b.keys_num.assign(keep_by ? b.size() : 0, 0.0);
-    b.keys_text_begin.assign(keep_by ? b.size() : 0, 0);
-    b.keys_text_length.assign(keep_by ? b.size() : 0, 0);
-    b.keys_text.clear();
-    b.empty.resize(b.size());
-    b.fps = Fingerprints{};
-    b.fps.size = spec_.sketch_size;
-  };
-  pass.process = [&](Batch& b, size_t i, std::string_view text, size_t slot) {
-    DocumentSketcher& sk = *sketchers[slot];
-    const auto t1 = Clock::now();
-    const std::span<const ShingleHash> sh = sk.shingle(text);
-    const auto t2 = Clock::now();
-    if (bottomk) {
-      sk.fingerprint(fp[slot]);
-      b.fp_slot[i] = static_cast<uint32_t>(b.fps.count());
-      b.fps.push_back(fp[slot]);
-    } else if (simhash) {
-      b.simhashes[i] = sk.simhash();
-    } else if (exact) {
-      b.sets[i] = sk.set();
-    } else {
-      const auto sig = std::span<SigValue>(b.sigs).subspan(i * k, k);
-      sk.signature(sig);
-      if (keys_only)
-        for (size_t band = 0; band < bands; ++band)
-          b.keys[i * bands + band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
-    }
-    b.t_sketch += seconds_since(t2);
-    b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
-    b.shingles += sh.size();
-    b.empty[i] = sh.empty();
-    // Chinese, Japanese or Thai text under the default word definition: a run without spaces
-    // is one "word", so a long text has very few. Only such documents are scanned, to count
-    // the text the run cannot compare well.
-    if (check_unspaced && text.size() >= 256 && sh.size() * 32 < text.size()) b.unspaced += unspaced_script_bytes(text);
-    sk.trim();
-  };
-  pass.consume = [&](Batch& b, size_t i, DocId) {
-    const Batch::Entry& e = b.entries[i];
-    id_blob_.append(b.id_of(i));
-    id_end_.push_back(id_blob_.size());
-    lengths_.push_back(static_cast<uint32_t>(b.text_length[i]));  // <= max_doc_bytes
-    if (by_position) pos_.push_back({e.source, e.raw_length, e.offset});
-    if (keys_only)
-      for (size_t band = 0; band < bands; ++band) band_keys_[band].push_back(b.keys[i * bands + band]);
-    else
-      sigs_->append(b.sigs.data() + i * k, k);
-    if (bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
-    if (simhash) simhashes_.push_back(b.simhashes[i]);
-    if (exact) exact_sets.push_back(std::move(b.sets[i]));
-    if (keep_by) {
-      key_kind_.push_back(b.keys_kind[i]);
-      key_num_.push_back(b.keys_num[i]);
-      key_blob_.append(b.keys_text, b.keys_text_begin[i], b.keys_text_length[i]);
-      key_end_.push_back(key_blob_.size());
-    }
-    empty_.push_back(b.empty[i]);
-  };
-  const PassTotals totals = internal::run_pass(reader, *inputs_, threads_, pass);
+// What the first pass computes per document under the spec, and what it keeps.
+struct Pipeline::Impl::SketchLayout {
+  explicit SketchLayout(const Impl& p)
+      : bottomk(p.spec_.method == SketchMethod::BottomK),
+        simhash(p.spec_.method == SketchMethod::SimHash),
+        exact(p.spec_.method == SketchMethod::Exact),
+        keep_by(!p.options_.reader.key_field.empty()),
+        check_unspaced(p.spec_.shingle.kind == ShingleKind::Words && p.spec_.shingle.word_break == WordBreak::Simple),
+        k(uses_signatures(p.spec_.method) ? static_cast<size_t>(p.spec_.num_perm) : 0),
+        bands(k > 0 ? static_cast<size_t>(p.spec_.lsh.bands) : 0),
+        // After the first pass, LSH needs only each document's band keys; the signatures are
+        // kept only to estimate similarities, or when they are the smaller of the two.
+        keys_only(k > 0 && p.spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue)),
+        // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
+        by_position(p.inputs_->all_jsonl() && p.inputs_->sources().size() < UINT32_MAX) {}
+  bool bottomk, simhash, exact, keep_by, check_unspaced;
+  size_t k, bands;
+  bool keys_only, by_position;
+};
+
+// A batch's result arrays, sized for what the layout computes.
+void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
+  const size_t n = b.size();
+  b.sigs.resize(n * l.k);
+  b.keys.resize(l.keys_only ? n * l.bands : 0);
+  b.simhashes.resize(l.simhash ? n : 0);
+  b.fp_slot.resize(l.bottomk ? n : 0);
+  b.sets.resize(l.exact ? n : 0);
+  b.keys_kind.assign(l.keep_by ? n : 0, 0);
+  b.keys_num.assign(l.keep_by ? n : 0, 0.0);
+  b.keys_text_begin.assign(l.keep_by ? n : 0, 0);
+  b.keys_text_length.assign(l.keep_by ? n : 0, 0);
+  b.keys_text.clear();
+  b.empty.resize(n);
+  b.fps = Fingerprints{};
+  b.fps.size = spec_.sketch_size;
+}
+
+// Shingles and sketches entry i of a batch on a worker, with that worker's sketcher.
+void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
+                                  std::vector<SigValue>& fp) const {
+  const auto t1 = Clock::now();
+  const std::span<const ShingleHash> sh = sk.shingle(text);
+  const auto t2 = Clock::now();
+  if (l.bottomk) {
+    sk.fingerprint(fp);
+    b.fp_slot[i] = static_cast<uint32_t>(b.fps.count());
+    b.fps.push_back(fp);
+  } else if (l.simhash) {
+    b.simhashes[i] = sk.simhash();
+  } else if (l.exact) {
+    b.sets[i] = sk.set();
+  } else {
+    const auto sig = std::span<SigValue>(b.sigs).subspan(i * l.k, l.k);
+    sk.signature(sig);
+    if (l.keys_only)
+      for (size_t band = 0; band < l.bands; ++band)
+        b.keys[i * l.bands + band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
+  }
+  b.t_sketch += seconds_since(t2);
+  b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
+  b.shingles += sh.size();
+  b.empty[i] = sh.empty();
+  // Chinese, Japanese or Thai text under the default word definition: a run without spaces is
+  // one "word", so a long text has very few. Only such documents are scanned, to count the text
+  // the run cannot compare well.
+  if (l.check_unspaced && text.size() >= 256 && sh.size() * 32 < text.size()) b.unspaced += unspaced_script_bytes(text);
+  sk.trim();
+}
+
+// Keeps what the run needs of entry i, in reading order, on the reading thread.
+void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l, std::vector<std::vector<ShingleHash>>& exact_sets) {
+  const Batch::Entry& e = b.entries[i];
+  id_blob_.append(b.id_of(i));
+  id_end_.push_back(id_blob_.size());
+  lengths_.push_back(static_cast<uint32_t>(b.text_length[i]));  // <= max_doc_bytes
+  if (l.by_position) pos_.push_back({e.source, e.raw_length, e.offset});
+  if (l.keys_only)
+    for (size_t band = 0; band < l.bands; ++band) band_keys_[band].push_back(b.keys[i * l.bands + band]);
+  else
+    sigs_->append(b.sigs.data() + i * l.k, l.k);
+  if (l.bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
+  if (l.simhash) simhashes_.push_back(b.simhashes[i]);
+  if (l.exact) exact_sets.push_back(std::move(b.sets[i]));
+  if (l.keep_by) {
+    key_kind_.push_back(b.keys_kind[i]);
+    key_num_.push_back(b.keys_num[i]);
+    key_blob_.append(b.keys_text, b.keys_text_begin[i], b.keys_text_length[i]);
+    key_end_.push_back(key_blob_.size());
+  }
+  empty_.push_back(b.empty[i]);
+}
+
+// The run's statistics after the first pass; throws if every record was bad.
+void Pipeline::Impl::count_first_pass(const internal::PassTotals& totals, const io::BadRecords& bad, const io::RecordReader& reader) {
   stats_.shingles += totals.shingles;
-  stats_.reader.invalid_utf8 = totals.invalid_utf8;
   stats_.times.parse += totals.t_parse;
   stats_.times.shingle += totals.t_shingle;
   stats_.times.sketch += totals.t_sketch;
   const size_t n = lengths_.size();
   NEARDUP_ASSERT(empty_.size() == n);
   stats_.documents = n;
-  stats_.reader.records = n;
   stats_.empty = static_cast<uint64_t>(std::count(empty_.begin(), empty_.end(), 1));
   for (const uint32_t l : lengths_) stats_.text_bytes += l;
-  stats_.reader.skipped = bad.skipped();
-  stats_.reader.first_skips = bad.first();
-  stats_.reader.skip_kinds = bad.kinds();
-  stats_.reader.missing_ids = totals.missing_ids;
   stats_.unspaced_bytes = totals.unspaced;
-  stats_.reader.binary = reader.stats().binary;
   stats_.left_out = inputs_->left_out();
-  if (n == 0 && stats_.reader.skipped > 0)
-    throw FormatError("every record was bad (" + std::to_string(stats_.reader.skipped) + " skipped, the first: " +
-                      stats_.reader.first_skips.front() + "); nothing to deduplicate: check " NEARDUP_OPT("text_field") ", " NEARDUP_OPT("format") " and the inputs");
-  if (exact) {
-    sets_ = std::make_unique<ShingleSets>(n);
-    for (DocId d = 0; d < n; ++d) sets_->set(d, std::move(exact_sets[d]));
+  io::ReaderStats& r = stats_.reader;
+  r.records = n;
+  r.invalid_utf8 = totals.invalid_utf8;
+  r.skipped = bad.skipped();
+  r.first_skips = bad.first();
+  r.skip_kinds = bad.kinds();
+  r.missing_ids = totals.missing_ids;
+  r.binary = reader.stats().binary;
+  if (n == 0 && r.skipped > 0)
+    throw FormatError("every record was bad (" + std::to_string(r.skipped) + " skipped, the first: " + r.first_skips.front() +
+                      "); nothing to deduplicate: check " NEARDUP_OPT("text_field") ", " NEARDUP_OPT("format") " and the inputs");
+}
+
+void Pipeline::Impl::sketch_pass() {
+  const auto t0 = Clock::now();
+  const SketchLayout layout(*this);
+  sigs_ = std::make_unique<internal::GrowArray<SigValue>>();
+  band_keys_.clear();
+  band_keys_.resize(layout.keys_only ? layout.bands : 0);
+  input_stamps_.clear();
+  for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
+  fps_ = Fingerprints{};
+  fps_.size = spec_.sketch_size;
+  io::RecordReader reader(*inputs_, options_.reader);
+  io::BadRecords bad(options_.reader);
+  // One sketcher per thread of the pass (pass_runner.h), made on its first batch.
+  std::vector<std::optional<DocumentSketcher>> sketchers(internal::pass_slots(threads_));
+  std::vector<std::vector<SigValue>> fp(sketchers.size());
+  std::vector<std::vector<ShingleHash>> exact_sets;
+  Pass pass;
+  pass.stage = "sketch";
+  pass.total_bytes = inputs_->total_bytes();
+  pass.progress = &options_.progress;
+  pass.reader = &options_.reader;
+  pass.on_bad = [&](const std::string& where, const io::Rejected& r) { bad.report(where, r); };
+  pass.start = [&](Batch& b, size_t slot) {
+    if (!sketchers[slot]) sketchers[slot].emplace(spec_);
+    prepare_batch(b, layout);
+  };
+  pass.process = [&](Batch& b, size_t i, std::string_view text, size_t slot) {
+    sketch_entry(b, i, text, layout, *sketchers[slot], fp[slot]);
+  };
+  pass.consume = [&](Batch& b, size_t i, DocId) { keep_entry(b, i, layout, exact_sets); };
+  count_first_pass(internal::run_pass(reader, *inputs_, threads_, pass), bad, reader);
+  if (layout.exact) {
+    sets_ = std::make_unique<ShingleSets>(lengths_.size());
+    for (DocId d = 0; d < lengths_.size(); ++d) sets_->set(d, std::move(exact_sets[d]));
   }
   stats_.times.pass1 = seconds_since(t0);
 }
