@@ -769,7 +769,86 @@ struct RecordReader::Impl {
     return true;
   }
 
-  // The next record unparsed: a JSONL line that is not blank, a text file, or a bad input.
+  // What a step of next_raw() found: a record to return, or nothing yet (go on reading).
+  enum class Step { Record, Again };
+
+  // A bad input: the source's own problem (unreadable, ...), or one found on reading it.
+  static Step bad_input(RawRecord& out, std::string problem, const char* kind) {
+    out.kind = RawRecord::Kind::Bad;
+    out.problem = std::move(problem);
+    out.problem_kind = kind;
+    return Step::Record;
+  }
+
+  // The next memory document, or the next source after the last.
+  Step memory_record(RawRecord& out) {
+    const std::vector<Document>& docs = inputs.documents();
+    if (memory_next >= docs.size()) {
+      memory_next = 0;
+      ++cur;
+      return Step::Again;
+    }
+    const Document& d = docs[memory_next++];
+    out.source = cur;
+    out.line = memory_next;  // the record's number, for messages
+    out.offset = 0;
+    if (bad_id_char(d.id))
+      return bad_input(out, "id holds a TAB, CR or LF, which would corrupt the TSV outputs; remove them from the ids", "bad id");
+    document(out, d.id, d.text);
+    return Step::Record;
+  }
+
+  // A whole text file as one record; a binary file found in a folder is left out (as git and
+  // grep decide: a NUL byte in the first 8 KiB); named directly, it is a bad input.
+  Step text_file_record(RawRecord& out, const Source& src) {
+    const bool fits = read_all_capped(src.path, src.display, opt.max_record_bytes, file_text);
+    struct stat sb;
+    if (::stat(src.path.c_str(), &sb) == 0) finished_bytes += static_cast<uint64_t>(sb.st_size);
+    out.source = cur;
+    out.line = 0;
+    out.offset = 0;
+    ++cur;
+    if (!fits)
+      return bad_input(out,
+                       "file is longer than " + option_ref("max_record_bytes", std::to_string(opt.max_record_bytes)) +
+                           " bytes (a decompression bomb?); raise the limit if the data is real",
+                       "longer than " NEARDUP_OPT("max_record_bytes"));
+    if (file_text.empty() && !src.from_directory) return bad_input(out, "file is empty", "empty file");
+    if (std::memchr(file_text.data(), 0, std::min<size_t>(file_text.size(), 8192)) != nullptr) {
+      if (src.from_directory) {
+        ++stats.binary;
+        return Step::Again;
+      }
+      return bad_input(out, "a binary file (a NUL byte in its first 8 KiB; UTF-16 text? convert it to UTF-8), not text", "binary file");
+    }
+    document(out, src.doc_id, file_text);
+    return Step::Record;
+  }
+
+  // The next JSONL line that is not blank, or the next source after the last line.
+  Step jsonl_record(RawRecord& out) {
+    if (!stream) open_next();
+    std::string_view line;
+    if (!get_line(line)) {
+      const bool empty_file = !any_bytes;
+      out.source = cur;
+      out.line = out.offset = 0;
+      close_current();
+      if (empty_file) return bad_input(out, "file is empty (no JSONL records)", "empty file");
+      return Step::Again;
+    }
+    out.source = cur;
+    out.line = line_no;
+    out.offset = line_offset;
+    if (overlong) return bad_input(out, long_line_problem(), "longer than " NEARDUP_OPT("max_record_bytes"));
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return Step::Again;  // blank line
+    out.kind = RawRecord::Kind::Line;
+    out.bytes = line;
+    return Step::Record;
+  }
+
+  // The next record unparsed: a JSONL line that is not blank, a text file, a memory document,
+  // or a bad input.
   bool next_raw(RawRecord& out) {
     // Nothing of the last record survives: a bad record has no bytes (the buffer they were in
     // may be gone).
@@ -788,97 +867,19 @@ struct RecordReader::Impl {
     for (;;) {
       if (cur >= inputs.sources().size()) return false;
       const Source& src = source();
+      Step step;
       if (!src.problem.empty()) {
-        out.kind = RawRecord::Kind::Bad;
-        out.problem = src.problem;
-        out.problem_kind = src.problem_kind.empty() ? "unreadable file" : src.problem_kind.c_str();
-        out.source = cur;
+        out.source = cur++;
         out.line = out.offset = 0;
-        ++cur;
-        return true;
+        step = bad_input(out, src.problem, src.problem_kind.empty() ? "unreadable file" : src.problem_kind.c_str());
+      } else if (src.kind == SourceKind::Memory) {
+        step = memory_record(out);
+      } else if (src.kind == SourceKind::TextFile) {
+        step = text_file_record(out, src);
+      } else {
+        step = jsonl_record(out);
       }
-      if (src.kind == SourceKind::Memory) {
-        const std::vector<Document>& docs = inputs.documents();
-        if (memory_next >= docs.size()) {
-          memory_next = 0;
-          ++cur;
-          continue;
-        }
-        const Document& d = docs[memory_next++];
-        out.source = cur;
-        out.line = memory_next;  // the record's number, for messages
-        out.offset = 0;
-        out.kind = RawRecord::Kind::Bad;
-        if (bad_id_char(d.id)) {
-          out.problem = "id holds a TAB, CR or LF, which would corrupt the TSV outputs; remove them from the ids";
-          out.problem_kind = "bad id";
-          return true;
-        }
-        return document(out, d.id, d.text);
-      }
-      if (src.kind == SourceKind::TextFile) {
-        const bool fits = read_all_capped(src.path, src.display, opt.max_record_bytes, file_text);
-        struct stat sb;
-        if (::stat(src.path.c_str(), &sb) == 0) finished_bytes += static_cast<uint64_t>(sb.st_size);
-        out.source = cur;
-        out.line = 0;
-        out.offset = 0;
-        ++cur;
-        out.kind = RawRecord::Kind::Bad;
-        if (!fits) {
-          out.problem = "file is longer than " + option_ref("max_record_bytes", std::to_string(opt.max_record_bytes)) +
-                        " bytes (a decompression bomb?); raise the limit if the data is real";
-          out.problem_kind = "longer than " NEARDUP_OPT("max_record_bytes");
-          return true;
-        }
-        if (file_text.empty() && !src.from_directory) {
-          out.problem = "file is empty";
-          out.problem_kind = "empty file";
-          return true;
-        }
-        // A NUL byte in the first 8 KiB marks a binary file (as git and grep decide): found in a
-        // folder, it is left out and counted; named directly, it is a bad input.
-        if (std::memchr(file_text.data(), 0, std::min<size_t>(file_text.size(), 8192)) != nullptr) {
-          if (src.from_directory) {
-            ++stats.binary;
-            continue;
-          }
-          out.problem = "a binary file (a NUL byte in its first 8 KiB; UTF-16 text? convert it to UTF-8), not text";
-          out.problem_kind = "binary file";
-          return true;
-        }
-        return document(out, src.doc_id, file_text);
-      }
-      if (!stream) open_next();
-      std::string_view line;
-      if (!get_line(line)) {
-        const bool empty_file = !any_bytes;
-        out.source = cur;
-        close_current();
-        if (empty_file) {
-          out.kind = RawRecord::Kind::Bad;
-          out.problem = "file is empty (no JSONL records)";
-          out.problem_kind = "empty file";
-          return true;
-        }
-        continue;
-      }
-      if (overlong) {
-        out.kind = RawRecord::Kind::Bad;
-        out.problem = long_line_problem();
-        out.problem_kind = "longer than " NEARDUP_OPT("max_record_bytes");
-        out.source = cur;
-        out.line = line_no;
-        out.offset = line_offset;
-        return true;
-      }
-      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line
-      out.kind = RawRecord::Kind::Line;
-      out.bytes = line;
-      out.source = cur;
-      out.line = line_no;
-      out.offset = line_offset;
-      return true;
+      if (step == Step::Record) return true;
     }
   }
 
