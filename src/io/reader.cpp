@@ -536,60 +536,49 @@ bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::s
   return true;
 }
 
-struct RecordReader::Impl {
-  const InputSet& inputs;
-  ReaderOptions opt;
-  ReaderStats stats;
-  BadRecords bad;
-
-  size_t cur = 0;
-  std::unique_ptr<ByteStream> stream;
-  uint64_t finished_bytes = 0;
-
-  // Line buffer: data in [begin, end); kPad bytes past `end` are always allocated, so a line
-  // viewed in place can be handed to simdjson without copying.
+// The lines of one source's decompressed bytes, viewed in place: data in buf[begin, end), with
+// kPad bytes past `end` always allocated, so a line can be handed to simdjson without copying.
+class LineBuffer {
+ public:
   static constexpr size_t kPad = simdjson::SIMDJSON_PADDING;
-  std::vector<char> buf;
-  size_t begin = 0, end = 0, scanned = 0;
-  uint64_t buf_base = 0;      // offset of buf[0] in the source's decompressed bytes
-  uint64_t line_offset = 0;   // offset of the line get_line returned last
-  uint64_t read_until = 0;    // select(): the end of the selected line (with its newline)
-  // select(): only these records, in order.
-  std::vector<RecordPos> selection;
-  size_t selected = 0;
-  bool selecting = false;
-  bool eof = false;
-  bool any_bytes = false;
-  bool overlong = false;  // get_line's last line was longer than opt.max_record_bytes (and dropped)
-  size_t memory_next = 0;  // the next document of a Memory source
-  uint64_t line_no = 0;
+  explicit LineBuffer(uint64_t max_record_bytes) : max_record_bytes_(max_record_bytes), buf(1 << 20) {}
 
-  JsonlParser parser;
-  std::string file_text, problem;
-
-  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o), buf(1 << 20), parser(o) {
-    if (o.max_record_bytes == 0 || o.max_record_bytes > kMaxRecordBytes || o.max_doc_bytes == 0 || o.max_doc_bytes > kMaxRecordBytes)
-      throw UsageError(NEARDUP_OPT("max_record_bytes") " and " NEARDUP_OPT("max_doc_bytes") " must be between 1 and " + std::to_string(kMaxRecordBytes));
-  }
-  const Source& source() const { return inputs.sources()[cur]; }
-
-  void open_next() {
-    stream = open_stream(source().path, source().display);
+  void open(std::unique_ptr<ByteStream> s) {
+    stream_ = std::move(s);
     begin = end = scanned = 0;
     buf_base = 0;
     eof = false;
     any_bytes = false;
     line_no = 0;
   }
-
-  void close_current() {
-    if (stream) finished_bytes += stream->raw_bytes_read();
-    stream.reset();
-    ++cur;
+  bool is_open() const noexcept { return stream_ != nullptr; }
+  /// Closes the source; returns its compressed bytes read.
+  uint64_t close() {
+    const uint64_t n = raw_bytes_read();
+    stream_.reset();
+    return n;
+  }
+  uint64_t raw_bytes_read() const { return stream_ ? stream_->raw_bytes_read() : 0; }
+  /// Where the next line starts in the source's bytes.
+  uint64_t position() const noexcept { return buf_base + begin; }
+  /// Moves to `offset` (at or after position()): inside the buffer, or past it by skipping the
+  /// stream; reading stops near `until`. False if the source ends before.
+  bool seek(uint64_t offset, uint64_t until) {
+    if (offset <= buf_base + end) {
+      begin = scanned = static_cast<size_t>(offset - buf_base);
+    } else {
+      const uint64_t gap = offset - (buf_base + end);
+      if (eof || stream_->skip(gap) != gap) return false;
+      buf_base = offset;
+      begin = end = scanned = 0;
+    }
+    line_no = 0;
+    read_until = until;
+    return true;
   }
 
   // The next line (without its newline), or false at the end of the source. A line longer than
-  // opt.max_record_bytes comes back empty with `overlong` set; its bytes are read and dropped.
+  // max_record_bytes_ comes back empty with `overlong` set; its bytes are read and dropped.
   bool get_line(std::string_view& line) {
     overlong = false;
     for (;;) {
@@ -607,7 +596,7 @@ struct RecordReader::Impl {
         }
         return false;
       }
-      if (end - begin > opt.max_record_bytes) return drop_long_line(line);
+      if (end - begin > max_record_bytes_) return drop_long_line(line);
       if (begin > 0) {  // compact
         std::memmove(buf.data(), buf.data() + begin, end - begin);
         buf_base += begin;
@@ -620,7 +609,7 @@ struct RecordReader::Impl {
       // Reading by position: no more than the selected line needs (at least 64 KiB), so that a
       // few records scattered over a large file do not each cost a full buffer.
       if (read_until > buf_base + end) want = std::min<uint64_t>(want, std::max<uint64_t>(read_until - (buf_base + end), 1 << 16));
-      const size_t got = stream->read(buf.data() + end, want);
+      const size_t got = stream_->read(buf.data() + end, want);
       if (got == 0) {
         eof = true;
       } else {
@@ -630,6 +619,7 @@ struct RecordReader::Impl {
     }
   }
 
+ private:
   // The line in buf[begin, stop) is the next one; reading goes on at `next`. A line found whole
   // in the buffer but over --max-record-bytes comes back empty with `overlong` set.
   bool take_line(std::string_view& line, size_t stop, size_t next) {
@@ -638,7 +628,7 @@ struct RecordReader::Impl {
     begin = scanned = next;
     ++line_no;
     skip_bom(line);
-    if (line.size() > opt.max_record_bytes) {
+    if (line.size() > max_record_bytes_) {
       overlong = true;
       line = {};
     }
@@ -663,7 +653,7 @@ struct RecordReader::Impl {
     for (;;) {
       buf_base += end;
       begin = scanned = end = 0;
-      const size_t got = stream->read(buf.data(), buf.size() - kPad);
+      const size_t got = stream_->read(buf.data(), buf.size() - kPad);
       if (got == 0) {
         eof = true;
         return true;
@@ -675,6 +665,53 @@ struct RecordReader::Impl {
         return true;
       }
     }
+  }
+
+ public:
+  uint64_t line_no = 0;
+  uint64_t line_offset = 0;  // offset of the line get_line returned last
+  bool overlong = false;     // get_line's last line was longer than the limit (and dropped)
+  bool any_bytes = false;
+
+ private:
+  uint64_t max_record_bytes_;
+  std::unique_ptr<ByteStream> stream_;
+  std::vector<char> buf;
+  size_t begin = 0, end = 0, scanned = 0;
+  uint64_t buf_base = 0;    // offset of buf[0] in the source's decompressed bytes
+  uint64_t read_until = 0;  // seek(): the end of the wanted line (with its newline)
+  bool eof = false;
+};
+
+struct RecordReader::Impl {
+  const InputSet& inputs;
+  ReaderOptions opt;
+  ReaderStats stats;
+  BadRecords bad;
+
+  size_t cur = 0;
+  uint64_t finished_bytes = 0;
+  LineBuffer lines;
+  // select(): only these records, in order.
+  std::vector<RecordPos> selection;
+  size_t selected = 0;
+  bool selecting = false;
+  size_t memory_next = 0;  // the next document of a Memory source
+
+  JsonlParser parser;
+  std::string file_text, problem;
+
+  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o), lines(o.max_record_bytes), parser(o) {
+    if (o.max_record_bytes == 0 || o.max_record_bytes > kMaxRecordBytes || o.max_doc_bytes == 0 || o.max_doc_bytes > kMaxRecordBytes)
+      throw UsageError(NEARDUP_OPT("max_record_bytes") " and " NEARDUP_OPT("max_doc_bytes") " must be between 1 and " + std::to_string(kMaxRecordBytes));
+  }
+  const Source& source() const { return inputs.sources()[cur]; }
+
+  void open_next() { lines.open(open_stream(source().path, source().display)); }
+
+  void close_current() {
+    finished_bytes += lines.close();
+    ++cur;
   }
 
   std::string long_line_problem() const {
@@ -692,17 +729,17 @@ struct RecordReader::Impl {
 
   // Parses one JSONL line into `out`; false if the record is bad (and skipped).
   bool parse_line(std::string_view line, Record& out) {
-    const uint64_t line_number = selecting ? 0 : line_no;
+    const uint64_t line_number = selecting ? 0 : lines.line_no;
     if (!parser.parse(line, source(), line_number, out, problem)) {
       Rejected r;
       r.input = source().display;
       r.line = line_number;
-      r.offset = line_offset;
+      r.offset = lines.line_offset;
       r.kind = parser.problem_kind();
       r.reason = problem;
       r.has_record = true;
       r.record = line;
-      report(record_where(source(), line_number, line_offset), r);
+      report(record_where(source(), line_number, lines.line_offset), r);
       return false;
     }
     if (parser.replaced_invalid_utf8()) ++stats.invalid_utf8;
@@ -710,7 +747,7 @@ struct RecordReader::Impl {
     out.raw = line;
     out.source = cur;
     out.line = line_number;
-    out.offset = line_offset;
+    out.offset = lines.line_offset;
     return true;
   }
 
@@ -722,35 +759,21 @@ struct RecordReader::Impl {
   // select(): the next selected line, or false after the last.
   bool next_selected_line(std::string_view& line) {
     if (selected >= selection.size()) {
-      if (stream) close_current();
+      if (lines.is_open()) close_current();
       return false;
     }
     const RecordPos& p = selection[selected++];
     if (p.source >= inputs.sources().size() || inputs.sources()[p.source].kind != SourceKind::Jsonl)
       throw UsageError("RecordReader::select: a position names no JSONL source");
-    if (p.source != cur || !stream) {
+    if (p.source != cur || !lines.is_open()) {
       if (p.source < cur) throw UsageError("RecordReader::select: positions out of reading order");
-      if (stream) close_current();
+      if (lines.is_open()) close_current();
       cur = p.source;
       open_next();
     }
-    // Move to p.offset: inside the buffer, or past it (a skip of the stream).
-    const uint64_t at = buf_base + begin;
-    if (p.offset < at) throw UsageError("RecordReader::select: positions out of reading order");
-    if (p.offset <= buf_base + end) {
-      begin = scanned = static_cast<size_t>(p.offset - buf_base);
-    } else {
-      const uint64_t gap = p.offset - (buf_base + end);
-      if (!eof && stream->skip(gap) == gap) {
-        buf_base = p.offset;
-        begin = end = scanned = 0;
-      } else {
-        changed("no line at byte " + std::to_string(p.offset) + " any more");
-      }
-    }
-    line_no = 0;
-    read_until = p.offset + p.length + 1;
-    if (!get_line(line) || line.size() != p.length)
+    if (p.offset < lines.position()) throw UsageError("RecordReader::select: positions out of reading order");
+    if (!lines.seek(p.offset, p.offset + p.length + 1)) changed("no line at byte " + std::to_string(p.offset) + " any more");
+    if (!lines.get_line(line) || line.size() != p.length)
       changed("the line at byte " + std::to_string(p.offset) + " is no longer " + std::to_string(p.length) + " bytes long");
     return true;
   }
@@ -827,10 +850,10 @@ struct RecordReader::Impl {
 
   // The next JSONL line that is not blank, or the next source after the last line.
   Step jsonl_record(RawRecord& out) {
-    if (!stream) open_next();
+    if (!lines.is_open()) open_next();
     std::string_view line;
-    if (!get_line(line)) {
-      const bool empty_file = !any_bytes;
+    if (!lines.get_line(line)) {
+      const bool empty_file = !lines.any_bytes;
       out.source = cur;
       out.line = out.offset = 0;
       close_current();
@@ -838,9 +861,9 @@ struct RecordReader::Impl {
       return Step::Again;
     }
     out.source = cur;
-    out.line = line_no;
-    out.offset = line_offset;
-    if (overlong) return bad_input(out, long_line_problem(), "longer than " NEARDUP_OPT("max_record_bytes"));
+    out.line = lines.line_no;
+    out.offset = lines.line_offset;
+    if (lines.overlong) return bad_input(out, long_line_problem(), "longer than " NEARDUP_OPT("max_record_bytes"));
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) return Step::Again;  // blank line
     out.kind = RawRecord::Kind::Line;
     out.bytes = line;
@@ -861,7 +884,7 @@ struct RecordReader::Impl {
       out.bytes = line;
       out.source = cur;
       out.line = 0;
-      out.offset = line_offset;
+      out.offset = lines.line_offset;
       return true;
     }
     for (;;) {
@@ -931,7 +954,7 @@ void RecordReader::select(std::vector<RecordPos> positions) {
 }
 const ReaderStats& RecordReader::stats() const noexcept { return impl_->stats; }
 uint64_t RecordReader::bytes_read() const noexcept {
-  return impl_->finished_bytes + (impl_->stream ? impl_->stream->raw_bytes_read() : 0);
+  return impl_->finished_bytes + impl_->lines.raw_bytes_read();
 }
 
 }  // namespace neardup::io
