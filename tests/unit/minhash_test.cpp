@@ -36,7 +36,7 @@ TEST(MinHash, MatchesItsSpecification) {
   }
 }
 
-// Computed independently (Python, from the definition in minhash.h).
+// Computed independently from the definition by tools/known_answers/known_answers.py.
 TEST(MinHash, KnownAnswer) {
   MinHasher h(4, kDefaultSeed);
   const std::vector<ShingleHash> s{1, 2, 3};

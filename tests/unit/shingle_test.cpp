@@ -26,7 +26,7 @@ TEST(Hash, Xxh3KnownAnswers) {
 
 TEST(Hash, WordHashesArePinned) {
   // Pinned values of the word hash (docs/format.md), also computed from the written definition
-  // by an independent Python implementation.
+  // by tools/known_answers/known_answers.py (a ctest of its own).
   EXPECT_EQ(internal::word_hash("hello", 5, kDefaultSeed), 0x1CD9CB8046CDCF04ULL);
   EXPECT_EQ(internal::word_hash("internationalization", 20, kDefaultSeed), 0x5DC695710AAAB585ULL);
   EXPECT_EQ(internal::word_hash("a", 1, 0), 0x3904F4D1F4B004E2ULL);
