@@ -97,12 +97,17 @@ class PassRunner {
     }
   }
 
+  // Whether the reading thread may work a queued batch: only while fewer workers than asked for
+  // are running (the pool's were busy elsewhere), so a pass never uses more threads than asked
+  // and never waits for workers that cannot come.
+  bool may_help() const { return !shared_->queue.empty() && shared_->running < static_cast<size_t>(threads_); }
+
   // Works one batch on the reading thread (slot `threads_`), when it would otherwise wait.
   bool help() {
     Batch* b = nullptr;
     {
       std::lock_guard<std::mutex> lock(shared_->mu);
-      if (shared_->queue.empty()) return false;
+      if (!may_help()) return false;
       b = shared_->queue.front();
       shared_->queue.pop_front();
     }
@@ -226,7 +231,7 @@ class PassRunner {
       }
       if (!help()) {
         std::unique_lock<std::mutex> lock(shared_->mu);
-        shared_->not_full.wait(lock, [&] { return shared_->queue.size() < max_queued_ || shared_->error; });
+        shared_->not_full.wait(lock, [&] { return shared_->queue.size() < max_queued_ || shared_->error || may_help(); });
       }
     }
     shared_->not_empty.notify_one();
@@ -244,8 +249,8 @@ class PassRunner {
           if (shared_->error) std::rethrow_exception(shared_->error);
           if (b.done) break;
           if (!all) return;
-          if (shared_->queue.empty()) {
-            shared_->finished.wait(lock, [&] { return b.done || shared_->error; });
+          if (!may_help()) {
+            shared_->finished.wait(lock, [&] { return b.done || shared_->error || may_help(); });
             continue;
           }
         }
