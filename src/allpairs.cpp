@@ -285,8 +285,9 @@ PrefixIndex build_prefix_index(const Fingerprints& fps, const SharedRanks& ranke
   for (size_t r = 1; r <= num_ranks; ++r) idx.head[r] += idx.head[r - 1];
   idx.postings = internal::BigArray<Posting>(idx.head[num_ranks]);
   internal::parallel_for(t, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part_range(num_ranks, p, t);
-    std::vector<uint64_t> fill(idx.head.begin() + static_cast<ptrdiff_t>(lo), idx.head.begin() + static_cast<ptrdiff_t>(hi));
+    const auto range = part_range(num_ranks, p, t);
+    const size_t lo = range.first;  // a plain variable: lambdas may not capture structured bindings (clang 14)
+    std::vector<uint64_t> fill(idx.head.begin() + static_cast<ptrdiff_t>(lo), idx.head.begin() + static_cast<ptrdiff_t>(range.second));
     for_indexed(p, [&](size_t d, size_t i, uint32_t r) {
       const auto len = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]);
       const auto rest = static_cast<uint32_t>(ranked[d].size() - i - 1);
