@@ -82,84 +82,88 @@ void sort_bucket(Entry* e, size_t len, int msd_bits, std::vector<Entry>& scratch
   }
 }
 
-Ranked rank_sets(std::span<const DocId> docs, const SetJoin::SetOf& set_of, int threads) {
-  const size_t n = docs.size();
-  Ranked out;
-  out.len.resize(n);
-  out.unshared.resize(n);
-  out.offsets.assign(n + 1, 0);
-  std::vector<uint64_t> start(n + 1, 0);  // of each member's entries, before the sort
-  for (size_t m = 0; m < n; ++m) {
-    const size_t l = set_of(docs[m]).size();
-    if (l >= UINT32_MAX) throw UsageError("a document has more than 2^32 shingles");
-    out.len[m] = static_cast<uint32_t>(l);
-    start[m + 1] = start[m] + l;
-  }
-  const uint64_t total = start[n];
-  if (total == 0) return out;
+// [lo, hi) of part p of n items in `parts` parts.
+std::pair<size_t, size_t> part_range(size_t n, size_t p, size_t parts) { return {n * p / parts, n * (p + 1) / parts}; }
 
-  // Most-significant pass: entries by the top bits of the value, each part of the members after
-  // the earlier parts, so that members stay ascending within a bucket.
-  const int msd_bits = total >= (uint64_t{1} << 22) ? 12 : 8;
-  const size_t buckets = size_t{1} << msd_bits;
-  const int shift = 64 - msd_bits;
+// Every (value, member) entry, grouped by the top bits of the value: a most-significant pass,
+// each part of the members after the earlier parts, so that members stay ascending within a
+// bucket.
+struct BucketedEntries {
+  int msd_bits = 8;
+  std::vector<uint64_t> bucket_start;  // buckets + 1
+  internal::BigArray<Entry> entries;
+  size_t buckets() const noexcept { return bucket_start.size() - 1; }
+};
+
+BucketedEntries bucket_entries(std::span<const DocId> docs, const SetJoin::SetOf& set_of, uint64_t total, int threads) {
+  const size_t n = docs.size();
+  BucketedEntries out;
+  out.msd_bits = total >= (uint64_t{1} << 22) ? 12 : 8;
+  const size_t buckets = size_t{1} << out.msd_bits;
+  const int shift = 64 - out.msd_bits;
   const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
-  auto part_members = [&](size_t p) { return std::pair<size_t, size_t>{n * p / parts, n * (p + 1) / parts}; };
   std::vector<std::vector<uint64_t>> fill(parts, std::vector<uint64_t>(buckets, 0));
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part_members(p);
-    for (size_t m = lo; m < hi; ++m)
+    const auto range = part_range(n, p, parts);
+    for (size_t m = range.first; m < range.second; ++m)
       for (const ShingleHash v : set_of(docs[m])) ++fill[p][v >> shift];
   });
-  std::vector<uint64_t> bucket_start(buckets + 1, 0);
-  {
-    uint64_t sum = 0;
-    for (size_t b = 0; b < buckets; ++b) {
-      bucket_start[b] = sum;
-      for (size_t p = 0; p < parts; ++p) {
-        const uint64_t here = fill[p][b];
-        fill[p][b] = sum;
-        sum += here;
-      }
+  out.bucket_start.assign(buckets + 1, 0);
+  uint64_t sum = 0;
+  for (size_t b = 0; b < buckets; ++b) {
+    out.bucket_start[b] = sum;
+    for (size_t p = 0; p < parts; ++p) {
+      const uint64_t here = fill[p][b];
+      fill[p][b] = sum;
+      sum += here;
     }
-    bucket_start[buckets] = sum;
   }
-  internal::BigArray<Entry> entries(total);
+  out.bucket_start[buckets] = sum;
+  out.entries = internal::BigArray<Entry>(total);
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part_members(p);
+    const auto range = part_range(n, p, parts);
     auto& f = fill[p];
-    for (size_t m = lo; m < hi; ++m)
-      for (const ShingleHash v : set_of(docs[m])) entries[f[v >> shift]++] = {v, m};
+    for (size_t m = range.first; m < range.second; ++m)
+      for (const ShingleHash v : set_of(docs[m])) out.entries[f[v >> shift]++] = {v, m};
   });
+  return out;
+}
 
-  // Each bucket sorted, and its runs of one value listed: a run of one is an unshared value.
-  struct Run {
-    uint64_t start;
-    uint64_t len;
-  };
+// A value that two or more members hold: its entries are entries[start, start + len).
+struct Run {
+  uint64_t start;
+  uint64_t len;
+};
+
+// Each bucket sorted, and its runs of one value listed (a run of one is an unshared value);
+// counts each member's shared values into `shared` (one count per thread, summed later).
+std::vector<std::vector<Run>> shared_runs(BucketedEntries& be, size_t n, int threads, std::vector<std::vector<uint32_t>>& shared) {
   const size_t t = static_cast<size_t>(std::max(1, threads));
-  std::vector<std::vector<Run>> bucket_runs(buckets);
-  std::vector<std::vector<uint32_t>> shared_by_thread(t);
+  std::vector<std::vector<Run>> bucket_runs(be.buckets());
+  shared.assign(t, {});
   std::vector<std::vector<Entry>> scratch(t);
-  internal::parallel_for(buckets, threads, [&](size_t b, size_t tid) {
-    auto& shared = shared_by_thread[tid];
-    if (shared.empty()) shared.assign(n, 0);
-    const uint64_t lo = bucket_start[b], len = bucket_start[b + 1] - lo;
-    Entry* e = entries.data() + lo;
-    sort_bucket(e, len, msd_bits, scratch[tid]);
+  internal::parallel_for(be.buckets(), threads, [&](size_t b, size_t tid) {
+    auto& counts = shared[tid];
+    if (counts.empty()) counts.assign(n, 0);
+    const uint64_t lo = be.bucket_start[b], len = be.bucket_start[b + 1] - lo;
+    Entry* e = be.entries.data() + lo;
+    sort_bucket(e, len, be.msd_bits, scratch[tid]);
     for (size_t i = 0; i < len;) {
       size_t j = i + 1;
       while (j < len && e[j].value == e[i].value) ++j;
       if (j - i > 1) {
         bucket_runs[b].push_back({lo + i, j - i});
-        for (size_t k = i; k < j; ++k) ++shared[e[k].member];
+        for (size_t k = i; k < j; ++k) ++counts[e[k].member];
       }
       i = j;
     }
   });
-  std::vector<std::vector<Entry>>().swap(scratch);
+  return bucket_runs;
+}
 
-  // Ranks: by frequency, then value (the runs are in value order), by a counting sort.
+// The runs in rank order: by frequency, then value (the runs are in value order), by a
+// counting sort. Frees the per-bucket lists as it goes.
+std::vector<Run> runs_by_rank(std::vector<std::vector<Run>>& bucket_runs) {
   uint64_t max_freq = 2;
   size_t runs = 0;
   for (const auto& br : bucket_runs) {
@@ -176,8 +180,29 @@ Ranked rank_sets(std::span<const DocId> docs, const SetJoin::SetOf& set_of, int 
     for (const Run& r : br) run_at_rank[next_rank[r.len]++] = r;
     std::vector<Run>().swap(br);
   }
-  out.num_ranks = runs;
+  return run_at_rank;
+}
 
+Ranked rank_sets(std::span<const DocId> docs, const SetJoin::SetOf& set_of, int threads) {
+  const size_t n = docs.size();
+  Ranked out;
+  out.len.resize(n);
+  out.unshared.resize(n);
+  out.offsets.assign(n + 1, 0);
+  uint64_t total = 0;
+  for (size_t m = 0; m < n; ++m) {
+    const size_t l = set_of(docs[m]).size();
+    if (l >= UINT32_MAX) throw UsageError("a document has more than 2^32 shingles");
+    out.len[m] = static_cast<uint32_t>(l);
+    total += l;
+  }
+  if (total == 0) return out;
+  BucketedEntries be = bucket_entries(docs, set_of, total, threads);
+  std::vector<std::vector<uint32_t>> shared_by_thread;
+  std::vector<std::vector<Run>> bucket_runs = shared_runs(be, n, threads, shared_by_thread);
+  const std::vector<Run> run_at_rank = runs_by_rank(bucket_runs);
+  const size_t runs = run_at_rank.size();
+  out.num_ranks = runs;
   for (size_t m = 0; m < n; ++m) {
     uint32_t shared = 0;
     for (const auto& s : shared_by_thread)
@@ -188,14 +213,16 @@ Ranked rank_sets(std::span<const DocId> docs, const SetJoin::SetOf& set_of, int 
   std::vector<std::vector<uint32_t>>().swap(shared_by_thread);
   // Each member's ranks ascending: the runs in rank order, appended to their members, by parts
   // of the members.
+  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
   out.ranks = internal::BigArray<uint32_t>(out.offsets[n]);
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part_members(p);
+    const auto range = part_range(n, p, parts);
+    const size_t lo = range.first, hi = range.second;
     std::vector<uint64_t> cursor(out.offsets.begin() + static_cast<ptrdiff_t>(lo), out.offsets.begin() + static_cast<ptrdiff_t>(hi));
     for (size_t r = 0; r < runs; ++r) {
       const Run& run = run_at_rank[r];
       for (uint64_t i = run.start; i < run.start + run.len; ++i) {
-        const uint64_t m = entries[i].member;
+        const uint64_t m = be.entries[i].member;
         if (m >= lo && m < hi) out.ranks[cursor[m - lo]++] = static_cast<uint32_t>(r);
       }
     }

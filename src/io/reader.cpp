@@ -166,22 +166,139 @@ InputSet::InputSet(std::vector<Document> documents) : documents_(std::move(docum
   for (const Document& d : documents_) total_bytes_ += d.text.size();
 }
 
+// Standard input, spooled to a temporary file so that later passes can read it again.
+void InputSet::add_stdin(InputFormat format, const std::string& stdin_dir) {
+  int slot = -1;
+  const std::string tmp = spool_once(0, "<stdin>", stdin_dir, slot);
+  temp_files_.push_back(tmp);
+  temp_slots_.push_back(slot);
+  Source s;
+  s.path = tmp;
+  s.display = "<stdin>";
+  s.kind = format == InputFormat::Text ? SourceKind::TextFile : SourceKind::Jsonl;
+  s.doc_id = "-";  // as the user named it: never the temporary copy's path
+  s.name = "stdin.jsonl";
+  sources_.push_back(std::move(s));
+}
+
+namespace {
+
+struct Found {
+  std::string rel, full, problem;
+  bool operator<(const Found& o) const { return rel < o.rel; }
+};
+
+// Why a regular file of a folder cannot be read (no permission, a dangling link), or empty.
+// False for what is not a document (FIFOs, sockets, devices).
+bool file_problem(const fs::directory_entry& e, std::string& problem) {
+  std::error_code ec;
+  problem.clear();
+  if (e.is_regular_file(ec)) {
+    if (::access(e.path().c_str(), R_OK) != 0) problem = std::string("cannot read: ") + std::strerror(errno) + "; check its permissions";
+    return true;
+  }
+  if (e.is_symlink(ec) && !fs::exists(e.status(ec))) {
+    problem = "a symbolic link to nothing (" + fs::read_symlink(e.path(), ec).string() + ")";
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// A folder: its files in name order, hidden and excluded entries left out and counted. A file
+// that cannot be read is a bad input, reported in its turn (never silently left out).
+void InputSet::add_directory(const std::string& p, const ReaderOptions& options) {
+  std::vector<Found> files;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(p, fs::directory_options::follow_directory_symlink, ec), end;
+  if (ec) throw IoError(std::string("cannot read directory: ") + ec.message() + "; check its permissions", ErrorPlace{p});
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw IoError(std::string("cannot walk directory: ") + ec.message() + "; check its permissions", ErrorPlace{p});
+    std::error_code ec2;
+    const std::string rel = fs::relative(it->path(), p, ec2).generic_string();
+    const bool dir = it->is_directory(ec2);
+    // Hidden entries (.git, .DS_Store, editor backups) are not documents; a hidden folder is
+    // not walked at all.
+    const bool hidden = !options.hidden && is_hidden(it->path());
+    if (hidden || (!options.exclude.empty() && glob_matches(options.exclude, rel))) {
+      ++(hidden ? left_out_.hidden : left_out_.excluded);
+      if (dir) it.disable_recursion_pending();
+      continue;
+    }
+    if (dir) continue;
+    std::string problem;
+    if (!file_problem(*it, problem)) {
+      ++left_out_.other;
+      continue;
+    }
+    if (!options.include.empty() && !glob_matches(options.include, rel)) {
+      ++left_out_.excluded;
+      continue;
+    }
+    files.push_back({rel, it->path().string(), problem});
+  }
+  std::sort(files.begin(), files.end());
+  for (auto& f : files) {
+    Source s;
+    s.path = f.full;
+    // One form everywhere (ids, kept paths, messages): the folder as given joined with the
+    // relative path, so that two folders with the same names inside stay apart.
+    s.doc_id = (fs::path(p) / f.rel).lexically_normal().generic_string();
+    s.display = s.doc_id;
+    s.name = f.rel;
+    s.kind = kind_from_name(f.rel, options.format);
+    s.from_directory = true;
+    s.problem = f.problem;
+    if (!s.problem.empty()) s.problem_kind = "unreadable file";
+    if (s.kind == SourceKind::TextFile && s.problem.empty() && bad_id_char(s.doc_id)) {
+      s.problem = "the file name holds a TAB or line break, which would corrupt the TSV outputs; rename it";
+      s.problem_kind = "bad id";
+    }
+    sources_.push_back(std::move(s));
+  }
+}
+
+// A file named directly; a pipe or process substitution, which can be read once, is spooled
+// like stdin.
+void InputSet::add_file(const std::string& p, bool regular, InputFormat format, const std::string& stdin_dir) {
+  if (::access(p.c_str(), R_OK) != 0)
+    throw IoError(std::string("cannot read: ") + std::strerror(errno) + "; check its permissions", ErrorPlace{p});
+  Source s;
+  s.path = p;
+  s.display = p;
+  s.doc_id = p;
+  s.name = fs::path(p).filename().string();
+  s.kind = kind_from_name(p, format);
+  if (!regular) {
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw IoError(std::string("cannot read: ") + std::strerror(errno) + "; check its permissions", ErrorPlace{p});
+    int slot = -1;
+    std::string tmp;
+    try {
+      tmp = spool_once(fd, p, stdin_dir, slot);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    temp_files_.push_back(tmp);
+    temp_slots_.push_back(slot);
+    s.path = tmp;
+  }
+  if (format == InputFormat::Auto && s.kind == SourceKind::TextFile && looks_like_jsonl(s.path, p)) s.kind = SourceKind::Jsonl;
+  if (s.kind == SourceKind::TextFile && bad_id_char(s.doc_id)) {
+    s.problem = "the file name holds a TAB or line break, which would corrupt the TSV outputs; rename it";
+    s.problem_kind = "bad id";
+  }
+  sources_.push_back(std::move(s));
+}
+
 void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir) {
-  const InputFormat format = options.format;
   try {
     for (const std::string& p : paths) {
       if (p == "-") {
-        int slot = -1;
-        const std::string tmp = spool_once(0, "<stdin>", stdin_dir, slot);
-        temp_files_.push_back(tmp);
-        temp_slots_.push_back(slot);
-        Source s;
-        s.path = tmp;
-        s.display = "<stdin>";
-        s.kind = format == InputFormat::Text ? SourceKind::TextFile : SourceKind::Jsonl;
-        s.doc_id = "-";  // as the user named it: never the temporary copy's path
-        s.name = "stdin.jsonl";
-        sources_.push_back(std::move(s));
+        add_stdin(options.format, stdin_dir);
         continue;
       }
       std::error_code ec;
@@ -189,103 +306,10 @@ void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions
       if (ec && ec != std::errc::no_such_file_or_directory)
         throw IoError(std::string("cannot access: ") + ec.message() + "; check the permissions of the path", ErrorPlace{p});
       if (!fs::exists(st)) throw IoError("no such file or directory; check the path", ErrorPlace{p});
-      if (fs::is_directory(st)) {
-        struct Found {
-          std::string rel, full, problem;
-          bool operator<(const Found& o) const { return rel < o.rel; }
-        };
-        std::vector<Found> files;
-        fs::recursive_directory_iterator it(p, fs::directory_options::follow_directory_symlink, ec), end;
-        if (ec) throw IoError(std::string("cannot read directory: ") + ec.message() + "; check its permissions", ErrorPlace{p});
-        for (; it != end; it.increment(ec)) {
-          if (ec) throw IoError(std::string("cannot walk directory: ") + ec.message() + "; check its permissions", ErrorPlace{p});
-          std::error_code ec2;
-          const std::string rel = fs::relative(it->path(), p, ec2).generic_string();
-          const bool dir = it->is_directory(ec2);
-          // Hidden entries (.git, .DS_Store, editor backups) are not documents; a hidden folder
-          // is not walked at all.
-          if (!options.hidden && is_hidden(it->path())) {
-            ++left_out_.hidden;
-            if (dir) it.disable_recursion_pending();
-            continue;
-          }
-          if (!options.exclude.empty() && glob_matches(options.exclude, rel)) {
-            ++left_out_.excluded;
-            if (dir) it.disable_recursion_pending();
-            continue;
-          }
-          if (dir) continue;
-          // Regular files are read; one that cannot be (no permission, a dangling link) is a
-          // bad input, reported in its turn (never silently left out). FIFOs, sockets and
-          // devices are not documents.
-          std::string problem;
-          if (it->is_regular_file(ec2)) {
-            if (::access(it->path().c_str(), R_OK) != 0)
-              problem = std::string("cannot read: ") + std::strerror(errno) + "; check its permissions";
-          } else if (it->is_symlink(ec2) && !fs::exists(it->status(ec2))) {
-            problem = "a symbolic link to nothing (" + fs::read_symlink(it->path(), ec2).string() + ")";
-          } else {
-            ++left_out_.other;
-            continue;
-          }
-          if (!options.include.empty() && !glob_matches(options.include, rel)) {
-            ++left_out_.excluded;
-            continue;
-          }
-          files.push_back({rel, it->path().string(), problem});
-        }
-        std::sort(files.begin(), files.end());
-        for (auto& f : files) {
-          Source s;
-          s.path = f.full;
-          // One form everywhere (ids, kept paths, messages): the folder as given joined with
-          // the relative path, so that two folders with the same names inside stay apart.
-          s.doc_id = (fs::path(p) / f.rel).lexically_normal().generic_string();
-          s.display = s.doc_id;
-          s.name = f.rel;
-          s.kind = kind_from_name(f.rel, format);
-          s.from_directory = true;
-          s.problem = f.problem;
-          if (!s.problem.empty()) s.problem_kind = "unreadable file";
-          if (s.kind == SourceKind::TextFile && s.problem.empty() && bad_id_char(s.doc_id)) {
-            s.problem = "the file name holds a TAB or line break, which would corrupt the TSV outputs; rename it";
-            s.problem_kind = "bad id";
-          }
-          sources_.push_back(std::move(s));
-        }
-        continue;
-      }
-      if (::access(p.c_str(), R_OK) != 0)
-        throw IoError(std::string("cannot read: ") + std::strerror(errno) + "; check its permissions", ErrorPlace{p});
-      Source s;
-      s.path = p;
-      s.display = p;
-      s.doc_id = p;
-      s.name = fs::path(p).filename().string();
-      s.kind = kind_from_name(p, format);
-      if (!fs::is_regular_file(st)) {
-        // A pipe or process substitution can be read once: spooled like stdin.
-        const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) throw IoError(std::string("cannot read: ") + std::strerror(errno) + "; check its permissions", ErrorPlace{p});
-        int slot = -1;
-        std::string tmp;
-        try {
-          tmp = spool_once(fd, p, stdin_dir, slot);
-        } catch (...) {
-          ::close(fd);
-          throw;
-        }
-        ::close(fd);
-        temp_files_.push_back(tmp);
-        temp_slots_.push_back(slot);
-        s.path = tmp;
-      }
-      if (format == InputFormat::Auto && s.kind == SourceKind::TextFile && looks_like_jsonl(s.path, p)) s.kind = SourceKind::Jsonl;
-      if (s.kind == SourceKind::TextFile && bad_id_char(s.doc_id)) {
-        s.problem = "the file name holds a TAB or line break, which would corrupt the TSV outputs; rename it";
-        s.problem_kind = "bad id";
-      }
-      sources_.push_back(std::move(s));
+      if (fs::is_directory(st))
+        add_directory(p, options);
+      else
+        add_file(p, fs::is_regular_file(st), options.format, stdin_dir);
     }
   } catch (...) {
     for (const auto& t : temp_files_) ::unlink(t.c_str());

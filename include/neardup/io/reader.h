@@ -145,6 +145,9 @@ class InputSet {
 
  private:
   void expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir);
+  void add_stdin(InputFormat format, const std::string& stdin_dir);
+  void add_directory(const std::string& path, const ReaderOptions& options);
+  void add_file(const std::string& path, bool regular, InputFormat format, const std::string& stdin_dir);
   WalkCounts left_out_;
   std::vector<Document> documents_;
   std::vector<Source> sources_;
