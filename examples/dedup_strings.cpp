@@ -22,8 +22,10 @@ int main(int argc, char** argv) {
     neardup::io::AtomicFile out("-");
     pipeline.write_pairs(out);
     out.commit();
-    std::fprintf(stderr, "%llu documents, %zu pairs\n", static_cast<unsigned long long>(pipeline.stats().documents),
-                 pipeline.pairs().size());
+    // The pairs are streamed to the output (RunOptions::stream_pairs), never all held: the
+    // count is in the run's statistics once they are written.
+    std::fprintf(stderr, "%llu documents, %llu pairs\n", static_cast<unsigned long long>(pipeline.stats().documents),
+                 static_cast<unsigned long long>(pipeline.stats().pairs));
   } catch (const neardup::Error& e) {
     std::fprintf(stderr, "dedup_strings: %s\n", e.what());
     return 1;
