@@ -19,7 +19,7 @@ run-deps:
 	./scripts/install-deps.sh run
 
 configure: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=ON -DNEARDUP_BUILD_BENCH=ON
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=ON -DNEARDUP_BUILD_BENCH=ON -DNEARDUP_BUILD_PYTHON=ON
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -27,7 +27,7 @@ build: configure
 # Only the command-line tool (and the library): the tests and benchmarks are for `make test`.
 # Without the tests and benchmarks, whose packages `make run` does not install.
 run-configure: run-deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCH=OFF
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCH=OFF -DNEARDUP_BUILD_PYTHON=OFF
 
 cli: run-configure
 	cmake --build $(BUILD) -j $(JOBS) --target neardup_cli

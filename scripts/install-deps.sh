@@ -17,6 +17,7 @@ case "$what" in
       zstd gzip xz-utils bzip2 python3
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev
+      pybind11-dev python3-dev python3-numpy python3-pytest
     )
     ;;
   *) echo "install-deps: usage: install-deps.sh [run|test]" >&2; exit 2 ;;

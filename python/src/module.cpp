@@ -1,0 +1,398 @@
+// neardup._native: the Python binding, a thin layer over the library. Documents are copied out
+// of Python objects while the GIL is held; the engine then runs without it. Errors become the
+// neardup.errors classes with the library's category, place and option, worded for Python
+// (keyword arguments: on_error="skip").
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "neardup/neardup.h"
+#include "sha1.h"
+
+namespace py = pybind11;
+
+namespace neardup::python {
+namespace {
+
+// ---- Errors ----
+
+std::string python_wording(std::string_view option, std::string_view value) {
+  std::string s(option);
+  if (value.empty()) return s;
+  const bool number = value.find_first_not_of("0123456789.") == std::string_view::npos;
+  return s + "=" + (number ? std::string(value) : "\"" + std::string(value) + "\"");
+}
+
+const char* class_of(ErrorCategory c) {
+  switch (c) {
+    case ErrorCategory::Usage: return "UsageError";
+    case ErrorCategory::Format: return "FormatError";
+    case ErrorCategory::Io: return "IoError";
+    case ErrorCategory::Internal: break;
+  }
+  return "InternalError";
+}
+
+void raise_error(const Error& e) {
+  py::object cls = py::module_::import("neardup.errors").attr(class_of(e.category()));
+  py::object err = cls(e.message(python_wording), e.source(), e.line(), e.option());
+  PyErr_SetObject(cls.ptr(), err.ptr());
+}
+
+// ---- Documents ----
+
+// (id, text) pairs from the Python side (which turns strings, tuples and dicts into them).
+std::vector<io::Document> documents_of(const py::list& ids, const py::list& texts) {
+  if (ids.size() != texts.size()) throw UsageError("one id per text is needed");
+  std::vector<io::Document> docs;
+  docs.reserve(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) docs.push_back({ids[i].cast<std::string>(), texts[i].cast<std::string>()});
+  return docs;
+}
+
+template <class T>
+py::array_t<T> to_array(std::vector<T>&& v) {
+  auto* owner = new std::vector<T>(std::move(v));
+  py::capsule free_it(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>({owner->size()}, {sizeof(T)}, owner->data(), free_it);
+}
+
+template <class T>
+py::array_t<T> to_matrix(std::vector<T>&& v, size_t rows, size_t cols) {
+  auto* owner = new std::vector<T>(std::move(v));
+  py::capsule free_it(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>({rows, cols}, {cols * sizeof(T), sizeof(T)}, owner->data(), free_it);
+}
+
+struct RunArgs {
+  std::string spec = "words:5 oph:128 verify:0.8";
+  int threads = 0;
+  std::string keep = "first";
+  std::string cluster = "components";
+  std::string text_field = "text", id_field = "id";
+  bool skip_bad = false;
+  bool keep_duplicate_ids = false;
+  size_t top = 0;
+};
+
+RunOptions options_of(const RunArgs& a, const py::object& progress) {
+  RunOptions o;
+  o.spec = PipelineSpec::parse(a.spec);
+  o.threads = a.threads;
+  if (a.keep == "first")
+    o.keep = KeepPolicy::First;
+  else if (a.keep == "longest")
+    o.keep = KeepPolicy::Longest;
+  else
+    o.keep_by = a.keep;  // a JSONL field
+  o.cluster = a.cluster == "leader" ? ClusterMode::Leader : ClusterMode::Components;
+  o.reader.text_field = a.text_field;
+  o.reader.id_field = a.id_field;
+  o.reader.on_error = a.skip_bad ? io::OnError::Skip : io::OnError::Fail;
+  o.duplicate_ids = a.keep_duplicate_ids ? DuplicateIds::Keep : DuplicateIds::Error;
+  o.top = a.top;
+  if (!progress.is_none()) {
+    o.progress = [progress](const Progress& p) {
+      py::gil_scoped_acquire gil;
+      progress(std::string(p.stage), p.bytes_done, p.bytes_total, p.documents);
+    };
+  }
+  return o;
+}
+
+// A whole run: its ids, pairs (pairs mode) and clustering, as arrays.
+py::dict run(std::unique_ptr<Pipeline> p, bool pairs_mode) {
+  std::vector<uint32_t> a, b;
+  std::vector<double> sim;
+  {
+    py::gil_scoped_release nogil;
+    p->run(pairs_mode ? Pipeline::Mode::Pairs : Pipeline::Mode::Dedup);
+    if (pairs_mode)
+      p->each_pair([&](std::span<const ScoredPair> chunk) {
+        for (const ScoredPair& x : chunk) {
+          a.push_back(x.a);
+          b.push_back(x.b);
+          sim.push_back(x.similarity);
+        }
+      });
+  }
+  const size_t n = p->size();
+  py::list ids;
+  for (DocId d = 0; d < n; ++d) ids.append(py::str(std::string(p->id(d))));
+  std::vector<uint32_t> keeper(p->clustering().keeper.begin(), p->clustering().keeper.end());
+  // The similarity of each removed document to its kept one, in input order.
+  std::vector<double> removed_sim;
+  for (DocId d = 0; d < n; ++d)
+    if (!p->clustering().kept(d)) removed_sim.push_back(p->similarity(d, p->clustering().keeper[d]));
+  const RunStats& s = p->stats();
+  py::dict stats;
+  stats["documents"] = s.documents;
+  stats["empty"] = s.empty;
+  stats["skipped"] = s.reader.skipped;
+  stats["text_bytes"] = s.text_bytes;
+  stats["shingles"] = s.shingles;
+  stats["candidates"] = s.candidates;
+  stats["verified"] = s.verified;
+  stats["pairs"] = s.pairs;
+  stats["clusters"] = s.clusters;
+  stats["removed"] = s.removed;
+  stats["seconds"] = s.seconds;
+  stats["spec"] = p->spec().to_string();
+  py::dict out;
+  out["ids"] = ids;
+  out["a"] = to_array(std::move(a));
+  out["b"] = to_array(std::move(b));
+  out["similarity"] = to_array(std::move(sim));
+  out["keeper"] = to_array(std::move(keeper));
+  out["removed_similarity"] = to_array(std::move(removed_sim));
+  out["stats"] = stats;
+  return out;
+}
+
+py::dict run_documents(const py::list& ids, const py::list& texts, bool pairs_mode, const RunArgs& args, const py::object& progress) {
+  auto p = std::make_unique<Pipeline>(documents_of(ids, texts), options_of(args, progress));
+  return run(std::move(p), pairs_mode);
+}
+
+py::dict run_paths(const std::vector<std::string>& paths, bool pairs_mode, const RunArgs& args, const py::object& progress) {
+  auto p = std::make_unique<Pipeline>(paths, options_of(args, progress));
+  return run(std::move(p), pairs_mode);
+}
+
+// ---- Sketches ----
+
+py::object sketch(const py::list& texts, const std::string& spec_text, int threads) {
+  std::vector<std::string> owned;
+  owned.reserve(texts.size());
+  for (const auto& t : texts) owned.push_back(t.cast<std::string>());
+  std::vector<std::string_view> views(owned.begin(), owned.end());
+  Sketches s;
+  {
+    py::gil_scoped_release nogil;
+    s = sketch_documents(views, PipelineSpec::parse(spec_text), threads);
+  }
+  const size_t n = s.size();
+  switch (s.spec.method) {
+    case SketchMethod::SimHash: return to_array(std::move(s.simhashes));
+    case SketchMethod::BottomK: {
+      py::list out;
+      for (size_t i = 0; i < n; ++i) {
+        const auto fp = s.fingerprints[i];
+        out.append(to_array(std::vector<SigValue>(fp.begin(), fp.end())));
+      }
+      return out;
+    }
+    case SketchMethod::Exact: throw UsageError("the exact method has no sketch; choose oph, minhash, bottomk or simhash");
+    default: break;
+  }
+  return to_matrix(std::move(s.signatures), n, static_cast<size_t>(s.spec.num_perm));
+}
+
+// ---- datasketch's MinHash, computed here ----
+//
+// datasketch hashes each value to 32 bits (sha1_hash32 by default), maps it by
+// h_i(x) = ((a_i x + b_i) mod (2^61 - 1)) & (2^32 - 1), the product and sum wrapping at 64 bits
+// as NumPy's uint64 arithmetic does, and keeps the minimum per permutation.
+
+constexpr uint64_t kMersenne61 = (uint64_t{1} << 61) - 1;
+constexpr uint64_t kMax32 = 0xFFFFFFFFull;
+
+py::array_t<uint32_t> sha1_hash32_all(const py::list& values) {
+  std::vector<std::string> owned;
+  owned.reserve(values.size());
+  for (const auto& v : values) owned.push_back(v.cast<std::string>());  // bytes
+  std::vector<uint32_t> out(owned.size());
+  {
+    py::gil_scoped_release nogil;
+    for (size_t i = 0; i < owned.size(); ++i) out[i] = sha1_hash32(owned[i].data(), owned[i].size());
+  }
+  return to_array(std::move(out));
+}
+
+void apply_permutations(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
+  for (size_t j = 0; j < n; ++j) {
+    const uint64_t x = hv[j];
+    for (size_t i = 0; i < k; ++i) {
+      const uint64_t h = ((a[i] * x + b[i]) % kMersenne61) & kMax32;
+      values[i] = std::min(values[i], h);
+    }
+  }
+}
+
+using U64 = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>;
+using U32 = py::array_t<uint32_t, py::array::c_style | py::array::forcecast>;
+
+// hashvalues = min(hashvalues, h_i(hv_j)) over the 32-bit hashes hv, in place.
+void update_hashvalues(py::array_t<uint64_t, py::array::c_style> hashvalues, const U64& a, const U64& b, const U32& hv) {
+  const size_t k = static_cast<size_t>(hashvalues.size());
+  if (static_cast<size_t>(a.size()) != k || static_cast<size_t>(b.size()) != k)
+    throw UsageError("hashvalues and permutations have different lengths");
+  uint64_t* values = hashvalues.mutable_data();
+  const uint64_t *pa = a.data(), *pb = b.data();
+  const uint32_t* ph = hv.data();
+  const size_t n = static_cast<size_t>(hv.size());
+  py::gil_scoped_release nogil;
+  apply_permutations(pa, pb, k, ph, n, values);
+}
+
+// MinHash.bulk with SHA-1: one row of hashvalues per document (a list of bytes values), in
+// parallel over documents.
+py::array_t<uint64_t> bulk_sha1(const py::list& docs, const U64& a, const U64& b, int threads) {
+  const size_t k = static_cast<size_t>(a.size());
+  if (static_cast<size_t>(b.size()) != k) throw UsageError("the two permutation arrays have different lengths");
+  const size_t n = docs.size();
+  std::vector<std::vector<std::string>> owned(n);
+  for (size_t d = 0; d < n; ++d)
+    for (const auto& v : docs[d]) owned[d].push_back(v.cast<std::string>());
+  std::vector<uint64_t> out(n * k, kMax32);
+  const uint64_t *pa = a.data(), *pb = b.data();
+  {
+    py::gil_scoped_release nogil;
+    ThreadPool::current().parallel_for(n, threads > 0 ? threads : ThreadPool::current().workers() + 1, [&](size_t d, size_t) {
+      std::vector<uint32_t> hv(owned[d].size());
+      for (size_t j = 0; j < hv.size(); ++j) hv[j] = sha1_hash32(owned[d][j].data(), owned[d][j].size());
+      apply_permutations(pa, pb, k, hv.data(), hv.size(), out.data() + d * k);
+    });
+  }
+  return to_matrix(std::move(out), n, k);
+}
+
+// ---- The persistent index ----
+
+class PyIndex {
+ public:
+  static std::unique_ptr<PyIndex> create(const std::string& path, const std::string& spec) {
+    auto p = std::make_unique<PyIndex>();
+    p->idx_ = NearDupIndex::create(path, PipelineSpec::parse(spec));
+    return p;
+  }
+  static std::unique_ptr<PyIndex> open(const std::string& path, bool update) {
+    auto p = std::make_unique<PyIndex>();
+    p->idx_ = update ? NearDupIndex::open_for_update(path) : NearDupIndex::open(path);
+    return p;
+  }
+  void add(const std::string& id, const std::string& text) {
+    check_open();
+    if (!idx_->updatable()) throw UsageError("this index is open read-only; open it with update=True to add documents");
+    if (idx_->contains(id)) throw FormatError("id '" + id + "' is already in the index; remove it first, or give another id");
+    IndexSketch s;
+    sketcher().sketch(text, s);
+    idx_->insert(id, std::move(s));
+  }
+  py::list query(const std::string& text, std::optional<double> threshold) {
+    check_open();
+    IndexSketch s;
+    std::vector<IndexMatch> matches;
+    {
+      py::gil_scoped_release nogil;
+      IndexSketcher sk(idx_->spec());
+      sk.sketch(text, s);
+      idx_->query(s, threshold.value_or(idx_->spec().threshold), matches);
+    }
+    py::list out;
+    for (const IndexMatch& m : matches) out.append(py::make_tuple(std::string(idx_->id(m.doc)), m.similarity));
+    return out;
+  }
+  size_t remove(const std::vector<std::string>& ids) {
+    check_open();
+    if (!idx_->updatable()) throw UsageError("this index is open read-only; open it with update=True to remove documents");
+    return idx_->remove(ids);
+  }
+  bool contains(const std::string& id) {
+    check_open();
+    return idx_->contains(id);
+  }
+  void save() {
+    check_open();
+    py::gil_scoped_release nogil;
+    idx_->save();
+  }
+  py::dict stats() {
+    check_open();
+    const IndexStats s = idx_->stats();
+    py::dict d;
+    d["documents"] = s.documents;
+    d["file_bytes"] = s.file_bytes;
+    d["shingles"] = s.shingles;
+    d["largest_bucket"] = s.largest_bucket;
+    d["spec"] = idx_->spec().to_string();
+    return d;
+  }
+  size_t size() {
+    check_open();
+    return idx_->size();
+  }
+  void close() {
+    idx_.reset();
+    sketcher_.reset();
+  }
+
+ private:
+  void check_open() const {
+    if (!idx_) throw UsageError("the index is closed");
+  }
+  IndexSketcher& sketcher() {
+    if (!sketcher_) sketcher_ = std::make_unique<IndexSketcher>(idx_->spec());
+    return *sketcher_;
+  }
+  std::unique_ptr<NearDupIndex> idx_;
+  std::unique_ptr<IndexSketcher> sketcher_;
+};
+
+}  // namespace
+}  // namespace neardup::python
+
+PYBIND11_MODULE(_native, m) {
+  using namespace neardup;
+  using namespace neardup::python;
+  m.doc() = "neardup's engine (use the neardup package, not this module)";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      raise_error(e);
+    }
+  });
+  py::class_<RunArgs>(m, "RunArgs")
+      .def(py::init<>())
+      .def_readwrite("spec", &RunArgs::spec)
+      .def_readwrite("threads", &RunArgs::threads)
+      .def_readwrite("keep", &RunArgs::keep)
+      .def_readwrite("cluster", &RunArgs::cluster)
+      .def_readwrite("text_field", &RunArgs::text_field)
+      .def_readwrite("id_field", &RunArgs::id_field)
+      .def_readwrite("skip_bad", &RunArgs::skip_bad)
+      .def_readwrite("keep_duplicate_ids", &RunArgs::keep_duplicate_ids)
+      .def_readwrite("top", &RunArgs::top);
+  m.def("run_documents", &run_documents, py::arg("ids"), py::arg("texts"), py::arg("pairs_mode"), py::arg("args"),
+        py::arg("progress") = py::none());
+  m.def("run_paths", &run_paths, py::arg("paths"), py::arg("pairs_mode"), py::arg("args"), py::arg("progress") = py::none());
+  m.def("sketch", &sketch, py::arg("texts"), py::arg("spec"), py::arg("threads") = 0);
+  m.def("resolve_spec", [](const std::string& s) { return PipelineSpec::parse(s).resolved().to_string(); });
+  m.def("sha1_hash32", [](const py::bytes& b) {
+    const std::string s = b;
+    return sha1_hash32(s.data(), s.size());
+  });
+  m.def("sha1_hash32_all", &sha1_hash32_all);
+  m.def("update_hashvalues", &update_hashvalues);
+  m.def("bulk_sha1", &bulk_sha1, py::arg("docs"), py::arg("a"), py::arg("b"), py::arg("threads") = 0);
+  m.def("version", [] { return std::string(version()); });
+  m.def("version_info", &version_info);
+  py::class_<PyIndex>(m, "Index")
+      .def_static("create", &PyIndex::create)
+      .def_static("open", &PyIndex::open)
+      .def("add", &PyIndex::add)
+      .def("query", &PyIndex::query, py::arg("text"), py::arg("threshold") = py::none())
+      .def("remove", &PyIndex::remove)
+      .def("contains", &PyIndex::contains)
+      .def("save", &PyIndex::save)
+      .def("stats", &PyIndex::stats)
+      .def("size", &PyIndex::size)
+      .def("close", &PyIndex::close);
+}
