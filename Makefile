@@ -10,6 +10,9 @@ SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
 
 FUZZ_SECONDS ?= 15
 
+# `make` alone builds everything (the CLI, the tests, the Python package in build/python).
+.DEFAULT_GOAL := build
+
 .PHONY: deps run-deps configure run-configure build cli run test sanitize tsan clean
 
 deps:

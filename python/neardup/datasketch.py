@@ -172,6 +172,14 @@ class MinHash:
         return MinHash(seed=self.seed, hashfunc=self.hashfunc, hashvalues=self.digest(),
                        permutations=self.permutations, gpu_mode=self.gpu_mode)
 
+    def _with_hashvalues(self, hashvalues: np.ndarray) -> "MinHash":
+        """A MinHash like this one with these hash values, without the constructor's checks
+        (bulk makes thousands)."""
+        m = object.__new__(type(self))
+        m.__dict__.update(self.__dict__)
+        m.hashvalues = hashvalues
+        return m
+
     def __len__(self) -> int:
         return len(self.hashvalues)
 
@@ -200,12 +208,7 @@ class MinHash:
         if proto.hashfunc is sha1_hash32 and all(_all_bytes(d) for d in docs):
             a, bb = proto._ab()
             rows = _native.bulk_sha1(docs, a, bb)
-            out = []
-            for i in range(len(docs)):
-                m = proto.copy()
-                m.hashvalues = rows[i].copy()
-                out.append(m)
-            return out
+            return [proto._with_hashvalues(rows[i].copy()) for i in range(len(docs))]
         return list(cls._generate(proto, docs))
 
     @classmethod

@@ -215,12 +215,19 @@ py::array_t<uint32_t> sha1_hash32_all(const py::list& values) {
   return to_array(std::move(out));
 }
 
+// y mod (2^61 - 1) without a division: y = hi * 2^61 + lo is congruent to hi + lo, which is
+// below 2^61 + 8, so one conditional subtraction finishes it (equal to y % p for every y).
+inline uint64_t mod_mersenne61(uint64_t y) noexcept {
+  const uint64_t s = (y & kMersenne61) + (y >> 61);
+  return s >= kMersenne61 ? s - kMersenne61 : s;
+}
+
 void apply_permutations(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
   for (size_t j = 0; j < n; ++j) {
     const uint64_t x = hv[j];
     for (size_t i = 0; i < k; ++i) {
-      const uint64_t h = ((a[i] * x + b[i]) % kMersenne61) & kMax32;
-      values[i] = std::min(values[i], h);
+      const uint64_t h = mod_mersenne61(a[i] * x + b[i]) & kMax32;  // the product and sum wrap at 2^64
+      values[i] = h < values[i] ? h : values[i];
     }
   }
 }
