@@ -61,10 +61,6 @@ def _permutations(seed: int, num_perm: int) -> np.ndarray:
     return out
 
 
-def _all_bytes(values) -> bool:
-    return all(type(v) is bytes for v in values)
-
-
 class MinHash:
     """MinHash of a set (Broder 1997), with datasketch's definition and values.
 
@@ -129,9 +125,13 @@ class MinHash:
         values = list(b)
         if not values:
             return
-        if self.hashfunc is sha1_hash32 and _all_bytes(values):
-            hv = _native.sha1_hash32_all(values)
-        else:
+        hv = None
+        if self.hashfunc is sha1_hash32:
+            try:
+                hv = _native.sha1_hash32_all(values)
+            except TypeError:  # values other than bytes: hashed in Python, as datasketch does
+                hv = None
+        if hv is None:
             hv = np.array([self.hashfunc(v) for v in values], dtype=np.uint64)
             if hv.size and int(hv.max()) > 0xFFFFFFFF:
                 # Wider hashes: datasketch's NumPy arithmetic, as it is.
@@ -203,12 +203,16 @@ class MinHash:
     def bulk(cls, b: Iterable, **minhash_kwargs) -> list:
         """MinHashes of many documents (each an iterable of values), in C++ and in parallel with
         the default hashfunc and bytes values."""
-        docs = [list(x) for x in b]
+        docs = [list(x) for x in b]  # this call's own lists: nothing changes them while C++ reads them
         proto = cls(**minhash_kwargs)
-        if proto.hashfunc is sha1_hash32 and all(_all_bytes(d) for d in docs):
+        if proto.hashfunc is sha1_hash32:
             a, bb = proto._ab()
-            rows = _native.bulk_sha1(docs, a, bb)
-            return [proto._with_hashvalues(rows[i].copy()) for i in range(len(docs))]
+            try:
+                rows = _native.bulk_sha1(docs, a, bb)
+            except TypeError:  # values other than bytes: the Python way
+                rows = None
+            if rows is not None:
+                return [proto._with_hashvalues(row) for row in rows.copy()]
         return list(cls._generate(proto, docs))
 
     @classmethod

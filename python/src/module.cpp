@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "neardup/neardup.h"
@@ -203,32 +204,46 @@ py::object sketch(const py::list& texts, const std::string& spec_text, int threa
 constexpr uint64_t kMersenne61 = (uint64_t{1} << 61) - 1;
 constexpr uint64_t kMax32 = 0xFFFFFFFFull;
 
+// The bytes of each value, borrowed: the lists are the caller's own copies (the Python side
+// makes them), so nothing frees the bytes objects while the GIL is released.
+std::vector<std::string_view> borrowed_bytes(const py::handle& values) {
+  std::vector<std::string_view> out;
+  for (const py::handle v : values) {
+    char* p = nullptr;
+    Py_ssize_t n = 0;
+    // Anything else goes the Python way (hashlib takes any buffer; a str raises there).
+    if (!PyBytes_Check(v.ptr()) || PyBytes_AsStringAndSize(v.ptr(), &p, &n) != 0) throw py::type_error("not bytes");
+    out.emplace_back(p, static_cast<size_t>(n));
+  }
+  return out;
+}
+
 py::array_t<uint32_t> sha1_hash32_all(const py::list& values) {
-  std::vector<std::string> owned;
-  owned.reserve(values.size());
-  for (const auto& v : values) owned.push_back(v.cast<std::string>());  // bytes
-  std::vector<uint32_t> out(owned.size());
+  const std::vector<std::string_view> bytes = borrowed_bytes(values);
+  std::vector<uint32_t> out(bytes.size());
   {
     py::gil_scoped_release nogil;
-    for (size_t i = 0; i < owned.size(); ++i) out[i] = sha1_hash32(owned[i].data(), owned[i].size());
+    sha1_hash32_many(bytes.data(), bytes.size(), out.data());
   }
   return to_array(std::move(out));
 }
 
-// y mod (2^61 - 1) without a division: y = hi * 2^61 + lo is congruent to hi + lo, which is
-// below 2^61 + 8, so one conditional subtraction finishes it (equal to y % p for every y).
-inline uint64_t mod_mersenne61(uint64_t y) noexcept {
-  const uint64_t s = (y & kMersenne61) + (y >> 61);
-  return s >= kMersenne61 ? s - kMersenne61 : s;
-}
-
+// values[i] = min(values[i], min over j of h_i(hv[j])). Permutation by permutation over all the
+// values, so that the loop over the values vectorises: a_i * x, with x below 2^32, is
+// a_lo * x + (a_hi * x << 32) modulo 2^64, two 32 x 32-bit products (vpmuludq).
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void apply_permutations(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
-  for (size_t j = 0; j < n; ++j) {
-    const uint64_t x = hv[j];
-    for (size_t i = 0; i < k; ++i) {
-      const uint64_t h = mod_mersenne61(a[i] * x + b[i]) & kMax32;  // the product and sum wrap at 2^64
-      values[i] = h < values[i] ? h : values[i];
+  for (size_t i = 0; i < k; ++i) {
+    const uint64_t a_lo = a[i] & 0xFFFFFFFFull, a_hi = a[i] >> 32, bi = b[i];
+    uint64_t m = values[i];
+    for (size_t j = 0; j < n; ++j) {
+      const uint64_t x = hv[j];
+      const uint64_t y = a_lo * x + ((a_hi * x) << 32) + bi;  // wraps at 2^64, as NumPy's uint64
+      const uint64_t s = (y & kMersenne61) + (y >> 61);
+      const uint64_t h = (s >= kMersenne61 ? s - kMersenne61 : s) & kMax32;
+      m = h < m ? h : m;
     }
+    values[i] = m;
   }
 }
 
@@ -254,16 +269,16 @@ py::array_t<uint64_t> bulk_sha1(const py::list& docs, const U64& a, const U64& b
   const size_t k = static_cast<size_t>(a.size());
   if (static_cast<size_t>(b.size()) != k) throw UsageError("the two permutation arrays have different lengths");
   const size_t n = docs.size();
-  std::vector<std::vector<std::string>> owned(n);
-  for (size_t d = 0; d < n; ++d)
-    for (const auto& v : docs[d]) owned[d].push_back(v.cast<std::string>());
+  std::vector<std::vector<std::string_view>> values(n);
+  for (size_t d = 0; d < n; ++d) values[d] = borrowed_bytes(docs[d]);
   std::vector<uint64_t> out(n * k, kMax32);
   const uint64_t *pa = a.data(), *pb = b.data();
   {
     py::gil_scoped_release nogil;
-    ThreadPool::current().parallel_for(n, threads > 0 ? threads : ThreadPool::current().workers() + 1, [&](size_t d, size_t) {
-      std::vector<uint32_t> hv(owned[d].size());
-      for (size_t j = 0; j < hv.size(); ++j) hv[j] = sha1_hash32(owned[d][j].data(), owned[d][j].size());
+    const int t = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    ThreadPool::current().parallel_for(n, t, [&](size_t d, size_t) {
+      std::vector<uint32_t> hv(values[d].size());
+      sha1_hash32_many(values[d].data(), values[d].size(), hv.data());
       apply_permutations(pa, pb, k, hv.data(), hv.size(), out.data() + d * k);
     });
   }

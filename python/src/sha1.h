@@ -5,6 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
+
+#include <immintrin.h>
 
 namespace neardup::python {
 
@@ -46,12 +49,65 @@ inline void sha1_block(uint32_t h[5], const unsigned char* p) noexcept {
   h[4] += e;
 }
 
+// The same with the SHA extensions (Intel SHA-NI, on AMD since Zen), on N independent blocks
+// at once: each sha1rnds4 does four rounds of one block, and its latency is hidden by the other
+// blocks' (one block's 20 rnds4 form a dependent chain). sha1msg1 / sha1msg2 / sha1nexte extend
+// the message schedule; group g holds words W[4g..4g+3] in msg[g % 4], the schedule running one
+// to three groups ahead (what it computes past the last group is never used).
+template <int N>
+__attribute__((target("sha,ssse3,sse4.1"))) inline void sha1_blocks_ni(uint32_t* const* h, const unsigned char* const* p) noexcept {
+  const __m128i mask = _mm_set_epi64x(0x0001020304050607LL, 0x08090a0b0c0d0e0fLL);
+  __m128i abcd[N], save_abcd[N], save_e[N], e[N][2], msg[N][4];
+  for (int l = 0; l < N; ++l) {
+    abcd[l] = save_abcd[l] = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h[l])), 0x1B);
+    e[l][0] = save_e[l] = _mm_set_epi32(static_cast<int>(h[l][4]), 0, 0, 0);
+    for (int i = 0; i < 4; ++i) msg[l][i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[l] + 16 * i)), mask);
+    e[l][0] = _mm_add_epi32(e[l][0], msg[l][0]);  // rounds 0-3 take W[0..3] as they are
+  }
+  for (int g = 0; g < 20; ++g) {
+    const int c = g % 4, cur = g % 2, next = 1 - cur;
+    for (int l = 0; l < N; ++l) {
+      if (g > 0) e[l][cur] = _mm_sha1nexte_epu32(e[l][cur], msg[l][c]);
+      e[l][next] = abcd[l];
+      if (g >= 3 && g < 19) msg[l][(c + 1) % 4] = _mm_sha1msg2_epu32(msg[l][(c + 1) % 4], msg[l][c]);
+      switch (g / 5) {
+        case 0: abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l][cur], 0); break;
+        case 1: abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l][cur], 1); break;
+        case 2: abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l][cur], 2); break;
+        default: abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l][cur], 3); break;
+      }
+      if (g >= 1 && g < 17) msg[l][(c + 3) % 4] = _mm_sha1msg1_epu32(msg[l][(c + 3) % 4], msg[l][c]);
+      if (g >= 2 && g < 18) msg[l][(c + 2) % 4] = _mm_xor_si128(msg[l][(c + 2) % 4], msg[l][c]);
+    }
+  }
+  for (int l = 0; l < N; ++l) {
+    const __m128i e_final = _mm_sha1nexte_epu32(e[l][0], save_e[l]);  // group 19 left its E in e[.][0]
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h[l]), _mm_shuffle_epi32(_mm_add_epi32(abcd[l], save_abcd[l]), 0x1B));
+    h[l][4] = static_cast<uint32_t>(_mm_extract_epi32(e_final, 3));
+  }
+}
+
+inline void sha1_block_ni(uint32_t h[5], const unsigned char* p) noexcept {
+  uint32_t* hs[1] = {h};
+  const unsigned char* ps[1] = {p};
+  sha1_blocks_ni<1>(hs, ps);
+}
+
+inline bool cpu_has_sha() noexcept {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sha") != 0;
+  }();
+  return has;
+}
+
 /// The first 32 bits of SHA-1(data), read little-endian: datasketch's sha1_hash32.
 inline uint32_t sha1_hash32(const void* data, size_t n) noexcept {
   uint32_t h[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
   const auto* p = static_cast<const unsigned char*>(data);
   size_t left = n;
-  for (; left >= 64; left -= 64, p += 64) sha1_block(h, p);
+  void (*block)(uint32_t*, const unsigned char*) noexcept = cpu_has_sha() ? sha1_block_ni : sha1_block;
+  for (; left >= 64; left -= 64, p += 64) block(h, p);
   // The padding: 0x80, zeros, then the length in bits, big-endian, in the last 8 bytes.
   unsigned char tail[128] = {};
   std::memcpy(tail, p, left);
@@ -59,10 +115,65 @@ inline uint32_t sha1_hash32(const void* data, size_t n) noexcept {
   const size_t blocks = left + 9 <= 64 ? 1 : 2;
   const uint64_t bits = static_cast<uint64_t>(n) * 8;
   for (int i = 0; i < 8; ++i) tail[blocks * 64 - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  for (size_t b = 0; b < blocks; ++b) sha1_block(h, tail + 64 * b);
+  for (size_t b = 0; b < blocks; ++b) block(h, tail + 64 * b);
   // The digest is h[0] big-endian first; its first four bytes read little-endian are h[0]
   // with its bytes reversed.
   return __builtin_bswap32(h[0]);
+}
+
+}  // namespace neardup::python
+
+namespace neardup::python {
+
+/// sha1_hash32 of every value: with the SHA extensions, values of one block (up to 55 bytes,
+/// word shingles) four at a time, their rounds interleaved.
+template <class View>
+void sha1_hash32_many(const View* values, size_t n, uint32_t* out) noexcept {
+  size_t i = 0;
+  if (cpu_has_sha()) {
+    constexpr int kLanes = 8;
+    alignas(16) unsigned char blocks[kLanes][64];
+    uint32_t state[kLanes][5];
+    uint32_t* hs[kLanes];
+    const unsigned char* ps[kLanes];
+    size_t idx[kLanes];
+    int filled = 0;
+    auto flush = [&](int lanes) {
+      for (int l = lanes; l < kLanes; ++l) {  // unused lanes hash an empty block
+        std::memset(blocks[l], 0, 64);
+        blocks[l][0] = 0x80;
+      }
+      for (int l = 0; l < kLanes; ++l) {
+        static constexpr uint32_t kInit[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
+        std::memcpy(state[l], kInit, sizeof kInit);
+        hs[l] = state[l];
+        ps[l] = blocks[l];
+      }
+      sha1_blocks_ni<kLanes>(hs, ps);
+      for (int l = 0; l < lanes; ++l) out[idx[l]] = __builtin_bswap32(state[l][0]);
+    };
+    for (; i < n; ++i) {
+      const size_t len = values[i].size();
+      if (len > 55) {
+        out[i] = sha1_hash32(values[i].data(), len);
+        continue;
+      }
+      unsigned char* b = blocks[filled];
+      std::memcpy(b, values[i].data(), len);
+      b[len] = 0x80;
+      std::memset(b + len + 1, 0, 55 - len);
+      const uint64_t bits = __builtin_bswap64(static_cast<uint64_t>(len) * 8);  // big-endian length
+      std::memcpy(b + 56, &bits, 8);
+      idx[filled++] = i;
+      if (filled == kLanes) {
+        flush(kLanes);
+        filled = 0;
+      }
+    }
+    if (filled) flush(filled);
+    return;
+  }
+  for (; i < n; ++i) out[i] = sha1_hash32(values[i].data(), values[i].size());
 }
 
 }  // namespace neardup::python

@@ -39,3 +39,19 @@ spec='words:3 oph:128 verify:0.5'
 [ -s "$tmp/cli.tsv" ] || { echo "the CLI found no pairs: the test data is wrong"; exit 1; }
 cmp "$tmp/example.tsv" "$tmp/cli.tsv"
 echo "example: $(wc -l < "$tmp/cli.tsv") pairs, the same as the CLI's"
+
+# The Python package, when built, is installed under the prefix where Debian's python3 looks
+# (lib/python3/dist-packages with prefix /usr) and imports from there, finding the same pairs.
+if [ -d "$build/python/neardup" ]; then
+  site="$tmp/prefix/lib/python3/dist-packages"
+  [ -f "$site/neardup/__init__.py" ] || { echo "the Python package was not installed under $site"; exit 1; }
+  PYTHONPATH="$site" /usr/bin/python3 - "$tmp" <<'PY'
+import json, sys, neardup
+texts = [json.loads(line) for line in open(sys.argv[1] + "/texts.jsonl")]
+got = neardup.pairs([(t["id"], t["text"]) for t in texts], spec_text="words:3 oph:128 verify:0.5").pairs_tsv()
+want = open(sys.argv[1] + "/cli.tsv").read()
+assert got == want, "the installed Python package finds other pairs than the CLI"
+assert neardup.__file__.startswith(sys.argv[1]), neardup.__file__
+print("python: the installed package finds the same %d pairs" % want.count("\n"))
+PY
+fi
