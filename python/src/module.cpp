@@ -16,6 +16,8 @@
 #include "neardup/neardup.h"
 #include "sha1.h"
 
+#include <immintrin.h>
+
 namespace py = pybind11;
 
 namespace neardup::python {
@@ -231,8 +233,8 @@ py::array_t<uint32_t> sha1_hash32_all(const py::list& values) {
 // values[i] = min(values[i], min over j of h_i(hv[j])). Permutation by permutation over all the
 // values, so that the loop over the values vectorises: a_i * x, with x below 2^32, is
 // a_lo * x + (a_hi * x << 32) modulo 2^64, two 32 x 32-bit products (vpmuludq).
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void apply_permutations(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
+__attribute__((target_clones("avx2", "default")))
+void apply_permutations_generic(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
   for (size_t i = 0; i < k; ++i) {
     const uint64_t a_lo = a[i] & 0xFFFFFFFFull, a_hi = a[i] >> 32, bi = b[i];
     uint64_t m = values[i];
@@ -245,6 +247,40 @@ void apply_permutations(const uint64_t* a, const uint64_t* b, size_t k, const ui
     }
     values[i] = m;
   }
+}
+
+// The same with AVX-512, eight values per instruction: s - p wraps to a huge value when s < p,
+// so min(s, s - p) is the reduced value in both cases.
+__attribute__((target("avx512f,avx512vl"))) void apply_permutations_avx512(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv,
+                                                                  size_t n, uint64_t* values) {
+  const __m512i p = _mm512_set1_epi64(static_cast<long long>(kMersenne61));
+  const __m512i low32 = _mm512_set1_epi64(static_cast<long long>(kMax32));
+  for (size_t i = 0; i < k; ++i) {
+    const __m512i a_lo = _mm512_set1_epi64(static_cast<long long>(a[i] & kMax32));
+    const __m512i a_hi = _mm512_set1_epi64(static_cast<long long>(a[i] >> 32));
+    const __m512i bi = _mm512_set1_epi64(static_cast<long long>(b[i]));
+    __m512i m = _mm512_set1_epi64(static_cast<long long>(values[i]));
+    for (size_t j = 0; j < n; j += 8) {
+      const __mmask8 live = n - j >= 8 ? static_cast<__mmask8>(0xFF) : static_cast<__mmask8>((1u << (n - j)) - 1);
+      const __m512i x = _mm512_cvtepu32_epi64(_mm256_maskz_loadu_epi32(live, hv + j));
+      const __m512i y = _mm512_add_epi64(_mm512_add_epi64(_mm512_mul_epu32(a_lo, x), _mm512_slli_epi64(_mm512_mul_epu32(a_hi, x), 32)), bi);
+      const __m512i s = _mm512_add_epi64(_mm512_and_si512(y, p), _mm512_srli_epi64(y, 61));
+      const __m512i h = _mm512_and_si512(_mm512_min_epu64(s, _mm512_sub_epi64(s, p)), low32);
+      m = _mm512_mask_min_epu64(m, live, m, h);
+    }
+    values[i] = _mm512_reduce_min_epu64(m);
+  }
+}
+
+void apply_permutations(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
+  static const bool avx512 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+  }();
+  if (avx512)
+    apply_permutations_avx512(a, b, k, hv, n, values);
+  else
+    apply_permutations_generic(a, b, k, hv, n, values);
 }
 
 using U64 = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>;

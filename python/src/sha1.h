@@ -93,6 +93,62 @@ inline void sha1_block_ni(uint32_t h[5], const unsigned char* p) noexcept {
   sha1_blocks_ni<1>(hs, ps);
 }
 
+// Sixteen single-block messages at once in the lanes of AVX-512 registers (multi-buffer SHA-1):
+// the scalar rounds, each lane a message, ternary logic for the round functions. Returns only
+// the first word of each digest, which is all sha1_hash32 needs. `blocks` holds 16 padded blocks
+// of 64 bytes, one after the other.
+__attribute__((target("avx512f,avx512bw"))) inline void sha1_first_words_x16(const unsigned char* blocks, uint32_t* out) noexcept {
+  const __m512i lane_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                  _mm512_set1_epi32(64));
+  const __m512i bswap = _mm512_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6,
+                                        7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9,
+                                        10, 11, 4, 5, 6, 7, 0, 1, 2, 3);
+  __m512i w[16];
+  for (int t = 0; t < 16; ++t)
+    w[t] = _mm512_shuffle_epi8(_mm512_i32gather_epi32(lane_offsets, blocks + 4 * t, 1), bswap);
+  __m512i a = _mm512_set1_epi32(0x67452301), b = _mm512_set1_epi32(static_cast<int>(0xEFCDAB89u)),
+          c = _mm512_set1_epi32(static_cast<int>(0x98BADCFEu)), d = _mm512_set1_epi32(0x10325476),
+          e = _mm512_set1_epi32(static_cast<int>(0xC3D2E1F0u));
+  for (int t = 0; t < 80; ++t) {
+    if (t >= 16) {
+      const __m512i x = _mm512_ternarylogic_epi32(w[(t - 3) & 15], w[(t - 8) & 15], w[(t - 14) & 15], 0x96);
+      w[t & 15] = _mm512_rol_epi32(_mm512_xor_si512(x, w[t & 15]), 1);
+    }
+    __m512i f, k;
+    if (t < 20) {
+      f = _mm512_ternarylogic_epi32(b, c, d, 0xCA);  // choose
+      k = _mm512_set1_epi32(0x5A827999);
+    } else if (t < 40) {
+      f = _mm512_ternarylogic_epi32(b, c, d, 0x96);  // parity
+      k = _mm512_set1_epi32(0x6ED9EBA1);
+    } else if (t < 60) {
+      f = _mm512_ternarylogic_epi32(b, c, d, 0xE8);  // majority
+      k = _mm512_set1_epi32(static_cast<int>(0x8F1BBCDCu));
+    } else {
+      f = _mm512_ternarylogic_epi32(b, c, d, 0x96);
+      k = _mm512_set1_epi32(static_cast<int>(0xCA62C1D6u));
+    }
+    const __m512i temp = _mm512_add_epi32(_mm512_add_epi32(_mm512_rol_epi32(a, 5), f),
+                                          _mm512_add_epi32(_mm512_add_epi32(e, k), w[t & 15]));
+    e = d;
+    d = c;
+    c = _mm512_rol_epi32(b, 30);
+    b = a;
+    a = temp;
+  }
+  // h0 = 0x67452301 + a; its bytes reversed are the digest's first four bytes read little-endian.
+  const __m512i h0 = _mm512_add_epi32(a, _mm512_set1_epi32(0x67452301));
+  _mm512_storeu_si512(out, _mm512_shuffle_epi8(h0, bswap));
+}
+
+inline bool cpu_has_avx512bw() noexcept {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  }();
+  return has;
+}
+
 inline bool cpu_has_sha() noexcept {
   static const bool has = [] {
     __builtin_cpu_init();
@@ -130,6 +186,38 @@ namespace neardup::python {
 template <class View>
 void sha1_hash32_many(const View* values, size_t n, uint32_t* out) noexcept {
   size_t i = 0;
+  if (cpu_has_avx512bw()) {
+    constexpr int kLanes = 16;
+    alignas(64) unsigned char blocks[kLanes * 64];
+    alignas(64) uint32_t first[kLanes];
+    size_t idx[kLanes];
+    int filled = 0;
+    for (; i < n; ++i) {
+      const size_t len = values[i].size();
+      if (len > 55) {
+        out[i] = sha1_hash32(values[i].data(), len);
+        continue;
+      }
+      unsigned char* b = blocks + 64 * filled;
+      std::memcpy(b, values[i].data(), len);
+      b[len] = 0x80;
+      std::memset(b + len + 1, 0, 55 - len);
+      const uint64_t bits = __builtin_bswap64(static_cast<uint64_t>(len) * 8);  // big-endian length
+      std::memcpy(b + 56, &bits, 8);
+      idx[filled++] = i;
+      if (filled == kLanes) {
+        sha1_first_words_x16(blocks, first);
+        for (int l = 0; l < kLanes; ++l) out[idx[l]] = first[l];
+        filled = 0;
+      }
+    }
+    if (filled) {
+      std::memset(blocks + 64 * filled, 0, 64 * (kLanes - filled));
+      sha1_first_words_x16(blocks, first);
+      for (int l = 0; l < filled; ++l) out[idx[l]] = first[l];
+    }
+    return;
+  }
   if (cpu_has_sha()) {
     constexpr int kLanes = 8;
     alignas(16) unsigned char blocks[kLanes][64];
