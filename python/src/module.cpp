@@ -209,13 +209,15 @@ constexpr uint64_t kMax32 = 0xFFFFFFFFull;
 // The bytes of each value, borrowed: the lists are the caller's own copies (the Python side
 // makes them), so nothing frees the bytes objects while the GIL is released.
 std::vector<std::string_view> borrowed_bytes(const py::handle& values) {
-  std::vector<std::string_view> out;
-  for (const py::handle v : values) {
-    char* p = nullptr;
-    Py_ssize_t n = 0;
+  if (!PyList_Check(values.ptr())) throw py::type_error("a list of bytes is expected");
+  PyObject* list = values.ptr();
+  const Py_ssize_t n = PyList_GET_SIZE(list);
+  std::vector<std::string_view> out(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* v = PyList_GET_ITEM(list, i);
     // Anything else goes the Python way (hashlib takes any buffer; a str raises there).
-    if (!PyBytes_Check(v.ptr()) || PyBytes_AsStringAndSize(v.ptr(), &p, &n) != 0) throw py::type_error("not bytes");
-    out.emplace_back(p, static_cast<size_t>(n));
+    if (!PyBytes_Check(v)) throw py::type_error("not bytes");
+    out[static_cast<size_t>(i)] = std::string_view(PyBytes_AS_STRING(v), static_cast<size_t>(PyBytes_GET_SIZE(v)));
   }
   return out;
 }
@@ -306,7 +308,7 @@ py::array_t<uint64_t> bulk_sha1(const py::list& docs, const U64& a, const U64& b
   if (static_cast<size_t>(b.size()) != k) throw UsageError("the two permutation arrays have different lengths");
   const size_t n = docs.size();
   std::vector<std::vector<std::string_view>> values(n);
-  for (size_t d = 0; d < n; ++d) values[d] = borrowed_bytes(docs[d]);
+  for (size_t d = 0; d < n; ++d) values[d] = borrowed_bytes(PyList_GET_ITEM(docs.ptr(), static_cast<Py_ssize_t>(d)));
   std::vector<uint64_t> out(n * k, kMax32);
   const uint64_t *pa = a.data(), *pb = b.data();
   {
