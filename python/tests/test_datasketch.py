@@ -175,6 +175,11 @@ def test_lsh_weights_and_errors():
         MinHashLSH(num_perm=128, params=(20, 8))
     with pytest.raises(ValueError):
         MinHashLSH(weights=(0.6, 0.6))
+    # At 0.9 and 0.95 with 16 permutations datasketch's optimum is one band (1, 15) and (1, 16),
+    # which it refuses: so does this.
+    for t in (0.9, 0.95):
+        with pytest.raises(ValueError, match="too small"):
+            MinHashLSH(threshold=t, num_perm=16)
 
 
 def test_lsh_queries_equal_a_brute_force_scan():
