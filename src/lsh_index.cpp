@@ -133,6 +133,18 @@ std::vector<DocPair> star_edges(const LshBuckets& buckets) {
   return stars;
 }
 
+std::vector<DocPair> bucket_pairs(const LshBuckets& buckets) {
+  std::vector<DocPair> out;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const auto b = buckets[i];
+    for (size_t y = 1; y < b.size(); ++y)
+      for (size_t x = 0; x < y; ++x) out.push_back({b[x], b[y]});
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<DocPair> lsh_candidates(std::span<const SigValue> sigs, size_t k, std::span<const uint8_t> skip,
                                     const LshParams& params, uint64_t seed, int threads, CandidateStats* stats) {
   return star_edges(lsh_buckets(sigs, k, skip, params, seed, threads, stats));

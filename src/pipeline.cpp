@@ -576,14 +576,7 @@ void Pipeline::Impl::find_pairs_lsh_estimate() {
   t = Clock::now();
   const Scorer score = scorer();
   if (mode_ == Mode::Pairs) {
-    std::vector<DocPair> all;
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      const auto b = buckets[i];
-      for (size_t y = 1; y < b.size(); ++y)
-        for (size_t x = 0; x < y; ++x) all.push_back({b[x], b[y]});
-    }
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end()), all.end());
+    const std::vector<DocPair> all = bucket_pairs(buckets);
     stats_.candidates = all.size();
     pairs_ = verify_pairs(all, score, spec_.threshold, threads_);
   } else {
@@ -1004,6 +997,7 @@ std::string_view Pipeline::id(DocId doc) const noexcept { return impl_->id(doc);
 const std::vector<ScoredPair>& Pipeline::pairs() const { return impl_->pairs(); }
 void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) { impl_->each_pair(emit); }
 const Clustering& Pipeline::clustering() const noexcept { return impl_->clustering_; }
+std::span<const double> Pipeline::removed_similarity() const noexcept { return impl_->removed_similarity_; }
 double Pipeline::similarity(DocId a, DocId b) const { return impl_->similarity(a, b); }
 std::span<const SigValue> Pipeline::signatures() const noexcept { return impl_->signatures(); }
 const Fingerprints& Pipeline::fingerprints() const noexcept { return impl_->fps_; }

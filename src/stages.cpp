@@ -166,21 +166,6 @@ std::vector<uint8_t> documents_in(std::span<const DocPair> pairs, size_t num_doc
 
 namespace {
 
-// Every pair of documents that share an LSH bucket: what the S-curve promises to find.
-std::vector<DocPair> bucket_pairs(const Sketches& s, int threads) {
-  const LshBuckets buckets = lsh_buckets(s.signatures, static_cast<size_t>(s.spec.num_perm), s.empty, s.spec.lsh,
-                                         s.spec.shingle.seed, threads);
-  std::vector<DocPair> out;
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    const auto b = buckets[i];
-    for (size_t x = 0; x < b.size(); ++x)
-      for (size_t y = x + 1; y < b.size(); ++y) out.push_back({b[x], b[y]});
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 std::vector<DocPair> unscored(std::span<const ScoredPair> pairs) {
   std::vector<DocPair> out(pairs.size());
   for (size_t i = 0; i < pairs.size(); ++i) out[i] = {pairs[i].a, pairs[i].b};
@@ -195,7 +180,7 @@ std::vector<DocPair> find_candidates(const Sketches& s, const ShingleSets* sets,
   switch (spec.method) {
     case SketchMethod::MinHash:
     case SketchMethod::Oph:
-      return bucket_pairs(s, threads);
+      return bucket_pairs(lsh_buckets(s.signatures, static_cast<size_t>(spec.num_perm), s.empty, spec.lsh, spec.shingle.seed, threads));
     case SketchMethod::BottomK: {
       // With exact verification the join runs at a threshold lowered by the estimator's error,
       // so that true pairs near t are not lost (as the pipeline does).

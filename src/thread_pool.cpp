@@ -5,17 +5,14 @@
 #include <exception>
 #include <memory>
 
+#include "internal/parallel.h"
+
 #include <pthread.h>
 
 namespace neardup {
 namespace {
 
 thread_local ThreadPool* tls_pool = nullptr;
-
-int hardware_threads() noexcept {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
-}
 
 // One parallel loop: shared with the helper tasks, which may start after the loop is over (the
 // pool was busy) and must then find it finished rather than freed.
@@ -46,7 +43,7 @@ struct Loop {
 }  // namespace
 
 ThreadPool::ThreadPool(int workers) {
-  const int n = workers > 0 ? workers : hardware_threads();
+  const int n = workers > 0 ? workers : internal::hardware_threads();
   threads_.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run_worker(); });
 }

@@ -87,6 +87,11 @@ struct LshMemory {
 };
 LshMemory lsh_search_memory(const LshParams& params, int threads, size_t band_arrays) noexcept;
 
+/// Every pair of documents that share a bucket (what the S-curve promises to find), sorted and
+/// unique. A bucket of s documents gives s(s-1)/2 pairs: for crowded buckets the pipeline
+/// verifies star edges and joins instead (pipeline.cpp).
+std::vector<DocPair> bucket_pairs(const LshBuckets& buckets);
+
 /// A bucket's s - 1 star edges, from its first document to each other one, over all buckets:
 /// sorted and unique. lsh_candidates is star_edges(lsh_buckets(...)).
 std::vector<DocPair> star_edges(const LshBuckets& buckets);

@@ -148,6 +148,9 @@ class Pipeline {
   /// Sets stats().pairs.
   void each_pair(const std::function<void(std::span<const ScoredPair>)>& emit);
   const Clustering& clustering() const noexcept;
+  /// The similarity of each removed document to its kept one, in input order (what
+  /// write_removed prints).
+  std::span<const double> removed_similarity() const noexcept;
   /// The similarity of two documents by the configured verification (exact needs both sets).
   double similarity(DocId a, DocId b) const;
   /// The signatures, row-major n x num_perm (minhash, oph), when the run keeps them: with

@@ -170,6 +170,7 @@ class Result:
         self._a, self._b, self._sim = raw["a"], raw["b"], raw["similarity"]
         self.keeper: np.ndarray = raw["keeper"]
         self._removed_sim = raw["removed_similarity"]
+        self._clusters = raw["clusters"]
 
     @property
     def pair_indices(self):
@@ -197,17 +198,7 @@ class Result:
     def clusters(self) -> list:
         """The clusters of two or more documents, as lists of ids in input order, numbered in the
         order of their first document."""
-        groups: dict = {}
-        order = []
-        for d, k in enumerate(self.keeper.tolist()):
-            if k not in groups:
-                groups[k] = []
-                order.append(k)
-            groups[k].append(d)
-        # A cluster is listed at its first member; keepers need not come first.
-        out = [g for g in (groups[k] for k in order) if len(g) > 1]
-        out.sort(key=lambda g: g[0])
-        return [[self.ids[d] for d in g] for g in out]
+        return [[self.ids[d] for d in members.tolist()] for members in self._clusters]
 
     def pairs_tsv(self) -> str:
         """The pairs as ``neardup pairs`` writes them: id1 TAB id2 TAB similarity (6 decimals)."""

@@ -500,8 +500,9 @@ class MinHashLSH:
         return [{H: len(v) for H, v in t.items()} for t in tables]
 
 
-class MinHashLSHInsertionSession:
-    """Context manager for inserting many keys (the tables are in memory: inserts are immediate)."""
+class _Session:
+    """What both sessions share: the tables are in memory, so changes are immediate and closing
+    has nothing to flush."""
 
     def __init__(self, lsh: MinHashLSH, buffer_size: int):
         self.lsh = lsh
@@ -515,26 +516,17 @@ class MinHashLSHInsertionSession:
 
     def close(self) -> None:
         pass
+
+
+class MinHashLSHInsertionSession(_Session):
+    """Context manager for inserting many keys."""
 
     def insert(self, key, minhash, check_duplication: bool = True) -> None:
         self.lsh._insert(key, minhash, check_duplication)
 
 
-class MinHashLSHDeletionSession:
+class MinHashLSHDeletionSession(_Session):
     """Context manager for removing many keys."""
-
-    def __init__(self, lsh: MinHashLSH, buffer_size: int):
-        self.lsh = lsh
-        self.lsh.buffer_size = buffer_size
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_val, exc_tb):
-        self.close()
-
-    def close(self) -> None:
-        pass
 
     def remove(self, key) -> None:
         self.lsh.remove(key)

@@ -129,10 +129,9 @@ py::dict run(std::unique_ptr<Pipeline> p, bool pairs_mode) {
   py::list ids;
   for (DocId d = 0; d < n; ++d) ids.append(py::str(std::string(p->id(d))));
   std::vector<uint32_t> keeper(p->clustering().keeper.begin(), p->clustering().keeper.end());
-  // The similarity of each removed document to its kept one, in input order.
-  std::vector<double> removed_sim;
-  for (DocId d = 0; d < n; ++d)
-    if (!p->clustering().kept(d)) removed_sim.push_back(p->similarity(d, p->clustering().keeper[d]));
+  std::vector<double> removed_sim(p->removed_similarity().begin(), p->removed_similarity().end());
+  py::list clusters;  // as write_clusters numbers them
+  for (std::vector<DocId>& members : cluster_members(p->clustering())) clusters.append(to_array(std::move(members)));
   const RunStats& s = p->stats();
   py::dict stats;
   stats["documents"] = s.documents;
@@ -154,6 +153,7 @@ py::dict run(std::unique_ptr<Pipeline> p, bool pairs_mode) {
   out["similarity"] = to_array(std::move(sim));
   out["keeper"] = to_array(std::move(keeper));
   out["removed_similarity"] = to_array(std::move(removed_sim));
+  out["clusters"] = clusters;
   out["stats"] = stats;
   return out;
 }
@@ -338,8 +338,7 @@ class PyIndex {
     return p;
   }
   void add(const std::string& id, const std::string& text) {
-    check_open();
-    if (!idx_->updatable()) throw UsageError("this index is open read-only; open it with update=True to add documents");
+    check_updatable("add documents");
     if (idx_->contains(id)) throw FormatError("id '" + id + "' is already in the index; remove it first, or give another id");
     IndexSketch s;
     sketcher().sketch(text, s);
@@ -360,8 +359,7 @@ class PyIndex {
     return out;
   }
   size_t remove(const std::vector<std::string>& ids) {
-    check_open();
-    if (!idx_->updatable()) throw UsageError("this index is open read-only; open it with update=True to remove documents");
+    check_updatable("remove documents");
     return idx_->remove(ids);
   }
   bool contains(const std::string& id) {
@@ -396,6 +394,10 @@ class PyIndex {
  private:
   void check_open() const {
     if (!idx_) throw UsageError("the index is closed");
+  }
+  void check_updatable(const char* what) const {
+    check_open();
+    if (!idx_->updatable()) throw UsageError(std::string("this index is open read-only; open it with update=True to ") + what);
   }
   IndexSketcher& sketcher() {
     if (!sketcher_) sketcher_ = std::make_unique<IndexSketcher>(idx_->spec());

@@ -181,87 +181,60 @@ inline uint32_t sha1_hash32(const void* data, size_t n) noexcept {
 
 namespace neardup::python {
 
-/// sha1_hash32 of every value: with the SHA extensions, values of one block (up to 55 bytes,
-/// word shingles) four at a time, their rounds interleaved.
+// The values of one block (up to 55 bytes: word shingles) padded into blocks and hashed
+// kLanes at a time by kernel(blocks, first_words); longer values one by one.
+template <int kLanes, class View, class Kernel>
+void sha1_hash32_batched(const View* values, size_t n, uint32_t* out, Kernel&& kernel) noexcept {
+  alignas(64) unsigned char blocks[kLanes * 64];
+  alignas(64) uint32_t first[kLanes];
+  size_t idx[kLanes];
+  int filled = 0;
+  auto flush = [&] {
+    std::memset(blocks + 64 * filled, 0, 64 * static_cast<size_t>(kLanes - filled));  // unused lanes: any block
+    kernel(blocks, first);
+    for (int l = 0; l < filled; ++l) out[idx[l]] = first[l];
+    filled = 0;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const size_t len = values[i].size();
+    if (len > 55) {
+      out[i] = sha1_hash32(values[i].data(), len);
+      continue;
+    }
+    // The padding of a one-block message: 0x80, zeros, the length in bits, big-endian.
+    unsigned char* b = blocks + 64 * filled;
+    std::memcpy(b, values[i].data(), len);
+    b[len] = 0x80;
+    std::memset(b + len + 1, 0, 55 - len);
+    const uint64_t bits = __builtin_bswap64(static_cast<uint64_t>(len) * 8);
+    std::memcpy(b + 56, &bits, 8);
+    idx[filled++] = i;
+    if (filled == kLanes) flush();
+  }
+  if (filled) flush();
+}
+
+/// sha1_hash32 of every value: sixteen at a time in AVX-512 lanes, or eight interleaved with the
+/// SHA extensions, or one by one.
 template <class View>
 void sha1_hash32_many(const View* values, size_t n, uint32_t* out) noexcept {
-  size_t i = 0;
-  if (cpu_has_avx512bw()) {
-    constexpr int kLanes = 16;
-    alignas(64) unsigned char blocks[kLanes * 64];
-    alignas(64) uint32_t first[kLanes];
-    size_t idx[kLanes];
-    int filled = 0;
-    for (; i < n; ++i) {
-      const size_t len = values[i].size();
-      if (len > 55) {
-        out[i] = sha1_hash32(values[i].data(), len);
-        continue;
-      }
-      unsigned char* b = blocks + 64 * filled;
-      std::memcpy(b, values[i].data(), len);
-      b[len] = 0x80;
-      std::memset(b + len + 1, 0, 55 - len);
-      const uint64_t bits = __builtin_bswap64(static_cast<uint64_t>(len) * 8);  // big-endian length
-      std::memcpy(b + 56, &bits, 8);
-      idx[filled++] = i;
-      if (filled == kLanes) {
-        sha1_first_words_x16(blocks, first);
-        for (int l = 0; l < kLanes; ++l) out[idx[l]] = first[l];
-        filled = 0;
-      }
-    }
-    if (filled) {
-      std::memset(blocks + 64 * filled, 0, 64 * (kLanes - filled));
-      sha1_first_words_x16(blocks, first);
-      for (int l = 0; l < filled; ++l) out[idx[l]] = first[l];
-    }
-    return;
-  }
+  if (cpu_has_avx512bw()) return sha1_hash32_batched<16>(values, n, out, sha1_first_words_x16);
   if (cpu_has_sha()) {
-    constexpr int kLanes = 8;
-    alignas(16) unsigned char blocks[kLanes][64];
-    uint32_t state[kLanes][5];
-    uint32_t* hs[kLanes];
-    const unsigned char* ps[kLanes];
-    size_t idx[kLanes];
-    int filled = 0;
-    auto flush = [&](int lanes) {
-      for (int l = lanes; l < kLanes; ++l) {  // unused lanes hash an empty block
-        std::memset(blocks[l], 0, 64);
-        blocks[l][0] = 0x80;
-      }
-      for (int l = 0; l < kLanes; ++l) {
-        static constexpr uint32_t kInit[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
+    return sha1_hash32_batched<8>(values, n, out, [](const unsigned char* blocks, uint32_t* first) {
+      static constexpr uint32_t kInit[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
+      uint32_t state[8][5];
+      uint32_t* hs[8];
+      const unsigned char* ps[8];
+      for (int l = 0; l < 8; ++l) {
         std::memcpy(state[l], kInit, sizeof kInit);
         hs[l] = state[l];
-        ps[l] = blocks[l];
+        ps[l] = blocks + 64 * l;
       }
-      sha1_blocks_ni<kLanes>(hs, ps);
-      for (int l = 0; l < lanes; ++l) out[idx[l]] = __builtin_bswap32(state[l][0]);
-    };
-    for (; i < n; ++i) {
-      const size_t len = values[i].size();
-      if (len > 55) {
-        out[i] = sha1_hash32(values[i].data(), len);
-        continue;
-      }
-      unsigned char* b = blocks[filled];
-      std::memcpy(b, values[i].data(), len);
-      b[len] = 0x80;
-      std::memset(b + len + 1, 0, 55 - len);
-      const uint64_t bits = __builtin_bswap64(static_cast<uint64_t>(len) * 8);  // big-endian length
-      std::memcpy(b + 56, &bits, 8);
-      idx[filled++] = i;
-      if (filled == kLanes) {
-        flush(kLanes);
-        filled = 0;
-      }
-    }
-    if (filled) flush(filled);
-    return;
+      sha1_blocks_ni<8>(hs, ps);
+      for (int l = 0; l < 8; ++l) first[l] = __builtin_bswap32(state[l][0]);
+    });
   }
-  for (; i < n; ++i) out[i] = sha1_hash32(values[i].data(), values[i].size());
+  for (size_t i = 0; i < n; ++i) out[i] = sha1_hash32(values[i].data(), values[i].size());
 }
 
 }  // namespace neardup::python

@@ -49,19 +49,15 @@ constexpr Kernels kAvx512{Isa::Avx512,
                           jaccard_block_avx2,
                           false};
 
-// AVX-512 with VBMI and VBMI2: the byte-compress text scan and the OPH pull.
-constexpr Kernels kAvx512Vbmi{Isa::Avx512Vbmi,
-                              scan_text_avx512,
-                              hash_ascii_words_avx512,
-                              combine_shingles_avx512,
-                              minhash_avx512,
-                              simhash_count_avx512,
-                              simhash_weigh_avx512,
-                              simhash_close_pairs_popcnt,
-                              simhash_close_keys_popcnt,
-                              jaccard_block_avx512,
-                              jaccard_block_avx2,
-                              true};
+// AVX-512 with VBMI and VBMI2: the AVX-512 table with the byte-compress text scan and the OPH
+// pull.
+constexpr Kernels with_vbmi(Kernels k) {
+  k.level = Isa::Avx512Vbmi;
+  k.scan_text = scan_text_avx512;
+  k.oph_pull_vbmi = true;
+  return k;
+}
+constexpr Kernels kAvx512Vbmi = with_vbmi(kAvx512);
 
 }  // namespace
 
