@@ -7,6 +7,9 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <atomic>
+#include <utility>
 #include <memory>
 #include <optional>
 #include <string>
@@ -197,6 +200,48 @@ py::object sketch(const py::list& texts, const std::string& spec_text, int threa
   return to_matrix(std::move(s.signatures), n, static_cast<size_t>(s.spec.num_perm));
 }
 
+// ---- Reading values out of Python objects ----
+//
+// The values (bytes objects, usually hundreds of thousands of them) are read where they are, not
+// copied: a pass that copies or takes a reference to each one costs as much as hashing it, the
+// objects being spread over tens of megabytes. So the hashing, the only step that reads them,
+// runs while this thread holds the GIL (no Python code can change the sequences or free a value
+// meanwhile); the pool's threads take part, touching no Python state, only reading bytes. The
+// permutations that follow, most of the work, run without the GIL.
+
+// A sequence's items: PySequence_Fast returns a list or tuple as it is and makes a list of any
+// other iterable; `owner` keeps it alive.
+struct Items {
+  py::object owner;
+  PyObject** items = nullptr;
+  size_t size = 0;
+};
+
+Items items_of(py::handle seq) {
+  PyObject* fast = PySequence_Fast(seq.ptr(), "an iterable of bytes values is expected");
+  if (!fast) throw py::error_already_set();
+  Items it;
+  it.owner = py::reinterpret_steal<py::object>(fast);
+  it.items = PySequence_Fast_ITEMS(fast);
+  it.size = static_cast<size_t>(PySequence_Fast_GET_SIZE(fast));
+  return it;
+}
+
+// sha1_hash32 of items[0..n) into out; false if one is not a bytes object (those go the Python
+// way: hashlib takes any buffer, and a str raises there as in datasketch).
+bool hash_bytes_items(PyObject* const* items, size_t n, uint32_t* out, std::vector<std::string_view>& views) {
+  views.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    PyObject* v = items[i];
+    if (!PyBytes_Check(v)) return false;
+    views[i] = std::string_view(PyBytes_AS_STRING(v), static_cast<size_t>(PyBytes_GET_SIZE(v)));
+  }
+  sha1_hash32_many(views.data(), n, out, active_isa());
+  return true;
+}
+
+int default_threads(int threads) { return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 // ---- datasketch's MinHash, computed here ----
 //
 // datasketch hashes each value to 32 bits (sha1_hash32 by default), maps it by
@@ -206,35 +251,24 @@ py::object sketch(const py::list& texts, const std::string& spec_text, int threa
 constexpr uint64_t kMersenne61 = (uint64_t{1} << 61) - 1;
 constexpr uint64_t kMax32 = 0xFFFFFFFFull;
 
-// The bytes of each value, borrowed: the lists are the caller's own copies (the Python side
-// makes them), so nothing frees the bytes objects while the GIL is released.
-std::vector<std::string_view> borrowed_bytes(const py::handle& values) {
-  if (!PyList_Check(values.ptr())) throw py::type_error("a list of bytes is expected");
-  PyObject* list = values.ptr();
-  const Py_ssize_t n = PyList_GET_SIZE(list);
-  std::vector<std::string_view> out(static_cast<size_t>(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* v = PyList_GET_ITEM(list, i);
-    // Anything else goes the Python way (hashlib takes any buffer; a str raises there).
-    if (!PyBytes_Check(v)) throw py::type_error("not bytes");
-    out[static_cast<size_t>(i)] = std::string_view(PyBytes_AS_STRING(v), static_cast<size_t>(PyBytes_GET_SIZE(v)));
-  }
-  return out;
-}
-
-py::array_t<uint32_t> sha1_hash32_all(const py::list& values) {
-  const std::vector<std::string_view> bytes = borrowed_bytes(values);
-  std::vector<uint32_t> out(bytes.size());
-  {
-    py::gil_scoped_release nogil;
-    sha1_hash32_many(bytes.data(), bytes.size(), out.data());
-  }
+py::array_t<uint32_t> sha1_hash32_all(py::handle values, int threads) {
+  const Items it = items_of(values);
+  std::vector<uint32_t> out(it.size);
+  constexpr size_t kChunk = 1 << 14;
+  const size_t chunks = (it.size + kChunk - 1) / kChunk;
+  std::atomic<bool> all_bytes{true};
+  ThreadPool::current().parallel_for(chunks, chunks > 1 ? default_threads(threads) : 1, [&](size_t c, size_t) {
+    thread_local std::vector<std::string_view> views;
+    const size_t begin = c * kChunk, n = std::min(kChunk, it.size - begin);
+    if (!hash_bytes_items(it.items + begin, n, out.data() + begin, views)) all_bytes = false;
+  });
+  if (!all_bytes) throw py::type_error("not bytes");
   return to_array(std::move(out));
 }
 
-// values[i] = min(values[i], min over j of h_i(hv[j])). Permutation by permutation over all the
-// values, so that the loop over the values vectorises: a_i * x, with x below 2^32, is
-// a_lo * x + (a_hi * x << 32) modulo 2^64, two 32 x 32-bit products (vpmuludq).
+// values[i] = min(values[i], min over j of h_i(hv[j])), permutation by permutation over all the
+// values: a_i * x, with x below 2^32, is a_lo * x + (a_hi * x << 32) modulo 2^64, two 32 x 32-bit
+// products, so that the loop over the values vectorises without 64-bit multiplies.
 __attribute__((target_clones("avx2", "default")))
 void apply_permutations_generic(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
   for (size_t i = 0; i < k; ++i) {
@@ -251,36 +285,55 @@ void apply_permutations_generic(const uint64_t* a, const uint64_t* b, size_t k, 
   }
 }
 
-// The same with AVX-512, eight values per instruction: s - p wraps to a huge value when s < p,
-// so min(s, s - p) is the reduced value in both cases.
-__attribute__((target("avx512f,avx512vl"))) void apply_permutations_avx512(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv,
-                                                                  size_t n, uint64_t* values) {
+// The same with AVX-512, the other way round: eight permutations per register, up to 128 of them
+// held in V registers while every value goes by once, broadcast. Per value and eight permutations:
+// a 64-bit multiply (vpmullq), the Mersenne reduction (s = (y & p) + (y >> 61) is below p + 8, and
+// min(s, s - p) is s reduced, s - p wrapping when s < p), and a 32-bit minimum, which on each half
+// of a 64-bit lane keeps the minimum of the low halves (the result masked to 32 bits) at the cost
+// of one instruction; the high halves are cleared at the end. Twice the speed of the loop above
+// with its values in the lanes, which reloads and widens every value for every permutation.
+template <int V>
+__attribute__((target("avx512f,avx512dq,avx512vl"))) void apply_permutations_lanes(const uint64_t* a, const uint64_t* b, size_t k,
+                                                                                  const uint32_t* hv, size_t n, uint64_t* values) {
   const __m512i p = _mm512_set1_epi64(static_cast<long long>(kMersenne61));
   const __m512i low32 = _mm512_set1_epi64(static_cast<long long>(kMax32));
-  for (size_t i = 0; i < k; ++i) {
-    const __m512i a_lo = _mm512_set1_epi64(static_cast<long long>(a[i] & kMax32));
-    const __m512i a_hi = _mm512_set1_epi64(static_cast<long long>(a[i] >> 32));
-    const __m512i bi = _mm512_set1_epi64(static_cast<long long>(b[i]));
-    __m512i m = _mm512_set1_epi64(static_cast<long long>(values[i]));
-    for (size_t j = 0; j < n; j += 8) {
-      const __mmask8 live = n - j >= 8 ? static_cast<__mmask8>(0xFF) : static_cast<__mmask8>((1u << (n - j)) - 1);
-      const __m512i x = _mm512_cvtepu32_epi64(_mm256_maskz_loadu_epi32(live, hv + j));
-      const __m512i y = _mm512_add_epi64(_mm512_add_epi64(_mm512_mul_epu32(a_lo, x), _mm512_slli_epi64(_mm512_mul_epu32(a_hi, x), 32)), bi);
+  __m512i m[V], av[V], bv[V];
+  __mmask8 live[V];
+  for (int v = 0; v < V; ++v) {
+    const size_t at = 8 * static_cast<size_t>(v);
+    live[v] = k - at >= 8 ? static_cast<__mmask8>(0xFF) : static_cast<__mmask8>((1u << (k - at)) - 1);
+    av[v] = _mm512_maskz_loadu_epi64(live[v], a + at);
+    bv[v] = _mm512_maskz_loadu_epi64(live[v], b + at);
+    // Values above 2^32 - 1 (possible only in hash values a caller made up) lose to any h_i(x).
+    m[v] = _mm512_min_epu64(_mm512_maskz_loadu_epi64(live[v], values + at), low32);
+  }
+  for (size_t j = 0; j < n; ++j) {
+    const __m512i x = _mm512_set1_epi64(static_cast<long long>(hv[j]));
+#pragma GCC unroll 16
+    for (int v = 0; v < V; ++v) {
+      const __m512i y = _mm512_add_epi64(_mm512_mullo_epi64(av[v], x), bv[v]);
       const __m512i s = _mm512_add_epi64(_mm512_and_si512(y, p), _mm512_srli_epi64(y, 61));
-      const __m512i h = _mm512_and_si512(_mm512_min_epu64(s, _mm512_sub_epi64(s, p)), low32);
-      m = _mm512_mask_min_epu64(m, live, m, h);
+      m[v] = _mm512_min_epu32(m[v], _mm512_min_epu64(s, _mm512_sub_epi64(s, p)));
     }
-    values[i] = _mm512_reduce_min_epu64(m);
+  }
+  for (int v = 0; v < V; ++v) _mm512_mask_storeu_epi64(values + 8 * static_cast<size_t>(v), live[v], _mm512_and_si512(m[v], low32));
+}
+
+template <int... V>
+void apply_permutations_avx512(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values,
+                               std::integer_sequence<int, V...>) {
+  // Up to 128 permutations at a time, in as many registers as they need.
+  for (size_t at = 0; at < k; at += 128) {
+    const size_t here = std::min<size_t>(128, k - at);
+    const int regs = static_cast<int>((here + 7) / 8);
+    ((regs == V + 1 ? apply_permutations_lanes<V + 1>(a + at, b + at, here, hv, n, values + at) : void()), ...);
   }
 }
 
 void apply_permutations(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
-  static const bool avx512 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-  }();
-  if (avx512)
-    apply_permutations_avx512(a, b, k, hv, n, values);
+  if (n == 0) return;
+  if (active_isa() >= Isa::Avx512)
+    apply_permutations_avx512(a, b, k, hv, n, values, std::make_integer_sequence<int, 16>{});
   else
     apply_permutations_generic(a, b, k, hv, n, values);
 }
@@ -301,23 +354,33 @@ void update_hashvalues(py::array_t<uint64_t, py::array::c_style> hashvalues, con
   apply_permutations(pa, pb, k, ph, n, values);
 }
 
-// MinHash.bulk with SHA-1: one row of hashvalues per document (a list of bytes values), in
+// MinHash.bulk with SHA-1: one row of hashvalues per document (any iterable of bytes values), in
 // parallel over documents.
-py::array_t<uint64_t> bulk_sha1(const py::list& docs, const U64& a, const U64& b, int threads) {
+py::array_t<uint64_t> bulk_sha1(py::handle docs, const U64& a, const U64& b, int threads) {
   const size_t k = static_cast<size_t>(a.size());
   if (static_cast<size_t>(b.size()) != k) throw UsageError("the two permutation arrays have different lengths");
-  const size_t n = docs.size();
-  std::vector<std::vector<std::string_view>> values(n);
-  for (size_t d = 0; d < n; ++d) values[d] = borrowed_bytes(PyList_GET_ITEM(docs.ptr(), static_cast<Py_ssize_t>(d)));
+  const Items outer = items_of(docs);
+  const size_t n = outer.size;
+  std::vector<Items> values(n);
+  std::vector<size_t> start(n + 1, 0);
+  for (size_t d = 0; d < n; ++d) {
+    values[d] = items_of(outer.items[d]);
+    start[d + 1] = start[d] + values[d].size;
+  }
+  std::vector<uint32_t> hv(start[n]);
+  const int t = default_threads(threads);
+  std::atomic<bool> all_bytes{true};
+  ThreadPool::current().parallel_for(n, t, [&](size_t d, size_t) {  // with the GIL: see above
+    thread_local std::vector<std::string_view> views;
+    if (!hash_bytes_items(values[d].items, values[d].size, hv.data() + start[d], views)) all_bytes = false;
+  });
+  if (!all_bytes) throw py::type_error("not bytes");
   std::vector<uint64_t> out(n * k, kMax32);
   const uint64_t *pa = a.data(), *pb = b.data();
   {
     py::gil_scoped_release nogil;
-    const int t = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     ThreadPool::current().parallel_for(n, t, [&](size_t d, size_t) {
-      std::vector<uint32_t> hv(values[d].size());
-      sha1_hash32_many(values[d].data(), values[d].size(), hv.data());
-      apply_permutations(pa, pb, k, hv.data(), hv.size(), out.data() + d * k);
+      apply_permutations(pa, pb, k, hv.data() + start[d], start[d + 1] - start[d], out.data() + d * k);
     });
   }
   return to_matrix(std::move(out), n, k);
@@ -414,6 +477,17 @@ PYBIND11_MODULE(_native, m) {
   using namespace neardup;
   using namespace neardup::python;
   m.doc() = "neardup's engine (use the neardup package, not this module)";
+  // As in the CLI: NEARDUP_FORCE_ISA lowers the instruction set (tests use it to cover each path).
+  if (const char* forced = std::getenv("NEARDUP_FORCE_ISA"); forced && *forced) {
+    const std::optional<Isa> isa = parse_isa(forced);
+    if (!isa) throw py::import_error(std::string("NEARDUP_FORCE_ISA=") + forced + " is not one of scalar, avx2, avx512, avx512vbmi");
+    try {
+      force_isa(*isa);
+    } catch (const Error& e) {
+      throw py::import_error(std::string("NEARDUP_FORCE_ISA: ") + e.what());
+    }
+  }
+  m.def("active_isa", [] { return std::string(isa_name(active_isa())); });
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -441,7 +515,7 @@ PYBIND11_MODULE(_native, m) {
     const std::string s = b;
     return sha1_hash32(s.data(), s.size());
   });
-  m.def("sha1_hash32_all", &sha1_hash32_all);
+  m.def("sha1_hash32_all", &sha1_hash32_all, py::arg("values"), py::arg("threads") = 0);
   m.def("update_hashvalues", &update_hashvalues);
   m.def("bulk_sha1", &bulk_sha1, py::arg("docs"), py::arg("a"), py::arg("b"), py::arg("threads") = 0);
   m.def("version", [] { return std::string(version()); });

@@ -6,9 +6,12 @@ LSH parameters with scipy's quad as datasketch calls it (the pins in LSH_PARAMS)
 test shares none of that code.
 """
 import hashlib
+import json
+import os
 import pickle
 import random
 import struct
+import subprocess
 import sys
 
 import numpy as np
@@ -52,6 +55,56 @@ def test_sha1_hash32_equals_hashlib():
         assert _native.sha1_hash32(data) == ref_hash32(data) == sha1_hash32(data)
     batch = [bytes(rng.randrange(256) for _ in range(rng.randrange(80))) for _ in range(500)]
     assert _native.sha1_hash32_all(batch).tolist() == [ref_hash32(x) for x in batch]
+
+
+_ISA_PROBE = r"""
+import json, sys
+import numpy as np
+from neardup import _native
+from neardup.datasketch import MinHash
+values = [bytes((7 * i + j) % 256 for j in range(i % 301)) for i in range(1200)]
+out = {"isa": _native.active_isa(), "sha1": _native.sha1_hash32_all(values).tolist()}
+for k in (3, 100, 130):
+    out[str(k)] = [m.hashvalues.tolist() for m in MinHash.bulk([values[:700], tuple(values[700:]), iter(values[5:9])], num_perm=k, seed=k)]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_every_instruction_set_gives_datasketch_values(isa):
+    # Each SIMD path (16 messages in AVX-512 lanes, short and multi-block; the SHA extensions;
+    # plain C++), and the permutations with up to 128 of them in registers, over lengths 0-300.
+    env = dict(os.environ, NEARDUP_FORCE_ISA=isa)
+    run = subprocess.run([sys.executable, "-c", _ISA_PROBE], env=env, capture_output=True, text=True)
+    if run.returncode != 0 and "does not support" in run.stderr:
+        pytest.skip(f"this CPU has no {isa}")
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert got["isa"] == isa
+    values = [bytes((7 * i + j) % 256 for j in range(i % 301)) for i in range(1200)]
+    assert got["sha1"] == [ref_hash32(v) for v in values]
+    for k in (3, 100, 130):
+        want = [ref_minhash(values[:700], k, k), ref_minhash(values[700:], k, k), ref_minhash(values[5:9], k, k)]
+        assert got[str(k)] == [w.tolist() for w in want]
+
+
+def test_values_above_32_bits_lose_to_any_hash():
+    # hashvalues a caller made up above 2^32 - 1: np.minimum keeps the permuted hash, as here.
+    m = MinHash(num_perm=16, hashvalues=np.full(16, 1 << 40, dtype=np.uint64))
+    m.update_batch([b"a", b"b"])
+    assert np.array_equal(m.hashvalues, ref_minhash([b"a", b"b"], 1, 16))
+
+
+def test_bulk_takes_any_iterables_and_falls_back_for_other_values():
+    vals = words(50, 3)
+    want = ref_minhash(vals)
+    for docs in ([vals], [tuple(vals)], (iter(vals) for _ in range(1))):
+        assert np.array_equal(MinHash.bulk(docs)[0].hashvalues, want)
+    # A bytearray goes the Python way (hashlib takes any buffer), with the same values.
+    mixed = vals + [bytearray(b"buffer")]
+    assert np.array_equal(MinHash.bulk([mixed])[0].hashvalues, ref_minhash(mixed))
+    with pytest.raises(TypeError):  # str: hashlib's error, as in datasketch
+        MinHash.bulk([vals, ["not bytes"]])
 
 
 def test_permutations_and_values_known_answers():
