@@ -17,8 +17,9 @@ The definitions are datasketch's, written again here:
   as big-endian 64-bit words.
 
 With the default hash function, ``update_batch``, ``bulk`` and ``generator`` hash and permute in
-C++ without the GIL (``bulk`` in parallel over documents); any other ``hashfunc`` is called from
-Python for each value, as datasketch does, and only the permutations run in C++.
+C++ (``bulk`` in parallel over documents): SHA-1 reads the bytes values in place with the GIL
+held, the permutations run without it. Any other ``hashfunc`` is called from Python for each
+value, as datasketch does, and only the permutations run in C++.
 """
 from __future__ import annotations
 
