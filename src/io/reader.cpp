@@ -714,6 +714,7 @@ struct RecordReader::Impl {
   BadRecords bad;
 
   size_t cur = 0;
+  size_t end_source = SIZE_MAX;  // sources(): read up to here (a share of a distributed run)
   uint64_t finished_bytes = 0;
   LineBuffer lines;
   // select(): only these records, in order.
@@ -912,7 +913,7 @@ struct RecordReader::Impl {
       return true;
     }
     for (;;) {
-      if (cur >= inputs.sources().size()) return false;
+      if (cur >= std::min(inputs.sources().size(), end_source)) return false;
       const Source& src = source();
       Step step;
       if (!src.problem.empty()) {
@@ -975,6 +976,12 @@ void RecordReader::select(std::vector<RecordPos> positions) {
   impl_->selection = std::move(positions);
   impl_->selected = 0;
   impl_->selecting = true;
+}
+void RecordReader::read_sources(size_t first, size_t last) {
+  if (first > last || last > impl_->inputs.sources().size() || impl_->cur != 0 || impl_->lines.is_open())
+    throw UsageError("RecordReader::read_sources: the range must lie within the sources, before reading starts");
+  impl_->cur = first;
+  impl_->end_source = last;
 }
 const ReaderStats& RecordReader::stats() const noexcept { return impl_->stats; }
 uint64_t RecordReader::bytes_read() const noexcept {

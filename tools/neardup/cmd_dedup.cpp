@@ -172,8 +172,6 @@ void print_input_warnings(const io::ReaderStats& s, uint64_t documents, const io
   }
 }
 
-namespace {
-
 // Which document of a cluster is kept, and how clusters are formed (dedup only).
 void add_keep_options(CLI::App* cmd, Options& o) {
   add_choice<KeepPolicy>(cmd, "--keep", o.keep, {{"first", KeepPolicy::First}, {"longest", KeepPolicy::Longest}},
@@ -187,7 +185,7 @@ void add_keep_options(CLI::App* cmd, Options& o) {
                   "document kept in its place");
 }
 
-void add_common(CLI::App* cmd, Options& o) {
+void add_pairs_dedup_options(CLI::App* cmd, Options& o) {
   cmd->add_option("inputs", o.inputs,
                   "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), plain-text files, directories, or - for stdin")
       ->required();
@@ -203,8 +201,6 @@ void add_common(CLI::App* cmd, Options& o) {
                 "Print the expected memory of the run, estimated from a 4 MB sample of the inputs, and stop (it is "
                 "printed before every run over 256 MB of input, unless --quiet)");
 }
-
-}  // namespace
 
 // How often an option was given; 0 also when the command does not have it.
 size_t given(const CLI::App* cmd, const char* name) {
@@ -254,6 +250,50 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
     s.lsh = {o.bands, o.rows};
   }
   return s;
+}
+
+RunOptions run_options(const CLI::App* cmd, const Options& o) {
+  RunOptions ro;
+  ro.spec = make_spec(cmd, o);
+  ro.reader = o.reader;
+  ro.threads = o.threads;
+  ro.keep = o.keep;
+  ro.cluster = o.cluster;
+  if (!o.keep_by.empty()) {
+    if (given(cmd, "--keep")) throw UsageError("--keep and --keep-by exclude each other; give one");
+    ro.keep_by = o.keep_by;
+    const size_t colon = o.keep_by.rfind(':');
+    if (colon != std::string::npos) {
+      const std::string order = o.keep_by.substr(colon + 1);
+      if (order != "asc" && order != "desc")
+        throw UsageError("--keep-by " + o.keep_by + ": the order after ':' is asc or desc (for example --keep-by score:desc)");
+      ro.keep_by = o.keep_by.substr(0, colon);
+      ro.keep_descending = order == "desc";
+    }
+    if (ro.keep_by.empty()) throw UsageError("--keep-by needs a field name (for example --keep-by score)");
+  }
+  ro.duplicate_ids = o.on_duplicate_id == "keep" ? DuplicateIds::Keep : DuplicateIds::Error;
+  ro.top = o.top;
+  ro.stream_pairs = true;  // pairs within clusters are verified as they are written, not held
+  if (o.top > 0 && ro.spec.method != SketchMethod::BottomK)
+    throw UsageError("--top needs --method bottomk (minhash and simhash find the pairs above a threshold only)");
+  return ro;
+}
+
+std::vector<std::string> output_dir_paths(const io::InputSet& inputs, const std::string& dir) {
+  if (!inputs.all_jsonl())
+    throw UsageError("--output-dir writes JSONL records per input file; the inputs include plain-text files (use -o for the list of kept paths)");
+  std::vector<std::string> paths;
+  std::map<std::string, std::string> seen;
+  for (const io::Source& src : inputs.sources()) {
+    const std::string path = (std::filesystem::path(dir) / src.name).lexically_normal().string();
+    auto [it, fresh] = seen.emplace(path, src.display);
+    if (!fresh)
+      throw UsageError("--output-dir: " + it->second + " and " + src.display + " would both be written to " + path +
+                       "; give inputs with distinct names, or run once per folder");
+    paths.push_back(path);
+  }
+  return paths;
 }
 
 namespace {
@@ -383,32 +423,9 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   if (dedup && given(cmd, "--add-kept")) throw UsageError("--add-kept applies with --against IDX");
   if (o.on_duplicate_id != "error" && o.on_duplicate_id != "keep")
     throw UsageError("--on-duplicate-id " + o.on_duplicate_id + " applies with --against IDX; without it: error or keep");
-  RunOptions ro;
-  ro.spec = make_spec(cmd, o);
-  ro.reader = o.reader;
+  RunOptions ro = run_options(cmd, o);
   RejectsFile rejects;
   rejects.open(o.rejects, ro.reader);
-  ro.threads = o.threads;
-  ro.keep = o.keep;
-  ro.cluster = o.cluster;
-  if (!o.keep_by.empty()) {
-    if (given(cmd, "--keep")) throw UsageError("--keep and --keep-by exclude each other; give one");
-    ro.keep_by = o.keep_by;
-    const size_t colon = o.keep_by.rfind(':');
-    if (colon != std::string::npos) {
-      const std::string order = o.keep_by.substr(colon + 1);
-      if (order != "asc" && order != "desc")
-        throw UsageError("--keep-by " + o.keep_by + ": the order after ':' is asc or desc (for example --keep-by score:desc)");
-      ro.keep_by = o.keep_by.substr(0, colon);
-      ro.keep_descending = order == "desc";
-    }
-    if (ro.keep_by.empty()) throw UsageError("--keep-by needs a field name (for example --keep-by score)");
-  }
-  ro.duplicate_ids = o.on_duplicate_id == "keep" ? DuplicateIds::Keep : DuplicateIds::Error;
-  ro.top = o.top;
-  ro.stream_pairs = true;  // pairs within clusters are verified as they are written, not held
-  if (o.top > 0 && ro.spec.method != SketchMethod::BottomK)
-    throw UsageError("--top needs --method bottomk (minhash and simhash find the pairs above a threshold only)");
   ProgressBar bar(!o.quiet);
   ro.progress = [&bar](const Progress& p) { bar.update(p); };
 
@@ -419,18 +436,8 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   std::vector<io::NamedPath> outputs = {{o.output_dir.empty() ? o.output : std::string(), "--output"},
                                         {o.removed, "--removed"}, {o.clusters, "--clusters"}, {o.rejects, "--rejects"}};
   if (!o.output_dir.empty()) {
-    if (!pipeline.inputs().all_jsonl())
-      throw UsageError("--output-dir writes JSONL records per input file; the inputs include plain-text files (use -o for the list of kept paths)");
-    std::map<std::string, std::string> seen;
-    for (const io::Source& src : pipeline.inputs().sources()) {
-      const std::string path = (std::filesystem::path(o.output_dir) / src.name).lexically_normal().string();
-      auto [it, fresh] = seen.emplace(path, src.display);
-      if (!fresh)
-        throw UsageError("--output-dir: " + it->second + " and " + src.display + " would both be written to " + path +
-                         "; give inputs with distinct names, or run once per folder");
-      per_source.push_back(path);
-      outputs.push_back({path, "--output-dir file"});
-    }
+    per_source = output_dir_paths(pipeline.inputs(), o.output_dir);
+    for (const std::string& path : per_source) outputs.push_back({path, "--output-dir file"});
     outputs.front().path.clear();
   }
   check_output_paths(pipeline.inputs(), outputs);
@@ -489,7 +496,7 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
   auto pairs_opts = std::make_shared<Options>();
   CLI::App* pairs = app.add_subcommand(
       "pairs", "Write every near-duplicate pair: id1 TAB id2 TAB similarity (TAB distance with --method simhash)");
-  add_common(pairs, *pairs_opts);
+  add_pairs_dedup_options(pairs, *pairs_opts);
   pairs->add_option("-o,--output", pairs_opts->output, "Output file (default: stdout)");
   pairs->add_option("--top", pairs_opts->top,
                     "With --method bottomk: the M most similar pairs, best first, instead of those above --threshold")
@@ -499,7 +506,7 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
   auto dedup_opts = std::make_shared<Options>();
   CLI::App* dedup = app.add_subcommand(
       "dedup", "Remove near-duplicates: write the kept records exactly as they were (JSONL) or the kept paths");
-  add_common(dedup, *dedup_opts);
+  add_pairs_dedup_options(dedup, *dedup_opts);
   add_keep_options(dedup, *dedup_opts);
   dedup->add_option("-o,--output", dedup_opts->output, "Output file for the kept records ('-' for stdout; required)");
   dedup->add_option("--output-dir", dedup_opts->output_dir,

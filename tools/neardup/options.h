@@ -48,6 +48,7 @@ struct Options {
   bool add_kept = false;
   /// --on-duplicate-id: error or keep for pairs and dedup; error, skip or replace with --against.
   std::string on_duplicate_id = "error";
+  int edge_budget_mib = 4096;  ///< neardup-mpi dedup: verified edges gathered on rank 0
 };
 
 // Throttled one-line progress on stderr, only when stderr is a terminal.
@@ -76,6 +77,18 @@ class ProgressBar {
   bool shown_ = false;
   std::chrono::steady_clock::time_point last_{};
 };
+
+/// The options of `pairs` and `dedup` (inputs, sketch, reader, threads), also neardup-mpi's.
+void add_pairs_dedup_options(CLI::App* cmd, Options& o);
+/// dedup's --keep, --keep-by and --cluster.
+void add_keep_options(CLI::App* cmd, Options& o);
+/// The run's options from the parsed flags; UsageError on a bad combination.
+RunOptions run_options(const CLI::App* cmd, const Options& o);
+/// --output-dir DIR: where each source's kept records go (its name inside DIR); UsageError for
+/// plain-text inputs or two sources with one name.
+std::vector<std::string> output_dir_paths(const io::InputSet& inputs, const std::string& dir);
+/// How often an option was given (0 also when the command does not have it).
+size_t given(const CLI::App* cmd, const char* name);
 
 /// Refuses (UsageError) outputs that are the same file as an input, the index or each other,
 /// before any work (io::check_outputs). `extra_inputs`: files read besides the inputs (an index

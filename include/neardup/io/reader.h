@@ -305,6 +305,9 @@ class RecordReader {
   /// reading order), skipping the bytes between them (a plain file seeks). Throws IoError
   /// naming the file if a position no longer holds a line of that length (the input changed).
   void select(std::vector<RecordPos> positions);
+  /// Reads only sources [first, last) (records keep their source numbers): a share of the
+  /// inputs, as one rank of a distributed run reads. Call it before the first record.
+  void read_sources(size_t first, size_t last);
   const ReaderStats& stats() const noexcept;
   /// Compressed bytes consumed so far over all sources.
   uint64_t bytes_read() const noexcept;

@@ -1,0 +1,936 @@
+// neardup-mpi: `neardup pairs` and `neardup dedup` over MPI ranks, with the same options and
+// byte for byte the same outputs, whatever the number of ranks. A thin driver over the engine's
+// stages (stages.h): each rank reads and sketches its share of the inputs; band keys are shuffled
+// so that each rank owns the buckets of a range of keys; each bucket is verified on its owner
+// with the shingle sets (or signatures) fetched from the ranks that read the documents; the
+// spanning edges are clustered on rank 0; each rank writes the kept records of the files it read.
+// docs/distributed.md explains the design, its limits and its cost.
+#include <fcntl.h>
+#include <mpi.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm.h"
+#include "commands.h"
+#include "options.h"
+#include "neardup/neardup.h"
+
+namespace neardup::mpi {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// ---- Failing together ----
+//
+// Work between exchanges is local, so a rank that fails there reaches the next check while the
+// others finish theirs. There every rank learns of it; the failing rank first in input order (the
+// lowest) prints its message, as `neardup` would for the same first bad record, and every rank
+// returns its exit code, removing its temporary files on the way out.
+class Steps {
+ public:
+  explicit Steps(Comm& c) : c_(c) {}
+  /// Runs fn here; false if it failed on some rank (exit_code() then says how).
+  bool run(const std::function<void()>& fn) {
+    int code = 0;
+    std::string msg;
+    try {
+      fn();
+    } catch (const Error& e) {
+      code = cli::exit_code(e);
+      msg = "error: " + cli::flag_text(e);
+    } catch (const std::bad_alloc&) {
+      code = kExitInternal;
+      msg = "error: out of memory on rank " + std::to_string(c_.rank()) + "; use more ranks or fewer threads per rank";
+    } catch (const std::exception& e) {
+      code = kExitInternal;
+      msg = std::string("internal error: ") + e.what() + "; please report it";
+    }
+    const int lowest = c_.all_reduce(code != 0 ? c_.rank() : c_.size(), MPI_MIN);
+    if (lowest == c_.size()) return true;
+    if (c_.rank() == lowest) std::fprintf(stderr, "neardup: %s\n", msg.c_str());
+    MPI_Bcast(&code, 1, MPI_INT, lowest, MPI_COMM_WORLD);
+    exit_code_ = code;
+    return false;
+  }
+  int exit_code() const noexcept { return exit_code_; }
+
+ private:
+  Comm& c_;
+  int exit_code_ = 0;
+};
+
+// ---- The shares ----
+
+// Contiguous runs of whole input files of about total / N bytes each: rank r reads the files
+// whose first byte falls in [r * total / N, (r + 1) * total / N). Documents are numbered in input
+// order, so every rank's documents are a contiguous range of the numbers one process gives.
+std::vector<size_t> split_sources(const io::InputSet& inputs, int ranks) {
+  const auto& sources = inputs.sources();
+  std::vector<uint64_t> start(sources.size() + 1, 0);
+  for (size_t s = 0; s < sources.size(); ++s) {
+    std::error_code ec;
+    const auto size = sources[s].kind == io::SourceKind::Memory ? 0 : std::filesystem::file_size(sources[s].path, ec);
+    start[s + 1] = start[s] + (ec ? 0 : size) + 1;  // + 1: empty files count too
+  }
+  const uint64_t total = start.back();
+  std::vector<size_t> first(static_cast<size_t>(ranks) + 1, sources.size());
+  size_t s = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const uint64_t from = total * static_cast<uint64_t>(r) / static_cast<uint64_t>(ranks);
+    while (s < sources.size() && start[s] < from) ++s;
+    first[static_cast<size_t>(r)] = s;
+  }
+  return first;
+}
+
+// What a rank keeps of the documents it read (global numbers base .. base + size - 1).
+struct Local {
+  DocId base = 0;
+  std::vector<std::string> ids;
+  std::vector<std::string> texts;    // at most max_doc_bytes each
+  std::vector<std::string> where;    // FILE:LINE, or the path of a text file
+  std::vector<io::RecordPos> pos;    // JSONL
+  std::vector<uint32_t> source;
+  Sketches sketches;
+  io::ReaderStats reader;
+  size_t size() const noexcept { return ids.size(); }
+  bool has(DocId d) const noexcept { return d >= base && d - base < ids.size(); }
+};
+
+// The rank that read document d, from every rank's first document number.
+int owner_of(const std::vector<DocId>& bases, DocId d) {
+  return static_cast<int>(std::upper_bound(bases.begin(), bases.end(), d) - bases.begin()) - 1;
+}
+
+uint64_t mix64(uint64_t x) noexcept {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+// What verification compares of a document: its shingle set (exact) or its signature.
+struct Payloads {
+  std::vector<DocId> docs;  // sorted
+  ShingleSets sets;
+  std::vector<SigValue> sigs;  // docs.size() x k
+  std::vector<std::string> ids;
+  size_t index(DocId d) const { return static_cast<size_t>(std::lower_bound(docs.begin(), docs.end(), d) - docs.begin()); }
+};
+
+class Run {
+ public:
+  Run(Comm& c, const CLI::App* cmd, const cli::Options& o, bool dedup) : c_(c), steps_(c), cmd_(cmd), o_(o), dedup_(dedup) {}
+
+  int go();
+
+ private:
+  void read_share(size_t first, size_t last);
+  void number_documents();
+  bool check_duplicate_ids();
+  std::vector<std::vector<DocId>> find_buckets();
+  std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
+                                   std::vector<std::string>& storage);
+  Payloads fetch(std::vector<DocId> docs, bool with_ids);
+  std::vector<ScoredPair> verify_buckets(const std::vector<std::vector<DocId>>& buckets, const Payloads& pl);
+  Scorer scorer(const Payloads& pl) const;
+  bool write_piece(const std::string& final_path, io::AtomicFile* piece, io::AtomicFile* final_out);
+  std::string piece_path(const char* what) const;
+
+  Comm& c_;
+  Steps steps_;
+  const CLI::App* cmd_;
+  const cli::Options& o_;
+  bool dedup_;
+  RunOptions ro_;
+  PipelineSpec spec_;
+  int threads_ = 1;
+  std::unique_ptr<io::InputSet> inputs_;
+  std::vector<size_t> first_source_;
+  Local local_;
+  std::vector<DocId> bases_;  // per rank, and the total at the end
+  uint64_t candidates_ = 0, largest_bucket_ = 0;
+  std::vector<std::string> temp_paths_;
+};
+
+std::string Run::piece_path(const char* what) const {
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/neardup-mpi-" + std::to_string(::getpid()) + "-" + what;
+}
+
+void Run::read_share(size_t first, size_t last) {
+  io::RecordReader reader(*inputs_, ro_.reader);
+  reader.read_sources(first, last);
+  io::Record rec;
+  while (reader.next(rec)) {
+    local_.ids.emplace_back(rec.id);
+    local_.texts.emplace_back(rec.text);
+    const io::Source& src = inputs_->sources()[rec.source];
+    local_.where.push_back(src.kind == io::SourceKind::Jsonl ? src.display + ":" + std::to_string(rec.line) : std::string(rec.id.substr(0, 200)));
+    local_.pos.push_back({static_cast<uint32_t>(rec.source), static_cast<uint32_t>(rec.raw.size()), rec.offset});
+    local_.source.push_back(static_cast<uint32_t>(rec.source));
+  }
+  local_.reader = reader.stats();
+  std::vector<std::string_view> views(local_.texts.begin(), local_.texts.end());
+  local_.sketches = sketch_documents(views, spec_, threads_);
+}
+
+void Run::number_documents() {
+  Packer p;
+  p.put(static_cast<uint64_t>(local_.size()));
+  const auto all = c_.all_gather(p.bytes());
+  bases_.assign(static_cast<size_t>(c_.size()) + 1, 0);
+  for (int r = 0; r < c_.size(); ++r)
+    bases_[static_cast<size_t>(r) + 1] = bases_[static_cast<size_t>(r)] + static_cast<DocId>(Unpacker(all[static_cast<size_t>(r)]).get<uint64_t>());
+  local_.base = bases_[static_cast<size_t>(c_.rank())];
+}
+
+// Ids name documents in the outputs: each id goes to the rank its hash names, which finds the
+// records that reuse an earlier one's id; the first such record in input order is reported, as
+// one process reports it.
+bool Run::check_duplicate_ids() {
+  std::vector<std::string> out(static_cast<size_t>(c_.size()));
+  std::vector<Packer> packs(static_cast<size_t>(c_.size()));
+  for (size_t i = 0; i < local_.size(); ++i) {
+    const auto h = std::hash<std::string>{}(local_.ids[i]);
+    Packer& p = packs[static_cast<size_t>(mix64(h) % static_cast<uint64_t>(c_.size()))];
+    p.put(static_cast<DocId>(local_.base + i));
+    p.put_string(local_.ids[i]);
+    p.put_string(local_.where[i]);
+  }
+  for (int r = 0; r < c_.size(); ++r) out[static_cast<size_t>(r)] = std::move(packs[static_cast<size_t>(r)].bytes());
+  const auto in = c_.exchange(std::move(out));
+  struct Entry {
+    std::string_view id, where;
+    DocId doc;
+  };
+  std::vector<Entry> entries;
+  for (const std::string& buf : in) {
+    Unpacker u(buf);
+    while (!u.done()) {
+      const auto doc = u.get<DocId>();
+      const auto id = u.get_string();
+      entries.push_back({id, u.get_string(), doc});
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.id != b.id ? a.id < b.id : a.doc < b.doc; });
+  uint64_t dups = 0;
+  const Entry* later = nullptr;
+  const Entry* earlier = nullptr;
+  for (size_t i = 0; i < entries.size();) {
+    size_t j = i + 1;
+    while (j < entries.size() && entries[j].id == entries[i].id) ++j;
+    dups += j - i - 1;
+    if (j - i > 1 && (!later || entries[i + 1].doc < later->doc)) {
+      later = &entries[i + 1];
+      earlier = &entries[i];
+    }
+    i = j;
+  }
+  const uint64_t total = c_.all_reduce(dups, MPI_SUM);
+  const uint64_t first = c_.all_reduce(later ? uint64_t{later->doc} : UINT64_MAX, MPI_MIN);
+  return steps_.run([&] {
+    if (total == 0 || ro_.duplicate_ids != DuplicateIds::Error || !later || later->doc != first) return;
+    const std::string shown(later->id.substr(0, 200));
+    if (inputs_->all_text())
+      throw FormatError("the same file is given twice (directly or inside a folder); give each file once, or pass "
+                        "--on-duplicate-id keep to treat the copies as separate documents", ErrorPlace{shown});
+    const std::string w(later->where);
+    const size_t colon = w.rfind(':');
+    throw FormatError(std::string("id \"") + shown + "\" is already used by " + std::string(earlier->where) + " (" +
+                          std::to_string(total) + (total == 1 ? " record reuses" : " records reuse") +
+                          " an earlier id); ids name documents in the outputs, so make them unique, or pass "
+                          "--on-duplicate-id keep to treat them as separate documents",
+                      ErrorPlace{w.substr(0, colon), std::stoull(w.substr(colon + 1))});
+  });
+}
+
+// Shuffle by band key, bands in rounds of at most --shuffle-mb per rank; each rank groups the
+// entries it owns into buckets (documents whose band agrees), then sends each bucket to the
+// rank its member list hashes to, so that a bucket found in many bands (a cluster of copies)
+// is verified once.
+std::vector<std::vector<DocId>> Run::find_buckets() {
+  const LshParams lsh = spec_.lsh;
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  // Bands per round so that a rank sends at most kShuffleRoundBytes of entries (16 bytes each).
+  constexpr uint64_t kShuffleRoundBytes = uint64_t{512} << 20;
+  const uint64_t budget = kShuffleRoundBytes;
+  const size_t per_band = std::max<size_t>(1, local_.size()) * 16;
+  const int bands_per_round = static_cast<int>(std::clamp<uint64_t>(budget / per_band, 1, static_cast<uint64_t>(lsh.bands)));
+  const int nranks = c_.size();
+  std::vector<std::vector<DocId>> found;
+  struct Entry {
+    uint64_t key;
+    uint32_t band;
+    DocId doc;
+  };
+  for (int b0 = 0; b0 < lsh.bands; b0 += bands_per_round) {
+    const int b1 = std::min(lsh.bands, b0 + bands_per_round);
+    std::vector<std::string> out(static_cast<size_t>(nranks));
+    for (size_t i = 0; i < local_.size(); ++i) {
+      if (local_.sketches.empty[i]) continue;
+      const auto sig = std::span<const SigValue>(local_.sketches.signatures).subspan(i * k, k);
+      for (int band = b0; band < b1; ++band) {
+        const Entry e{signature_band_key(sig, band, lsh, spec_.shingle.seed), static_cast<uint32_t>(band), static_cast<DocId>(local_.base + i)};
+        out[static_cast<size_t>(mix64(e.key ^ (uint64_t{e.band} << 40)) % static_cast<uint64_t>(nranks))].append(
+            reinterpret_cast<const char*>(&e), sizeof e);
+      }
+    }
+    const auto in = c_.exchange(std::move(out));
+    std::vector<Entry> entries;
+    for (const std::string& buf : in) {
+      const size_t n = buf.size() / sizeof(Entry);
+      const size_t at = entries.size();
+      entries.resize(at + n);
+      std::memcpy(entries.data() + at, buf.data(), n * sizeof(Entry));
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      return a.band != b.band ? a.band < b.band : a.key != b.key ? a.key < b.key : a.doc < b.doc;
+    });
+    for (size_t i = 0; i < entries.size();) {
+      size_t j = i + 1;
+      while (j < entries.size() && entries[j].band == entries[i].band && entries[j].key == entries[i].key) ++j;
+      if (j - i >= 2) {
+        std::vector<DocId> members;
+        for (size_t x = i; x < j; ++x) members.push_back(entries[x].doc);
+        found.push_back(std::move(members));
+      }
+      i = j;
+    }
+  }
+  // The same bucket from several bands (or rounds) once, on the rank its members hash to.
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  std::vector<std::string> out(static_cast<size_t>(nranks));
+  for (const auto& m : found) {
+    uint64_t h = m.size();
+    for (const DocId d : m) h = mix64(h ^ d);
+    Packer p;
+    p.put_vector(m);
+    out[static_cast<size_t>(h % static_cast<uint64_t>(nranks))] += p.bytes();
+  }
+  const auto in = c_.exchange(std::move(out));
+  std::vector<std::vector<DocId>> buckets;
+  for (const std::string& buf : in) {
+    Unpacker u(buf);
+    while (!u.done()) buckets.push_back(u.get_vector<DocId>());
+  }
+  std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+  for (const auto& b : buckets) largest_bucket_ = std::max<uint64_t>(largest_bucket_, b.size());
+  return buckets;
+}
+
+// Asks the ranks that read `docs` (sorted, distinct) about them: on each, answer(the documents
+// a rank asks for, packer) packs one item per document; returns a reader per rank, from which
+// the items come in the order of `docs` (`storage` holds the bytes).
+std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
+                                      std::vector<std::string>& storage) {
+  std::vector<std::string> ask(static_cast<size_t>(c_.size()));
+  {
+    std::vector<std::vector<DocId>> per(static_cast<size_t>(c_.size()));
+    for (const DocId d : docs) per[static_cast<size_t>(owner_of(bases_, d))].push_back(d);
+    for (int r = 0; r < c_.size(); ++r) {
+      Packer p;
+      p.put_vector(per[static_cast<size_t>(r)]);
+      ask[static_cast<size_t>(r)] = std::move(p.bytes());
+    }
+  }
+  const auto asked = c_.exchange(std::move(ask));
+  std::vector<std::string> replies(static_cast<size_t>(c_.size()));
+  for (int r = 0; r < c_.size(); ++r) {
+    const auto want = Unpacker(asked[static_cast<size_t>(r)]).get_vector<DocId>();
+    Packer p;
+    answer(want, p);
+    replies[static_cast<size_t>(r)] = std::move(p.bytes());
+  }
+  storage = c_.exchange(std::move(replies));
+  std::vector<Unpacker> readers;
+  for (const std::string& g : storage) readers.emplace_back(g);
+  return readers;
+}
+
+// The payloads (and ids) of `docs`, from the ranks that read them: each computes the sets of
+// its documents asked for (in parallel), as the single process's verification pass does.
+Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
+  std::sort(docs.begin(), docs.end());
+  docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+  const bool exact = spec_.verify == VerifyMode::Exact;
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  std::vector<std::string> storage;
+  auto readers = ask_owners(docs, [&](std::span<const DocId> want, Packer& p) {
+    std::vector<std::vector<ShingleHash>> sets(exact ? want.size() : 0);
+    if (exact) {
+      std::vector<std::unique_ptr<DocumentSketcher>> sk(static_cast<size_t>(threads_));
+      ThreadPool::current().parallel_for(want.size(), threads_, [&](size_t i, size_t slot) {
+        if (!sk[slot]) sk[slot] = std::make_unique<DocumentSketcher>(spec_);
+        sk[slot]->shingle(local_.texts[want[i] - local_.base]);
+        sets[i] = sk[slot]->set();
+        sk[slot]->trim();
+      });
+    }
+    for (size_t i = 0; i < want.size(); ++i) {
+      const size_t l = want[i] - local_.base;
+      if (exact)
+        p.put_vector(sets[i]);
+      else
+        p.put_vector(std::vector<SigValue>(local_.sketches.signatures.begin() + static_cast<ptrdiff_t>(l * k),
+                                           local_.sketches.signatures.begin() + static_cast<ptrdiff_t>((l + 1) * k)));
+      p.put_string(with_ids ? std::string_view(local_.ids[l]) : std::string_view());
+    }
+  }, storage);
+  Payloads pl;
+  pl.docs = docs;
+  pl.sets = ShingleSets(docs.size());
+  if (!exact) pl.sigs.resize(docs.size() * k);
+  pl.ids.resize(docs.size());
+  for (size_t i = 0; i < docs.size(); ++i) {
+    Unpacker& u = readers[static_cast<size_t>(owner_of(bases_, docs[i]))];
+    if (exact) {
+      pl.sets.set(static_cast<DocId>(i), u.get_vector<ShingleHash>());
+    } else {
+      const auto sig = u.get_vector<SigValue>();
+      std::copy(sig.begin(), sig.end(), pl.sigs.begin() + static_cast<ptrdiff_t>(i * k));
+    }
+    pl.ids[i] = std::string(u.get_string());
+  }
+  return pl;
+}
+
+Scorer Run::scorer(const Payloads& pl) const {
+  if (spec_.verify == VerifyMode::Exact) return Scorer::exact(pl.sets);
+  return Scorer::signature_estimate(pl.sigs, static_cast<size_t>(spec_.num_perm));
+}
+
+// Verifies this rank's buckets (payloads in pl, numbered by pl.index). Dedup: edges that connect
+// every pair of a bucket with similarity >= t (stars first, then pairs across what the stars
+// left apart); pairs: every pair of every bucket with similarity >= t. In global numbers.
+std::vector<ScoredPair> Run::verify_buckets(const std::vector<std::vector<DocId>>& buckets, const Payloads& pl) {
+  const Scorer score = scorer(pl);
+  const double t = spec_.threshold;
+  std::vector<DocPair> pairs;
+  auto local = [&](DocId d) { return static_cast<DocId>(pl.index(d)); };
+  std::vector<ScoredPair> out;
+  auto to_global = [&](std::vector<ScoredPair> v) {
+    for (ScoredPair& p : v) out.push_back({pl.docs[p.a], pl.docs[p.b], p.similarity});
+  };
+  if (!dedup_) {
+    for (const auto& b : buckets)
+      for (size_t y = 1; y < b.size(); ++y)
+        for (size_t x = 0; x < y; ++x) pairs.push_back({local(b[x]), local(b[y])});
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    candidates_ += pairs.size();
+    to_global(verify_pairs(pairs, score, t, threads_));
+    return out;
+  }
+  for (const auto& b : buckets)
+    for (size_t y = 1; y < b.size(); ++y) pairs.push_back({local(b[0]), local(b[y])});
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  candidates_ += pairs.size();
+  std::vector<DocId> parent(pl.docs.size());
+  std::iota(parent.begin(), parent.end(), DocId{0});
+  auto find = [&](DocId x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  std::vector<ScoredPair> edges;
+  auto take = [&](const ScoredPair& e) {
+    const DocId ra = find(e.a), rb = find(e.b);
+    if (ra == rb) return;
+    parent[std::max(ra, rb)] = std::min(ra, rb);
+    edges.push_back(e);
+  };
+  for (const ScoredPair& e : verify_pairs(pairs, score, t, threads_)) take(e);
+  // Buckets the stars left split: small ones pair by pair across the parts in one parallel
+  // batch, large ones one pair at a time, skipping pairs already connected.
+  constexpr size_t kDirect = 64;
+  std::vector<DocPair> direct;
+  for (const auto& b : buckets) {
+    bool split = false;
+    for (const DocId d : b) split |= find(local(d)) != find(local(b[0]));
+    if (!split) continue;
+    if (b.size() <= kDirect) {
+      for (size_t y = 2; y < b.size(); ++y)
+        for (size_t x = 1; x < y; ++x)
+          if (find(local(b[x])) != find(local(b[y]))) direct.push_back({local(b[x]), local(b[y])});
+      continue;
+    }
+    for (size_t y = 1; y < b.size(); ++y)
+      for (size_t x = 0; x < y; ++x) {
+        const DocId lx = local(b[x]), ly = local(b[y]);
+        if (find(lx) == find(ly)) continue;
+        ++candidates_;
+        const double s = score(lx, ly);
+        if (s + kSimilarityEpsilon >= t) take({lx, ly, s});
+      }
+  }
+  std::sort(direct.begin(), direct.end());
+  direct.erase(std::unique(direct.begin(), direct.end()), direct.end());
+  candidates_ += direct.size();
+  for (const ScoredPair& e : verify_pairs(direct, score, t, threads_)) take(e);
+  to_global(std::move(edges));
+  return out;
+}
+
+// Rank 0 writes `final_out` (opened before the work): its own piece, then each other rank's in
+// rank order, sent over MPI a chunk at a time. Pieces are written to temporary files first.
+bool Run::write_piece(const std::string& path, io::AtomicFile* piece, io::AtomicFile* final_out) {
+  if (!steps_.run([&] {
+        if (piece) piece->commit();
+      }))
+    return false;
+  constexpr size_t kChunk = size_t{32} << 20;
+  int failed = 0;
+  if (c_.rank() == 0) {
+    std::string buf(kChunk, '\0');
+    try {
+      for (int r = 0; r < c_.size(); ++r) {
+        if (r == 0) {
+          const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+          if (fd < 0) throw IoError(path + ": cannot open a piece of the output");
+          for (uint64_t off = 0;; off += kChunk)
+            if (final_out->append_from(fd, off, kChunk, path) < kChunk) break;
+          ::close(fd);
+          continue;
+        }
+        for (;;) {
+          MPI_Status st;
+          MPI_Probe(r, 7, MPI_COMM_WORLD, &st);
+          int n = 0;
+          MPI_Get_count(&st, MPI_BYTE, &n);
+          MPI_Recv(buf.data(), n, MPI_BYTE, r, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          if (n == 0) break;
+          final_out->write(std::string_view(buf.data(), static_cast<size_t>(n)));
+        }
+      }
+    } catch (...) {
+      failed = 1;
+    }
+  } else {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    std::string buf(kChunk, '\0');
+    size_t n = 0;
+    while (f && (n = std::fread(buf.data(), 1, kChunk, f)) > 0) MPI_Send(buf.data(), static_cast<int>(n), MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+    MPI_Send(buf.data(), 0, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+    if (f) std::fclose(f);
+  }
+  std::remove(path.c_str());
+  return steps_.run([&] {
+    if (failed) throw IoError(final_out->path() + ": cannot write the output");
+  });
+}
+
+double peak_rss_mib() {
+  struct rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+int Run::go() {
+  const auto t_start = Clock::now();
+  double t_read = 0, t_lsh = 0, t_verify = 0, t_cluster = 0, t_write = 0;
+  // Options, inputs, shares and outputs: the same on every rank; only rank 0 speaks.
+  std::vector<std::string> per_source;
+  if (!steps_.run([&] {
+        if (dedup_ && o_.output.empty() && o_.output_dir.empty())
+          throw UsageError("dedup needs -o/--output FILE (or - for stdout) or --output-dir DIR for the kept records");
+        if (!o_.output_dir.empty() && !o_.output.empty())
+          throw UsageError("-o/--output and --output-dir exclude each other: one file for all kept records, or one per input file");
+        if (!o_.rejects.empty() && o_.reader.on_error != io::OnError::Skip)
+          throw UsageError("--rejects applies with --on-error skip (without it, the first bad record stops the run)");
+        if (!o_.against.empty()) throw UsageError("--against runs in one process (neardup dedup --against)");
+        ro_ = cli::run_options(cmd_, o_);
+        spec_ = ro_.spec.resolved();
+        if (!uses_signatures(spec_.method))
+          throw UsageError("neardup-mpi runs --method oph and minhash; bottomk, simhash and exact run in one process (neardup)");
+        if (ro_.cluster == ClusterMode::Leader || !ro_.keep_by.empty())
+          throw UsageError("neardup-mpi clusters by connected components and keeps by --keep first or longest; "
+                           "--cluster leader and --keep-by run in one process (neardup)");
+        ro_.reader.key_field.clear();
+        if (o_.threads > 0) {
+          threads_ = o_.threads;
+        } else {
+          MPI_Comm node;
+          MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+          int here = 1;
+          MPI_Comm_size(node, &here);
+          MPI_Comm_free(&node);
+          threads_ = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / here);
+        }
+        inputs_ = std::make_unique<io::InputSet>(o_.inputs, ro_.reader);
+        std::vector<io::NamedPath> outputs = {{o_.output_dir.empty() ? o_.output : std::string(), "--output"},
+                                              {o_.removed, "--removed"}, {o_.clusters, "--clusters"}, {o_.rejects, "--rejects"}};
+        if (!o_.output_dir.empty()) {
+          per_source = cli::output_dir_paths(*inputs_, o_.output_dir);
+          for (const std::string& p : per_source) outputs.push_back({p, "--output-dir file"});
+          outputs.front().path.clear();
+        }
+        cli::check_output_paths(*inputs_, outputs);
+        if (dedup_ && !inputs_->all_jsonl() && !inputs_->all_text())
+          throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
+                           "records or a list of paths); run it once per kind, or force one with --format");
+        first_source_ = split_sources(*inputs_, c_.size());
+      }))
+    return steps_.exit_code();
+  const size_t my_first = first_source_[static_cast<size_t>(c_.rank())], my_last = first_source_[static_cast<size_t>(c_.rank()) + 1];
+
+  // Every output is opened before the work: rank 0 the merged ones, each rank its files.
+  std::unique_ptr<io::AtomicFile> out, removed, clusters, rejects_out;
+  std::vector<std::unique_ptr<io::AtomicFile>> dir_files(per_source.size());
+  std::unique_ptr<io::AtomicFile> piece, removed_piece;
+  cli::RejectsFile rejects;
+  const bool one_output = per_source.empty();
+  if (!steps_.run([&] {
+        if (c_.rank() == 0) {
+          if (one_output) out = cli::open_output(o_.output);
+          if (!o_.removed.empty()) removed = cli::open_output(o_.removed);
+          if (!o_.clusters.empty()) clusters = cli::open_output(o_.clusters);
+          if (!o_.rejects.empty()) rejects_out = cli::open_output(o_.rejects);
+        }
+        for (size_t s = my_first; s < my_last && !per_source.empty(); ++s) {
+          std::error_code ec;
+          std::filesystem::create_directories(std::filesystem::path(per_source[s]).parent_path(), ec);
+          if (ec) throw IoError(per_source[s] + ": cannot create its directory: " + ec.message() + "; check --output-dir");
+          dir_files[s] = cli::open_output(per_source[s]);
+        }
+        if (one_output) piece = std::make_unique<io::AtomicFile>(piece_path("output"));
+        if (dedup_ && !o_.removed.empty()) removed_piece = std::make_unique<io::AtomicFile>(piece_path("removed"));
+        rejects.open(o_.rejects.empty() ? std::string() : piece_path("rejects"), ro_.reader);
+      }))
+    return steps_.exit_code();
+
+  // 1. Read and sketch the share.
+  auto t = Clock::now();
+  if (!steps_.run([&] { read_share(my_first, my_last); })) return steps_.exit_code();
+  if (const char* kill = std::getenv("NEARDUP_MPI_TEST_KILL_RANK"); kill && std::atoi(kill) == c_.rank()) ::raise(SIGKILL);
+  number_documents();
+  const uint64_t n = bases_.back();
+  const uint64_t skipped = c_.all_reduce(local_.reader.skipped, MPI_SUM);
+  {
+    // Every record bad: the first message of the first rank that skipped one, as one process says it.
+    const int first_skipper = c_.all_reduce(local_.reader.first_skips.empty() ? c_.size() : c_.rank(), MPI_MIN);
+    if (!steps_.run([&] {
+          if (n == 0 && skipped > 0 && c_.rank() == first_skipper)
+            throw FormatError("every record was bad (" + std::to_string(skipped) + " skipped, the first: " +
+                              local_.reader.first_skips.front() + "); nothing to deduplicate: check --text-field, --format and the inputs");
+        }))
+      return steps_.exit_code();
+  }
+  if (!check_duplicate_ids()) return steps_.exit_code();
+  t_read = seconds_since(t);
+
+  // 2. Buckets, by band key.
+  t = Clock::now();
+  const auto buckets = find_buckets();
+  t_lsh = seconds_since(t);
+
+  // 3. Verification where the buckets are.
+  t = Clock::now();
+  std::vector<ScoredPair> verified;
+  {
+    std::vector<DocId> members;
+    for (const auto& b : buckets) members.insert(members.end(), b.begin(), b.end());
+    const Payloads pl = fetch(std::move(members), false);
+    if (!steps_.run([&] { verified = verify_buckets(buckets, pl); })) return steps_.exit_code();
+  }
+  t_verify = seconds_since(t);
+  const uint64_t candidates = c_.all_reduce(candidates_, MPI_SUM);
+  const uint64_t largest = c_.all_reduce(largest_bucket_, MPI_MAX);
+
+  // 4. Clusters (dedup) on rank 0 from the spanning edges; or the pairs, each on the rank that
+  // read its first document.
+  t = Clock::now();
+  uint64_t clusters_n = 0, removed_n = 0, below = 0, pairs_n = 0, verified_n = 0;
+  std::vector<std::pair<DocId, DocId>> my_removed;  // (removed, keeper), removed read here
+  if (dedup_) {
+    std::vector<std::string> send(static_cast<size_t>(c_.size()));
+    send[0].assign(reinterpret_cast<const char*>(verified.data()), verified.size() * sizeof(ScoredPair));
+    verified_n = c_.all_reduce(static_cast<uint64_t>(verified.size()), MPI_SUM);
+    if (!steps_.run([&] {
+          const double mib = static_cast<double>(verified_n * sizeof(ScoredPair)) / (1 << 20);
+          if (mib > o_.edge_budget_mib)
+            throw UsageError("the " + std::to_string(verified_n) + " verified edges (" + std::to_string(static_cast<uint64_t>(mib)) +
+                             " MiB) exceed --edge-budget " + std::to_string(o_.edge_budget_mib) +
+                             " (MiB gathered on rank 0 for clustering); raise it if rank 0 has the memory");
+        }))
+      return steps_.exit_code();
+    auto got = c_.exchange(std::move(send));
+    // Rank 0: the documents in edges, numbered compactly in input order (so keep order and
+    // cluster numbering are those of one process).
+    std::vector<ScoredPair> edges;
+    for (const std::string& g : got) {
+      const size_t at = edges.size();
+      edges.resize(at + g.size() / sizeof(ScoredPair));
+      std::memcpy(edges.data() + at, g.data(), g.size());
+    }
+    std::vector<DocId> involved;
+    for (const ScoredPair& e : edges) {
+      involved.push_back(e.a);
+      involved.push_back(e.b);
+    }
+    // Lengths for --keep longest, ids for --clusters, from the ranks that read them.
+    std::sort(involved.begin(), involved.end());
+    involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
+    Payloads info;
+    info.docs = involved;
+    std::vector<std::string> storage;
+    auto told = ask_owners(info.docs, [&](std::span<const DocId> want, Packer& p) {
+      for (const DocId d : want) {
+        p.put(static_cast<uint32_t>(local_.texts[d - local_.base].size()));
+        p.put_string(o_.clusters.empty() ? std::string_view() : std::string_view(local_.ids[d - local_.base]));
+      }
+    }, storage);
+    std::vector<std::string> assign(static_cast<size_t>(c_.size()));
+    if (!steps_.run([&] {
+          if (c_.rank() != 0) return;
+          const size_t m = info.docs.size();
+          std::vector<uint32_t> lengths(m);
+          std::vector<std::string> ids(m);
+          for (size_t i = 0; i < m; ++i) {
+            Unpacker& u = told[static_cast<size_t>(owner_of(bases_, info.docs[i]))];
+            lengths[i] = u.get<uint32_t>();
+            ids[i] = std::string(u.get_string());
+          }
+          std::vector<ScoredPair> compact(edges.size());
+          for (size_t i = 0; i < edges.size(); ++i)
+            compact[i] = {static_cast<DocId>(info.index(edges[i].a)), static_cast<DocId>(info.index(edges[i].b)), edges[i].similarity};
+          const Clustering cl = cluster_components(m, compact, keep_ranks(m, ro_.keep, lengths));
+          clusters_n = cl.clusters;
+          removed_n = cl.removed;
+          std::vector<Packer> packs(static_cast<size_t>(c_.size()));
+          for (size_t i = 0; i < m; ++i) {
+            if (cl.kept(static_cast<DocId>(i))) continue;
+            Packer& p = packs[static_cast<size_t>(owner_of(bases_, info.docs[i]))];
+            p.put(info.docs[i]);
+            p.put(info.docs[cl.keeper[i]]);
+          }
+          for (int r = 0; r < c_.size(); ++r) assign[static_cast<size_t>(r)] = std::move(packs[static_cast<size_t>(r)].bytes());
+          if (clusters) io::write_clusters(*clusters, cl, [&](DocId d) { return std::string_view(ids[d]); });
+        }))
+      return steps_.exit_code();
+    const auto mine = c_.exchange(std::move(assign));
+    Unpacker u(mine[0]);
+    while (!u.done()) {
+      const auto r = u.get<DocId>();
+      my_removed.push_back({r, u.get<DocId>()});
+    }
+    // Each removed document's similarity to its kept one, on the rank that read it.
+    std::vector<DocId> need;
+    for (const auto& [r, k] : my_removed) {
+      need.push_back(r);
+      need.push_back(k);
+    }
+    const Payloads pl = fetch(std::move(need), true);
+    const Scorer score = scorer(pl);
+    if (!steps_.run([&] {
+          std::string line;
+          for (const auto& [r, k] : my_removed) {
+            const double s = score(static_cast<DocId>(pl.index(r)), static_cast<DocId>(pl.index(k)));
+            if (s + kSimilarityEpsilon < spec_.threshold) ++below;
+            if (!removed_piece) continue;
+            line.assign(local_.ids[r - local_.base]).push_back('\t');
+            line.append(pl.ids[pl.index(k)]).push_back('\t');
+            io::append_similarity(line, s);
+            line.push_back('\n');
+            removed_piece->write(line);
+          }
+        }))
+      return steps_.exit_code();
+  } else {
+    // Pairs: each to the rank that read its first document, which writes them in order.
+    std::vector<std::string> send(static_cast<size_t>(c_.size()));
+    for (const ScoredPair& p : verified)
+      send[static_cast<size_t>(owner_of(bases_, p.a))].append(reinterpret_cast<const char*>(&p), sizeof p);
+    const auto got = c_.exchange(std::move(send));
+    std::vector<ScoredPair> pairs;
+    for (const std::string& g : got) {
+      const size_t at = pairs.size();
+      pairs.resize(at + g.size() / sizeof(ScoredPair));
+      std::memcpy(pairs.data() + at, g.data(), g.size());
+    }
+    std::sort(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+    pairs.erase(std::unique(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a == y.a && x.b == y.b; }),
+                pairs.end());
+    pairs_n = c_.all_reduce(static_cast<uint64_t>(pairs.size()), MPI_SUM);
+    verified_n = pairs_n;
+    std::vector<DocId> others;
+    for (const ScoredPair& p : pairs) others.push_back(p.b);
+    // The ids of the second documents read elsewhere.
+    std::sort(others.begin(), others.end());
+    others.erase(std::unique(others.begin(), others.end()), others.end());
+    Payloads names;
+    names.docs = others;
+    {
+      std::vector<std::string> storage;
+      auto told = ask_owners(others, [&](std::span<const DocId> want, Packer& p) {
+        for (const DocId d : want) p.put_string(local_.ids[d - local_.base]);
+      }, storage);
+      for (const DocId d : others) names.ids.emplace_back(told[static_cast<size_t>(owner_of(bases_, d))].get_string());
+    }
+    if (!steps_.run([&] {
+          io::write_pairs(*piece, pairs, [&](DocId d) {
+            return local_.has(d) ? std::string_view(local_.ids[d - local_.base]) : std::string_view(names.ids[names.index(d)]);
+          });
+        }))
+      return steps_.exit_code();
+  }
+  clusters_n = c_.all_reduce(clusters_n, MPI_SUM);
+  removed_n = c_.all_reduce(removed_n, MPI_SUM);
+  below = c_.all_reduce(below, MPI_SUM);
+  t_cluster = seconds_since(t);
+
+  // 5. The outputs: kept records of the files read here; then the merged files on rank 0.
+  t = Clock::now();
+  if (dedup_ && !steps_.run([&] {
+        std::sort(my_removed.begin(), my_removed.end());
+        size_t ri = 0;
+        auto kept = [&](size_t i) {
+          const DocId d = static_cast<DocId>(local_.base + i);
+          while (ri < my_removed.size() && my_removed[ri].first < d) ++ri;
+          return !(ri < my_removed.size() && my_removed[ri].first == d);
+        };
+        if (inputs_->all_jsonl()) {
+          std::vector<io::ByteRange> ranges;
+          size_t i = 0;
+          for (size_t s = my_first; s < my_last; ++s) {
+            ranges.clear();
+            for (; i < local_.size() && local_.source[i] == s; ++i) {
+              if (!kept(i)) continue;
+              const uint64_t begin = local_.pos[i].offset, len = uint64_t{local_.pos[i].length} + 1;
+              if (!ranges.empty() && ranges.back().offset + ranges.back().length == begin)
+                ranges.back().length += len;
+              else
+                ranges.push_back({begin, len});
+            }
+            const io::Source& src = inputs_->sources()[s];
+            io::append_ranges(src.path, src.display, ranges, one_output ? *piece : *dir_files[s]);
+          }
+        } else {
+          for (size_t i = 0; i < local_.size(); ++i)
+            if (kept(i)) {
+              piece->write(local_.ids[i]);
+              piece->put('\n');
+            }
+        }
+      }))
+    return steps_.exit_code();
+  if (piece && !write_piece(piece->path(), piece.get(), out.get())) return steps_.exit_code();
+  if (removed_piece && !write_piece(removed_piece->path(), removed_piece.get(), removed.get())) return steps_.exit_code();
+  if (!o_.rejects.empty()) {
+    const std::string path = piece_path("rejects");
+    if (!steps_.run([&] { rejects.commit(); })) return steps_.exit_code();
+    if (!write_piece(path, nullptr, rejects_out.get())) return steps_.exit_code();
+  }
+  // Every rank has written everything: only now is anything renamed into place.
+  if (!steps_.run([] {})) return steps_.exit_code();
+  if (!steps_.run([&] {
+        for (auto& f : dir_files)
+          if (f) f->commit();
+        if (out) out->commit();
+        if (removed) removed->commit();
+        if (clusters) clusters->commit();
+        if (rejects_out) rejects_out->commit();
+      }))
+    return steps_.exit_code();
+  t_write = seconds_since(t);
+
+  const double rss = c_.all_reduce(peak_rss_mib(), MPI_MAX);
+  const uint64_t shuffled = c_.all_reduce(c_.shuffled, MPI_SUM);
+  const double t_read_max = c_.all_reduce(t_read, MPI_MAX);
+  uint64_t empty = static_cast<uint64_t>(std::count(local_.sketches.empty.begin(), local_.sketches.empty.end(), 1));
+  empty = c_.all_reduce(empty, MPI_SUM);
+  uint64_t text_bytes = 0;
+  for (const auto& s : local_.texts) text_bytes += s.size();
+  text_bytes = c_.all_reduce(text_bytes, MPI_SUM);
+  if (c_.rank() == 0 && !o_.quiet) {
+    if (skipped > 0)
+      std::fprintf(stderr, "neardup: warning: %llu bad records skipped%s\n", static_cast<unsigned long long>(skipped),
+                   o_.rejects.empty() ? " (--rejects FILE keeps each with its reason)" : " (each in --rejects)");
+    std::fprintf(stderr, "neardup: %llu documents (%llu empty, %llu skipped), %llu candidates, %llu verified pairs, ",
+                 static_cast<unsigned long long>(n), static_cast<unsigned long long>(empty), static_cast<unsigned long long>(skipped),
+                 static_cast<unsigned long long>(candidates), static_cast<unsigned long long>(verified_n));
+    if (!dedup_) std::fprintf(stderr, "%llu pairs reported, ", static_cast<unsigned long long>(pairs_n));
+    std::fprintf(stderr, "%llu clusters, %llu removed", static_cast<unsigned long long>(clusters_n), static_cast<unsigned long long>(removed_n));
+    if (below > 0)
+      std::fprintf(stderr, " (%llu less similar than the threshold to their kept document, through a chain)",
+                   static_cast<unsigned long long>(below));
+    std::fprintf(stderr, ", %.2f s on %d ranks [%s]\n", seconds_since(t_start), c_.size(), spec_.to_string().c_str());
+    if (o_.show_stats)
+      std::fprintf(stderr,
+                   "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s (slowest rank); buckets %.3f s; verify %.3f s; "
+                   "cluster %.3f s; write %.3f s; shuffled %.0f bytes per document (%.1f MB over all ranks); largest bucket %llu; "
+                   "peak memory %.0f MiB (largest rank); %d threads per rank\n",
+                   static_cast<double>(text_bytes) / 1e6, t_read_max, t_lsh, t_verify, t_cluster, t_write,
+                   n ? static_cast<double>(shuffled) / static_cast<double>(n) : 0.0, static_cast<double>(shuffled) / 1e6,
+                   static_cast<unsigned long long>(largest), rss, threads_);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace neardup::mpi
+
+int main(int argc, char** argv) {
+  using namespace neardup;
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int rc = kExitOk;
+  {
+    mpi::Comm comm;
+    CLI::App app{"neardup-mpi: neardup pairs and dedup over MPI ranks, with the same outputs as one process", "neardup-mpi"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", [] { return version_info(); });
+    cli::Options pairs_o, dedup_o;
+    CLI::App* pairs = app.add_subcommand("pairs", "Write every near-duplicate pair: id1 TAB id2 TAB similarity");
+    cli::add_pairs_dedup_options(pairs, pairs_o);
+    pairs->add_option("-o,--output", pairs_o.output, "Output file (default: stdout)");
+    CLI::App* dedup = app.add_subcommand("dedup", "Remove near-duplicates: write the kept records exactly as they were");
+    cli::add_pairs_dedup_options(dedup, dedup_o);
+    cli::add_keep_options(dedup, dedup_o);
+    dedup->add_option("-o,--output", dedup_o.output, "Output file for the kept records ('-' for stdout)");
+    dedup->add_option("--output-dir", dedup_o.output_dir,
+                      "Instead of -o: each input file's kept records to DIR under the same name, written by the rank that read it");
+    dedup->add_option("--removed", dedup_o.removed, "Write removed_id TAB kept_id TAB similarity per removed document");
+    dedup->add_option("--clusters", dedup_o.clusters, "Write cluster TAB id TAB kept|removed per clustered document");
+    dedup->add_option("--edge-budget", dedup_o.edge_budget_mib,
+                      "MiB of verified edges rank 0 may gather to cluster (16 bytes per edge, at most one per clustered document per rank)")
+        ->default_val(4096)
+        ->check(CLI::Range(1, 1 << 30));
+    app.footer("Exit codes as neardup's: 0 ok, 1 internal error, 2 usage error, 3 bad input data, 4 I/O error.");
+    try {
+      app.parse(argc, argv);
+      const bool is_dedup = dedup->parsed();
+      mpi::Run run(comm, is_dedup ? dedup : pairs, is_dedup ? dedup_o : pairs_o, is_dedup);
+      rc = run.go();
+    } catch (const CLI::ParseError& e) {
+      // Every rank parses the same arguments: rank 0 speaks.
+      if (rank == 0) {
+        rc = app.exit(e);
+      } else {
+        rc = e.get_exit_code() == 0 ? 0 : kExitUsage;
+      }
+      if (rc != 0) rc = kExitUsage;
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}
