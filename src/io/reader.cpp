@@ -714,7 +714,11 @@ struct RecordReader::Impl {
   BadRecords bad;
 
   size_t cur = 0;
-  size_t end_source = SIZE_MAX;  // sources(): read up to here (a share of a distributed run)
+  // read_sources(): a share of a distributed run. Lines of source `range_first` starting before
+  // range_begin, and of source end_source - 1 starting at or after range_end, are not this share's.
+  size_t end_source = SIZE_MAX;
+  size_t range_first = 0;
+  uint64_t range_begin = 0, range_end = UINT64_MAX;
   uint64_t finished_bytes = 0;
   LineBuffer lines;
   // select(): only these records, in order.
@@ -888,6 +892,11 @@ struct RecordReader::Impl {
     out.source = cur;
     out.line = lines.line_no;
     out.offset = lines.line_offset;
+    if (cur == range_first && lines.line_offset < range_begin) return Step::Again;  // an earlier share's
+    if (cur + 1 == end_source && lines.line_offset >= range_end) {                   // a later share's
+      close_current();
+      return Step::Again;
+    }
     if (lines.overlong) return bad_input(out, long_line_problem(), "longer than " NEARDUP_OPT("max_record_bytes"));
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) return Step::Again;  // blank line
     out.kind = RawRecord::Kind::Line;
@@ -977,11 +986,14 @@ void RecordReader::select(std::vector<RecordPos> positions) {
   impl_->selected = 0;
   impl_->selecting = true;
 }
-void RecordReader::read_sources(size_t first, size_t last) {
+void RecordReader::read_sources(size_t first, size_t last, uint64_t begin, uint64_t end) {
   if (first > last || last > impl_->inputs.sources().size() || impl_->cur != 0 || impl_->lines.is_open())
     throw UsageError("RecordReader::read_sources: the range must lie within the sources, before reading starts");
   impl_->cur = first;
   impl_->end_source = last;
+  impl_->range_first = first;
+  impl_->range_begin = begin;
+  impl_->range_end = end;
 }
 const ReaderStats& RecordReader::stats() const noexcept { return impl_->stats; }
 uint64_t RecordReader::bytes_read() const noexcept {

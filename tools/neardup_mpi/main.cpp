@@ -76,26 +76,68 @@ class Steps {
 
 // ---- The shares ----
 
-// Contiguous runs of whole input files of about total / N bytes each: rank r reads the files
-// whose first byte falls in [r * total / N, (r + 1) * total / N). Documents are numbered in input
-// order, so every rank's documents are a contiguous range of the numbers one process gives.
-std::vector<size_t> split_sources(const io::InputSet& inputs, int ranks) {
+// A rank's share of the inputs: sources [first, last), the lines of `first` from byte `begin`,
+// those of last - 1 before byte `end` (io::RecordReader::read_sources).
+struct Share {
+  size_t first = 0, last = 0;
+  uint64_t begin = 0, end = UINT64_MAX;
+};
+
+// Whether a source can be split between ranks at line boundaries: an uncompressed JSONL file
+// (a compressed stream has no byte offsets to start at).
+bool splittable(const io::Source& src) {
+  if (src.kind != io::SourceKind::Jsonl) return false;
+  unsigned char magic[6] = {};
+  std::FILE* f = std::fopen(src.path.c_str(), "rb");
+  if (!f) return false;
+  const size_t n = std::fread(magic, 1, sizeof magic, f);
+  std::fclose(f);
+  const bool gzip = n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  const bool zstd = n >= 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd;
+  const bool xz = n >= 6 && magic[0] == 0xfd && magic[1] == '7' && magic[2] == 'z' && magic[3] == 'X' && magic[4] == 'Z' && magic[5] == 0;
+  const bool bzip2 = n >= 3 && magic[0] == 'B' && magic[1] == 'Z' && magic[2] == 'h';
+  return !(gzip || zstd || xz || bzip2);
+}
+
+// The inputs laid end to end are cut into N runs of about total / N bytes: position p belongs to
+// rank p * N / total. A file that cannot be split goes whole to the rank its first byte belongs
+// to; an uncompressed JSONL file (when `split`) is cut, each line going to the rank its first
+// byte belongs to. Documents are numbered in input order, so every rank's documents are a
+// contiguous range of the numbers one process gives them.
+std::vector<Share> split_inputs(const io::InputSet& inputs, int ranks, bool split) {
   const auto& sources = inputs.sources();
   std::vector<uint64_t> start(sources.size() + 1, 0);
+  std::vector<bool> cut(sources.size(), false);
   for (size_t s = 0; s < sources.size(); ++s) {
     std::error_code ec;
-    const auto size = sources[s].kind == io::SourceKind::Memory ? 0 : std::filesystem::file_size(sources[s].path, ec);
-    start[s + 1] = start[s] + (ec ? 0 : size) + 1;  // + 1: empty files count too
+    const auto size = std::filesystem::file_size(sources[s].path, ec);
+    start[s + 1] = start[s] + (ec ? 0 : size);
+    cut[s] = split && !ec && size > 0 && splittable(sources[s]);
   }
-  const uint64_t total = start.back();
-  std::vector<size_t> first(static_cast<size_t>(ranks) + 1, sources.size());
-  size_t s = 0;
+  const uint64_t total = std::max<uint64_t>(1, start.back());
+  const auto n = static_cast<uint64_t>(ranks);
+  auto owner = [&](uint64_t p) { return static_cast<int>(std::min<uint64_t>(n - 1, static_cast<uint64_t>((static_cast<__uint128_t>(p) * n) / total))); };
+  // The first position of rank r: the smallest p with p * N / total >= r.
+  auto lo = [&](int r) { return static_cast<uint64_t>((static_cast<__uint128_t>(r) * total + n - 1) / n); };
+  std::vector<Share> shares(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
-    const uint64_t from = total * static_cast<uint64_t>(r) / static_cast<uint64_t>(ranks);
-    while (s < sources.size() && start[s] < from) ++s;
-    first[static_cast<size_t>(r)] = s;
+    Share& sh = shares[static_cast<size_t>(r)];
+    const uint64_t from = lo(r), to = r + 1 == ranks ? UINT64_MAX : lo(r + 1);
+    bool any = false;
+    for (size_t s = 0; s < sources.size(); ++s) {
+      const bool mine = cut[s] ? start[s] < to && start[s + 1] > from : owner(start[s]) == r;
+      if (!mine) continue;
+      if (!any) {
+        sh.first = s;
+        sh.begin = cut[s] && start[s] < from ? from - start[s] : 0;
+        any = true;
+      }
+      sh.last = s + 1;
+      sh.end = cut[s] && start[s + 1] > to ? to - start[s] : UINT64_MAX;
+    }
+    if (!any) sh.first = sh.last = r == 0 ? 0 : shares[static_cast<size_t>(r) - 1].last;
   }
-  return first;
+  return shares;
 }
 
 // What a rank keeps of the documents it read (global numbers base .. base + size - 1).
@@ -141,7 +183,7 @@ class Run {
   int go();
 
  private:
-  void read_share(size_t first, size_t last);
+  void read_share(const Share& share);
   void number_documents();
   bool check_duplicate_ids();
   std::vector<std::vector<DocId>> find_buckets();
@@ -162,7 +204,7 @@ class Run {
   PipelineSpec spec_;
   int threads_ = 1;
   std::unique_ptr<io::InputSet> inputs_;
-  std::vector<size_t> first_source_;
+  std::vector<Share> shares_;
   Local local_;
   std::vector<DocId> bases_;  // per rank, and the total at the end
   uint64_t candidates_ = 0, largest_bucket_ = 0;
@@ -174,9 +216,9 @@ std::string Run::piece_path(const char* what) const {
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/neardup-mpi-" + std::to_string(::getpid()) + "-" + what;
 }
 
-void Run::read_share(size_t first, size_t last) {
+void Run::read_share(const Share& share) {
   io::RecordReader reader(*inputs_, ro_.reader);
-  reader.read_sources(first, last);
+  reader.read_sources(share.first, share.last, share.begin, share.end);
   io::Record rec;
   while (reader.next(rec)) {
     local_.ids.emplace_back(rec.id);
@@ -587,10 +629,12 @@ int Run::go() {
         if (dedup_ && !inputs_->all_jsonl() && !inputs_->all_text())
           throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
                            "records or a list of paths); run it once per kind, or force one with --format");
-        first_source_ = split_sources(*inputs_, c_.size());
+        // --output-dir: each file's output is written by one rank, so files are not cut.
+        shares_ = split_inputs(*inputs_, c_.size(), o_.output_dir.empty());
       }))
     return steps_.exit_code();
-  const size_t my_first = first_source_[static_cast<size_t>(c_.rank())], my_last = first_source_[static_cast<size_t>(c_.rank()) + 1];
+  const Share& share = shares_[static_cast<size_t>(c_.rank())];
+  const size_t my_first = share.first, my_last = share.last;
 
   // Every output is opened before the work: rank 0 the merged ones, each rank its files.
   std::unique_ptr<io::AtomicFile> out, removed, clusters, rejects_out;
@@ -619,7 +663,7 @@ int Run::go() {
 
   // 1. Read and sketch the share.
   auto t = Clock::now();
-  if (!steps_.run([&] { read_share(my_first, my_last); })) return steps_.exit_code();
+  if (!steps_.run([&] { read_share(share); })) return steps_.exit_code();
   if (const char* kill = std::getenv("NEARDUP_MPI_TEST_KILL_RANK"); kill && std::atoi(kill) == c_.rank()) ::raise(SIGKILL);
   number_documents();
   const uint64_t n = bases_.back();

@@ -305,9 +305,12 @@ class RecordReader {
   /// reading order), skipping the bytes between them (a plain file seeks). Throws IoError
   /// naming the file if a position no longer holds a line of that length (the input changed).
   void select(std::vector<RecordPos> positions);
-  /// Reads only sources [first, last) (records keep their source numbers): a share of the
-  /// inputs, as one rank of a distributed run reads. Call it before the first record.
-  void read_sources(size_t first, size_t last);
+  /// Reads only sources [first, last) (records keep their source numbers and line numbers): a
+  /// share of the inputs, as one rank of a distributed run reads. Of JSONL source `first`, only
+  /// the lines that start at or after byte `begin`; of source last - 1, only those that start
+  /// before byte `end` (offsets in the decompressed bytes; the lines before are scanned, not
+  /// parsed). Call it before the first record.
+  void read_sources(size_t first, size_t last, uint64_t begin = 0, uint64_t end = UINT64_MAX);
   const ReaderStats& stats() const noexcept;
   /// Compressed bytes consumed so far over all sources.
   uint64_t bytes_read() const noexcept;
