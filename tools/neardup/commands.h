@@ -49,6 +49,9 @@ inline std::string flag_text(std::string_view text) { return render_options(text
 /// A library error's message with its options named as flags.
 inline std::string flag_text(const Error& e) { return e.message(flag_wording); }
 
+/// SIGINT, SIGTERM, SIGHUP, SIGPIPE remove the temporary outputs, print "<program>: interrupted"
+/// and end the process by the same signal; SIGXFSZ becomes an I/O error.
+void install_signal_handlers(const char* program);
 /// Adds `pairs` and `dedup` to `app`; `run` is set to the chosen command's action.
 void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run);
 /// Adds `simhash-plan`.

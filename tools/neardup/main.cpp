@@ -16,33 +16,6 @@
 
 namespace {
 
-// SIGINT, SIGTERM, SIGHUP, SIGPIPE: remove every temporary file (outputs are only ever renamed
-// into place complete, so none is left half-written), then die of the same signal (exit status
-// 128 + its number, as the shell reports it). Only async-signal-safe calls.
-extern "C" void on_fatal_signal(int sig) {
-  neardup::io::remove_temporary_files();
-  if (sig != SIGPIPE) {
-    static const char msg[] = "neardup: interrupted; temporary files removed, no partial output left\n";
-    [[maybe_unused]] const ssize_t w = ::write(2, msg, sizeof msg - 1);
-  }
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
-void install_signal_handlers() {
-  struct sigaction sa{};
-  sa.sa_handler = on_fatal_signal;
-  sigemptyset(&sa.sa_mask);
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
-    struct sigaction old{};
-    // A signal ignored by whoever started neardup (nohup, a background job) stays ignored.
-    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
-    ::sigaction(sig, &sa, nullptr);
-  }
-  // Past `ulimit -f`, a write fails with EFBIG (an I/O error naming the file, exit 4) instead
-  // of killing the process.
-  ::signal(SIGXFSZ, SIG_IGN);
-}
 
 // Edit distance with transpositions (optimal string alignment), for "did you mean".
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -154,7 +127,7 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
 
 int main(int argc, char** argv) {
   using namespace neardup;
-  install_signal_handlers();
+  cli::install_signal_handlers("neardup");
   // Kernel override for tests and benchmarks (the library itself never reads the environment).
   if (const char* forced = std::getenv("NEARDUP_FORCE_ISA"); forced && *forced) {
     const auto isa = parse_isa(forced);

@@ -935,6 +935,8 @@ int Run::go() {
 int main(int argc, char** argv) {
   using namespace neardup;
   MPI_Init(&argc, &argv);
+  // mpirun ends the other ranks with SIGTERM when one dies: their temporary outputs go too.
+  cli::install_signal_handlers("neardup-mpi");
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int rc = kExitOk;

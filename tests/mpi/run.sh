@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# neardup-mpi against neardup on the same inputs: every output byte-identical for 1 to 4 ranks
+# (oversubscribed), on a planted corpus of crowded clusters (shards, and the same as one plain
+# file that the ranks cut at line boundaries), on the sample corpus and on SpamAssassin when the
+# corpora are there; a bad record on one rank, and a rank killed mid-run.
+#   tests/mpi/run.sh NEARDUP NEARDUP_MPI SAMPLE_DIR CORPORA_DIR
+set -euo pipefail
+ND=$1 MPI=$2 SAMPLE=$3 CORPORA=${4:-}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+export OMPI_MCA_btl_vader_single_copy_mechanism=none  # containers forbid the ptrace copy
+mpi() { local np=$1; shift; mpirun --allow-run-as-root --oversubscribe -np "$np" "$MPI" "$@"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A planted corpus: 300 base texts, 70% of 2,000 records near-copies of one of them (a few words
+# changed), spread over 5 shards; the clusters chain and overlap, as boilerplate does.
+python3 - <<'EOF'
+import json, random
+random.seed(7)
+words = ["w%d" % i for i in range(3000)]
+base = [" ".join(random.choice(words) for _ in range(random.randint(30, 200))) for _ in range(300)]
+for f in range(5):
+    with open("shard%d.jsonl" % f, "w") as out:
+        for i in range(400):
+            w = (random.choice(base) if random.random() < 0.7 else " ".join(random.choice(words) for _ in range(80))).split()
+            for _ in range(random.randint(0, 4)):
+                w[random.randrange(len(w))] = random.choice(words)
+            out.write(json.dumps({"id": "s%d-%d" % (f, i), "text": " ".join(w)}) + "\n")
+EOF
+cat shard*.jsonl > all.jsonl
+
+# dedup: -o, --removed, --clusters; then pairs; each against one process.
+same_dedup() {  # name, np, inputs and options...
+  local name=$1 np=$2; shift 2
+  "$ND" dedup "$@" -o one.out --removed one.rem --clusters one.cl -q
+  mpi "$np" dedup "$@" -o mpi.out --removed mpi.rem --clusters mpi.cl -q
+  for f in out rem cl; do cmp -s "one.$f" "mpi.$f" || fail "$name, $np ranks: dedup --${f} differs"; done
+  [ -s one.rem ] || fail "$name: nothing removed, the comparison shows little"
+  rm -f one.* mpi.*
+}
+same_pairs() {
+  local name=$1 np=$2; shift 2
+  "$ND" pairs "$@" -o one.tsv -q
+  mpi "$np" pairs "$@" -o mpi.tsv -q
+  cmp -s one.tsv mpi.tsv || fail "$name, $np ranks: pairs differ"
+  [ -s one.tsv ] || fail "$name: no pairs"
+  rm -f one.tsv mpi.tsv
+}
+for np in 1 2 3 4; do
+  same_dedup planted-shards "$np" shard*.jsonl
+  same_dedup planted-one-file "$np" all.jsonl --keep longest --method minhash
+  same_dedup planted-estimate "$np" all.jsonl --verify estimate -t 0.7
+  same_pairs planted "$np" shard*.jsonl
+  same_pairs planted-one-file "$np" all.jsonl -k 3
+done
+
+# --output-dir: one file per shard, compressed as named, written by the rank that read it.
+for f in shard*.jsonl; do zstd -q "$f" -o "$f.zst"; done
+"$ND" dedup shard*.jsonl.zst --output-dir one.d -q
+for np in 2 3; do
+  mpi "$np" dedup shard*.jsonl.zst --output-dir mpi.d -q
+  diff -r one.d mpi.d > /dev/null || fail "--output-dir, $np ranks: outputs differ"
+  rm -rf mpi.d
+done
+rm -rf one.d
+
+# The sample corpus, compressed (read whole by one rank) and plain (cut between ranks).
+zstd -dcq "$SAMPLE/mmds-articles-2500.jsonl.zst" > sample.jsonl
+for np in 2 4; do
+  same_dedup sample-zst "$np" "$SAMPLE/mmds-articles-2500.jsonl.zst" -k 3 -t 0.5
+  same_dedup sample-plain "$np" sample.jsonl -k 3 -t 0.5
+done
+if [ -n "$CORPORA" ] && [ -f "$CORPORA/spamassassin.jsonl.zst" ]; then
+  zstd -dcq "$CORPORA/spamassassin.jsonl.zst" > spam.jsonl
+  for np in 1 2 3 4; do
+    same_dedup spamassassin "$np" spam.jsonl
+    same_pairs spamassassin "$np" spam.jsonl -k 3 -t 0.5
+  done
+else
+  echo "SpamAssassin not found under '$CORPORA': those runs skipped"
+fi
+
+# A bad record in the fourth shard: the message and exit code of one process, and no output.
+cp shard3.jsonl bad.jsonl
+sed -i '57s/.*/{"id": "x", "text": oops}/' bad.jsonl
+set +e
+"$ND" dedup shard0.jsonl shard1.jsonl shard2.jsonl bad.jsonl -o one.out -q 2> one.err; want=$?
+for np in 1 3 4; do
+  mpi "$np" dedup shard0.jsonl shard1.jsonl shard2.jsonl bad.jsonl -o mpi.out --removed mpi.rem -q 2> mpi.err; got=$?
+  [ "$got" = "$want" ] || fail "bad record, $np ranks: exit $got, one process $want"
+  grep -qxF "$(cat one.err)" mpi.err || fail "bad record, $np ranks: message differs: $(head -1 mpi.err)"
+  [ ! -e mpi.out ] && [ ! -e mpi.rem ] || fail "bad record, $np ranks: an output was left"
+done
+[ "$want" = 3 ] || fail "bad record: one process exited $want, not 3"
+
+# A rank killed after sketching: the job fails and no output is renamed into place.
+for np in 2 4; do
+  NEARDUP_MPI_TEST_KILL_RANK=1 mpi "$np" dedup shard*.jsonl --output-dir killed.d --removed killed.rem -q > /dev/null 2>&1; got=$?
+  [ "$got" != 0 ] || fail "killed rank, $np ranks: the job succeeded"
+  [ ! -e killed.rem ] || fail "killed rank, $np ranks: --removed was left"
+  [ -z "$(ls killed.d 2>/dev/null)" ] || fail "killed rank, $np ranks: outputs left: $(ls killed.d)"
+done
+set -e
+echo "neardup-mpi: all outputs identical to one process"
