@@ -48,7 +48,6 @@ struct Options {
   bool add_kept = false;
   /// --on-duplicate-id: error or keep for pairs and dedup; error, skip or replace with --against.
   std::string on_duplicate_id = "error";
-  int edge_budget_mib = 4096;  ///< neardup-mpi dedup: verified edges gathered on rank 0
 };
 
 // Throttled one-line progress on stderr, only when stderr is a terminal.

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <limits>
 #include <numeric>
 #include <span>
 #include <string>
@@ -192,6 +193,9 @@ class Run {
   Payloads fetch(std::vector<DocId> docs, bool with_ids);
   std::vector<ScoredPair> verify_buckets(const std::vector<std::vector<DocId>>& buckets, const Payloads& pl);
   Scorer scorer(const Payloads& pl) const;
+  struct Components;
+  Components components(const std::vector<ScoredPair>& edges);
+  bool write_clusters(const Components& comp, io::AtomicFile* out);
   bool write_piece(const std::string& final_path, io::AtomicFile* piece, io::AtomicFile* final_out);
   std::string piece_path(const char* what) const;
 
@@ -208,6 +212,7 @@ class Run {
   Local local_;
   std::vector<DocId> bases_;  // per rank, and the total at the end
   uint64_t candidates_ = 0, largest_bucket_ = 0;
+  int label_rounds_ = 0;
   std::vector<std::string> temp_paths_;
 };
 
@@ -532,6 +537,155 @@ std::vector<ScoredPair> Run::verify_buckets(const std::vector<std::vector<DocId>
   return out;
 }
 
+// The connected components of the verified edges, without gathering them: every document in an
+// edge (a vertex) stays on the rank that read it, with a label, the smallest over its component
+// of (keep order, document): (document) for --keep first, (longest first, then document) for
+// --keep longest, so the label names the document kept, as cluster.h chooses it; and the
+// component's first document, which numbers the clusters. Each rank first joins its vertices
+// along the edges it holds (union-find), then labels cross to the other ranks along the edges
+// between them, round after round, until no label changes anywhere: as many rounds as the
+// longest chain of ranks a component crosses, plus one.
+struct Run::Components {
+  std::vector<DocId> docs;      // this rank's vertices, ascending
+  std::vector<uint64_t> label;  // per vertex: keep order << 32 | the document kept
+  std::vector<DocId> first;     // per vertex: its component's first document
+  int rounds = 0;
+};
+
+Run::Components Run::components(const std::vector<ScoredPair>& edges) {
+  // Each edge to the ranks that read its two documents.
+  std::vector<std::string> out(static_cast<size_t>(c_.size()));
+  for (const ScoredPair& e : edges) {
+    const int ra = owner_of(bases_, e.a), rb = owner_of(bases_, e.b);
+    const DocPair p{e.a, e.b};
+    out[static_cast<size_t>(ra)].append(reinterpret_cast<const char*>(&p), sizeof p);
+    if (rb != ra) out[static_cast<size_t>(rb)].append(reinterpret_cast<const char*>(&p), sizeof p);
+  }
+  std::vector<DocPair> mine;
+  for (const std::string& g : c_.exchange(std::move(out))) {
+    const size_t at = mine.size();
+    mine.resize(at + g.size() / sizeof(DocPair));
+    std::memcpy(mine.data() + at, g.data(), g.size());
+  }
+  Components comp;
+  for (const DocPair& p : mine) {
+    if (local_.has(p.a)) comp.docs.push_back(p.a);
+    if (local_.has(p.b)) comp.docs.push_back(p.b);
+  }
+  std::sort(comp.docs.begin(), comp.docs.end());
+  comp.docs.erase(std::unique(comp.docs.begin(), comp.docs.end()), comp.docs.end());
+  const size_t m = comp.docs.size();
+  auto vertex = [&](DocId d) { return static_cast<size_t>(std::lower_bound(comp.docs.begin(), comp.docs.end(), d) - comp.docs.begin()); };
+  std::vector<size_t> parent(m);
+  std::iota(parent.begin(), parent.end(), size_t{0});
+  auto find = [&](size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  std::vector<std::pair<size_t, DocId>> cross;  // (local vertex, remote document)
+  for (const DocPair& p : mine) {
+    const bool la = local_.has(p.a), lb = local_.has(p.b);
+    if (la && lb) {
+      const size_t x = find(vertex(p.a)), y = find(vertex(p.b));
+      if (x != y) parent[std::max(x, y)] = std::min(x, y);
+    } else {
+      cross.push_back(la ? std::make_pair(vertex(p.a), p.b) : std::make_pair(vertex(p.b), p.a));
+    }
+  }
+  // Labels per local part (its root).
+  std::vector<uint64_t> label(m, UINT64_MAX);
+  std::vector<DocId> first(m, std::numeric_limits<DocId>::max());
+  for (size_t i = 0; i < m; ++i) {
+    const DocId d = comp.docs[i];
+    const uint64_t order = ro_.keep == KeepPolicy::Longest ? 0xFFFFFFFFull - local_.texts[d - local_.base].size() : 0;
+    const size_t r = find(i);
+    label[r] = std::min(label[r], order << 32 | d);
+    first[r] = std::min(first[r], d);
+  }
+  for (;;) {
+    ++comp.rounds;
+    std::vector<std::string> send(static_cast<size_t>(c_.size()));
+    for (const auto& [v, d] : cross) {
+      const size_t r = find(v);
+      const uint64_t msg[3] = {d, label[r], first[r]};
+      send[static_cast<size_t>(owner_of(bases_, d))].append(reinterpret_cast<const char*>(msg), sizeof msg);
+    }
+    int changed = 0;
+    for (const std::string& g : c_.exchange(std::move(send))) {
+      for (size_t at = 0; at + 24 <= g.size(); at += 24) {
+        uint64_t msg[3];
+        std::memcpy(msg, g.data() + at, sizeof msg);
+        const size_t r = find(vertex(static_cast<DocId>(msg[0])));
+        if (msg[1] < label[r]) label[r] = msg[1], changed = 1;
+        if (msg[2] < first[r]) first[r] = static_cast<DocId>(msg[2]), changed = 1;
+      }
+    }
+    if (c_.all_reduce(changed, MPI_MAX) == 0) break;
+  }
+  comp.label.resize(m);
+  comp.first.resize(m);
+  for (size_t i = 0; i < m; ++i) {
+    comp.label[i] = label[find(i)];
+    comp.first[i] = first[find(i)];
+  }
+  return comp;
+}
+
+// --clusters: each member goes to the rank that read its cluster's first document, which numbers
+// its clusters after those of the ranks before it (clusters are numbered in the order of their
+// first documents) and writes them, members in input order; rank 0 joins the pieces.
+bool Run::write_clusters(const Components& comp, io::AtomicFile* out) {
+  std::vector<std::string> send(static_cast<size_t>(c_.size()));
+  for (size_t i = 0; i < comp.docs.size(); ++i) {
+    Packer p;
+    p.put(comp.first[i]);
+    p.put(comp.docs[i]);
+    p.put(static_cast<uint8_t>((comp.label[i] & 0xFFFFFFFFu) == comp.docs[i]));
+    p.put_string(local_.ids[comp.docs[i] - local_.base]);
+    send[static_cast<size_t>(owner_of(bases_, comp.first[i]))] += p.bytes();
+  }
+  struct Member {
+    DocId first, doc;
+    bool kept;
+    std::string_view id;
+  };
+  const auto got = c_.exchange(std::move(send));
+  std::vector<Member> members;
+  for (const std::string& g : got) {
+    Unpacker u(g);
+    while (!u.done()) {
+      Member mb;
+      mb.first = u.get<DocId>();
+      mb.doc = u.get<DocId>();
+      mb.kept = u.get<uint8_t>() != 0;
+      mb.id = u.get_string();
+      members.push_back(mb);
+    }
+  }
+  std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.first != b.first ? a.first < b.first : a.doc < b.doc; });
+  uint64_t here = 0;
+  for (size_t i = 0; i < members.size(); ++i) here += i == 0 || members[i].first != members[i - 1].first;
+  uint64_t before = 0;
+  MPI_Exscan(&here, &before, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (c_.rank() == 0) before = 0;
+  std::unique_ptr<io::AtomicFile> piece;
+  const std::string path = piece_path("clusters");
+  if (!steps_.run([&] {
+        piece = std::make_unique<io::AtomicFile>(path);
+        std::string line;
+        uint64_t g = before;
+        for (size_t i = 0; i < members.size(); ++i) {
+          if (i > 0 && members[i].first != members[i - 1].first) ++g;
+          line.assign(std::to_string(g)).push_back('\t');
+          line.append(members[i].id).push_back('\t');
+          line.append(members[i].kept ? "kept" : "removed").push_back('\n');
+          piece->write(line);
+        }
+      }))
+    return false;
+  return write_piece(path, piece.get(), out);
+}
+
 // Rank 0 writes `final_out` (opened before the work): its own piece, then each other rank's in
 // rank order, sent over MPI a chunk at a time. Pieces are written to temporary files first.
 bool Run::write_piece(const std::string& path, io::AtomicFile* piece, io::AtomicFile* final_out) {
@@ -699,83 +853,22 @@ int Run::go() {
   const uint64_t candidates = c_.all_reduce(candidates_, MPI_SUM);
   const uint64_t largest = c_.all_reduce(largest_bucket_, MPI_MAX);
 
-  // 4. Clusters (dedup) on rank 0 from the spanning edges; or the pairs, each on the rank that
-  // read its first document.
+  // 4. Clusters (dedup), by label propagation over the verified edges; or the pairs, each on the
+  // rank that read its first document.
   t = Clock::now();
   uint64_t clusters_n = 0, removed_n = 0, below = 0, pairs_n = 0, verified_n = 0;
   std::vector<std::pair<DocId, DocId>> my_removed;  // (removed, keeper), removed read here
   if (dedup_) {
-    std::vector<std::string> send(static_cast<size_t>(c_.size()));
-    send[0].assign(reinterpret_cast<const char*>(verified.data()), verified.size() * sizeof(ScoredPair));
     verified_n = c_.all_reduce(static_cast<uint64_t>(verified.size()), MPI_SUM);
-    if (!steps_.run([&] {
-          const double mib = static_cast<double>(verified_n * sizeof(ScoredPair)) / (1 << 20);
-          if (mib > o_.edge_budget_mib)
-            throw UsageError("the " + std::to_string(verified_n) + " verified edges (" + std::to_string(static_cast<uint64_t>(mib)) +
-                             " MiB) exceed --edge-budget " + std::to_string(o_.edge_budget_mib) +
-                             " (MiB gathered on rank 0 for clustering); raise it if rank 0 has the memory");
-        }))
-      return steps_.exit_code();
-    auto got = c_.exchange(std::move(send));
-    // Rank 0: the documents in edges, numbered compactly in input order (so keep order and
-    // cluster numbering are those of one process).
-    std::vector<ScoredPair> edges;
-    for (const std::string& g : got) {
-      const size_t at = edges.size();
-      edges.resize(at + g.size() / sizeof(ScoredPair));
-      std::memcpy(edges.data() + at, g.data(), g.size());
+    const Components comp = components(verified);
+    label_rounds_ = comp.rounds;
+    for (size_t i = 0; i < comp.docs.size(); ++i) {
+      const DocId d = comp.docs[i], keeper = static_cast<DocId>(comp.label[i] & 0xFFFFFFFFu);
+      if (keeper != d) my_removed.push_back({d, keeper});
+      if (comp.first[i] == d) ++clusters_n;
     }
-    std::vector<DocId> involved;
-    for (const ScoredPair& e : edges) {
-      involved.push_back(e.a);
-      involved.push_back(e.b);
-    }
-    // Lengths for --keep longest, ids for --clusters, from the ranks that read them.
-    std::sort(involved.begin(), involved.end());
-    involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
-    Payloads info;
-    info.docs = involved;
-    std::vector<std::string> storage;
-    auto told = ask_owners(info.docs, [&](std::span<const DocId> want, Packer& p) {
-      for (const DocId d : want) {
-        p.put(static_cast<uint32_t>(local_.texts[d - local_.base].size()));
-        p.put_string(o_.clusters.empty() ? std::string_view() : std::string_view(local_.ids[d - local_.base]));
-      }
-    }, storage);
-    std::vector<std::string> assign(static_cast<size_t>(c_.size()));
-    if (!steps_.run([&] {
-          if (c_.rank() != 0) return;
-          const size_t m = info.docs.size();
-          std::vector<uint32_t> lengths(m);
-          std::vector<std::string> ids(m);
-          for (size_t i = 0; i < m; ++i) {
-            Unpacker& u = told[static_cast<size_t>(owner_of(bases_, info.docs[i]))];
-            lengths[i] = u.get<uint32_t>();
-            ids[i] = std::string(u.get_string());
-          }
-          std::vector<ScoredPair> compact(edges.size());
-          for (size_t i = 0; i < edges.size(); ++i)
-            compact[i] = {static_cast<DocId>(info.index(edges[i].a)), static_cast<DocId>(info.index(edges[i].b)), edges[i].similarity};
-          const Clustering cl = cluster_components(m, compact, keep_ranks(m, ro_.keep, lengths));
-          clusters_n = cl.clusters;
-          removed_n = cl.removed;
-          std::vector<Packer> packs(static_cast<size_t>(c_.size()));
-          for (size_t i = 0; i < m; ++i) {
-            if (cl.kept(static_cast<DocId>(i))) continue;
-            Packer& p = packs[static_cast<size_t>(owner_of(bases_, info.docs[i]))];
-            p.put(info.docs[i]);
-            p.put(info.docs[cl.keeper[i]]);
-          }
-          for (int r = 0; r < c_.size(); ++r) assign[static_cast<size_t>(r)] = std::move(packs[static_cast<size_t>(r)].bytes());
-          if (clusters) io::write_clusters(*clusters, cl, [&](DocId d) { return std::string_view(ids[d]); });
-        }))
-      return steps_.exit_code();
-    const auto mine = c_.exchange(std::move(assign));
-    Unpacker u(mine[0]);
-    while (!u.done()) {
-      const auto r = u.get<DocId>();
-      my_removed.push_back({r, u.get<DocId>()});
-    }
+    removed_n = my_removed.size();
+    if (!o_.clusters.empty() && !write_clusters(comp, clusters.get())) return steps_.exit_code();
     // Each removed document's similarity to its kept one, on the rank that read it.
     std::vector<DocId> need;
     for (const auto& [r, k] : my_removed) {
@@ -920,9 +1013,9 @@ int Run::go() {
     if (o_.show_stats)
       std::fprintf(stderr,
                    "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s (slowest rank); buckets %.3f s; verify %.3f s; "
-                   "cluster %.3f s; write %.3f s; shuffled %.0f bytes per document (%.1f MB over all ranks); largest bucket %llu; "
+                   "cluster %.3f s (%d label rounds); write %.3f s; shuffled %.0f bytes per document (%.1f MB over all ranks); largest bucket %llu; "
                    "peak memory %.0f MiB (largest rank); %d threads per rank\n",
-                   static_cast<double>(text_bytes) / 1e6, t_read_max, t_lsh, t_verify, t_cluster, t_write,
+                   static_cast<double>(text_bytes) / 1e6, t_read_max, t_lsh, t_verify, t_cluster, label_rounds_, t_write,
                    n ? static_cast<double>(shuffled) / static_cast<double>(n) : 0.0, static_cast<double>(shuffled) / 1e6,
                    static_cast<unsigned long long>(largest), rss, threads_);
   }
@@ -957,10 +1050,6 @@ int main(int argc, char** argv) {
                       "Instead of -o: each input file's kept records to DIR under the same name, written by the rank that read it");
     dedup->add_option("--removed", dedup_o.removed, "Write removed_id TAB kept_id TAB similarity per removed document");
     dedup->add_option("--clusters", dedup_o.clusters, "Write cluster TAB id TAB kept|removed per clustered document");
-    dedup->add_option("--edge-budget", dedup_o.edge_budget_mib,
-                      "MiB of verified edges rank 0 may gather to cluster (16 bytes per edge, at most one per clustered document per rank)")
-        ->default_val(4096)
-        ->check(CLI::Range(1, 1 << 30));
     app.footer("Exit codes as neardup's: 0 ok, 1 internal error, 2 usage error, 3 bad input data, 4 I/O error.");
     try {
       app.parse(argc, argv);
