@@ -84,6 +84,9 @@ class Comm {
     std::vector<size_t> sent(static_cast<size_t>(size_), 0);
     for (int r = 0; r < size_; ++r)
       if (r != rank_) shuffled += out[static_cast<size_t>(r)].size();
+    // What stays here is moved, not copied through MPI.
+    in[static_cast<size_t>(rank_)] = std::move(out[static_cast<size_t>(rank_)]);
+    out[static_cast<size_t>(rank_)].clear();
     for (;;) {
       // One round: up to kRoundBytes / size from each buffer not yet sent whole.
       const size_t chunk = kRoundBytes / static_cast<size_t>(size_);
@@ -110,8 +113,9 @@ class Comm {
       MPI_Alltoallv(sendbuf.data(), scount.data(), sdispl.data(), MPI_BYTE, recvbuf.data(), rcount.data(), rdispl.data(),
                     MPI_BYTE, MPI_COMM_WORLD);
       for (int r = 0; r < size_; ++r)
-        in[static_cast<size_t>(r)].append(recvbuf, static_cast<size_t>(rdispl[static_cast<size_t>(r)]),
-                                          static_cast<size_t>(rcount[static_cast<size_t>(r)]));
+        if (r != rank_)
+          in[static_cast<size_t>(r)].append(recvbuf, static_cast<size_t>(rdispl[static_cast<size_t>(r)]),
+                                            static_cast<size_t>(rcount[static_cast<size_t>(r)]));
       int any = 0;
       MPI_Allreduce(&left, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
       if (!any) break;

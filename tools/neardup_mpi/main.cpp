@@ -221,19 +221,107 @@ std::string Run::piece_path(const char* what) const {
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/neardup-mpi-" + std::to_string(::getpid()) + "-" + what;
 }
 
+// The share's records in batches of about 64 MB: lines read here, parsed on every thread (each
+// its own parser), then taken in input order, where bad records are reported as one process
+// reports them (the first stops the run, or each is counted and skipped).
 void Run::read_share(const Share& share) {
+  using Kind = io::RawRecord::Kind;
   io::RecordReader reader(*inputs_, ro_.reader);
   reader.read_sources(share.first, share.last, share.begin, share.end);
-  io::Record rec;
-  while (reader.next(rec)) {
-    local_.ids.emplace_back(rec.id);
-    local_.texts.emplace_back(rec.text);
-    const io::Source& src = inputs_->sources()[rec.source];
-    local_.where.push_back(src.kind == io::SourceKind::Jsonl ? src.display + ":" + std::to_string(rec.line) : std::string(rec.id.substr(0, 200)));
-    local_.pos.push_back({static_cast<uint32_t>(rec.source), static_cast<uint32_t>(rec.raw.size()), rec.offset});
-    local_.source.push_back(static_cast<uint32_t>(rec.source));
+  io::BadRecords bad(ro_.reader);
+  struct Item {
+    Kind kind;
+    size_t at = 0, size = 0;  // the line in `lines` (padded for the parser)
+    std::string bytes;  // a text file's text
+    std::string id;     // a text file's id; a parsed line's id
+    std::string text;   // a parsed line's text
+    std::string problem;
+    const char* problem_kind = "";
+    uint32_t source = 0;
+    uint64_t line = 0, offset = 0;
+    bool good = false, invalid_utf8 = false, missing_id = false;
+  };
+  constexpr size_t kBatchBytes = size_t{64} << 20;
+  std::vector<Item> batch;
+  std::string lines;  // the batch's lines, one buffer reused from batch to batch
+  lines.reserve(kBatchBytes + (size_t{1} << 20));
+  std::vector<std::unique_ptr<io::JsonlParser>> parsers(static_cast<size_t>(threads_));
+  auto flush = [&] {
+    ThreadPool::current().parallel_for(batch.size(), threads_, [&](size_t i, size_t slot) {
+      Item& it = batch[i];
+      if (it.kind != Kind::Line) return;
+      if (!parsers[slot]) parsers[slot] = std::make_unique<io::JsonlParser>(ro_.reader);
+      io::JsonlParser& parser = *parsers[slot];
+      io::Record rec;
+      const std::string_view line(lines.data() + it.at, it.size);
+      it.good = parser.parse(line, inputs_->sources()[it.source], it.line, rec, it.problem);
+      if (!it.good) {
+        it.problem_kind = parser.problem_kind();
+        return;
+      }
+      it.invalid_utf8 = parser.replaced_invalid_utf8();
+      it.missing_id = parser.missing_id();
+      it.id.assign(rec.id);
+      it.text.assign(rec.text);
+    });
+    for (Item& it : batch) {
+      const io::Source& src = inputs_->sources()[it.source];
+      if (it.kind == Kind::Bad || (it.kind == Kind::Line && !it.good)) {
+        io::Rejected r;
+        r.input = src.display;
+        r.line = it.line;
+        r.offset = it.offset;
+        r.kind = it.problem_kind;
+        r.reason = it.problem;
+        r.has_record = it.kind == Kind::Line;
+        if (r.has_record) r.record = std::string_view(lines.data() + it.at, it.size);
+        bad.report(it.kind == Kind::Bad && it.line == 0 ? src.display : io::record_where(src, it.line, it.offset), r);
+        continue;
+      }
+      local_.reader.invalid_utf8 += it.invalid_utf8;
+      local_.reader.missing_ids += it.missing_id;
+      const bool line = it.kind == Kind::Line;
+      local_.where.push_back(line ? src.display + ":" + std::to_string(it.line) : it.id.substr(0, 200));
+      local_.pos.push_back({it.source, static_cast<uint32_t>(it.size), it.offset});
+      local_.source.push_back(it.source);
+      local_.ids.push_back(std::move(it.id));
+      local_.texts.push_back(line ? std::move(it.text) : std::move(it.bytes));
+    }
+    batch.clear();
+    lines.clear();
+  };
+  io::RawRecord raw;
+  size_t bytes = 0;
+  while (reader.next_raw(raw)) {
+    Item it;
+    it.kind = raw.kind;
+    it.source = static_cast<uint32_t>(raw.source);
+    it.line = raw.line;
+    it.offset = raw.offset;
+    if (raw.kind == Kind::Line) {
+      it.at = lines.size();
+      it.size = raw.bytes.size();
+      lines.append(raw.bytes);
+      lines.append(io::JsonlParser::kPadding, ' ');
+    } else if (raw.kind == Kind::Parsed) {
+      it.bytes.assign(raw.bytes);
+      it.id.assign(raw.id);
+    } else {
+      it.problem = raw.problem;
+      it.problem_kind = raw.problem_kind;
+    }
+    bytes += it.size + it.bytes.size();
+    batch.push_back(std::move(it));
+    if (bytes >= kBatchBytes) {
+      flush();
+      bytes = 0;
+    }
   }
-  local_.reader = reader.stats();
+  flush();
+  local_.reader.skipped = bad.skipped();
+  local_.reader.first_skips = bad.first();
+  local_.reader.skip_kinds = bad.kinds();
+  local_.reader.records = local_.size();
   std::vector<std::string_view> views(local_.texts.begin(), local_.texts.end());
   local_.sketches = sketch_documents(views, spec_, threads_);
 }
@@ -434,27 +522,23 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
     }
     for (size_t i = 0; i < want.size(); ++i) {
       const size_t l = want[i] - local_.base;
-      if (exact)
-        p.put_vector(sets[i]);
-      else
-        p.put_vector(std::vector<SigValue>(local_.sketches.signatures.begin() + static_cast<ptrdiff_t>(l * k),
-                                           local_.sketches.signatures.begin() + static_cast<ptrdiff_t>((l + 1) * k)));
+      if (exact) p.put_vector(sets[i]);
+      // The signature too: the estimate, or (exact) whether two documents share a band.
+      p.put_vector(std::vector<SigValue>(local_.sketches.signatures.begin() + static_cast<ptrdiff_t>(l * k),
+                                         local_.sketches.signatures.begin() + static_cast<ptrdiff_t>((l + 1) * k)));
       p.put_string(with_ids ? std::string_view(local_.ids[l]) : std::string_view());
     }
   }, storage);
   Payloads pl;
   pl.docs = docs;
   pl.sets = ShingleSets(docs.size());
-  if (!exact) pl.sigs.resize(docs.size() * k);
+  pl.sigs.resize(docs.size() * k);
   pl.ids.resize(docs.size());
   for (size_t i = 0; i < docs.size(); ++i) {
     Unpacker& u = readers[static_cast<size_t>(owner_of(bases_, docs[i]))];
-    if (exact) {
-      pl.sets.set(static_cast<DocId>(i), u.get_vector<ShingleHash>());
-    } else {
-      const auto sig = u.get_vector<SigValue>();
-      std::copy(sig.begin(), sig.end(), pl.sigs.begin() + static_cast<ptrdiff_t>(i * k));
-    }
+    if (exact) pl.sets.set(static_cast<DocId>(i), u.get_vector<ShingleHash>());
+    const auto sig = u.get_vector<SigValue>();
+    std::copy(sig.begin(), sig.end(), pl.sigs.begin() + static_cast<ptrdiff_t>(i * k));
     pl.ids[i] = std::string(u.get_string());
   }
   return pl;
@@ -465,26 +549,57 @@ Scorer Run::scorer(const Payloads& pl) const {
   return Scorer::signature_estimate(pl.sigs, static_cast<size_t>(spec_.num_perm));
 }
 
-// Verifies this rank's buckets (payloads in pl, numbered by pl.index). Dedup: edges that connect
-// every pair of a bucket with similarity >= t (stars first, then pairs across what the stars
-// left apart); pairs: every pair of every bucket with similarity >= t. In global numbers.
+// Verifies this rank's buckets (payloads in pl, numbered by pl.index), as one process does:
+// dedup connects every pair of a bucket with similarity >= t (star edges first; then, in a
+// bucket the stars left split, the pairs across its parts: pair by pair in a small bucket, by the
+// exact join in a large one); pairs lists every such pair (the join for large buckets). The join
+// keeps only pairs that share a band, so it adds no pair that LSH would not have proposed.
+// Estimated similarities have no sets to join: large buckets are compared pair by pair.
+// Returns the edges (dedup) or pairs, in global numbers.
 std::vector<ScoredPair> Run::verify_buckets(const std::vector<std::vector<DocId>>& buckets, const Payloads& pl) {
   const Scorer score = scorer(pl);
   const double t = spec_.threshold;
-  std::vector<DocPair> pairs;
+  const bool exact = spec_.verify == VerifyMode::Exact;
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  constexpr size_t kDirect = 64;  // larger buckets: the join (exact), or one pair at a time
   auto local = [&](DocId d) { return static_cast<DocId>(pl.index(d)); };
-  std::vector<ScoredPair> out;
-  auto to_global = [&](std::vector<ScoredPair> v) {
-    for (ScoredPair& p : v) out.push_back({pl.docs[p.a], pl.docs[p.b], p.similarity});
+  const PairFilter share = [&](DocId a, DocId b) {
+    return share_band(std::span<const SigValue>(pl.sigs).subspan(a * k, k), std::span<const SigValue>(pl.sigs).subspan(b * k, k), spec_.lsh);
   };
+  auto join_over = [&](const std::vector<const std::vector<DocId>*>& large) {
+    std::vector<DocId> docs;
+    for (const auto* b : large)
+      for (const DocId d : *b) docs.push_back(local(d));
+    std::sort(docs.begin(), docs.end());
+    docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+    return std::make_unique<SetJoin>(docs, [&](DocId d) { return pl.sets.get(d); }, t, threads_);
+  };
+  std::vector<ScoredPair> out;
+  auto to_global = [&](const std::vector<ScoredPair>& v) {
+    for (const ScoredPair& p : v) out.push_back({pl.docs[p.a], pl.docs[p.b], p.similarity});
+  };
+  std::vector<DocPair> pairs;
+  std::vector<const std::vector<DocId>*> large;
   if (!dedup_) {
-    for (const auto& b : buckets)
+    for (const auto& b : buckets) {
+      if (exact && b.size() > kDirect) {
+        large.push_back(&b);
+        continue;
+      }
       for (size_t y = 1; y < b.size(); ++y)
         for (size_t x = 0; x < y; ++x) pairs.push_back({local(b[x]), local(b[y])});
+    }
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
     candidates_ += pairs.size();
-    to_global(verify_pairs(pairs, score, t, threads_));
+    std::vector<ScoredPair> found = verify_pairs(pairs, score, t, threads_);
+    if (!large.empty()) {
+      const auto join = join_over(large);
+      std::vector<ScoredPair> more = join->all_pairs(share);
+      candidates_ += join->stats().verified;
+      found.insert(found.end(), more.begin(), more.end());
+    }
+    to_global(found);
     return out;
   }
   for (const auto& b : buckets)
@@ -506,34 +621,38 @@ std::vector<ScoredPair> Run::verify_buckets(const std::vector<std::vector<DocId>
     edges.push_back(e);
   };
   for (const ScoredPair& e : verify_pairs(pairs, score, t, threads_)) take(e);
-  // Buckets the stars left split: small ones pair by pair across the parts in one parallel
-  // batch, large ones one pair at a time, skipping pairs already connected.
-  constexpr size_t kDirect = 64;
   std::vector<DocPair> direct;
   for (const auto& b : buckets) {
     bool split = false;
     for (const DocId d : b) split |= find(local(d)) != find(local(b[0]));
     if (!split) continue;
     if (b.size() <= kDirect) {
-      for (size_t y = 2; y < b.size(); ++y)
+      for (size_t y = 2; y < b.size(); ++y)  // the pairs with b[0] are stars
         for (size_t x = 1; x < y; ++x)
           if (find(local(b[x])) != find(local(b[y]))) direct.push_back({local(b[x]), local(b[y])});
-      continue;
+    } else if (exact) {
+      large.push_back(&b);
+    } else {
+      for (size_t y = 1; y < b.size(); ++y)
+        for (size_t x = 0; x < y; ++x) {
+          const DocId lx = local(b[x]), ly = local(b[y]);
+          if (find(lx) == find(ly)) continue;
+          ++candidates_;
+          const double sim = score(lx, ly);
+          if (sim + kSimilarityEpsilon >= t) take({lx, ly, sim});
+        }
     }
-    for (size_t y = 1; y < b.size(); ++y)
-      for (size_t x = 0; x < y; ++x) {
-        const DocId lx = local(b[x]), ly = local(b[y]);
-        if (find(lx) == find(ly)) continue;
-        ++candidates_;
-        const double s = score(lx, ly);
-        if (s + kSimilarityEpsilon >= t) take({lx, ly, s});
-      }
   }
   std::sort(direct.begin(), direct.end());
   direct.erase(std::unique(direct.begin(), direct.end()), direct.end());
   candidates_ += direct.size();
   for (const ScoredPair& e : verify_pairs(direct, score, t, threads_)) take(e);
-  to_global(std::move(edges));
+  if (!large.empty()) {
+    const auto join = join_over(large);
+    for (const ScoredPair& e : join->connect(pl.docs.size(), edges, share)) take(e);
+    candidates_ += join->stats().verified;
+  }
+  to_global(edges);
   return out;
 }
 
@@ -809,7 +928,8 @@ int Run::go() {
           if (ec) throw IoError(per_source[s] + ": cannot create its directory: " + ec.message() + "; check --output-dir");
           dir_files[s] = cli::open_output(per_source[s]);
         }
-        if (one_output) piece = std::make_unique<io::AtomicFile>(piece_path("output"));
+        // -o: pairs, or the kept paths of text files, go through a piece per rank.
+        if (one_output && !(dedup_ && inputs_->all_jsonl())) piece = std::make_unique<io::AtomicFile>(piece_path("output"));
         if (dedup_ && !o_.removed.empty()) removed_piece = std::make_unique<io::AtomicFile>(piece_path("removed"));
         rejects.open(o_.rejects.empty() ? std::string() : piece_path("rejects"), ro_.reader);
       }))
@@ -936,6 +1056,7 @@ int Run::go() {
 
   // 5. The outputs: kept records of the files read here; then the merged files on rank 0.
   t = Clock::now();
+  Packer kept_ranges;
   if (dedup_ && !steps_.run([&] {
         std::sort(my_removed.begin(), my_removed.end());
         size_t ri = 0;
@@ -957,8 +1078,15 @@ int Run::go() {
               else
                 ranges.push_back({begin, len});
             }
-            const io::Source& src = inputs_->sources()[s];
-            io::append_ranges(src.path, src.display, ranges, one_output ? *piece : *dir_files[s]);
+            if (one_output) {
+              // -o: rank 0 copies every rank's kept ranges from the inputs, in the kernel where
+              // it can, as one process does; only the ranges travel.
+              kept_ranges.put(static_cast<uint64_t>(s));
+              kept_ranges.put_vector(ranges);
+            } else {
+              const io::Source& src = inputs_->sources()[s];
+              io::append_ranges(src.path, src.display, ranges, *dir_files[s]);
+            }
           }
         } else {
           for (size_t i = 0; i < local_.size(); ++i)
@@ -969,6 +1097,22 @@ int Run::go() {
         }
       }))
     return steps_.exit_code();
+  if (dedup_ && one_output && inputs_->all_jsonl()) {
+    std::vector<std::string> send(static_cast<size_t>(c_.size()));
+    send[0] = std::move(kept_ranges.bytes());
+    const auto got = c_.exchange(std::move(send));
+    if (!steps_.run([&] {
+          if (c_.rank() != 0) return;
+          for (const std::string& g : got) {
+            Unpacker u(g);
+            while (!u.done()) {
+              const io::Source& src = inputs_->sources()[u.get<uint64_t>()];
+              io::append_ranges(src.path, src.display, u.get_vector<io::ByteRange>(), *out);
+            }
+          }
+        }))
+      return steps_.exit_code();
+  }
   if (piece && !write_piece(piece->path(), piece.get(), out.get())) return steps_.exit_code();
   if (removed_piece && !write_piece(removed_piece->path(), removed_piece.get(), removed.get())) return steps_.exit_code();
   if (!o_.rejects.empty()) {
