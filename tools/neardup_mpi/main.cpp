@@ -13,6 +13,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -145,7 +148,7 @@ std::vector<Share> split_inputs(const io::InputSet& inputs, int ranks, bool spli
 struct Local {
   DocId base = 0;
   std::vector<std::string> ids;
-  std::vector<std::string> texts;    // at most max_doc_bytes each
+  std::vector<uint32_t> lengths;     // of the texts (at most max_doc_bytes)
   std::vector<std::string> where;    // FILE:LINE, or the path of a text file
   std::vector<io::RecordPos> pos;    // JSONL
   std::vector<uint32_t> source;
@@ -191,6 +194,7 @@ class Run {
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
                                    std::vector<std::string>& storage);
   Payloads fetch(std::vector<DocId> docs, bool with_ids);
+  std::vector<std::vector<ShingleHash>> sets_of(std::span<const DocId> docs);
   std::vector<ScoredPair> verify_buckets(const std::vector<std::vector<DocId>>& buckets, const Payloads& pl);
   Scorer scorer(const Payloads& pl) const;
   struct Components;
@@ -234,21 +238,117 @@ void Run::read_share(const Share& share) {
     size_t at = 0, size = 0;  // the line in `lines` (padded for the parser)
     std::string bytes;  // a text file's text
     std::string id;     // a text file's id; a parsed line's id
-    std::string text;   // a parsed line's text
+    size_t index = 0;        // in the batch
+    uint64_t shingles = 0;   // its sketch is sigs[index * k, (index + 1) * k)
+    uint32_t length = 0;     // of its text
     std::string problem;
     const char* problem_kind = "";
     uint32_t source = 0;
     uint64_t line = 0, offset = 0;
     bool good = false, invalid_utf8 = false, missing_id = false;
   };
+  // Two batches: a reading thread fills one while this thread parses and sketches the other.
   constexpr size_t kBatchBytes = size_t{64} << 20;
-  std::vector<Item> batch;
-  std::string lines;  // the batch's lines, one buffer reused from batch to batch
-  lines.reserve(kBatchBytes + (size_t{1} << 20));
+  struct Batch {
+    std::vector<Item> items;
+    std::string lines;  // the lines, one buffer reused from batch to batch
+    bool full = false, last = false;
+  };
+  Batch batches[2];
+  for (Batch& b : batches) b.lines.reserve(kBatchBytes + (size_t{1} << 20));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::exception_ptr read_error;
+  std::thread producer([&] {
+    try {
+      io::RawRecord raw;
+      for (int b = 0;; b ^= 1) {
+        Batch& batch = batches[b];
+        {
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return !batch.full || stop; });
+          if (stop) return;
+        }
+        batch.items.clear();
+        batch.lines.clear();
+        size_t bytes = 0;
+        bool more = true;
+        while (bytes < kBatchBytes && (more = reader.next_raw(raw))) {
+          Item it;
+          it.kind = raw.kind;
+          it.source = static_cast<uint32_t>(raw.source);
+          it.line = raw.line;
+          it.offset = raw.offset;
+          if (raw.kind == Kind::Line) {
+            it.at = batch.lines.size();
+            it.size = raw.bytes.size();
+            batch.lines.append(raw.bytes);
+            batch.lines.append(io::JsonlParser::kPadding, ' ');
+          } else if (raw.kind == Kind::Parsed) {
+            it.bytes.assign(raw.bytes);
+            it.id.assign(raw.id);
+          } else {
+            it.problem = raw.problem;
+            it.problem_kind = raw.problem_kind;
+          }
+          bytes += it.size + it.bytes.size();
+          batch.items.push_back(std::move(it));
+        }
+        std::lock_guard lock(mu);
+        batch.full = true;
+        batch.last = !more;
+        cv.notify_all();
+        if (!more) return;
+      }
+    } catch (...) {
+      std::lock_guard lock(mu);
+      read_error = std::current_exception();
+      for (Batch& b : batches) b.full = b.last = true;
+      cv.notify_all();
+    }
+  });
+  struct Join {
+    std::thread& t;
+    std::mutex& mu;
+    std::condition_variable& cv;
+    bool& stop;
+    ~Join() {
+      {
+        std::lock_guard lock(mu);
+        stop = true;
+      }
+      cv.notify_all();
+      t.join();
+    }
+  } join{producer, mu, cv, stop};
   std::vector<std::unique_ptr<io::JsonlParser>> parsers(static_cast<size_t>(threads_));
-  auto flush = [&] {
-    ThreadPool::current().parallel_for(batch.size(), threads_, [&](size_t i, size_t slot) {
-      Item& it = batch[i];
+  // Each record shingled and sketched right after it is parsed, while its text is in cache.
+  std::vector<std::unique_ptr<DocumentSketcher>> sketchers(static_cast<size_t>(threads_));
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  std::vector<SigValue> sigs;  // the batch's, k per item
+  auto sketch = [&](Item& it, std::string_view text, size_t slot) {
+    if (!sketchers[slot]) sketchers[slot] = std::make_unique<DocumentSketcher>(spec_);
+    DocumentSketcher& sk = *sketchers[slot];
+    it.shingles = sk.shingle(text).size();
+    it.length = static_cast<uint32_t>(text.size());
+    sk.signature(std::span<SigValue>(sigs).subspan(it.index * k, k));
+    sk.trim();
+  };
+  local_.sketches.spec = spec_;
+  for (int b = 0;; b ^= 1) {
+    Batch& batch = batches[b];
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return batch.full; });
+      if (read_error) std::rethrow_exception(read_error);
+    }
+    const std::string& lines = batch.lines;
+    sigs.resize(batch.items.size() * k);
+    ThreadPool::current().parallel_for(batch.items.size(), threads_, [&](size_t i, size_t slot) {
+      Item& it = batch.items[i];
+      it.index = i;
+      if (it.kind == Kind::Parsed) sketch(it, it.bytes, slot);
       if (it.kind != Kind::Line) return;
       if (!parsers[slot]) parsers[slot] = std::make_unique<io::JsonlParser>(ro_.reader);
       io::JsonlParser& parser = *parsers[slot];
@@ -262,9 +362,9 @@ void Run::read_share(const Share& share) {
       it.invalid_utf8 = parser.replaced_invalid_utf8();
       it.missing_id = parser.missing_id();
       it.id.assign(rec.id);
-      it.text.assign(rec.text);
+      sketch(it, rec.text, slot);
     });
-    for (Item& it : batch) {
+    for (Item& it : batch.items) {
       const io::Source& src = inputs_->sources()[it.source];
       if (it.kind == Kind::Bad || (it.kind == Kind::Line && !it.good)) {
         io::Rejected r;
@@ -285,45 +385,25 @@ void Run::read_share(const Share& share) {
       local_.pos.push_back({it.source, static_cast<uint32_t>(it.size), it.offset});
       local_.source.push_back(it.source);
       local_.ids.push_back(std::move(it.id));
-      local_.texts.push_back(line ? std::move(it.text) : std::move(it.bytes));
+      // The texts are not kept: verification reads them again.
+      local_.lengths.push_back(it.length);
+      local_.sketches.signatures.insert(local_.sketches.signatures.end(), sigs.begin() + static_cast<ptrdiff_t>(it.index * k),
+                                        sigs.begin() + static_cast<ptrdiff_t>((it.index + 1) * k));
+      local_.sketches.empty.push_back(it.shingles == 0);
+      local_.sketches.shingles += it.shingles;
     }
-    batch.clear();
-    lines.clear();
-  };
-  io::RawRecord raw;
-  size_t bytes = 0;
-  while (reader.next_raw(raw)) {
-    Item it;
-    it.kind = raw.kind;
-    it.source = static_cast<uint32_t>(raw.source);
-    it.line = raw.line;
-    it.offset = raw.offset;
-    if (raw.kind == Kind::Line) {
-      it.at = lines.size();
-      it.size = raw.bytes.size();
-      lines.append(raw.bytes);
-      lines.append(io::JsonlParser::kPadding, ' ');
-    } else if (raw.kind == Kind::Parsed) {
-      it.bytes.assign(raw.bytes);
-      it.id.assign(raw.id);
-    } else {
-      it.problem = raw.problem;
-      it.problem_kind = raw.problem_kind;
+    const bool last = batch.last;
+    {
+      std::lock_guard lock(mu);
+      batch.full = false;
+      cv.notify_all();
     }
-    bytes += it.size + it.bytes.size();
-    batch.push_back(std::move(it));
-    if (bytes >= kBatchBytes) {
-      flush();
-      bytes = 0;
-    }
+    if (last) break;
   }
-  flush();
   local_.reader.skipped = bad.skipped();
   local_.reader.first_skips = bad.first();
   local_.reader.skip_kinds = bad.kinds();
   local_.reader.records = local_.size();
-  std::vector<std::string_view> views(local_.texts.begin(), local_.texts.end());
-  local_.sketches = sketch_documents(views, spec_, threads_);
 }
 
 void Run::number_documents() {
@@ -501,6 +581,63 @@ std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std:
   return readers;
 }
 
+// The shingle sets of documents read here (ascending), from the inputs read again: JSONL records
+// by position, a text file whole; sets computed in parallel, about 64 MB of text at a time.
+std::vector<std::vector<ShingleHash>> Run::sets_of(std::span<const DocId> docs) {
+  std::vector<std::vector<ShingleHash>> out(docs.size());
+  std::string texts_blob;
+  std::vector<std::pair<size_t, size_t>> spans;  // in texts_blob
+  std::vector<size_t> index;                     // into docs
+  auto compute = [&] {
+    std::vector<std::string_view> texts;
+    for (const auto& [at, n] : spans) texts.push_back(std::string_view(texts_blob).substr(at, n));
+    ShingleSets sets = shingle_sets(texts, spec_, {}, threads_);
+    for (size_t j = 0; j < index.size(); ++j) {
+      const auto set = sets.get(static_cast<DocId>(j));
+      out[index[j]].assign(set.begin(), set.end());
+    }
+    texts_blob.clear();
+    spans.clear();
+    index.clear();
+  };
+  auto take = [&](size_t i, std::string_view text) {
+    const DocId d = docs[i];
+    if (text.size() != local_.lengths[d - local_.base])
+      throw IoError(local_.where[d - local_.base] + ": the record changed while neardup-mpi was running (do not modify inputs during a run)");
+    spans.push_back({texts_blob.size(), text.size()});
+    texts_blob.append(text);
+    index.push_back(i);
+    if (texts_blob.size() >= (size_t{64} << 20)) compute();
+  };
+  std::vector<io::RecordPos> positions;
+  std::vector<size_t> by_position;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const size_t l = docs[i] - local_.base;
+    const io::Source& src = inputs_->sources()[local_.source[l]];
+    if (src.kind == io::SourceKind::Jsonl) {
+      positions.push_back(local_.pos[l]);
+      by_position.push_back(i);
+      continue;
+    }
+    io::RecordReader reader(*inputs_, ro_.reader);  // a text file: its one record
+    reader.read_sources(local_.source[l], local_.source[l] + 1);
+    io::Record rec;
+    if (!reader.next(rec)) throw IoError(src.display + ": the file changed while neardup-mpi was running (do not modify inputs during a run)");
+    take(i, rec.text);
+  }
+  if (!positions.empty()) {
+    io::RecordReader reader(*inputs_, ro_.reader);
+    reader.select(positions);
+    io::Record rec;
+    for (const size_t i : by_position) {
+      if (!reader.next(rec)) throw IoError(local_.where[docs[i] - local_.base] + ": the input changed while neardup-mpi was running");
+      take(i, rec.text);
+    }
+  }
+  if (!spans.empty()) compute();
+  return out;
+}
+
 // The payloads (and ids) of `docs`, from the ranks that read them: each computes the sets of
 // its documents asked for (in parallel), as the single process's verification pass does.
 Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
@@ -511,15 +648,7 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
   std::vector<std::string> storage;
   auto readers = ask_owners(docs, [&](std::span<const DocId> want, Packer& p) {
     std::vector<std::vector<ShingleHash>> sets(exact ? want.size() : 0);
-    if (exact) {
-      std::vector<std::unique_ptr<DocumentSketcher>> sk(static_cast<size_t>(threads_));
-      ThreadPool::current().parallel_for(want.size(), threads_, [&](size_t i, size_t slot) {
-        if (!sk[slot]) sk[slot] = std::make_unique<DocumentSketcher>(spec_);
-        sk[slot]->shingle(local_.texts[want[i] - local_.base]);
-        sets[i] = sk[slot]->set();
-        sk[slot]->trim();
-      });
-    }
+    if (exact) sets = sets_of(want);
     for (size_t i = 0; i < want.size(); ++i) {
       const size_t l = want[i] - local_.base;
       if (exact) p.put_vector(sets[i]);
@@ -716,7 +845,7 @@ Run::Components Run::components(const std::vector<ScoredPair>& edges) {
   std::vector<DocId> first(m, std::numeric_limits<DocId>::max());
   for (size_t i = 0; i < m; ++i) {
     const DocId d = comp.docs[i];
-    const uint64_t order = ro_.keep == KeepPolicy::Longest ? 0xFFFFFFFFull - local_.texts[d - local_.base].size() : 0;
+    const uint64_t order = ro_.keep == KeepPolicy::Longest ? 0xFFFFFFFFull - local_.lengths[d - local_.base] : 0;
     const size_t r = find(i);
     label[r] = std::min(label[r], order << 32 | d);
     first[r] = std::min(first[r], d);
@@ -938,6 +1067,7 @@ int Run::go() {
   // 1. Read and sketch the share.
   auto t = Clock::now();
   if (!steps_.run([&] { read_share(share); })) return steps_.exit_code();
+
   if (const char* kill = std::getenv("NEARDUP_MPI_TEST_KILL_RANK"); kill && std::atoi(kill) == c_.rank()) ::raise(SIGKILL);
   number_documents();
   const uint64_t n = bases_.back();
@@ -1139,7 +1269,7 @@ int Run::go() {
   uint64_t empty = static_cast<uint64_t>(std::count(local_.sketches.empty.begin(), local_.sketches.empty.end(), 1));
   empty = c_.all_reduce(empty, MPI_SUM);
   uint64_t text_bytes = 0;
-  for (const auto& s : local_.texts) text_bytes += s.size();
+  for (const uint32_t l : local_.lengths) text_bytes += l;
   text_bytes = c_.all_reduce(text_bytes, MPI_SUM);
   if (c_.rank() == 0 && !o_.quiet) {
     if (skipped > 0)
