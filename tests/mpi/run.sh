@@ -26,7 +26,10 @@ for f in range(5):
             w = (random.choice(base) if random.random() < 0.7 else " ".join(random.choice(words) for _ in range(80))).split()
             for _ in range(random.randint(0, 4)):
                 w[random.randrange(len(w))] = random.choice(words)
-            out.write(json.dumps({"id": "s%d-%d" % (f, i), "text": " ".join(w)}) + "\n")
+            rec = {"id": "s%d-%d" % (f, i), "text": " ".join(w)}
+            if random.random() < 0.8:  # --keep-by: ties, and records without the field
+                rec["score"] = random.choice([1, 2, 3, 4.5, 10])
+            out.write(json.dumps(rec) + "\n")
 EOF
 cat shard*.jsonl > all.jsonl
 
@@ -51,6 +54,11 @@ for np in 1 2 3 4; do
   same_dedup planted-shards "$np" shard*.jsonl
   same_dedup planted-one-file "$np" all.jsonl --keep longest --method minhash
   same_dedup planted-estimate "$np" all.jsonl --verify estimate -t 0.7
+  if [ "$np" = 1 ] || [ "$np" = 3 ]; then
+    same_dedup planted-leader "$np" shard*.jsonl --cluster leader
+    same_dedup planted-keep-by "$np" all.jsonl --keep-by score:asc
+    same_dedup planted-keep-by-leader "$np" shard*.jsonl --keep-by score --cluster leader
+  fi
   same_pairs planted "$np" shard*.jsonl
   same_pairs planted-one-file "$np" all.jsonl -k 3
 done
@@ -93,6 +101,14 @@ for np in 1 3 4; do
   [ ! -e mpi.out ] && [ ! -e mpi.rem ] || fail "bad record, $np ranks: an output was left"
 done
 [ "$want" = 3 ] || fail "bad record: one process exited $want, not 3"
+
+# --keep-by over a field that is a number in one record and a string in another, on two ranks.
+sed '30s/"score": [0-9.]*/"score": "high"/' shard2.jsonl > mixed.jsonl
+grep -q '"high"' mixed.jsonl || fail "the mixed keep-by record was not made"
+"$ND" dedup shard0.jsonl shard1.jsonl mixed.jsonl -o one.out --keep-by score -q 2> one.err; want=$?
+mpi 3 dedup shard0.jsonl shard1.jsonl mixed.jsonl -o mpi.out --keep-by score -q 2> mpi.err; got=$?
+[ "$got" = "$want" ] && [ "$want" = 3 ] || fail "mixed keep-by: exit $got, one process $want"
+grep -qxF "$(cat one.err)" mpi.err || fail "mixed keep-by: message differs: $(head -1 mpi.err)"
 
 # A rank killed after sketching: the job fails and no output is renamed into place.
 for np in 2 4; do

@@ -26,6 +26,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "comm.h"
@@ -152,11 +153,22 @@ struct Local {
   std::vector<std::string> where;    // FILE:LINE, or the path of a text file
   std::vector<io::RecordPos> pos;    // JSONL
   std::vector<uint32_t> source;
+  // --keep-by: each record's value of the field (io::KeyValue).
+  std::vector<uint8_t> key_kind;
+  std::vector<double> key_num;
+  std::vector<std::string> key_text;
   Sketches sketches;
   io::ReaderStats reader;
   size_t size() const noexcept { return ids.size(); }
   bool has(DocId d) const noexcept { return d >= base && d - base < ids.size(); }
 };
+
+// A JSONL record's place in messages from its FILE:LINE.
+ErrorPlace place_of(std::string_view where) {
+  const size_t colon = where.rfind(':');
+  if (colon == std::string_view::npos) return ErrorPlace{std::string(where), 0};
+  return ErrorPlace{std::string(where.substr(0, colon)), std::stoull(std::string(where.substr(colon + 1)))};
+}
 
 // The rank that read document d, from every rank's first document number.
 int owner_of(const std::vector<DocId>& bases, DocId d) {
@@ -190,6 +202,7 @@ class Run {
   void read_share(const Share& share);
   void number_documents();
   bool check_duplicate_ids();
+  bool check_key_kinds();
   std::vector<std::vector<DocId>> find_buckets();
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
                                    std::vector<std::string>& storage);
@@ -199,7 +212,14 @@ class Run {
   Scorer scorer(const Payloads& pl) const;
   struct Components;
   Components components(const std::vector<ScoredPair>& edges);
-  bool write_clusters(const Components& comp, io::AtomicFile* out);
+  /// A clustered document's fate: the document kept in its place (itself if kept), and the
+  /// first document of its cluster; clustered: the cluster has two documents or more.
+  struct Fate {
+    DocId doc, keeper, first;
+    bool clustered;
+  };
+  std::vector<Fate> decide(const Components& comp);
+  bool write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out);
   bool write_piece(const std::string& final_path, io::AtomicFile* piece, io::AtomicFile* final_out);
   std::string piece_path(const char* what) const;
 
@@ -238,6 +258,9 @@ void Run::read_share(const Share& share) {
     size_t at = 0, size = 0;  // the line in `lines` (padded for the parser)
     std::string bytes;  // a text file's text
     std::string id;     // a text file's id; a parsed line's id
+    io::KeyValue::Kind key_kind = io::KeyValue::Kind::Missing;
+    double key_num = 0;
+    std::string key_text;
     size_t index = 0;        // in the batch
     uint64_t shingles = 0;   // its sketch is sigs[index * k, (index + 1) * k)
     uint32_t length = 0;     // of its text
@@ -362,6 +385,9 @@ void Run::read_share(const Share& share) {
       it.invalid_utf8 = parser.replaced_invalid_utf8();
       it.missing_id = parser.missing_id();
       it.id.assign(rec.id);
+      it.key_kind = rec.key.kind;
+      it.key_num = rec.key.number;
+      it.key_text.assign(rec.key.text);
       sketch(it, rec.text, slot);
     });
     for (Item& it : batch.items) {
@@ -385,6 +411,11 @@ void Run::read_share(const Share& share) {
       local_.pos.push_back({it.source, static_cast<uint32_t>(it.size), it.offset});
       local_.source.push_back(it.source);
       local_.ids.push_back(std::move(it.id));
+      if (!ro_.reader.key_field.empty()) {
+        local_.key_kind.push_back(static_cast<uint8_t>(it.key_kind));
+        local_.key_num.push_back(it.key_num);
+        local_.key_text.push_back(std::move(it.key_text));
+      }
       // The texts are not kept: verification reads them again.
       local_.lengths.push_back(it.length);
       local_.sketches.signatures.insert(local_.sketches.signatures.end(), sigs.begin() + static_cast<ptrdiff_t>(it.index * k),
@@ -466,13 +497,40 @@ bool Run::check_duplicate_ids() {
     if (inputs_->all_text())
       throw FormatError("the same file is given twice (directly or inside a folder); give each file once, or pass "
                         "--on-duplicate-id keep to treat the copies as separate documents", ErrorPlace{shown});
-    const std::string w(later->where);
-    const size_t colon = w.rfind(':');
     throw FormatError(std::string("id \"") + shown + "\" is already used by " + std::string(earlier->where) + " (" +
                           std::to_string(total) + (total == 1 ? " record reuses" : " records reuse") +
                           " an earlier id); ids name documents in the outputs, so make them unique, or pass "
                           "--on-duplicate-id keep to treat them as separate documents",
-                      ErrorPlace{w.substr(0, colon), std::stoull(w.substr(colon + 1))});
+                      place_of(later->where));
+  });
+}
+
+// --keep-by compares numbers with numbers and strings with strings: a field that is a number in
+// one record and a string in another stops the run, naming the first of each as one process does.
+bool Run::check_key_kinds() {
+  using Kind = io::KeyValue::Kind;
+  uint64_t number = UINT64_MAX, string = UINT64_MAX;
+  for (size_t i = 0; i < local_.size(); ++i) {
+    const auto kind = static_cast<Kind>(local_.key_kind[i]);
+    if (kind == Kind::Number) number = std::min<uint64_t>(number, local_.base + i);
+    if (kind == Kind::String) string = std::min<uint64_t>(string, local_.base + i);
+  }
+  number = c_.all_reduce(number, MPI_MIN);
+  string = c_.all_reduce(string, MPI_MIN);
+  if (number == UINT64_MAX || string == UINT64_MAX) return true;
+  const auto earlier = static_cast<DocId>(std::min(number, string)), later = static_cast<DocId>(std::max(number, string));
+  std::vector<std::string> storage;
+  auto told = ask_owners({earlier}, [&](std::span<const DocId> want, Packer& p) {
+    for (const DocId d : want) p.put_string(local_.where[d - local_.base]);
+  }, storage);
+  const std::string where_earlier(told[static_cast<size_t>(owner_of(bases_, earlier))].get_string());
+  return steps_.run([&] {
+    if (!local_.has(later)) return;
+    const bool later_number = later == number;
+    throw FormatError(std::string("keep-by field \"") + ro_.reader.key_field + "\" is a " + (later_number ? "number" : "string") +
+                          " here but a " + (later_number ? "string" : "number") + " in " + where_earlier +
+                          "; give every record the same kind of value (numbers, or strings such as ISO dates)",
+                      place_of(local_.where[later - local_.base]));
   });
 }
 
@@ -786,17 +844,14 @@ std::vector<ScoredPair> Run::verify_buckets(const std::vector<std::vector<DocId>
 }
 
 // The connected components of the verified edges, without gathering them: every document in an
-// edge (a vertex) stays on the rank that read it, with a label, the smallest over its component
-// of (keep order, document): (document) for --keep first, (longest first, then document) for
-// --keep longest, so the label names the document kept, as cluster.h chooses it; and the
-// component's first document, which numbers the clusters. Each rank first joins its vertices
-// along the edges it holds (union-find), then labels cross to the other ranks along the edges
-// between them, round after round, until no label changes anywhere: as many rounds as the
-// longest chain of ranks a component crosses, plus one.
+// edge (a vertex) stays on the rank that read it, labelled with the first document of its
+// component. Each rank first joins its vertices along the edges it holds (union-find), then
+// labels cross to the other ranks along the edges between them, round after round, until no
+// label changes anywhere: as many rounds as the longest chain of ranks a component crosses, plus
+// one.
 struct Run::Components {
-  std::vector<DocId> docs;      // this rank's vertices, ascending
-  std::vector<uint64_t> label;  // per vertex: keep order << 32 | the document kept
-  std::vector<DocId> first;     // per vertex: its component's first document
+  std::vector<DocId> docs;   // this rank's vertices, ascending
+  std::vector<DocId> first;  // per vertex: its component's first document
   int rounds = 0;
 };
 
@@ -840,57 +895,164 @@ Run::Components Run::components(const std::vector<ScoredPair>& edges) {
       cross.push_back(la ? std::make_pair(vertex(p.a), p.b) : std::make_pair(vertex(p.b), p.a));
     }
   }
-  // Labels per local part (its root).
-  std::vector<uint64_t> label(m, UINT64_MAX);
+  // Labels per local part (its root): the part's first document to start with.
   std::vector<DocId> first(m, std::numeric_limits<DocId>::max());
-  for (size_t i = 0; i < m; ++i) {
-    const DocId d = comp.docs[i];
-    const uint64_t order = ro_.keep == KeepPolicy::Longest ? 0xFFFFFFFFull - local_.lengths[d - local_.base] : 0;
-    const size_t r = find(i);
-    label[r] = std::min(label[r], order << 32 | d);
-    first[r] = std::min(first[r], d);
-  }
+  for (size_t i = 0; i < m; ++i) first[find(i)] = std::min(first[find(i)], comp.docs[i]);
   for (;;) {
     ++comp.rounds;
     std::vector<std::string> send(static_cast<size_t>(c_.size()));
     for (const auto& [v, d] : cross) {
-      const size_t r = find(v);
-      const uint64_t msg[3] = {d, label[r], first[r]};
+      const DocId msg[2] = {d, first[find(v)]};
       send[static_cast<size_t>(owner_of(bases_, d))].append(reinterpret_cast<const char*>(msg), sizeof msg);
     }
     int changed = 0;
     for (const std::string& g : c_.exchange(std::move(send))) {
-      for (size_t at = 0; at + 24 <= g.size(); at += 24) {
-        uint64_t msg[3];
+      for (size_t at = 0; at + sizeof(DocId[2]) <= g.size(); at += sizeof(DocId[2])) {
+        DocId msg[2];
         std::memcpy(msg, g.data() + at, sizeof msg);
-        const size_t r = find(vertex(static_cast<DocId>(msg[0])));
-        if (msg[1] < label[r]) label[r] = msg[1], changed = 1;
-        if (msg[2] < first[r]) first[r] = static_cast<DocId>(msg[2]), changed = 1;
+        const size_t r = find(vertex(msg[0]));
+        if (msg[1] < first[r]) first[r] = msg[1], changed = 1;
       }
     }
     if (c_.all_reduce(changed, MPI_MAX) == 0) break;
   }
-  comp.label.resize(m);
   comp.first.resize(m);
-  for (size_t i = 0; i < m; ++i) {
-    comp.label[i] = label[find(i)];
-    comp.first[i] = first[find(i)];
-  }
+  for (size_t i = 0; i < m; ++i) comp.first[i] = first[find(i)];
   return comp;
+}
+
+// Who keeps whom. Each component's members go to the rank that read its first document, with
+// what their keep order needs (length, or the --keep-by value); that rank orders them as
+// cluster.h and Pipeline do (ties by input order), then keeps the first of each component, or,
+// with --cluster leader, runs the leader clustering over them with the sets of its members
+// fetched. Each member's fate (its kept document, and the first document of its cluster for the
+// numbering of --clusters) goes back to the rank that read it.
+std::vector<Run::Fate> Run::decide(const Components& comp) {
+  using Kind = io::KeyValue::Kind;
+  const bool by_field = ro_.keep == KeepPolicy::Field;
+  std::vector<std::string> send(static_cast<size_t>(c_.size()));
+  for (size_t i = 0; i < comp.docs.size(); ++i) {
+    const size_t l = comp.docs[i] - local_.base;
+    Packer p;
+    p.put(comp.first[i]);
+    p.put(comp.docs[i]);
+    p.put(local_.lengths[l]);
+    p.put(by_field ? local_.key_kind[l] : uint8_t{0});
+    p.put(by_field ? local_.key_num[l] : 0.0);
+    p.put_string(by_field ? std::string_view(local_.key_text[l]) : std::string_view());
+    send[static_cast<size_t>(owner_of(bases_, comp.first[i]))] += p.bytes();
+  }
+  struct Member {
+    DocId first, doc;
+    uint32_t length;
+    Kind kind;
+    double num;
+    std::string_view text;
+  };
+  const auto got = c_.exchange(std::move(send));
+  std::vector<Member> members;
+  for (const std::string& g : got) {
+    Unpacker u(g);
+    while (!u.done()) {
+      Member mb{};
+      mb.first = u.get<DocId>();
+      mb.doc = u.get<DocId>();
+      mb.length = u.get<uint32_t>();
+      mb.kind = static_cast<Kind>(u.get<uint8_t>());
+      mb.num = u.get<double>();
+      mb.text = u.get_string();
+      members.push_back(mb);
+    }
+  }
+  // Keep order: by the policy, then input order.
+  const bool desc = ro_.keep_descending;
+  auto before = [&](const Member& a, const Member& b) {
+    if (ro_.keep == KeepPolicy::Longest && a.length != b.length) return a.length > b.length;
+    if (by_field) {
+      const bool ma = a.kind == Kind::Missing, mb = b.kind == Kind::Missing;
+      if (ma != mb) return mb;
+      if (!ma && a.kind == Kind::Number && a.num != b.num) return desc ? a.num > b.num : a.num < b.num;
+      if (!ma && a.kind == Kind::String && a.text != b.text) return desc ? a.text > b.text : a.text < b.text;
+    }
+    return a.doc < b.doc;
+  };
+  std::sort(members.begin(), members.end(), [&](const Member& a, const Member& b) { return a.first != b.first ? a.first < b.first : before(a, b); });
+  // keeper[i] for members[i]; with --cluster leader, each member kept in favour of the first
+  // leader (in keep order) it is similar to, or a leader itself.
+  std::vector<DocId> keeper(members.size());
+  const bool leader = ro_.cluster == ClusterMode::Leader;
+  Payloads pl;
+  if (leader) {
+    std::vector<DocId> docs;
+    for (const Member& mb : members) docs.push_back(mb.doc);
+    pl = fetch(std::move(docs), false);
+  }
+  const Scorer score = scorer(pl);
+  std::vector<std::pair<size_t, size_t>> spans;  // components, in `members`
+  for (size_t i = 0; i < members.size();) {
+    size_t j = i + 1;
+    while (j < members.size() && members[j].first == members[i].first) ++j;
+    spans.push_back({i, j});
+    i = j;
+  }
+  ThreadPool::current().parallel_for(spans.size(), leader ? threads_ : 1, [&](size_t c, size_t) {
+    const auto [i, j] = spans[c];
+    std::vector<DocId> leaders;
+    for (size_t x = i; x < j; ++x) {
+      DocId kept = members[x].doc;
+      if (!leader) {
+        kept = members[i].doc;
+      } else {
+        const DocId lx = static_cast<DocId>(pl.index(members[x].doc));
+        for (const DocId l : leaders) {
+          const DocId ll = static_cast<DocId>(pl.index(l));
+          if (score(std::min(lx, ll), std::max(lx, ll)) + kSimilarityEpsilon >= spec_.threshold) {
+            kept = l;
+            break;
+          }
+        }
+        if (kept == members[x].doc) leaders.push_back(kept);
+      }
+      keeper[x] = kept;
+    }
+  });
+  // Each cluster (a kept document and those removed in its favour) is numbered by its first
+  // document.
+  std::unordered_map<DocId, DocId> group_first;
+  for (size_t x = 0; x < members.size(); ++x) {
+    auto [it, fresh] = group_first.emplace(keeper[x], members[x].doc);
+    if (!fresh) it->second = std::min(it->second, members[x].doc);
+  }
+  std::unordered_map<DocId, uint32_t> group_size;
+  for (size_t x = 0; x < members.size(); ++x) ++group_size[keeper[x]];
+  std::vector<std::string> back(static_cast<size_t>(c_.size()));
+  for (size_t x = 0; x < members.size(); ++x) {
+    const Fate f{members[x].doc, keeper[x], group_first[keeper[x]], group_size[keeper[x]] >= 2};
+    back[static_cast<size_t>(owner_of(bases_, f.doc))].append(reinterpret_cast<const char*>(&f), sizeof f);
+  }
+  std::vector<Fate> fates;
+  for (const std::string& g : c_.exchange(std::move(back))) {
+    const size_t at = fates.size();
+    fates.resize(at + g.size() / sizeof(Fate));
+    std::memcpy(fates.data() + at, g.data(), g.size());
+  }
+  std::sort(fates.begin(), fates.end(), [](const Fate& a, const Fate& b) { return a.doc < b.doc; });
+  return fates;
 }
 
 // --clusters: each member goes to the rank that read its cluster's first document, which numbers
 // its clusters after those of the ranks before it (clusters are numbered in the order of their
 // first documents) and writes them, members in input order; rank 0 joins the pieces.
-bool Run::write_clusters(const Components& comp, io::AtomicFile* out) {
+bool Run::write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out) {
   std::vector<std::string> send(static_cast<size_t>(c_.size()));
-  for (size_t i = 0; i < comp.docs.size(); ++i) {
+  for (const Fate& f : fates) {
+    if (!f.clustered) continue;
     Packer p;
-    p.put(comp.first[i]);
-    p.put(comp.docs[i]);
-    p.put(static_cast<uint8_t>((comp.label[i] & 0xFFFFFFFFu) == comp.docs[i]));
-    p.put_string(local_.ids[comp.docs[i] - local_.base]);
-    send[static_cast<size_t>(owner_of(bases_, comp.first[i]))] += p.bytes();
+    p.put(f.first);
+    p.put(f.doc);
+    p.put(static_cast<uint8_t>(f.keeper == f.doc));
+    p.put_string(local_.ids[f.doc - local_.base]);
+    send[static_cast<size_t>(owner_of(bases_, f.first))] += p.bytes();
   }
   struct Member {
     DocId first, doc;
@@ -1005,10 +1167,7 @@ int Run::go() {
         spec_ = ro_.spec.resolved();
         if (!uses_signatures(spec_.method))
           throw UsageError("neardup-mpi runs --method oph and minhash; bottomk, simhash and exact run in one process (neardup)");
-        if (ro_.cluster == ClusterMode::Leader || !ro_.keep_by.empty())
-          throw UsageError("neardup-mpi clusters by connected components and keeps by --keep first or longest; "
-                           "--cluster leader and --keep-by run in one process (neardup)");
-        ro_.reader.key_field.clear();
+
         if (o_.threads > 0) {
           threads_ = o_.threads;
         } else {
@@ -1031,6 +1190,12 @@ int Run::go() {
         if (dedup_ && !inputs_->all_jsonl() && !inputs_->all_text())
           throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
                            "records or a list of paths); run it once per kind, or force one with --format");
+        if (!ro_.keep_by.empty()) {  // as Pipeline does
+          if (!inputs_->all_jsonl())
+            throw UsageError("--keep-by reads a field of JSONL records; the inputs include plain-text files (use --keep first or longest)");
+          ro_.keep = KeepPolicy::Field;
+          ro_.reader.key_field = ro_.keep_by;
+        }
         // --output-dir: each file's output is written by one rank, so files are not cut.
         shares_ = split_inputs(*inputs_, c_.size(), o_.output_dir.empty());
       }))
@@ -1083,6 +1248,7 @@ int Run::go() {
       return steps_.exit_code();
   }
   if (!check_duplicate_ids()) return steps_.exit_code();
+  if (ro_.keep == KeepPolicy::Field && !check_key_kinds()) return steps_.exit_code();
   t_read = seconds_since(t);
 
   // 2. Buckets, by band key.
@@ -1112,13 +1278,13 @@ int Run::go() {
     verified_n = c_.all_reduce(static_cast<uint64_t>(verified.size()), MPI_SUM);
     const Components comp = components(verified);
     label_rounds_ = comp.rounds;
-    for (size_t i = 0; i < comp.docs.size(); ++i) {
-      const DocId d = comp.docs[i], keeper = static_cast<DocId>(comp.label[i] & 0xFFFFFFFFu);
-      if (keeper != d) my_removed.push_back({d, keeper});
-      if (comp.first[i] == d) ++clusters_n;
+    const std::vector<Fate> fates = decide(comp);
+    for (const Fate& f : fates) {
+      if (f.keeper != f.doc) my_removed.push_back({f.doc, f.keeper});
+      if (f.clustered && f.keeper == f.doc) ++clusters_n;
     }
     removed_n = my_removed.size();
-    if (!o_.clusters.empty() && !write_clusters(comp, clusters.get())) return steps_.exit_code();
+    if (!o_.clusters.empty() && !write_clusters(fates, clusters.get())) return steps_.exit_code();
     // Each removed document's similarity to its kept one, on the rank that read it.
     std::vector<DocId> need;
     for (const auto& [r, k] : my_removed) {
