@@ -46,6 +46,11 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // others finish theirs. There every rank learns of it; the failing rank first in input order (the
 // lowest) prints its message, as `neardup` would for the same first bad record, and every rank
 // returns its exit code, removing its temporary files on the way out.
+// Thrown on every rank at once, after they agreed that one failed: go() returns its code.
+struct Failed {
+  int code;
+};
+
 class Steps {
  public:
   explicit Steps(Comm& c) : c_(c) {}
@@ -199,15 +204,17 @@ class Run {
   int go();
 
  private:
+  int run();
   void read_share(const Share& share);
   void number_documents();
   bool check_duplicate_ids();
   bool check_key_kinds();
   std::vector<std::vector<DocId>> find_buckets();
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
-                                   std::vector<std::string>& storage);
+                                   std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr);
   Payloads fetch(std::vector<DocId> docs, bool with_ids);
-  std::vector<std::vector<ShingleHash>> sets_of(std::span<const DocId> docs);
+  void load_sets(std::vector<DocId> docs);
+  std::unordered_map<DocId, std::vector<ShingleHash>> set_cache_;
   std::vector<ScoredPair> verify_buckets(const std::vector<std::vector<DocId>>& buckets, const Payloads& pl);
   Scorer scorer(const Payloads& pl) const;
   struct Components;
@@ -610,11 +617,12 @@ std::vector<std::vector<DocId>> Run::find_buckets() {
   return buckets;
 }
 
-// Asks the ranks that read `docs` (sorted, distinct) about them: on each, answer(the documents
-// a rank asks for, packer) packs one item per document; returns a reader per rank, from which
-// the items come in the order of `docs` (`storage` holds the bytes).
+// Asks the ranks that read `docs` (sorted, distinct) about them: on each, prepare(everything
+// asked of it) runs once, then answer(the documents a rank asks for, packer) packs one item per
+// document; returns a reader per rank, from which the items come in the order of `docs`
+// (`storage` holds the bytes).
 std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
-                                      std::vector<std::string>& storage) {
+                                      std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare) {
   std::vector<std::string> ask(static_cast<size_t>(c_.size()));
   {
     std::vector<std::vector<DocId>> per(static_cast<size_t>(c_.size()));
@@ -626,6 +634,14 @@ std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std:
     }
   }
   const auto asked = c_.exchange(std::move(ask));
+  if (prepare) {  // everything asked of this rank, once, before the answers
+    std::vector<DocId> all;
+    for (const std::string& a : asked) {
+      const auto want = Unpacker(a).get_vector<DocId>();
+      all.insert(all.end(), want.begin(), want.end());
+    }
+    prepare(std::move(all));
+  }
   std::vector<std::string> replies(static_cast<size_t>(c_.size()));
   for (int r = 0; r < c_.size(); ++r) {
     const auto want = Unpacker(asked[static_cast<size_t>(r)]).get_vector<DocId>();
@@ -639,61 +655,84 @@ std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std:
   return readers;
 }
 
-// The shingle sets of documents read here (ascending), from the inputs read again: JSONL records
-// by position, a text file whole; sets computed in parallel, about 64 MB of text at a time.
-std::vector<std::vector<ShingleHash>> Run::sets_of(std::span<const DocId> docs) {
-  std::vector<std::vector<ShingleHash>> out(docs.size());
-  std::string texts_blob;
-  std::vector<std::pair<size_t, size_t>> spans;  // in texts_blob
-  std::vector<size_t> index;                     // into docs
-  auto compute = [&] {
-    std::vector<std::string_view> texts;
-    for (const auto& [at, n] : spans) texts.push_back(std::string_view(texts_blob).substr(at, n));
-    ShingleSets sets = shingle_sets(texts, spec_, {}, threads_);
-    for (size_t j = 0; j < index.size(); ++j) {
-      const auto set = sets.get(static_cast<DocId>(j));
-      out[index[j]].assign(set.begin(), set.end());
-    }
-    texts_blob.clear();
-    spans.clear();
-    index.clear();
+// Computes the shingle sets of documents read here (ascending) that are not cached yet, from the
+// inputs read again: JSONL records by position (lines read here, parsed and shingled on every
+// thread, about 64 MB at a time), a text file whole. Sets are cached for the rest of the run
+// (one process likewise keeps the sets of the documents in candidate pairs).
+void Run::load_sets(std::vector<DocId> docs) {
+  std::sort(docs.begin(), docs.end());
+  docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+  std::erase_if(docs, [&](DocId d) { return set_cache_.count(d) != 0; });
+  struct Item {
+    DocId doc;
+    size_t at = 0, size = 0;  // the line in `lines` (padded for the parser)
+    std::string text;          // a text file's text
   };
-  auto take = [&](size_t i, std::string_view text) {
-    const DocId d = docs[i];
-    if (text.size() != local_.lengths[d - local_.base])
-      throw IoError(local_.where[d - local_.base] + ": the record changed while neardup-mpi was running (do not modify inputs during a run)");
-    spans.push_back({texts_blob.size(), text.size()});
-    texts_blob.append(text);
-    index.push_back(i);
-    if (texts_blob.size() >= (size_t{64} << 20)) compute();
+  std::vector<Item> items;
+  std::string lines;
+  std::vector<std::unique_ptr<io::JsonlParser>> parsers(static_cast<size_t>(threads_));
+  std::vector<std::unique_ptr<DocumentSketcher>> sketchers(static_cast<size_t>(threads_));
+  std::vector<std::vector<ShingleHash>> sets;
+  std::vector<std::string> problems;
+  auto compute = [&] {
+    sets.assign(items.size(), {});
+    problems.assign(items.size(), {});
+    ThreadPool::current().parallel_for(items.size(), threads_, [&](size_t i, size_t slot) {
+      Item& it = items[i];
+      const size_t l = it.doc - local_.base;
+      std::string_view text = it.text;
+      io::Record rec;
+      if (it.text.empty() && it.size > 0) {
+        if (!parsers[slot]) parsers[slot] = std::make_unique<io::JsonlParser>(ro_.reader);
+        if (!parsers[slot]->parse(std::string_view(lines.data() + it.at, it.size), inputs_->sources()[local_.source[l]], 0, rec, problems[i])) return;
+        text = rec.text;
+      }
+      if (text.size() != local_.lengths[l]) {
+        problems[i] = "the record changed while neardup-mpi was running (do not modify inputs during a run)";
+        return;
+      }
+      if (!sketchers[slot]) sketchers[slot] = std::make_unique<DocumentSketcher>(spec_);
+      sketchers[slot]->shingle(text);
+      sets[i] = sketchers[slot]->set();
+      sketchers[slot]->trim();
+    });
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!problems[i].empty()) throw IoError(local_.where[items[i].doc - local_.base] + ": " + problems[i]);
+      set_cache_.emplace(items[i].doc, std::move(sets[i]));
+    }
+    items.clear();
+    lines.clear();
   };
   std::vector<io::RecordPos> positions;
-  std::vector<size_t> by_position;
-  for (size_t i = 0; i < docs.size(); ++i) {
-    const size_t l = docs[i] - local_.base;
+  std::vector<DocId> by_position;
+  for (const DocId d : docs) {
+    const size_t l = d - local_.base;
     const io::Source& src = inputs_->sources()[local_.source[l]];
     if (src.kind == io::SourceKind::Jsonl) {
       positions.push_back(local_.pos[l]);
-      by_position.push_back(i);
+      by_position.push_back(d);
       continue;
     }
     io::RecordReader reader(*inputs_, ro_.reader);  // a text file: its one record
     reader.read_sources(local_.source[l], local_.source[l] + 1);
     io::Record rec;
     if (!reader.next(rec)) throw IoError(src.display + ": the file changed while neardup-mpi was running (do not modify inputs during a run)");
-    take(i, rec.text);
+    items.push_back({d, 0, 0, std::string(rec.text)});
   }
   if (!positions.empty()) {
     io::RecordReader reader(*inputs_, ro_.reader);
     reader.select(positions);
-    io::Record rec;
-    for (const size_t i : by_position) {
-      if (!reader.next(rec)) throw IoError(local_.where[docs[i] - local_.base] + ": the input changed while neardup-mpi was running");
-      take(i, rec.text);
+    io::RawRecord raw;
+    for (const DocId d : by_position) {
+      if (!reader.next_raw(raw) || raw.kind != io::RawRecord::Kind::Line)
+        throw IoError(local_.where[d - local_.base] + ": the input changed while neardup-mpi was running (do not modify inputs during a run)");
+      items.push_back({d, lines.size(), raw.bytes.size(), {}});
+      lines.append(raw.bytes);
+      lines.append(io::JsonlParser::kPadding, ' ');
+      if (lines.size() >= (size_t{64} << 20)) compute();
     }
   }
-  if (!spans.empty()) compute();
-  return out;
+  compute();
 }
 
 // The payloads (and ids) of `docs`, from the ranks that read them: each computes the sets of
@@ -704,18 +743,30 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
   const bool exact = spec_.verify == VerifyMode::Exact;
   const size_t k = static_cast<size_t>(spec_.num_perm);
   std::vector<std::string> storage;
+  // A failure while reading the sets again (an input changed) is agreed on after the exchange,
+  // so that no rank leaves it halfway.
+  std::exception_ptr failed;
   auto readers = ask_owners(docs, [&](std::span<const DocId> want, Packer& p) {
-    std::vector<std::vector<ShingleHash>> sets(exact ? want.size() : 0);
-    if (exact) sets = sets_of(want);
+    if (failed) return;
     for (size_t i = 0; i < want.size(); ++i) {
       const size_t l = want[i] - local_.base;
-      if (exact) p.put_vector(sets[i]);
+      if (exact) p.put_vector(set_cache_.at(want[i]));
       // The signature too: the estimate, or (exact) whether two documents share a band.
       p.put_vector(std::vector<SigValue>(local_.sketches.signatures.begin() + static_cast<ptrdiff_t>(l * k),
                                          local_.sketches.signatures.begin() + static_cast<ptrdiff_t>((l + 1) * k)));
       p.put_string(with_ids ? std::string_view(local_.ids[l]) : std::string_view());
     }
-  }, storage);
+  }, storage, exact ? std::function<void(std::vector<DocId>)>([&](std::vector<DocId> all) {
+    try {
+      load_sets(std::move(all));
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }) : nullptr);
+  if (!steps_.run([&] {
+        if (failed) std::rethrow_exception(failed);
+      }))
+    throw Failed{steps_.exit_code()};
   Payloads pl;
   pl.docs = docs;
   pl.sets = ShingleSets(docs.size());
@@ -1151,6 +1202,14 @@ double peak_rss_mib() {
 }
 
 int Run::go() {
+  try {
+    return run();
+  } catch (const Failed& f) {
+    return f.code;
+  }
+}
+
+int Run::run() {
   const auto t_start = Clock::now();
   double t_read = 0, t_lsh = 0, t_verify = 0, t_cluster = 0, t_write = 0;
   // Options, inputs, shares and outputs: the same on every rank; only rank 0 speaks.
