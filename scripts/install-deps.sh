@@ -18,7 +18,7 @@ case "$what" in
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev
       pybind11-dev python3-dev python3-numpy python3-pytest
-      libopenmpi-dev openmpi-bin
+      libopenmpi-dev openmpi-bin chromium
     )
     ;;
   *) echo "install-deps: usage: install-deps.sh [run|test]" >&2; exit 2 ;;

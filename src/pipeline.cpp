@@ -92,7 +92,7 @@ struct Pipeline::Impl {
   double similarity(DocId a, DocId b) const;
   std::span<const SigValue> signatures() const noexcept;
   uint64_t state_bytes() const noexcept;
-  void write_pairs(io::AtomicFile& out);
+  void write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also);
   void write_kept(io::AtomicFile& out);
   void write_kept(std::span<io::AtomicFile* const> outs);
   void write_removed(io::AtomicFile& out) const;
@@ -130,6 +130,7 @@ struct Pipeline::Impl {
   std::vector<uint32_t> keep_ranks() const;
   /// Throws IoError if a record read again is not the document `doc` of the first pass.
   void check_same_record(const io::Record& r, DocId doc) const;
+  std::vector<std::string> texts(std::span<const DocId> docs) const;
   void check_duplicate_ids();
   std::string where_of(DocId doc) const;
   ErrorPlace place_of(DocId doc) const;
@@ -442,6 +443,36 @@ void Pipeline::Impl::check_same_record(const io::Record& r, DocId doc) const {
     throw IoError(std::string("the input changed while neardup was running (record ") +
                   std::to_string(static_cast<uint64_t>(doc) + 1) +
                   " differs from the first read); do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
+}
+
+std::vector<std::string> Pipeline::Impl::texts(std::span<const DocId> docs) const {
+  if (!std::is_sorted(docs.begin(), docs.end())) throw UsageError("Pipeline::texts: documents must be in ascending order");
+  check_inputs_unchanged();
+  std::vector<std::string> out;
+  io::RecordReader reader(*inputs_, options_.reader);
+  io::Record rec;
+  if (!pos_.empty()) {
+    std::vector<io::RecordPos> at;
+    for (const DocId d : docs) at.push_back(pos_.at(d));
+    reader.select(std::move(at));
+    for (const DocId d : docs) {
+      if (!reader.next(rec) || rec.text.size() != lengths_[d])
+        throw IoError("the input changed while neardup was running; do not modify inputs during a run", place_of(d));
+      out.emplace_back(rec.text);
+    }
+    return out;
+  }
+  DocId ordinal = 0;
+  size_t next = 0;
+  while (next < docs.size() && reader.next(rec)) {
+    check_same_record(rec, ordinal);
+    if (ordinal++ == docs[next]) {
+      out.emplace_back(rec.text);
+      ++next;
+    }
+  }
+  if (next < docs.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
+  return out;
 }
 
 void Pipeline::Impl::check_inputs_unchanged() const {
@@ -912,10 +943,13 @@ void Pipeline::Impl::expand_pairs(const std::function<void(std::span<const Score
   merge.finish();
 }
 
-void Pipeline::Impl::write_pairs(io::AtomicFile& out) {
+void Pipeline::Impl::write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also) {
   const auto id_of = [this](DocId d) { return id(d); };
   const std::span<const uint64_t> distances = spec_.method == SketchMethod::SimHash ? std::span<const uint64_t>(simhashes_) : std::span<const uint64_t>();
-  each_pair([&](std::span<const ScoredPair> chunk) { io::write_pairs(out, chunk, id_of, distances); });
+  each_pair([&](std::span<const ScoredPair> chunk) {
+    io::write_pairs(out, chunk, id_of, distances);
+    if (also) also(chunk);
+  });
 }
 
 void Pipeline::Impl::write_kept(io::AtomicFile& out) {
@@ -1003,8 +1037,16 @@ std::span<const SigValue> Pipeline::signatures() const noexcept { return impl_->
 const Fingerprints& Pipeline::fingerprints() const noexcept { return impl_->fps_; }
 std::span<const uint64_t> Pipeline::simhashes() const noexcept { return impl_->simhashes_; }
 const io::InputSet& Pipeline::inputs() const noexcept { return *impl_->inputs_; }
+std::vector<std::string> Pipeline::texts(std::span<const DocId> docs) const { return impl_->texts(docs); }
+bool Pipeline::share_band(DocId a, DocId b) const {
+  if (!uses_signatures(impl_->spec_.method) || a >= size() || b >= size()) return false;
+  return impl_->share_band(a, b, static_cast<size_t>(impl_->spec_.num_perm));
+}
+int64_t Pipeline::source_of(DocId doc) const noexcept {
+  return doc < impl_->pos_.size() ? static_cast<int64_t>(impl_->pos_[doc].source) : -1;
+}
 uint64_t Pipeline::state_bytes() const noexcept { return impl_->state_bytes(); }
-void Pipeline::write_pairs(io::AtomicFile& out) { impl_->write_pairs(out); }
+void Pipeline::write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also) { impl_->write_pairs(out, also); }
 void Pipeline::write_kept(io::AtomicFile& out) { impl_->write_kept(out); }
 void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) { impl_->write_kept(outs); }
 void Pipeline::write_removed(io::AtomicFile& out) const { impl_->write_removed(out); }

@@ -17,6 +17,7 @@
 #include "neardup/lsh_index.h"
 #include "neardup/minhash.h"
 #include "neardup/pipeline.h"
+#include "neardup/report.h"
 #include "neardup/shingle.h"
 #include "neardup/simhash.h"
 #include "neardup/spec.h"

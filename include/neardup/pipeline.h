@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -162,6 +163,13 @@ class Pipeline {
   /// The SimHashes (simhash; 0 for documents without a shingle).
   std::span<const uint64_t> simhashes() const noexcept;
   const io::InputSet& inputs() const noexcept;
+  /// The texts of `docs` (ascending), read again from the inputs as the run read them (at most
+  /// max_doc_bytes each). For reports and explanations: a few documents, not the corpus.
+  std::vector<std::string> texts(std::span<const DocId> docs) const;
+  /// Whether two documents agree on all rows of some LSH band (minhash, oph; false otherwise).
+  bool share_band(DocId a, DocId b) const;
+  /// The source (inputs().sources()) of a JSONL document; -1 for other inputs.
+  int64_t source_of(DocId doc) const noexcept;
   /// Bytes of the per-document state held after the first pass (ids, lengths, positions,
   /// sketches, keep-by keys), measured from the containers' sizes: what
   /// MemoryEstimate::per_document predicts per document.
@@ -169,7 +177,7 @@ class Pipeline {
 
   /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash (io/tsv.h), from
   /// each_pair().
-  void write_pairs(io::AtomicFile& out);
+  void write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also = {});
   /// Pass 3: the kept records as they were (JSONL lines, or paths for text-file inputs).
   void write_kept(io::AtomicFile& out);
   /// The same, each source's kept records to its own file: `out[s]` for source s (JSONL inputs;

@@ -1,4 +1,5 @@
 // `neardup pairs` and `neardup dedup`: the same pipeline, two kinds of output.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -197,6 +198,9 @@ void add_pairs_dedup_options(CLI::App* cmd, Options& o) {
       ->default_str("error");
   add_reader_options(cmd, o);
   add_run_options(cmd, o);
+  cmd->add_option("--report", o.report,
+                  "Write an HTML report of the run to FILE.html (one self-contained page: similarities, clusters, the "
+                  "S-curve against the measured rate, documents side by side)");
   cmd->add_flag("--estimate-memory", o.estimate_memory,
                 "Print the expected memory of the run, estimated from a 4 MB sample of the inputs, and stop (it is "
                 "printed before every run over 256 MB of input, unless --quiet)");
@@ -251,6 +255,22 @@ PipelineSpec make_spec(const CLI::App* cmd, const Options& o) {
   }
   return s;
 }
+
+namespace {
+std::string g_command_line;
+}
+
+void remember_command_line(int argc, char** argv) {
+  g_command_line.clear();
+  for (int i = 0; i < argc; ++i) {
+    if (i) g_command_line += ' ';
+    const std::string a = i == 0 ? std::filesystem::path(argv[0]).filename().string() : argv[i];
+    const bool quote = a.empty() || a.find_first_of(" \t'\"$`\\*?") != std::string::npos;
+    g_command_line += quote ? "'" + a + "'" : a;
+  }
+}
+
+const std::string& command_line() { return g_command_line; }
 
 RunOptions run_options(const CLI::App* cmd, const Options& o) {
   RunOptions ro;
@@ -434,7 +454,8 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   // walked, or its file name), compressed as the name says.
   std::vector<std::string> per_source;
   std::vector<io::NamedPath> outputs = {{o.output_dir.empty() ? o.output : std::string(), "--output"},
-                                        {o.removed, "--removed"}, {o.clusters, "--clusters"}, {o.rejects, "--rejects"}};
+                                        {o.removed, "--removed"}, {o.clusters, "--clusters"}, {o.rejects, "--rejects"},
+                                        {o.report, "--report"}};
   if (!o.output_dir.empty()) {
     per_source = output_dir_paths(pipeline.inputs(), o.output_dir);
     for (const std::string& path : per_source) outputs.push_back({path, "--output-dir file"});
@@ -468,23 +489,49 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   }
   if (!o.removed.empty()) removed = open_output(o.removed);
   if (!o.clusters.empty()) clusters = open_output(o.clusters);
+  std::unique_ptr<io::AtomicFile> report;
+  if (!o.report.empty()) report = open_output(o.report);
 
+  const auto t_start = std::chrono::steady_clock::now();
   pipeline.run(dedup ? Pipeline::Mode::Dedup : Pipeline::Mode::Pairs);
+  ReportRun report_run;
+  report_run.dedup = dedup;
   if (dedup && out) {
     pipeline.write_kept(*out);
   } else if (dedup) {
     pipeline.write_kept(dir_outs);
+  } else if (report) {
+    // The report's histogram and borderline pairs, taken as the pairs are written.
+    report_run.pair_bins.assign(kSimilarityBins, 0);
+    const double t = pipeline.spec().threshold;
+    std::vector<ScoredPair> near;
+    pipeline.write_pairs(*out, [&](std::span<const ScoredPair> chunk) {
+      for (const ScoredPair& p : chunk) {
+        ++report_run.pair_bins[similarity_bin(p.similarity)];
+        if (p.similarity < t + 0.05 && near.size() < 1000) near.push_back(p);
+      }
+    });
+    for (size_t i = 0; i < near.size(); i += std::max<size_t>(1, near.size() / 3)) report_run.borderline.push_back(near[i]);
   } else {
     pipeline.write_pairs(*out);
   }
   if (removed) pipeline.write_removed(*removed);
   if (clusters) pipeline.write_clusters(*clusters);
+  if (report) {
+    struct rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    report_run.peak_memory_bytes = static_cast<double>(u.ru_maxrss) * 1024.0;
+    report_run.command = command_line();
+    report_run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    write_report(*report, pipeline, report_run);
+  }
   // Commit only once everything is written: a failure leaves no partial output in place.
   if (out) out->commit();
   for (auto& f : dir_files) f->commit();
   rejects.commit();
   if (removed) removed->commit();
   if (clusters) clusters->commit();
+  if (report) report->commit();
   bar.clear();
   if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats, cmd, o.reader);
   return kExitOk;

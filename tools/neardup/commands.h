@@ -52,6 +52,9 @@ inline std::string flag_text(const Error& e) { return e.message(flag_wording); }
 /// SIGINT, SIGTERM, SIGHUP, SIGPIPE remove the temporary outputs, print "<program>: interrupted"
 /// and end the process by the same signal; SIGXFSZ becomes an I/O error.
 void install_signal_handlers(const char* program);
+/// The command line as typed (for reports), set by main().
+void remember_command_line(int argc, char** argv);
+const std::string& command_line();
 /// Adds `pairs` and `dedup` to `app`; `run` is set to the chosen command's action.
 void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run);
 /// Adds `simhash-plan`.

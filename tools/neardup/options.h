@@ -19,6 +19,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string output;
   std::string removed, clusters;
+  std::string report;      ///< --report FILE.html
   std::string output_dir;  ///< dedup: one kept file per input file
   std::string rejects;     ///< --rejects FILE: every skipped record with its reason
   std::string spec;
