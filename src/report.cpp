@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -170,16 +171,28 @@ WordDiff word_diff(std::string_view a, std::string_view b, size_t max_words) {
   d.a = tokens(a, max_words, d.cut);
   d.b = tokens(b, max_words, d.cut);
   const size_t n = d.a.size(), m = d.b.size();
+  // Words compare as the shingles see them: case and the punctuation around them aside.
+  auto key = [](const std::string& w) {
+    size_t i = 0, j = w.size();
+    while (i < j && std::ispunct(static_cast<unsigned char>(w[i]))) ++i;
+    while (j > i && std::ispunct(static_cast<unsigned char>(w[j - 1]))) --j;
+    std::string k = w.substr(i, j - i);
+    for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return k.empty() ? w : k;
+  };
+  std::vector<std::string> ka(n), kb(m);
+  for (size_t i = 0; i < n; ++i) ka[i] = key(d.a[i]);
+  for (size_t j = 0; j < m; ++j) kb[j] = key(d.b[j]);
   // Longest common subsequence, by the usual table (at most max_words^2 cells of 16 bits).
   std::vector<uint16_t> t((n + 1) * (m + 1), 0);
   auto at = [&](size_t i, size_t j) -> uint16_t& { return t[i * (m + 1) + j]; };
   for (size_t i = n; i-- > 0;)
     for (size_t j = m; j-- > 0;)
-      at(i, j) = d.a[i] == d.b[j] ? static_cast<uint16_t>(at(i + 1, j + 1) + 1) : std::max(at(i + 1, j), at(i, j + 1));
+      at(i, j) = ka[i] == kb[j] ? static_cast<uint16_t>(at(i + 1, j + 1) + 1) : std::max(at(i + 1, j), at(i, j + 1));
   d.differ_a.assign(n, true);
   d.differ_b.assign(m, true);
   for (size_t i = 0, j = 0; i < n && j < m;) {
-    if (d.a[i] == d.b[j]) {
+    if (ka[i] == kb[j]) {
       d.differ_a[i++] = false;
       d.differ_b[j++] = false;
     } else if (at(i + 1, j) >= at(i, j + 1)) {

@@ -46,8 +46,10 @@ inline size_t similarity_bin(double s) noexcept {
 /// Writes the report of `pipeline`'s run (after run(), and after the outputs were written).
 void write_report(io::AtomicFile& out, const Pipeline& pipeline, const ReportRun& run, const ReportLimits& limits = {});
 
-/// Words of `a` and `b` (split_words) marked where they differ: a longest common subsequence
-/// of at most `max_words` words each; differ_a[i] is true for the i-th word of a not in it.
+/// The whitespace-separated words of `a` and `b`, marked where they differ: a longest common
+/// subsequence of at most `max_words` words each, words compared without case and the
+/// punctuation around them (as shingles see them); differ_a[i] is true for the i-th word of a
+/// not in it.
 struct WordDiff {
   std::vector<std::string> a, b;
   std::vector<bool> differ_a, differ_b;

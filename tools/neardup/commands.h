@@ -63,6 +63,8 @@ void add_simhash_plan(CLI::App& app, std::function<int()>& run);
 void add_index(CLI::App& app, std::function<int()>& run);
 /// Adds `eval`.
 void add_eval(CLI::App& app, std::function<int()>& run);
+/// Adds `explain`.
+void add_explain(CLI::App& app, std::function<int()>& run);
 /// Adds `tune`.
 void add_tune(CLI::App& app, std::function<int()>& run);
 
