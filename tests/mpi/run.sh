@@ -107,6 +107,12 @@ mpi 3 dedup shard0.jsonl shard1.jsonl mixed.jsonl -o mpi.out --keep-by score -q 
 [ "$got" = "$want" ] && [ "$want" = 3 ] || fail "mixed keep-by: exit $got, one process $want"
 grep -qxF "$(cat one.err)" mpi.err || fail "mixed keep-by: message differs: $(head -1 mpi.err)"
 
+# What runs in one process only is refused, with the usage exit code.
+mpi 2 dedup shard0.jsonl -o mpi.out --report r.html -q 2> mpi.err; got=$?
+[ "$got" = 2 ] && grep -q "runs in one process" mpi.err && [ ! -e mpi.out ] || fail "--report: exit $got, $(head -1 mpi.err)"
+mpi 2 pairs shard0.jsonl --method simhash -q 2> mpi.err; got=$?
+[ "$got" = 2 ] && grep -q "runs --method oph and minhash" mpi.err || fail "--method simhash: exit $got, $(head -1 mpi.err)"
+
 # A rank killed after sketching: the job fails and no output is renamed into place.
 for np in 2 4; do
   NEARDUP_MPI_TEST_KILL_RANK=1 mpi "$np" dedup shard*.jsonl --output-dir killed.d --removed killed.rem -q > /dev/null 2>&1; got=$?

@@ -1222,6 +1222,8 @@ int Run::run() {
         if (!o_.rejects.empty() && o_.reader.on_error != io::OnError::Skip)
           throw UsageError("--rejects applies with --on-error skip (without it, the first bad record stops the run)");
         if (!o_.against.empty()) throw UsageError("--against runs in one process (neardup dedup --against)");
+        if (!o_.report.empty()) throw UsageError("--report runs in one process (neardup dedup --report)");
+        if (o_.estimate_memory) throw UsageError("--estimate-memory runs in one process (neardup dedup --estimate-memory)");
         ro_ = cli::run_options(cmd_, o_);
         spec_ = ro_.spec.resolved();
         if (!uses_signatures(spec_.method))
