@@ -447,13 +447,13 @@ void write_report(io::AtomicFile& out, const Pipeline& p, const ReportRun& run, 
     o += "<table id=\"skip-kinds\"><tr><th>reason</th><th>records</th></tr>";
     for (const auto& [kind, k] : s.reader.skip_kinds) {
       o += "<tr><td>";
-      escape(o, render_options(kind, [](std::string_view opt, std::string_view v) { return std::string(opt) + (v.empty() ? "" : "=" + std::string(v)); }));
+      escape(o, render_options(kind));  // option references in the library's wording
       o += "</td><td class=\"n\">" + count(k) + "</td></tr>";
     }
     o += "</table><p>The first:</p><ul>";
     for (const auto& m : s.reader.first_skips) {
       o += "<li>";
-      escape(o, m);
+      escape(o, render_options(m));
       o += "</li>";
     }
     o += "</ul>";

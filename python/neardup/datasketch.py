@@ -204,16 +204,21 @@ class MinHash:
 
     __hash__ = None  # mutable, as datasketch's
 
-    @classmethod
-    def union(cls, *mhs: "MinHash") -> "MinHash":
+    @staticmethod
+    def _union_values(mhs, mismatch: str) -> np.ndarray:
+        """The element-wise minimum of two or more sketches of one seed and length; datasketch's
+        errors (each class words the mismatch its own way)."""
         if len(mhs) < 2:
             raise ValueError("Cannot union less than 2 MinHash")
-        num_perm = len(mhs[0])
-        seed = mhs[0].seed
+        seed, num_perm = mhs[0].seed, len(mhs[0])
         if any((seed != m.seed or num_perm != len(m)) for m in mhs):
-            raise ValueError("The unioning MinHash must have the same seed and number of permutation functions")
-        hashvalues = np.minimum.reduce([m.hashvalues for m in mhs])
-        return cls(num_perm=num_perm, seed=seed, hashvalues=hashvalues, permutations=mhs[0].permutations)
+            raise ValueError(mismatch)
+        return np.minimum.reduce([m.hashvalues for m in mhs])
+
+    @classmethod
+    def union(cls, *mhs: "MinHash") -> "MinHash":
+        hashvalues = cls._union_values(mhs, "The unioning MinHash must have the same seed and number of permutation functions")
+        return cls(num_perm=len(mhs[0]), seed=mhs[0].seed, hashvalues=hashvalues, permutations=mhs[0].permutations)
 
     @classmethod
     def bulk(cls, b: Iterable, **minhash_kwargs) -> list:
@@ -312,14 +317,9 @@ class LeanMinHash(MinHash):
 
     @classmethod
     def union(cls, *lmhs) -> "LeanMinHash":
-        if len(lmhs) < 2:
-            raise ValueError("Cannot union less than 2 MinHash")
-        num_perm = len(lmhs[0])
-        seed = lmhs[0].seed
-        if any((seed != m.seed or num_perm != len(m)) for m in lmhs):
-            raise ValueError("The unioning MinHash must have the same seed, number of permutation functions and hashobj")
+        hashvalues = cls._union_values(lmhs, "The unioning MinHash must have the same seed, number of permutation functions and hashobj")
         lmh = object.__new__(LeanMinHash)
-        lmh._initialize_slots(seed, np.minimum.reduce([m.hashvalues for m in lmhs]))
+        lmh._initialize_slots(lmhs[0].seed, hashvalues)
         return lmh
 
 

@@ -284,16 +284,9 @@ class PassRunner {
 
   void report_bad(const Batch& b, const Batch::Problem& pr) {
     const Batch::Entry& e = b.entries[pr.entry];
-    const io::Source& src = inputs_.sources()[e.source];
-    io::Rejected r;
-    r.input = src.display;
-    r.line = e.line;
-    r.offset = e.offset;
-    r.kind = pr.kind;
-    r.reason = pr.what;
-    r.has_record = e.kind == Kind::Line;
-    r.record = pr.raw;
-    pass_.on_bad(e.kind == Kind::Bad && e.line == 0 ? src.display : io::record_where(src, e.line, e.offset), r);
+    const io::BadRecord bad = io::bad_record(inputs_.sources()[e.source], e.line, e.offset, pr.kind, pr.what,
+                                             e.kind == Kind::Line ? std::optional<std::string_view>(pr.raw) : std::nullopt);
+    pass_.on_bad(bad.where, bad.rejected);
   }
 
   void close() {

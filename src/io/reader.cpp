@@ -360,6 +360,21 @@ std::string record_where(const Source& source, uint64_t line, uint64_t offset) {
   return source.display + ":" + std::to_string(line);
 }
 
+BadRecord bad_record(const Source& source, uint64_t line, uint64_t offset, std::string_view kind, std::string_view reason,
+                     std::optional<std::string_view> record) {
+  BadRecord b;
+  b.where = record || line ? record_where(source, line, offset) : source.display;
+  Rejected& r = b.rejected;
+  r.input = source.display;
+  r.line = line;
+  r.offset = offset;
+  r.kind = kind;
+  r.reason = reason;
+  r.has_record = record.has_value();
+  if (record) r.record = *record;
+  return b;
+}
+
 uint64_t line_number_at(const Source& source, uint64_t offset) {
   try {
     auto stream = open_stream(source.path, source.display);
@@ -749,8 +764,8 @@ struct RecordReader::Impl {
   }
 
   // A bad record: throws, or counts it (stats mirror `bad`).
-  void report(const std::string& where, const Rejected& r) {
-    bad.report(where, r);
+  void report(const BadRecord& b) {
+    bad.report(b);
     stats.skipped = bad.skipped();
     stats.skip_kinds = bad.kinds();
     if (stats.first_skips.size() < bad.first().size()) stats.first_skips.push_back(bad.first().back());
@@ -760,15 +775,7 @@ struct RecordReader::Impl {
   bool parse_line(std::string_view line, Record& out) {
     const uint64_t line_number = selecting ? 0 : lines.line_no;
     if (!parser.parse(line, source(), line_number, out, problem)) {
-      Rejected r;
-      r.input = source().display;
-      r.line = line_number;
-      r.offset = lines.line_offset;
-      r.kind = parser.problem_kind();
-      r.reason = problem;
-      r.has_record = true;
-      r.record = line;
-      report(record_where(source(), line_number, lines.line_offset), r);
+      report(bad_record(source(), line_number, lines.line_offset, parser.problem_kind(), problem, line));
       return false;
     }
     if (parser.replaced_invalid_utf8()) ++stats.invalid_utf8;
@@ -944,17 +951,9 @@ struct RecordReader::Impl {
     RawRecord raw;
     while (next_raw(raw)) {
       switch (raw.kind) {
-        case RawRecord::Kind::Bad: {
-          const Source& src = inputs.sources()[raw.source];
-          Rejected r;
-          r.input = src.display;
-          r.line = raw.line;
-          r.offset = raw.offset;
-          r.kind = raw.problem_kind;
-          r.reason = raw.problem;
-          report(raw.line ? record_where(src, raw.line, raw.offset) : src.display, r);
+        case RawRecord::Kind::Bad:
+          report(bad_record(inputs.sources()[raw.source], raw.line, raw.offset, raw.problem_kind, raw.problem));
           continue;
-        }
         case RawRecord::Kind::Parsed:
           out.id = raw.id;
           out.text = raw.bytes;

@@ -26,14 +26,14 @@ struct ExplainOptions {
 // definition), K at a time.
 std::vector<std::string> shingle_texts(std::string_view text, int k) {
   const std::vector<std::string> words = split_words(text);
+  // A text of fewer than K words is one shingle of all its words, as the shingler makes it.
+  const size_t kk = std::min(static_cast<size_t>(k), words.size());
   std::set<std::string> seen;
   std::vector<std::string> out;
-  const size_t kk = static_cast<size_t>(k);
-  for (size_t i = 0; i + kk <= words.size() || (i == 0 && !words.empty() && words.size() < kk); ++i) {
-    std::string s;
-    for (size_t j = i; j < std::min(words.size(), i + kk); ++j) s += (j > i ? " " : "") + words[j];
-    if (seen.insert(s).second) out.push_back(s);
-    if (words.size() < kk) break;
+  for (size_t i = 0; kk > 0 && i + kk <= words.size(); ++i) {
+    std::string s = words[i];
+    for (size_t j = i + 1; j < i + kk; ++j) s += " " + words[j];
+    if (seen.insert(s).second) out.push_back(std::move(s));
   }
   return out;
 }

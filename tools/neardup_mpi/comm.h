@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -26,10 +27,15 @@ class Packer {
     put(static_cast<uint64_t>(s.size()));
     buf_.append(s.data(), s.size());
   }
+  /// A run of values, read back with Unpacker::get_vector.
   template <class T>
-  void put_vector(const std::vector<T>& v) {
+  void put_vector(std::span<const T> v) {
     put(static_cast<uint64_t>(v.size()));
     buf_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  template <class T>
+  void put_vector(const std::vector<T>& v) {
+    put_vector(std::span<const T>(v));
   }
   std::string& bytes() noexcept { return buf_; }
 
@@ -137,8 +143,6 @@ class Comm {
     MPI_Allreduce(&v, &r, 1, type, op, MPI_COMM_WORLD);
     return r;
   }
-
-  void barrier() { MPI_Barrier(MPI_COMM_WORLD); }
 
   /// Bytes this rank sent to other ranks so far.
   uint64_t shuffled = 0;

@@ -46,6 +46,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // others finish theirs. There every rank learns of it; the failing rank first in input order (the
 // lowest) prints its message, as `neardup` would for the same first bad record, and every rank
 // returns its exit code, removing its temporary files on the way out.
+
 // Thrown on every rank at once, after they agreed that one failed: go() returns its code.
 struct Failed {
   int code;
@@ -54,8 +55,9 @@ struct Failed {
 class Steps {
  public:
   explicit Steps(Comm& c) : c_(c) {}
-  /// Runs fn here; false if it failed on some rank (exit_code() then says how).
-  bool run(const std::function<void()>& fn) {
+  /// Runs fn here, then learns from every rank whether it failed anywhere; if so, throws Failed
+  /// on every rank at once (go() returns its code).
+  void agree(const std::function<void()>& fn) {
     int code = 0;
     std::string msg;
     try {
@@ -71,17 +73,14 @@ class Steps {
       msg = std::string("internal error: ") + e.what() + "; please report it";
     }
     const int lowest = c_.all_reduce(code != 0 ? c_.rank() : c_.size(), MPI_MIN);
-    if (lowest == c_.size()) return true;
+    if (lowest == c_.size()) return;
     if (c_.rank() == lowest) std::fprintf(stderr, "neardup: %s\n", msg.c_str());
     MPI_Bcast(&code, 1, MPI_INT, lowest, MPI_COMM_WORLD);
-    exit_code_ = code;
-    return false;
+    throw Failed{code};
   }
-  int exit_code() const noexcept { return exit_code_; }
 
  private:
   Comm& c_;
-  int exit_code_ = 0;
 };
 
 // ---- The shares ----
@@ -155,7 +154,7 @@ struct Local {
   DocId base = 0;
   std::vector<std::string> ids;
   std::vector<uint32_t> lengths;     // of the texts (at most max_doc_bytes)
-  std::vector<std::string> where;    // FILE:LINE, or the path of a text file
+  std::vector<uint64_t> line;        // JSONL: the record's line number (1-based)
   std::vector<io::RecordPos> pos;    // JSONL
   std::vector<uint32_t> source;
   // --keep-by: each record's value of the field (io::KeyValue).
@@ -168,11 +167,16 @@ struct Local {
   bool has(DocId d) const noexcept { return d >= base && d - base < ids.size(); }
 };
 
-// A JSONL record's place in messages from its FILE:LINE.
-ErrorPlace place_of(std::string_view where) {
-  const size_t colon = where.rfind(':');
-  if (colon == std::string_view::npos) return ErrorPlace{std::string(where), 0};
-  return ErrorPlace{std::string(where.substr(0, colon)), std::stoull(std::string(where.substr(colon + 1)))};
+// Where messages place a document: FILE:LINE for a JSONL record, the path (its id) for a text
+// file, as one process names them.
+ErrorPlace place_of(const io::Source& src, uint64_t line, std::string_view id) {
+  if (src.kind == io::SourceKind::Jsonl) return ErrorPlace{src.display, line};
+  return ErrorPlace{std::string(id.substr(0, 200)), 0};
+}
+
+std::string where_of(const io::Source& src, uint64_t line, std::string_view id) {
+  const ErrorPlace p = place_of(src, line, id);
+  return p.line ? p.source + ":" + std::to_string(p.line) : p.source;
 }
 
 // The rank that read document d, from every rank's first document number.
@@ -207,8 +211,10 @@ class Run {
   int run();
   void read_share(const Share& share);
   void number_documents();
-  bool check_duplicate_ids();
-  bool check_key_kinds();
+  void check_duplicate_ids();
+  ErrorPlace local_place(size_t l) const { return place_of(inputs_->sources()[local_.source[l]], local_.line[l], local_.ids[l]); }
+  std::string local_where(size_t l) const { return where_of(inputs_->sources()[local_.source[l]], local_.line[l], local_.ids[l]); }
+  void check_key_kinds();
   std::vector<std::vector<DocId>> find_buckets();
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
                                    std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr);
@@ -226,8 +232,8 @@ class Run {
     bool clustered;
   };
   std::vector<Fate> decide(const Components& comp);
-  bool write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out);
-  bool write_piece(const std::string& final_path, io::AtomicFile* piece, io::AtomicFile* final_out);
+  void write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out);
+  void write_piece(const std::string& final_path, io::AtomicFile* piece, io::AtomicFile* final_out);
   std::string piece_path(const char* what) const;
 
   Comm& c_;
@@ -400,21 +406,14 @@ void Run::read_share(const Share& share) {
     for (Item& it : batch.items) {
       const io::Source& src = inputs_->sources()[it.source];
       if (it.kind == Kind::Bad || (it.kind == Kind::Line && !it.good)) {
-        io::Rejected r;
-        r.input = src.display;
-        r.line = it.line;
-        r.offset = it.offset;
-        r.kind = it.problem_kind;
-        r.reason = it.problem;
-        r.has_record = it.kind == Kind::Line;
-        if (r.has_record) r.record = std::string_view(lines.data() + it.at, it.size);
-        bad.report(it.kind == Kind::Bad && it.line == 0 ? src.display : io::record_where(src, it.line, it.offset), r);
+        const bool line = it.kind == Kind::Line;
+        bad.report(io::bad_record(src, it.line, it.offset, it.problem_kind, it.problem,
+                                  line ? std::optional<std::string_view>(std::string_view(lines.data() + it.at, it.size)) : std::nullopt));
         continue;
       }
       local_.reader.invalid_utf8 += it.invalid_utf8;
       local_.reader.missing_ids += it.missing_id;
-      const bool line = it.kind == Kind::Line;
-      local_.where.push_back(line ? src.display + ":" + std::to_string(it.line) : it.id.substr(0, 200));
+      local_.line.push_back(it.line);
       local_.pos.push_back({it.source, static_cast<uint32_t>(it.size), it.offset});
       local_.source.push_back(it.source);
       local_.ids.push_back(std::move(it.id));
@@ -441,7 +440,6 @@ void Run::read_share(const Share& share) {
   local_.reader.skipped = bad.skipped();
   local_.reader.first_skips = bad.first();
   local_.reader.skip_kinds = bad.kinds();
-  local_.reader.records = local_.size();
 }
 
 void Run::number_documents() {
@@ -457,7 +455,7 @@ void Run::number_documents() {
 // Ids name documents in the outputs: each id goes to the rank its hash names, which finds the
 // records that reuse an earlier one's id; the first such record in input order is reported, as
 // one process reports it.
-bool Run::check_duplicate_ids() {
+void Run::check_duplicate_ids() {
   std::vector<std::string> out(static_cast<size_t>(c_.size()));
   std::vector<Packer> packs(static_cast<size_t>(c_.size()));
   for (size_t i = 0; i < local_.size(); ++i) {
@@ -465,13 +463,16 @@ bool Run::check_duplicate_ids() {
     Packer& p = packs[static_cast<size_t>(mix64(h) % static_cast<uint64_t>(c_.size()))];
     p.put(static_cast<DocId>(local_.base + i));
     p.put_string(local_.ids[i]);
-    p.put_string(local_.where[i]);
+    p.put(local_.source[i]);
+    p.put(local_.line[i]);
   }
   for (int r = 0; r < c_.size(); ++r) out[static_cast<size_t>(r)] = std::move(packs[static_cast<size_t>(r)].bytes());
   const auto in = c_.exchange(std::move(out));
   struct Entry {
-    std::string_view id, where;
+    std::string_view id;
     DocId doc;
+    uint32_t source;
+    uint64_t line;
   };
   std::vector<Entry> entries;
   for (const std::string& buf : in) {
@@ -479,7 +480,8 @@ bool Run::check_duplicate_ids() {
     while (!u.done()) {
       const auto doc = u.get<DocId>();
       const auto id = u.get_string();
-      entries.push_back({id, u.get_string(), doc});
+      const auto source = u.get<uint32_t>();
+      entries.push_back({id, doc, source, u.get<uint64_t>()});
     }
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.id != b.id ? a.id < b.id : a.doc < b.doc; });
@@ -498,23 +500,25 @@ bool Run::check_duplicate_ids() {
   }
   const uint64_t total = c_.all_reduce(dups, MPI_SUM);
   const uint64_t first = c_.all_reduce(later ? uint64_t{later->doc} : UINT64_MAX, MPI_MIN);
-  return steps_.run([&] {
+  steps_.agree([&] {
     if (total == 0 || ro_.duplicate_ids != DuplicateIds::Error || !later || later->doc != first) return;
     const std::string shown(later->id.substr(0, 200));
     if (inputs_->all_text())
       throw FormatError("the same file is given twice (directly or inside a folder); give each file once, or pass "
                         "--on-duplicate-id keep to treat the copies as separate documents", ErrorPlace{shown});
-    throw FormatError(std::string("id \"") + shown + "\" is already used by " + std::string(earlier->where) + " (" +
+    const auto& sources = inputs_->sources();
+    throw FormatError(std::string("id \"") + shown + "\" is already used by " +
+                          where_of(sources[earlier->source], earlier->line, earlier->id) + " (" +
                           std::to_string(total) + (total == 1 ? " record reuses" : " records reuse") +
                           " an earlier id); ids name documents in the outputs, so make them unique, or pass "
                           "--on-duplicate-id keep to treat them as separate documents",
-                      place_of(later->where));
+                      place_of(sources[later->source], later->line, later->id));
   });
 }
 
 // --keep-by compares numbers with numbers and strings with strings: a field that is a number in
 // one record and a string in another stops the run, naming the first of each as one process does.
-bool Run::check_key_kinds() {
+void Run::check_key_kinds() {
   using Kind = io::KeyValue::Kind;
   uint64_t number = UINT64_MAX, string = UINT64_MAX;
   for (size_t i = 0; i < local_.size(); ++i) {
@@ -524,20 +528,20 @@ bool Run::check_key_kinds() {
   }
   number = c_.all_reduce(number, MPI_MIN);
   string = c_.all_reduce(string, MPI_MIN);
-  if (number == UINT64_MAX || string == UINT64_MAX) return true;
+  if (number == UINT64_MAX || string == UINT64_MAX) return;
   const auto earlier = static_cast<DocId>(std::min(number, string)), later = static_cast<DocId>(std::max(number, string));
   std::vector<std::string> storage;
   auto told = ask_owners({earlier}, [&](std::span<const DocId> want, Packer& p) {
-    for (const DocId d : want) p.put_string(local_.where[d - local_.base]);
+    for (const DocId d : want) p.put_string(local_where(d - local_.base));
   }, storage);
   const std::string where_earlier(told[static_cast<size_t>(owner_of(bases_, earlier))].get_string());
-  return steps_.run([&] {
+  steps_.agree([&] {
     if (!local_.has(later)) return;
     const bool later_number = later == number;
     throw FormatError(std::string("keep-by field \"") + ro_.reader.key_field + "\" is a " + (later_number ? "number" : "string") +
                           " here but a " + (later_number ? "string" : "number") + " in " + where_earlier +
                           "; give every record the same kind of value (numbers, or strings such as ISO dates)",
-                      place_of(local_.where[later - local_.base]));
+                      local_place(later - local_.base));
   });
 }
 
@@ -547,7 +551,6 @@ bool Run::check_key_kinds() {
 // is verified once.
 std::vector<std::vector<DocId>> Run::find_buckets() {
   const LshParams lsh = spec_.lsh;
-  const size_t k = static_cast<size_t>(spec_.num_perm);
   // Bands per round so that a rank sends at most kShuffleRoundBytes of entries (16 bytes each).
   constexpr uint64_t kShuffleRoundBytes = uint64_t{512} << 20;
   const uint64_t budget = kShuffleRoundBytes;
@@ -565,7 +568,7 @@ std::vector<std::vector<DocId>> Run::find_buckets() {
     std::vector<std::string> out(static_cast<size_t>(nranks));
     for (size_t i = 0; i < local_.size(); ++i) {
       if (local_.sketches.empty[i]) continue;
-      const auto sig = std::span<const SigValue>(local_.sketches.signatures).subspan(i * k, k);
+      const auto sig = local_.sketches.signature(static_cast<DocId>(i));
       for (int band = b0; band < b1; ++band) {
         const Entry e{signature_band_key(sig, band, lsh, spec_.shingle.seed), static_cast<uint32_t>(band), static_cast<DocId>(local_.base + i)};
         out[static_cast<size_t>(mix64(e.key ^ (uint64_t{e.band} << 40)) % static_cast<uint64_t>(nranks))].append(
@@ -697,7 +700,7 @@ void Run::load_sets(std::vector<DocId> docs) {
       sketchers[slot]->trim();
     });
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!problems[i].empty()) throw IoError(local_.where[items[i].doc - local_.base] + ": " + problems[i]);
+      if (!problems[i].empty()) throw IoError(problems[i], local_place(items[i].doc - local_.base));
       set_cache_.emplace(items[i].doc, std::move(sets[i]));
     }
     items.clear();
@@ -725,7 +728,7 @@ void Run::load_sets(std::vector<DocId> docs) {
     io::RawRecord raw;
     for (const DocId d : by_position) {
       if (!reader.next_raw(raw) || raw.kind != io::RawRecord::Kind::Line)
-        throw IoError(local_.where[d - local_.base] + ": the input changed while neardup-mpi was running (do not modify inputs during a run)");
+        throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)", local_place(d - local_.base));
       items.push_back({d, lines.size(), raw.bytes.size(), {}});
       lines.append(raw.bytes);
       lines.append(io::JsonlParser::kPadding, ' ');
@@ -752,8 +755,7 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
       const size_t l = want[i] - local_.base;
       if (exact) p.put_vector(set_cache_.at(want[i]));
       // The signature too: the estimate, or (exact) whether two documents share a band.
-      p.put_vector(std::vector<SigValue>(local_.sketches.signatures.begin() + static_cast<ptrdiff_t>(l * k),
-                                         local_.sketches.signatures.begin() + static_cast<ptrdiff_t>((l + 1) * k)));
+      p.put_vector(local_.sketches.signature(static_cast<DocId>(l)));
       p.put_string(with_ids ? std::string_view(local_.ids[l]) : std::string_view());
     }
   }, storage, exact ? std::function<void(std::vector<DocId>)>([&](std::vector<DocId> all) {
@@ -763,10 +765,9 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
       failed = std::current_exception();
     }
   }) : nullptr);
-  if (!steps_.run([&] {
+  steps_.agree([&] {
         if (failed) std::rethrow_exception(failed);
-      }))
-    throw Failed{steps_.exit_code()};
+      });
   Payloads pl;
   pl.docs = docs;
   pl.sets = ShingleSets(docs.size());
@@ -1094,7 +1095,7 @@ std::vector<Run::Fate> Run::decide(const Components& comp) {
 // --clusters: each member goes to the rank that read its cluster's first document, which numbers
 // its clusters after those of the ranks before it (clusters are numbered in the order of their
 // first documents) and writes them, members in input order; rank 0 joins the pieces.
-bool Run::write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out) {
+void Run::write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out) {
   std::vector<std::string> send(static_cast<size_t>(c_.size()));
   for (const Fate& f : fates) {
     if (!f.clustered) continue;
@@ -1131,7 +1132,7 @@ bool Run::write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out) {
   if (c_.rank() == 0) before = 0;
   std::unique_ptr<io::AtomicFile> piece;
   const std::string path = piece_path("clusters");
-  if (!steps_.run([&] {
+  steps_.agree([&] {
         piece = std::make_unique<io::AtomicFile>(path);
         std::string line;
         uint64_t g = before;
@@ -1142,18 +1143,16 @@ bool Run::write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out) {
           line.append(members[i].kept ? "kept" : "removed").push_back('\n');
           piece->write(line);
         }
-      }))
-    return false;
-  return write_piece(path, piece.get(), out);
+      });
+  write_piece(path, piece.get(), out);
 }
 
 // Rank 0 writes `final_out` (opened before the work): its own piece, then each other rank's in
 // rank order, sent over MPI a chunk at a time. Pieces are written to temporary files first.
-bool Run::write_piece(const std::string& path, io::AtomicFile* piece, io::AtomicFile* final_out) {
-  if (!steps_.run([&] {
+void Run::write_piece(const std::string& path, io::AtomicFile* piece, io::AtomicFile* final_out) {
+  steps_.agree([&] {
         if (piece) piece->commit();
-      }))
-    return false;
+      });
   constexpr size_t kChunk = size_t{32} << 20;
   int failed = 0;
   if (c_.rank() == 0) {
@@ -1190,7 +1189,7 @@ bool Run::write_piece(const std::string& path, io::AtomicFile* piece, io::Atomic
     if (f) std::fclose(f);
   }
   std::remove(path.c_str());
-  return steps_.run([&] {
+  steps_.agree([&] {
     if (failed) throw IoError(final_out->path() + ": cannot write the output");
   });
 }
@@ -1214,7 +1213,7 @@ int Run::run() {
   double t_read = 0, t_lsh = 0, t_verify = 0, t_cluster = 0, t_write = 0;
   // Options, inputs, shares and outputs: the same on every rank; only rank 0 speaks.
   std::vector<std::string> per_source;
-  if (!steps_.run([&] {
+  steps_.agree([&] {
         if (dedup_ && o_.output.empty() && o_.output_dir.empty())
           throw UsageError("dedup needs -o/--output FILE (or - for stdout) or --output-dir DIR for the kept records");
         if (!o_.output_dir.empty() && !o_.output.empty())
@@ -1259,8 +1258,7 @@ int Run::run() {
         }
         // --output-dir: each file's output is written by one rank, so files are not cut.
         shares_ = split_inputs(*inputs_, c_.size(), o_.output_dir.empty());
-      }))
-    return steps_.exit_code();
+      });
   const Share& share = shares_[static_cast<size_t>(c_.rank())];
   const size_t my_first = share.first, my_last = share.last;
 
@@ -1270,7 +1268,7 @@ int Run::run() {
   std::unique_ptr<io::AtomicFile> piece, removed_piece;
   cli::RejectsFile rejects;
   const bool one_output = per_source.empty();
-  if (!steps_.run([&] {
+  steps_.agree([&] {
         if (c_.rank() == 0) {
           if (one_output) out = cli::open_output(o_.output);
           if (!o_.removed.empty()) removed = cli::open_output(o_.removed);
@@ -1287,12 +1285,11 @@ int Run::run() {
         if (one_output && !(dedup_ && inputs_->all_jsonl())) piece = std::make_unique<io::AtomicFile>(piece_path("output"));
         if (dedup_ && !o_.removed.empty()) removed_piece = std::make_unique<io::AtomicFile>(piece_path("removed"));
         rejects.open(o_.rejects.empty() ? std::string() : piece_path("rejects"), ro_.reader);
-      }))
-    return steps_.exit_code();
+      });
 
   // 1. Read and sketch the share.
   auto t = Clock::now();
-  if (!steps_.run([&] { read_share(share); })) return steps_.exit_code();
+  steps_.agree([&] { read_share(share); });
 
   if (const char* kill = std::getenv("NEARDUP_MPI_TEST_KILL_RANK"); kill && std::atoi(kill) == c_.rank()) ::raise(SIGKILL);
   number_documents();
@@ -1301,15 +1298,14 @@ int Run::run() {
   {
     // Every record bad: the first message of the first rank that skipped one, as one process says it.
     const int first_skipper = c_.all_reduce(local_.reader.first_skips.empty() ? c_.size() : c_.rank(), MPI_MIN);
-    if (!steps_.run([&] {
+    steps_.agree([&] {
           if (n == 0 && skipped > 0 && c_.rank() == first_skipper)
             throw FormatError("every record was bad (" + std::to_string(skipped) + " skipped, the first: " +
                               local_.reader.first_skips.front() + "); nothing to deduplicate: check --text-field, --format and the inputs");
-        }))
-      return steps_.exit_code();
+        });
   }
-  if (!check_duplicate_ids()) return steps_.exit_code();
-  if (ro_.keep == KeepPolicy::Field && !check_key_kinds()) return steps_.exit_code();
+  check_duplicate_ids();
+  if (ro_.keep == KeepPolicy::Field) check_key_kinds();
   t_read = seconds_since(t);
 
   // 2. Buckets, by band key.
@@ -1324,7 +1320,7 @@ int Run::run() {
     std::vector<DocId> members;
     for (const auto& b : buckets) members.insert(members.end(), b.begin(), b.end());
     const Payloads pl = fetch(std::move(members), false);
-    if (!steps_.run([&] { verified = verify_buckets(buckets, pl); })) return steps_.exit_code();
+    steps_.agree([&] { verified = verify_buckets(buckets, pl); });
   }
   t_verify = seconds_since(t);
   const uint64_t candidates = c_.all_reduce(candidates_, MPI_SUM);
@@ -1345,7 +1341,7 @@ int Run::run() {
       if (f.clustered && f.keeper == f.doc) ++clusters_n;
     }
     removed_n = my_removed.size();
-    if (!o_.clusters.empty() && !write_clusters(fates, clusters.get())) return steps_.exit_code();
+    if (!o_.clusters.empty()) write_clusters(fates, clusters.get());
     // Each removed document's similarity to its kept one, on the rank that read it.
     std::vector<DocId> need;
     for (const auto& [r, k] : my_removed) {
@@ -1354,7 +1350,7 @@ int Run::run() {
     }
     const Payloads pl = fetch(std::move(need), true);
     const Scorer score = scorer(pl);
-    if (!steps_.run([&] {
+    steps_.agree([&] {
           std::string line;
           for (const auto& [r, k] : my_removed) {
             const double s = score(static_cast<DocId>(pl.index(r)), static_cast<DocId>(pl.index(k)));
@@ -1366,8 +1362,7 @@ int Run::run() {
             line.push_back('\n');
             removed_piece->write(line);
           }
-        }))
-      return steps_.exit_code();
+        });
   } else {
     // Pairs: each to the rank that read its first document, which writes them in order.
     std::vector<std::string> send(static_cast<size_t>(c_.size()));
@@ -1399,12 +1394,11 @@ int Run::run() {
       }, storage);
       for (const DocId d : others) names.ids.emplace_back(told[static_cast<size_t>(owner_of(bases_, d))].get_string());
     }
-    if (!steps_.run([&] {
+    steps_.agree([&] {
           io::write_pairs(*piece, pairs, [&](DocId d) {
             return local_.has(d) ? std::string_view(local_.ids[d - local_.base]) : std::string_view(names.ids[names.index(d)]);
           });
-        }))
-      return steps_.exit_code();
+        });
   }
   clusters_n = c_.all_reduce(clusters_n, MPI_SUM);
   removed_n = c_.all_reduce(removed_n, MPI_SUM);
@@ -1414,7 +1408,7 @@ int Run::run() {
   // 5. The outputs: kept records of the files read here; then the merged files on rank 0.
   t = Clock::now();
   Packer kept_ranges;
-  if (dedup_ && !steps_.run([&] {
+  if (dedup_) steps_.agree([&] {
         std::sort(my_removed.begin(), my_removed.end());
         size_t ri = 0;
         auto kept = [&](size_t i) {
@@ -1452,13 +1446,12 @@ int Run::run() {
               piece->put('\n');
             }
         }
-      }))
-    return steps_.exit_code();
+      });
   if (dedup_ && one_output && inputs_->all_jsonl()) {
     std::vector<std::string> send(static_cast<size_t>(c_.size()));
     send[0] = std::move(kept_ranges.bytes());
     const auto got = c_.exchange(std::move(send));
-    if (!steps_.run([&] {
+    steps_.agree([&] {
           if (c_.rank() != 0) return;
           for (const std::string& g : got) {
             Unpacker u(g);
@@ -1467,27 +1460,25 @@ int Run::run() {
               io::append_ranges(src.path, src.display, u.get_vector<io::ByteRange>(), *out);
             }
           }
-        }))
-      return steps_.exit_code();
+        });
   }
-  if (piece && !write_piece(piece->path(), piece.get(), out.get())) return steps_.exit_code();
-  if (removed_piece && !write_piece(removed_piece->path(), removed_piece.get(), removed.get())) return steps_.exit_code();
+  if (piece) write_piece(piece->path(), piece.get(), out.get());
+  if (removed_piece) write_piece(removed_piece->path(), removed_piece.get(), removed.get());
   if (!o_.rejects.empty()) {
     const std::string path = piece_path("rejects");
-    if (!steps_.run([&] { rejects.commit(); })) return steps_.exit_code();
-    if (!write_piece(path, nullptr, rejects_out.get())) return steps_.exit_code();
+    steps_.agree([&] { rejects.commit(); });
+    write_piece(path, nullptr, rejects_out.get());
   }
   // Every rank has written everything: only now is anything renamed into place.
-  if (!steps_.run([] {})) return steps_.exit_code();
-  if (!steps_.run([&] {
+  steps_.agree([] {});
+  steps_.agree([&] {
         for (auto& f : dir_files)
           if (f) f->commit();
         if (out) out->commit();
         if (removed) removed->commit();
         if (clusters) clusters->commit();
         if (rejects_out) rejects_out->commit();
-      }))
-    return steps_.exit_code();
+      });
   t_write = seconds_since(t);
 
   const double rss = c_.all_reduce(peak_rss_mib(), MPI_MAX);

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -193,6 +194,16 @@ struct ReaderStats {
   std::vector<std::pair<std::string, uint64_t>> skip_kinds;  ///< skipped records by kind
 };
 
+/// A bad record as BadRecords::report takes it: where messages place it (record_where, or the
+/// file alone for a bad whole file), and its Rejected fields. `record` is its line when there is
+/// one (none for a whole file or an over-long line).
+struct BadRecord {
+  std::string where;
+  Rejected rejected;
+};
+BadRecord bad_record(const Source& source, uint64_t line, uint64_t offset, std::string_view kind, std::string_view reason,
+                     std::optional<std::string_view> record = std::nullopt);
+
 /// What happens to bad records: under OnError::Fail, report() throws FormatError
 /// (`<where>: <what>; fix the input, or skip bad records with on_error=skip`); under
 /// OnError::Skip it counts them by kind, keeps the first 10 messages and hands each to
@@ -202,6 +213,7 @@ class BadRecords {
   explicit BadRecords(const ReaderOptions& options) : policy_(options.on_error), on_reject_(options.on_reject) {}
   /// `r.reason` is what is wrong; the message is `<where>: <reason>`.
   void report(const std::string& where, const Rejected& r);
+  void report(const BadRecord& b) { report(b.where, b.rejected); }
   uint64_t skipped() const noexcept { return skipped_; }
   const std::vector<std::string>& first() const noexcept { return first_; }
   const std::vector<std::pair<std::string, uint64_t>>& kinds() const noexcept { return kinds_; }
