@@ -88,6 +88,7 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
   idx->band_keys_ = c.band_keys;
   idx->band_docs_ = c.band_docs;
   idx->live_ = c.documents;
+  idx->identity_ = c.identity;
   idx->map_ = std::move(map);
   return idx;
 }
@@ -351,8 +352,8 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
   return st;
 }
 
-std::unique_ptr<NearDupIndex> NearDupIndex::open_for_update(const std::string& path) {
-  auto lock = std::make_unique<IndexLock>(path);
+std::unique_ptr<NearDupIndex> NearDupIndex::open_for_update(const std::string& path, bool wait) {
+  auto lock = std::make_unique<IndexLock>(path, wait);
   auto idx = open(path);
   idx->lock_ = std::move(lock);
   idx->update_path_ = path;
@@ -368,18 +369,34 @@ std::unique_ptr<NearDupIndex> NearDupIndex::create(const std::string& path, cons
   return idx;
 }
 
+std::unique_ptr<NearDupIndex> NearDupIndex::save_and_reopen() {
+  save();
+  auto fresh = open(update_path_);
+  fresh->lock_ = std::move(lock_);
+  fresh->update_path_ = update_path_;
+  return fresh;
+}
+
+void NearDupIndex::verify() const {
+  if (spec_.verify != VerifyMode::Exact) return;
+  for (DocId d = 0; d < base_n_; ++d) (void)set_of(d);
+}
+
 void NearDupIndex::save() const {
   if (!lock_) throw UsageError("this index was not opened for update (NearDupIndex::open_for_update); save it with save(path)");
   save(update_path_);
 }
 
-IndexLock::IndexLock(const std::string& index_path) {
+IndexLock::IndexLock(const std::string& index_path, bool wait) {
   const std::string p = index_path + ".lock";
   fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd_ < 0) throw IoError(std::string("cannot create the index lock file: ") + std::strerror(errno), ErrorPlace{p});
-  if (::flock(fd_, LOCK_EX) != 0) {
+  if (::flock(fd_, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
     ::close(fd_);
+    if (e == EWOULDBLOCK)
+      throw IoError("the index is being changed by another process (neardup serve, or index add); stop it, or wait for it",
+                    ErrorPlace{index_path});
     throw IoError(std::string("cannot lock the index: ") + std::strerror(e), ErrorPlace{p});
   }
 }

@@ -152,6 +152,7 @@ MappedIndexFile::MappedIndexFile(const std::string& path) : addr_(MAP_FAILED) {
     check_header(path, h, base, bytes_);
     check_sections(path, h, base, bytes_);
     c_.version = h.version;
+    c_.identity = h.checksum;
     c_.spec.assign(h.spec, h.spec_bytes);
     c_.documents = h.documents;
     c_.num_perm = h.num_perm;

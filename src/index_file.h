@@ -20,6 +20,7 @@ inline constexpr uint32_t kMinHashV1IndexVersion = 1;
 /// What an index file holds, as views (into the mapping when read).
 struct IndexFileContents {
   uint32_t version = 0;
+  uint64_t identity = 0;  ///< the header's checksum: names this saved state (the log's base)
   std::string spec;  ///< PipelineSpec::to_string()
   uint64_t documents = 0;
   uint32_t num_perm = 0, bands = 0, rows = 0;

@@ -79,7 +79,8 @@ class NearDupIndex {
   /// Opens `path` to change it: takes the index's update lock (PATH.lock, waiting while another
   /// process or thread holds it) and keeps it until the index is destroyed, so updates from
   /// several processes are serialised; save() then writes back to `path`. Throws as open().
-  static std::unique_ptr<NearDupIndex> open_for_update(const std::string& path);
+  /// With `wait` false, an index locked by another process is refused at once (IoError).
+  static std::unique_ptr<NearDupIndex> open_for_update(const std::string& path, bool wait = true);
   /// Writes an empty index for `spec` at `path` (replacing any file there) under the update lock,
   /// and returns it open for update.
   static std::unique_ptr<NearDupIndex> create(const std::string& path, const PipelineSpec& spec);
@@ -120,6 +121,16 @@ class NearDupIndex {
   void save() const;
   /// Whether this index holds the update lock of its file (open_for_update, create).
   bool updatable() const noexcept { return lock_ != nullptr; }
+  /// Saves to the path it was opened for update from and returns that file opened again (the
+  /// changes folded into the mapping), holding the update lock, which this object gives up. This
+  /// object stays valid for queries (its mapping outlives the rename). Throws as save() and open().
+  std::unique_ptr<NearDupIndex> save_and_reopen();
+  /// Names the saved state this index was opened from (the header checksum; 0 if not opened from
+  /// a file): equal for two files only if their headers, and so their sections' checksums, agree.
+  uint64_t file_identity() const noexcept { return identity_; }
+  /// Checks every stored shingle set against its checksum (open() checks the rest); throws
+  /// FormatError naming the first damaged document.
+  void verify() const;
 
   IndexStats stats() const;
 
@@ -153,6 +164,7 @@ class NearDupIndex {
   mutable std::once_flag id_map_once_;
   mutable std::atomic<bool> id_map_built_{false};
   std::unique_ptr<IndexLock> lock_;  // held while open for update
+  uint64_t identity_ = 0;
   std::string update_path_;
 };
 
@@ -193,7 +205,8 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
 /// the lock file cannot be created.
 class IndexLock {
  public:
-  explicit IndexLock(const std::string& index_path);
+  /// With `wait` false, throws IoError at once if another process holds the lock.
+  explicit IndexLock(const std::string& index_path, bool wait = true);
   ~IndexLock();
   IndexLock(const IndexLock&) = delete;
   IndexLock& operator=(const IndexLock&) = delete;

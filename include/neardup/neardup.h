@@ -10,6 +10,7 @@
 #include "neardup/error.h"
 #include "neardup/eval.h"
 #include "neardup/index.h"
+#include "neardup/live_index.h"
 #include "neardup/io/reader.h"
 #include "neardup/io/stream.h"
 #include "neardup/io/tsv.h"

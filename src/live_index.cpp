@@ -1,0 +1,604 @@
+#include "neardup/live_index.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "internal/hash.h"
+#include "neardup/error.h"
+#include "neardup/io/writer.h"
+
+namespace neardup {
+
+namespace {
+
+// ---- The log's format (docs/format.md) ----
+//
+// A 64-byte header: magic, version, byte-order check, the identity of the index file the log
+// applies to, zeros, and a checksum of the bytes before it. Then records, each
+//   u64 checksum (of every byte after it in the record) | u32 payload bytes | u32 kind | payload
+// An add's payload: u32 id bytes, id, u32 signature values, values (u32), u64 set size, set (u64).
+// A removal's: u32 id bytes, id.
+constexpr char kLogMagic[8] = {'N', 'D', 'U', 'P', 'W', 'A', 'L', '\n'};
+constexpr uint32_t kLogVersion = 1;
+constexpr uint32_t kEndianCheck = 0x01020304u;
+constexpr size_t kLogHeaderBytes = 64;
+constexpr size_t kRecordHeaderBytes = 16;
+constexpr uint64_t kLogSeed = 0x4E44555057414C31ULL;  // "NDUPWAL1"
+enum RecordKind : uint32_t { kAddRecord = 1, kRemoveRecord = 2 };
+
+template <class T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+std::string log_header(uint64_t identity) {
+  std::string h;
+  h.append(kLogMagic, sizeof kLogMagic);
+  put<uint32_t>(h, kLogVersion);
+  put<uint32_t>(h, kEndianCheck);
+  put<uint64_t>(h, identity);
+  h.resize(kLogHeaderBytes - 8, '\0');
+  put<uint64_t>(h, internal::hash_bytes(h.data(), h.size(), kLogSeed));
+  return h;
+}
+
+// Appends one record; `fill` writes the payload.
+template <class Fill>
+void append_record(std::string& log, RecordKind kind, Fill&& fill) {
+  const size_t at = log.size();
+  log.resize(at + kRecordHeaderBytes);
+  fill(log);
+  const auto payload = static_cast<uint32_t>(log.size() - at - kRecordHeaderBytes);
+  std::memcpy(log.data() + at + 8, &payload, 4);
+  std::memcpy(log.data() + at + 12, &kind, 4);
+  const uint64_t sum = internal::hash_bytes(log.data() + at + 8, log.size() - at - 8, kLogSeed);
+  std::memcpy(log.data() + at, &sum, 8);
+}
+
+void put_id(std::string& out, std::string_view id) {
+  put<uint32_t>(out, static_cast<uint32_t>(id.size()));
+  out.append(id);
+}
+
+// Reads a record's payload with bounds checks: a record whose checksum holds but whose payload
+// does not parse was written by something else.
+class PayloadReader {
+ public:
+  PayloadReader(const char* p, size_t n) : p_(p), end_(p + n) {}
+  template <class T>
+  T get() {
+    T v;
+    need(sizeof v);
+    std::memcpy(&v, p_, sizeof v);
+    p_ += sizeof v;
+    return v;
+  }
+  std::string_view bytes(uint64_t n) {
+    need(n);
+    std::string_view s(p_, n);
+    p_ += n;
+    return s;
+  }
+  bool done() const noexcept { return p_ == end_; }
+  bool ok() const noexcept { return ok_; }
+
+ private:
+  void need(uint64_t n) {
+    if (static_cast<uint64_t>(end_ - p_) < n) {
+      ok_ = false;
+      throw std::out_of_range("record");
+    }
+  }
+  const char* p_;
+  const char* end_;
+  bool ok_ = true;
+};
+
+[[noreturn]] void log_io_error(const std::string& path, const char* what) {
+  throw IoError(std::string(what) + ": " + std::strerror(errno), ErrorPlace{path});
+}
+
+void write_all(int fd, const std::string& data, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      log_io_error(path, "cannot append to the index's log");
+    }
+    done += static_cast<size_t>(w);
+  }
+}
+
+// A reader-writer lock that prefers writers (glibc's default prefers readers, so a steady
+// stream of queries would starve the writer).
+class RwLock {
+ public:
+  RwLock() {
+    pthread_rwlockattr_t a;
+    pthread_rwlockattr_init(&a);
+    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&l_, &a);
+    pthread_rwlockattr_destroy(&a);
+  }
+  ~RwLock() { pthread_rwlock_destroy(&l_); }
+  void lock() { pthread_rwlock_wrlock(&l_); }
+  void unlock() { pthread_rwlock_unlock(&l_); }
+  void lock_shared() { pthread_rwlock_rdlock(&l_); }
+  void unlock_shared() { pthread_rwlock_unlock(&l_); }
+
+ private:
+  pthread_rwlock_t l_;
+};
+
+struct SharedGuard {
+  explicit SharedGuard(RwLock& l) : l_(l) { l_.lock_shared(); }
+  ~SharedGuard() { l_.unlock_shared(); }
+  RwLock& l_;
+};
+
+}  // namespace
+
+// A submission: changes, their sketches, and where the writer puts the results.
+struct Ticket {
+  std::vector<LiveChange> changes;
+  std::vector<IndexSketch> sketches;  // one per add
+  std::vector<LiveResult> results;
+  bool fold = false;  // a request to fold (no changes)
+  std::promise<void> done;
+};
+
+struct LiveIndex::State {
+  std::string path, log_path;
+  LiveIndexOptions options;
+  PipelineSpec spec;
+  std::unique_ptr<NearDupIndex> index;  // replaced by a fold (under the exclusive lock)
+  mutable RwLock rw;
+
+  // Sketchers for the callers' threads (each used by one thread at a time).
+  mutable std::mutex sketchers_mu;
+  mutable std::vector<std::unique_ptr<IndexSketcher>> sketchers;
+
+  // The writer's queue.
+  std::mutex q_mu;
+  std::condition_variable q_cv;
+  std::deque<std::shared_ptr<Ticket>> queue;
+  size_t queued_changes = 0;
+  bool stopping = false, closed = false;
+  std::thread writer;
+
+  // The log (the writer's alone, apart from the counters).
+  int log_fd = -1;
+  std::string failed;  // why changes are refused, after a log write failed
+  std::atomic<uint64_t> log_bytes{0}, log_records{0}, replayed{0}, torn_bytes{0}, folds{0}, syncs{0}, changes{0};
+  std::atomic<double> last_fold_seconds{0};
+  IndexStats index_stats;  // of the file as last folded (under rw)
+
+  ~State() {
+    if (log_fd >= 0) ::close(log_fd);
+  }
+
+  std::unique_ptr<IndexSketcher> take_sketcher() const {
+    {
+      std::lock_guard<std::mutex> g(sketchers_mu);
+      if (!sketchers.empty()) {
+        auto s = std::move(sketchers.back());
+        sketchers.pop_back();
+        return s;
+      }
+    }
+    return std::make_unique<IndexSketcher>(spec);
+  }
+  void give_back(std::unique_ptr<IndexSketcher> s) const {
+    std::lock_guard<std::mutex> g(sketchers_mu);
+    sketchers.push_back(std::move(s));
+  }
+  void sketch(std::string_view text, IndexSketch& out) const {
+    auto s = take_sketcher();
+    s->sketch(text, out);
+    give_back(std::move(s));
+  }
+
+  // A new empty log for the index as saved now, by rename (never half written).
+  void start_log() {
+    if (log_fd >= 0) ::close(log_fd);
+    log_fd = -1;
+    io::AtomicFile f(log_path);
+    f.write(log_header(index->file_identity()));
+    f.commit();
+    log_fd = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (log_fd < 0) log_io_error(log_path, "cannot open the index's log");
+    log_bytes = kLogHeaderBytes;
+    log_records = 0;
+  }
+
+  void replay();
+  void apply_add(std::string_view id, IndexSketch sketch) {
+    std::lock_guard<RwLock> g(rw);
+    if (index->contains(id)) {
+      const std::string s(id);
+      index->remove(std::span<const std::string>(&s, 1));
+    }
+    index->insert(id, std::move(sketch));
+  }
+  void apply_remove(const std::string& id) {
+    std::lock_guard<RwLock> g(rw);
+    index->remove(std::span<const std::string>(&id, 1));
+  }
+  void do_fold();
+  void run_batch(std::vector<std::shared_ptr<Ticket>>& batch);
+  void writer_loop();
+};
+
+// Replays the log over the index just opened: a log for another saved state was folded already
+// (a crash between the index's rename and the log's) and is started afresh.
+void LiveIndex::State::replay() {
+  const int fd = ::open(log_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) log_io_error(log_path, "cannot open the index's log");
+    start_log();
+    return;
+  }
+  std::string data;
+  {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      ::close(fd);
+      log_io_error(log_path, "cannot read the index's log");
+    }
+    data.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < data.size()) {
+      const ssize_t r = ::pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        ::close(fd);
+        log_io_error(log_path, "cannot read the index's log");
+      }
+      got += static_cast<size_t>(r);
+    }
+    ::close(fd);
+  }
+  const auto damaged = [&](const std::string& what) {
+    throw FormatError(what + "; the index's log is damaged or not a neardup log (move it away to open the index "
+                             "without the changes it holds)",
+                      ErrorPlace{log_path});
+  };
+  // The log is created whole by rename, so a short or foreign header is damage, not a crash.
+  if (data.size() < kLogHeaderBytes || std::memcmp(data.data(), kLogMagic, sizeof kLogMagic) != 0) damaged("no log header");
+  uint32_t version, endian;
+  uint64_t base, sum;
+  std::memcpy(&version, data.data() + 8, 4);
+  std::memcpy(&endian, data.data() + 12, 4);
+  std::memcpy(&base, data.data() + 16, 8);
+  std::memcpy(&sum, data.data() + kLogHeaderBytes - 8, 8);
+  if (internal::hash_bytes(data.data(), kLogHeaderBytes - 8, kLogSeed) != sum) damaged("log header checksum mismatch");
+  if (version != kLogVersion || endian != kEndianCheck)
+    damaged("log version " + std::to_string(version) + " (this neardup writes version " + std::to_string(kLogVersion) + ")");
+  if (base != index->file_identity()) {  // folded already
+    start_log();
+    return;
+  }
+  size_t at = kLogHeaderBytes;
+  uint64_t records = 0;
+  const size_t num_perm = static_cast<size_t>(spec.num_perm);
+  while (data.size() - at >= kRecordHeaderBytes) {
+    uint64_t rsum;
+    uint32_t payload, kind;
+    std::memcpy(&rsum, data.data() + at, 8);
+    std::memcpy(&payload, data.data() + at + 8, 4);
+    std::memcpy(&kind, data.data() + at + 12, 4);
+    if (payload > data.size() - at - kRecordHeaderBytes) break;  // torn: the tail never completed
+    if (internal::hash_bytes(data.data() + at + 8, payload + 8, kLogSeed) != rsum) break;
+    PayloadReader r(data.data() + at + kRecordHeaderBytes, payload);
+    try {
+      const std::string id(r.bytes(r.get<uint32_t>()));
+      if (kind == kAddRecord) {
+        IndexSketch sk;
+        const uint32_t n = r.get<uint32_t>();
+        if (n != num_perm) damaged("record " + std::to_string(records + 1) + " has a signature of another length");
+        sk.sig.resize(n);
+        std::memcpy(sk.sig.data(), r.bytes(uint64_t{n} * sizeof(SigValue)).data(), n * sizeof(SigValue));
+        const uint64_t m = r.get<uint64_t>();
+        if (m > payload / sizeof(ShingleHash)) damaged("record " + std::to_string(records + 1) + " is malformed");
+        sk.set.resize(m);
+        std::memcpy(sk.set.data(), r.bytes(m * sizeof(ShingleHash)).data(), m * sizeof(ShingleHash));
+        apply_add(id, std::move(sk));
+      } else if (kind == kRemoveRecord) {
+        apply_remove(id);
+      } else {
+        damaged("record " + std::to_string(records + 1) + " of unknown kind " + std::to_string(kind));
+      }
+      if (!r.done()) damaged("record " + std::to_string(records + 1) + " is malformed");
+    } catch (const std::out_of_range&) {
+      damaged("record " + std::to_string(records + 1) + " is malformed");
+    }
+    at += kRecordHeaderBytes + payload;
+    ++records;
+  }
+  replayed = records;
+  log_records = records;
+  torn_bytes = data.size() - at;
+  log_fd = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (log_fd < 0) log_io_error(log_path, "cannot open the index's log");
+  if (at != data.size()) {  // cut the torn record off, durably, before appending after it
+    if (::ftruncate(log_fd, static_cast<off_t>(at)) != 0 || ::fdatasync(log_fd) != 0)
+      log_io_error(log_path, "cannot cut the torn end off the index's log");
+  }
+  log_bytes = at;
+}
+
+void LiveIndex::State::do_fold() {
+  const auto t0 = std::chrono::steady_clock::now();
+  // Queries go on reading the old index (its mapping outlives the rename); only the writer
+  // changes it, and the writer is here.
+  std::unique_ptr<NearDupIndex> fresh = index->save_and_reopen();
+  const IndexStats st = fresh->stats();
+  {
+    std::lock_guard<RwLock> g(rw);
+    index.swap(fresh);
+    index_stats = st;
+  }
+  fresh.reset();  // the old index, unmapped outside the lock
+  start_log();
+  ++folds;
+  last_fold_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
+  std::string log;
+  std::vector<IndexMatch> matches;
+  uint64_t records = 0;
+  bool fold_asked = false;
+  for (auto& t : batch) {
+    if (t->fold) fold_asked = true;
+    if (!failed.empty()) continue;
+    size_t add_i = 0;
+    for (size_t i = 0; i < t->changes.size(); ++i) {
+      LiveChange& c = t->changes[i];
+      LiveResult& res = t->results[i];
+      if (c.kind == LiveChange::Kind::Remove) {
+        if (!index->contains(c.id)) {
+          res.outcome = LiveResult::Outcome::Absent;
+          continue;
+        }
+        append_record(log, kRemoveRecord, [&](std::string& out) { put_id(out, c.id); });
+        apply_remove(c.id);
+        res.outcome = LiveResult::Outcome::Removed;
+        ++records;
+        continue;
+      }
+      IndexSketch& sk = t->sketches[add_i++];
+      if (index->contains(c.id)) {
+        res.outcome = LiveResult::Outcome::IdExists;
+        continue;
+      }
+      if (c.dedup) {
+        index->query(sk, spec.threshold, matches);  // only the writer changes the index: no lock needed
+        if (!matches.empty()) {
+          res.outcome = LiveResult::Outcome::Duplicate;
+          for (const IndexMatch& m : matches) res.matches.push_back({std::string(index->id(m.doc)), m.similarity});
+          continue;
+        }
+      }
+      append_record(log, kAddRecord, [&](std::string& out) {
+        put_id(out, c.id);
+        put<uint32_t>(out, static_cast<uint32_t>(sk.sig.size()));
+        out.append(reinterpret_cast<const char*>(sk.sig.data()), sk.sig.size() * sizeof(SigValue));
+        put<uint64_t>(out, sk.set.size());
+        out.append(reinterpret_cast<const char*>(sk.set.data()), sk.set.size() * sizeof(ShingleHash));
+      });
+      apply_add(c.id, std::move(sk));
+      res.outcome = LiveResult::Outcome::Added;
+      ++records;
+    }
+  }
+  std::exception_ptr error;
+  if (!failed.empty()) {
+    error = std::make_exception_ptr(IoError("changes are refused since the index's log could not be written (" + failed +
+                                            "); restart to replay the log", ErrorPlace{log_path}));
+  } else if (!log.empty()) {
+    try {
+      write_all(log_fd, log, log_path);
+      if (::fdatasync(log_fd) != 0) log_io_error(log_path, "cannot sync the index's log");
+      ++syncs;
+      log_bytes += log.size();
+      log_records += records;
+      changes += records;
+    } catch (const Error& e) {
+      failed = e.what();
+      error = std::current_exception();
+    }
+  }
+  if (!error && (fold_asked || log_bytes >= options.fold_bytes) && log_records > 0) {
+    try {
+      do_fold();
+    } catch (...) {
+      // The log still holds every change: a failed fold loses nothing, and is tried again later.
+      if (fold_asked) error = std::current_exception();
+    }
+  }
+  for (auto& t : batch) {
+    if (error && (!t->changes.empty() || t->fold))
+      t->done.set_exception(error);
+    else
+      t->done.set_value();
+  }
+}
+
+void LiveIndex::State::writer_loop() {
+  std::vector<std::shared_ptr<Ticket>> batch;
+  for (;;) {
+    batch.clear();
+    {
+      std::unique_lock<std::mutex> lk(q_mu);
+      q_cv.wait(lk, [&] { return !queue.empty() || stopping; });
+      if (queue.empty()) return;  // stopping, nothing left
+      size_t n = 0;
+      while (!queue.empty() && (batch.empty() || n + queue.front()->changes.size() <= options.max_batch)) {
+        n += queue.front()->changes.size();
+        queued_changes -= queue.front()->changes.size();
+        batch.push_back(std::move(queue.front()));
+        queue.pop_front();
+      }
+    }
+    run_batch(batch);
+  }
+}
+
+LiveIndex::LiveIndex(std::unique_ptr<State> state) : s_(std::move(state)), spec_(s_->spec) {}
+
+std::unique_ptr<LiveIndex> LiveIndex::open(const std::string& path, const LiveIndexOptions& options) {
+  auto s = std::make_unique<State>();
+  s->path = path;
+  s->log_path = log_path(path);
+  s->options = options;
+  if (s->options.max_batch == 0) s->options.max_batch = 1;
+  s->index = NearDupIndex::open_for_update(path, /*wait=*/false);
+  s->spec = s->index->spec();
+  s->replay();
+  s->index_stats = s->index->stats();
+  s->writer = std::thread([st = s.get()] { st->writer_loop(); });
+  return std::unique_ptr<LiveIndex>(new LiveIndex(std::move(s)));
+}
+
+LiveIndex::~LiveIndex() {
+  {
+    std::lock_guard<std::mutex> g(s_->q_mu);
+    s_->stopping = true;
+  }
+  s_->q_cv.notify_all();
+  if (s_->writer.joinable()) s_->writer.join();
+}
+
+std::vector<LiveMatch> LiveIndex::query(std::string_view text, double threshold, std::string_view skip_id) const {
+  IndexSketch q;
+  s_->sketch(text, q);
+  std::vector<IndexMatch> m;
+  std::vector<LiveMatch> out;
+  SharedGuard g(s_->rw);
+  s_->index->query(q, threshold, m);
+  out.reserve(m.size());
+  for (const IndexMatch& x : m) {
+    const std::string_view id = s_->index->id(x.doc);
+    if (!skip_id.empty() && id == skip_id) continue;
+    out.push_back({std::string(id), x.similarity});
+  }
+  return out;
+}
+
+bool LiveIndex::contains(std::string_view id) const {
+  SharedGuard g(s_->rw);
+  return s_->index->contains(id);
+}
+
+std::vector<LiveResult> LiveIndex::apply(std::vector<LiveChange> changes) {
+  auto t = std::make_shared<Ticket>();
+  t->results.resize(changes.size());
+  {  // refused before the work of sketching when the writer is far behind
+    std::lock_guard<std::mutex> g(s_->q_mu);
+    if (s_->queued_changes + changes.size() > s_->options.max_pending && !changes.empty()) {
+      for (LiveResult& r : t->results) r.outcome = LiveResult::Outcome::Busy;
+      return std::move(t->results);
+    }
+  }
+  // Sketched here, on the caller's thread, so that many callers sketch in parallel.
+  size_t adds = 0;
+  for (const LiveChange& c : changes) adds += c.kind == LiveChange::Kind::Add;
+  t->sketches.resize(adds);
+  for (size_t i = 0, a = 0; i < changes.size(); ++i)
+    if (changes[i].kind == LiveChange::Kind::Add) {
+      s_->sketch(changes[i].text, t->sketches[a++]);
+      std::string().swap(changes[i].text);  // the writer needs the sketch only
+    }
+  t->changes = std::move(changes);
+  std::future<void> f = t->done.get_future();
+  {
+    std::lock_guard<std::mutex> g(s_->q_mu);
+    if (s_->closed) throw UsageError("the live index is closed");
+    if (s_->queued_changes + t->changes.size() > s_->options.max_pending && !t->changes.empty()) {
+      for (LiveResult& r : t->results) r.outcome = LiveResult::Outcome::Busy;
+      return std::move(t->results);
+    }
+    s_->queued_changes += t->changes.size();
+    s_->queue.push_back(t);
+  }
+  s_->q_cv.notify_one();
+  f.get();
+  return std::move(t->results);
+}
+
+LiveResult LiveIndex::apply(LiveChange change) {
+  std::vector<LiveChange> v;
+  v.push_back(std::move(change));
+  return std::move(apply(std::move(v)).front());
+}
+
+void LiveIndex::fold() {
+  auto t = std::make_shared<Ticket>();
+  t->fold = true;
+  std::future<void> f = t->done.get_future();
+  {
+    std::lock_guard<std::mutex> g(s_->q_mu);
+    if (s_->closed) throw UsageError("the live index is closed");
+    s_->queue.push_back(t);
+  }
+  s_->q_cv.notify_one();
+  f.get();
+}
+
+void LiveIndex::close() {
+  {
+    std::lock_guard<std::mutex> g(s_->q_mu);
+    if (s_->closed) return;
+  }
+  std::exception_ptr error;
+  try {
+    fold();  // after every change submitted before it (the queue is in order)
+  } catch (...) {
+    error = std::current_exception();
+  }
+  {
+    std::lock_guard<std::mutex> g(s_->q_mu);
+    s_->closed = true;
+    s_->stopping = true;
+  }
+  s_->q_cv.notify_all();
+  if (s_->writer.joinable()) s_->writer.join();
+  if (error) std::rethrow_exception(error);
+}
+
+LiveStats LiveIndex::stats() const {
+  LiveStats st;
+  {
+    SharedGuard g(s_->rw);
+    st.documents = s_->index->size();
+    st.index = s_->index_stats;
+  }
+  {
+    std::lock_guard<std::mutex> g(s_->q_mu);
+    st.pending = s_->queued_changes;
+  }
+  st.log_bytes = s_->log_bytes;
+  st.log_records = s_->log_records;
+  st.replayed = s_->replayed;
+  st.torn_bytes = s_->torn_bytes;
+  st.folds = s_->folds;
+  st.syncs = s_->syncs;
+  st.changes = s_->changes;
+  st.last_fold_seconds = s_->last_fold_seconds;
+  return st;
+}
+
+}  // namespace neardup
