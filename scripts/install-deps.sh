@@ -9,6 +9,7 @@ what="${1:-test}"
 packages=(
   build-essential cmake pkg-config
   libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev zlib1g-dev libicu-dev liblzma-dev libbz2-dev
+  libcpp-httplib-dev
 )
 case "$what" in
   run) ;;
@@ -18,7 +19,7 @@ case "$what" in
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev
       pybind11-dev python3-dev python3-numpy python3-pytest
-      libopenmpi-dev openmpi-bin chromium
+      libopenmpi-dev openmpi-bin chromium wrk
     )
     ;;
   *) echo "install-deps: usage: install-deps.sh [run|test]" >&2; exit 2 ;;

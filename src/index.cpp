@@ -19,6 +19,7 @@
 #include "internal/option_text.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
+#include "neardup/live_index.h"
 #include "neardup/lsh_index.h"
 
 namespace neardup {
@@ -62,7 +63,7 @@ NearDupIndex::NearDupIndex(const PipelineSpec& spec) : spec_(spec.resolved()), p
 
 NearDupIndex::~NearDupIndex() = default;
 
-std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
+std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path, bool pending_log_ok) {
   auto map = std::make_unique<Mapping>(path);
   const internal::IndexFileContents& c = map->file.contents();
   std::unique_ptr<NearDupIndex> idx;
@@ -90,6 +91,13 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path) {
   idx->live_ = c.documents;
   idx->identity_ = c.identity;
   idx->map_ = std::move(map);
+  if (!pending_log_ok) {
+    if (const uint64_t pending = LiveIndex::unfolded_log_bytes(path, idx->identity_))
+      throw FormatError("its log " + LiveIndex::log_path(path) + " holds " + std::to_string(pending) +
+                            " bytes of changes not yet folded into it (a 'neardup serve' that did not finish); fold them "
+                            "with 'neardup index fold " + path + "'",
+                        ErrorPlace{path});
+  }
   return idx;
 }
 
@@ -352,9 +360,9 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
   return st;
 }
 
-std::unique_ptr<NearDupIndex> NearDupIndex::open_for_update(const std::string& path, bool wait) {
+std::unique_ptr<NearDupIndex> NearDupIndex::open_for_update(const std::string& path, bool wait, bool pending_log_ok) {
   auto lock = std::make_unique<IndexLock>(path, wait);
-  auto idx = open(path);
+  auto idx = open(path, pending_log_ok);
   idx->lock_ = std::move(lock);
   idx->update_path_ = path;
   return idx;
@@ -364,6 +372,8 @@ std::unique_ptr<NearDupIndex> NearDupIndex::create(const std::string& path, cons
   auto lock = std::make_unique<IndexLock>(path);
   auto idx = std::make_unique<NearDupIndex>(spec);
   idx->save(path);
+  // A log left by a service on the index replaced here describes the old index, not this one.
+  ::unlink(LiveIndex::log_path(path).c_str());
   idx->lock_ = std::move(lock);
   idx->update_path_ = path;
   return idx;
@@ -371,7 +381,7 @@ std::unique_ptr<NearDupIndex> NearDupIndex::create(const std::string& path, cons
 
 std::unique_ptr<NearDupIndex> NearDupIndex::save_and_reopen() {
   save();
-  auto fresh = open(update_path_);
+  auto fresh = open(update_path_, /*pending_log_ok=*/true);
   fresh->lock_ = std::move(lock_);
   fresh->update_path_ = update_path_;
   return fresh;

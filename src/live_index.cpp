@@ -457,6 +457,20 @@ void LiveIndex::State::writer_loop() {
   }
 }
 
+uint64_t LiveIndex::unfolded_log_bytes(const std::string& index_path, uint64_t identity) {
+  const std::string p = log_path(index_path);
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char h[kLogHeaderBytes];
+  struct stat st {};
+  const bool ok = ::fstat(fd, &st) == 0 && ::pread(fd, h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
+  ::close(fd);
+  if (!ok || std::memcmp(h, kLogMagic, sizeof kLogMagic) != 0) return 0;  // not a log: LiveIndex::open says what is wrong
+  uint64_t base;
+  std::memcpy(&base, h + 16, 8);
+  return base == identity && static_cast<uint64_t>(st.st_size) > kLogHeaderBytes ? static_cast<uint64_t>(st.st_size) - kLogHeaderBytes : 0;
+}
+
 LiveIndex::LiveIndex(std::unique_ptr<State> state) : s_(std::move(state)), spec_(s_->spec) {}
 
 std::unique_ptr<LiveIndex> LiveIndex::open(const std::string& path, const LiveIndexOptions& options) {
@@ -465,7 +479,7 @@ std::unique_ptr<LiveIndex> LiveIndex::open(const std::string& path, const LiveIn
   s->log_path = log_path(path);
   s->options = options;
   if (s->options.max_batch == 0) s->options.max_batch = 1;
-  s->index = NearDupIndex::open_for_update(path, /*wait=*/false);
+  s->index = NearDupIndex::open_for_update(path, /*wait=*/false, /*pending_log_ok=*/true);
   s->spec = s->index->spec();
   s->replay();
   s->index_stats = s->index->stats();

@@ -75,12 +75,14 @@ class NearDupIndex {
   explicit NearDupIndex(const PipelineSpec& spec);
   /// Opens `path`. Throws IoError if it cannot be read, FormatError (naming the file and what
   /// is wrong) if it is not an index, is of another format version, or is damaged.
-  static std::unique_ptr<NearDupIndex> open(const std::string& path);
+  /// Refuses (FormatError) an index whose write-ahead log (LiveIndex, PATH.wal) holds changes
+  /// not yet folded into it, unless `pending_log_ok`: without them it would be out of date.
+  static std::unique_ptr<NearDupIndex> open(const std::string& path, bool pending_log_ok = false);
   /// Opens `path` to change it: takes the index's update lock (PATH.lock, waiting while another
   /// process or thread holds it) and keeps it until the index is destroyed, so updates from
   /// several processes are serialised; save() then writes back to `path`. Throws as open().
   /// With `wait` false, an index locked by another process is refused at once (IoError).
-  static std::unique_ptr<NearDupIndex> open_for_update(const std::string& path, bool wait = true);
+  static std::unique_ptr<NearDupIndex> open_for_update(const std::string& path, bool wait = true, bool pending_log_ok = false);
   /// Writes an empty index for `spec` at `path` (replacing any file there) under the update lock,
   /// and returns it open for update.
   static std::unique_ptr<NearDupIndex> create(const std::string& path, const PipelineSpec& spec);

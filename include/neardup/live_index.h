@@ -100,6 +100,10 @@ class LiveIndex {
   const PipelineSpec& spec() const noexcept { return spec_; }
   /// The log's path.
   static std::string log_path(const std::string& index_path) { return index_path + ".wal"; }
+  /// The bytes of changes in the index's log not yet folded into the index file whose identity
+  /// (NearDupIndex::file_identity) is `identity`: 0 if there is no log, or it is empty, or it
+  /// belongs to another saved state (folded already).
+  static uint64_t unfolded_log_bytes(const std::string& index_path, uint64_t identity);
 
   /// The live documents with similarity >= threshold to `text`, best first (then the order they
   /// were added), leaving out one whose id is `skip_id` (if not empty). Safe from any thread.

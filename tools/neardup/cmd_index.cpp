@@ -166,6 +166,26 @@ int run_remove(const IndexOptions& o) {
   return kExitOk;
 }
 
+int run_fold(const IndexOptions& o) {
+  auto live = LiveIndex::open(o.index);
+  const LiveStats before = live->stats();
+  live->close();
+  if (!o.common.quiet)
+    std::fprintf(stderr, "neardup: index fold: %llu changes from %s folded into %s (%llu documents)\n",
+                 static_cast<unsigned long long>(before.replayed), LiveIndex::log_path(o.index).c_str(), o.index.c_str(),
+                 static_cast<unsigned long long>(before.documents));
+  return kExitOk;
+}
+
+int run_verify(const IndexOptions& o) {
+  auto idx = NearDupIndex::open(o.index);
+  idx->verify();
+  if (!o.common.quiet)
+    std::fprintf(stderr, "neardup: index verify: %s is whole (%zu documents, every section and set checksum holds)\n", o.index.c_str(),
+                 idx->size());
+  return kExitOk;
+}
+
 int run_stats(const IndexOptions& o) {
   auto idx = NearDupIndex::open(o.index);
   const IndexStats s = idx->stats();
@@ -280,7 +300,7 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
 }
 
 void add_index(CLI::App& app, std::function<int()>& run) {
-  CLI::App* index = app.add_subcommand("index", "A persistent near-duplicate index: create, add, query, remove, stats");
+  CLI::App* index = app.add_subcommand("index", "A persistent near-duplicate index: create, add, query, remove, stats, fold, verify");
   index->require_subcommand(1);
 
   auto c = std::make_shared<IndexOptions>();
@@ -328,6 +348,18 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   stats->add_option("index", s->index, "Index file")->required();
   stats->add_flag("--json", s->json, "One JSON object");
   stats->callback([&run, s] { run = [=] { return run_stats(*s); }; });
+
+  auto f = std::make_shared<IndexOptions>();
+  CLI::App* fold = index->add_subcommand("fold", "Fold the changes of a service's write-ahead log (INDEX.wal) into the index file");
+  fold->add_option("index", f->index, "Index file")->required();
+  fold->add_flag("-q,--quiet", f->common.quiet, "No summary on stderr");
+  fold->callback([&run, f] { run = [=] { return run_fold(*f); }; });
+
+  auto v = std::make_shared<IndexOptions>();
+  CLI::App* verify = index->add_subcommand("verify", "Check every checksum of an index (its layout, every section, every shingle set)");
+  verify->add_option("index", v->index, "Index file")->required();
+  verify->add_flag("-q,--quiet", v->common.quiet, "No summary on stderr");
+  verify->callback([&run, v] { run = [=] { return run_verify(*v); }; });
 }
 
 }  // namespace neardup::cli

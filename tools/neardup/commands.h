@@ -65,6 +65,8 @@ void add_index(CLI::App& app, std::function<int()>& run);
 void add_eval(CLI::App& app, std::function<int()>& run);
 /// Adds `explain`.
 void add_explain(CLI::App& app, std::function<int()>& run);
+/// Adds `serve` (built with NEARDUP_BUILD_SERVE).
+void add_serve(CLI::App& app, std::function<int()>& run);
 /// Adds `tune`.
 void add_tune(CLI::App& app, std::function<int()>& run);
 

@@ -155,6 +155,9 @@ int main(int argc, char** argv) {
   cli::add_index(app, run);
   cli::add_eval(app, run);
   cli::add_explain(app, run);
+#ifdef NEARDUP_HAVE_SERVE
+  cli::add_serve(app, run);
+#endif
   app.footer("Exit codes: 0 ok, 1 internal error, 2 usage error, 3 bad input data, 4 I/O error.\n"
              "Run 'neardup COMMAND --help' for the options of a command.");
 
