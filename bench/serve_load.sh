@@ -8,6 +8,7 @@
 # wrk runs on the same 2 cores as the service, so the figures include its cost. Throughput and
 # p50/p99/p99.9 latency per run, and the service's own per-endpoint histogram from /metrics.
 #   bench/serve_load.sh bench/data/kernel-1100mb.jsonl [DOCS=100000] [CONNS=16] [SECONDS=15]
+# RUNS="mixed:10" chooses the runs (name:percent of adds); WORK=DIR keeps the index between calls.
 set -euo pipefail
 IN=$1 DOCS=${2:-100000} CONNS=${3:-16} SECS=${4:-15}
 BUILD=${BUILD:-build}
@@ -72,18 +73,36 @@ run() {  # run NAME MIX: MIX = share of adds in percent
   echo "== $1 ($2% adds), $CONNS connections, ${SECS} s"
   grep -E "Requests/sec|Non-2xx|Socket errors" "$WORK/wrk.$1" || true
   grep "^latency" "$WORK/wrk.$1" || true
-  curl -s "$url/metrics" | grep -E '^neardup_request_seconds_(sum|count)|^neardup_log_syncs_total|^neardup_changes_total|^neardup_requests_total' \
-    | grep -E 'endpoint="(query|add)"|syncs|changes' || true
+  # The service's own view per endpoint: p50/p99/p99.9 from its histogram (the bucket bound
+  # at or above each quantile), the mean, and the syncs per change.
+  curl -s "$url/metrics" | python3 -c '
+import re, sys
+b, n, s, g = {}, {}, {}, {}
+for line in sys.stdin:
+    m = re.match(r"neardup_request_seconds_bucket\{endpoint=\"(\w+)\",le=\"([^\"]+)\"\} (\d+)", line)
+    if m: b.setdefault(m[1], []).append((float(m[2]), int(m[3])))
+    m = re.match(r"neardup_request_seconds_(sum|count)\{endpoint=\"(\w+)\"\} ([\d.]+)", line)
+    if m: (s if m[1] == "sum" else n)[m[2]] = float(m[3])
+    m = re.match(r"(neardup_log_syncs_total|neardup_changes_total) ([\d.e+]+)", line)
+    if m: g[m[1]] = float(m[2])
+def q(ep, f):
+    total = b[ep][-1][1]
+    return next(le for le, c in b[ep] if c >= f * total)
+for ep in ("query", "add"):
+    if ep in b:
+        print("service %-5s: %d requests, mean %.2f ms, p50 <= %g ms, p99 <= %g ms, p99.9 <= %g ms" % (ep, n[ep], 1e3 * s[ep] / n[ep],
+              1e3 * q(ep, .5), 1e3 * q(ep, .99), 1e3 * q(ep, .999)))
+if g.get("neardup_changes_total"):
+    print("log: %d changes in %d syncs" % (g["neardup_changes_total"], g["neardup_log_syncs_total"]))
+' || true
   kill -TERM "$pid"; wait "$pid" || true
   # The adds of a run are removed again for the next one: the index is rebuilt only when missing.
   "$ND" index verify "$IDX" -q
 }
 # Each run adds documents; restore the index between runs from a copy.
 cp "$IDX" "$WORK/kernel.ndx.orig"
-run queries 0
-cp "$WORK/kernel.ndx.orig" "$IDX"
-run adds 100
-cp "$WORK/kernel.ndx.orig" "$IDX"
-run mixed 10
-cp "$WORK/kernel.ndx.orig" "$IDX"
+for r in ${RUNS:-queries:0 adds:100 mixed:10}; do
+  run "${r%%:*}" "${r##*:}"
+  cp "$WORK/kernel.ndx.orig" "$IDX"
+done
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%Y-%m-%d)"
