@@ -19,7 +19,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 command -v wrk >/dev/null || { echo "serve_load: needs wrk (apt-get install wrk)" >&2; exit 2; }
 
 # Documents: DOCS to index, 4,000 held out (new texts), 4,000 near-copies of indexed ones.
-python3 - "$IN" "$WORK" "$DOCS" <<'PY'
+[ -f "$WORK/add.bodies" ] || python3 - "$IN" "$WORK" "$DOCS" <<'PY'
 import json, random, sys
 src, work, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 pieces = []
@@ -102,7 +102,9 @@ if g.get("neardup_changes_total"):
 # Each run adds documents; restore the index between runs from a copy.
 cp "$IDX" "$WORK/kernel.ndx.orig"
 for r in ${RUNS:-queries:0 adds:100 mixed:10}; do
+  sync  # the copy's dirty pages would otherwise be written back during the run, stalling its log syncs
   run "${r%%:*}" "${r##*:}"
   cp "$WORK/kernel.ndx.orig" "$IDX"
+  rm -f "$IDX.wal"
 done
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%Y-%m-%d)"

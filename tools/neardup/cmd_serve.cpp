@@ -118,18 +118,13 @@ class RequestObject {
     if (e.get(s)) throw BadRequest{400, std::string("field '") + name + "' must be a string", name};
     return s;
   }
-  double number(const char* name, double fallback) const {
+  /// An optional field of type T (double, bool), or `fallback` when it is absent.
+  template <class T>
+  T value(const char* name, T fallback, const char* type) const {
     simdjson::dom::element e;
     if (obj_[name].get(e)) return fallback;
-    double v;
-    if (e.get(v)) throw BadRequest{400, std::string("field '") + name + "' must be a number", name};
-    return v;
-  }
-  bool boolean(const char* name, bool fallback) const {
-    simdjson::dom::element e;
-    if (obj_[name].get(e)) return fallback;
-    bool v;
-    if (e.get(v)) throw BadRequest{400, std::string("field '") + name + "' must be true or false", name};
+    T v;
+    if (e.get(v)) throw BadRequest{400, std::string("field '") + name + "' must be " + type, name};
     return v;
   }
 
@@ -147,18 +142,23 @@ struct Limits {
   double build_threshold;
 };
 
+std::string_view text_field(const RequestObject& o, const Limits& l) {
+  const std::string_view t = o.string("text", true);
+  if (t.size() > l.max_text_bytes)
+    throw BadRequest{413, "'text' is " + std::to_string(t.size()) + " bytes, over the limit of " + std::to_string(l.max_text_bytes) +
+                              " (--max-text-bytes)", "text"};
+  return t;
+}
+
 QueryRequest parse_query(simdjson::dom::parser& p, std::string_view body, const Limits& l) {
   RequestObject o(p, body, {"text", "id", "threshold"});
   QueryRequest q;
-  q.text = o.string("text", true);
-  if (q.text.size() > l.max_text_bytes)
-    throw BadRequest{413, "'text' is " + std::to_string(q.text.size()) + " bytes, over the limit of " + std::to_string(l.max_text_bytes) +
-                              " (--max-text-bytes)", "text"};
+  q.text = text_field(o, l);
   if (o.has("id")) {
     q.id = o.string("id", true);
     check_id(q.id, "id");
   }
-  q.threshold = o.number("threshold", l.build_threshold);
+  q.threshold = o.value<double>("threshold", l.build_threshold, "a number");
   if (!(q.threshold >= 0 && q.threshold <= 1)) throw BadRequest{400, "'threshold' must be between 0 and 1", "threshold"};
   return q;
 }
@@ -168,11 +168,8 @@ LiveChange parse_add(simdjson::dom::parser& p, std::string_view body, const Limi
   LiveChange c;
   c.id = o.string("id", true);
   check_id(c.id, "id");
-  c.text = o.string("text", true);
-  if (c.text.size() > l.max_text_bytes)
-    throw BadRequest{413, "'text' is " + std::to_string(c.text.size()) + " bytes, over the limit of " + std::to_string(l.max_text_bytes) +
-                              " (--max-text-bytes)", "text"};
-  c.dedup = o.boolean("dedup", true);
+  c.text = text_field(o, l);
+  c.dedup = o.value<bool>("dedup", true, "true or false");
   return c;
 }
 
