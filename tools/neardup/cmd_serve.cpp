@@ -488,7 +488,12 @@ int run_serve(const ServeOptions& o) {
   const Limits limits{o.max_text_bytes, idx->spec().threshold};
   Metrics metrics;
 
-  httplib::Server svr;
+  // cpp-httplib listens with the backlog it was compiled with (5 in Debian's build): a burst of
+  // clients connecting at once would overflow it, and a connection whose handshake ACK is
+  // dropped there can be reset. listen() again with a deep backlog once bound.
+  struct Server : httplib::Server {
+    void deepen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
+  } svr;
   const int threads = o.threads > 0 ? o.threads : std::max(32, 8 * static_cast<int>(std::thread::hardware_concurrency()));
   const size_t max_queue = o.max_connections ? o.max_connections : static_cast<size_t>(threads) * 4;
   svr.new_task_queue = [threads, max_queue] { return new BoundedPool(static_cast<size_t>(threads), max_queue); };
@@ -639,6 +644,7 @@ int run_serve(const ServeOptions& o) {
   } else if (!svr.bind_to_port(host, port)) {
     throw IoError("cannot listen on " + o.listen + ": " + std::strerror(errno) + " (is another service on that port?)");
   }
+  svr.deepen_backlog();
   if (!o.quiet) {
     if (!is_loopback(host))
       std::fprintf(stderr, "neardup: warning: listening on %s, reachable from other machines%s\n", host.c_str(),
