@@ -7,6 +7,12 @@
 #   bench/make_corpus.sh [TARGET_MB] [OUT]      (defaults: 200, bench/data/kernel-200mb.jsonl)
 #   bench/make_corpus.sh --long [OUT]           (default: bench/data/kernel-long-1000.jsonl)
 #   bench/make_corpus.sh --translations [OUT]   (default: bench/data/kernel-translations.jsonl)
+#   bench/make_corpus.sh --crowded [OUT]        (default: bench/data/crowded.jsonl)
+#
+# --crowded assembles the crowded mix of the speed benchmarks: the whole tree (generated headers
+# of up to 25 MB included), every /usr/share/doc/*/copyright file of the installed Debian packages
+# (licence boilerplate: large clusters of near-copies) and every manual page under /usr/share/man
+# (groff source, decompressed: per-command and per-language variants), in that order.
 #
 # Files over MAX_FILE_MB (environment, default 2) are left out: the tree holds generated register
 # headers of up to 20 MB. MAX_FILE_MB=4 bench/make_corpus.sh 1100 bench/data/kernel-1gb.jsonl
@@ -23,6 +29,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-}" = "--long" ]; then
   mode=long target_mb=0 out=${2:-$here/data/kernel-long-1000.jsonl}
+elif [ "${1:-}" = "--crowded" ]; then
+  mode=crowded target_mb=0 out=${2:-$here/data/crowded.jsonl}
 elif [ "${1:-}" = "--translations" ]; then
   mode=translations target_mb=0 out=${2:-$here/data/kernel-translations.jsonl}
 else
@@ -55,8 +63,15 @@ for d, dirs, files in os.walk(root):
             paths.append(p)
         elif mode != 'translations' and os.path.splitext(f)[1] in exts:
             paths.append(p)
-if mode == 'translations':
+if mode in ('translations', 'crowded'):
     target = float('inf')
+if mode == 'crowded':
+    import glob, gzip
+    max_chars = 25_000_000
+    extra = sorted(glob.glob('/usr/share/doc/*/copyright'))
+    for d, dirs, files in os.walk('/usr/share/man'):
+        dirs.sort()
+        extra += [os.path.join(d, f) for f in sorted(files)]
 total = n = 0
 tmp = out + '.tmp'
 if mode == 'long':
@@ -88,6 +103,17 @@ with open(tmp, 'w', encoding='utf-8') as w:
         total += len(text.encode('utf-8')); n += 1
         if total >= target:
             break
+    if mode == 'crowded':
+        for p in extra:
+            try:
+                with (gzip.open(p, 'rb') if p.endswith('.gz') else open(p, 'rb')) as f:
+                    text = f.read().decode('utf-8', errors='replace')
+            except (OSError, EOFError):
+                continue  # a dangling link, a damaged page
+            if not text.strip():
+                continue
+            w.write(json.dumps({'id': p, 'text': text}, ensure_ascii=False) + '\n')
+            total += len(text.encode('utf-8')); n += 1
 os.replace(tmp, out)
 print(f'{out}: {n} documents, {total / 1e6:.1f} MB of text')
 PY

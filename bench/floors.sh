@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# neardup against the floors of its job on one corpus, medians of REPS alternating runs, 2 cores:
+#   pairs  against `zstd -1 -T1` of the same file (a single-threaded pass that reads every byte)
+#   dedup  against `cp` + `sync` of the file (a job that must write and sync about as many bytes)
+#   one 50 MB record against the same text as 50 records of 1 MB (time per byte)
+#   peak memory of dedup against the estimate it prints (--estimate-memory)
+# Every neardup output of a run is compared with the first run's (identical results).
+#   bench/floors.sh bench/data/crowded.jsonl [REPS=3]      (corpus: bench/make_corpus.sh --crowded)
+set -euo pipefail
+IN=$1 REPS=${2:-3}
+ND=${NEARDUP:-build/neardup}
+OUT=${OUT:-$(mktemp -d -p "$(dirname "$IN")")}  # beside the input: the same file system for cp
+trap 'rm -rf "$OUT"' EXIT
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+t() { /usr/bin/time -f "%e %M" -o "$OUT/time" "$@"; read -r wall rss < "$OUT/time"; }
+bytes=$(stat -c %s "$IN")
+echo "corpus: $IN ($(wc -l < "$IN") records, $((bytes / 1000000)) MB); $($ND --version | head -1)"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%F)"
+cat "$IN" > /dev/null  # warm the page cache for every command alike
+
+declare -A T R
+for rep in $(seq "$REPS"); do
+  t zstd -1 -T1 -q -c "$IN" -o /dev/null; T[zstd]+="$wall "
+  rm -f "$OUT/pairs.tsv"
+  t "$ND" pairs "$IN" -o "$OUT/pairs.tsv" -q; T[pairs]+="$wall "; R[pairs]+="$rss "
+  if [ "$rep" = 1 ]; then cp "$OUT/pairs.tsv" "$OUT/pairs.first"; else cmp "$OUT/pairs.tsv" "$OUT/pairs.first"; fi
+  rm -f "$OUT/copy"
+  t sh -c "cp '$IN' '$OUT/copy' && sync"; T[cp]+="$wall "
+  rm -f "$OUT/kept.jsonl" "$OUT/copy"
+  t "$ND" dedup "$IN" -o "$OUT/kept.jsonl" --removed "$OUT/removed.tsv" -q; T[dedup]+="$wall "; R[dedup]+="$rss "
+  if [ "$rep" = 1 ]; then cp "$OUT/removed.tsv" "$OUT/removed.first"; else cmp "$OUT/removed.tsv" "$OUT/removed.first"; fi
+  rm -f "$OUT/kept.jsonl"
+done
+z=$(echo ${T[zstd]} | median) p=$(echo ${T[pairs]} | median) c=$(echo ${T[cp]} | median) d=$(echo ${T[dedup]} | median)
+echo "pairs: $p s (runs ${T[pairs]}; peak $(( $(echo ${R[pairs]} | median) / 1024 )) MiB) against zstd -1 -T1: $z s (${T[zstd]}): $(python3 -c "print(f'{$p/$z:.2f}')")x (target 0.6x)"
+echo "dedup: $d s (runs ${T[dedup]}; peak $(( $(echo ${R[dedup]} | median) / 1024 )) MiB) against cp + sync: $c s (${T[cp]}): $(python3 -c "print(f'{$d/$c:.2f}')")x (target 1.5x)"
+"$ND" dedup "$IN" -o "$OUT/kept.jsonl" --estimate-memory 2>&1 | tail -1
+"$ND" pairs "$IN" -o "$OUT/pairs.tsv" --stats 2>&1 | grep -E "stages|neardup: [0-9]" | tail -2
+
+# One 50 MB record against 50 records of 1 MB of the same text (the first 50 MB of the corpus's texts).
+python3 - "$IN" "$OUT" <<'PY'
+import json, sys
+src, out = sys.argv[1], sys.argv[2]
+parts, size = [], 0
+with open(src) as f:
+    for line in f:
+        t = json.loads(line)["text"]
+        parts.append(t)
+        size += len(t.encode())
+        if size >= 50_000_000:
+            break
+text = "".join(parts).encode()[:50_000_000].decode("utf-8", "ignore")
+with open(out + "/one.jsonl", "w") as w:
+    w.write(json.dumps({"id": "one", "text": text}) + "\n")
+with open(out + "/fifty.jsonl", "w") as w:
+    b = text.encode()
+    for i in range(50):
+        w.write(json.dumps({"id": "part%d" % i, "text": b[i * 1_000_000:(i + 1) * 1_000_000].decode("utf-8", "ignore")}) + "\n")
+PY
+for rep in $(seq "$REPS"); do
+  t "$ND" pairs "$OUT/one.jsonl" -o /dev/null -q; T[one]+="$wall "; R[one]+="$rss "
+  t "$ND" pairs "$OUT/fifty.jsonl" -o /dev/null -q; T[fifty]+="$wall "; R[fifty]+="$rss "
+done
+o=$(echo ${T[one]} | median) f=$(echo ${T[fifty]} | median)
+echo "one 50 MB record: $o s (${T[one]}; peak $(( $(echo ${R[one]} | median) / 1024 )) MiB) against 50 x 1 MB: $f s (${T[fifty]}; peak $(( $(echo ${R[fifty]} | median) / 1024 )) MiB): $(python3 -c "print(f'{$o/$f:.2f}')")x (target 1.5x)"
