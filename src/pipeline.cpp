@@ -18,6 +18,7 @@
 #include "internal/hash.h"
 #include "internal/parallel.h"
 #include "internal/pass_runner.h"
+#include "internal/seen_keys.h"
 #include "internal/radix_sort.h"
 #include "internal/union_find.h"
 #include "internal/option_text.h"
@@ -162,6 +163,12 @@ struct Pipeline::Impl {
   std::string key_blob_;
   std::vector<uint64_t> key_end_;
   std::unique_ptr<ShingleSets> sets_;
+  // The first pass's sets of the documents already in a bucket when sketched (by document, in
+  // order), up to kEarlySetBytes; the band keys seen so far, to tell.
+  static constexpr uint64_t kEarlySetBytes = uint64_t{1} << 30;
+  std::vector<std::pair<DocId, std::vector<ShingleHash>>> early_sets_;
+  mutable std::atomic<uint64_t> early_bytes_{0};
+  std::unique_ptr<internal::SeenKeys> seen_keys_;
   std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
   Mode mode_ = Mode::Dedup;
   std::vector<ScoredPair> direct_pairs_;
@@ -233,11 +240,15 @@ struct Pipeline::Impl::SketchLayout {
         // After the first pass, LSH needs only each document's band keys; the signatures are
         // kept only to estimate similarities, or when they are the smaller of the two.
         keys_only(k > 0 && p.spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue)),
+        // With exact verification, a document that shares a band key with one sketched before it
+        // is in an LSH bucket, so its set will be verified: made now, from the shingles at hand,
+        // it need not be read, parsed and shingled again.
+        early(k > 0 && p.spec_.verify == VerifyMode::Exact),
         // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
         by_position(p.inputs_->all_jsonl() && p.inputs_->sources().size() < UINT32_MAX) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
   size_t k, bands;
-  bool keys_only, by_position;
+  bool keys_only, early, by_position;
 };
 
 // A batch's result arrays, sized for what the layout computes.
@@ -247,7 +258,7 @@ void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
   b.keys.resize(l.keys_only ? n * l.bands : 0);
   b.simhashes.resize(l.simhash ? n : 0);
   b.fp_slot.resize(l.bottomk ? n : 0);
-  b.sets.resize(l.exact ? n : 0);
+  b.sets.resize(l.exact || l.early ? n : 0);
   b.keys_kind.assign(l.keep_by ? n : 0, 0);
   b.keys_num.assign(l.keep_by ? n : 0, 0.0);
   b.keys_text_begin.assign(l.keep_by ? n : 0, 0);
@@ -278,6 +289,14 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
     if (l.keys_only)
       for (size_t band = 0; band < l.bands; ++band)
         b.keys[i * l.bands + band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
+    if (l.early && !sh.empty()) {
+      bool seen = false;  // every key is inserted: a later document must find each of them
+      for (size_t band = 0; band < l.bands; ++band)
+        seen |= seen_keys_->insert(l.keys_only ? b.keys[i * l.bands + band]
+                                               : signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed));
+      const uint64_t bytes = sh.size() * sizeof(ShingleHash);  // at most the set's
+      if (seen && early_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= kEarlySetBytes) b.sets[i] = sk.set();
+    }
   }
   b.t_sketch += seconds_since(t2);
   b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
@@ -293,6 +312,7 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
 // Keeps what the run needs of entry i, in reading order, on the reading thread.
 void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l, std::vector<std::vector<ShingleHash>>& exact_sets) {
   const Batch::Entry& e = b.entries[i];
+  if (l.early && !b.sets[i].empty()) early_sets_.emplace_back(static_cast<DocId>(lengths_.size()), std::move(b.sets[i]));
   id_blob_.append(b.id_of(i));
   id_end_.push_back(id_blob_.size());
   lengths_.push_back(static_cast<uint32_t>(b.text_length[i]));  // <= max_doc_bytes
@@ -349,6 +369,9 @@ void Pipeline::Impl::sketch_pass() {
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
   fps_ = Fingerprints{};
   fps_.size = spec_.sketch_size;
+  early_sets_.clear();
+  early_bytes_ = 0;
+  if (layout.early) seen_keys_ = std::make_unique<internal::SeenKeys>();
   io::RecordReader reader(*inputs_, options_.reader);
   io::BadRecords bad(options_.reader);
   // One sketcher per thread of the pass (pass_runner.h), made on its first batch.
@@ -370,6 +393,7 @@ void Pipeline::Impl::sketch_pass() {
   };
   pass.consume = [&](Batch& b, size_t i, DocId) { keep_entry(b, i, layout, exact_sets); };
   count_first_pass(internal::run_pass(reader, *inputs_, threads_, pass), bad, reader);
+  seen_keys_.reset();
   if (layout.exact) {
     sets_ = std::make_unique<ShingleSets>(lengths_.size());
     for (DocId d = 0; d < lengths_.size(); ++d) sets_->set(d, std::move(exact_sets[d]));
@@ -377,8 +401,21 @@ void Pipeline::Impl::sketch_pass() {
   stats_.times.pass1 = seconds_since(t0);
 }
 
-void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed) {
+void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed_in) {
   sets_ = std::make_unique<ShingleSets>(lengths_.size());
+  // The sets the first pass made; only the other needed documents are read again.
+  std::vector<uint8_t> needed = needed_in;
+  uint64_t kept = 0;
+  for (auto& [d, set] : early_sets_)
+    if (d < needed.size() && needed[d]) {
+      sets_->set(d, std::move(set));
+      needed[d] = 0;
+      ++kept;
+    }
+  std::vector<std::pair<DocId, std::vector<ShingleHash>>>().swap(early_sets_);
+  stats_.verify_kept = kept;
+  stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
+  if (stats_.verify_docs == 0) return;
   check_inputs_unchanged();
   io::RecordReader reader(*inputs_, options_.reader);
   Pass pass;
@@ -427,7 +464,6 @@ void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed) {
     sets_->set(doc, std::move(b.sets[i]));
   };
   internal::run_pass(reader, *inputs_, threads_, pass);
-  stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
 }
 
 Scorer Pipeline::Impl::scorer() const noexcept {
