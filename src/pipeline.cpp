@@ -164,8 +164,7 @@ struct Pipeline::Impl {
   std::vector<uint64_t> key_end_;
   std::unique_ptr<ShingleSets> sets_;
   // The first pass's sets of the documents already in a bucket when sketched (by document, in
-  // order), up to kEarlySetBytes; the band keys seen so far, to tell.
-  static constexpr uint64_t kEarlySetBytes = uint64_t{1} << 30;
+  // order), up to RunOptions::first_pass_set_bytes; the band keys seen so far, to tell.
   std::vector<std::pair<DocId, std::vector<ShingleHash>>> early_sets_;
   mutable std::atomic<uint64_t> early_bytes_{0};
   std::unique_ptr<internal::SeenKeys> seen_keys_;
@@ -243,7 +242,7 @@ struct Pipeline::Impl::SketchLayout {
         // With exact verification, a document that shares a band key with one sketched before it
         // is in an LSH bucket, so its set will be verified: made now, from the shingles at hand,
         // it need not be read, parsed and shingled again.
-        early(k > 0 && p.spec_.verify == VerifyMode::Exact),
+        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0),
         // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
         by_position(p.inputs_->all_jsonl() && p.inputs_->sources().size() < UINT32_MAX) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
@@ -295,7 +294,8 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
         seen |= seen_keys_->insert(l.keys_only ? b.keys[i * l.bands + band]
                                                : signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed));
       const uint64_t bytes = sh.size() * sizeof(ShingleHash);  // at most the set's
-      if (seen && early_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= kEarlySetBytes) b.sets[i] = sk.set();
+      if (seen && early_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= options_.first_pass_set_bytes)
+        b.sets[i] = sk.set();
     }
   }
   b.t_sketch += seconds_since(t2);

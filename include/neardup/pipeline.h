@@ -61,6 +61,11 @@ struct RunOptions {
   /// find, verify and hand them over a chunk at a time, and set stats().pairs. pairs() then
   /// refuses (UsageError): set this to false to hold every pair. The output is the same.
   bool stream_pairs = true;
+  /// Exact verification with minhash or oph: the first pass keeps, up to this many bytes, the
+  /// shingle set of each document that shares a band key with one sketched before it (so it
+  /// is in an LSH bucket and will be verified); verification reads again only the documents
+  /// whose set was not kept. 0: every needed document is read again. The output is the same.
+  uint64_t first_pass_set_bytes = uint64_t{1} << 30;
   /// The pool the run's parallel work takes its threads from (thread_pool.h); null: the
   /// calling thread's current pool.
   ThreadPool* pool = nullptr;

@@ -323,6 +323,59 @@ TEST(Pipeline, StreamedPairsEqualHeldPairs) {
     }
 }
 
+// Verification with the sets the first pass kept (the documents already in a bucket when
+// sketched) gives the outputs of reading every needed document again, whatever the budget
+// (none, part, all) and the thread count, in clusters of copies, of edited copies and chains.
+TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
+  test::TempDir d;
+  std::mt19937_64 rng(57);
+  std::string jsonl;
+  for (int f = 0; f < 120; ++f) {
+    auto base = test::random_words(rng, 30 + rng() % 200, 3000);
+    const int copies = static_cast<int>(rng() % 9);
+    for (int c = 0; c <= copies; ++c) {
+      auto w = base;
+      for (auto& x : w)
+        if (c > 0 && rng() % 100 < static_cast<uint64_t>(3 * c)) x = "e" + std::to_string(rng() % 100000);
+      jsonl += "{\"id\": \"f" + std::to_string(f) + "-" + std::to_string(c) + "\", \"text\": \"" + test::join(w) + "\"}\n";
+      if (c % 3 == 2) base = w;  // a chain: the next copies drift from this one
+    }
+  }
+  test::write_file(d.file("in.jsonl"), jsonl);
+  for (const char* spec : {"words:3 oph:64 verify:0.7", "words:2 minhash:64 verify:0.5"})
+    for (const auto mode : {Pipeline::Mode::Pairs, Pipeline::Mode::Dedup}) {
+      std::string want;
+      uint64_t read_all = 0;
+      for (const uint64_t budget : {uint64_t{0}, uint64_t{20000}, uint64_t{1} << 30})
+        for (const int threads : {1, 2}) {
+          RunOptions o;
+          o.spec = PipelineSpec::parse(spec);
+          o.threads = threads;
+          o.first_pass_set_bytes = budget;
+          o.stream_pairs = false;
+          Pipeline p({d.file("in.jsonl")}, o);
+          p.run(mode);
+          const std::string got = run_outputs({d.file("in.jsonl")}, o, mode, d);
+          const RunStats& st = p.stats();
+          if (budget == 0) {
+            EXPECT_EQ(st.verify_kept, 0u);
+            read_all = st.verify_docs;
+            if (want.empty()) {
+              want = got;
+            }
+          } else {
+            EXPECT_GT(st.verify_kept, 0u) << spec << " budget " << budget;
+            EXPECT_EQ(st.verify_kept + st.verify_docs, read_all) << spec << " budget " << budget;
+            if (budget > 20000) {
+              EXPECT_LT(st.verify_docs, read_all / 2) << spec;
+            }
+          }
+          EXPECT_GT(read_all, 100u);
+          EXPECT_TRUE(got == want) << spec << " budget " << budget << " threads " << threads;
+        }
+    }
+}
+
 // Many batches (records are parsed on the workers), bad records, invalid UTF-8, gzip, zstd and a
 // directory of text files: every output is byte-identical for 1 to 4 threads, and a bad record
 // under --on-error fail is the first one in reading order whatever the thread count.
