@@ -94,6 +94,11 @@ uint32_t OphHasher::pre_image(uint32_t j, size_t t) const noexcept {
 
 void OphHasher::bin(std::span<const ShingleHash> shingles, std::span<SigValue> out) const {
   std::fill(out.begin(), out.end(), kEmptySigValue);
+  bin_into(shingles, out);
+}
+
+void OphHasher::bin_into(std::span<const ShingleHash> shingles, std::span<SigValue> out) const {
+  NEARDUP_ASSERT(out.size() == kk_);
   const uint64_t k = kk_;
   SigValue* o = out.data();
   for (const ShingleHash s : shingles) {
@@ -120,6 +125,15 @@ void oph_sketch_densified(const OphHasher& hasher, std::span<const ShingleHash> 
 void OphHasher::sketch_with(std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how) const {
   NEARDUP_ASSERT(out.size() == kk_);
   bin(shingles, out);
+  densify_with(out, how);
+}
+
+void OphHasher::densify(std::span<SigValue> bins) const {
+  NEARDUP_ASSERT(bins.size() == kk_);
+  densify_with(bins, Densify::Auto);
+}
+
+void OphHasher::densify_with(std::span<SigValue> out, Densify how) const {
   const uint32_t k = kk_;
   SigValue* o = out.data();
   uint32_t e = 0;

@@ -268,11 +268,17 @@ void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
   b.fps.size = spec_.sketch_size;
 }
 
-// Shingles and sketches entry i of a batch on a worker, with that worker's sketcher.
+// Shingles and sketches entry i of a batch on a worker, with that worker's sketcher. A long
+// text (kSplitBytes or more) with a signature is shingled and sketched in pieces on every thread
+// of the run (DocumentSketcher::signature_split), so that one large record does not leave the
+// other threads idle; the result is the same.
 void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
                                   std::vector<SigValue>& fp) const {
+  constexpr size_t kSplitBytes = size_t{4} << 20;
   const auto t1 = Clock::now();
-  const std::span<const ShingleHash> sh = sk.shingle(text);
+  const bool split = l.k > 0 && threads_ > 1 && text.size() >= kSplitBytes && sk.can_split();
+  const auto sig = l.k > 0 ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k) : std::span<SigValue>();
+  const size_t shingles = split ? sk.signature_split(text, sig, threads_) : sk.shingle(text).size();
   const auto t2 = Clock::now();
   if (l.bottomk) {
     sk.fingerprint(fp);
@@ -283,29 +289,28 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
   } else if (l.exact) {
     b.sets[i] = sk.set();
   } else {
-    const auto sig = std::span<SigValue>(b.sigs).subspan(i * l.k, l.k);
-    sk.signature(sig);
+    if (!split) sk.signature(sig);
     if (l.keys_only)
       for (size_t band = 0; band < l.bands; ++band)
         b.keys[i * l.bands + band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
-    if (l.early && !sh.empty()) {
+    if (l.early && shingles > 0) {
       bool seen = false;  // every key is inserted: a later document must find each of them
       for (size_t band = 0; band < l.bands; ++band)
         seen |= seen_keys_->insert(l.keys_only ? b.keys[i * l.bands + band]
                                                : signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed));
-      const uint64_t bytes = sh.size() * sizeof(ShingleHash);  // at most the set's
+      const uint64_t bytes = shingles * sizeof(ShingleHash);  // at most the set's
       if (seen && early_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= options_.first_pass_set_bytes)
         b.sets[i] = sk.set();
     }
   }
   b.t_sketch += seconds_since(t2);
   b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
-  b.shingles += sh.size();
-  b.empty[i] = sh.empty();
+  b.shingles += shingles;
+  b.empty[i] = shingles == 0;
   // Chinese, Japanese or Thai text under the default word definition: a run without spaces is
   // one "word", so a long text has very few. Only such documents are scanned, to count the text
   // the run cannot compare well.
-  if (l.check_unspaced && text.size() >= 256 && sh.size() * 32 < text.size()) b.unspaced += unspaced_script_bytes(text);
+  if (l.check_unspaced && text.size() >= 256 && shingles * 32 < text.size()) b.unspaced += unspaced_script_bytes(text);
   sk.trim();
 }
 

@@ -70,6 +70,27 @@ void Shingler::shingles(std::string_view text, std::vector<ShingleHash>& out) {
   combine_all(tokens_.data(), n, k, combine_seed_, out.data());
 }
 
+bool Shingler::splits_at_spaces() const noexcept {
+  return options_.kind == ShingleKind::Words && !icu_ && options_.normalize != Normalization::Nfkc;
+}
+
+void Shingler::words(std::string_view text, std::vector<uint64_t>& tokens) const {
+  NEARDUP_ASSERT(splits_at_spaces());
+  hash_words(text, token_seed_, tokens);
+}
+
+void Shingler::shingles_of_words(std::span<const uint64_t> t, std::vector<ShingleHash>& out) const {
+  out.clear();
+  const size_t n = t.size(), k = static_cast<size_t>(options_.k);
+  if (n == 0) return;
+  if (n <= k) {
+    out.push_back(combine_tokens(t, combine_seed_));
+    return;
+  }
+  out.resize(n - k + 1);
+  combine_all(t.data(), n, k, combine_seed_, out.data());
+}
+
 std::vector<ShingleHash> Shingler::shingle_set(std::string_view text) {
   std::vector<ShingleHash> out;
   shingles(text, out);

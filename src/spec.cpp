@@ -1,5 +1,8 @@
 #include "neardup/spec.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -185,6 +188,19 @@ SignatureHasher::SignatureHasher(const PipelineSpec& spec) : num_perm_(spec.num_
 void SignatureHasher::sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out) const {
   if (oph_) oph_->sketch(shingles, out);
   else minhash_->sketch(shingles, out);
+}
+
+void SignatureHasher::add(std::span<const ShingleHash> shingles, std::span<SigValue> acc) const {
+  if (oph_) return oph_->bin_into(shingles, acc);
+  // A MinHash value is the smallest over the shingles: the pieces' smallest, merged.
+  thread_local std::vector<SigValue> part;
+  part.resize(acc.size());
+  minhash_->sketch(shingles, part);
+  for (size_t i = 0; i < acc.size(); ++i) acc[i] = std::min(acc[i], part[i]);
+}
+
+void SignatureHasher::finish(std::span<SigValue> acc) const {
+  if (oph_) oph_->densify(acc);
 }
 
 }  // namespace neardup

@@ -52,6 +52,9 @@ struct DocumentSketcher::Impl {
   std::optional<BottomKSelector> selector;
   std::optional<SimHasher> simhasher;
   std::vector<ShingleHash> shingles;
+  // After signature_split(): the text, shingled again if its set is asked for (shingles unused).
+  std::string_view split_text;
+  bool split = false;
 };
 
 DocumentSketcher::DocumentSketcher(const PipelineSpec& spec) : impl_(std::make_unique<Impl>(spec)) {}
@@ -62,6 +65,7 @@ DocumentSketcher& DocumentSketcher::operator=(DocumentSketcher&&) noexcept = def
 const PipelineSpec& DocumentSketcher::spec() const noexcept { return impl_->spec; }
 
 std::span<const ShingleHash> DocumentSketcher::shingle(std::string_view text) {
+  impl_->split = false;
   impl_->shingler.shingles(text, impl_->shingles);
   return impl_->shingles;
 }
@@ -83,12 +87,82 @@ uint64_t DocumentSketcher::simhash() {
 }
 
 std::vector<ShingleHash> DocumentSketcher::set() const {
-  std::vector<ShingleHash> s(impl_->shingles.begin(), impl_->shingles.end());
+  std::vector<ShingleHash> s;
+  if (impl_->split)
+    impl_->shingler.shingles(impl_->split_text, s);
+  else
+    s.assign(impl_->shingles.begin(), impl_->shingles.end());
   make_set(s);
   return s;
 }
 
+bool DocumentSketcher::can_split() const noexcept { return impl_->hasher && impl_->shingler.splits_at_spaces(); }
+
+size_t DocumentSketcher::signature_split(std::string_view text, std::span<SigValue> out, int threads, size_t piece_bytes) {
+  if (!can_split()) throw UsageError("signature_split() needs a minhash or oph spec of plain word shingles, not '" + impl_->spec.to_string() + "'");
+  Impl& im = *impl_;
+  im.shingles.clear();
+  im.split = true;
+  im.split_text = text;
+  // Cuts just after an ASCII whitespace byte: never inside a word (words are runs of other bytes).
+  const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; };
+  std::vector<size_t> cuts{0};
+  for (size_t at = std::max<size_t>(piece_bytes, 1); at < text.size();) {
+    while (at < text.size() && !space(text[at])) ++at;
+    if (at + 1 >= text.size()) break;
+    cuts.push_back(at + 1);
+    at += 1 + std::max<size_t>(piece_bytes, 1);
+  }
+  cuts.push_back(text.size());
+  const size_t m = cuts.size() - 1, k = static_cast<size_t>(im.spec.shingle.k);
+  // Each piece hashes its words, after the k - 1 words before it (read again from the text just
+  // before its cut, from a whitespace on), and sketches the windows that end in its words. Its
+  // scratch is the thread's, so a long text is touched once, a piece at a time.
+  std::vector<std::vector<SigValue>> acc(m, std::vector<SigValue>(out.size(), kEmptySigValue));
+  std::vector<size_t> words(m), windows(m);
+  internal::parallel_for(m, threads, [&](size_t i, size_t) {
+    thread_local std::vector<uint64_t> before, buf;
+    thread_local std::vector<ShingleHash> sh;
+    buf.clear();
+    if (i > 0 && k > 1) {
+      for (size_t back = 64;; back *= 2) {
+        size_t w = cuts[i] > back ? cuts[i] - back : 0;
+        while (w > 0 && !space(text[w - 1])) --w;
+        before.clear();
+        im.shingler.words(text.substr(w, cuts[i] - w), before);
+        if (before.size() >= k - 1 || w == 0) break;
+      }
+      const size_t take = std::min(before.size(), k - 1);
+      buf.assign(before.end() - static_cast<ptrdiff_t>(take), before.end());
+    }
+    const size_t prefix = buf.size();
+    im.shingler.words(text.substr(cuts[i], cuts[i + 1] - cuts[i]), buf);
+    words[i] = buf.size() - prefix;
+    sh.clear();
+    if (buf.size() >= k) im.shingler.shingles_of_words(buf, sh);
+    windows[i] = sh.size();
+    im.hasher->add(sh, acc[i]);
+    internal::trim_scratch(before);
+    internal::trim_scratch(buf);
+    internal::trim_scratch(sh);
+  });
+  size_t total = 0, n = 0;
+  for (size_t i = 0; i < m; ++i) total += words[i], n += windows[i];
+  if (total <= k) {  // one shingle of every word, or none: the whole text's way
+    im.split = false;
+    im.shingler.shingles(text, im.shingles);
+    im.hasher->sketch(im.shingles, out);
+    return im.shingles.size();
+  }
+  std::fill(out.begin(), out.end(), kEmptySigValue);
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < out.size(); ++j) out[j] = std::min(out[j], acc[i][j]);
+  im.hasher->finish(out);
+  return n;
+}
+
 void DocumentSketcher::trim() noexcept {
+  impl_->split = false;
   internal::trim_scratch(impl_->shingles);
   impl_->shingler.trim();
 }

@@ -51,9 +51,17 @@ class OphHasher {
   /// Bins left empty by `shingles` before densification (tests, statistics).
   int empty_bins(std::span<const ShingleHash> shingles) const;
 
+  /// The two steps of sketch(), for a document hashed in pieces: bin_into() lowers each bin of
+  /// `bins` (K values, all kEmptySigValue at first) to the smallest value of `shingles` in it;
+  /// densify() then fills the bins left empty. Binning the pieces of a document in any order and
+  /// densifying once gives sketch() of the whole.
+  void bin_into(std::span<const ShingleHash> shingles, std::span<SigValue> bins) const;
+  void densify(std::span<SigValue> bins) const;
+
  private:
   friend void oph_sketch_densified(const OphHasher&, std::span<const ShingleHash>, std::span<SigValue>, Densify);
   void sketch_with(std::span<const ShingleHash> shingles, std::span<SigValue> out, Densify how) const;
+  void densify_with(std::span<SigValue> out, Densify how) const;
   void bin(std::span<const ShingleHash> shingles, std::span<SigValue> out) const;
   uint32_t pre_image(uint32_t j, size_t t) const noexcept;
   uint32_t image(uint32_t i, size_t t) const noexcept;

@@ -59,6 +59,15 @@ class Shingler {
   /// The shingle set of `text`: sorted, distinct.
   std::vector<ShingleHash> shingle_set(std::string_view text);
 
+  /// Whether shingles() of a text equals the shingles of its pieces cut after ASCII whitespace,
+  /// joined by the k - 1 words before each cut (word shingles without normalisation or ICU).
+  bool splits_at_spaces() const noexcept;
+  /// Appends the word hashes of `text` to `tokens` (splits_at_spaces() only).
+  void words(std::string_view text, std::vector<uint64_t>& tokens) const;
+  /// Replaces `out` with the shingles of consecutive word hashes (a window of k per shingle;
+  /// one shingle of them all when there are k or fewer, none when there are none).
+  void shingles_of_words(std::span<const uint64_t> tokens, std::vector<ShingleHash>& out) const;
+
   const ShingleOptions& options() const noexcept { return options_; }
   /// Frees scratch beyond kScratchKeepBytes per buffer (types.h).
   void trim() noexcept;

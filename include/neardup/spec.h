@@ -68,6 +68,10 @@ class SignatureHasher {
   explicit SignatureHasher(const PipelineSpec& spec);
   int num_perm() const noexcept { return num_perm_; }
   void sketch(std::span<const ShingleHash> shingles, std::span<SigValue> out) const;
+  /// sketch() in pieces: `acc` starts all kEmptySigValue; add() takes the pieces' shingles in
+  /// any order; finish() makes acc the signature of them all (OPH's bins are densified once).
+  void add(std::span<const ShingleHash> shingles, std::span<SigValue> acc) const;
+  void finish(std::span<SigValue> acc) const;
 
  private:
   int num_perm_;

@@ -65,6 +65,17 @@ class DocumentSketcher {
   uint64_t simhash();
   /// The shingle set (sorted, distinct): what exact verification compares.
   std::vector<ShingleHash> set() const;
+  /// Whether signature_split() applies: minhash or oph over word shingles without
+  /// normalisation or ICU word breaks.
+  bool can_split() const noexcept;
+  /// shingle() then signature() for a long text, its work split over `threads` threads of the
+  /// current pool: the text is cut after ASCII whitespace about every `piece_bytes` (a cut never
+  /// falls inside a word), each piece's words are hashed on its own, the shingles across a cut
+  /// take the k - 1 words before it, and the pieces' signatures merge (OPH bins, then one
+  /// densification). The signature is bit for bit that of signature() after shingle(), and
+  /// set() works as after shingle() (shingling the text again: it must outlive the call).
+  /// Returns the number of shingles (repeats included).
+  size_t signature_split(std::string_view text, std::span<SigValue> out, int threads, size_t piece_bytes = size_t{1} << 20);
   /// Frees scratch beyond the bound (kScratchKeepBytes); call it when done with a document.
   void trim() noexcept;
   /// Bytes of scratch held now (the shingles of the last document).

@@ -336,6 +336,10 @@ void Batch::add(io::RawRecord::Kind kind, std::string_view bytes, std::string_vi
   e.id_begin = ids.size();
   e.id_length = id.size();
   e.doc = doc;
+  // Room for the parser's padding too, which push() appends: a large record is then copied
+  // once, not copied again when the padding makes the vector grow.
+  if (raw.size() + bytes.size() + io::JsonlParser::kPadding > raw.capacity())
+    raw.reserve(std::max(raw.capacity() * 2, raw.size() + bytes.size() + io::JsonlParser::kPadding));
   raw.insert(raw.end(), bytes.begin(), bytes.end());
   ids.append(id);
   entries.push_back(e);

@@ -262,5 +262,43 @@ TEST(ThreadPool, ForkedChildRunsWithoutTheWorkers) {
   EXPECT_GT(ThreadPool::shared().workers(), 0);
 }
 
+// A long text sketched in pieces (cut after whitespace, the pieces' words hashed apart, their
+// signatures merged) gives the signature, the shingle count and the set of the whole, for any
+// piece size and thread count: cuts inside runs of spaces, pieces without a word, fewer words
+// than k in all, non-ASCII words, punctuation.
+TEST(Stages, SplitSignatureEqualsTheWhole) {
+  std::mt19937_64 rng(91);
+  std::vector<std::string> texts = {"", "   ", "one", "one two", "a b c d e", "a b c d e f", " lead and trail ", "tabs\tand\nlines\r\nhere"};
+  const char* vocab[] = {"alpha", "beta", "gamma", "\xc3\xa9t\xc3\xa9", "na\xc3\xafve", "x", "--", "foo.bar", "\xe4\xb8\xad\xe6\x96\x87", "3.14", "end."};
+  for (int t = 0; t < 12; ++t) {
+    std::string s;
+    const size_t words = t < 3 ? static_cast<size_t>(t) + 2 : 50 + rng() % 3000;
+    for (size_t w = 0; w < words; ++w) {
+      s += vocab[rng() % std::size(vocab)];
+      s += std::string(1 + rng() % 3, " \n\t"[rng() % 3]);
+    }
+    texts.push_back(s);
+  }
+  for (const char* spec : {"words:5 oph:128 lsh:16x8 verify:0.8", "words:3 minhash:64 verify:0.7", "words:1 oph:32 verify:0.5"}) {
+    const PipelineSpec ps = PipelineSpec::parse(spec).resolved();
+    DocumentSketcher whole(ps), split(ps);
+    ASSERT_TRUE(split.can_split());
+    std::vector<SigValue> want(static_cast<size_t>(ps.num_perm)), got(want.size());
+    for (const std::string& text : texts) {
+      const size_t n = whole.shingle(text).size();
+      whole.signature(want);
+      const auto want_set = whole.set();
+      for (const size_t piece : {size_t{1}, size_t{7}, size_t{64}, size_t{1000}, size_t{1} << 20})
+        for (const int threads : {1, 2}) {
+          EXPECT_EQ(split.signature_split(text, got, threads, piece), n) << spec << " piece " << piece;
+          EXPECT_EQ(got, want) << spec << " piece " << piece << " text of " << text.size() << " bytes";
+          EXPECT_EQ(split.set(), want_set) << spec << " piece " << piece;
+        }
+    }
+  }
+  DocumentSketcher chars(PipelineSpec::parse("chars:5 oph:64 verify:0.8").resolved());
+  EXPECT_FALSE(chars.can_split());
+}
+
 }  // namespace
 }  // namespace neardup
