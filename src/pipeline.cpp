@@ -276,7 +276,7 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
                                   std::vector<SigValue>& fp) const {
   constexpr size_t kSplitBytes = size_t{4} << 20;
   const auto t1 = Clock::now();
-  const bool split = l.k > 0 && threads_ > 1 && text.size() >= kSplitBytes && sk.can_split();
+  const bool split = l.k > 0 && text.size() >= kSplitBytes && sk.can_split();
   const auto sig = l.k > 0 ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k) : std::span<SigValue>();
   const size_t shingles = split ? sk.signature_split(text, sig, threads_) : sk.shingle(text).size();
   const auto t2 = Clock::now();
@@ -420,6 +420,7 @@ void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed_in) {
   std::vector<std::pair<DocId, std::vector<ShingleHash>>>().swap(early_sets_);
   stats_.verify_kept = kept;
   stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
+  stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
   if (stats_.verify_docs == 0) return;
   check_inputs_unchanged();
   io::RecordReader reader(*inputs_, options_.reader);
@@ -469,6 +470,7 @@ void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed_in) {
     sets_->set(doc, std::move(b.sets[i]));
   };
   internal::run_pass(reader, *inputs_, threads_, pass);
+  stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
 }
 
 Scorer Pipeline::Impl::scorer() const noexcept {

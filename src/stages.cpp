@@ -52,8 +52,11 @@ struct DocumentSketcher::Impl {
   std::optional<BottomKSelector> selector;
   std::optional<SimHasher> simhasher;
   std::vector<ShingleHash> shingles;
-  // After signature_split(): the text, shingled again if its set is asked for (shingles unused).
+  // After signature_split(): the text, shingled again a piece at a time if its set is asked for
+  // (shingles unused).
   std::string_view split_text;
+  int split_threads = 1;
+  size_t split_piece_bytes = 0;
   bool split = false;
 };
 
@@ -86,14 +89,91 @@ uint64_t DocumentSketcher::simhash() {
   return (*impl_->simhasher)(impl_->shingles);
 }
 
+namespace {
+
+// A long text cut into pieces just after ASCII whitespace bytes, about every `piece_bytes`: a
+// cut never falls inside a word (words are runs of other bytes), so the words of the pieces are
+// the words of the text.
+struct Pieces {
+  static bool space(char c) noexcept { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+  Pieces(std::string_view t, size_t piece_bytes) : text(t) {
+    cuts.push_back(0);
+    const size_t step = std::max<size_t>(piece_bytes, 1);
+    for (size_t at = step; at < text.size();) {
+      while (at < text.size() && !space(text[at])) ++at;
+      if (at + 1 >= text.size()) break;
+      cuts.push_back(at + 1);
+      at += 1 + step;
+    }
+    cuts.push_back(text.size());
+  }
+  size_t size() const noexcept { return cuts.size() - 1; }
+  // The shingles of the windows that end in piece i's words (its words after the k - 1 words
+  // before its cut, read again from the text from a whitespace on) into `out`; returns the
+  // number of its own words.
+  size_t shingles(const Shingler& sh, size_t k, size_t i, std::vector<ShingleHash>& out) const {
+    thread_local std::vector<uint64_t> before, buf;
+    buf.clear();
+    if (i > 0 && k > 1) {
+      for (size_t back = 64;; back *= 2) {
+        size_t w = cuts[i] > back ? cuts[i] - back : 0;
+        while (w > 0 && !space(text[w - 1])) --w;
+        before.clear();
+        sh.words(text.substr(w, cuts[i] - w), before);
+        if (before.size() >= k - 1 || w == 0) break;
+      }
+      const size_t take = std::min(before.size(), k - 1);
+      buf.assign(before.end() - static_cast<ptrdiff_t>(take), before.end());
+    }
+    const size_t prefix = buf.size();
+    sh.words(text.substr(cuts[i], cuts[i + 1] - cuts[i]), buf);
+    out.clear();
+    if (buf.size() >= k) sh.shingles_of_words(buf, out);
+    const size_t own = buf.size() - prefix;
+    internal::trim_scratch(before);
+    internal::trim_scratch(buf);
+    return own;
+  }
+  std::string_view text;
+  std::vector<size_t> cuts;
+};
+
+}  // namespace
+
 std::vector<ShingleHash> DocumentSketcher::set() const {
   std::vector<ShingleHash> s;
-  if (impl_->split)
-    impl_->shingler.shingles(impl_->split_text, s);
-  else
+  if (!impl_->split) {
     s.assign(impl_->shingles.begin(), impl_->shingles.end());
-  make_set(s);
-  return s;
+    make_set(s);
+    return s;
+  }
+  // A text sketched in pieces: each piece's set made on its own (in parallel), then merged.
+  const Impl& im = *impl_;
+  const Pieces pieces(im.split_text, im.split_piece_bytes);
+  const size_t k = static_cast<size_t>(im.spec.shingle.k);
+  std::vector<std::vector<ShingleHash>> sets(pieces.size());
+  internal::parallel_for(pieces.size(), im.split_threads, [&](size_t i, size_t) {
+    pieces.shingles(im.shingler, k, i, sets[i]);
+    make_set(sets[i]);
+  });
+  while (sets.size() > 1) {  // pairwise merges, dropping values both sides hold
+    std::vector<std::vector<ShingleHash>> next((sets.size() + 1) / 2);
+    internal::parallel_for(next.size(), im.split_threads, [&](size_t j, size_t) {
+      if (2 * j + 1 == sets.size()) {
+        next[j] = std::move(sets[2 * j]);
+        return;
+      }
+      const auto& a = sets[2 * j];
+      const auto& b = sets[2 * j + 1];
+      next[j].resize(a.size() + b.size());
+      const auto end = std::set_union(a.begin(), a.end(), b.begin(), b.end(), next[j].begin());
+      next[j].resize(static_cast<size_t>(end - next[j].begin()));
+      std::vector<ShingleHash>().swap(sets[2 * j]);
+      std::vector<ShingleHash>().swap(sets[2 * j + 1]);
+    });
+    sets.swap(next);
+  }
+  return sets.empty() ? s : std::move(sets[0]);
 }
 
 bool DocumentSketcher::can_split() const noexcept { return impl_->hasher && impl_->shingler.splits_at_spaces(); }
@@ -104,46 +184,19 @@ size_t DocumentSketcher::signature_split(std::string_view text, std::span<SigVal
   im.shingles.clear();
   im.split = true;
   im.split_text = text;
-  // Cuts just after an ASCII whitespace byte: never inside a word (words are runs of other bytes).
-  const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; };
-  std::vector<size_t> cuts{0};
-  for (size_t at = std::max<size_t>(piece_bytes, 1); at < text.size();) {
-    while (at < text.size() && !space(text[at])) ++at;
-    if (at + 1 >= text.size()) break;
-    cuts.push_back(at + 1);
-    at += 1 + std::max<size_t>(piece_bytes, 1);
-  }
-  cuts.push_back(text.size());
-  const size_t m = cuts.size() - 1, k = static_cast<size_t>(im.spec.shingle.k);
-  // Each piece hashes its words, after the k - 1 words before it (read again from the text just
-  // before its cut, from a whitespace on), and sketches the windows that end in its words. Its
-  // scratch is the thread's, so a long text is touched once, a piece at a time.
+  im.split_threads = threads;
+  im.split_piece_bytes = piece_bytes;
+  const Pieces pieces(text, piece_bytes);
+  const size_t m = pieces.size(), k = static_cast<size_t>(im.spec.shingle.k);
+  // Each piece bins its windows into its own signature, with the thread's scratch, so that a long
+  // text is touched a piece at a time; the signatures merge by minimum.
   std::vector<std::vector<SigValue>> acc(m, std::vector<SigValue>(out.size(), kEmptySigValue));
   std::vector<size_t> words(m), windows(m);
   internal::parallel_for(m, threads, [&](size_t i, size_t) {
-    thread_local std::vector<uint64_t> before, buf;
     thread_local std::vector<ShingleHash> sh;
-    buf.clear();
-    if (i > 0 && k > 1) {
-      for (size_t back = 64;; back *= 2) {
-        size_t w = cuts[i] > back ? cuts[i] - back : 0;
-        while (w > 0 && !space(text[w - 1])) --w;
-        before.clear();
-        im.shingler.words(text.substr(w, cuts[i] - w), before);
-        if (before.size() >= k - 1 || w == 0) break;
-      }
-      const size_t take = std::min(before.size(), k - 1);
-      buf.assign(before.end() - static_cast<ptrdiff_t>(take), before.end());
-    }
-    const size_t prefix = buf.size();
-    im.shingler.words(text.substr(cuts[i], cuts[i + 1] - cuts[i]), buf);
-    words[i] = buf.size() - prefix;
-    sh.clear();
-    if (buf.size() >= k) im.shingler.shingles_of_words(buf, sh);
+    words[i] = pieces.shingles(im.shingler, k, i, sh);
     windows[i] = sh.size();
     im.hasher->add(sh, acc[i]);
-    internal::trim_scratch(before);
-    internal::trim_scratch(buf);
     internal::trim_scratch(sh);
   });
   size_t total = 0, n = 0;

@@ -1,5 +1,7 @@
 #include "neardup/io/reader.h"
 
+#include "internal/scratch.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -470,6 +472,11 @@ const char* JsonlParser::problem_kind() const noexcept { return impl_->kind; }
 bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem) {
   Impl& m = *impl_;
   const ReaderOptions& opt = m.opt;
+  // simdjson keeps the buffers of the largest line it parsed (its text, tape and indexes: several
+  // times the line); after a large record they are let go before the next small one, so that one
+  // 20 MB record does not hold them for the rest of the pass on every thread.
+  constexpr size_t kLargeCapacity = size_t{4} << 20;
+  if (m.parser.capacity() > kLargeCapacity && line.size() <= kLargeCapacity / 4) m.parser = simdjson::dom::parser();
   simdjson::dom::element doc;
   auto err = m.parser.parse(line.data(), line.size(), false).get(doc);
   m.replaced = false;
