@@ -276,13 +276,40 @@ def test_back_pressure(index):
         assert re.search(r"neardup_refused_connections_total [1-9]", text)
     finally:
         assert s.stop() == 0
-    # Changes beyond --max-pending are refused whole, before any is applied.
+    # A batch larger than --max-pending could never get in: 413, nothing applied.
     s = Server(index, "--max-pending", 2)
     try:
         status, data, headers = s.request("POST", "/v1/add/batch", ndjson({"id": "p%d" % i, "text": "w%d words" % i} for i in range(3)))
-        assert status == 503 and headers["Retry-After"] == "1"
+        assert status == 413 and "--max-pending 2" in json.loads(data)["error"]
         assert s.json("GET", "/v1/docs/p0")[0] == 404
         assert s.request("POST", "/v1/add/batch", ndjson({"id": "p%d" % i, "text": "w%d words" % i} for i in range(2)))[0] == 200
+        # Many batches at once against a queue of two changes: those that find it full are
+        # answered 503 with Retry-After and left out; every one answered 200 is in.
+        docs = sample_docs(400)
+        seen_503 = False
+        for attempt in range(5):
+            results = []
+
+            def send(j):
+                body = ndjson({"id": "q%d-%d-%d" % (attempt, j, i), "text": docs[(j * 2 + i) % 400]["text"], "dedup": False} for i in range(2))
+                results.append((j, s.request("POST", "/v1/add/batch", body)))
+
+            threads = [threading.Thread(target=send, args=(j,)) for j in range(24)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for j, (status, data, headers) in results:
+                assert status in (200, 503), (status, data)
+                if status == 503:
+                    seen_503 = True
+                    assert headers["Retry-After"] == "1"
+                    assert s.json("GET", "/v1/docs/q%d-%d-0" % (attempt, j))[0] == 404
+                else:
+                    assert s.json("GET", "/v1/docs/q%d-%d-1" % (attempt, j))[0] == 200
+            if seen_503:
+                break
+        assert seen_503
     finally:
         assert s.stop() == 0
 

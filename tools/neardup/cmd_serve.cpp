@@ -596,6 +596,10 @@ int run_serve(const ServeOptions& o) {
       }
       ids.push_back(cs.back().id);
     }
+    // A batch larger than the change queue could never be admitted: refused as too large.
+    if (cs.size() > o.max_pending)
+      return reply(res, 413, error_json("a batch of " + std::to_string(cs.size()) + " changes is more than --max-pending " +
+                                        std::to_string(o.max_pending) + "; split it"));
     const std::vector<LiveResult> rs = idx->apply(std::move(cs));
     if (!rs.empty() && rs.front().outcome == LiveResult::Outcome::Busy) return busy(res);
     std::string out;
