@@ -1,7 +1,7 @@
 #include "neardup/io/reader.h"
 
 #include "internal/scratch.h"
-#include "internal/uninit_allocator.h"
+#include "internal/realloc_buffer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -723,7 +723,7 @@ class LineBuffer {
  private:
   uint64_t max_record_bytes_;
   std::unique_ptr<ByteStream> stream_;
-  std::vector<char, internal::UninitAllocator<char>> buf;  // filled by reads as it grows
+  internal::ReallocBuffer buf;  // filled by reads as it grows
   size_t begin = 0, end = 0, scanned = 0;
   uint64_t buf_base = 0;    // offset of buf[0] in the source's decompressed bytes
   uint64_t read_until = 0;  // seek(): the end of the wanted line (with its newline)
