@@ -19,7 +19,6 @@
 #include "internal/option_text.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
-#include "neardup/live_index.h"
 #include "neardup/lsh_index.h"
 
 namespace neardup {
@@ -92,8 +91,8 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path, bool p
   idx->identity_ = c.identity;
   idx->map_ = std::move(map);
   if (!pending_log_ok) {
-    if (const uint64_t pending = LiveIndex::unfolded_log_bytes(path, idx->identity_))
-      throw FormatError("its log " + LiveIndex::log_path(path) + " holds " + std::to_string(pending) +
+    if (const uint64_t pending = internal::unfolded_log_bytes(path, idx->identity_))
+      throw FormatError("its log " + internal::log_path(path) + " holds " + std::to_string(pending) +
                             " bytes of changes not yet folded into it (a 'neardup serve' that did not finish); fold them "
                             "with 'neardup index fold " + path + "'",
                         ErrorPlace{path});
@@ -373,7 +372,7 @@ std::unique_ptr<NearDupIndex> NearDupIndex::create(const std::string& path, cons
   auto idx = std::make_unique<NearDupIndex>(spec);
   idx->save(path);
   // A log left by a service on the index replaced here describes the old index, not this one.
-  ::unlink(LiveIndex::log_path(path).c_str());
+  ::unlink(internal::log_path(path).c_str());
   idx->lock_ = std::move(lock);
   idx->update_path_ = path;
   return idx;

@@ -178,6 +178,60 @@ MappedIndexFile::~MappedIndexFile() {
   if (addr_ != MAP_FAILED) ::munmap(addr_, bytes_);
 }
 
+namespace {
+constexpr char kLogMagic[8] = {'N', 'D', 'U', 'P', 'W', 'A', 'L', '\n'};
+constexpr uint32_t kLogVersion = 1;
+constexpr uint64_t kLogSeed = 0x4E44555057414C31ULL;  // "NDUPWAL1"
+}  // namespace
+
+std::string log_path(const std::string& index_path) { return index_path + ".wal"; }
+
+// Magic, version, byte-order check, the identity, zeros, and at offset 56 a checksum of the bytes
+// before it.
+std::string log_header(uint64_t identity) {
+  std::string h(kLogHeaderBytes, '\0');
+  std::memcpy(h.data(), kLogMagic, sizeof kLogMagic);
+  std::memcpy(h.data() + 8, &kLogVersion, 4);
+  std::memcpy(h.data() + 12, &kEndianCheck, 4);
+  std::memcpy(h.data() + 16, &identity, 8);
+  const uint64_t sum = hash_bytes(h.data(), kLogHeaderBytes - 8, kLogSeed);
+  std::memcpy(h.data() + kLogHeaderBytes - 8, &sum, 8);
+  return h;
+}
+
+uint64_t parse_log_header(std::string_view bytes, std::string& problem) {
+  problem.clear();
+  if (bytes.size() < kLogHeaderBytes || std::memcmp(bytes.data(), kLogMagic, sizeof kLogMagic) != 0) {
+    problem = "no log header";
+    return 0;
+  }
+  uint32_t version, endian;
+  uint64_t identity, sum;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  std::memcpy(&endian, bytes.data() + 12, 4);
+  std::memcpy(&identity, bytes.data() + 16, 8);
+  std::memcpy(&sum, bytes.data() + kLogHeaderBytes - 8, 8);
+  if (hash_bytes(bytes.data(), kLogHeaderBytes - 8, kLogSeed) != sum)
+    problem = "log header checksum mismatch";
+  else if (version != kLogVersion || endian != kEndianCheck)
+    problem = "log version " + std::to_string(version) + " (this neardup writes version " + std::to_string(kLogVersion) + ")";
+  return identity;
+}
+
+uint64_t unfolded_log_bytes(const std::string& index_path, uint64_t identity) {
+  const int fd = ::open(log_path(index_path).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char h[kLogHeaderBytes];
+  struct stat st {};
+  const bool ok = ::fstat(fd, &st) == 0 && ::pread(fd, h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
+  ::close(fd);
+  if (!ok) return 0;
+  std::string problem;
+  const uint64_t base = parse_log_header(std::string_view(h, sizeof h), problem);
+  const auto bytes = static_cast<uint64_t>(st.st_size);
+  return problem.empty() && base == identity && bytes > kLogHeaderBytes ? bytes - kLogHeaderBytes : 0;
+}
+
 void write_index_file(const std::string& path, const IndexFileContents& c) {
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);

@@ -67,4 +67,21 @@ void write_index_file(const std::string& path, const IndexFileContents& c);
 /// A FormatError for a damaged index file: names the file and what to do.
 [[noreturn]] void damaged_index(const std::string& path, const std::string& what);
 
+// ---- The index's write-ahead log (LiveIndex; docs/format.md): its path and header ----
+// The header is what every user of an index needs to tell whether the file is up to date; the
+// records after it are LiveIndex's (live_index.cpp).
+
+inline constexpr size_t kLogHeaderBytes = 64;
+/// The log of the index at `index_path`.
+std::string log_path(const std::string& index_path);
+/// The 64-byte header of a log whose changes apply to the index file of this identity.
+std::string log_header(uint64_t identity);
+/// The identity a log header names, or "" in `problem` (what is wrong) when `bytes` does not start
+/// with a good header of this version.
+uint64_t parse_log_header(std::string_view bytes, std::string& problem);
+/// The bytes of changes in the index's log not yet folded into the index file of this identity:
+/// 0 if there is no log, it is empty, it is not a log (LiveIndex::open says what is wrong), or it
+/// names another saved state (folded already).
+uint64_t unfolded_log_bytes(const std::string& index_path, uint64_t identity);
+
 }  // namespace neardup::internal

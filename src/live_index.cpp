@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "index_file.h"
 #include "internal/hash.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
@@ -22,35 +23,20 @@ namespace neardup {
 
 namespace {
 
-// ---- The log's format (docs/format.md) ----
+// ---- The log's records (docs/format.md; the header is index_file.h's) ----
 //
-// A 64-byte header: magic, version, byte-order check, the identity of the index file the log
-// applies to, zeros, and a checksum of the bytes before it. Then records, each
+// After the header, records, each
 //   u64 checksum (of every byte after it in the record) | u32 payload bytes | u32 kind | payload
 // An add's payload: u32 id bytes, id, u32 signature values, values (u32), u64 set size, set (u64).
 // A removal's: u32 id bytes, id.
-constexpr char kLogMagic[8] = {'N', 'D', 'U', 'P', 'W', 'A', 'L', '\n'};
-constexpr uint32_t kLogVersion = 1;
-constexpr uint32_t kEndianCheck = 0x01020304u;
-constexpr size_t kLogHeaderBytes = 64;
+using internal::kLogHeaderBytes;
 constexpr size_t kRecordHeaderBytes = 16;
-constexpr uint64_t kLogSeed = 0x4E44555057414C31ULL;  // "NDUPWAL1"
+constexpr uint64_t kRecordSeed = 0x4E44555057414C31ULL;  // "NDUPWAL1"
 enum RecordKind : uint32_t { kAddRecord = 1, kRemoveRecord = 2 };
 
 template <class T>
 void put(std::string& out, T v) {
   out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-std::string log_header(uint64_t identity) {
-  std::string h;
-  h.append(kLogMagic, sizeof kLogMagic);
-  put<uint32_t>(h, kLogVersion);
-  put<uint32_t>(h, kEndianCheck);
-  put<uint64_t>(h, identity);
-  h.resize(kLogHeaderBytes - 8, '\0');
-  put<uint64_t>(h, internal::hash_bytes(h.data(), h.size(), kLogSeed));
-  return h;
 }
 
 // Appends one record; `fill` writes the payload.
@@ -62,7 +48,7 @@ void append_record(std::string& log, RecordKind kind, Fill&& fill) {
   const auto payload = static_cast<uint32_t>(log.size() - at - kRecordHeaderBytes);
   std::memcpy(log.data() + at + 8, &payload, 4);
   std::memcpy(log.data() + at + 12, &kind, 4);
-  const uint64_t sum = internal::hash_bytes(log.data() + at + 8, log.size() - at - 8, kLogSeed);
+  const uint64_t sum = internal::hash_bytes(log.data() + at + 8, log.size() - at - 8, kRecordSeed);
   std::memcpy(log.data() + at, &sum, 8);
 }
 
@@ -160,7 +146,7 @@ struct Ticket {
 };
 
 struct LiveIndex::State {
-  std::string path, log_path;
+  std::string log_path;
   LiveIndexOptions options;
   PipelineSpec spec;
   std::unique_ptr<NearDupIndex> index;  // replaced by a fold (under the exclusive lock)
@@ -215,7 +201,7 @@ struct LiveIndex::State {
     if (log_fd >= 0) ::close(log_fd);
     log_fd = -1;
     io::AtomicFile f(log_path);
-    f.write(log_header(index->file_identity()));
+    f.write(internal::log_header(index->file_identity()));
     f.commit();
     log_fd = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (log_fd < 0) log_io_error(log_path, "cannot open the index's log");
@@ -276,16 +262,9 @@ void LiveIndex::State::replay() {
                       ErrorPlace{log_path});
   };
   // The log is created whole by rename, so a short or foreign header is damage, not a crash.
-  if (data.size() < kLogHeaderBytes || std::memcmp(data.data(), kLogMagic, sizeof kLogMagic) != 0) damaged("no log header");
-  uint32_t version, endian;
-  uint64_t base, sum;
-  std::memcpy(&version, data.data() + 8, 4);
-  std::memcpy(&endian, data.data() + 12, 4);
-  std::memcpy(&base, data.data() + 16, 8);
-  std::memcpy(&sum, data.data() + kLogHeaderBytes - 8, 8);
-  if (internal::hash_bytes(data.data(), kLogHeaderBytes - 8, kLogSeed) != sum) damaged("log header checksum mismatch");
-  if (version != kLogVersion || endian != kEndianCheck)
-    damaged("log version " + std::to_string(version) + " (this neardup writes version " + std::to_string(kLogVersion) + ")");
+  std::string problem;
+  const uint64_t base = internal::parse_log_header(data, problem);
+  if (!problem.empty()) damaged(problem);
   if (base != index->file_identity()) {  // folded already
     start_log();
     return;
@@ -300,7 +279,7 @@ void LiveIndex::State::replay() {
     std::memcpy(&payload, data.data() + at + 8, 4);
     std::memcpy(&kind, data.data() + at + 12, 4);
     if (payload > data.size() - at - kRecordHeaderBytes) break;  // torn: the tail never completed
-    if (internal::hash_bytes(data.data() + at + 8, payload + 8, kLogSeed) != rsum) break;
+    if (internal::hash_bytes(data.data() + at + 8, payload + 8, kRecordSeed) != rsum) break;
     PayloadReader r(data.data() + at + kRecordHeaderBytes, payload);
     try {
       const std::string id(r.bytes(r.get<uint32_t>()));
@@ -457,25 +436,14 @@ void LiveIndex::State::writer_loop() {
   }
 }
 
-uint64_t LiveIndex::unfolded_log_bytes(const std::string& index_path, uint64_t identity) {
-  const std::string p = log_path(index_path);
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char h[kLogHeaderBytes];
-  struct stat st {};
-  const bool ok = ::fstat(fd, &st) == 0 && ::pread(fd, h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
-  ::close(fd);
-  if (!ok || std::memcmp(h, kLogMagic, sizeof kLogMagic) != 0) return 0;  // not a log: LiveIndex::open says what is wrong
-  uint64_t base;
-  std::memcpy(&base, h + 16, 8);
-  return base == identity && static_cast<uint64_t>(st.st_size) > kLogHeaderBytes ? static_cast<uint64_t>(st.st_size) - kLogHeaderBytes : 0;
-}
+std::string LiveIndex::log_path(const std::string& index_path) { return internal::log_path(index_path); }
 
-LiveIndex::LiveIndex(std::unique_ptr<State> state) : s_(std::move(state)), spec_(s_->spec) {}
+const PipelineSpec& LiveIndex::spec() const noexcept { return s_->spec; }
+
+LiveIndex::LiveIndex(std::unique_ptr<State> state) : s_(std::move(state)) {}
 
 std::unique_ptr<LiveIndex> LiveIndex::open(const std::string& path, const LiveIndexOptions& options) {
   auto s = std::make_unique<State>();
-  s->path = path;
   s->log_path = log_path(path);
   s->options = options;
   if (s->options.max_batch == 0) s->options.max_batch = 1;

@@ -107,7 +107,10 @@ struct Pipeline::Impl {
                     std::vector<SigValue>& fp) const;
   void keep_entry(internal::Batch& b, size_t i, const SketchLayout& l, std::vector<std::vector<ShingleHash>>& exact_sets);
   void count_first_pass(const internal::PassTotals& totals, const io::BadRecords& bad, const io::RecordReader& reader);
+  /// The shingle sets of the documents with needed[d] != 0: those the first pass kept, the
+  /// others read again (read_sets).
   void load_sets_pass(const std::vector<uint8_t>& needed);
+  void read_sets(const std::vector<uint8_t>& needed);
   /// The exact join over the documents with joined[d] != 0 (their sets loaded).
   void build_join(const std::vector<uint8_t>& joined);
   /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
@@ -420,8 +423,12 @@ void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed_in) {
   std::vector<std::pair<DocId, std::vector<ShingleHash>>>().swap(early_sets_);
   stats_.verify_kept = kept;
   stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
+  if (stats_.verify_docs > 0) read_sets(needed);
   stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
-  if (stats_.verify_docs == 0) return;
+}
+
+// Reads the needed documents again and stores their sets.
+void Pipeline::Impl::read_sets(const std::vector<uint8_t>& needed) {
   check_inputs_unchanged();
   io::RecordReader reader(*inputs_, options_.reader);
   Pass pass;
@@ -470,7 +477,6 @@ void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed_in) {
     sets_->set(doc, std::move(b.sets[i]));
   };
   internal::run_pass(reader, *inputs_, threads_, pass);
-  stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
 }
 
 Scorer Pipeline::Impl::scorer() const noexcept {

@@ -59,15 +59,7 @@ void Shingler::shingles(std::string_view text, std::vector<ShingleHash>& out) {
     hash_words(text, token_seed_, tokens_);
   else
     hash_chars(text, token_seed_, tokens_);
-  const size_t n = tokens_.size();
-  if (n == 0) return;
-  const size_t k = static_cast<size_t>(options_.k);
-  if (n <= k) {
-    out.push_back(combine_tokens(tokens_, combine_seed_));
-    return;
-  }
-  out.resize(n - k + 1);
-  combine_all(tokens_.data(), n, k, combine_seed_, out.data());
+  shingles_of_words(tokens_, out);
 }
 
 bool Shingler::splits_at_spaces() const noexcept {

@@ -141,9 +141,8 @@ struct Pieces {
 }  // namespace
 
 std::vector<ShingleHash> DocumentSketcher::set() const {
-  std::vector<ShingleHash> s;
   if (!impl_->split) {
-    s.assign(impl_->shingles.begin(), impl_->shingles.end());
+    std::vector<ShingleHash> s(impl_->shingles.begin(), impl_->shingles.end());
     make_set(s);
     return s;
   }
@@ -173,7 +172,7 @@ std::vector<ShingleHash> DocumentSketcher::set() const {
     });
     sets.swap(next);
   }
-  return sets.empty() ? s : std::move(sets[0]);
+  return std::move(sets[0]);  // a text has one piece at least
 }
 
 bool DocumentSketcher::can_split() const noexcept { return impl_->hasher && impl_->shingler.splits_at_spaces(); }

@@ -61,11 +61,7 @@ double Scorer::operator()(DocId a, DocId b) const noexcept {
 
 std::vector<ScoredPair> verify_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double threshold,
                                      int threads) {
-  // Small chunks, handed out one at a time: candidates come sorted by document, so the pairs of
-  // one cluster of large documents (the costly merges) sit together, and chunks of 4,096 left
-  // them all to one thread (the crowded mix's verification ran on one core). The results keep
-  // the candidates' order whichever thread scores them.
-  constexpr size_t kChunk = 16;
+  constexpr size_t kChunk = 4096;
   const size_t chunks = (candidates.size() + kChunk - 1) / kChunk;
   std::vector<std::vector<ScoredPair>> out(chunks);
   internal::parallel_for(chunks, threads, [&](size_t c, size_t) {

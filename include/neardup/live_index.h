@@ -97,13 +97,9 @@ class LiveIndex {
   LiveIndex(const LiveIndex&) = delete;
   LiveIndex& operator=(const LiveIndex&) = delete;
 
-  const PipelineSpec& spec() const noexcept { return spec_; }
+  const PipelineSpec& spec() const noexcept;
   /// The log's path.
-  static std::string log_path(const std::string& index_path) { return index_path + ".wal"; }
-  /// The bytes of changes in the index's log not yet folded into the index file whose identity
-  /// (NearDupIndex::file_identity) is `identity`: 0 if there is no log, or it is empty, or it
-  /// belongs to another saved state (folded already).
-  static uint64_t unfolded_log_bytes(const std::string& index_path, uint64_t identity);
+  static std::string log_path(const std::string& index_path);
 
   /// The live documents with similarity >= threshold to `text`, best first (then the order they
   /// were added), leaving out one whose id is `skip_id` (if not empty). Safe from any thread.
@@ -127,7 +123,6 @@ class LiveIndex {
   struct State;
   explicit LiveIndex(std::unique_ptr<State> state);
   std::unique_ptr<State> s_;
-  PipelineSpec spec_;
 };
 
 }  // namespace neardup

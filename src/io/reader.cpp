@@ -1,6 +1,5 @@
 #include "neardup/io/reader.h"
 
-#include "internal/scratch.h"
 #include "internal/realloc_buffer.h"
 
 #include <fcntl.h>

@@ -223,9 +223,9 @@ std::string query_json(const std::vector<LiveMatch>& m, double threshold, const 
 }
 
 // The answer to one add: (status, body without the newline).
-std::pair<int, std::string> add_json(const LiveChange& c, const LiveResult& r) {
+std::pair<int, std::string> add_json(std::string_view id, const LiveResult& r) {
   std::string out = "{\"id\":";
-  append_json_string(out, c.id);
+  append_json_string(out, id);
   int status = 200;
   switch (r.outcome) {
     case LiveResult::Outcome::Added:
@@ -464,7 +464,16 @@ bool is_loopback(const std::string& host) {
 }
 
 thread_local std::chrono::steady_clock::time_point t_request_start;
+// One JSON parser per connection thread. simdjson keeps the buffers of the largest document it
+// parsed (several times its size): after a large body they are let go before a small one, or
+// every thread that once met a 64 MiB body would hold them for good.
 thread_local simdjson::dom::parser t_parser;
+
+simdjson::dom::parser& request_parser(const httplib::Request& req) {
+  constexpr size_t kLargeCapacity = size_t{4} << 20;
+  if (t_parser.capacity() > kLargeCapacity && req.body.size() <= kLargeCapacity / 4) t_parser = simdjson::dom::parser();
+  return t_parser;
+}
 
 int run_serve(const ServeOptions& o) {
   const auto [host, port] = parse_listen(o.listen);
@@ -558,14 +567,15 @@ int run_serve(const ServeOptions& o) {
   };
 
   svr.Post("/v1/query", [&](const httplib::Request& req, httplib::Response& res) {
-    const QueryRequest q = parse_query(t_parser, req.body, limits);
+    const QueryRequest q = parse_query(request_parser(req), req.body, limits);
     reply(res, 200, query_json(idx->query(q.text, q.threshold, q.id), q.threshold, *idx) + "\n");
   });
   svr.Post("/v1/query/batch", [&](const httplib::Request& req, httplib::Response& res) {
     std::vector<QueryRequest> qs;
+    simdjson::dom::parser& parser = request_parser(req);
     for (const auto& [n, line] : ndjson_lines(req.body)) {
       try {
-        qs.push_back(parse_query(t_parser, line, limits));
+        qs.push_back(parse_query(parser, line, limits));
       } catch (const BadRequest& e) {
         return reply_error(res, e, n);
       }
@@ -579,18 +589,20 @@ int run_serve(const ServeOptions& o) {
     res.set_content(std::move(out), "application/x-ndjson");
   });
   svr.Post("/v1/add", [&](const httplib::Request& req, httplib::Response& res) {
-    LiveChange c = parse_add(t_parser, req.body, limits);
-    const LiveResult r = idx->apply(c);
+    LiveChange c = parse_add(request_parser(req), req.body, limits);
+    const std::string id = c.id;
+    const LiveResult r = idx->apply(std::move(c));
     if (r.outcome == LiveResult::Outcome::Busy) return busy(res);
-    auto [status, body] = add_json(c, r);
+    auto [status, body] = add_json(id, r);
     reply(res, status, body + "\n");
   });
   svr.Post("/v1/add/batch", [&](const httplib::Request& req, httplib::Response& res) {
     std::vector<LiveChange> cs;
     std::vector<std::string> ids;
+    simdjson::dom::parser& parser = request_parser(req);
     for (const auto& [n, line] : ndjson_lines(req.body)) {
       try {
-        cs.push_back(parse_add(t_parser, line, limits));
+        cs.push_back(parse_add(parser, line, limits));
       } catch (const BadRequest& e) {
         return reply_error(res, e, n);
       }
@@ -603,10 +615,8 @@ int run_serve(const ServeOptions& o) {
     const std::vector<LiveResult> rs = idx->apply(std::move(cs));
     if (!rs.empty() && rs.front().outcome == LiveResult::Outcome::Busy) return busy(res);
     std::string out;
-    LiveChange named;
     for (size_t i = 0; i < rs.size(); ++i) {
-      named.id = ids[i];
-      out += add_json(named, rs[i]).second;
+      out += add_json(ids[i], rs[i]).second;
       out += '\n';
     }
     res.status = 200;
