@@ -59,6 +59,11 @@ double Scorer::operator()(DocId a, DocId b) const noexcept {
   return estimate_jaccard(sigs_.subspan(a * k_, k_), sigs_.subspan(b * k_, k_));
 }
 
+double Scorer::at_least(DocId a, DocId b, double floor) const noexcept {
+  if (kind_ == Kind::Exact) return jaccard_at_least(sets_->get(a), sets_->get(b), floor);
+  return (*this)(a, b);
+}
+
 std::vector<ScoredPair> verify_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double threshold,
                                      int threads) {
   constexpr size_t kChunk = 4096;
@@ -67,7 +72,7 @@ std::vector<ScoredPair> verify_pairs(std::span<const DocPair> candidates, const 
   internal::parallel_for(chunks, threads, [&](size_t c, size_t) {
     const size_t end = std::min(candidates.size(), (c + 1) * kChunk);
     for (size_t i = c * kChunk; i < end; ++i) {
-      const double s = scorer(candidates[i].a, candidates[i].b);
+      const double s = scorer.at_least(candidates[i].a, candidates[i].b, threshold - kSimilarityEpsilon);
       if (s + kSimilarityEpsilon >= threshold) out[c].push_back({candidates[i].a, candidates[i].b, s});
     }
   });

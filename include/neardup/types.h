@@ -44,4 +44,10 @@ struct DocPair {
 /// an empty document is never similar to anything.
 double jaccard(std::span<const ShingleHash> a, std::span<const ShingleHash> b) noexcept;
 
+/// jaccard(a, b) if it is at least `floor`; otherwise some value below `floor`, found sooner: the
+/// size filter (J <= min / max) and a merge that stops once the values left cannot bring the
+/// intersection up to what `floor` needs (the size and overlap bounds of Bayardo, Ma and
+/// Srikant, "Scaling up all pairs similarity search", WWW 2007).
+double jaccard_at_least(std::span<const ShingleHash> a, std::span<const ShingleHash> b, double floor) noexcept;
+
 }  // namespace neardup

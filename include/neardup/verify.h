@@ -53,6 +53,9 @@ class Scorer {
   static Scorer simhash_estimate(std::span<const uint64_t> simhashes) noexcept;
 
   double operator()(DocId a, DocId b) const noexcept;
+  /// The same when it is at least `floor`; otherwise a value below `floor`, which exact scoring
+  /// finds without finishing the merge (jaccard_at_least).
+  double at_least(DocId a, DocId b, double floor) const noexcept;
   VerifyMode mode() const noexcept { return kind_ == Kind::Exact ? VerifyMode::Exact : VerifyMode::Estimate; }
 
  private:

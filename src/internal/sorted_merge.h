@@ -2,6 +2,7 @@
 // exact Jaccard (shingle sets), fingerprint Jaccard and the tail of the block-skip kernels.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 namespace neardup::internal {
@@ -32,6 +33,27 @@ inline long count_common(const T* a, size_t la, const T* b, size_t lb, size_t i 
     j += y <= x;
   }
   return common;
+}
+
+/// count_common(a, la, b, lb), or -1 once it is certain to be below `need`: every 64 steps the
+/// merge checks that the values left on the shorter side could still bring it up to `need`.
+template <class T>
+inline long count_common_at_least(const T* a, size_t la, const T* b, size_t lb, long need) noexcept {
+  long common = 0;
+  size_t i = 0, j = 0;
+  while (i + 64 <= la && j + 64 <= lb) {
+    if (common + static_cast<long>(std::min(la - i, lb - j)) < need) return -1;
+    // At least 64 steps of the branch-free merge (each advances i or j or both) stay within
+    // both arrays: each side has 64 values left.
+    for (int k = 0; k < 64; ++k) {
+      const T x = a[i], y = b[j];
+      common += x == y;
+      i += x <= y;
+      j += y <= x;
+    }
+  }
+  common += count_common(a, la, b, lb, i, j);
+  return common >= need ? common : -1;
 }
 
 /// One step of the classical merge of a[i..) and b[j..): a common value advances both and counts

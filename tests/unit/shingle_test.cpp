@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -184,6 +186,64 @@ TEST(Shingle, JaccardOfSets) {
   EXPECT_DOUBLE_EQ(jaccard(a, a), 1.0);
   EXPECT_DOUBLE_EQ(jaccard(a, e), 0.0);
   EXPECT_DOUBLE_EQ(jaccard(e, e), 0.0);
+}
+
+// make_set against std::sort + std::unique, at the sizes where it changes method (insertion
+// sort, one bucket pass, two) and with many repeats (generated text repeats lines).
+TEST(Shingle, MakeSetEqualsSortUnique) {
+  std::mt19937_64 rng(11);
+  for (size_t n : {0, 1, 2, 63, 64, 65, 200, 1000, 4097, 70000, (1 << 18) + 1, 600000}) {
+    for (int repeats : {0, 1}) {
+      std::vector<ShingleHash> v(n);
+      for (auto& x : v) x = repeats && !v.empty() && rng() % 3 == 0 ? v[rng() % v.size()] : rng();
+      if (repeats && n > 10) v[n / 2] = v[n / 3] = 0, v[n - 1] = ~uint64_t{0};  // the extreme values
+      auto want = v;
+      std::sort(want.begin(), want.end());
+      want.erase(std::unique(want.begin(), want.end()), want.end());
+      make_set(v);
+      ASSERT_EQ(v, want) << "n=" << n << " repeats=" << repeats;
+    }
+  }
+  // Hashes that are not uniform: all in one top bucket.
+  std::vector<ShingleHash> v(5000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = (v.size() - i) * 7 % 1000;
+  auto want = v;
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  make_set(v);
+  EXPECT_EQ(v, want);
+}
+
+// jaccard_at_least is jaccard at or above its floor and below the floor elsewhere, for sets of
+// every overlap and size ratio around the floor.
+TEST(Shingle, JaccardAtLeastAgreesWithJaccard) {
+  std::mt19937_64 rng(12);
+  int above = 0, below = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const size_t common = rng() % 400, only_a = rng() % 200, only_b = rng() % 200;
+    std::vector<ShingleHash> a, b;
+    for (size_t i = 0; i < common; ++i) a.push_back(rng()), b.push_back(a.back());
+    for (size_t i = 0; i < only_a; ++i) a.push_back(rng());
+    for (size_t i = 0; i < only_b; ++i) b.push_back(rng());
+    make_set(a);
+    make_set(b);
+    const double j = jaccard(a, b);
+    for (double floor : {0.5, 0.8, j, std::nextafter(j, 2.0), 0.95}) {
+      const double got = jaccard_at_least(a, b, floor);
+      if (j >= floor) {
+        ASSERT_EQ(got, j) << common << " " << only_a << " " << only_b << " floor " << floor;
+        ++above;
+      } else {
+        ASSERT_LT(got, floor) << common << " " << only_a << " " << only_b << " floor " << floor;
+        ++below;
+      }
+    }
+  }
+  EXPECT_GT(above, 3000);  // both sides were exercised
+  EXPECT_GT(below, 3000);
+  const std::vector<ShingleHash> e{}, x{1, 2};
+  EXPECT_EQ(jaccard_at_least(e, x, 0.5), 0.0);
+  EXPECT_EQ(jaccard_at_least(x, x, 0.0), 1.0);
 }
 
 TEST(Shingle, RejectsBadK) {
