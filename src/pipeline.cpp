@@ -1,6 +1,9 @@
 #include "neardup/pipeline.h"
 
 #include <sys/stat.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -271,13 +274,16 @@ void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
   b.fps.size = spec_.sketch_size;
 }
 
+// Texts this long are shingled in pieces on every thread of the run (a single large record would
+// otherwise leave the others idle, and need scratch for all its words at once).
+constexpr size_t kSplitBytes = size_t{4} << 20;
+
 // Shingles and sketches entry i of a batch on a worker, with that worker's sketcher. A long
 // text (kSplitBytes or more) with a signature is shingled and sketched in pieces on every thread
 // of the run (DocumentSketcher::signature_split), so that one large record does not leave the
 // other threads idle; the result is the same.
 void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
                                   std::vector<SigValue>& fp) const {
-  constexpr size_t kSplitBytes = size_t{4} << 20;
   const auto t1 = Clock::now();
   const bool split = l.k > 0 && text.size() >= kSplitBytes && sk.can_split();
   const auto sig = l.k > 0 ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k) : std::span<SigValue>();
@@ -464,7 +470,10 @@ void Pipeline::Impl::read_sets(const std::vector<uint8_t>& needed) {
     if (!shinglers[slot]) shinglers[slot].emplace(spec_.shingle);
     b.sets.resize(b.size());
   };
-  pass.process = [&](Batch& b, size_t i, std::string_view text, size_t slot) { b.sets[i] = shinglers[slot]->shingle_set(text); };
+  pass.process = [&](Batch& b, size_t i, std::string_view text, size_t slot) {
+    Shingler& sh = *shinglers[slot];
+    b.sets[i] = text.size() >= kSplitBytes && sh.splits_at_spaces() ? piecewise_shingle_set(sh, text, threads_) : sh.shingle_set(text);
+  };
   pass.consume = [&](Batch& b, size_t i, DocId doc) {
     if (!pos_.empty()) {
       if (doc >= wanted.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
@@ -812,6 +821,20 @@ void Pipeline::Impl::check_duplicate_ids() {
   }
 }
 
+namespace {
+
+// Gives the heap's free pages back to the system. A pass's large records leave free blocks in
+// the heap once their buffers are let go (glibc raises its mmap threshold after freeing a large
+// block, so later blocks of up to 32 MiB come from the heap), which would otherwise stay
+// resident through verification, the run's peak.
+void release_free_memory() noexcept {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
+
+}  // namespace
+
 void Pipeline::Impl::run(Mode mode) {
   const ThreadPool::Use use(options_.pool);
   const auto t_start = Clock::now();
@@ -819,6 +842,7 @@ void Pipeline::Impl::run(Mode mode) {
     throw UsageError(NEARDUP_OPT("top") " applies to pairs with " NEARDUP_OPT_IS("method", "bottomk") " only");
   mode_ = mode;
   sketch_pass();
+  release_free_memory();
   check_duplicate_ids();
   if (spec_.method == SketchMethod::BottomK)
     find_pairs_bottomk();

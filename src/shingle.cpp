@@ -180,6 +180,8 @@ void make_set(std::vector<ShingleHash>& out) {
       w = bucket_sort_unique(tmp + at[d], v + at[d], at[d + 1] - at[d], 8, w, count);
   }
   out.resize(static_cast<size_t>(w - v));
+  // Sets are kept (for verification): many repeated shingles must not keep their room.
+  if (out.capacity() - out.size() > out.size() / 4 + 512) out.shrink_to_fit();
   if (tmp_bytes.size() > kScratchKeepBytes) tmp_bytes.resize(0);
   internal::trim_scratch(count);
 }

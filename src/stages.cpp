@@ -146,18 +146,27 @@ std::vector<ShingleHash> DocumentSketcher::set() const {
     make_set(s);
     return s;
   }
-  // A text sketched in pieces: each piece's set made on its own (in parallel), then merged.
-  const Impl& im = *impl_;
-  const Pieces pieces(im.split_text, im.split_piece_bytes);
-  const size_t k = static_cast<size_t>(im.spec.shingle.k);
+  return piecewise_shingle_set(impl_->shingler, impl_->split_text, impl_->split_threads, impl_->split_piece_bytes);
+}
+
+std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_view text, int threads, size_t piece_bytes) {
+  if (!shingler.splits_at_spaces()) throw UsageError("piecewise_shingle_set() needs plain word shingles");
+  // Each piece's set made on its own (in parallel), then merged pairwise, dropping the values
+  // both sides hold: the scratch is a piece's, not the text's.
+  const Pieces pieces(text, piece_bytes);
+  const size_t k = static_cast<size_t>(shingler.options().k);
   std::vector<std::vector<ShingleHash>> sets(pieces.size());
-  internal::parallel_for(pieces.size(), im.split_threads, [&](size_t i, size_t) {
-    pieces.shingles(im.shingler, k, i, sets[i]);
+  std::vector<size_t> words(pieces.size());
+  internal::parallel_for(pieces.size(), threads, [&](size_t i, size_t) {
+    words[i] = pieces.shingles(shingler, k, i, sets[i]);
     make_set(sets[i]);
   });
-  while (sets.size() > 1) {  // pairwise merges, dropping values both sides hold
+  size_t total = 0;
+  for (const size_t w : words) total += w;
+  if (total <= k) return shingler.shingle_set(text);  // one shingle of every word, or none
+  while (sets.size() > 1) {
     std::vector<std::vector<ShingleHash>> next((sets.size() + 1) / 2);
-    internal::parallel_for(next.size(), im.split_threads, [&](size_t j, size_t) {
+    internal::parallel_for(next.size(), threads, [&](size_t j, size_t) {
       if (2 * j + 1 == sets.size()) {
         next[j] = std::move(sets[2 * j]);
         return;
@@ -172,7 +181,9 @@ std::vector<ShingleHash> DocumentSketcher::set() const {
     });
     sets.swap(next);
   }
-  return std::move(sets[0]);  // a text has one piece at least
+  if (sets.empty()) return {};
+  if (sets[0].capacity() - sets[0].size() > sets[0].size() / 4) sets[0].shrink_to_fit();  // it is kept
+  return std::move(sets[0]);
 }
 
 bool DocumentSketcher::can_split() const noexcept { return impl_->hasher && impl_->shingler.splits_at_spaces(); }

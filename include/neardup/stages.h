@@ -92,6 +92,12 @@ class DocumentSketcher {
 /// (0: all). The result does not depend on the number of threads.
 Sketches sketch_documents(std::span<const std::string_view> texts, const PipelineSpec& spec, int threads = 0);
 
+/// shingler.shingle_set(text), made a piece of about `piece_bytes` at a time on `threads`
+/// threads, so that a long text needs scratch for a piece, not for the whole text. The
+/// shingler's words must be plain runs between ASCII whitespace (Shingler::splits_at_spaces).
+std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_view text, int threads,
+                                               size_t piece_bytes = size_t{1} << 20);
+
 /// The shingle sets of the documents with needed[d] != 0 (all when `needed` is empty).
 ShingleSets shingle_sets(std::span<const std::string_view> texts, const PipelineSpec& spec,
                          std::span<const uint8_t> needed = {}, int threads = 0);

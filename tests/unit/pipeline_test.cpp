@@ -326,6 +326,35 @@ TEST(Pipeline, StreamedPairsEqualHeldPairs) {
 // Verification with the sets the first pass kept (the documents already in a bucket when
 // sketched) gives the outputs of reading every needed document again, whatever the budget
 // (none, part, all) and the thread count, in clusters of copies, of edited copies and chains.
+// Texts of 4 MiB or more are shingled in pieces when they are read again for verification
+// (bounded scratch); their exact Jaccard is the whole texts'.
+TEST(Pipeline, LongTextsReadAgainInPiecesScoreExactly) {
+  test::TempDir d;
+  std::mt19937_64 rng(58);
+  const auto base = test::random_words(rng, 800000, 200000);  // about 5 MB
+  auto copy = base;
+  for (auto& x : copy)
+    if (rng() % 100 < 2) x = "e" + std::to_string(rng() % 100000);
+  const std::string a = test::join(base), b = test::join(copy);
+  ASSERT_GE(a.size(), size_t{4} << 20);
+  test::write_file(d.file("in.jsonl"), "{\"id\": \"a\", \"text\": \"" + a + "\"}\n{\"id\": \"b\", \"text\": \"" + b + "\"}\n");
+  Shingler sh(PipelineSpec::parse("words:5 oph:128 verify:0.8").resolved().shingle);
+  const double want = jaccard(sh.shingle_set(a), sh.shingle_set(b));
+  ASSERT_GT(want, 0.8);
+  for (const uint64_t budget : {uint64_t{0}, uint64_t{1} << 30}) {
+    RunOptions o;
+    o.spec = PipelineSpec::parse("words:5 oph:128 verify:0.8");
+    o.threads = 2;
+    o.first_pass_set_bytes = budget;
+    o.stream_pairs = false;
+    Pipeline p({d.file("in.jsonl")}, o);
+    p.run(Pipeline::Mode::Pairs);
+    ASSERT_EQ(p.pairs().size(), 1u);
+    EXPECT_EQ(p.pairs()[0].similarity, want) << "budget " << budget;
+    EXPECT_EQ(p.stats().verify_docs + p.stats().verify_kept, 2u);
+  }
+}
+
 TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
   test::TempDir d;
   std::mt19937_64 rng(57);

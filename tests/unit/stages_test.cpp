@@ -293,6 +293,8 @@ TEST(Stages, SplitSignatureEqualsTheWhole) {
           EXPECT_EQ(split.signature_split(text, got, threads, piece), n) << spec << " piece " << piece;
           EXPECT_EQ(got, want) << spec << " piece " << piece << " text of " << text.size() << " bytes";
           EXPECT_EQ(split.set(), want_set) << spec << " piece " << piece;
+          Shingler sh(ps.shingle);
+          EXPECT_EQ(piecewise_shingle_set(sh, text, threads, piece), want_set) << spec << " piece " << piece;
         }
     }
   }
