@@ -181,7 +181,7 @@ void make_set(std::vector<ShingleHash>& out) {
   }
   out.resize(static_cast<size_t>(w - v));
   // Sets are kept (for verification): many repeated shingles must not keep their room.
-  if (out.capacity() - out.size() > out.size() / 4 + 512) out.shrink_to_fit();
+  if (out.capacity() - out.size() > out.size() / 16 + 64) out.shrink_to_fit();
   if (tmp_bytes.size() > kScratchKeepBytes) tmp_bytes.resize(0);
   internal::trim_scratch(count);
 }

@@ -15,6 +15,9 @@ namespace {
 
 constexpr size_t kBatchBytes = 1 << 20;
 constexpr size_t kBatchDocs = 2048;
+// The most bytes of records read and not yet worked, unless one batch alone holds more: beyond
+// it, the reading waits.
+constexpr size_t kInFlightBytes = size_t{32} << 20;
 using Kind = io::RawRecord::Kind;
 
 // The state the worker tasks share with the runner. Owned jointly, because a task the pool
@@ -216,10 +219,14 @@ class PassRunner {
     if (pass_.progress && *pass_.progress) (*pass_.progress)({pass_.stage, reader_.bytes_read(), pass_.total_bytes, records_});
   }
 
-  // Queues a batch; while the queue is full, works queued batches here.
+  // Queues a batch; while the queue is full, works queued batches here. The records in flight
+  // are bounded in bytes as well as in batches: a run of large records (generated files of tens
+  // of MB come in groups) would otherwise hold a queue of them, each with its parser's copy.
   void push(std::unique_ptr<Batch> b) {
     b->raw.resize(b->raw.size() + io::JsonlParser::kPadding);
+    wait_for_room(b->raw.size());
     Batch* raw = b.get();
+    raw->bytes = raw->raw.size();
     in_flight_.push_back(std::move(b));
     for (;;) {
       {
@@ -236,6 +243,29 @@ class PassRunner {
     }
     shared_->not_empty.notify_one();
     drain(false);
+  }
+
+  // Waits (working queued batches when it may) until the records of the batches not yet worked
+  // and `bytes` more fit in kInFlightBytes, or none is left.
+  void wait_for_room(size_t bytes) {
+    const auto room = [&] {  // under the mutex
+      size_t pending = 0;
+      for (const auto& f : in_flight_)
+        if (!f->done) pending += f->bytes;
+      return pending == 0 || pending + bytes <= kInFlightBytes;
+    };
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(shared_->mu);
+        if (shared_->error) std::rethrow_exception(shared_->error);
+        if (room()) return;
+        if (!may_help()) {
+          shared_->finished.wait(lock, [&] { return room() || shared_->error || may_help(); });
+          continue;
+        }
+      }
+      help();
+    }
   }
 
   // Hands the finished batches at the front to consume() (all of them, working or waiting, if
