@@ -27,14 +27,24 @@ for rep in $(seq "$REPS"); do
   rm -f "$OUT/copy"
   t sh -c "cp '$IN' '$OUT/copy' && sync"; T[cp]+="$wall "
   rm -f "$OUT/kept.jsonl" "$OUT/copy"
-  t "$ND" dedup "$IN" -o "$OUT/kept.jsonl" --removed "$OUT/removed.tsv" -q; T[dedup]+="$wall "; R[dedup]+="$rss "
+  t "$ND" dedup "$IN" -o "$OUT/kept.jsonl" --removed "$OUT/removed.tsv" --stats 2> "$OUT/stats"; T[dedup]+="$wall "; R[dedup]+="$rss "
   if [ "$rep" = 1 ]; then cp "$OUT/removed.tsv" "$OUT/removed.first"; else cmp "$OUT/removed.tsv" "$OUT/removed.first"; fi
   rm -f "$OUT/kept.jsonl"
 done
 z=$(echo ${T[zstd]} | median) p=$(echo ${T[pairs]} | median) c=$(echo ${T[cp]} | median) d=$(echo ${T[dedup]} | median)
 echo "pairs: $p s (runs ${T[pairs]}; peak $(( $(echo ${R[pairs]} | median) / 1024 )) MiB) against zstd -1 -T1: $z s (${T[zstd]}): $(python3 -c "print(f'{$p/$z:.2f}')")x (target 0.6x)"
 echo "dedup: $d s (runs ${T[dedup]}; peak $(( $(echo ${R[dedup]} | median) / 1024 )) MiB) against cp + sync: $c s (${T[cp]}): $(python3 -c "print(f'{$d/$c:.2f}')")x (target 1.5x)"
-"$ND" dedup "$IN" -o "$OUT/kept.jsonl" --estimate-memory 2>&1 | tail -1
+# The documented estimate of the run: the expected memory printed before it, plus the cost per
+# document in a candidate pair times those documents (read again or kept from the first pass).
+est_line=$("$ND" dedup "$IN" -o "$OUT/kept.jsonl" --estimate-memory 2>&1 | tail -1)
+echo "$est_line"
+to_mib() { awk -v v="$1" -v u="$2" 'BEGIN { f = u == "KB" ? 1e3 : u == "MB" ? 1e6 : u == "GB" ? 1e9 : 1; printf "%.6f", v * f / 1048576 }'; }
+read -r ev eu < <(sed -E 's/.*expected memory ([0-9.]+) ([KMGT]?B).*/\1 \2/' <<<"$est_line")
+read -r pv pu < <(sed -E 's/.*verification then adds ([0-9.]+) ([KMGT]?B) per document.*/\1 \2/' <<<"$est_line")
+read -r reread kept < <(sed -nE 's/.*\(([0-9]+) documents re-read, ([0-9]+) sets from the first pass.*/\1 \2/p' "$OUT/stats")
+est=$(awk -v e="$(to_mib "$ev" "$eu")" -v p="$(to_mib "$pv" "$pu")" -v n=$((reread + kept)) 'BEGIN { printf "%.0f", e + n * p }')
+peaks=""; for r in ${R[dedup]}; do peaks+="$((r / 1024)) "; done
+echo "dedup peak memory: $peaks MiB against the estimate $est MiB ($ev $eu + $((reread + kept)) candidate documents x $pv $pu)"
 "$ND" pairs "$IN" -o "$OUT/pairs.tsv" --stats 2>&1 | grep -E "stages|neardup: [0-9]" | tail -2
 
 # One 50 MB record against 50 records of 1 MB of the same text (the first 50 MB of the corpus's texts).

@@ -2,7 +2,8 @@
 # The expected memory printed before a run (--estimate-memory) against the peak resident memory
 # the run then takes (/usr/bin/time), per input and sketch method, with the document count
 # estimated against the true one. The estimate compared is the one before verification plus
-# its cost per verified document times the documents the run verified (--stats).
+# its cost per candidate document times the run's candidate documents (--stats: read again or
+# kept from the first pass).
 #
 #   bench/memory_estimate.sh NEARDUP INPUT... [-- EXTRA OPTIONS]
 set -euo pipefail
@@ -36,7 +37,9 @@ for f in "${inputs[@]}"; do
     fi
     run=$( { /usr/bin/time -f 'peak %M' "$bin" dedup --stats --method "$m" "${extra[@]}" -o "$out/kept" "$f" >/dev/null; } 2>&1)
     peak_kb=$(sed -nE 's/^peak ([0-9]+)$/\1/p' <<<"$run")
-    verified=$(sed -nE 's/.*verify [0-9.]+ s \(([0-9]+) documents re-read\).*/\1/p' <<<"$run")
+    # Documents in candidate pairs: read again, or their sets kept from the first pass.
+    verified=$(sed -nE 's/.*verify [0-9.]+ s \(([0-9]+) documents re-read, ([0-9]+) sets from the first pass.*/\1 \2/p' <<<"$run" |
+      awk '{ print $1 + $2 }')
     # The estimate of the run: before verification, plus the documents it verified.
     est=$(awk -v e="$est" -v n="${verified:-0}" -v p="$per_verified" 'BEGIN { printf "%.1f", e + n * p }')
     peak=$(awk -v k="$peak_kb" 'BEGIN { printf "%.1f", k / 1024 * 1.048576 }')
