@@ -1,12 +1,14 @@
 #include "internal/pass_runner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
 
+#include "internal/testing.h"
 #include "neardup/error.h"
 #include "neardup/thread_pool.h"
 
@@ -15,6 +17,10 @@ namespace {
 
 constexpr size_t kBatchBytes = 1 << 20;
 constexpr size_t kBatchDocs = 2048;
+// Lines this long are handed from the reader to their batch with the buffer they were read into
+// (no copy). The reader then grows a new buffer for the next long line, which costs about as much
+// as the copy on lines of a few MB (measured on the crowded mix): the hand-over pays from tens.
+std::atomic<size_t> large_line_bytes{size_t{16} << 20};
 // The most bytes of records read and not yet worked, unless one batch alone holds more: beyond
 // it, the reading waits.
 constexpr size_t kInFlightBytes = size_t{32} << 20;
@@ -157,7 +163,7 @@ class PassRunner {
     // The reading thread's problems came first; keep them all in entry order.
     std::inplace_merge(b.problems.begin(), b.problems.begin() + static_cast<ptrdiff_t>(parsed_problems), b.problems.end(),
                        [](const auto& x, const auto& y) { return x.entry < y.entry; });
-    std::vector<char>().swap(b.raw);
+    b.raw.release();
   }
 
   bool parse(Batch& b, size_t i, io::JsonlParser& parser, io::Record& rec, std::string& problem) {
@@ -200,6 +206,20 @@ class PassRunner {
       } else {
         if (!reader_.next_raw(raw)) break;
         ++records_;
+        if (raw.kind == Kind::Line && raw.bytes.size() >= large_line_bytes.load(std::memory_order_relaxed)) {
+          // A large line goes on in the reader's buffer, in a batch of its own: not copied.
+          if (!batch->entries.empty()) {
+            push(std::move(batch));
+            batch = std::make_unique<Batch>();
+          }
+          batch->adopt_line(reader_, raw);
+          push(std::move(batch));
+          batch = std::make_unique<Batch>();
+          report_progress();
+          std::lock_guard<std::mutex> lock(shared_->mu);
+          if (shared_->error) break;
+          continue;
+        }
         if (raw.kind == Kind::Bad) batch->problems.push_back({batch->size(), raw.problem, raw.problem_kind, std::string()});
         batch->add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line, raw.offset, 0);
       }
@@ -370,10 +390,33 @@ void Batch::add(io::RawRecord::Kind kind, std::string_view bytes, std::string_vi
   // once, not copied again when the padding makes the vector grow.
   if (raw.size() + bytes.size() + io::JsonlParser::kPadding > raw.capacity())
     raw.reserve(std::max(raw.capacity() * 2, raw.size() + bytes.size() + io::JsonlParser::kPadding));
-  raw.insert(raw.end(), bytes.begin(), bytes.end());
+  raw.append(bytes);
   ids.append(id);
   entries.push_back(e);
 }
+
+void Batch::adopt_line(io::RecordReader& reader, const io::RawRecord& line) {
+  NEARDUP_ASSERT(entries.empty() && line.kind == io::RawRecord::Kind::Line);
+  Entry e;
+  e.kind = line.kind;
+  e.source = static_cast<uint32_t>(line.source);
+  e.raw_length = static_cast<uint32_t>(line.bytes.size());
+  e.line = line.line;
+  e.offset = line.offset;
+  ReallocBuffer buf;
+  reader.take_line_buffer(buf, e.raw_begin);
+  NEARDUP_ASSERT(buf.data() + e.raw_begin == line.bytes.data());
+  raw.adopt(std::move(buf), e.raw_begin + line.bytes.size());
+  entries.push_back(e);
+}
+
+}  // namespace neardup::internal
+
+namespace neardup {
+size_t set_large_line_bytes(size_t bytes) noexcept { return internal::large_line_bytes.exchange(bytes); }
+}  // namespace neardup
+
+namespace neardup::internal {
 
 DocId next_doc(uint64_t& counter) {
   if (counter >= 0xFFFFFFFFull) throw UsageError("more than 4,294,967,294 documents in one run; split the input");

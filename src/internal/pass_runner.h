@@ -22,6 +22,7 @@
 #include "neardup/io/reader.h"
 #include "neardup/pipeline.h"
 #include "neardup/types.h"
+#include "internal/realloc_buffer.h"
 
 namespace neardup::internal {
 
@@ -46,7 +47,7 @@ struct Batch {
     std::string raw;  // the line, when rejects are written
   };
   std::vector<Entry> entries;
-  std::vector<char> raw;  // lines and texts back to back, then JsonlParser::kPadding bytes
+  ByteArray raw;  // lines and texts back to back, then JsonlParser::kPadding bytes
   std::string ids;
   std::vector<Problem> problems;  // bad entries, in entry order
   // Results, by entry.
@@ -74,6 +75,8 @@ struct Batch {
   std::string_view id_of(size_t i) const { return std::string_view(ids).substr(entries[i].id_begin, entries[i].id_length); }
   void add(io::RawRecord::Kind kind, std::string_view bytes, std::string_view id, size_t source, uint64_t line,
            uint64_t offset, DocId doc);
+  /// The line `line` of an empty batch, taken over with the reader's buffer that holds it.
+  void adopt_line(io::RecordReader& reader, const io::RawRecord& line);
 };
 
 /// What a pass does with its records. `slot` numbers the thread that works a batch, below

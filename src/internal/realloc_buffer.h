@@ -4,9 +4,12 @@
 // them on resize). New bytes are left uninitialised: the buffer is filled by reads.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <new>
+#include <string_view>
 #include <utility>
 
 namespace neardup::internal {
@@ -22,6 +25,10 @@ class ReallocBuffer {
     return *this;
   }
   ReallocBuffer(const ReallocBuffer&) = delete;
+  void swap(ReallocBuffer& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+  }
   ReallocBuffer& operator=(const ReallocBuffer&) = delete;
 
   char* data() noexcept { return p_; }
@@ -39,6 +46,42 @@ class ReallocBuffer {
  private:
   char* p_ = nullptr;
   size_t n_ = 0;
+};
+
+/// Bytes appended to a ReallocBuffer, or a buffer taken over whole (adopt): a large record read
+/// into one is handed on without a copy. Growth leaves the new bytes uninitialised.
+class ByteArray {
+ public:
+  char* data() noexcept { return buf_.data(); }
+  const char* data() const noexcept { return buf_.data(); }
+  size_t size() const noexcept { return size_; }
+  size_t capacity() const noexcept { return buf_.size(); }
+  void reserve(size_t n) {
+    if (n > buf_.size()) buf_.resize(n);
+  }
+  void resize(size_t n) {
+    reserve(n);
+    size_ = n;
+  }
+  void append(std::string_view s) {
+    if (size_ + s.size() > buf_.size()) reserve(std::max(buf_.size() * 2, size_ + s.size()));
+    if (!s.empty()) std::memcpy(buf_.data() + size_, s.data(), s.size());
+    size_ += s.size();
+  }
+  /// Takes `b` over, its first `size` bytes the content.
+  void adopt(ReallocBuffer&& b, size_t size) noexcept {
+    buf_ = std::move(b);
+    size_ = size;
+  }
+  /// Lets the memory go.
+  void release() {
+    ReallocBuffer().swap(buf_);
+    size_ = 0;
+  }
+
+ private:
+  ReallocBuffer buf_;
+  size_t size_ = 0;
 };
 
 }  // namespace neardup::internal

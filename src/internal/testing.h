@@ -3,6 +3,7 @@
 // measured against. Not part of the public headers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -15,6 +16,10 @@
 #include "neardup/types.h"
 
 namespace neardup {
+
+/// Lines this long or longer go from the reader to their batch in the buffer they were read
+/// into (16 MiB unless set): tests set it lower. Returns the previous value.
+size_t set_large_line_bytes(size_t bytes) noexcept;
 
 /// hash_words and hash_chars from the byte-at-a-time scanner: the references the SIMD paths are
 /// tested against (text.h).

@@ -623,6 +623,20 @@ class LineBuffer {
     return true;
   }
 
+  // Hands over the buffer holding the line get_line returned last (at `at` in it) and goes on in
+  // a new one holding the bytes read past that line.
+  void give_buffer(internal::ReallocBuffer& out, size_t& at) {
+    at = static_cast<size_t>(line_offset - buf_base);
+    internal::ReallocBuffer rest(std::max<size_t>(size_t{1} << 20, end - begin + (1 << 16) + kPad));
+    std::memcpy(rest.data(), buf.data() + begin, end - begin);
+    out.swap(buf);
+    buf.swap(rest);
+    buf_base += begin;
+    end -= begin;
+    scanned -= begin;
+    begin = 0;
+  }
+
   // The next line (without its newline), or false at the end of the source. A line longer than
   // max_record_bytes_ comes back empty with `overlong` set; its bytes are read and dropped.
   bool get_line(std::string_view& line) {
@@ -1002,6 +1016,8 @@ void RecordReader::read_sources(size_t first, size_t last, uint64_t begin, uint6
   impl_->range_end = end;
 }
 const ReaderStats& RecordReader::stats() const noexcept { return impl_->stats; }
+void RecordReader::take_line_buffer(internal::ReallocBuffer& out, size_t& at) { impl_->lines.give_buffer(out, at); }
+
 uint64_t RecordReader::bytes_read() const noexcept {
   return impl_->finished_bytes + impl_->lines.raw_bytes_read();
 }

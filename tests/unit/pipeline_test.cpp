@@ -326,6 +326,60 @@ TEST(Pipeline, StreamedPairsEqualHeldPairs) {
 // Verification with the sets the first pass kept (the documents already in a bucket when
 // sketched) gives the outputs of reading every needed document again, whatever the budget
 // (none, part, all) and the thread count, in clusters of copies, of edited copies and chains.
+// Lines of 4 MiB or more go from the reader to their batch in the buffer they were read into;
+// the records around them, their line numbers and positions (the kept output is copied by
+// position) and a bad line after them come out as for small lines.
+TEST(Pipeline, LargeLinesHandedOverWhole) {
+  const size_t before = set_large_line_bytes(size_t{4} << 20);
+  struct Restore {
+    size_t bytes;
+    ~Restore() { set_large_line_bytes(bytes); }
+  } restore{before};
+  test::TempDir d;
+  std::mt19937_64 rng(59);
+  const auto record = [](const std::string& id, const std::string& text) {
+    return "{\"id\": \"" + id + "\", \"text\": \"" + text + "\"}\n";
+  };
+  const auto big1 = test::random_words(rng, 700000, 300000);  // about 4.5 MB
+  auto big2 = big1;
+  for (auto& w : big2)
+    if (rng() % 100 == 0) w = "e" + std::to_string(rng() % 1000);
+  const auto big3 = test::random_words(rng, 700000, 300000);
+  std::vector<std::string> small;
+  for (int i = 0; i < 12; ++i) small.push_back(test::join(test::random_words(rng, 300, 3000)));
+  std::string near = small[0];
+  near.replace(near.find(' '), 1, "\\t");  // a JSON tab escape: the same words
+  const std::vector<std::pair<std::string, std::string>> lines = {
+      {"s0", small[0]}, {"s1", small[1]}, {"b1", test::join(big1)}, {"s2", small[2]}, {"s0copy", near},
+      {"b2", test::join(big2)}, {"", ""}, {"b3", test::join(big3)}, {"s3", small[3]}};
+  std::string jsonl = "\xEF\xBB\xBF", kept;  // the mark is not part of the first record
+  for (const auto& [id, text] : lines) {
+    const std::string line = id.empty() ? "{\"id\": \"bad\", \"text\": 12}\n" : record(id, text);
+    ASSERT_TRUE(id.empty() || id[0] == 's' || line.size() >= (size_t{4} << 20));
+    jsonl += line;
+    if (!id.empty() && id != "s0copy" && id != "b2") kept += line;  // a bad record is not kept
+  }
+  test::write_file(d.file("in.jsonl"), jsonl);
+  for (const int threads : {1, 2}) {
+    RunOptions o;
+    o.spec = PipelineSpec::parse("words:5 oph:128 verify:0.8");
+    o.threads = threads;
+    o.reader.on_error = io::OnError::Skip;
+    Pipeline p({d.file("in.jsonl")}, o);
+    p.run(Pipeline::Mode::Dedup);
+    EXPECT_EQ(p.stats().documents, 8u);
+    EXPECT_EQ(p.stats().reader.skipped, 1u);
+    ASSERT_EQ(p.stats().reader.first_skips.size(), 1u);
+    EXPECT_NE(p.stats().reader.first_skips[0].find("in.jsonl:7:"), std::string::npos) << p.stats().reader.first_skips[0];
+    EXPECT_EQ(p.id(2), "b1");
+    EXPECT_EQ(p.id(7), "s3");
+    io::AtomicFile out(d.file("kept.jsonl"));
+    p.write_kept(out);
+    out.commit();
+    EXPECT_TRUE(test::read_file(d.file("kept.jsonl")) == kept) << "threads " << threads;
+  }
+}
+
 // Texts of 4 MiB or more are shingled in pieces when they are read again for verification
 // (bounded scratch); their exact Jaccard is the whole texts'.
 TEST(Pipeline, LongTextsReadAgainInPiecesScoreExactly) {

@@ -32,6 +32,10 @@
 #include <utility>
 #include <vector>
 
+namespace neardup::internal {
+class ReallocBuffer;
+}
+
 namespace neardup::io {
 
 enum class InputFormat { Auto, Jsonl, Text };
@@ -326,6 +330,10 @@ class RecordReader {
   const ReaderStats& stats() const noexcept;
   /// Compressed bytes consumed so far over all sources.
   uint64_t bytes_read() const noexcept;
+  /// Right after next_raw() returned a Line: hands over the buffer that holds it (the line at
+  /// `at`, kPadding allocated bytes past its end), so that a large record goes on without a
+  /// copy; the reader continues in a buffer of its own. For the library's reading passes.
+  void take_line_buffer(internal::ReallocBuffer& out, size_t& at);
 
  private:
   struct Impl;
