@@ -587,7 +587,9 @@ bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::s
 class LineBuffer {
  public:
   static constexpr size_t kPad = simdjson::SIMDJSON_PADDING;
-  explicit LineBuffer(uint64_t max_record_bytes) : max_record_bytes_(max_record_bytes), buf(1 << 20) {}
+  static constexpr size_t kStartBytes = size_t{1} << 20;
+  static constexpr size_t kShrinkBytes = size_t{8} << 20;
+  explicit LineBuffer(uint64_t max_record_bytes) : max_record_bytes_(max_record_bytes), buf(kStartBytes) {}
 
   void open(std::unique_ptr<ByteStream> s) {
     stream_ = std::move(s);
@@ -627,7 +629,7 @@ class LineBuffer {
   // a new one holding the bytes read past that line.
   void give_buffer(internal::ReallocBuffer& out, size_t& at) {
     at = static_cast<size_t>(line_offset - buf_base);
-    internal::ReallocBuffer rest(std::max<size_t>(size_t{1} << 20, end - begin + (1 << 16) + kPad));
+    internal::ReallocBuffer rest(std::max<size_t>(kStartBytes, end - begin + (1 << 16) + kPad));
     std::memcpy(rest.data(), buf.data() + begin, end - begin);
     out.swap(buf);
     buf.swap(rest);
@@ -663,6 +665,9 @@ class LineBuffer {
         end -= begin;
         scanned -= begin;
         begin = 0;
+        // Grown for a long line that is gone: back to the usual size, so that one large record
+        // does not leave its room held for the rest of the pass.
+        if (buf.size() > kShrinkBytes && end + (1 << 16) + kPad <= kStartBytes) buf.resize(kStartBytes);
       }
       if (buf.size() - end < (1 << 16) + kPad) buf.resize(buf.size() * 2);
       size_t want = buf.size() - end - kPad;
