@@ -347,6 +347,24 @@ TEST(Reader, LongLines) {
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].text.size(), text.size() + 2);
   EXPECT_EQ(r[1].id, "s");
+  // Lines long enough that the buffer grows past 8 MiB and shrinks back after them, among short
+  // ones: every record, line number and raw line as written.
+  std::string jsonl;
+  std::vector<std::string> lines;
+  for (int i = 0; i < 6; ++i) {
+    const std::string t = i % 3 == 1 ? std::string(9'000'000 + static_cast<size_t>(i), 'x') : "short " + std::to_string(i);
+    lines.push_back("{\"id\": \"r" + std::to_string(i) + "\", \"text\": \"" + t + "\"}");
+    jsonl += lines.back() + "\n";
+  }
+  test::write_file(d.file("mixed.jsonl"), jsonl);
+  const auto m = read_all_records({d.file("mixed.jsonl")});
+  ASSERT_EQ(m.size(), 6u);
+  for (size_t i = 0; i < m.size(); ++i) {
+    EXPECT_EQ(m[i].id, "r" + std::to_string(i));
+    EXPECT_EQ(m[i].line, i + 1);
+    EXPECT_TRUE(m[i].raw == lines[i]) << i;
+    EXPECT_EQ(m[i].text.size(), i % 3 == 1 ? 9'000'000 + i : ("short " + std::to_string(i)).size());
+  }
 }
 
 // Reading by position (RecordReader::select) returns exactly the records a full read returns at
