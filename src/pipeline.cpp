@@ -960,7 +960,9 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
       const bool keys_only = spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
       per_doc += keys_only ? static_cast<double>(bands * sizeof(uint64_t)) : static_cast<double>(k * sizeof(SigValue));
       const LshMemory lsh = lsh_search_memory(spec_.lsh, threads_, keys_only ? bands : 1);
-      fixed += lsh.fixed;
+      // The arrays round up to huge pages only once they pass one (internal/big_array.h).
+      const double array_bytes = n * (keys_only ? sizeof(uint64_t) : static_cast<double>(k * sizeof(SigValue)));
+      if (array_bytes > static_cast<double>(2 << 20)) fixed += lsh.fixed;
       search_per_doc = lsh.per_document;
       break;
     }

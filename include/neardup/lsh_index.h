@@ -79,8 +79,8 @@ LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band
                                  int threads, CandidateStats* stats = nullptr);
 
 /// The memory of an LSH search of `docs` documents on `threads` threads (lsh_buckets): bytes
-/// per document, and fixed bytes for the band keys kept per band (`band_arrays` of them, grown
-/// 2 MiB at a time).
+/// per document, and fixed bytes for the band keys kept per band (`band_arrays` of them): the
+/// most their rounding to 2 MiB huge pages adds, which they take once past 2 MiB.
 struct LshMemory {
   double per_document = 0;
   double fixed = 0;
