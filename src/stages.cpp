@@ -182,7 +182,7 @@ std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_v
     sets.swap(next);
   }
   if (sets.empty()) return {};
-  if (sets[0].capacity() - sets[0].size() > sets[0].size() / 4) sets[0].shrink_to_fit();  // it is kept
+  shrink_set(sets[0]);
   return std::move(sets[0]);
 }
 

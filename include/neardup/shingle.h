@@ -46,8 +46,11 @@ inline constexpr unsigned kShingleRotation = 23;  ///< odd: 64 distinct rotation
 /// A window of K tokens moving by one token updates the XOR in O(1) (rolling).
 uint64_t combine_tokens(std::span<const uint64_t> token_hashes, uint64_t seed) noexcept;
 
-/// Sorts shingle hashes and removes the repeats: the shingle set.
+/// Sorts shingle hashes and removes the repeats: the shingle set (shrunk as by shrink_set).
 void make_set(std::vector<ShingleHash>& hashes);
+/// Gives back the room of a set made smaller (repeats dropped, pieces merged) when it is
+/// more than a sixteenth of the set: sets are kept for verification.
+void shrink_set(std::vector<ShingleHash>& set);
 
 /// Turns texts into shingle hashes. Reuses its buffers: one Shingler per thread.
 class Shingler {

@@ -265,22 +265,17 @@ class PassRunner {
     drain(false);
   }
 
-  // Waits (working queued batches when it may) until the records of the batches not yet worked
-  // and `bytes` more fit in kInFlightBytes, or none is left.
-  void wait_for_room(size_t bytes) {
-    const auto room = [&] {  // under the mutex
-      size_t pending = 0;
-      for (const auto& f : in_flight_)
-        if (!f->done) pending += f->bytes;
-      return pending == 0 || pending + bytes <= kInFlightBytes;
-    };
+  // Waits until ready() (called under the mutex), working queued batches here while it may;
+  // rethrows a worker's error.
+  template <class Ready>
+  void work_until(Ready ready) {
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(shared_->mu);
         if (shared_->error) std::rethrow_exception(shared_->error);
-        if (room()) return;
+        if (ready()) return;
         if (!may_help()) {
-          shared_->finished.wait(lock, [&] { return room() || shared_->error || may_help(); });
+          shared_->finished.wait(lock, [&] { return ready() || shared_->error || may_help(); });
           continue;
         }
       }
@@ -288,23 +283,28 @@ class PassRunner {
     }
   }
 
+  // Waits until the records of the batches not yet worked and `bytes` more fit in
+  // kInFlightBytes, or none is left.
+  void wait_for_room(size_t bytes) {
+    work_until([&] {
+      size_t pending = 0;
+      for (const auto& f : in_flight_)
+        if (!f->done) pending += f->bytes;
+      return pending == 0 || pending + bytes <= kInFlightBytes;
+    });
+  }
+
   // Hands the finished batches at the front to consume() (all of them, working or waiting, if
   // `all`).
   void drain(bool all) {
     while (!in_flight_.empty()) {
       Batch& b = *in_flight_.front();
-      for (;;) {
-        {
-          std::unique_lock<std::mutex> lock(shared_->mu);
-          if (shared_->error) std::rethrow_exception(shared_->error);
-          if (b.done) break;
-          if (!all) return;
-          if (!may_help()) {
-            shared_->finished.wait(lock, [&] { return b.done || shared_->error || may_help(); });
-            continue;
-          }
-        }
-        help();
+      if (all) {
+        work_until([&] { return b.done; });
+      } else {
+        std::lock_guard<std::mutex> lock(shared_->mu);
+        if (shared_->error) std::rethrow_exception(shared_->error);
+        if (!b.done) return;
       }
       deliver(b);
       in_flight_.pop_front();
