@@ -30,11 +30,6 @@ class SeenKeys {
       }
     }
   }
-  size_t bytes() const noexcept {
-    size_t b = 0;
-    for (const Shard& s : shards_) b += s.slots.size() * sizeof(uint64_t);
-    return b;
-  }
 
  private:
   static constexpr int kShardBits = 6;
