@@ -5,10 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "internal/seen_keys.h"
+
 #include <filesystem>
 #include <algorithm>
 #include <map>
 #include <random>
+#include <thread>
+#include <atomic>
 #include <set>
 #include <sstream>
 
@@ -326,6 +330,28 @@ TEST(Pipeline, StreamedPairsEqualHeldPairs) {
 // Verification with the sets the first pass kept (the documents already in a bucket when
 // sketched) gives the outputs of reading every needed document again, whatever the budget
 // (none, part, all) and the thread count, in clusters of copies, of edited copies and chains.
+// The first pass's set of band keys: an insert tells whether the key was there, through the
+// shards' growth, from several threads at once (each key's first insert alone says no).
+TEST(Pipeline, SeenKeysTellsTheFirstInsert) {
+  internal::SeenKeys seen;
+  std::mt19937_64 rng(60);
+  std::vector<uint64_t> keys(200000);
+  for (auto& k : keys) k = rng();
+  keys[0] = 2;  // 0 is stored as 1: a later 1 is "seen"
+  std::atomic<int> firsts{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (const uint64_t k : keys) firsts += seen.insert(k) ? 0 : 1;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(firsts.load(), static_cast<int>(keys.size()));
+  for (const uint64_t k : keys) EXPECT_TRUE(seen.insert(k));
+  EXPECT_FALSE(seen.insert(0));
+  EXPECT_TRUE(seen.insert(1));
+  EXPECT_FALSE(seen.insert(rng()));
+}
+
 // Lines of 4 MiB or more go from the reader to their batch in the buffer they were read into;
 // the records around them, their line numbers and positions (the kept output is copied by
 // position) and a bad line after them come out as for small lines.
