@@ -85,18 +85,21 @@ void Shingler::shingles_of_words(std::span<const uint64_t> t, std::vector<Shingl
 }
 
 std::vector<ShingleHash> Shingler::shingle_set(std::string_view text) {
-  std::vector<ShingleHash> out;
-  shingles(text, out);
-  make_set(out);
-  return out;
+  shingles(text, shingles_);
+  std::vector<ShingleHash> set = sorted_set(shingles_);
+  internal::trim_scratch(shingles_);
+  return set;
 }
 
 void Shingler::trim() noexcept {
   internal::trim_scratch(tokens_);
   internal::trim_scratch(normalized_);
+  internal::trim_scratch(shingles_);
 }
 
-size_t Shingler::scratch_bytes() const noexcept { return tokens_.capacity() * sizeof(uint64_t) + normalized_.capacity(); }
+size_t Shingler::scratch_bytes() const noexcept {
+  return tokens_.capacity() * sizeof(uint64_t) + normalized_.capacity() + shingles_.capacity() * sizeof(ShingleHash);
+}
 
 namespace {
 
@@ -144,46 +147,59 @@ void shrink_set(std::vector<ShingleHash>& set) {
   if (set.capacity() - set.size() > set.size() / 16 + 64) set.shrink_to_fit();
 }
 
-void make_set(std::vector<ShingleHash>& out) {
+std::vector<ShingleHash> sorted_set(std::span<const ShingleHash> hashes) {
   // A most-significant-digit bucket sort (bucket_sort_unique): shingle hashes are uniform, so
   // buckets of about log2(n) bits leave little for the insertion pass after them (hashes that are
   // not uniform would make it quadratic). Above 2^18 hashes a first pass by the top 8 bits keeps
   // the scatter's 256 streams within the TLB and each bucket within the cache. Against the LSD
   // radix sort of the top 32 bits it replaced: 2.5x at 1,000 hashes, 1.65x at 10,000, 1.13x at
   // 100,000, 0.82x at 1M (bench/stages_bench.cpp, BM_MakeSet).
-  const size_t n = out.size();
+  //
+  // The sort runs in this thread's scratch and the set is allocated once at its final size: sets
+  // are kept for verification, and a set allocated at the size of its shingles and then shrunk
+  // leaves a hole of the repeats' size beside every kept set (on crowded corpora, where texts
+  // repeat lines, the heap then held as many free bytes as sets).
+  const size_t n = hashes.size();
   if (n < 64) {
+    std::vector<ShingleHash> out(hashes.begin(), hashes.end());
     if (n <= 16)
       insertion_sort(out.data(), n);
     else
       std::sort(out.begin(), out.end());
     out.resize(static_cast<size_t>(append_distinct(out.data(), n, out.data()) - out.data()));
-    return;
+    return out;
   }
   thread_local std::vector<uint32_t> count;
-  thread_local internal::ReallocBuffer tmp_bytes;
-  tmp_bytes.resize(n * sizeof(ShingleHash));
-  auto* tmp = reinterpret_cast<ShingleHash*>(tmp_bytes.data());
-  ShingleHash* v = out.data();
-  ShingleHash* w = v;
+  thread_local internal::ReallocBuffer scratch_a, scratch_b;
+  auto grow = [n](internal::ReallocBuffer& b) {
+    if (b.size() < n * sizeof(ShingleHash)) b.resize(n * sizeof(ShingleHash));
+    return reinterpret_cast<ShingleHash*>(b.data());
+  };
+  ShingleHash* a = grow(scratch_a);
+  const ShingleHash* v = hashes.data();
+  ShingleHash* w = a;
   if (n <= (size_t{1} << 18)) {
-    w = bucket_sort_unique(v, tmp, n, 0, w, count);
+    w = bucket_sort_unique(v, a, n, 0, w, count);
   } else {
+    ShingleHash* b = grow(scratch_b);
     std::array<size_t, 257> at{};
     for (size_t i = 0; i < n; ++i) ++at[(v[i] >> 56) + 1];
     for (size_t d = 1; d <= 256; ++d) at[d] += at[d - 1];
     std::array<size_t, 257> next = at;
-    for (size_t i = 0; i < n; ++i) tmp[next[v[i] >> 56]++] = v[i];
-    // Bucket d is read from tmp and scattered into v at its own place, which the distinct values
+    for (size_t i = 0; i < n; ++i) b[next[v[i] >> 56]++] = v[i];
+    // Bucket d is read from b and scattered into a at its own place, which the distinct values
     // of the buckets before it (written at w) cannot have reached.
     for (size_t d = 0; d < 256; ++d)
-      w = bucket_sort_unique(tmp + at[d], v + at[d], at[d + 1] - at[d], 8, w, count);
+      w = bucket_sort_unique(b + at[d], a + at[d], at[d + 1] - at[d], 8, w, count);
   }
-  out.resize(static_cast<size_t>(w - v));
-  shrink_set(out);
-  if (tmp_bytes.size() > kScratchKeepBytes) tmp_bytes.resize(0);
+  std::vector<ShingleHash> out(a, w);
+  for (internal::ReallocBuffer* s : {&scratch_a, &scratch_b})
+    if (s->size() > kScratchKeepBytes) s->resize(0);
   internal::trim_scratch(count);
+  return out;
 }
+
+void make_set(std::vector<ShingleHash>& hashes) { hashes = sorted_set(hashes); }
 
 double jaccard(std::span<const ShingleHash> a, std::span<const ShingleHash> b) noexcept {
   if (a.empty() || b.empty()) return 0.0;

@@ -141,11 +141,7 @@ struct Pieces {
 }  // namespace
 
 std::vector<ShingleHash> DocumentSketcher::set() const {
-  if (!impl_->split) {
-    std::vector<ShingleHash> s(impl_->shingles.begin(), impl_->shingles.end());
-    make_set(s);
-    return s;
-  }
+  if (!impl_->split) return sorted_set(impl_->shingles);
   return piecewise_shingle_set(impl_->shingler, impl_->split_text, impl_->split_threads, impl_->split_piece_bytes);
 }
 

@@ -46,7 +46,9 @@ inline constexpr unsigned kShingleRotation = 23;  ///< odd: 64 distinct rotation
 /// A window of K tokens moving by one token updates the XOR in O(1) (rolling).
 uint64_t combine_tokens(std::span<const uint64_t> token_hashes, uint64_t seed) noexcept;
 
-/// Sorts shingle hashes and removes the repeats: the shingle set (shrunk as by shrink_set).
+/// The shingle set of shingle hashes: sorted, without repeats, allocated at its size.
+std::vector<ShingleHash> sorted_set(std::span<const ShingleHash> hashes);
+/// Replaces shingle hashes by their set (sorted_set).
 void make_set(std::vector<ShingleHash>& hashes);
 /// Gives back the room of a set made smaller (repeats dropped, pieces merged) when it is
 /// more than a sixteenth of the set: sets are kept for verification.
@@ -83,6 +85,7 @@ class Shingler {
   uint64_t combine_seed_;
   std::vector<uint64_t> tokens_;
   std::string normalized_;
+  std::vector<ShingleHash> shingles_;  // shingle_set's
   std::unique_ptr<IcuWordBreaker> icu_;
 };
 
