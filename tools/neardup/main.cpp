@@ -128,6 +128,7 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
 int main(int argc, char** argv) {
   using namespace neardup;
   cli::install_signal_handlers("neardup");
+  cli::return_large_blocks_at_once();
   cli::remember_command_line(argc, argv);
   // Kernel override for tests and benchmarks (the library itself never reads the environment).
   if (const char* forced = std::getenv("NEARDUP_FORCE_ISA"); forced && *forced) {

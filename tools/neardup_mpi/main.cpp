@@ -1522,6 +1522,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   // mpirun ends the other ranks with SIGTERM when one dies: their temporary outputs go too.
   cli::install_signal_handlers("neardup-mpi");
+  cli::return_large_blocks_at_once();
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int rc = kExitOk;
