@@ -12,6 +12,8 @@
 #include <string_view>
 #include <utility>
 
+#include <sys/mman.h>
+
 namespace neardup::internal {
 
 class ReallocBuffer {
@@ -41,6 +43,22 @@ class ReallocBuffer {
     if (!q) throw std::bad_alloc();
     p_ = static_cast<char*>(q);
     n_ = n;
+    if (n >= kHugeAdviseBytes) advise_huge_pages(p_, n);
+  }
+
+  /// Buffers this large ask for transparent huge pages (madvise): a line of tens of MB is then
+  /// faulted in 2 MiB at a time rather than 4 KiB (one 50 MB record: 176 -> 160 ms).
+  static constexpr size_t kHugeAdviseBytes = size_t{16} << 20;
+  /// Advises huge pages for the pages of [p, p + bytes) (advice only: may fail). The whole pages
+  /// are advised, not only the 2 MiB-aligned part: advice on part of a mapping splits it, and
+  /// glibc can then no longer grow the block in place with mremap (it copies it instead).
+  static void advise_huge_pages(void* p, size_t bytes) noexcept {
+#ifdef MADV_HUGEPAGE
+    constexpr uintptr_t kPage = 4096;
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes + kPage - 1) & ~(kPage - 1);
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#endif
   }
 
  private:

@@ -367,6 +367,32 @@ TEST(Reader, LongLines) {
   }
 }
 
+// Lines of 16 MiB and more: the line buffer asks for huge pages as it grows past 16 MiB and keeps
+// growing in place (mremap), and must hold every byte as read. A pattern that is not periodic in
+// pages shows any page lost or misplaced in the growth.
+TEST(Reader, LinesPastTheHugePageAdviceKeepEveryByte) {
+  test::TempDir d;
+  std::string jsonl;
+  std::vector<std::string> lines;
+  uint64_t x = 88172645463325252ULL;
+  for (const size_t n : {size_t{20'000'000}, size_t{100}, size_t{40'000'000}}) {
+    std::string t(n, ' ');
+    for (char& c : t) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      c = static_cast<char>('a' + x % 26);
+    }
+    lines.push_back("{\"id\": \"n" + std::to_string(n) + "\", \"text\": \"" + t + "\"}");
+    jsonl += lines.back() + "\n";
+  }
+  test::write_file(d.file("huge.jsonl"), jsonl);
+  const auto r = read_all_records({d.file("huge.jsonl")});
+  ASSERT_EQ(r.size(), lines.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r[i].line, i + 1);
+    EXPECT_TRUE(r[i].raw == lines[i]) << i;
+  }
+}
+
 // Reading by position (RecordReader::select) returns exactly the records a full read returns at
 // those positions, in plain, gzip and zstd files, across sources, with gaps of any size.
 TEST(Reader, SelectReadsTheRecordsAtTheirPositions) {
