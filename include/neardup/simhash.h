@@ -53,6 +53,10 @@ class SimHasher {
     uint32_t slot = 0;   // its index in distinct_
   };
   static size_t probe(const Slot* t, size_t mask, uint32_t gen, ShingleHash x) noexcept;
+  /// Documents of more shingles find their distinct ones by sorting (hash_sorted), not in the
+  /// tables: a table of 4 x 2^18 slots is 16 MiB.
+  static constexpr size_t kTableShingles = size_t{1} << 18;
+  uint64_t hash_sorted(std::span<const ShingleHash> shingles, Isa isa);
   std::vector<Slot> table_;
   std::vector<ShingleHash> distinct_;
   std::vector<uint64_t> buckets_;  // the AVX-512 path's table (aligned to 64 bytes inside)

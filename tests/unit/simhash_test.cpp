@@ -94,6 +94,23 @@ TEST(SimHash, EqualsTheReferenceForEveryWeightAndKernel) {
       }
     }
   }
+  // Documents longer than the hash tables take (2^18 shingles) find their distinct shingles by
+  // sorting: the same values, with repeats counted for logtf.
+  {
+    std::vector<ShingleHash> vocab(200'000);
+    for (auto& v : vocab) v = rng();
+    std::vector<ShingleHash> s(700'000);
+    for (size_t i = 0; i < s.size(); ++i) s[i] = vocab[i % 7 == 0 ? i % 50 : rng() % vocab.size()];
+    for (SimHashWeights w : {SimHashWeights::Tf, SimHashWeights::Set, SimHashWeights::LogTf}) {
+      const uint64_t want = simhash_reference(s, w);
+      for (Isa isa : test::available_isas()) {
+        SimHasher hasher(w);
+        EXPECT_EQ(hasher.hash(std::span(s).first(1000), isa), simhash_reference(std::span(s).first(1000), w));
+        EXPECT_EQ(hasher.hash(s, isa), want) << simhash_weights_name(w) << " " << isa_name(isa) << " long";
+        EXPECT_EQ(hasher.hash(std::span(s).first(2000), isa), simhash_reference(std::span(s).first(2000), w)) << "after a long one";
+      }
+    }
+  }
   // The weights differ: a document of one repeated shingle and a few distinct ones.
   std::vector<ShingleHash> skew(50, 0xFFFFFFFF00000000ull);
   for (int i = 0; i < 10; ++i) skew.push_back(0x00000000FFFFFFFFull);
