@@ -281,20 +281,25 @@ constexpr size_t kSplitBytes = size_t{4} << 20;
 // Shingles and sketches entry i of a batch on a worker, with that worker's sketcher. A long
 // text (kSplitBytes or more) with a signature is shingled and sketched in pieces on every thread
 // of the run (DocumentSketcher::signature_split), so that one large record does not leave the
-// other threads idle; the result is the same.
+// other threads idle; a SimHash of set weights comes from its set made in pieces
+// (DocumentSketcher::simhash_split). The result is the same.
 void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
                                   std::vector<SigValue>& fp) const {
   const auto t1 = Clock::now();
   const bool split = l.k > 0 && text.size() >= kSplitBytes && sk.can_split();
+  const bool split_simhash = l.simhash && text.size() >= kSplitBytes && sk.can_split_simhash();
   const auto sig = l.k > 0 ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k) : std::span<SigValue>();
-  const size_t shingles = split ? sk.signature_split(text, sig, threads_) : sk.shingle(text).size();
+  uint64_t simhash = 0;
+  const size_t shingles = split            ? sk.signature_split(text, sig, threads_)
+                          : split_simhash ? sk.simhash_split(text, simhash, threads_)
+                                          : sk.shingle(text).size();
   const auto t2 = Clock::now();
   if (l.bottomk) {
     sk.fingerprint(fp);
     b.fp_slot[i] = static_cast<uint32_t>(b.fps.count());
     b.fps.push_back(fp);
   } else if (l.simhash) {
-    b.simhashes[i] = sk.simhash();
+    b.simhashes[i] = split_simhash ? simhash : sk.simhash();
   } else if (l.exact) {
     b.sets[i] = sk.set();
   } else {
@@ -975,6 +980,10 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     case SketchMethod::SimHash:
       per_doc += sizeof(uint64_t);
       search_per_doc = kSimHashSearchBytesPerDocument;
+      // Each thread's SimHasher keeps its tables for distinct shingles: up to 20 MiB, reached
+      // only by documents of 2^18 shingles (80 B each; a document has at most one per 2 bytes).
+      fixed += static_cast<double>(threads_) *
+               std::min(static_cast<double>(SimHasher::kept_scratch_bytes(spec_.weights)), 40.0 * m.input.data_bytes);
       break;
     case SketchMethod::Exact:
       break;  // the sets themselves, below (verify_per_document)

@@ -149,7 +149,8 @@ std::vector<ShingleHash> DocumentSketcher::set() const {
   return piecewise_shingle_set(impl_->shingler, impl_->split_text, impl_->split_threads, impl_->split_piece_bytes);
 }
 
-std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_view text, int threads, size_t piece_bytes) {
+std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_view text, int threads, size_t piece_bytes,
+                                               size_t* shingles) {
   if (!shingler.splits_at_spaces()) throw UsageError("piecewise_shingle_set() needs plain word shingles");
   // Each piece's set made on its own (in parallel), then merged pairwise, dropping the values
   // both sides hold: the scratch is a piece's, not the text's.
@@ -166,6 +167,8 @@ std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_v
   std::vector<Pieces::Scratch>().swap(scratch);
   size_t total = 0;
   for (const size_t w : words) total += w;
+  // n words make n - k + 1 shingles, or one of them all when fewer than k.
+  if (shingles) *shingles = total >= k ? total - k + 1 : (total > 0 ? 1 : 0);
   if (total <= k) return shingler.shingle_set(text);  // one shingle of every word, or none
   while (sets.size() > 1) {
     std::vector<std::vector<ShingleHash>> next((sets.size() + 1) / 2);
@@ -190,6 +193,21 @@ std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_v
 }
 
 bool DocumentSketcher::can_split() const noexcept { return impl_->hasher && impl_->shingler.splits_at_spaces(); }
+
+bool DocumentSketcher::can_split_simhash() const noexcept {
+  return impl_->simhasher && impl_->simhasher->weights() == SimHashWeights::Set && impl_->shingler.splits_at_spaces();
+}
+
+size_t DocumentSketcher::simhash_split(std::string_view text, uint64_t& out, int threads, size_t piece_bytes) {
+  if (!can_split_simhash())
+    throw UsageError("simhash_split() needs a simhash spec with set weights over plain word shingles, not '" + impl_->spec.to_string() + "'");
+  impl_->split = false;
+  impl_->shingles.clear();
+  size_t shingles = 0;
+  const std::vector<ShingleHash> set = piecewise_shingle_set(impl_->shingler, text, threads, piece_bytes, &shingles);
+  out = impl_->simhasher->of_set(set, active_isa());
+  return shingles;
+}
 
 size_t DocumentSketcher::signature_split(std::string_view text, std::span<SigValue> out, int threads, size_t piece_bytes) {
   if (!can_split()) throw UsageError("signature_split() needs a minhash or oph spec of plain word shingles, not '" + impl_->spec.to_string() + "'");

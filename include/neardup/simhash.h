@@ -43,7 +43,13 @@ class SimHasher {
   uint64_t operator()(std::span<const ShingleHash> shingles) { return hash(shingles, active_isa()); }
   /// With the kernel of `isa` (every kernel gives the same value).
   uint64_t hash(std::span<const ShingleHash> shingles, Isa isa);
+  /// Set weights: the SimHash of a document whose distinct shingles are `set` (no repeats, any
+  /// order), the same as hash() of its shingles.
+  uint64_t of_set(std::span<const ShingleHash> set, Isa isa) const;
   SimHashWeights weights() const noexcept { return weights_; }
+  /// The most scratch a SimHasher keeps between documents: its tables for the distinct shingles
+  /// of documents of up to 2^18 shingles (none with tf weights).
+  static size_t kept_scratch_bytes(SimHashWeights weights) noexcept;
 
  private:
   SimHashWeights weights_;

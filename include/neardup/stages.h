@@ -76,6 +76,13 @@ class DocumentSketcher {
   /// set() works as after shingle() (shingling the text again: it must outlive the call).
   /// Returns the number of shingles (repeats included).
   size_t signature_split(std::string_view text, std::span<SigValue> out, int threads, size_t piece_bytes = size_t{1} << 20);
+  /// Whether simhash_split() applies: simhash with set weights over word shingles without
+  /// normalisation or ICU word breaks.
+  bool can_split_simhash() const noexcept;
+  /// The SimHash of a long text (set weights) from its shingle set made in pieces on `threads`
+  /// threads (piecewise_shingle_set): bit for bit simhash() after shingle(), with scratch for a
+  /// piece rather than for the whole text. Returns the number of shingles (repeats included).
+  size_t simhash_split(std::string_view text, uint64_t& out, int threads, size_t piece_bytes = size_t{1} << 20);
   /// Frees scratch beyond the bound (kScratchKeepBytes); call it when done with a document.
   void trim() noexcept;
   /// Bytes of scratch held now (the shingles of the last document).
@@ -95,8 +102,9 @@ Sketches sketch_documents(std::span<const std::string_view> texts, const Pipelin
 /// shingler.shingle_set(text), made a piece of about `piece_bytes` at a time on `threads`
 /// threads, so that a long text needs scratch for a piece, not for the whole text. The
 /// shingler's words must be plain runs between ASCII whitespace (Shingler::splits_at_spaces).
+/// `shingles`, when given, receives the number of shingles of the text (repeats included).
 std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_view text, int threads,
-                                               size_t piece_bytes = size_t{1} << 20);
+                                               size_t piece_bytes = size_t{1} << 20, size_t* shingles = nullptr);
 
 /// The shingle sets of the documents with needed[d] != 0 (all when `needed` is empty).
 ShingleSets shingle_sets(std::span<const std::string_view> texts, const PipelineSpec& spec,

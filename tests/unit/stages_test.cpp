@@ -300,6 +300,30 @@ TEST(Stages, SplitSignatureEqualsTheWhole) {
   }
   DocumentSketcher chars(PipelineSpec::parse("chars:5 oph:64 verify:0.8").resolved());
   EXPECT_FALSE(chars.can_split());
+
+  // SimHash of set weights from the set made in pieces: the value and the shingle count of the
+  // whole, and piecewise_shingle_set's count of shingles with it.
+  for (const char* spec : {"words:5 simhash:3", "words:1 simhash:3", "words:3 simhash:3 weights:set"}) {
+    const PipelineSpec ps = PipelineSpec::parse(spec).resolved();
+    DocumentSketcher whole(ps), split(ps);
+    ASSERT_TRUE(split.can_split_simhash()) << spec;
+    for (const std::string& text : texts) {
+      const size_t n = whole.shingle(text).size();
+      const uint64_t want = whole.simhash();
+      for (const size_t piece : {size_t{1}, size_t{7}, size_t{1000}, size_t{1} << 20})
+        for (const int threads : {1, 2}) {
+          uint64_t got = ~want;
+          EXPECT_EQ(split.simhash_split(text, got, threads, piece), n) << spec << " piece " << piece;
+          EXPECT_EQ(got, want) << spec << " piece " << piece << " text of " << text.size() << " bytes";
+          Shingler sh(ps.shingle);
+          size_t count = n + 1;
+          piecewise_shingle_set(sh, text, threads, piece, &count);
+          EXPECT_EQ(count, n) << spec << " piece " << piece;
+        }
+    }
+  }
+  for (const char* spec : {"words:5 simhash:3 weights:tf", "words:5 simhash:3 weights:logtf", "chars:5 simhash:3"})
+    EXPECT_FALSE(DocumentSketcher(PipelineSpec::parse(spec).resolved()).can_split_simhash()) << spec;
 }
 
 }  // namespace
