@@ -155,10 +155,9 @@ std::vector<ShingleHash> sorted_set(std::span<const ShingleHash> hashes) {
   // radix sort of the top 32 bits it replaced: 2.5x at 1,000 hashes, 1.65x at 10,000, 1.13x at
   // 100,000, 0.82x at 1M (bench/stages_bench.cpp, BM_MakeSet).
   //
-  // The sort runs in this thread's scratch and the set is allocated once at its final size: sets
-  // are kept for verification, and a set allocated at the size of its shingles and then shrunk
-  // leaves a hole of the repeats' size beside every kept set (on crowded corpora, where texts
-  // repeat lines, the heap then held as many free bytes as sets).
+  // The sort runs in this thread's scratch and the set is allocated once at its final size,
+  // rather than at the size of its shingles and then shrunk (a copy, and the larger block left
+  // free beside the kept set).
   const size_t n = hashes.size();
   if (n < 64) {
     std::vector<ShingleHash> out(hashes.begin(), hashes.end());

@@ -108,15 +108,15 @@ struct Pieces {
     cuts.push_back(text.size());
   }
   size_t size() const noexcept { return cuts.size() - 1; }
-  // The shingles of the windows that end in piece i's words (its words after the k - 1 words
-  // before its cut, read again from the text from a whitespace on) into `out`; returns the
-  // number of its own words.
   // The word buffers one thread reuses for every piece it takes (a document's pieces, not the
   // thread's life: they are let go with the document).
   struct Scratch {
     std::vector<uint64_t> before, words;
     std::vector<ShingleHash> shingles;
   };
+  // The shingles of the windows that end in piece i's words (its words after the k - 1 words
+  // before its cut, read again from the text from a whitespace on) into `out`; returns the
+  // number of its own words.
   size_t shingles(const Shingler& sh, size_t k, size_t i, std::vector<ShingleHash>& out, Scratch& scratch) const {
     std::vector<uint64_t>& before = scratch.before;
     std::vector<uint64_t>& buf = scratch.words;
@@ -201,11 +201,16 @@ bool DocumentSketcher::can_split_simhash() const noexcept {
 size_t DocumentSketcher::simhash_split(std::string_view text, uint64_t& out, int threads, size_t piece_bytes) {
   if (!can_split_simhash())
     throw UsageError("simhash_split() needs a simhash spec with set weights over plain word shingles, not '" + impl_->spec.to_string() + "'");
-  impl_->split = false;
-  impl_->shingles.clear();
+  Impl& im = *impl_;
+  im.shingles.clear();
+  // set() makes the set again from the text, as after signature_split().
+  im.split = true;
+  im.split_text = text;
+  im.split_threads = threads;
+  im.split_piece_bytes = piece_bytes;
   size_t shingles = 0;
-  const std::vector<ShingleHash> set = piecewise_shingle_set(impl_->shingler, text, threads, piece_bytes, &shingles);
-  out = impl_->simhasher->of_set(set, active_isa());
+  const std::vector<ShingleHash> set = piecewise_shingle_set(im.shingler, text, threads, piece_bytes, &shingles);
+  out = im.simhasher->of_set(set, active_isa());
   return shingles;
 }
 

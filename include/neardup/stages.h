@@ -81,7 +81,8 @@ class DocumentSketcher {
   bool can_split_simhash() const noexcept;
   /// The SimHash of a long text (set weights) from its shingle set made in pieces on `threads`
   /// threads (piecewise_shingle_set): bit for bit simhash() after shingle(), with scratch for a
-  /// piece rather than for the whole text. Returns the number of shingles (repeats included).
+  /// piece rather than for the whole text; set() then works as after signature_split(). Returns
+  /// the number of shingles (repeats included).
   size_t simhash_split(std::string_view text, uint64_t& out, int threads, size_t piece_bytes = size_t{1} << 20);
   /// Frees scratch beyond the bound (kScratchKeepBytes); call it when done with a document.
   void trim() noexcept;

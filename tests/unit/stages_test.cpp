@@ -315,6 +315,7 @@ TEST(Stages, SplitSignatureEqualsTheWhole) {
           uint64_t got = ~want;
           EXPECT_EQ(split.simhash_split(text, got, threads, piece), n) << spec << " piece " << piece;
           EXPECT_EQ(got, want) << spec << " piece " << piece << " text of " << text.size() << " bytes";
+          EXPECT_EQ(split.set(), whole.set()) << spec << " piece " << piece;
           Shingler sh(ps.shingle);
           size_t count = n + 1;
           piecewise_shingle_set(sh, text, threads, piece, &count);

@@ -18,6 +18,12 @@
 #include "commands.h"
 #include "neardup/io/writer.h"
 
+namespace {
+// Blocks this large are the buffers of records of tens of MB: served by mmap, returned to the
+// system when freed, and backed by huge pages (below).
+constexpr size_t kLargeBlockBytes = size_t{16} << 20;
+}  // namespace
+
 namespace neardup::cli {
 namespace {
 
@@ -52,30 +58,24 @@ void install_signal_handlers(const char* program) {
   ::signal(SIGXFSZ, SIG_IGN);
 }
 
-void return_large_blocks_at_once() {  // and see operator new below
+void return_large_blocks_at_once() {
 #if defined(__GLIBC__)
   // glibc serves a block from the system (mmap) above a threshold that it raises to the size of
   // every such block freed, up to 32 MiB. One record of tens of MB (its line, its parsed text,
   // the parser's buffers) thus makes every later block of up to 32 MiB come from the heap, where
   // it is kept resident between the sets held for verification: on the crowded mix the peak was
   // 400-467 MB. A fixed threshold of 16 MiB returns such blocks to the system when freed: peak
-  // 353-377 MB, for 4.6% more time (the pages of about a hundred large blocks are faulted in
-  // anew); 8 MiB saves little more memory (350-360 MB) for 6% (BENCHMARKS.md). It is the
+  // 353-381 MB, for about 4% more time (the pages of about a hundred large blocks are faulted in
+  // anew); 8 MiB saved little more memory (350-360 MB) for 6% (BENCHMARKS.md). It is the
   // program's choice, not the library's: a program embedding the library keeps its own policy.
-  ::mallopt(M_MMAP_THRESHOLD, 16 << 20);
+  ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(kLargeBlockBytes));
 #endif
 }
 
 }  // namespace neardup::cli
 
-// Blocks of kLargeBlock bytes or more from operator new ask for transparent huge pages: they
-// are the buffers of records of tens of MB (the JSON parser's text and tape, word and shingle
-// arrays), which are filled once and freed, so that each of their 4 KiB pages costs a page
-// fault; with huge pages one fault maps 2 MiB. One 50 MB record: 13k page faults instead of 36k,
-// 134 ms instead of 176 (medians of 9; 50 records of 1 MB: 96 ms either way; BENCHMARKS.md).
-// Smaller blocks keep glibc's default. Every form of operator new and delete is replaced, so
-// that new and delete stay a matched pair of malloc and free (as sanitizers check).
-// Sanitizers bring their own allocator (and their own operator new): the replacement is left out.
+// Sanitizers bring their own allocator (and their own operator new): the replacement below is
+// left out.
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
 #define NEARDUP_OWN_ALLOCATOR 1
@@ -85,15 +85,20 @@ void return_large_blocks_at_once() {  // and see operator new below
 #define NEARDUP_OWN_ALLOCATOR 1
 #endif
 
+// Blocks of kLargeBlockBytes or more from operator new ask for transparent huge pages: they are
+// the buffers of records of tens of MB (the JSON parser's text and tape, word and shingle
+// arrays), filled once and freed, so that each of their 4 KiB pages costs a page fault; with
+// huge pages one fault maps 2 MiB. One 50 MB record: 13k page faults instead of 36k, 134 ms
+// instead of 176 (medians of 9; 50 records of 1 MB: 96 ms either way; BENCHMARKS.md). Smaller
+// blocks keep glibc's default. Every form of operator new and delete is replaced, so that new
+// and delete stay a matched pair of malloc and free.
 #if !defined(NEARDUP_OWN_ALLOCATOR)
 namespace {
 
-constexpr size_t kLargeBlock = size_t{16} << 20;
-
 void* allocate(size_t n) noexcept {
   void* p = std::malloc(n == 0 ? 1 : n);
-  if (p && n >= kLargeBlock) {
-    // Whole pages of the block (glibc maps it alone: no other block shares them).
+  if (p && n >= kLargeBlockBytes) {
+    // Whole pages of the block: at the mmap threshold set above, glibc maps it alone.
     const auto begin = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
     const auto end = (reinterpret_cast<uintptr_t>(p) + n + 4095) & ~uintptr_t{4095};
     ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only: may fail
@@ -114,8 +119,16 @@ void* allocate_or_throw(size_t n) {
 
 void* operator new(size_t n) { return allocate_or_throw(n); }
 void* operator new[](size_t n) { return allocate_or_throw(n); }
-void* operator new(size_t n, const std::nothrow_t&) noexcept { return allocate(n); }
-void* operator new[](size_t n, const std::nothrow_t&) noexcept { return allocate(n); }
+// The nothrow forms try as the others do (the new handler included) and return null instead of
+// throwing.
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return allocate_or_throw(n);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
