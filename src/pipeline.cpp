@@ -308,10 +308,19 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
       for (size_t band = 0; band < l.bands; ++band)
         b.keys[i * l.bands + band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
     if (l.early && shingles > 0) {
+      thread_local std::vector<uint64_t> computed;
+      std::span<const uint64_t> keys;
+      if (l.keys_only) {
+        keys = std::span<const uint64_t>(b.keys).subspan(i * l.bands, l.bands);
+      } else {
+        computed.resize(l.bands);
+        for (size_t band = 0; band < l.bands; ++band)
+          computed[band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
+        keys = computed;
+      }
+      for (const uint64_t key : keys) seen_keys_->prefetch(key);
       bool seen = false;  // every key is inserted: a later document must find each of them
-      for (size_t band = 0; band < l.bands; ++band)
-        seen |= seen_keys_->insert(l.keys_only ? b.keys[i * l.bands + band]
-                                               : signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed));
+      for (const uint64_t key : keys) seen |= seen_keys_->insert(key);
       const uint64_t bytes = shingles * sizeof(ShingleHash);  // at most the set's
       if (seen && early_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= options_.first_pass_set_bytes)
         b.sets[i] = sk.set();
