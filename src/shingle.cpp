@@ -198,8 +198,6 @@ std::vector<ShingleHash> sorted_set(std::span<const ShingleHash> hashes) {
   return out;
 }
 
-void make_set(std::vector<ShingleHash>& hashes) { hashes = sorted_set(hashes); }
-
 double jaccard(std::span<const ShingleHash> a, std::span<const ShingleHash> b) noexcept {
   if (a.empty() || b.empty()) return 0.0;
   const auto inter = static_cast<size_t>(internal::count_common(a.data(), a.size(), b.data(), b.size()));

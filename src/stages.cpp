@@ -123,9 +123,9 @@ struct Pieces {
     std::vector<ShingleHash> shingles;
   };
   // The shingles of the windows that end in piece i's words (its words after the k - 1 words
-  // before its cut, read again from the text from a whitespace on) into `out`; returns the
-  // number of its own words.
-  size_t shingles(const Shingler& sh, size_t k, size_t i, std::vector<ShingleHash>& out, Scratch& scratch) const {
+  // before its cut, read again from the text from a whitespace on) into scratch.shingles;
+  // returns the number of its own words.
+  size_t shingles(const Shingler& sh, size_t k, size_t i, Scratch& scratch) const {
     std::vector<uint64_t>& before = scratch.before;
     std::vector<uint64_t>& buf = scratch.words;
     buf.clear();
@@ -142,8 +142,8 @@ struct Pieces {
     }
     const size_t prefix = buf.size();
     sh.words(text.substr(cuts[i], cuts[i + 1] - cuts[i]), buf);
-    out.clear();
-    if (buf.size() >= k) sh.shingles_of_words(buf, out);
+    scratch.shingles.clear();
+    if (buf.size() >= k) sh.shingles_of_words(buf, scratch.shingles);
     return buf.size() - prefix;
   }
   std::string_view text;
@@ -169,7 +169,7 @@ std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_v
   std::vector<Pieces::Scratch> scratch(static_cast<size_t>(std::max(threads, 1)));
   internal::parallel_for(pieces.size(), threads, [&](size_t i, size_t slot) {
     Pieces::Scratch& own = scratch[slot];
-    words[i] = pieces.shingles(shingler, k, i, own.shingles, own);
+    words[i] = pieces.shingles(shingler, k, i, own);
     sets[i] = sorted_set(own.shingles);
   });
   std::vector<Pieces::Scratch>().swap(scratch);
@@ -233,7 +233,7 @@ size_t DocumentSketcher::signature_split(std::string_view text, std::span<SigVal
   std::vector<Pieces::Scratch> scratch(static_cast<size_t>(std::max(threads, 1)));
   internal::parallel_for(m, threads, [&](size_t i, size_t slot) {
     Pieces::Scratch& own = scratch[slot];
-    words[i] = pieces.shingles(im.shingler, k, i, own.shingles, own);
+    words[i] = pieces.shingles(im.shingler, k, i, own);
     windows[i] = own.shingles.size();
     im.hasher->add(own.shingles, acc[i]);
   });

@@ -48,8 +48,6 @@ uint64_t combine_tokens(std::span<const uint64_t> token_hashes, uint64_t seed) n
 
 /// The shingle set of shingle hashes: sorted, without repeats, allocated at its size.
 std::vector<ShingleHash> sorted_set(std::span<const ShingleHash> hashes);
-/// Replaces shingle hashes by their set (sorted_set).
-void make_set(std::vector<ShingleHash>& hashes);
 /// Gives back the room of a set made smaller (repeats dropped, pieces merged) when it is
 /// more than a sixteenth of the set: sets are kept for verification.
 void shrink_set(std::vector<ShingleHash>& set);

@@ -22,7 +22,7 @@ class SeenKeys {
     if (key == 0) key = 1;
     const Shard& s = shards_[key >> (64 - kShardBits)];
     const uint64_t* p = s.view.load(std::memory_order_relaxed);
-    if (p) __builtin_prefetch(p + (static_cast<size_t>(key) & s.view_mask.load(std::memory_order_relaxed)), 1);
+    __builtin_prefetch(p + (static_cast<size_t>(key) & s.view_mask.load(std::memory_order_relaxed)), 1);
   }
   /// Inserts `key`; returns whether it was present. Key 0 is stored as 1 (0 marks free slots):
   /// a collision of two keys is at worst a document whose set is kept needlessly.
@@ -32,8 +32,6 @@ class SeenKeys {
     std::lock_guard<std::mutex> lock(s.mu);
     if ((s.used + 1) * 2 > s.slots.size()) grow(s);
     const size_t mask = s.slots.size() - 1;
-    s.view.store(s.slots.data(), std::memory_order_relaxed);
-    s.view_mask.store(mask, std::memory_order_relaxed);
     for (size_t i = static_cast<size_t>(key) & mask;; i = (i + 1) & mask) {
       if (s.slots[i] == key) return true;
       if (s.slots[i] == 0) {
@@ -48,11 +46,16 @@ class SeenKeys {
   static constexpr int kShardBits = 6;
   struct Shard {
     std::mutex mu;
+    Shard() { publish(); }
     std::vector<uint64_t> slots = std::vector<uint64_t>(1024, 0);
     size_t used = 0;
-    // slots.data() and its mask as of the last insert, for prefetch() (read without the lock).
+    // slots.data() and its mask, for prefetch() (read without the lock); set when slots change.
     std::atomic<const uint64_t*> view{nullptr};
     std::atomic<size_t> view_mask{0};
+    void publish() noexcept {
+      view.store(slots.data(), std::memory_order_relaxed);
+      view_mask.store(slots.size() - 1, std::memory_order_relaxed);
+    }
   };
   static void grow(Shard& s) {
     std::vector<uint64_t> old(s.slots.size() * 2, 0);
@@ -64,6 +67,7 @@ class SeenKeys {
       while (s.slots[i] != 0) i = (i + 1) & mask;
       s.slots[i] = k;
     }
+    s.publish();
   }
   Shard shards_[size_t{1} << kShardBits];
 };
