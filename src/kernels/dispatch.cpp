@@ -20,12 +20,11 @@ constexpr Kernels kScalar{Isa::Scalar,
                           jaccard_block_scalar,
                           false};
 
-// AVX2 machines also have POPCNT and BMI1 (cpu.cpp checks), which the popcnt kernels use. The
-// shingle combination has no AVX2 kernel: the scalar one is as fast there.
+// AVX2 machines also have POPCNT and BMI1 (cpu.cpp checks), which the popcnt kernels use.
 constexpr Kernels kAvx2{Isa::Avx2,
                         scan_text_avx2,
                         hash_ascii_words_avx2,
-                        combine_shingles_scalar,
+                        combine_shingles_avx2,
                         minhash_avx2,
                         simhash_count_avx2,
                         simhash_weigh_avx2,
