@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -957,9 +958,14 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   m.input = io::sample_inputs(*inputs_, options_.reader, sample_bytes,
                               [&](std::string_view, std::string_view text) { distinct += static_cast<double>(shingler.shingle_set(text).size()); });
   const double n = m.input.records;
-  // Distinct shingles per byte of text sampled, times the text of an average document.
-  const double per_doc_distinct =
-      m.input.sampled_text_bytes > 0 && n > 0 ? distinct / static_cast<double>(m.input.sampled_text_bytes) * m.input.text_bytes / n : 0;
+  // Distinct shingles per byte of text sampled, times the text of an average document. When no
+  // text could be sampled (no record short enough to read whole), one distinct shingle per 6
+  // bytes of text with word shingles, one per byte with character shingles: the most we have
+  // measured on real text (source code; byte n-grams of unique text).
+  const double per_byte = m.input.sampled_text_bytes > 0 ? distinct / static_cast<double>(m.input.sampled_text_bytes)
+                          : spec_.shingle.kind == ShingleKind::Words ? 1.0 / 6
+                                                                      : 1.0;
+  const double per_doc_distinct = n > 0 ? per_byte * m.input.text_bytes / n : 0;
   double fixed = 0;  // bytes that do not grow with the documents
   // Kept for the whole run: the id and where it ends, the text length, the empty flag, the
   // record's position (JSONL), and the sketch (below).
@@ -1002,6 +1008,15 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   // The program, and per thread the batches of about 1 MiB of records (raw, parsed, sketched)
   // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
   fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * m.input.data_bytes);
+  // A record being worked holds its line, its parsed text and its shingling's scratch: per byte of
+  // the record, about 1.35 with minhash and oph (a long text is shingled a piece at a time), 3 with
+  // SimHash and 3.8 with bottom-k (measured on one record of 55 MB against 55 records of 1 MB:
+  // BENCHMARKS.md). For the average record, on as many threads as work at once; the sample
+  // cannot see a few records much longer than the rest (docs/robustness.md).
+  if (n > 0) {
+    const double per_byte_in_flight = spec_.method == SketchMethod::SimHash ? 3.2 : spec_.method == SketchMethod::BottomK ? 4.0 : 1.5;
+    fixed += per_byte_in_flight * (m.input.data_bytes / n) * std::min(static_cast<double>(threads_), std::ceil(n));
+  }
   m.per_document = per_doc;
   m.state = n * per_doc + fixed;
   m.search = n * search_per_doc;

@@ -225,6 +225,7 @@ class Sampler {
     window_bytes_ += data.size();
     newlines_ += static_cast<uint64_t>(std::count(data.begin(), data.end(), '\n'));
     if (at_end && !data.empty() && data.back() != '\n') ++newlines_;  // a last line without one
+    if (at_end && !data.empty()) ++file_ends_;
   }
 
   // The records of a window's whole lines: how many of its lines are records, and their sizes.
@@ -287,6 +288,21 @@ class Sampler {
       out_.records += records;
       out_.text_bytes += jsonl_data * static_cast<double>(text_bytes_) / static_cast<double>(line_bytes_);
       if (good_ > 0) out_.id_bytes += records * static_cast<double>(id_bytes_) / static_cast<double>(good_);
+    } else if (jsonl_data > 0) {
+      // Not one whole line within the sample: every record sampled is longer than the sample
+      // could read (a file of a few records of tens of MB). Each file has at least one record;
+      // the line ends the windows saw inside the files (not the one at each file's end, which
+      // every file has whatever its lines) give the rest, scaled. Fewer records means longer
+      // ones, and the memory of the run grows with the length of a record: so the count is
+      // kept at its least, and the text at its most (all of the bytes).
+      double files = 0;
+      for (size_t s = 0; s < sources.size(); ++s)
+        if (sources[s].problem.empty() && sources[s].kind == SourceKind::Jsonl && file_size(sources[s].path) > 0) files += 1;
+      const uint64_t inside = newlines_ > file_ends_ ? newlines_ - file_ends_ : 0;
+      const double records = files + jsonl_data * static_cast<double>(inside) / static_cast<double>(std::max<uint64_t>(window_bytes_, 1));
+      out_.records += records;
+      out_.sampled_bytes = std::max(out_.sampled_bytes, window_bytes_);  // looked at, if not parsed
+      out_.text_bytes += std::min(jsonl_data, records * static_cast<double>(options_.max_doc_bytes));
     }
     if (out_.whole) {  // counts, not estimates
       out_.records = static_cast<double>(out_.sampled_records);
@@ -305,6 +321,7 @@ class Sampler {
   std::vector<double> whole_size_;                // per source: its decompressed size when read whole, or -1
   std::vector<std::optional<Compression>> kind_;  // per source, once opened
   uint64_t window_bytes_ = 0, newlines_ = 0;      // JSONL: lines per byte over the windows
+  uint64_t file_ends_ = 0;                        // windows that ended at their file's end
   uint64_t lines_ = 0, good_ = 0, line_bytes_ = 0, text_bytes_ = 0, id_bytes_ = 0;  // of their whole lines
   double text_file_id_bytes_ = 0;
 };

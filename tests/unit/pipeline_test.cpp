@@ -718,6 +718,31 @@ TEST(Pipeline, MemoryEstimateMatchesTheRun) {
   }
 }
 
+// A file of one record longer than the sample can read: the estimate counts the record and its
+// text, and the memory of working it (more than the record itself), rather than nothing.
+TEST(Pipeline, MemoryEstimateOfARecordLongerThanTheSample) {
+  std::mt19937_64 rng(5);
+  std::string text;
+  while (text.size() < (3u << 20)) text += test::join(test::random_words(rng, 1000)) + " ";
+  test::TempDir d;
+  test::write_file(d.file("one.jsonl"), "{\"id\": \"one\", \"text\": \"" + text + "\"}\n");
+  for (const char* spec : {"words:5 oph:128 lsh:21x6 verify:0.8", "words:5 simhash:3 verify:0.8", "words:5 bottomk:64 verify:0.8"}) {
+    SCOPED_TRACE(spec);
+    RunOptions o;
+    o.spec = PipelineSpec::parse(spec);
+    o.threads = 2;
+    Pipeline p({d.file("one.jsonl")}, o);
+    const MemoryEstimate m = p.estimate_memory(256 << 10);
+    EXPECT_FALSE(m.input.whole);
+    EXPECT_DOUBLE_EQ(m.input.records, 1);
+    EXPECT_GE(m.input.text_bytes, static_cast<double>(text.size()));
+    EXPECT_GT(m.state, 1.5 * static_cast<double>(text.size()));
+    if (o.spec.verify == VerifyMode::Exact) {
+      EXPECT_GT(m.verify_per_document, static_cast<double>(text.size()));  // its shingles, when verified
+    }
+  }
+}
+
 // A reused id stops the run naming both records by file and line, also in compressed inputs
 // (records are found by position; their line numbers are counted for the message).
 TEST(Pipeline, DuplicateIdsAreNamedByFileAndLine) {

@@ -548,6 +548,26 @@ TEST(Reader, SampleEstimatesLargeInputsFromAFraction) {
   }
 }
 
+TEST(Reader, SampleOfRecordsLongerThanItCanReadCountsTheirText) {
+  // One record of 3 MB, sampled with 256 KB: no whole line is seen. The sample then counts one
+  // record per file and all of its bytes as text (the most it can be), not nothing.
+  std::mt19937_64 rng(11);
+  std::string text;
+  while (text.size() < (3u << 20)) text += test::join(test::random_words(rng, 1000)) + " ";
+  const std::string line = "{\"id\": \"big\", \"text\": \"" + text + "\"}\n";
+  test::TempDir d;
+  test::write_file(d.file("big.jsonl"), line);
+  InputSet in({d.file("big.jsonl")}, InputFormat::Auto);
+  size_t calls = 0;
+  const InputSample s = sample_inputs(in, {}, 256 << 10, [&](std::string_view, std::string_view) { ++calls; });
+  EXPECT_FALSE(s.whole);
+  EXPECT_EQ(calls, 0u);
+  EXPECT_DOUBLE_EQ(s.records, 1);
+  EXPECT_GE(s.text_bytes, static_cast<double>(text.size()));
+  EXPECT_LE(s.text_bytes, static_cast<double>(line.size()));
+  EXPECT_GT(s.sampled_bytes, 0u);
+}
+
 TEST(Reader, SampleScalesEveryInputAndCountsTextFiles) {
   test::TempDir d;
   std::string many;

@@ -362,7 +362,7 @@ constexpr double kAnnounceBytes = 256.0 * (1 << 20);
 
 void print_memory_estimate(const MemoryEstimate& m) {
   const io::InputSample& in = m.input;
-  std::string line = "neardup: " + std::string(in.whole ? "" : "about ") + human_count(in.records) + " documents, " +
+  std::string line = "neardup: " + std::string(in.whole ? "" : "about ") + human_count(in.records) + (in.records == 1 ? " document, " : " documents, ") +
                      human_bytes(in.text_bytes) + " of text (" +
                      (in.whole ? std::string("read whole") : "estimated from a sample of " + human_bytes(static_cast<double>(in.sampled_bytes))) +
                      "); expected memory " + human_bytes(m.peak()) + ": " + human_bytes(m.state) + " of state (" +
