@@ -1009,10 +1009,11 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
   fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * m.input.data_bytes);
   // A record being worked holds its line, its parsed text and its shingling's scratch: per byte of
-  // the record, about 1.35 with minhash and oph (a long text is shingled a piece at a time), 3 with
-  // SimHash and 3.8 with bottom-k (measured on one record of 55 MB against 55 records of 1 MB:
-  // BENCHMARKS.md). For the average record, on as many threads as work at once; the sample
-  // cannot see a few records much longer than the rest (docs/robustness.md).
+  // the record, 1.35 with minhash and oph (a long text is shingled a piece at a time), 3.0 with
+  // SimHash and 3.8 with bottom-k, measured on one record of 55 MB against 55 records of 1 MB
+  // (BENCHMARKS.md), and counted here with a margin. For the average record, on as many threads
+  // as work at once; the sample cannot see a few records much longer than the rest
+  // (docs/robustness.md).
   if (n > 0) {
     const double per_byte_in_flight = spec_.method == SketchMethod::SimHash ? 3.2 : spec_.method == SketchMethod::BottomK ? 4.0 : 1.5;
     fixed += per_byte_in_flight * (m.input.data_bytes / n) * std::min(static_cast<double>(threads_), std::ceil(n));

@@ -124,9 +124,9 @@ ShingleHash* append_distinct(const ShingleHash* v, size_t n, ShingleHash* w) noe
 // One most-significant-digit pass: src[0, n), whose top `done` bits are all equal, is counted and
 // scattered into scratch[0, n) by the next b bits, 2^b between n and 2n buckets so that most hold
 // one hash or none (the hashes are uniform); an insertion pass then moves the few that share a
-// bucket, and the distinct values are appended at w. (Twice as many buckets made the counting
-// and the prefix sums cost more than the insertion pass saves: 15% slower at 10,000 hashes.) w may be src or scratch, or precede them,
-// provided it never passes the bucket being read.
+// bucket, and the distinct values are appended at w (twice as many buckets cost more in counting
+// and prefix sums than the insertion pass saves: 15% slower at 10,000 hashes). w may be src or
+// scratch, or precede them, provided it never passes the bucket being read.
 ShingleHash* bucket_sort_unique(const ShingleHash* src, ShingleHash* scratch, size_t n, int done, ShingleHash* w,
                                 std::vector<uint32_t>& count) {
   const int b = std::clamp(static_cast<int>(std::bit_width(n)), 1, 16);
