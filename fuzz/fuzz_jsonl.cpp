@@ -1,6 +1,7 @@
 // The JSONL reader, three ways over the same bytes (plain, gzip or zstd, as the magic says):
-// RecordReader::next, next_raw + JsonlParser (the pipeline's path), and select() by the
-// positions found. All three must return the same records; bad records are skipped, and a
+// RecordReader::next, next_raw + JsonlParser (the pipeline's path, also as word text, whose
+// words and decoded length must be the record's), and select() by the positions found. All
+// three must return the same records; bad records are skipped, and a
 // damaged compressed stream is a FormatError, never a crash. The input sampler (sample_inputs),
 // which reads such small inputs whole, must see the same records.
 #include <string>
@@ -9,6 +10,7 @@
 #include "fuzz_util.h"
 #include "neardup/error.h"
 #include "neardup/io/reader.h"
+#include "neardup/text.h"
 
 using namespace neardup;
 
@@ -48,9 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     io::RecordReader reader(inputs, opt);
     io::JsonlParser parser(opt);
+    io::JsonlParser words(opt, true);
+    static const size_t every_line = io::set_word_text_min_line(0);  // the fast path on short lines too
+    (void)every_line;
     io::RawRecord raw;
-    io::Record r;
-    std::string problem;
+    io::Record r, w;
+    std::string problem, word_problem;
     size_t i = 0;
     uint64_t bad = 0;
     while (reader.next_raw(raw)) {
@@ -59,11 +64,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         continue;
       }
       FUZZ_CHECK(raw.kind == io::RawRecord::Kind::Line);
+      const bool word_ok = words.parse(raw.bytes, inputs.sources()[raw.source], raw.line, w, word_problem);
       if (!parser.parse(raw.bytes, inputs.sources()[raw.source], raw.line, r, problem)) {
         FUZZ_CHECK(!problem.empty());
+        FUZZ_CHECK(!word_ok && word_problem == problem);
         ++bad;
         continue;
       }
+      FUZZ_CHECK(word_ok && w.id == r.id && words.text_length() == r.text.size());
+      FUZZ_CHECK(split_words(w.text) == split_words(r.text));
       FUZZ_CHECK(i < seen.size());
       FUZZ_CHECK(r.id == seen[i].id && r.text == seen[i].text);
       FUZZ_CHECK(raw.offset == seen[i].offset && raw.bytes.size() == seen[i].raw_size);

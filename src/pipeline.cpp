@@ -334,7 +334,7 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
   // Chinese, Japanese or Thai text under the default word definition: a run without spaces is
   // one "word", so a long text has very few. Only such documents are scanned, to count the text
   // the run cannot compare well.
-  if (l.check_unspaced && text.size() >= 256 && shingles * 32 < text.size()) b.unspaced += unspaced_script_bytes(text);
+  if (l.check_unspaced && b.text_length[i] >= 256 && shingles * 32 < b.text_length[i]) b.unspaced += unspaced_script_bytes(text);
   sk.trim();
 }
 
@@ -412,6 +412,7 @@ void Pipeline::Impl::sketch_pass() {
   pass.total_bytes = inputs_->total_bytes();
   pass.progress = &options_.progress;
   pass.reader = &options_.reader;
+  pass.word_text = Shingler::reads_words_only(spec_.shingle);
   pass.on_bad = [&](const std::string& where, const io::Rejected& r) { bad.report(where, r); };
   pass.start = [&](Batch& b, size_t slot) {
     if (!sketchers[slot]) sketchers[slot].emplace(spec_);
@@ -457,6 +458,7 @@ void Pipeline::Impl::read_sets(const std::vector<uint8_t>& needed) {
   pass.total_bytes = inputs_->total_bytes();
   pass.progress = &options_.progress;
   pass.reader = &options_.reader;
+  pass.word_text = Shingler::reads_words_only(spec_.shingle);
   // By position: only the needed records are read, and parsed on the workers; the k-th record
   // read is the k-th needed document. Otherwise every record is read and parsed here, and
   // only the needed ones are shingled.

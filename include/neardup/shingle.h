@@ -62,6 +62,12 @@ class Shingler {
   /// The shingle set of `text`: sorted, distinct.
   std::vector<ShingleHash> shingle_set(std::string_view text);
 
+  /// Whether shingles under `options` depend only on the sequence of the text's words, not on
+  /// what separates them (no normalisation, no ICU word break): a JSON string's escapes may then
+  /// be read as spaces (io::JsonlParser's word text).
+  static bool reads_words_only(const ShingleOptions& options) noexcept {
+    return options.normalize == Normalization::None && options.word_break == WordBreak::Simple;
+  }
   /// Whether shingles() of a text equals the shingles of its pieces cut after ASCII whitespace,
   /// joined by the k - 1 words before each cut (word shingles without normalisation or ICU).
   bool splits_at_spaces() const noexcept;

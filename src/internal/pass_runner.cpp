@@ -91,7 +91,7 @@ class PassRunner {
 
   // Takes queued batches until the queue is closed and empty.
   void worker_loop(size_t slot) {
-    io::JsonlParser parser(*pass_.reader);
+    io::JsonlParser parser(*pass_.reader, pass_.word_text);
     for (;;) {
       Batch* b = nullptr;
       {
@@ -120,7 +120,7 @@ class PassRunner {
       b = shared_->queue.front();
       shared_->queue.pop_front();
     }
-    if (!reader_parser_) reader_parser_ = std::make_unique<io::JsonlParser>(*pass_.reader);
+    if (!reader_parser_) reader_parser_ = std::make_unique<io::JsonlParser>(*pass_.reader, pass_.word_text);
     work_guarded(*b, *reader_parser_, static_cast<size_t>(threads_));
     return true;
   }
@@ -152,12 +152,14 @@ class PassRunner {
       Batch::Entry& e = b.entries[i];
       std::string_view text = b.raw_of(e);
       if (e.kind == Kind::Bad) continue;
+      uint64_t length = text.size();
       if (e.kind == Kind::Line) {
         if (!parse(b, i, parser, rec, problem)) continue;
         text = rec.text;
+        length = parser.text_length();  // decoded, where text is word text
       }
       b.ok[i] = 1;
-      b.text_length[i] = text.size();
+      b.text_length[i] = length;
       pass_.process(b, i, text, slot);
     }
     // The reading thread's problems came first; keep them all in entry order.

@@ -86,6 +86,9 @@ struct Pass {
   uint64_t total_bytes = 0;
   const ProgressFn* progress = nullptr;
   const io::ReaderOptions* reader = nullptr;
+  /// The workers' JSONL parsers may hand over word text (io::JsonlParser): process() needs
+  /// only the words of each text.
+  bool word_text = false;
   std::function<bool(const io::Record&, DocId)> filter;
   std::function<void(const std::string& where, const io::Rejected& r)> on_bad;
   std::function<void(Batch&, size_t slot)> start;  // before the batch's first document

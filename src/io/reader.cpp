@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <fnmatch.h>
 
 #include "internal/utf8.h"
+#include "kernels/dispatch.h"
 #include "internal/option_text.h"
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
@@ -456,22 +458,46 @@ std::string shown_id(std::string_view id) {
 
 struct JsonlParser::Impl {
   ReaderOptions opt;
+  bool word_text = false;
   simdjson::dom::parser parser;
-  std::string id_buf, sanitized, surrogates;
+  simdjson::ondemand::parser ondemand;
+  std::string id_buf, sanitized, surrogates, skeleton;
+  internal::ReallocBuffer words;
+  uint64_t text_length = 0;
   bool replaced = false;
   bool missing_id = false;
   const char* kind = "";
+
+  bool fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out, std::string& problem,
+              std::string_view* blanked_text);
+  bool parse_word_text(std::string_view line, const Source& source, uint64_t line_no, Record& out);
 };
 
-JsonlParser::JsonlParser(const ReaderOptions& options) : impl_(std::make_unique<Impl>()) { impl_->opt = options; }
+JsonlParser::JsonlParser(const ReaderOptions& options, bool word_text) : impl_(std::make_unique<Impl>()) {
+  impl_->opt = options;
+  impl_->word_text = word_text;
+}
 JsonlParser::~JsonlParser() = default;
 bool JsonlParser::replaced_invalid_utf8() const noexcept { return impl_->replaced; }
 bool JsonlParser::missing_id() const noexcept { return impl_->missing_id; }
 const char* JsonlParser::problem_kind() const noexcept { return impl_->kind; }
+uint64_t JsonlParser::text_length() const noexcept { return impl_->text_length; }
+
+namespace {
+// Lines this long or longer are parsed whole by the DOM parser (parse_word_text's ondemand
+// index would hold 4 bytes per byte of them beside it); shorter ones than the lower bound gain
+// nothing from the second parse of a skeleton.
+std::atomic<size_t> word_text_min_line{256};
+constexpr size_t kWordTextMaxLine = size_t{4} << 20;
+}  // namespace
+
+size_t set_word_text_min_line(size_t bytes) noexcept { return word_text_min_line.exchange(bytes); }
 
 bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem) {
   Impl& m = *impl_;
-  const ReaderOptions& opt = m.opt;
+  if (m.word_text && line.size() >= word_text_min_line.load(std::memory_order_relaxed) && line.size() < kWordTextMaxLine &&
+      m.parse_word_text(line, source, line_no, out))
+    return true;
   // simdjson keeps the buffers of the largest line it parsed (its text, tape and indexes: several
   // times the line); after a large record they are let go before the next small one, so that one
   // 20 MB record does not hold them for the rest of the pass on every thread.
@@ -504,43 +530,65 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
     m.kind = "malformed JSON";
     return false;
   }
+  if (!m.fields(doc, source, line_no, out, problem, nullptr)) return false;
+  m.text_length = out.text.size();
+  return true;
+}
+
+// The record's fields from its parsed line. With blanked_text (the skeleton of parse_word_text),
+// the text field must be the one empty string blanked there, and the text is *blanked_text.
+bool JsonlParser::Impl::fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out,
+                               std::string& problem, std::string_view* blanked_text) {
   simdjson::dom::object obj;
   if (doc.get_object().get(obj)) {
     problem = std::string("the line is ") + type_name(doc.type()) + ", not a JSON object";
-    m.kind = "not a JSON object";
-    return false;
-  }
-  simdjson::dom::element text_el;
-  if (find_field(obj, opt.text_field, text_el)) {
-    problem = "missing text field \"" + opt.text_field + "\" (choose another with " NEARDUP_OPT("text_field") "; nested fields as a.b)";
-    m.kind = "missing text field";
+    kind = "not a JSON object";
     return false;
   }
   std::string_view text;
-  if (text_el.get_string().get(text)) {
-    problem = "text field \"" + opt.text_field + "\" is " + type_name(text_el.type()) + ", not a string";
-    m.kind = "text not a string";
-    return false;
+  if (blanked_text) {
+    // Exactly one field of that name (the ondemand lookup compares keys as written, the DOM one
+    // decoded: "te\u0078t" would be found by one only), and it is the blanked one.
+    int found = 0;
+    for (const auto field : obj)
+      if (field.key == opt.text_field) {
+        ++found;
+        if (field.value.get_string().get(text) || !text.empty()) return false;
+      }
+    if (found != 1) return false;
+    text = *blanked_text;
+  } else {
+    simdjson::dom::element text_el;
+    if (find_field(obj, opt.text_field, text_el)) {
+      problem = "missing text field \"" + opt.text_field + "\" (choose another with " NEARDUP_OPT("text_field") "; nested fields as a.b)";
+      kind = "missing text field";
+      return false;
+    }
+    if (text_el.get_string().get(text)) {
+      problem = "text field \"" + opt.text_field + "\" is " + type_name(text_el.type()) + ", not a string";
+      kind = "text not a string";
+      return false;
+    }
   }
   simdjson::dom::element id_el;
   if (find_field(obj, opt.id_field, id_el)) {
-    m.id_buf = source.display + ":" + std::to_string(line_no);
-    out.id = m.id_buf;
-    m.missing_id = true;
+    id_buf = source.display + ":" + std::to_string(line_no);
+    out.id = id_buf;
+    missing_id = true;
   } else if (id_el.is_string()) {
     out.id = id_el.get_string().value_unsafe();
   } else if (id_el.is_number()) {
-    m.id_buf = simdjson::minify(id_el);  // the number as written: 42, 1e3, 0.5
-    out.id = m.id_buf;
+    id_buf = simdjson::minify(id_el);  // the number as written: 42, 1e3, 0.5
+    out.id = id_buf;
   } else {
     problem = "id field \"" + opt.id_field + "\" is " + type_name(id_el.type()) + ", not a string or number";
-    m.kind = "bad id";
+    kind = "bad id";
     return false;
   }
   if (bad_id_char(out.id)) {
     problem = "id \"" + shown_id(out.id) + "\" holds a TAB, CR or LF, which would corrupt the TSV outputs (pairs, "
               NEARDUP_OPT("removed") ", " NEARDUP_OPT("clusters") "); remove them from the ids";
-    m.kind = "bad id";
+    kind = "bad id";
     return false;
   }
   out.key = KeyValue{};
@@ -555,16 +603,64 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
         out.key.text = key_el.get_string().value_unsafe();
       } else {
         problem = "keep-by field \"" + opt.key_field + "\" is " + type_name(key_el.type()) + ", not a number or string";
-        m.kind = "bad keep-by field";
+        kind = "bad keep-by field";
         return false;
       }
     }
   }
+  if (blanked_text) {
+    out.text = text;
+    return true;
+  }
   if (!limit_doc_text(text, opt, problem)) {
-    m.kind = "longer than " NEARDUP_OPT("max_doc_bytes");
+    kind = "longer than " NEARDUP_OPT("max_doc_bytes");
     return false;
   }
   out.text = text;
+  return true;
+}
+
+// The fast path of word text (JsonlParser's constructor): the text field's raw contents are
+// found with simdjson's ondemand index (which validates the line's UTF-8 and its strings' bytes),
+// turned into word text by the json_word_text kernel, and the rest of the line (the skeleton:
+// the line with those contents cut out) is parsed by the DOM parser, which validates it and
+// gives the other fields as the full parse would. False, with nothing reported, where the full
+// parse must decide: anything it would reject or decode differently (a \u escape, a text over
+// max_doc_bytes, a field name written with escapes).
+bool JsonlParser::Impl::parse_word_text(std::string_view line, const Source& source, uint64_t line_no, Record& out) {
+  if (opt.text_field.find('.') != std::string::npos) return false;  // a dotted path: find_field's rules
+  simdjson::ondemand::document od;
+  if (ondemand.iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding)).get(od)) return false;
+  simdjson::ondemand::object obj;
+  simdjson::ondemand::value value;
+  simdjson::ondemand::json_type type;
+  if (od.get_object().get(obj) || obj.find_field_unordered(opt.text_field).get(value) || value.type().get(type) ||
+      type != simdjson::ondemand::json_type::string)
+    return false;
+  std::string_view token = value.raw_json_token();  // the string and the spaces after it
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\r' || token.back() == '\n'))
+    token.remove_suffix(1);
+  if (token.size() < 2 || token.front() != '"' || token.back() != '"') return false;
+  const size_t begin = static_cast<size_t>(token.data() - line.data()) + 1, n = token.size() - 2;
+  if (words.size() < n + 64) words.resize(n + 64);
+  uint64_t blanked = 0;
+  const auto* raw = reinterpret_cast<const uint8_t*>(line.data() + begin);
+  if (internal::kernels().json_word_text(raw, n, reinterpret_cast<uint8_t*>(words.data()), &blanked) != internal::kJsonWordTextOk)
+    return false;
+  const uint64_t decoded = n - blanked / 2;
+  if (decoded > opt.max_doc_bytes) return false;  // cut by limit_doc_text, at a decoded position
+  skeleton.assign(line.data(), begin);
+  skeleton.append(line.data() + begin + n, line.size() - begin - n);
+  skeleton.reserve(skeleton.size() + kPadding);
+  simdjson::dom::element doc;
+  if (parser.parse(skeleton.data(), skeleton.size(), false).get(doc)) return false;
+  replaced = false;
+  missing_id = false;
+  kind = "";
+  std::string problem;
+  std::string_view text(words.data(), n);
+  if (!fields(doc, source, line_no, out, problem, &text)) return false;
+  text_length = decoded;
   return true;
 }
 

@@ -18,6 +18,7 @@ constexpr Kernels kScalar{Isa::Scalar,
                           simhash_close_keys_scalar,
                           jaccard_block_scalar,
                           jaccard_block_scalar,
+                          json_word_text_scalar,
                           false};
 
 // AVX2 machines also have POPCNT and BMI1 (cpu.cpp checks), which the popcnt kernels use.
@@ -32,6 +33,7 @@ constexpr Kernels kAvx2{Isa::Avx2,
                         simhash_close_keys_popcnt,
                         jaccard_block_avx2,
                         jaccard_block_avx2,
+                        json_word_text_avx2,
                         false};
 
 // AVX-512 F/DQ/BW/VL. The text scan needs VBMI2 (compress of bytes), so it stays AVX2's here.
@@ -46,6 +48,7 @@ constexpr Kernels kAvx512{Isa::Avx512,
                           simhash_close_keys_popcnt,
                           jaccard_block_avx512,
                           jaccard_block_avx2,
+                          json_word_text_avx2,
                           false};
 
 // AVX-512 with VBMI and VBMI2: the AVX-512 table with the byte-compress text scan and the OPH

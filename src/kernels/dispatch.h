@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/json_text_kernels.h"
 #include "kernels/simhash_kernels.h"
 #include "kernels/text_kernels.h"
 #include "neardup/cpu.h"
@@ -38,6 +39,8 @@ struct Kernels {
   /// machines, where it measured faster: BENCHMARKS.md).
   long (*jaccard_block)(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
   long (*jaccard_walk)(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
+  /// JSON string contents to word text (json_text_kernels.h).
+  int (*json_word_text)(const uint8_t* in, size_t n, uint8_t* out, uint64_t* blanked) noexcept;
   /// Whether OPH densification may use the VBMI pull (kernels/oph_kernels.h).
   bool oph_pull_vbmi;
 };

@@ -12,6 +12,7 @@
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
 #include "neardup/io/writer.h"
+#include "neardup/text.h"
 #include "test_util.h"
 
 using namespace neardup;
@@ -581,4 +582,113 @@ TEST(Reader, SampleScalesEveryInputAndCountsTextFiles) {
   EXPECT_FALSE(s.whole);
   EXPECT_NEAR(s.records, 40030, 40000 * 0.05);
   EXPECT_NEAR(s.text_bytes, 40000 * 15 + 30 * 100, 40000 * 15 * 0.05);
+}
+
+namespace {
+
+// Parses `line` with a parser, padded as the reader pads; "!" + the problem when it is bad.
+struct Parsed {
+  bool ok = false;
+  std::string id, text, problem;
+  uint64_t text_length = 0;
+  io::KeyValue::Kind key_kind = io::KeyValue::Kind::Missing;
+  double key_number = 0;
+  std::string key_text;
+};
+
+Parsed parse_with(io::JsonlParser& parser, const std::string& line) {
+  const std::string padded = line + std::string(io::JsonlParser::kPadding, ' ');
+  io::Source src;
+  src.display = "t.jsonl";
+  io::Record rec;
+  Parsed p;
+  p.ok = parser.parse(std::string_view(padded.data(), line.size()), src, 7, rec, p.problem);
+  if (!p.ok) return p;
+  p.problem.clear();
+  p.id = rec.id;
+  p.text = rec.text;
+  p.text_length = parser.text_length();
+  p.key_kind = rec.key.kind;
+  p.key_number = rec.key.number;
+  p.key_text = rec.key.text;
+  return p;
+}
+
+// The word-text parser against the full one: the same verdict and message, the same id and key,
+// the decoded length, and the same words.
+void expect_same_record(io::JsonlParser& full, io::JsonlParser& words, const std::string& line) {
+  const Parsed a = parse_with(full, line), b = parse_with(words, line);
+  ASSERT_EQ(a.ok, b.ok) << line << "\n" << a.problem << "\n" << b.problem;
+  EXPECT_EQ(a.problem, b.problem) << line;
+  EXPECT_EQ(std::string(full.problem_kind()), std::string(words.problem_kind())) << line;
+  if (!a.ok) return;
+  EXPECT_EQ(a.id, b.id) << line;
+  EXPECT_EQ(a.text_length, a.text.size()) << line;
+  EXPECT_EQ(b.text_length, a.text.size()) << line;
+  EXPECT_EQ(split_words(b.text), split_words(a.text)) << line;
+  EXPECT_EQ(a.key_kind, b.key_kind) << line;
+  EXPECT_EQ(a.key_number, b.key_number) << line;
+  EXPECT_EQ(a.key_text, b.key_text) << line;
+  EXPECT_EQ(full.replaced_invalid_utf8(), words.replaced_invalid_utf8()) << line;
+  EXPECT_EQ(full.missing_id(), words.missing_id()) << line;
+}
+
+struct WordTextOnShortLines {
+  WordTextOnShortLines() : old(io::set_word_text_min_line(0)) {}
+  ~WordTextOnShortLines() { io::set_word_text_min_line(old); }
+  size_t old;
+};
+
+}  // namespace
+
+// Word text (escapes read as spaces) gives what the full parse gives, on lines that take the
+// fast path and on every kind of line it must hand back to the full parse.
+TEST(Reader, WordTextParserAgreesWithTheFullParser) {
+  WordTextOnShortLines short_lines;
+  io::ReaderOptions opt;
+  opt.key_field = "q";
+  opt.max_doc_bytes = 40;
+  io::JsonlParser full(opt), words(opt, true);
+  const std::vector<std::string> lines = {
+      R"({"id": "a", "text": "int main() {\n\treturn \"x\\y\";\n}", "q": 3})",
+      R"({"text": "no id \/ here\r\n", "q": "2024-01-01"})",
+      R"({"id": 17, "text": "caf\u00e9 \ud83d\ude00 and \ud800 alone"})",  // \u: decoded by the full parse
+      R"({"id": "b", "text": "tab\x escape"})",                             // an unknown escape
+      "{\"id\": \"c\", \"text\": \"raw \x01 control\"}",
+      "{\"id\": \"d\", \"text\": \"bad \xff utf-8\"}",
+      R"({"id": "e", "text": 42})",
+      R"({"id": "f"})",
+      R"({"id": "g", "te\u0078t": "escaped key", "text": "plain key"})",
+      R"({"id": "h", "text": "first", "text": "second"})",
+      R"({"id": "i", "te\u0078t": "", "text": "x"})",  // the first is the text, which ondemand does not find
+      R"({"id": "j", "text": "ok", "x": [1, 2)",
+      R"({"id": "k", "text": "ok", "x": 01})",
+      R"({"id": "l", "text": "ok",})",
+      R"({"id": "m", "text": "ok"} trailing)",
+      R"(["text", "not an object"])",
+      R"({"id": [1], "text": "bad id"})",
+      R"({"id": "n\tm", "text": "tab in id"})",
+      R"({"id": "o", "text": "a text longer than forty bytes, cut by max_doc_bytes\n\n"})",
+      R"({"id": "p", "text": "forty bytes once decoded\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n"})",
+      R"({"id": "q", "text": "bad key", "q": [1]})",
+      R"({"id": "r", "text" : "spaces around" , "q" : null })",
+      R"({"id": "s", "text": "ends in a backslash\\"})",
+      R"({"id": "t", "text": "escaped quote at the end\""})",
+      R"({"id": "u", "meta": {"text": "nested"}, "text": "top"})",
+      R"(  {"id": "v", "text": "leading spaces"}  )",
+  };
+  for (const std::string& line : lines) expect_same_record(full, words, line);
+  // Random damage to good lines: whatever the full parse says, the word text path says too.
+  std::mt19937_64 rng(21);
+  const std::string alphabet = "\\\"{}[],: nt u0x\x01\xc3\xa9";
+  for (int round = 0; round < 20000; ++round) {
+    std::string line = lines[rng() % 2];
+    for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) {
+      const size_t at = rng() % (line.size() + 1);
+      if (rng() % 2) line.insert(at, 1, alphabet[rng() % alphabet.size()]);
+      else if (at < line.size()) line.erase(at, 1);
+    }
+    expect_same_record(full, words, line);
+    if (testing::Test::HasFailure()) return;
+  }
 }

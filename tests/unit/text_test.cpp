@@ -206,6 +206,99 @@ TEST(TextKernels, FastWordPathEqualsExactScanner) {
   neardup::reset_isa();
 }
 
+namespace {
+
+// JSON string contents for the word-text kernels: words, spaces, UTF-8, and escapes in runs of
+// backslashes of every length, placed anywhere (across the kernels' 64-byte blocks too).
+std::string random_json_contents(std::mt19937_64& rng, size_t len) {
+  static const char* const kEscapes[] = {"\\n", "\\t", "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\r", "\\\\\\\\", "\\\\\\n"};
+  std::string s;
+  while (s.size() < len) {
+    switch (rng() % 6) {
+      case 0: s += kEscapes[rng() % 10]; break;
+      case 1: s += "caf\xC3\xA9"; break;
+      case 2: s += ' '; break;
+      default: s += static_cast<char>('a' + rng() % 26);
+    }
+  }
+  return s;
+}
+
+// The decoded string of valid contents without \u, the plain way.
+std::string decode_json_contents(const std::string& raw) {
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '\\') {
+      out += raw[i];
+      continue;
+    }
+    const char c = raw[++i];
+    out += c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c == 'b' ? '\b' : c == 'f' ? '\f' : c;
+  }
+  return out;
+}
+
+int word_text(neardup::Isa isa, const std::string& raw, std::string& out, uint64_t& blanked) {
+  std::string in = raw + std::string(64, 'x');  // readable past the end, as in a padded line
+  out.assign(raw.size() + 64, '?');
+  blanked = 0;
+  const int r = neardup::internal::kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data()), raw.size(),
+                                                               reinterpret_cast<uint8_t*>(out.data()), &blanked);
+  out.resize(raw.size());
+  return r;
+}
+
+}  // namespace
+
+// Valid contents come out with the words of their decoded string and its length; a \u escape
+// asks for decoding; control characters, unknown escapes and a string ending inside an escape
+// are invalid; every instruction set agrees with the scalar kernel bit for bit.
+TEST(TextKernels, JsonWordTextHasTheDecodedWords) {
+  using namespace neardup::internal;
+  std::mt19937_64 rng(13);
+  for (int round = 0; round < 3000; ++round) {
+    const std::string raw = random_json_contents(rng, rng() % 400);
+    const std::string decoded = decode_json_contents(raw);
+    for (neardup::Isa isa : neardup::test::available_isas()) {
+      std::string out;
+      uint64_t blanked = 0;
+      ASSERT_EQ(word_text(isa, raw, out, blanked), kJsonWordTextOk) << raw;
+      ASSERT_EQ(raw.size() - blanked / 2, decoded.size()) << raw;
+      ASSERT_EQ(split_words(out), split_words(decoded)) << raw;
+      for (size_t i = 0; i < raw.size(); ++i) ASSERT_TRUE(out[i] == raw[i] || out[i] == ' ') << raw;
+    }
+    // One defect at a random place, which the kernels must see wherever it falls.
+    const size_t at = raw.empty() ? 0 : rng() % raw.size();
+    // Not in the middle of an escape (where it would change the escape's meaning instead).
+    size_t run = 0;
+    while (run < at && raw[at - 1 - run] == '\\') ++run;
+    if (run % 2 == 1) continue;
+    const std::pair<std::string, int> defects[] = {{"\\u00e9", kJsonWordTextDecode}, {"\\x", kJsonWordTextInvalid},
+                                                   {std::string(1, '\x01'), kJsonWordTextInvalid}, {"\\", kJsonWordTextInvalid}};
+    for (const auto& [defect, want] : defects) {
+      const bool at_end = defect == "\\";
+      const std::string bad = at_end ? raw + defect : raw.substr(0, at) + defect + raw.substr(at);
+      for (neardup::Isa isa : neardup::test::available_isas()) {
+        std::string out;
+        uint64_t blanked = 0;
+        ASSERT_EQ(word_text(isa, bad, out, blanked), want) << neardup::isa_name(isa) << " " << bad;
+      }
+    }
+  }
+  // Backslash runs across a block edge: the run's parity carries into the next block.
+  for (size_t before = 58; before <= 66; ++before)
+    for (size_t slashes = 1; slashes <= 5; ++slashes) {
+      const std::string raw = std::string(before, 'a') + std::string(slashes, '\\') + (slashes % 2 ? "n" : "") + "bc";
+      for (neardup::Isa isa : neardup::test::available_isas()) {
+        std::string out;
+        uint64_t blanked = 0;
+        ASSERT_EQ(word_text(isa, raw, out, blanked), kJsonWordTextOk) << raw;
+        ASSERT_EQ(raw.size() - blanked / 2, decode_json_contents(raw).size()) << raw;
+        ASSERT_EQ(split_words(out), split_words(decode_json_contents(raw))) << raw;
+      }
+    }
+}
+
 // Characters: the code points of the words joined by one space, each hashed as documented.
 TEST(Text, CharactersAreTheWordsJoinedBySpaces) {
   const auto h = [](uint32_t cp) {

@@ -261,7 +261,11 @@ InputSample sample_inputs(const InputSet& inputs, const ReaderOptions& options, 
 /// Parses JSONL lines into records (one per thread: it owns simdjson's buffers).
 class JsonlParser {
  public:
-  explicit JsonlParser(const ReaderOptions& options);
+  /// With word_text, a text whose words are all that is needed (word or character shingles
+  /// without normalisation) may come as its JSON string's contents with each escape but \uXXXX
+  /// turned into two spaces: the same words, found without decoding (kernels/json_text_kernels.h).
+  /// text_length() is then the decoded length.
+  explicit JsonlParser(const ReaderOptions& options, bool word_text = false);
   ~JsonlParser();
   JsonlParser(const JsonlParser&) = delete;
   JsonlParser& operator=(const JsonlParser&) = delete;
@@ -271,6 +275,8 @@ class JsonlParser {
   /// (what is wrong, without the place) and returns false. A record without an id gets
   /// `<file>:<line>`.
   bool parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem);
+  /// The length of the last record's text once decoded (and cut to max_doc_bytes).
+  uint64_t text_length() const noexcept;
   /// Whether the last line parsed had invalid UTF-8 (parsed after replacing it with U+FFFD).
   bool replaced_invalid_utf8() const noexcept;
   /// Whether the last record parsed had no id field (and was named FILE:LINE).
@@ -284,6 +290,10 @@ class JsonlParser {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Lines shorter than this are parsed whole even for word text (JsonlParser), where the fast path
+/// gains nothing; returns the previous value. For tests, which take the fast path on short lines.
+size_t set_word_text_min_line(size_t bytes) noexcept;
 
 /// A record before parsing, for parsing on other threads (RecordReader::next_raw).
 struct RawRecord {

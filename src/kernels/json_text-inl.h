@@ -1,0 +1,39 @@
+// The part of the JSON word-text kernels that is the same for every instruction set: from a
+// block's backslashes to the bytes they escape. Included by each json_text_*.cpp, compiled with
+// its own flags.
+#pragma once
+
+#include <bit>
+
+#include "kernels/json_text_kernels.h"
+
+namespace neardup::internal {
+namespace {
+
+constexpr uint64_t kEvenBits = 0x5555555555555555ULL;
+constexpr uint64_t kOddBits = ~kEvenBits;
+
+// The escapes a JSON string may hold, besides \u.
+inline bool separator_escape(uint8_t c) noexcept {
+  return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't';
+}
+
+// The bytes escaped by the backslashes `bs` of a block: those right after a run of backslashes of
+// odd length (in a run, backslashes pair up from its start). `carry` is 1 when the block's first
+// byte is escaped by a run ending the block before; it is updated for the next block. A run's
+// start bit added to the run carries to the byte after it; from an even start that byte lies at
+// an odd position exactly when the run is odd, and the other way round from an odd start (the
+// way simdjson's stage 1 finds escaped quotes, Langdale and Lemire 2019).
+inline uint64_t escaped_bytes(uint64_t bs, uint64_t& carry) noexcept {
+  const uint64_t b = bs & ~carry;  // an escaped backslash starts no escape
+  const uint64_t starts = b & ~(b << 1);
+  const uint64_t after_even = (b + (starts & kEvenBits)) & ~b;
+  const uint64_t after_odd = (b + (starts & kOddBits)) & ~b;
+  const uint64_t escaped = (after_even & kOddBits) | (after_odd & kEvenBits) | carry;
+  // A run that reaches the block's last byte escapes the next block's first when it is odd.
+  carry = (b >> 63) & static_cast<uint64_t>(std::countl_one(b) & 1);
+  return escaped;
+}
+
+}  // namespace
+}  // namespace neardup::internal
