@@ -91,6 +91,8 @@ class ByteArray {
     buf_ = std::move(b);
     size_ = size;
   }
+  /// Empties it, keeping its room.
+  void clear() noexcept { size_ = 0; }
   /// Lets the memory go.
   void release() {
     ReallocBuffer().swap(buf_);
