@@ -44,7 +44,10 @@ struct Shared {
 // Batches are reused, and so are the buffers their records were copied into: allocated afresh,
 // every batch faulted in about 2 MB of new pages (a tenth of the pass's CPU time went to the
 // kernel's page faults on the crowded mix). Record buffers larger than this are let go.
+// Two of each are enough for the reading thread, which takes one per batch while the workers give
+// theirs back; more would only add to the peak.
 constexpr size_t kSpareRawBytes = size_t{4} << 20;
+constexpr size_t kSpares = 2;
 
 class PassRunner {
  public:
@@ -180,7 +183,7 @@ class PassRunner {
     if (b.raw.capacity() <= kSpareRawBytes) {
       b.raw.clear();
       std::lock_guard<std::mutex> lock(shared_->mu);
-      if (shared_->spare_raw.size() < static_cast<size_t>(threads_) + 2) shared_->spare_raw.push_back(std::move(b.raw));
+      if (shared_->spare_raw.size() < kSpares) shared_->spare_raw.push_back(std::move(b.raw));
     }
     b.raw.release();
   }
@@ -344,7 +347,7 @@ class PassRunner {
         if (!b.done) return;
       }
       deliver(b);
-      if (spare_batches_.size() < max_queued_ + 2) spare_batches_.push_back(std::move(in_flight_.front()));
+      if (spare_batches_.size() < kSpares) spare_batches_.push_back(std::move(in_flight_.front()));
       in_flight_.pop_front();
     }
   }
