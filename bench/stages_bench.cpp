@@ -44,6 +44,42 @@ void BM_Read(benchmark::State& state) {
 }
 BENCHMARK(BM_Read)->Unit(benchmark::kMillisecond);
 
+// JSONL lines to records, as the pipeline's workers parse them: 0 = the full parse (simdjson's
+// DOM, every string decoded), 1 = word text (the text's escapes read as spaces, the rest of the
+// line parsed as a skeleton). Bytes are of decoded text.
+void BM_ParseJsonl(benchmark::State& state) {
+  static const auto lines = [] {
+    const char* path = std::getenv("NEARDUP_BENCH_CORPUS");
+    const char* mb = std::getenv("NEARDUP_BENCH_MB");
+    const size_t limit = static_cast<size_t>(mb ? std::atof(mb) * 1e6 : 50e6);
+    io::InputSet in({path ? path : kCorpus}, io::InputFormat::Auto);
+    io::RecordReader r(in, {});
+    io::RawRecord raw;
+    std::pair<std::string, std::vector<std::pair<size_t, size_t>>> out;  // lines back to back, padded
+    while (out.first.size() < limit && r.next_raw(raw)) {
+      if (raw.kind != io::RawRecord::Kind::Line) continue;
+      out.second.emplace_back(out.first.size(), raw.bytes.size());
+      out.first.append(raw.bytes);
+    }
+    out.first.append(io::JsonlParser::kPadding, ' ');
+    return out;
+  }();
+  io::JsonlParser parser(io::ReaderOptions{}, state.range(0) == 1);
+  io::Source src;
+  io::Record rec;
+  std::string problem;
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    for (const auto& [at, n] : lines.second) {
+      if (parser.parse(std::string_view(lines.first.data() + at, n), src, 1, rec, problem))
+        bytes += static_cast<int64_t>(parser.text_length());
+      benchmark::DoNotOptimize(rec.text.data());
+    }
+  }
+  state.SetBytesProcessed(bytes);
+}
+BENCHMARK(BM_ParseJsonl)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
+
 // Words to word hashes (chars:1: to code point hashes, as chars:N shingles use): 0 = the byte-at-a-time scanner, 1/2/3 = the bitmask path with the
 // scalar / AVX2 / AVX-512 classification kernel.
 void BM_HashWords(benchmark::State& state) {
