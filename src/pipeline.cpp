@@ -1010,6 +1010,11 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   // The program, and per thread the batches of about 1 MiB of records (raw, parsed, sketched)
   // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
   fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * m.input.data_bytes);
+  // Word text (io::JsonlParser): each thread keeps the copy of the longest text below 4 MiB it
+  // has read, escapes blanked; records of that size are likely among many shorter ones.
+  constexpr double kWordTextLine = 4.0 * (1 << 20);
+  if (inputs_->all_jsonl() && Shingler::reads_words_only(spec_.shingle) && n > 0 && m.input.data_bytes / n < kWordTextLine)
+    fixed += std::min(kWordTextLine * threads_, m.input.data_bytes);
   // A record being worked holds its line, its parsed text and its shingling's scratch: per byte of
   // the record, 1.35 with minhash and oph (a long text is shingled a piece at a time), 3.0 with
   // SimHash and 3.8 with bottom-k, measured on one record of 55 MB against 55 records of 1 MB
