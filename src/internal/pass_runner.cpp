@@ -42,10 +42,10 @@ struct Shared {
 };
 
 // Batches are reused, and so are the buffers their records were copied into: allocated afresh,
-// every batch faulted in about 2 MB of new pages (a tenth of the pass's CPU time went to the
-// kernel's page faults on the crowded mix). Record buffers larger than this are let go.
-// Two of each are enough for the reading thread, which takes one per batch while the workers give
-// theirs back; more would only add to the peak.
+// every batch faulted in its 1-2 MB of buffers as new pages (reuse halved the page faults of a
+// pass over records of about 15 KB, and cut its CPU time by a tenth: BENCHMARKS.md). Record
+// buffers larger than this are let go. Two of each are enough for the reading thread, which
+// takes one per batch while the workers give theirs back; more would only add to the peak.
 constexpr size_t kSpareRawBytes = size_t{4} << 20;
 constexpr size_t kSpares = 2;
 

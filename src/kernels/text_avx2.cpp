@@ -23,6 +23,38 @@ inline void half(const uint8_t* in, uint8_t* lower, uint32_t& word, uint32_t& hi
   word = static_cast<uint32_t>(_mm256_movemask_epi8(alnum)) | high;
 }
 
+// The positions of a mask's set bits, eight bytes of the mask at a time: each byte's bit
+// positions come from a table (8 per entry, the unused ones past its count), widened to 32 bits,
+// offset and stored whole; the output then moves on by the byte's count. No branch depends on
+// the count, and a block costs 8 table steps however many words it has.
+struct PositionTable {
+  alignas(64) uint8_t pos[256][8] = {};
+  constexpr PositionTable() {
+    for (int v = 0; v < 256; ++v) {
+      int k = 0;
+      for (int i = 0; i < 8; ++i)
+        if (v & (1 << i)) pos[v][k++] = static_cast<uint8_t>(i);
+    }
+  }
+};
+constexpr PositionTable kPositions;
+
+struct TableFlatten {
+  size_t operator()(uint64_t bits, size_t b, uint32_t* out) const noexcept {
+    uint32_t* o = out;
+    __m256i base = _mm256_set1_epi32(static_cast<int>(b * 64));
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (int j = 0; j < 8; ++j) {
+      const auto byte = static_cast<unsigned>((bits >> (8 * j)) & 0xFF);
+      const __m256i p = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(kPositions.pos[byte])));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_add_epi32(p, base));
+      o += __builtin_popcount(byte);
+      base = _mm256_add_epi32(base, eight);
+    }
+    return static_cast<size_t>(o - out);
+  }
+};
+
 }  // namespace
 
 void scan_text_avx2(const uint8_t* in, size_t first_block, size_t nblocks, TextScan& out) noexcept {
@@ -32,7 +64,7 @@ void scan_text_avx2(const uint8_t* in, size_t first_block, size_t nblocks, TextS
     half(p + 32, lower + 32, w1, h1);
     word = w0 | (static_cast<uint64_t>(w1) << 32);
     high = h0 | (static_cast<uint64_t>(h1) << 32);
-  });
+  }, TableFlatten{});
 }
 
 // mum (internal/hash.h) lane by lane, as in text_hash_avx512.cpp, 4 lanes.
