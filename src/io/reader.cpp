@@ -627,36 +627,87 @@ bool JsonlParser::Impl::fields(simdjson::dom::element doc, const Source& source,
   return true;
 }
 
+namespace {
+
+inline bool json_space(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// Where the string value of the top-level field `key` starts (the byte after its opening quote),
+// found by walking the line's tokens up to it; npos when the walk cannot tell within `budget`
+// bytes (a long field before it, or a key written with escapes), or when the field's value is not
+// a string. Only strings and brackets are followed: the skeleton's parse validates the rest.
+size_t top_level_string_value(std::string_view line, std::string_view key, size_t budget) {
+  const size_t n = std::min(line.size(), budget);
+  int depth = 0;
+  size_t i = 0;
+  while (i < n) {
+    const char c = line[i];
+    if (c == '{' || c == '[') {
+      ++depth;
+      ++i;
+    } else if (c == '}' || c == ']') {
+      if (--depth <= 0) return std::string_view::npos;
+      ++i;
+    } else if (c == '"') {
+      const size_t s = ++i;
+      bool escapes = false;
+      while (i < n && line[i] != '"') {
+        if (line[i] == '\\') {
+          escapes = true;
+          ++i;
+        }
+        ++i;
+      }
+      if (i >= n) return std::string_view::npos;
+      const std::string_view str = line.substr(s, i - s);
+      ++i;
+      size_t j = i;
+      while (j < n && json_space(line[j])) ++j;
+      if (depth != 1 || j >= n || line[j] != ':' || escapes || str != key) continue;  // not the key
+      ++j;
+      while (j < n && json_space(line[j])) ++j;
+      return j < n && line[j] == '"' ? j + 1 : std::string_view::npos;
+    } else {
+      ++i;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 // The fast path of word text (JsonlParser's constructor): the text field's raw contents are
-// found with simdjson's ondemand index (which validates the line's UTF-8 and its strings' bytes),
-// turned into word text by the json_word_text kernel, and the rest of the line (the skeleton:
-// the line with those contents cut out) is parsed by the DOM parser, which validates it and
-// gives the other fields as the full parse would. False, with nothing reported, where the full
+// located (by a walk over the tokens before it, or simdjson's ondemand index when the walk
+// cannot tell), turned into word text by the json_word_text kernel, which also validates them
+// and finds their end, and the rest of the line (the skeleton: the line with those contents cut
+// out) is parsed by the DOM parser, which validates it and gives the other fields as the full
+// parse would; the line's UTF-8 is validated whole. False, with nothing reported, where the full
 // parse must decide: anything it would reject or decode differently (a \u escape, a text over
 // max_doc_bytes, a field name written with escapes).
 bool JsonlParser::Impl::parse_word_text(std::string_view line, const Source& source, uint64_t line_no, Record& out) {
   if (opt.text_field.find('.') != std::string::npos) return false;  // a dotted path: find_field's rules
-  simdjson::ondemand::document od;
-  if (ondemand.iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding)).get(od)) return false;
-  simdjson::ondemand::object obj;
-  simdjson::ondemand::value value;
-  simdjson::ondemand::json_type type;
-  if (od.get_object().get(obj) || obj.find_field_unordered(opt.text_field).get(value) || value.type().get(type) ||
-      type != simdjson::ondemand::json_type::string)
-    return false;
-  std::string_view token = value.raw_json_token();  // the string and the spaces after it
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\r' || token.back() == '\n'))
-    token.remove_suffix(1);
-  if (token.size() < 2 || token.front() != '"' || token.back() != '"') return false;
-  const size_t begin = static_cast<size_t>(token.data() - line.data()) + 1, n = token.size() - 2;
-  if (words.size() < n + 64) words.resize(n + 64);
+  size_t begin = top_level_string_value(line, opt.text_field, 4096);
+  if (begin == std::string_view::npos) {
+    simdjson::ondemand::document od;
+    if (ondemand.iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding)).get(od)) return false;
+    simdjson::ondemand::object obj;
+    simdjson::ondemand::value value;
+    simdjson::ondemand::json_type type;
+    if (od.get_object().get(obj) || obj.find_field_unordered(opt.text_field).get(value) || value.type().get(type) ||
+        type != simdjson::ondemand::json_type::string)
+      return false;
+    begin = static_cast<size_t>(value.raw_json_token().data() - line.data()) + 1;
+  }
+  const size_t avail = line.size() - begin;
+  if (words.size() < avail + 64) words.resize(avail + 64);
   uint64_t blanked = 0;
+  size_t n = 0;
   const auto* raw = reinterpret_cast<const uint8_t*>(line.data() + begin);
-  const int status = internal::kernels().json_word_text(raw, n, reinterpret_cast<uint8_t*>(words.data()), &blanked);
+  const int status = internal::kernels().json_word_text(raw, avail, reinterpret_cast<uint8_t*>(words.data()), &blanked, &n);
   full_first = status == internal::kJsonWordTextDecode || (status == internal::kJsonWordTextOk && blanked / 2 * 64 < n);
   if (status != internal::kJsonWordTextOk) return false;
   const uint64_t decoded = n - blanked / 2;
   if (decoded > opt.max_doc_bytes) return false;  // cut by limit_doc_text, at a decoded position
+  if (!simdjson::validate_utf8(line.data(), line.size())) return false;
   skeleton.assign(line.data(), begin);
   skeleton.append(line.data() + begin + n, line.size() - begin - n);
   skeleton.reserve(skeleton.size() + kPadding);

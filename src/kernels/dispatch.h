@@ -40,7 +40,7 @@ struct Kernels {
   long (*jaccard_block)(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
   long (*jaccard_walk)(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
   /// JSON string contents to word text (json_text_kernels.h).
-  int (*json_word_text)(const uint8_t* in, size_t n, uint8_t* out, uint64_t* blanked) noexcept;
+  int (*json_word_text)(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
   /// Whether OPH densification may use the VBMI pull (kernels/oph_kernels.h).
   bool oph_pull_vbmi;
 };

@@ -38,42 +38,53 @@ inline __m256i separator_escapes(__m256i x) noexcept {
 // Blocks without a backslash are copied as they are; in the others the escapes are checked and
 // blanked with vector masks (a loop over them mispredicts its exit about once a block: source
 // code has an escape every 10-30 bytes).
-int json_word_text_avx2(const uint8_t* in, size_t n, uint8_t* out, uint64_t* blanked) noexcept {
-  const __m256i backslash = _mm256_set1_epi8('\\'), control = _mm256_set1_epi8(0x1F), space = _mm256_set1_epi8(' ');
+int json_word_text_avx2(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept {
+  const __m256i backslash = _mm256_set1_epi8('\\'), quote = _mm256_set1_epi8('"'), control = _mm256_set1_epi8(0x1F),
+                space = _mm256_set1_epi8(' ');
   uint64_t carry = 0, count = 0;
-  for (size_t at = 0; at < n; at += 64) {
+  for (size_t at = 0; at < avail; at += 64) {
     const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + at));
     const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + at + 32));
     uint64_t bs = mask_of(_mm256_cmpeq_epi8(x0, backslash), _mm256_cmpeq_epi8(x1, backslash));
+    uint64_t qs = mask_of(_mm256_cmpeq_epi8(x0, quote), _mm256_cmpeq_epi8(x1, quote));
     // x <= 0x1F (unsigned) exactly when min(x, 0x1F) == x.
     uint64_t ctl = mask_of(_mm256_cmpeq_epi8(_mm256_min_epu8(x0, control), x0), _mm256_cmpeq_epi8(_mm256_min_epu8(x1, control), x1));
-    const size_t own = n - at;
-    if (own < 64) {  // the bytes past the string are not its own
-      const uint64_t mine = (uint64_t{1} << own) - 1;
+    if (avail - at < 64) {  // the bytes past in[avail] are not the string's
+      const uint64_t own = (uint64_t{1} << (avail - at)) - 1;
+      bs &= own;
+      qs &= own;
+      ctl &= own;
+    }
+    uint64_t escaped = (bs | carry) != 0 ? escaped_bytes(bs, carry) : 0;
+    const uint64_t closing = qs & ~escaped;
+    if (closing != 0) {  // up to the closing quote: what follows it is not the string's
+      const uint64_t mine = (closing & -closing) - 1;
       bs &= mine;
       ctl &= mine;
+      escaped &= mine;
     }
-    if ((bs | ctl | carry) == 0) {
+    if ((bs | ctl | escaped) == 0) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at), x0);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at + 32), x1);
-      continue;
+    } else {
+      if (ctl != 0) return kJsonWordTextInvalid;
+      if ((escaped & ~mask_of(separator_escapes(x0), separator_escapes(x1))) != 0) {
+        const __m256i u = _mm256_set1_epi8('u');
+        return (escaped & mask_of(_mm256_cmpeq_epi8(x0, u), _mm256_cmpeq_epi8(x1, u))) != 0 ? kJsonWordTextDecode : kJsonWordTextInvalid;
+      }
+      const uint64_t blank = bs | escaped;
+      count += static_cast<uint64_t>(std::popcount(blank));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at), _mm256_blendv_epi8(x0, space, bytes_of(static_cast<uint32_t>(blank))));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at + 32),
+                          _mm256_blendv_epi8(x1, space, bytes_of(static_cast<uint32_t>(blank >> 32))));
     }
-    if (ctl != 0) return kJsonWordTextInvalid;
-    const uint64_t escaped = escaped_bytes(bs, carry);
-    if (own < 64 && (escaped >> own) != 0) return kJsonWordTextInvalid;
-    if ((escaped & ~mask_of(separator_escapes(x0), separator_escapes(x1))) != 0) {
-      const __m256i u = _mm256_set1_epi8('u');
-      return (escaped & mask_of(_mm256_cmpeq_epi8(x0, u), _mm256_cmpeq_epi8(x1, u))) != 0 ? kJsonWordTextDecode : kJsonWordTextInvalid;
+    if (closing != 0) {
+      *length = at + static_cast<size_t>(std::countr_zero(closing));
+      *blanked += count;
+      return kJsonWordTextOk;
     }
-    const uint64_t blank = bs | escaped;
-    count += static_cast<uint64_t>(std::popcount(blank));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at), _mm256_blendv_epi8(x0, space, bytes_of(static_cast<uint32_t>(blank))));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at + 32),
-                        _mm256_blendv_epi8(x1, space, bytes_of(static_cast<uint32_t>(blank >> 32))));
   }
-  if (carry != 0) return kJsonWordTextInvalid;  // ends inside an escape
-  *blanked += count;
-  return kJsonWordTextOk;
+  return kJsonWordTextInvalid;  // no closing quote
 }
 
 }  // namespace neardup::internal

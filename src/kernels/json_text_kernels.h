@@ -6,15 +6,17 @@
 // the decoded string: the text is tokenized without decoding it first (a decode stops at every
 // escape, about one in 30 bytes of source code).
 //
-// json_word_text copies in[0, n) (the bytes between the quotes) to out with both bytes of every
-// escape set to ' ', and returns:
-//   kJsonWordTextOk      and adds the bytes turned into spaces to *blanked (the decoded string
-//                        is n - *blanked / 2 bytes long: each escape decodes to one byte);
+// json_word_text reads a JSON string's contents from `in` (the byte after its opening quote) up
+// to its closing quote, the first quote no backslash escapes, which must come before in[avail].
+// It copies the contents to out with both bytes of every escape set to ' ', and returns:
+//   kJsonWordTextOk      with *length the contents' length (the closing quote at in[*length]) and
+//                        the bytes turned into spaces added to *blanked (the decoded string is
+//                        *length - *blanked / 2 bytes long: each escape decodes to one byte);
 //   kJsonWordTextDecode  a \u escape: the string must be decoded;
-//   kJsonWordTextInvalid a control character, an unknown escape, or an escape cut by the end:
-//                        not a valid JSON string (the full parser says why).
-// out needs room for n rounded up to 64 bytes; in is read 64 bytes at a time up to there too
-// (JSON lines are padded).
+//   kJsonWordTextInvalid a control character, an unknown escape, or no closing quote before
+//                        in[avail]: not a valid JSON string (the full parser says why).
+// out needs room for avail rounded up to 64 bytes; in is read 64 bytes at a time up to there
+// too (JSON lines are padded).
 #pragma once
 
 #include <cstddef>
@@ -24,7 +26,7 @@ namespace neardup::internal {
 
 enum JsonWordTextStatus : int { kJsonWordTextOk = 0, kJsonWordTextDecode = 1, kJsonWordTextInvalid = 2 };
 
-int json_word_text_scalar(const uint8_t* in, size_t n, uint8_t* out, uint64_t* blanked) noexcept;
-int json_word_text_avx2(const uint8_t* in, size_t n, uint8_t* out, uint64_t* blanked) noexcept;
+int json_word_text_scalar(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
+int json_word_text_avx2(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
 
 }  // namespace neardup::internal

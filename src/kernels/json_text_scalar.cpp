@@ -7,19 +7,25 @@
 namespace neardup::internal {
 
 // The reference: 64 bytes at a time like the vector kernels, each escape looked at in turn.
-int json_word_text_scalar(const uint8_t* in, size_t n, uint8_t* out, uint64_t* blanked) noexcept {
+int json_word_text_scalar(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept {
   uint64_t carry = 0, count = 0;
-  for (size_t at = 0; at < n; at += 64) {
-    const size_t own = std::min<size_t>(64, n - at);
+  for (size_t at = 0; at < avail; at += 64) {
+    const size_t own = std::min<size_t>(64, avail - at);
     std::memcpy(out + at, in + at, own);
-    uint64_t bs = 0;
+    uint64_t bs = 0, ctl = 0, quote = 0;
     for (size_t i = 0; i < own; ++i) {
-      if (in[at + i] < 0x20) return kJsonWordTextInvalid;
       bs |= static_cast<uint64_t>(in[at + i] == '\\') << i;
+      ctl |= static_cast<uint64_t>(in[at + i] < 0x20) << i;
+      quote |= static_cast<uint64_t>(in[at + i] == '"') << i;
     }
-    if ((bs | carry) == 0) continue;
-    const uint64_t escaped = escaped_bytes(bs, carry);
-    if (own < 64 && (escaped >> own) != 0) return kJsonWordTextInvalid;
+    uint64_t escaped = escaped_bytes(bs, carry);
+    const uint64_t closing = quote & ~escaped;
+    // Up to the closing quote: what follows it is not the string's.
+    const uint64_t mine = closing != 0 ? (closing & -closing) - 1 : ~uint64_t{0};
+    bs &= mine;
+    ctl &= mine;
+    escaped &= mine;
+    if (ctl != 0) return kJsonWordTextInvalid;
     bool bad = false, u = false;  // a \u anywhere in the block takes precedence, as in the vector kernels
     for (uint64_t e = escaped; e != 0; e &= e - 1) {
       const uint8_t c = in[at + static_cast<size_t>(std::countr_zero(e))];
@@ -30,10 +36,13 @@ int json_word_text_scalar(const uint8_t* in, size_t n, uint8_t* out, uint64_t* b
     const uint64_t blank = bs | escaped;
     count += static_cast<uint64_t>(std::popcount(blank));
     for (uint64_t x = blank; x != 0; x &= x - 1) out[at + static_cast<size_t>(std::countr_zero(x))] = ' ';
+    if (closing != 0) {
+      *length = at + static_cast<size_t>(std::countr_zero(closing));
+      *blanked += count;
+      return kJsonWordTextOk;
+    }
   }
-  if (carry != 0) return kJsonWordTextInvalid;  // ends inside an escape
-  *blanked += count;
-  return kJsonWordTextOk;
+  return kJsonWordTextInvalid;  // no closing quote
 }
 
 }  // namespace neardup::internal

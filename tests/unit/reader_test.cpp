@@ -676,6 +676,12 @@ TEST(Reader, WordTextParserAgreesWithTheFullParser) {
       R"({"id": "t", "text": "escaped quote at the end\""})",
       R"({"id": "u", "meta": {"text": "nested"}, "text": "top"})",
       R"(  {"id": "v", "text": "leading spaces"}  )",
+      R"({"id": "text", "a": ["text", {"text": "inner"}], "text" : "outer\n"})",  // the walk keeps to the top level
+      R"({"meta": {"text": "nested\nfirst"}, "text": ""})",
+      R"({"id": "w", "text": "unterminated)",
+      R"({"id": "x", "text": "two "quotes" and \" an end"})",
+      "{\"long\": \"" + std::string(5000, 'z') + "\", \"text\": \"after a long field\\n\"}",  // past the walk
+      "{\"id\": \"y\", \"text\": \"caf\xC3\xA9\\n cr\xC3\xA8me\", \"bad\": \"\xC3\"}",  // invalid UTF-8 after the text
   };
   for (const std::string& line : lines) expect_same_record(full, words, line);
   // Random damage to good lines: whatever the full parse says, the word text path says too.

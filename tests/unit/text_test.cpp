@@ -238,21 +238,29 @@ std::string decode_json_contents(const std::string& raw) {
   return out;
 }
 
-int word_text(neardup::Isa isa, const std::string& raw, std::string& out, uint64_t& blanked) {
-  std::string in = raw + std::string(64, 'x');  // readable past the end, as in a padded line
-  out.assign(raw.size() + 64, '?');
+// The kernel on `raw` as a string's contents in a line: its closing quote, then more of the line
+// (with what would be defects inside a string), then padding.
+// With `closed` false the line ends at the quote (a string whose last backslash escapes it is
+// never closed).
+int word_text(neardup::Isa isa, const std::string& raw, std::string& out, uint64_t& blanked, bool closed = true) {
+  const std::string rest = closed ? "\", \"x\": \"\\u00e9 \\q \x01\"}" : "\"";
+  const std::string in = raw + rest + std::string(64, 'x');  // readable past the end, as in a padded line
+  const size_t avail = raw.size() + rest.size();
+  out.assign(avail + 64, '?');
   blanked = 0;
-  const int r = neardup::internal::kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data()), raw.size(),
-                                                               reinterpret_cast<uint8_t*>(out.data()), &blanked);
+  size_t length = 0;
+  const int r = neardup::internal::kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data()), avail,
+                                                               reinterpret_cast<uint8_t*>(out.data()), &blanked, &length);
+  if (r == neardup::internal::kJsonWordTextOk) EXPECT_EQ(length, raw.size()) << raw;
   out.resize(raw.size());
   return r;
 }
 
 }  // namespace
 
-// Valid contents come out with the words of their decoded string and its length; a \u escape
-// asks for decoding; control characters, unknown escapes and a string ending inside an escape
-// are invalid; every instruction set agrees with the scalar kernel bit for bit.
+// Valid contents come out with the words of their decoded string and its length, ending at the
+// first quote no backslash escapes; a \u escape asks for decoding; control characters, unknown
+// escapes and a string without its closing quote are invalid; every instruction set agrees.
 TEST(TextKernels, JsonWordTextHasTheDecodedWords) {
   using namespace neardup::internal;
   std::mt19937_64 rng(13);
@@ -281,10 +289,29 @@ TEST(TextKernels, JsonWordTextHasTheDecodedWords) {
       for (neardup::Isa isa : neardup::test::available_isas()) {
         std::string out;
         uint64_t blanked = 0;
-        ASSERT_EQ(word_text(isa, bad, out, blanked), want) << neardup::isa_name(isa) << " " << bad;
+        ASSERT_EQ(word_text(isa, bad, out, blanked, !at_end), want) << neardup::isa_name(isa) << " " << bad;
       }
     }
   }
+  // The string ends at the first quote no backslash escapes, wherever it falls.
+  for (size_t before = 0; before <= 130; before += 13)
+    for (const char* tail : {"\\\"x\"", "\\\\\"", "x\\\\\\\"y\""}) {
+      const std::string in = std::string(before, 'a') + tail + ", \"id\": 1}" + std::string(64, ' ');
+      const size_t avail = in.size() - 64;
+      size_t want = std::string::npos;  // the plain way: skip each escaped byte
+      for (size_t i = 0; i < avail; ++i) {
+        if (in[i] == '\\') ++i;
+        else if (in[i] == '"') { want = i; break; }
+      }
+      for (neardup::Isa isa : neardup::test::available_isas()) {
+        std::string out(avail + 64, '?');
+        uint64_t blanked = 0;
+        size_t length = 0;
+        ASSERT_EQ(kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data()), avail, reinterpret_cast<uint8_t*>(out.data()),
+                                              &blanked, &length), kJsonWordTextOk) << in;
+        ASSERT_EQ(length, want) << neardup::isa_name(isa) << " " << in;
+      }
+    }
   // Backslash runs across a block edge: the run's parity carries into the next block.
   for (size_t before = 58; before <= 66; ++before)
     for (size_t slashes = 1; slashes <= 5; ++slashes) {
