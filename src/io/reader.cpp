@@ -464,7 +464,7 @@ struct JsonlParser::Impl {
   std::string id_buf, sanitized, surrogates, skeleton;
   internal::ReallocBuffer words;
   uint64_t text_length = 0;
-  bool full_first = false;  // the last word text tried had few escapes, or \u ones
+  bool full_first = false;  // the last word text tried had \u escapes
   uint32_t since_probe = 0;
   bool replaced = false;
   bool missing_id = false;
@@ -498,10 +498,9 @@ size_t set_word_text_min_line(size_t bytes) noexcept { return word_text_min_line
 
 bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem) {
   Impl& m = *impl_;
-  // Decoding costs little where escapes are few (simdjson copies 32 bytes at a time between them):
-  // below about one escape in 64 bytes, or with \u escapes (which word text must decode anyway),
-  // the full parse is as fast or faster (BM_ParseJsonl). A parser that meets such texts parses
-  // lines whole and tries word text again every 16th line.
+  // Texts with \u escapes (JSON written with ASCII only: every non-ASCII character escaped) must
+  // be decoded, and word text would only have looked at them first: a parser that meets one
+  // parses lines whole and tries word text again every 16th line.
   if (m.word_text && line.size() >= word_text_min_line.load(std::memory_order_relaxed) && line.size() < kWordTextMaxLine &&
       (!m.full_first || ++m.since_probe % 16 == 0) && m.parse_word_text(line, source, line_no, out))
     return true;
@@ -703,7 +702,7 @@ bool JsonlParser::Impl::parse_word_text(std::string_view line, const Source& sou
   size_t n = 0;
   const auto* raw = reinterpret_cast<const uint8_t*>(line.data() + begin);
   const int status = internal::kernels().json_word_text(raw, avail, reinterpret_cast<uint8_t*>(words.data()), &blanked, &n);
-  full_first = status == internal::kJsonWordTextDecode || (status == internal::kJsonWordTextOk && blanked / 2 * 64 < n);
+  full_first = status == internal::kJsonWordTextDecode;
   if (status != internal::kJsonWordTextOk) return false;
   const uint64_t decoded = n - blanked / 2;
   if (decoded > opt.max_doc_bytes) return false;  // cut by limit_doc_text, at a decoded position
