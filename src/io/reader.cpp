@@ -487,9 +487,10 @@ uint64_t JsonlParser::text_length() const noexcept { return impl_->text_length; 
 
 namespace {
 // Word text is tried on lines from the lower bound (shorter ones gain nothing from the second
-// parse, of the skeleton) up to below the upper one: the ondemand parser then never holds the
-// buffers of a line of tens of MB beside the DOM parser's, and on longer lines word text measured
-// no faster (the text is shingled in pieces on every thread, and parsing is a small part).
+// parse, of the skeleton) up to below the upper one: on longer lines it measured no faster (one
+// 55 MB record: 39.6 ms against 38.6 ms for the full parse, both bound by memory bandwidth), and
+// the ondemand parser, where the walk cannot find the text, never holds the index of a line of
+// tens of MB beside the DOM parser's buffers.
 std::atomic<size_t> word_text_min_line{256};
 constexpr size_t kWordTextMaxLine = size_t{4} << 20;
 }  // namespace
