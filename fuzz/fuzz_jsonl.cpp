@@ -50,7 +50,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     io::RecordReader reader(inputs, opt);
     io::JsonlParser parser(opt);
-    io::JsonlParser words(opt, true);
     static const size_t every_line = io::set_word_text_min_line(0);  // the fast path on short lines too
     (void)every_line;
     io::RawRecord raw;
@@ -64,6 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         continue;
       }
       FUZZ_CHECK(raw.kind == io::RawRecord::Kind::Line);
+      io::JsonlParser words(opt, true);  // fresh: one that met a \u escape parses the next lines whole
       const bool word_ok = words.parse(raw.bytes, inputs.sources()[raw.source], raw.line, w, word_problem);
       if (!parser.parse(raw.bytes, inputs.sources()[raw.source], raw.line, r, problem)) {
         FUZZ_CHECK(!problem.empty());

@@ -1012,7 +1012,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * m.input.data_bytes);
   // Word text (io::JsonlParser): each thread keeps the copy of the longest text below 4 MiB it
   // has read, escapes blanked; records of that size are likely among many shorter ones.
-  constexpr double kWordTextLine = 4.0 * (1 << 20);
+  constexpr auto kWordTextLine = static_cast<double>(io::kWordTextMaxLine);
   if (inputs_->all_jsonl() && Shingler::reads_words_only(spec_.shingle) && n > 0 && m.input.data_bytes / n < kWordTextLine)
     fixed += std::min(kWordTextLine * threads_, m.input.data_bytes);
   // A record being worked holds its line, its parsed text and its shingling's scratch: per byte of

@@ -18,12 +18,15 @@ namespace neardup::internal {
 
 inline constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
 
-/// MurmurHash3's 64-bit finaliser: a bijection with full avalanche.
+/// MurmurHash3's 64-bit finaliser: a bijection with full avalanche. Its two multipliers are
+/// named for the vector kernels that compute it lane by lane.
+inline constexpr uint64_t kFmixMul1 = 0xFF51AFD7ED558CCDULL;
+inline constexpr uint64_t kFmixMul2 = 0xC4CEB9FE1A85EC53ULL;
 constexpr uint64_t fmix64(uint64_t x) noexcept {
   x ^= x >> 33;
-  x *= 0xFF51AFD7ED558CCDULL;
+  x *= kFmixMul1;
   x ^= x >> 33;
-  x *= 0xC4CEB9FE1A85EC53ULL;
+  x *= kFmixMul2;
   x ^= x >> 33;
   return x;
 }

@@ -438,28 +438,28 @@ void Batch::add(io::RawRecord::Kind kind, std::string_view bytes, std::string_vi
 }
 
 void Batch::reuse() {
-  entries.clear();
-  raw.release();
-  ids.clear();
-  problems.clear();
-  ok.clear();
-  text_length.clear();
-  sigs.clear();
-  keys.clear();
-  fps = Fingerprints{};
-  simhashes.clear();
-  empty.clear();
-  fp_slot.clear();
-  sets.clear();
-  keys_kind.clear();
-  keys_num.clear();
-  keys_text_begin.clear();
-  keys_text_length.clear();
-  keys_text.clear();
-  shingles = invalid_utf8 = missing_ids = unspaced = 0;
-  t_parse = t_shingle = t_sketch = 0;
-  done = false;
-  bytes = 0;
+  // A fresh batch, so that no member is carried over by mistake; only the storage of the
+  // per-entry arrays (the largest, with sigs) is kept.
+  auto keep = [](auto& v) {
+    auto storage = std::move(v);
+    storage.clear();
+    return storage;
+  };
+  auto e = keep(entries);
+  auto i = keep(ids);
+  auto s = keep(sigs);
+  auto k = keep(keys);
+  auto t = keep(text_length);
+  auto o = keep(ok);
+  auto m = keep(empty);
+  *this = Batch{};
+  entries = std::move(e);
+  ids = std::move(i);
+  sigs = std::move(s);
+  keys = std::move(k);
+  text_length = std::move(t);
+  ok = std::move(o);
+  empty = std::move(m);
 }
 
 void Batch::adopt_line(io::RecordReader& reader, const io::RawRecord& line) {

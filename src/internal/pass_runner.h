@@ -75,8 +75,8 @@ struct Batch {
   std::string_view id_of(size_t i) const { return std::string_view(ids).substr(entries[i].id_begin, entries[i].id_length); }
   void add(io::RawRecord::Kind kind, std::string_view bytes, std::string_view id, size_t source, uint64_t line,
            uint64_t offset, DocId doc);
-  /// Empties the batch for the next records, keeping its arrays' room (every member above is
-  /// reset here; `raw` is let go: the runner hands record buffers on separately).
+  /// Empties the batch for the next records, keeping the room of its per-entry arrays (`raw` is
+  /// let go: the runner hands record buffers on separately).
   void reuse();
   /// The line `line` of an empty batch, taken over with the reader's buffer that holds it.
   void adopt_line(io::RecordReader& reader, const io::RawRecord& line);

@@ -460,7 +460,6 @@ struct JsonlParser::Impl {
   ReaderOptions opt;
   bool word_text = false;
   simdjson::dom::parser parser;
-  simdjson::ondemand::parser ondemand;
   std::string id_buf, sanitized, surrogates, skeleton;
   internal::ReallocBuffer words;
   uint64_t text_length = 0;
@@ -470,8 +469,7 @@ struct JsonlParser::Impl {
   bool missing_id = false;
   const char* kind = "";
 
-  bool fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out, std::string& problem,
-              std::string_view* blanked_text);
+  bool fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out, std::string& problem);
   bool parse_word_text(std::string_view line, const Source& source, uint64_t line_no, Record& out);
 };
 
@@ -486,13 +484,9 @@ const char* JsonlParser::problem_kind() const noexcept { return impl_->kind; }
 uint64_t JsonlParser::text_length() const noexcept { return impl_->text_length; }
 
 namespace {
-// Word text is tried on lines from the lower bound (shorter ones gain nothing from the second
-// parse, of the skeleton) up to below the upper one: on longer lines it measured no faster (one
-// 55 MB record: 39.6 ms against 38.6 ms for the full parse, both bound by memory bandwidth), and
-// the ondemand parser, where the walk cannot find the text, never holds the index of a line of
-// tens of MB beside the DOM parser's buffers.
+// Word text is tried on lines from this long (shorter ones gain nothing from the second parse, of
+// the skeleton) up to below kWordTextMaxLine (reader.h).
 std::atomic<size_t> word_text_min_line{256};
-constexpr size_t kWordTextMaxLine = size_t{4} << 20;
 }  // namespace
 
 size_t set_word_text_min_line(size_t bytes) noexcept { return word_text_min_line.exchange(bytes); }
@@ -537,45 +531,31 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
     m.kind = "malformed JSON";
     return false;
   }
-  if (!m.fields(doc, source, line_no, out, problem, nullptr)) return false;
+  if (!m.fields(doc, source, line_no, out, problem)) return false;
   m.text_length = out.text.size();
   return true;
 }
 
-// The record's fields from its parsed line. With blanked_text (the skeleton of parse_word_text),
-// the text field must be the one empty string blanked there, and the text is *blanked_text.
+// The record's fields from its parsed line.
 bool JsonlParser::Impl::fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out,
-                               std::string& problem, std::string_view* blanked_text) {
+                               std::string& problem) {
   simdjson::dom::object obj;
   if (doc.get_object().get(obj)) {
     problem = std::string("the line is ") + type_name(doc.type()) + ", not a JSON object";
     kind = "not a JSON object";
     return false;
   }
+  simdjson::dom::element text_el;
+  if (find_field(obj, opt.text_field, text_el)) {
+    problem = "missing text field \"" + opt.text_field + "\" (choose another with " NEARDUP_OPT("text_field") "; nested fields as a.b)";
+    kind = "missing text field";
+    return false;
+  }
   std::string_view text;
-  if (blanked_text) {
-    // Exactly one field of that name (the ondemand lookup compares keys as written, the DOM one
-    // decoded: "te\u0078t" would be found by one only), and it is the blanked one.
-    int found = 0;
-    for (const auto field : obj)
-      if (field.key == opt.text_field) {
-        ++found;
-        if (field.value.get_string().get(text) || !text.empty()) return false;
-      }
-    if (found != 1) return false;
-    text = *blanked_text;
-  } else {
-    simdjson::dom::element text_el;
-    if (find_field(obj, opt.text_field, text_el)) {
-      problem = "missing text field \"" + opt.text_field + "\" (choose another with " NEARDUP_OPT("text_field") "; nested fields as a.b)";
-      kind = "missing text field";
-      return false;
-    }
-    if (text_el.get_string().get(text)) {
-      problem = "text field \"" + opt.text_field + "\" is " + type_name(text_el.type()) + ", not a string";
-      kind = "text not a string";
-      return false;
-    }
+  if (text_el.get_string().get(text)) {
+    problem = "text field \"" + opt.text_field + "\" is " + type_name(text_el.type()) + ", not a string";
+    kind = "text not a string";
+    return false;
   }
   simdjson::dom::element id_el;
   if (find_field(obj, opt.id_field, id_el)) {
@@ -615,10 +595,6 @@ bool JsonlParser::Impl::fields(simdjson::dom::element doc, const Source& source,
       }
     }
   }
-  if (blanked_text) {
-    out.text = text;
-    return true;
-  }
   if (!limit_doc_text(text, opt, problem)) {
     kind = "longer than " NEARDUP_OPT("max_doc_bytes");
     return false;
@@ -632,11 +608,11 @@ namespace {
 inline bool json_space(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 // Where the string value of the top-level field `key` starts (the byte after its opening quote),
-// found by walking the line's tokens up to it; npos when the walk cannot tell within `budget`
-// bytes (a long field before it, or a key written with escapes), or when the field's value is not
-// a string. Only strings and brackets are followed: the skeleton's parse validates the rest.
-size_t top_level_string_value(std::string_view line, std::string_view key, size_t budget) {
-  const size_t n = std::min(line.size(), budget);
+// found by walking the line's tokens up to it; npos when there is no such field written without
+// escapes, or its value is not a string. Only strings and brackets are followed: the skeleton's
+// parse validates the rest.
+size_t top_level_string_value(std::string_view line, std::string_view key) {
+  const size_t n = line.size();
   int depth = 0;
   size_t i = 0;
   while (i < n) {
@@ -673,30 +649,34 @@ size_t top_level_string_value(std::string_view line, std::string_view key, size_
   return std::string_view::npos;
 }
 
+// Whether the skeleton's text field is the one parse_word_text blanked: exactly one top-level
+// field of that name, an empty string. The walk compares keys as written and the DOM parser
+// decoded ("te\u0078t" is found by the second only), and both take the first of repeated keys.
+bool blanked_text_field(simdjson::dom::element doc, std::string_view name) {
+  simdjson::dom::object obj;
+  if (doc.get_object().get(obj)) return false;
+  int found = 0;
+  for (const auto field : obj) {
+    if (field.key != name) continue;
+    std::string_view text;
+    if (++found > 1 || field.value.get_string().get(text) || !text.empty()) return false;
+  }
+  return found == 1;
+}
+
 }  // namespace
 
-// The fast path of word text (JsonlParser's constructor): the text field's raw contents are
-// located (by a walk over the tokens before it, or simdjson's ondemand index when the walk
-// cannot tell), turned into word text by the json_word_text kernel, which also validates them
-// and finds their end, and the rest of the line (the skeleton: the line with those contents cut
-// out) is parsed by the DOM parser, which validates it and gives the other fields as the full
-// parse would; the line's UTF-8 is validated whole. False, with nothing reported, where the full
-// parse must decide: anything it would reject or decode differently (a \u escape, a text over
-// max_doc_bytes, a field name written with escapes).
+// The fast path of word text (JsonlParser's constructor): the text field's raw contents are found
+// by a walk over the tokens before them, turned into word text by the json_word_text kernel,
+// which also validates them and finds their end, and validated as UTF-8; the rest of the line
+// (the skeleton: the line with those contents cut out) is parsed by the DOM parser, which
+// validates it and gives the other fields as the full parse would. False, with nothing reported,
+// where the full parse must decide: anything it would reject or decode differently (a \u escape,
+// a text over max_doc_bytes, a field name written with escapes).
 bool JsonlParser::Impl::parse_word_text(std::string_view line, const Source& source, uint64_t line_no, Record& out) {
   if (opt.text_field.find('.') != std::string::npos) return false;  // a dotted path: find_field's rules
-  size_t begin = top_level_string_value(line, opt.text_field, 4096);
-  if (begin == std::string_view::npos) {
-    simdjson::ondemand::document od;
-    if (ondemand.iterate(simdjson::padded_string_view(line.data(), line.size(), line.size() + kPadding)).get(od)) return false;
-    simdjson::ondemand::object obj;
-    simdjson::ondemand::value value;
-    simdjson::ondemand::json_type type;
-    if (od.get_object().get(obj) || obj.find_field_unordered(opt.text_field).get(value) || value.type().get(type) ||
-        type != simdjson::ondemand::json_type::string)
-      return false;
-    begin = static_cast<size_t>(value.raw_json_token().data() - line.data()) + 1;
-  }
+  const size_t begin = top_level_string_value(line, opt.text_field);
+  if (begin == std::string_view::npos) return false;
   const size_t avail = line.size() - begin;
   if (words.size() < avail + 64) words.resize(avail + 64);
   uint64_t blanked = 0;
@@ -707,18 +687,19 @@ bool JsonlParser::Impl::parse_word_text(std::string_view line, const Source& sou
   if (status != internal::kJsonWordTextOk) return false;
   const uint64_t decoded = n - blanked / 2;
   if (decoded > opt.max_doc_bytes) return false;  // cut by limit_doc_text, at a decoded position
-  if (!simdjson::validate_utf8(line.data(), line.size())) return false;
+  // The skeleton's parse validates its own UTF-8; the contents are bordered by ASCII quotes.
+  if (!simdjson::validate_utf8(line.data() + begin, n)) return false;
   skeleton.assign(line.data(), begin);
   skeleton.append(line.data() + begin + n, line.size() - begin - n);
   skeleton.reserve(skeleton.size() + kPadding);
   simdjson::dom::element doc;
-  if (parser.parse(skeleton.data(), skeleton.size(), false).get(doc)) return false;
+  if (parser.parse(skeleton.data(), skeleton.size(), false).get(doc) || !blanked_text_field(doc, opt.text_field)) return false;
   replaced = false;
   missing_id = false;
   kind = "";
   std::string problem;
-  std::string_view text(words.data(), n);
-  if (!fields(doc, source, line_no, out, problem, &text)) return false;
+  if (!fields(doc, source, line_no, out, problem)) return false;
+  out.text = std::string_view(words.data(), n);
   text_length = decoded;
   return true;
 }

@@ -35,5 +35,23 @@ inline uint64_t escaped_bytes(uint64_t bs, uint64_t& carry) noexcept {
   return escaped;
 }
 
+// A block of a string's contents, from its masks of backslashes, bytes below 0x20 and quotes:
+// the bytes escaped, and the closing quote if it is in this block (the first quote not escaped).
+// Every mask comes back cut before the closing quote: what follows it is not the string's.
+struct StringBlock {
+  uint64_t backslashes, controls, escaped, closing;
+};
+inline StringBlock string_block(uint64_t bs, uint64_t ctl, uint64_t quotes, uint64_t& carry) noexcept {
+  StringBlock b{bs, ctl, (bs | carry) != 0 ? escaped_bytes(bs, carry) : 0, 0};
+  b.closing = quotes & ~b.escaped;
+  if (b.closing != 0) {
+    const uint64_t mine = (b.closing & -b.closing) - 1;
+    b.backslashes &= mine;
+    b.controls &= mine;
+    b.escaped &= mine;
+  }
+  return b;
+}
+
 }  // namespace
 }  // namespace neardup::internal

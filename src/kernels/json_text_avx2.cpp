@@ -55,31 +55,24 @@ int json_word_text_avx2(const uint8_t* in, size_t avail, uint8_t* out, uint64_t*
       qs &= own;
       ctl &= own;
     }
-    uint64_t escaped = (bs | carry) != 0 ? escaped_bytes(bs, carry) : 0;
-    const uint64_t closing = qs & ~escaped;
-    if (closing != 0) {  // up to the closing quote: what follows it is not the string's
-      const uint64_t mine = (closing & -closing) - 1;
-      bs &= mine;
-      ctl &= mine;
-      escaped &= mine;
-    }
-    if ((bs | ctl | escaped) == 0) {
+    const StringBlock b = string_block(bs, ctl, qs, carry);
+    if ((b.backslashes | b.controls | b.escaped) == 0) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at), x0);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at + 32), x1);
     } else {
-      if (ctl != 0) return kJsonWordTextInvalid;
-      if ((escaped & ~mask_of(separator_escapes(x0), separator_escapes(x1))) != 0) {
+      if (b.controls != 0) return kJsonWordTextInvalid;
+      if ((b.escaped & ~mask_of(separator_escapes(x0), separator_escapes(x1))) != 0) {
         const __m256i u = _mm256_set1_epi8('u');
-        return (escaped & mask_of(_mm256_cmpeq_epi8(x0, u), _mm256_cmpeq_epi8(x1, u))) != 0 ? kJsonWordTextDecode : kJsonWordTextInvalid;
+        return (b.escaped & mask_of(_mm256_cmpeq_epi8(x0, u), _mm256_cmpeq_epi8(x1, u))) != 0 ? kJsonWordTextDecode : kJsonWordTextInvalid;
       }
-      const uint64_t blank = bs | escaped;
+      const uint64_t blank = b.backslashes | b.escaped;
       count += static_cast<uint64_t>(std::popcount(blank));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at), _mm256_blendv_epi8(x0, space, bytes_of(static_cast<uint32_t>(blank))));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at + 32),
                           _mm256_blendv_epi8(x1, space, bytes_of(static_cast<uint32_t>(blank >> 32))));
     }
-    if (closing != 0) {
-      *length = at + static_cast<size_t>(std::countr_zero(closing));
+    if (b.closing != 0) {
+      *length = at + static_cast<size_t>(std::countr_zero(b.closing));
       *blanked += count;
       return kJsonWordTextOk;
     }

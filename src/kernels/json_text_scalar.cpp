@@ -18,26 +18,20 @@ int json_word_text_scalar(const uint8_t* in, size_t avail, uint8_t* out, uint64_
       ctl |= static_cast<uint64_t>(in[at + i] < 0x20) << i;
       quote |= static_cast<uint64_t>(in[at + i] == '"') << i;
     }
-    uint64_t escaped = escaped_bytes(bs, carry);
-    const uint64_t closing = quote & ~escaped;
-    // Up to the closing quote: what follows it is not the string's.
-    const uint64_t mine = closing != 0 ? (closing & -closing) - 1 : ~uint64_t{0};
-    bs &= mine;
-    ctl &= mine;
-    escaped &= mine;
-    if (ctl != 0) return kJsonWordTextInvalid;
+    const StringBlock b = string_block(bs, ctl, quote, carry);
+    if (b.controls != 0) return kJsonWordTextInvalid;
     bool bad = false, u = false;  // a \u anywhere in the block takes precedence, as in the vector kernels
-    for (uint64_t e = escaped; e != 0; e &= e - 1) {
+    for (uint64_t e = b.escaped; e != 0; e &= e - 1) {
       const uint8_t c = in[at + static_cast<size_t>(std::countr_zero(e))];
       bad |= !separator_escape(c);
       u |= c == 'u';
     }
     if (bad) return u ? kJsonWordTextDecode : kJsonWordTextInvalid;
-    const uint64_t blank = bs | escaped;
+    const uint64_t blank = b.backslashes | b.escaped;
     count += static_cast<uint64_t>(std::popcount(blank));
     for (uint64_t x = blank; x != 0; x &= x - 1) out[at + static_cast<size_t>(std::countr_zero(x))] = ' ';
-    if (closing != 0) {
-      *length = at + static_cast<size_t>(std::countr_zero(closing));
+    if (b.closing != 0) {
+      *length = at + static_cast<size_t>(std::countr_zero(b.closing));
       *blanked += count;
       return kJsonWordTextOk;
     }

@@ -2,6 +2,7 @@
 
 #include <bit>
 
+#include "internal/hash.h"
 #include "kernels/shingle_kernels.h"
 #include "neardup/shingle.h"
 
@@ -31,8 +32,8 @@ void combine_shingles_avx2(const uint64_t* t, size_t n, size_t k, uint64_t c, ui
     right[j] = _mm256_set1_epi64x(64 - s);  // a count of 64 shifts every bit out: rotl by 0 is v
   }
   const __m256i vc = _mm256_set1_epi64x(static_cast<long long>(c));
-  const __m256i m1 = _mm256_set1_epi64x(static_cast<long long>(0xFF51AFD7ED558CCDULL));
-  const __m256i m2 = _mm256_set1_epi64x(static_cast<long long>(0xC4CEB9FE1A85EC53ULL));
+  const __m256i m1 = _mm256_set1_epi64x(static_cast<long long>(kFmixMul1));
+  const __m256i m2 = _mm256_set1_epi64x(static_cast<long long>(kFmixMul2));
   size_t i = 0;
   // Lane l of the block at i reads t[i + l + j] for j < k: within t[0, n) while i + 4 <= m.
   for (; i + 4 <= m; i += 4) {

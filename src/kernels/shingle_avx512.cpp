@@ -1,5 +1,6 @@
 #include <immintrin.h>
 
+#include "internal/hash.h"
 #include "kernels/shingle_kernels.h"
 #include "neardup/shingle.h"
 
@@ -11,8 +12,8 @@ void combine_shingles_avx512(const uint64_t* t, size_t n, size_t k, uint64_t c, 
   __m512i rot[8];
   for (size_t j = 0; j < 8; ++j) rot[j] = _mm512_set1_epi64(static_cast<long long>((j * kShingleRotation) & 63));
   const __m512i vc = _mm512_set1_epi64(static_cast<long long>(c));
-  const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(0xFF51AFD7ED558CCDULL));
-  const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(0xC4CEB9FE1A85EC53ULL));
+  const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(kFmixMul1));
+  const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(kFmixMul2));
   // Lane l of a block at i reads t[i + l + j] for j < k: within t[0, n) for every window l < m - i.
   const auto block = [&](size_t i, __mmask8 lanes) {
     __m512i y = _mm512_maskz_loadu_epi64(lanes, t + i);
