@@ -240,3 +240,21 @@ void BM_TextToSignature(benchmark::State& state) {
   state.SetLabel(state.range(0) == 0 ? "minhash:128" : "oph:128");
 }
 BENCHMARK(BM_TextToSignature)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
+
+// One long text's set, made a piece at a time on two threads (piecewise_shingle_set), against
+// the whole text's set made on one (Shingler::shingle_set): the texts of the corpus joined.
+void BM_LongTextSet(benchmark::State& state) {
+  static const std::string text = [] {
+    std::string t;
+    for (const auto& x : texts()) (t += x) += '\n';
+    return t;
+  }();
+  Shingler s({ShingleKind::Words, 5, kDefaultSeed});
+  for (auto _ : state) {
+    const std::vector<ShingleHash> set = state.range(0) ? piecewise_shingle_set(s, text, 2) : s.shingle_set(text);
+    benchmark::DoNotOptimize(set.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+  state.SetLabel(state.range(0) ? "pieces, 2 threads" : "whole, 1 thread");
+}
+BENCHMARK(BM_LongTextSet)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseRealTime();

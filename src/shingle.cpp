@@ -6,6 +6,8 @@
 
 #include "internal/scratch.h"
 #include "internal/hash.h"
+#include "internal/hash_partition.h"
+#include "internal/parallel.h"
 #include "internal/realloc_buffer.h"
 #include "internal/sorted_merge.h"
 #include "kernels/dispatch.h"
@@ -121,24 +123,35 @@ ShingleHash* append_distinct(const ShingleHash* v, size_t n, ShingleHash* w) noe
   return w;
 }
 
-// One most-significant-digit pass: src[0, n), whose top `done` bits are all equal, is counted and
-// scattered into scratch[0, n) by the next b bits, 2^b between n and 2n buckets so that most hold
-// one hash or none (the hashes are uniform); an insertion pass then moves the few that share a
-// bucket, and the distinct values are appended at w (twice as many buckets cost more in counting
-// and prefix sums than the insertion pass saves: 15% slower at 10,000 hashes). w may be src or
-// scratch, or precede them, provided it never passes the bucket being read.
-ShingleHash* bucket_sort_unique(const ShingleHash* src, ShingleHash* scratch, size_t n, int done, ShingleHash* w,
-                                std::vector<uint32_t>& count) {
+// One most-significant-digit pass: the n hashes of the runs each_run(f) passes to f(run, length),
+// whose top `done` bits are all equal, are counted and scattered into scratch[0, n) by the next b
+// bits, 2^b between n and 2n buckets so that most hold one hash or none (the hashes are uniform);
+// an insertion pass then moves the few that share a bucket, and the distinct values are appended
+// at w (twice as many buckets cost more in counting and prefix sums than the insertion pass
+// saves: 15% slower at 10,000 hashes). w may be a run or scratch, or precede them, provided it
+// never passes the bucket being read.
+template <class EachRun>
+ShingleHash* bucket_sort_unique_runs(EachRun&& each_run, size_t n, ShingleHash* scratch, int done, ShingleHash* w,
+                                     std::vector<uint32_t>& count) {
   const int b = std::clamp(static_cast<int>(std::bit_width(n)), 1, 16);
   const int shift = 64 - done - b;
   const uint64_t mask = (uint64_t{1} << b) - 1;
   const size_t buckets = size_t{1} << b;
   count.assign(buckets + 1, 0);
-  for (size_t i = 0; i < n; ++i) ++count[((src[i] >> shift) & mask) + 1];
+  each_run([&](const ShingleHash* src, size_t len) {
+    for (size_t i = 0; i < len; ++i) ++count[((src[i] >> shift) & mask) + 1];
+  });
   for (size_t d = 1; d <= buckets; ++d) count[d] += count[d - 1];
-  for (size_t i = 0; i < n; ++i) scratch[count[(src[i] >> shift) & mask]++] = src[i];
+  each_run([&](const ShingleHash* src, size_t len) {
+    for (size_t i = 0; i < len; ++i) scratch[count[(src[i] >> shift) & mask]++] = src[i];
+  });
   insertion_sort(scratch, n);
   return append_distinct(scratch, n, w);
+}
+
+ShingleHash* bucket_sort_unique(const ShingleHash* src, ShingleHash* scratch, size_t n, int done, ShingleHash* w,
+                                std::vector<uint32_t>& count) {
+  return bucket_sort_unique_runs([&](auto&& f) { f(src, n); }, n, scratch, done, w, count);
 }
 
 }  // namespace
@@ -198,6 +211,88 @@ std::vector<ShingleHash> sorted_set(std::span<const ShingleHash> hashes) {
   internal::trim_scratch(count);
   return out;
 }
+
+namespace internal {
+
+int HashPartition::top_bits(size_t n) noexcept {
+  // About 4,096 hashes a bucket: 32 KB, sorted in the first level of the cache.
+  return std::clamp(static_cast<int>(std::bit_width(n / 4096)), 1, 12);
+}
+
+HashPartition::HashPartition(size_t parts, size_t expected) : bits_(top_bits(expected)), buckets_(size_t{1} << bits_), parts_(parts) {}
+
+void HashPartition::add(size_t part, std::span<const ShingleHash> hashes) {
+  if (hashes.size() > UINT32_MAX) throw UsageError("HashPartition::add: a part holds under 2^32 hashes (cut the text into smaller pieces)");
+  Part& p = parts_.at(part);
+  const int shift = 64 - bits_;
+  p.start.assign(buckets_ + 1, 0);
+  for (const ShingleHash h : hashes) ++p.start[(h >> shift) + 1];
+  for (size_t d = 1; d <= buckets_; ++d) p.start[d] += p.start[d - 1];
+  p.hashes = std::make_unique_for_overwrite<ShingleHash[]>(hashes.size());
+  thread_local std::vector<uint32_t> next;
+  next.assign(p.start.begin(), p.start.end() - 1);
+  ShingleHash* out = p.hashes.get();
+  for (const ShingleHash h : hashes) out[next[h >> shift]++] = h;
+  trim_scratch(next);
+}
+
+std::vector<ShingleHash> HashPartition::sorted_set(int threads) {
+  // Buckets in chunks, handed out dynamically. Each bucket's distinct hashes are written back
+  // over its own runs, in order (there are no more of them than it held), and copied into the
+  // set once every bucket's count is known.
+  auto each_run = [this](size_t d, auto&& f) {
+    for (Part& p : parts_)
+      if (!p.start.empty() && p.start[d + 1] > p.start[d]) f(p.hashes.get() + p.start[d], size_t{p.start[d + 1] - p.start[d]});
+  };
+  thread_local std::vector<uint32_t> count;
+  thread_local ReallocBuffer scratch;
+  auto grow = [](size_t n) {
+    if (scratch.size() < n * sizeof(ShingleHash)) scratch.resize(n * sizeof(ShingleHash));
+    return reinterpret_cast<ShingleHash*>(scratch.data());
+  };
+  auto trim = [] {
+    if (scratch.size() > kScratchKeepBytes) scratch.resize(0);
+    trim_scratch(count);
+  };
+  const size_t chunk = std::max<size_t>(1, buckets_ / 64);
+  const size_t chunks = (buckets_ + chunk - 1) / chunk;
+  std::vector<size_t> distinct(buckets_ + 1, 0);
+  parallel_for(chunks, threads, [&](size_t c, size_t) {
+    for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) {
+      size_t n = 0;
+      each_run(d, [&](const ShingleHash*, size_t len) { n += len; });
+      if (n == 0) continue;
+      ShingleHash* s = grow(n);
+      const ShingleHash* end =
+          bucket_sort_unique_runs([&](auto&& f) { each_run(d, f); }, n, s, bits_, s, count);
+      distinct[d + 1] = static_cast<size_t>(end - s);
+      const ShingleHash* from = s;
+      each_run(d, [&](ShingleHash* run, size_t len) {
+        const size_t take = std::min(len, static_cast<size_t>(end - from));
+        std::copy(from, from + take, run);
+        from += take;
+      });
+    }
+    trim();
+  });
+  for (size_t d = 1; d <= buckets_; ++d) distinct[d] += distinct[d - 1];
+  std::vector<ShingleHash> out(distinct[buckets_]);
+  parallel_for(chunks, threads, [&](size_t c, size_t) {
+    for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) {
+      ShingleHash* to = out.data() + distinct[d];
+      size_t left = distinct[d + 1] - distinct[d];
+      each_run(d, [&](const ShingleHash* run, size_t len) {
+        const size_t take = std::min(len, left);
+        to = std::copy(run, run + take, to);
+        left -= take;
+      });
+    }
+  });
+  parts_.clear();
+  return out;
+}
+
+}  // namespace internal
 
 double jaccard(std::span<const ShingleHash> a, std::span<const ShingleHash> b) noexcept {
   if (a.empty() || b.empty()) return 0.0;

@@ -9,6 +9,7 @@
 
 #include "internal/scratch.h"
 #include "internal/hash.h"
+#include "internal/hash_partition.h"
 #include "internal/parallel.h"
 #include "neardup/allpairs.h"
 #include "neardup/error.h"
@@ -179,35 +180,17 @@ std::vector<ShingleHash> DocumentSketcher::set() const {
 std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_view text, int threads, size_t piece_bytes,
                                                size_t* shingles) {
   if (!shingler.splits_at_spaces()) throw UsageError("piecewise_shingle_set() needs plain word shingles");
-  // Each piece's set made on its own (in parallel), then merged pairwise, dropping the values
-  // both sides hold: the scratch is a piece's, not the text's.
+  // Each piece's shingles are split by their top bits as they are made (in parallel), and the
+  // buckets sorted across pieces (internal::HashPartition): the scratch is a piece's, and the set
+  // is made without merging sorted pieces level by level.
   const Pieces pieces(text, piece_bytes);
   const size_t k = static_cast<size_t>(shingler.options().k);
-  std::vector<std::vector<ShingleHash>> sets(pieces.size());
-  const size_t total = pieces.each_piece(shingler, threads, [&](size_t i, std::span<const ShingleHash> sh) { sets[i] = sorted_set(sh); });
+  internal::HashPartition partition(pieces.size(), text.size() / 6);  // about a word per 6 bytes
+  const size_t total = pieces.each_piece(shingler, threads, [&](size_t i, std::span<const ShingleHash> sh) { partition.add(i, sh); });
   // n words make n - k + 1 shingles, or one of them all when fewer than k.
   if (shingles) *shingles = total >= k ? total - k + 1 : (total > 0 ? 1 : 0);
   if (total <= k) return shingler.shingle_set(text);  // one shingle of every word, or none
-  while (sets.size() > 1) {
-    std::vector<std::vector<ShingleHash>> next((sets.size() + 1) / 2);
-    internal::parallel_for(next.size(), threads, [&](size_t j, size_t) {
-      if (2 * j + 1 == sets.size()) {
-        next[j] = std::move(sets[2 * j]);
-        return;
-      }
-      const auto& a = sets[2 * j];
-      const auto& b = sets[2 * j + 1];
-      next[j].resize(a.size() + b.size());
-      const auto end = std::set_union(a.begin(), a.end(), b.begin(), b.end(), next[j].begin());
-      next[j].resize(static_cast<size_t>(end - next[j].begin()));
-      std::vector<ShingleHash>().swap(sets[2 * j]);
-      std::vector<ShingleHash>().swap(sets[2 * j + 1]);
-    });
-    sets.swap(next);
-  }
-  if (sets.empty()) return {};
-  shrink_set(sets[0]);
-  return std::move(sets[0]);
+  return partition.sorted_set(threads);
 }
 
 bool DocumentSketcher::can_split() const noexcept { return impl_->hasher && impl_->shingler.splits_at_spaces(); }

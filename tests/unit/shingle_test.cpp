@@ -9,6 +9,7 @@
 #include <string>
 
 #include "internal/hash.h"
+#include "internal/hash_partition.h"
 #include "kernels/shingle_kernels.h"
 #include "neardup/cpu.h"
 #include "neardup/error.h"
@@ -213,6 +214,32 @@ TEST(Shingle, MakeSetEqualsSortUnique) {
   std::sort(want.begin(), want.end());
   want.erase(std::unique(want.begin(), want.end()), want.end());
   EXPECT_EQ(sorted_set(v), want);
+}
+
+// A set made from parts split by their top bits (the pieces of a long text) equals sorted_set of
+// all the parts' hashes together: values repeated within and across parts, parts left empty or
+// never added, the extreme values, every number of buckets (from the expected count) and 1 or 2
+// threads.
+TEST(Shingle, HashPartitionEqualsSortedSet) {
+  std::mt19937_64 rng(12);
+  for (const size_t expected : {size_t{0}, size_t{5000}, size_t{100000}, size_t{1} << 24}) {
+    for (const int threads : {1, 2}) {
+      const size_t parts = 1 + rng() % 9;
+      std::vector<std::vector<ShingleHash>> v(parts);
+      std::vector<ShingleHash> all;
+      for (size_t p = 0; p + 1 < parts; ++p) {  // the last part is never added
+        v[p].resize(p == 1 ? 0 : rng() % 40000);
+        for (auto& x : v[p]) x = !all.empty() && rng() % 4 == 0 ? all[rng() % all.size()] : rng();
+        if (v[p].size() > 2) v[p][0] = 0, v[p][1] = ~uint64_t{0};
+        all.insert(all.end(), v[p].begin(), v[p].end());
+      }
+      internal::HashPartition partition(parts, expected);
+      for (size_t p = 0; p + 1 < parts; ++p) partition.add(p, v[p]);
+      EXPECT_EQ(partition.sorted_set(threads), sorted_set(all)) << "expected " << expected << ", " << parts << " parts";
+    }
+  }
+  EXPECT_GE(internal::HashPartition::top_bits(size_t{1} << 24), 12);
+  EXPECT_EQ(internal::HashPartition::top_bits(0), 1);
 }
 
 // jaccard_at_least is jaccard at or above its floor and below the floor elsewhere, for sets of
