@@ -180,6 +180,7 @@ class PassRunner {
   // Hands the batch's record buffer to the next batches, or lets it go: the records in flight
   // are bounded by the bytes of the batches not yet worked, so a worked one keeps none.
   void give_back_raw(Batch& b) {
+    b.blocks.clear();
     if (b.raw.capacity() <= kSpareRawBytes) {
       b.raw.clear();
       std::lock_guard<std::mutex> lock(shared_->mu);
@@ -235,7 +236,7 @@ class PassRunner {
     auto batch = new_batch();
     io::RawRecord raw;
     io::Record rec;
-    auto full = [&] { return batch->raw.size() >= kBatchBytes || batch->size() >= kBatchDocs; };
+    auto full = [&] { return batch->raw.size() + batch->shared_bytes >= kBatchBytes || batch->size() >= kBatchDocs; };
     for (;;) {
       if (pass_.filter) {
         // Parsed here: the ordinal is known, and the filter decides.
@@ -247,12 +248,15 @@ class PassRunner {
         if (!reader_.next_raw(raw)) break;
         ++records_;
         if (raw.kind == Kind::Line && raw.bytes.size() >= large_line_bytes.load(std::memory_order_relaxed)) {
-          // A large line goes on in the reader's buffer, in a batch of its own: not copied.
+          // A large line goes in a batch of its own.
           if (!batch->entries.empty()) {
             push(std::move(batch));
             batch = new_batch();
           }
-          batch->adopt_line(reader_, raw);
+          if (auto owner = reader_.share_line())
+            batch->add_shared(raw, std::move(owner));
+          else
+            batch->add(raw.kind, raw.bytes, {}, raw.source, raw.line, raw.offset, 0);
           push(std::move(batch));
           batch = new_batch();
           report_progress();
@@ -261,7 +265,11 @@ class PassRunner {
           continue;
         }
         if (raw.kind == Kind::Bad) batch->problems.push_back({batch->size(), raw.problem, raw.problem_kind, std::string()});
-        batch->add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line, raw.offset, 0);
+        std::shared_ptr<const void> owner = raw.kind == Kind::Line ? reader_.share_line() : nullptr;
+        if (owner)
+          batch->add_shared(raw, std::move(owner));
+        else
+          batch->add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line, raw.offset, 0);
       }
       if (full()) {
         push(std::move(batch));
@@ -284,9 +292,9 @@ class PassRunner {
   // of MB come in groups) would otherwise hold a queue of them, each with its parser's copy.
   void push(std::unique_ptr<Batch> b) {
     b->raw.resize(b->raw.size() + io::JsonlParser::kPadding);
-    wait_for_room(b->raw.size());
+    wait_for_room(b->raw.size() + b->shared_bytes);
     Batch* raw = b.get();
-    raw->bytes = raw->raw.size();
+    raw->bytes = raw->raw.size() + raw->shared_bytes;
     in_flight_.push_back(std::move(b));
     for (;;) {
       {
@@ -462,19 +470,19 @@ void Batch::reuse() {
   empty = std::move(m);
 }
 
-void Batch::adopt_line(io::RecordReader& reader, const io::RawRecord& line) {
-  NEARDUP_ASSERT(entries.empty() && line.kind == io::RawRecord::Kind::Line);
+void Batch::add_shared(const io::RawRecord& line, std::shared_ptr<const void> owner) {
+  NEARDUP_ASSERT(line.kind == io::RawRecord::Kind::Line);
   Entry e;
   e.kind = line.kind;
   e.source = static_cast<uint32_t>(line.source);
   e.raw_length = static_cast<uint32_t>(line.bytes.size());
+  e.at = line.bytes.data();
   e.line = line.line;
   e.offset = line.offset;
-  ReallocBuffer buf;
-  reader.take_line_buffer(buf, e.raw_begin);
-  NEARDUP_ASSERT(buf.data() + e.raw_begin == line.bytes.data());
-  raw.adopt(std::move(buf), e.raw_begin + line.bytes.size());
+  e.id_begin = ids.size();
   entries.push_back(e);
+  shared_bytes += line.bytes.size();
+  if (blocks.empty() || blocks.back() != owner) blocks.push_back(std::move(owner));
 }
 
 }  // namespace neardup::internal

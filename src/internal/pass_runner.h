@@ -35,7 +35,8 @@ struct Batch {
     io::RawRecord::Kind kind = io::RawRecord::Kind::Line;
     uint32_t source = 0;
     uint32_t raw_length = 0;  // Line: the raw line; Parsed: the text
-    size_t raw_begin = 0;     // in `raw`
+    size_t raw_begin = 0;     // in `raw`, unless at
+    const char* at = nullptr;  // a line shared by the reader: in one of `blocks`
     uint64_t line = 0, offset = 0;
     size_t id_begin = 0, id_length = 0;  // in `ids`, once parsed
     DocId doc = 0;                       // parsed on the reading thread: its ordinal
@@ -47,7 +48,11 @@ struct Batch {
     std::string raw;  // the line, when rejects are written
   };
   std::vector<Entry> entries;
-  ByteArray raw;  // lines and texts back to back, then JsonlParser::kPadding bytes
+  ByteArray raw;  // texts (and lines not shared) back to back, then JsonlParser::kPadding bytes
+  // The reader's buffers that hold the batch's shared lines (RecordReader::share_line): the
+  // lines are not copied; the buffers go back to the reader when the batch is worked.
+  std::vector<std::shared_ptr<const void>> blocks;
+  size_t shared_bytes = 0;
   std::string ids;
   std::vector<Problem> problems;  // bad entries, in entry order
   // Results, by entry.
@@ -71,15 +76,15 @@ struct Batch {
   size_t bytes = 0;   // of `raw` when queued (workers let `raw` go once done)
 
   size_t size() const { return entries.size(); }
-  std::string_view raw_of(const Entry& e) const { return {raw.data() + e.raw_begin, e.raw_length}; }
+  std::string_view raw_of(const Entry& e) const { return {e.at ? e.at : raw.data() + e.raw_begin, e.raw_length}; }
   std::string_view id_of(size_t i) const { return std::string_view(ids).substr(entries[i].id_begin, entries[i].id_length); }
   void add(io::RawRecord::Kind kind, std::string_view bytes, std::string_view id, size_t source, uint64_t line,
            uint64_t offset, DocId doc);
   /// Empties the batch for the next records, keeping the room of its per-entry arrays (`raw` is
   /// let go: the runner hands record buffers on separately).
   void reuse();
-  /// The line `line` of an empty batch, taken over with the reader's buffer that holds it.
-  void adopt_line(io::RecordReader& reader, const io::RawRecord& line);
+  /// A line that stays where the reader read it, in the buffer that `owner` keeps.
+  void add_shared(const io::RawRecord& line, std::shared_ptr<const void> owner);
 };
 
 /// What a pass does with its records. `slot` numbers the thread that works a batch, below

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include <fnmatch.h>
 
@@ -718,14 +719,57 @@ bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::s
   return true;
 }
 
+// Buffers of LineBuffer let go by the lines shared out of them, for the next ones: a reading pass
+// goes through its input a buffer at a time, and a reused buffer is not faulted in again.
+class BufferPool {
+ public:
+  static constexpr size_t kKeep = 8;                      // buffers
+  static constexpr size_t kKeepBytes = size_t{32} << 20;  // in all
+  internal::ReallocBuffer take(size_t bytes) {
+    internal::ReallocBuffer b;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        b = std::move(free_.back());
+        free_.pop_back();
+        bytes_ -= b.size();
+      }
+    }
+    if (b.size() < bytes) b.resize(bytes);
+    return b;
+  }
+  void give(internal::ReallocBuffer b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (b.size() == 0 || free_.size() >= kKeep || bytes_ + b.size() > kKeepBytes) return;
+    bytes_ += b.size();
+    free_.push_back(std::move(b));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<internal::ReallocBuffer> free_;
+  size_t bytes_ = 0;
+};
+
 // The lines of one source's decompressed bytes, viewed in place: data in buf[begin, end), with
 // kPad bytes past `end` always allocated, so a line can be handed to simdjson without copying.
+// A buffer that lines were shared out of (share()) is never written again: before the next write
+// the unread bytes move to another buffer, and the shared one goes to its last holder.
 class LineBuffer {
  public:
   static constexpr size_t kPad = simdjson::SIMDJSON_PADDING;
   static constexpr size_t kStartBytes = size_t{1} << 20;
   static constexpr size_t kShrinkBytes = size_t{8} << 20;
   explicit LineBuffer(uint64_t max_record_bytes) : max_record_bytes_(max_record_bytes), buf(kStartBytes) {}
+
+  // The owner of the buffer that holds the lines returned so far: while it lives, they keep their
+  // bytes (and the kPad past each line's end: the bytes after it, or the buffer's padding).
+  std::shared_ptr<const void> share() {
+    if (!holder_) holder_ = std::make_shared<Holder>(pool_);
+    return holder_;
+  }
+  /// The length of the last line returned.
+  size_t last_length() const noexcept { return last_length_; }
 
   void open(std::unique_ptr<ByteStream> s) {
     stream_ = std::move(s);
@@ -761,20 +805,6 @@ class LineBuffer {
     return true;
   }
 
-  // Hands over the buffer holding the line get_line returned last (at `at` in it) and goes on in
-  // a new one holding the bytes read past that line.
-  void give_buffer(internal::ReallocBuffer& out, size_t& at) {
-    at = static_cast<size_t>(line_offset - buf_base);
-    internal::ReallocBuffer rest(std::max<size_t>(kStartBytes, end - begin + (1 << 16) + kPad));
-    std::memcpy(rest.data(), buf.data() + begin, end - begin);
-    out.swap(buf);
-    buf.swap(rest);
-    buf_base += begin;
-    end -= begin;
-    scanned -= begin;
-    begin = 0;
-  }
-
   // The next line (without its newline), or false at the end of the source. A line longer than
   // max_record_bytes_ comes back empty with `overlong` set; its bytes are read and dropped.
   bool get_line(std::string_view& line) {
@@ -795,6 +825,7 @@ class LineBuffer {
         return false;
       }
       if (end - begin > max_record_bytes_) return drop_long_line(line);
+      own();
       if (begin > 0) {  // compact
         std::memmove(buf.data(), buf.data() + begin, end - begin);
         buf_base += begin;
@@ -825,6 +856,7 @@ class LineBuffer {
   // in the buffer but over --max-record-bytes comes back empty with `overlong` set.
   bool take_line(std::string_view& line, size_t stop, size_t next) {
     line = std::string_view(buf.data() + begin, stop - begin);
+    last_length_ = line.size();
     line_offset = buf_base + begin;
     begin = scanned = next;
     ++line_no;
@@ -847,6 +879,7 @@ class LineBuffer {
 
   // The line in the buffer is too long: reads and drops the rest of it.
   bool drop_long_line(std::string_view& line) {
+    own();
     line_offset = buf_base + begin;
     ++line_no;
     overlong = true;
@@ -877,7 +910,36 @@ class LineBuffer {
  private:
   uint64_t max_record_bytes_;
   std::unique_ptr<ByteStream> stream_;
-  internal::ReallocBuffer buf;  // filled by reads as it grows
+  // Holds a shared buffer for the lines' holders; the buffer moves in when the reading moves on.
+  struct Holder {
+    explicit Holder(std::shared_ptr<BufferPool> p) : pool(std::move(p)) {}
+    ~Holder() { pool->give(std::move(buf)); }
+    Holder(const Holder&) = delete;
+    Holder& operator=(const Holder&) = delete;
+    std::shared_ptr<BufferPool> pool;
+    internal::ReallocBuffer buf;
+  };
+
+  // Before buf is written: if lines were shared out of it, the unread bytes go on in another
+  // buffer and this one to the holders of those lines.
+  void own() {
+    if (!holder_) return;
+    const size_t keep = end - begin;
+    internal::ReallocBuffer next = pool_->take(std::max(kStartBytes, keep + (1 << 16) + kPad));
+    std::memcpy(next.data(), buf.data() + begin, keep);
+    holder_->buf.swap(buf);
+    buf.swap(next);
+    holder_.reset();
+    buf_base += begin;
+    end -= begin;
+    scanned -= begin;
+    begin = 0;
+  }
+
+  std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
+  std::shared_ptr<Holder> holder_;  // set once a line of buf was shared
+  size_t last_length_ = 0;
+  internal::ReallocBuffer buf;      // filled by reads as it grows
   size_t begin = 0, end = 0, scanned = 0;
   uint64_t buf_base = 0;    // offset of buf[0] in the source's decompressed bytes
   uint64_t read_until = 0;  // seek(): the end of the wanted line (with its newline)
@@ -1157,7 +1219,12 @@ void RecordReader::read_sources(size_t first, size_t last, uint64_t begin, uint6
   impl_->range_end = end;
 }
 const ReaderStats& RecordReader::stats() const noexcept { return impl_->stats; }
-void RecordReader::take_line_buffer(internal::ReallocBuffer& out, size_t& at) { impl_->lines.give_buffer(out, at); }
+std::shared_ptr<const void> RecordReader::share_line() {
+  // Reading by position, the reader moves to another buffer at almost every line, so a shared
+  // line would hold a buffer of its own: only lines of a buffer's size or more are shared.
+  if (impl_->selecting && impl_->lines.last_length() < LineBuffer::kStartBytes) return nullptr;
+  return impl_->lines.share();
+}
 
 uint64_t RecordReader::bytes_read() const noexcept {
   return impl_->finished_bytes + impl_->lines.raw_bytes_read();

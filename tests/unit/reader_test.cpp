@@ -368,6 +368,63 @@ TEST(Reader, LongLines) {
   }
 }
 
+// Lines shared out of the reader's buffers (share_line) keep their bytes while their owners live,
+// however far the reader goes on (into other buffers, reused ones among them, and across sources
+// and lines longer than a buffer); reading by position shares only lines of 1 MiB or more.
+TEST(Reader, SharedLinesKeepTheirBytes) {
+  test::TempDir d;
+  std::mt19937_64 rng(67);
+  std::vector<std::string> want;
+  for (const char* name : {"a.jsonl", "b.jsonl.zst"}) {
+    std::string jsonl;
+    for (int i = 0; i < 3000; ++i) {
+      const size_t n = i % 500 == 7 ? 2'500'000 : 200 + rng() % 3000;
+      std::string t(n, 'x');
+      for (size_t j = 0; j < n; j += 1 + rng() % 9) t[j] = static_cast<char>('a' + rng() % 26);
+      want.push_back("{\"id\": \"" + std::string(name) + std::to_string(i) + "\", \"text\": \"" + t + "\"}");
+      jsonl += want.back() + "\n";
+    }
+    if (std::string(name).ends_with(".zst")) {
+      std::string z(ZSTD_compressBound(jsonl.size()), '\0');
+      z.resize(ZSTD_compress(z.data(), z.size(), jsonl.data(), jsonl.size(), 1));
+      jsonl = z;
+    }
+    test::write_file(d.file(name), jsonl);
+  }
+  const InputSet inputs({d.file("a.jsonl"), d.file("b.jsonl.zst")}, ReaderOptions{});
+  RecordReader reader(inputs, ReaderOptions{});
+  std::vector<std::pair<std::shared_ptr<const void>, std::string_view>> got;
+  std::vector<RecordPos> at;
+  RawRecord raw;
+  while (reader.next_raw(raw)) {
+    ASSERT_EQ(raw.kind, RawRecord::Kind::Line);
+    auto owner = reader.share_line();
+    ASSERT_NE(owner, nullptr);
+    got.emplace_back(std::move(owner), raw.bytes);
+    at.push_back({static_cast<uint32_t>(raw.source), static_cast<uint32_t>(raw.bytes.size()), raw.offset});
+    if (got.size() % 7 == 0) got[got.size() - 4].first.reset();  // some owners let go early
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i].first) ASSERT_TRUE(got[i].second == want[i]) << "line " << i;
+  // By position: the long lines are shared, the others not (and still read right).
+  RecordReader selected(inputs, ReaderOptions{});
+  selected.select(at);
+  size_t i = 0, shared = 0;
+  for (; selected.next_raw(raw); ++i) {
+    ASSERT_LT(i, want.size());
+    EXPECT_TRUE(raw.bytes == want[i]) << "line " << i;
+    auto owner = selected.share_line();
+    EXPECT_EQ(owner != nullptr, want[i].size() >= (size_t{1} << 20)) << "line " << i;
+    if (owner) {
+      EXPECT_TRUE(raw.bytes == want[i]);
+      ++shared;
+    }
+  }
+  EXPECT_EQ(i, want.size());
+  EXPECT_EQ(shared, 12u);
+}
+
 // Lines of 16 MiB and more: the line buffer asks for huge pages as it grows past 16 MiB and keeps
 // growing in place (mremap), and must hold every byte as read. A pattern that is not periodic in
 // pages shows any page lost or misplaced in the growth.

@@ -32,10 +32,6 @@
 #include <utility>
 #include <vector>
 
-namespace neardup::internal {
-class ReallocBuffer;
-}
-
 namespace neardup::io {
 
 enum class InputFormat { Auto, Jsonl, Text };
@@ -345,10 +341,12 @@ class RecordReader {
   const ReaderStats& stats() const noexcept;
   /// Compressed bytes consumed so far over all sources.
   uint64_t bytes_read() const noexcept;
-  /// Right after next_raw() returned a Line: hands over the buffer that holds it (the line at
-  /// `at`, kPadding allocated bytes past its end), so that a large record goes on without a
-  /// copy; the reader continues in a buffer of its own. For the library's reading passes.
-  void take_line_buffer(internal::ReallocBuffer& out, size_t& at);
+  /// Right after next_raw() returned a Line: while the returned owner lives, the line's bytes
+  /// (and kPadding allocated bytes past its end) stay valid and unchanged, so that a reading pass
+  /// hands lines to its workers without copying them; the reader reads on in another buffer.
+  /// Null (copy the line) when reading by position (select()) a line under 1 MiB. For the
+  /// library's reading passes.
+  std::shared_ptr<const void> share_line();
 
  private:
   struct Impl;
