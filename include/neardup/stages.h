@@ -75,7 +75,7 @@ class DocumentSketcher {
   /// densification). The signature is bit for bit that of signature() after shingle(), and
   /// set() works as after shingle() (shingling the text again: it must outlive the call).
   /// Returns the number of shingles (repeats included).
-  size_t signature_split(std::string_view text, std::span<SigValue> out, int threads, size_t piece_bytes = size_t{1} << 20);
+  size_t signature_split(std::string_view text, std::span<SigValue> out, int threads, size_t piece_bytes = kPieceBytes);
   /// Whether simhash_split() applies: simhash with set weights over word shingles without
   /// normalisation or ICU word breaks.
   bool can_split_simhash() const noexcept;
@@ -83,7 +83,12 @@ class DocumentSketcher {
   /// threads (piecewise_shingle_set): bit for bit simhash() after shingle(), with scratch for a
   /// piece rather than for the whole text; set() then works as after signature_split(). Returns
   /// the number of shingles (repeats included).
-  size_t simhash_split(std::string_view text, uint64_t& out, int threads, size_t piece_bytes = size_t{1} << 20);
+  size_t simhash_split(std::string_view text, uint64_t& out, int threads, size_t piece_bytes = kPieceBytes);
+  /// The pieces' size (about) in the *_split() methods: a little under kScratchKeepBytes, so that
+  /// the scratch that grows with a piece's bytes (the word scan's lowercased copy) is kept from
+  /// one piece to the next rather than freed and faulted in again for each (pieces of just over
+  /// 1 MiB: a 55 MB record took 180 ms, with every piece's copy zeroed afresh).
+  static constexpr size_t kPieceBytes = kScratchKeepBytes - (size_t{64} << 10);
   /// Frees scratch beyond the bound (kScratchKeepBytes); call it when done with a document.
   void trim() noexcept;
   /// Bytes of scratch held now (the shingles of the last document).
@@ -105,7 +110,7 @@ Sketches sketch_documents(std::span<const std::string_view> texts, const Pipelin
 /// shingler's words must be plain runs between ASCII whitespace (Shingler::splits_at_spaces).
 /// `shingles`, when given, receives the number of shingles of the text (repeats included).
 std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_view text, int threads,
-                                               size_t piece_bytes = size_t{1} << 20, size_t* shingles = nullptr);
+                                               size_t piece_bytes = DocumentSketcher::kPieceBytes, size_t* shingles = nullptr);
 
 /// The shingle sets of the documents with needed[d] != 0 (all when `needed` is empty).
 ShingleSets shingle_sets(std::span<const std::string_view> texts, const PipelineSpec& spec,
