@@ -723,8 +723,8 @@ bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::s
 // goes through its input a buffer at a time, and a reused buffer is not faulted in again.
 class BufferPool {
  public:
-  static constexpr size_t kKeep = 8;                      // buffers
-  static constexpr size_t kKeepBytes = size_t{32} << 20;  // in all
+  static constexpr size_t kKeep = 8;                           // buffers
+  static constexpr size_t kKeepBufferBytes = size_t{4} << 20;  // each, at most (a long line's is let go)
   internal::ReallocBuffer take(size_t bytes) {
     internal::ReallocBuffer b;
     {
@@ -732,7 +732,6 @@ class BufferPool {
       if (!free_.empty()) {
         b = std::move(free_.back());
         free_.pop_back();
-        bytes_ -= b.size();
       }
     }
     if (b.size() < bytes) b.resize(bytes);
@@ -740,15 +739,13 @@ class BufferPool {
   }
   void give(internal::ReallocBuffer b) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (b.size() == 0 || free_.size() >= kKeep || bytes_ + b.size() > kKeepBytes) return;
-    bytes_ += b.size();
+    if (b.size() == 0 || b.size() > kKeepBufferBytes || free_.size() >= kKeep) return;
     free_.push_back(std::move(b));
   }
 
  private:
   std::mutex mu_;
   std::vector<internal::ReallocBuffer> free_;
-  size_t bytes_ = 0;
 };
 
 // The lines of one source's decompressed bytes, viewed in place: data in buf[begin, end), with
