@@ -73,7 +73,7 @@ struct Batch {
   uint64_t shingles = 0, invalid_utf8 = 0, missing_ids = 0, unspaced = 0;
   double t_parse = 0, t_shingle = 0, t_sketch = 0;
   bool done = false;  // guarded by the runner's mutex
-  size_t bytes = 0;   // of `raw` when queued (workers let `raw` go once done)
+  size_t bytes = 0;   // of its records when queued, in `raw` and shared (workers let both go once done)
 
   size_t size() const { return entries.size(); }
   std::string_view raw_of(const Entry& e) const { return {e.at ? e.at : raw.data() + e.raw_begin, e.raw_length}; }

@@ -66,8 +66,7 @@ class ReallocBuffer {
   size_t n_ = 0;
 };
 
-/// Bytes appended to a ReallocBuffer, or a buffer taken over whole (adopt): a large record read
-/// into one is handed on without a copy. Growth leaves the new bytes uninitialised.
+/// Bytes appended to a ReallocBuffer. Growth leaves the new bytes uninitialised.
 class ByteArray {
  public:
   char* data() noexcept { return buf_.data(); }
@@ -85,11 +84,6 @@ class ByteArray {
     if (size_ + s.size() > buf_.size()) reserve(std::max(buf_.size() * 2, size_ + s.size()));
     if (!s.empty()) std::memcpy(buf_.data() + size_, s.data(), s.size());
     size_ += s.size();
-  }
-  /// Takes `b` over, its first `size` bytes the content.
-  void adopt(ReallocBuffer&& b, size_t size) noexcept {
-    buf_ = std::move(b);
-    size_ = size;
   }
   /// Empties it, keeping its room.
   void clear() noexcept { size_ = 0; }
