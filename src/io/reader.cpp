@@ -758,6 +758,12 @@ class LineBuffer {
   static constexpr size_t kStartBytes = size_t{1} << 20;
   static constexpr size_t kShrinkBytes = size_t{8} << 20;
   explicit LineBuffer(uint64_t max_record_bytes) : max_record_bytes_(max_record_bytes), buf(kStartBytes) {}
+  // Lines still shared keep their buffer past the reader's end.
+  ~LineBuffer() {
+    if (holder_) holder_->buf.swap(buf);
+  }
+  LineBuffer(const LineBuffer&) = delete;
+  LineBuffer& operator=(const LineBuffer&) = delete;
 
   // The owner of the buffer that holds the lines returned so far: while it lives, they keep their
   // bytes (and the kPad past each line's end: the bytes after it, or the buffer's padding).

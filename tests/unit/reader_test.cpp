@@ -407,6 +407,14 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i].first) ASSERT_TRUE(got[i].second == want[i]) << "line " << i;
+  {  // and past the reader's end
+    auto gone = std::make_unique<RecordReader>(inputs, ReaderOptions{});
+    ASSERT_TRUE(gone->next_raw(raw));
+    auto owner = gone->share_line();
+    const std::string_view line = raw.bytes;
+    gone.reset();
+    EXPECT_TRUE(line == want[0]);
+  }
   // By position: the long lines are shared, the others not (and still read right).
   RecordReader selected(inputs, ReaderOptions{});
   selected.select(at);
