@@ -405,8 +405,11 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
     if (got.size() % 7 == 0) got[got.size() - 4].first.reset();  // some owners let go early
   }
   ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i].first) ASSERT_TRUE(got[i].second == want[i]) << "line " << i;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].first) {
+      ASSERT_TRUE(got[i].second == want[i]) << "line " << i;
+    }
+  }
   {  // and past the reader's end
     auto gone = std::make_unique<RecordReader>(inputs, ReaderOptions{});
     ASSERT_TRUE(gone->next_raw(raw));
