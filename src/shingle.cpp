@@ -154,6 +154,12 @@ ShingleHash* bucket_sort_unique(const ShingleHash* src, ShingleHash* scratch, si
   return bucket_sort_unique_runs([&](auto&& f) { f(src, n); }, n, scratch, done, w, count);
 }
 
+// Room for n hashes in a thread's scratch buffer (grown, never shrunk here: trim_scratch).
+ShingleHash* hash_scratch(internal::ReallocBuffer& b, size_t n) {
+  if (b.size() < n * sizeof(ShingleHash)) b.resize(n * sizeof(ShingleHash));
+  return reinterpret_cast<ShingleHash*>(b.data());
+}
+
 }  // namespace
 
 void shrink_set(std::vector<ShingleHash>& set) {
@@ -184,17 +190,13 @@ std::vector<ShingleHash> sorted_set(std::span<const ShingleHash> hashes) {
   }
   thread_local std::vector<uint32_t> count;
   thread_local internal::ReallocBuffer scratch_a, scratch_b;
-  auto grow = [n](internal::ReallocBuffer& b) {
-    if (b.size() < n * sizeof(ShingleHash)) b.resize(n * sizeof(ShingleHash));
-    return reinterpret_cast<ShingleHash*>(b.data());
-  };
-  ShingleHash* a = grow(scratch_a);
+  ShingleHash* a = hash_scratch(scratch_a, n);
   const ShingleHash* v = hashes.data();
   ShingleHash* w = a;
   if (n <= (size_t{1} << 18)) {
     w = bucket_sort_unique(v, a, n, 0, w, count);
   } else {
-    ShingleHash* b = grow(scratch_b);
+    ShingleHash* b = hash_scratch(scratch_b, n);
     std::array<size_t, 257> at{};
     for (size_t i = 0; i < n; ++i) ++at[(v[i] >> 56) + 1];
     for (size_t d = 1; d <= 256; ++d) at[d] += at[d - 1];
@@ -206,8 +208,8 @@ std::vector<ShingleHash> sorted_set(std::span<const ShingleHash> hashes) {
       w = bucket_sort_unique(b + at[d], a + at[d], at[d + 1] - at[d], 8, w, count);
   }
   std::vector<ShingleHash> out(a, w);
-  for (internal::ReallocBuffer* s : {&scratch_a, &scratch_b})
-    if (s->size() > kScratchKeepBytes) s->resize(0);
+  internal::trim_scratch(scratch_a);
+  internal::trim_scratch(scratch_b);
   internal::trim_scratch(count);
   return out;
 }
@@ -233,7 +235,6 @@ void HashPartition::add(size_t part, std::span<const ShingleHash> hashes) {
   next.assign(p.start.begin(), p.start.end() - 1);
   ShingleHash* out = p.hashes.get();
   for (const ShingleHash h : hashes) out[next[h >> shift]++] = h;
-  trim_scratch(next);
 }
 
 std::vector<ShingleHash> HashPartition::sorted_set(int threads) {
@@ -244,49 +245,42 @@ std::vector<ShingleHash> HashPartition::sorted_set(int threads) {
     for (Part& p : parts_)
       if (!p.start.empty() && p.start[d + 1] > p.start[d]) f(p.hashes.get() + p.start[d], size_t{p.start[d + 1] - p.start[d]});
   };
-  thread_local std::vector<uint32_t> count;
-  thread_local ReallocBuffer scratch;
-  auto grow = [](size_t n) {
-    if (scratch.size() < n * sizeof(ShingleHash)) scratch.resize(n * sizeof(ShingleHash));
-    return reinterpret_cast<ShingleHash*>(scratch.data());
-  };
-  auto trim = [] {
-    if (scratch.size() > kScratchKeepBytes) scratch.resize(0);
-    trim_scratch(count);
-  };
   const size_t chunk = std::max<size_t>(1, buckets_ / 64);
   const size_t chunks = (buckets_ + chunk - 1) / chunk;
+  auto each_chunk = [&](auto&& per_bucket) {
+    parallel_for(chunks, threads, [&](size_t c, size_t) {
+      for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) per_bucket(d);
+    });
+  };
   std::vector<size_t> distinct(buckets_ + 1, 0);
-  parallel_for(chunks, threads, [&](size_t c, size_t) {
-    for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) {
-      size_t n = 0;
-      each_run(d, [&](const ShingleHash*, size_t len) { n += len; });
-      if (n == 0) continue;
-      ShingleHash* s = grow(n);
-      const ShingleHash* end =
-          bucket_sort_unique_runs([&](auto&& f) { each_run(d, f); }, n, s, bits_, s, count);
-      distinct[d + 1] = static_cast<size_t>(end - s);
-      const ShingleHash* from = s;
-      each_run(d, [&](ShingleHash* run, size_t len) {
-        const size_t take = std::min(len, static_cast<size_t>(end - from));
-        std::copy(from, from + take, run);
-        from += take;
-      });
-    }
-    trim();
+  each_chunk([&](size_t d) {
+    thread_local std::vector<uint32_t> count;
+    thread_local ReallocBuffer scratch;
+    size_t n = 0;
+    each_run(d, [&](const ShingleHash*, size_t len) { n += len; });
+    if (n == 0) return;
+    ShingleHash* s = hash_scratch(scratch, n);
+    const ShingleHash* end = bucket_sort_unique_runs([&](auto&& f) { each_run(d, f); }, n, s, bits_, s, count);
+    distinct[d + 1] = static_cast<size_t>(end - s);
+    const ShingleHash* from = s;
+    each_run(d, [&](ShingleHash* run, size_t len) {
+      const size_t take = std::min(len, static_cast<size_t>(end - from));
+      std::copy(from, from + take, run);
+      from += take;
+    });
+    trim_scratch(scratch);
+    trim_scratch(count);
   });
   for (size_t d = 1; d <= buckets_; ++d) distinct[d] += distinct[d - 1];
   std::vector<ShingleHash> out(distinct[buckets_]);
-  parallel_for(chunks, threads, [&](size_t c, size_t) {
-    for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) {
-      ShingleHash* to = out.data() + distinct[d];
-      size_t left = distinct[d + 1] - distinct[d];
-      each_run(d, [&](const ShingleHash* run, size_t len) {
-        const size_t take = std::min(len, left);
-        to = std::copy(run, run + take, to);
-        left -= take;
-      });
-    }
+  each_chunk([&](size_t d) {
+    ShingleHash* to = out.data() + distinct[d];
+    size_t left = distinct[d + 1] - distinct[d];
+    each_run(d, [&](const ShingleHash* run, size_t len) {
+      const size_t take = std::min(len, left);
+      to = std::copy(run, run + take, to);
+      left -= take;
+    });
   });
   parts_.clear();
   return out;

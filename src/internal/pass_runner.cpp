@@ -236,7 +236,7 @@ class PassRunner {
     auto batch = new_batch();
     io::RawRecord raw;
     io::Record rec;
-    auto full = [&] { return batch->raw.size() + batch->shared_bytes >= kBatchBytes || batch->size() >= kBatchDocs; };
+    auto full = [&] { return batch->record_bytes() >= kBatchBytes || batch->size() >= kBatchDocs; };
     for (;;) {
       if (pass_.filter) {
         // Parsed here: the ordinal is known, and the filter decides.
@@ -253,10 +253,7 @@ class PassRunner {
             push(std::move(batch));
             batch = new_batch();
           }
-          if (auto owner = reader_.share_line())
-            batch->add_shared(raw, std::move(owner));
-          else
-            batch->add(raw.kind, raw.bytes, {}, raw.source, raw.line, raw.offset, 0);
+          add_record(*batch, raw);
           push(std::move(batch));
           batch = new_batch();
           report_progress();
@@ -265,11 +262,7 @@ class PassRunner {
           continue;
         }
         if (raw.kind == Kind::Bad) batch->problems.push_back({batch->size(), raw.problem, raw.problem_kind, std::string()});
-        std::shared_ptr<const void> owner = raw.kind == Kind::Line ? reader_.share_line() : nullptr;
-        if (owner)
-          batch->add_shared(raw, std::move(owner));
-        else
-          batch->add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line, raw.offset, 0);
+        add_record(*batch, raw);
       }
       if (full()) {
         push(std::move(batch));
@@ -283,6 +276,14 @@ class PassRunner {
     report_progress();
   }
 
+  // A record read raw: a line stays in the reader's buffer when the reader shares it, and is
+  // copied otherwise (as are texts and bad records).
+  void add_record(Batch& b, const io::RawRecord& raw) {
+    if (raw.kind == Kind::Line)
+      if (auto owner = reader_.share_line(raw)) return b.add_shared(raw, std::move(owner));
+    b.add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line, raw.offset, 0);
+  }
+
   void report_progress() {
     if (pass_.progress && *pass_.progress) (*pass_.progress)({pass_.stage, reader_.bytes_read(), pass_.total_bytes, records_});
   }
@@ -292,9 +293,9 @@ class PassRunner {
   // of MB come in groups) would otherwise hold a queue of them, each with its parser's copy.
   void push(std::unique_ptr<Batch> b) {
     b->raw.resize(b->raw.size() + io::JsonlParser::kPadding);
-    wait_for_room(b->raw.size() + b->shared_bytes);
+    wait_for_room(b->record_bytes());
     Batch* raw = b.get();
-    raw->bytes = raw->raw.size() + raw->shared_bytes;
+    raw->bytes = raw->record_bytes();
     in_flight_.push_back(std::move(b));
     for (;;) {
       {

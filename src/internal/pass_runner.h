@@ -76,6 +76,8 @@ struct Batch {
   size_t bytes = 0;   // of its records when queued, in `raw` and shared (workers let both go once done)
 
   size_t size() const { return entries.size(); }
+  /// The bytes of its records: copied into `raw`, and shared.
+  size_t record_bytes() const { return raw.size() + shared_bytes; }
   std::string_view raw_of(const Entry& e) const { return {e.at ? e.at : raw.data() + e.raw_begin, e.raw_length}; }
   std::string_view id_of(size_t i) const { return std::string_view(ids).substr(entries[i].id_begin, entries[i].id_length); }
   void add(io::RawRecord::Kind kind, std::string_view bytes, std::string_view id, size_t source, uint64_t line,

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "internal/realloc_buffer.h"
 #include "neardup/types.h"
 
 namespace neardup::internal {
@@ -17,6 +18,10 @@ void trim_scratch(std::vector<T>& v) noexcept {
 
 inline void trim_scratch(std::string& s) noexcept {
   if (s.capacity() > kScratchKeepBytes) std::string().swap(s);
+}
+
+inline void trim_scratch(ReallocBuffer& b) {
+  if (b.size() > kScratchKeepBytes) b.resize(0);
 }
 
 }  // namespace neardup::internal

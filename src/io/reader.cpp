@@ -771,8 +771,6 @@ class LineBuffer {
     if (!holder_) holder_ = std::make_shared<Holder>(pool_);
     return holder_;
   }
-  /// The length of the last line returned.
-  size_t last_length() const noexcept { return last_length_; }
 
   void open(std::unique_ptr<ByteStream> s) {
     stream_ = std::move(s);
@@ -831,10 +829,7 @@ class LineBuffer {
       own();
       if (begin > 0) {  // compact
         std::memmove(buf.data(), buf.data() + begin, end - begin);
-        buf_base += begin;
-        end -= begin;
-        scanned -= begin;
-        begin = 0;
+        unread_moved_to_front();
         // Grown for a long line that is gone: back to the usual size, so that one large record
         // does not leave its room held for the rest of the pass.
         if (buf.size() > kShrinkBytes && end + (1 << 16) + kPad <= kStartBytes) buf.resize(kStartBytes);
@@ -859,7 +854,6 @@ class LineBuffer {
   // in the buffer but over --max-record-bytes comes back empty with `overlong` set.
   bool take_line(std::string_view& line, size_t stop, size_t next) {
     line = std::string_view(buf.data() + begin, stop - begin);
-    last_length_ = line.size();
     line_offset = buf_base + begin;
     begin = scanned = next;
     ++line_no;
@@ -933,6 +927,11 @@ class LineBuffer {
     holder_->buf.swap(buf);
     buf.swap(next);
     holder_.reset();
+    unread_moved_to_front();
+  }
+
+  // The unread bytes buf[begin, end) now start at buf[0].
+  void unread_moved_to_front() noexcept {
     buf_base += begin;
     end -= begin;
     scanned -= begin;
@@ -941,7 +940,6 @@ class LineBuffer {
 
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
   std::shared_ptr<Holder> holder_;  // set once a line of buf was shared
-  size_t last_length_ = 0;
   internal::ReallocBuffer buf;      // filled by reads as it grows
   size_t begin = 0, end = 0, scanned = 0;
   uint64_t buf_base = 0;    // offset of buf[0] in the source's decompressed bytes
@@ -1222,10 +1220,10 @@ void RecordReader::read_sources(size_t first, size_t last, uint64_t begin, uint6
   impl_->range_end = end;
 }
 const ReaderStats& RecordReader::stats() const noexcept { return impl_->stats; }
-std::shared_ptr<const void> RecordReader::share_line() {
+std::shared_ptr<const void> RecordReader::share_line(const RawRecord& line) {
   // Reading by position, the reader moves to another buffer at almost every line, so a shared
   // line would hold a buffer of its own: only lines of a buffer's size or more are shared.
-  if (impl_->selecting && impl_->lines.last_length() < LineBuffer::kStartBytes) return nullptr;
+  if (impl_->selecting && line.bytes.size() < LineBuffer::kStartBytes) return nullptr;
   return impl_->lines.share();
 }
 

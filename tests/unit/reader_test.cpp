@@ -398,7 +398,7 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
   RawRecord raw;
   while (reader.next_raw(raw)) {
     ASSERT_EQ(raw.kind, RawRecord::Kind::Line);
-    auto owner = reader.share_line();
+    auto owner = reader.share_line(raw);
     ASSERT_NE(owner, nullptr);
     got.emplace_back(std::move(owner), raw.bytes);
     at.push_back({static_cast<uint32_t>(raw.source), static_cast<uint32_t>(raw.bytes.size()), raw.offset});
@@ -413,7 +413,7 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
   {  // and past the reader's end
     auto gone = std::make_unique<RecordReader>(inputs, ReaderOptions{});
     ASSERT_TRUE(gone->next_raw(raw));
-    auto owner = gone->share_line();
+    auto owner = gone->share_line(raw);
     const std::string_view line = raw.bytes;
     gone.reset();
     EXPECT_TRUE(line == want[0]);
@@ -425,7 +425,7 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
   for (; selected.next_raw(raw); ++i) {
     ASSERT_LT(i, want.size());
     EXPECT_TRUE(raw.bytes == want[i]) << "line " << i;
-    auto owner = selected.share_line();
+    auto owner = selected.share_line(raw);
     EXPECT_EQ(owner != nullptr, want[i].size() >= (size_t{1} << 20)) << "line " << i;
     if (owner) {
       EXPECT_TRUE(raw.bytes == want[i]);

@@ -341,12 +341,12 @@ class RecordReader {
   const ReaderStats& stats() const noexcept;
   /// Compressed bytes consumed so far over all sources.
   uint64_t bytes_read() const noexcept;
-  /// Right after next_raw() returned a Line: while the returned owner lives, the line's bytes
-  /// (and kPadding allocated bytes past its end) stay valid and unchanged, so that a reading pass
-  /// hands lines to its workers without copying them; the reader reads on in another buffer.
+  /// Right after next_raw() returned `line` (a Line): while the returned owner lives, the line's
+  /// bytes (and kPadding allocated bytes past its end) stay valid and unchanged, so that a reading
+  /// pass hands lines to its workers without copying them; the reader reads on in another buffer.
   /// Null (copy the line) when reading by position (select()) a line under 1 MiB. For the
   /// library's reading passes.
-  std::shared_ptr<const void> share_line();
+  std::shared_ptr<const void> share_line(const RawRecord& line);
 
  private:
   struct Impl;
