@@ -49,7 +49,8 @@ Shingler::Shingler(const ShingleOptions& options)
   }
 }
 
-void Shingler::shingles(std::string_view text, std::vector<ShingleHash>& out) {
+template <class Out>
+void Shingler::shingles_to(std::string_view text, Out& out) {
   out.clear();
   tokens_.clear();
   if (options_.normalize == Normalization::Nfkc) {
@@ -62,8 +63,11 @@ void Shingler::shingles(std::string_view text, std::vector<ShingleHash>& out) {
     hash_words(text, token_seed_, tokens_);
   else
     hash_chars(text, token_seed_, tokens_);
-  shingles_of_words(tokens_, out);
+  shingles_of_words_to(tokens_, out);
 }
+
+void Shingler::shingles(std::string_view text, std::vector<ShingleHash>& out) { shingles_to(text, out); }
+void Shingler::shingles(std::string_view text, HashVector& out) { shingles_to(text, out); }
 
 bool Shingler::splits_at_spaces() const noexcept {
   return options_.kind == ShingleKind::Words && !icu_ && options_.normalize != Normalization::Nfkc;
@@ -74,7 +78,13 @@ void Shingler::words(std::string_view text, std::vector<uint64_t>& tokens) const
   hash_words(text, token_seed_, tokens);
 }
 
-void Shingler::shingles_of_words(std::span<const uint64_t> t, std::vector<ShingleHash>& out) const {
+void Shingler::words(std::string_view text, HashVector& tokens) const {
+  NEARDUP_ASSERT(splits_at_spaces());
+  hash_words(text, token_seed_, tokens);
+}
+
+template <class Out>
+void Shingler::shingles_of_words_to(std::span<const uint64_t> t, Out& out) const {
   out.clear();
   const size_t n = t.size(), k = static_cast<size_t>(options_.k);
   if (n == 0) return;
@@ -85,6 +95,9 @@ void Shingler::shingles_of_words(std::span<const uint64_t> t, std::vector<Shingl
   out.resize(n - k + 1);
   combine_all(t.data(), n, k, combine_seed_, out.data());
 }
+
+void Shingler::shingles_of_words(std::span<const uint64_t> t, std::vector<ShingleHash>& out) const { shingles_of_words_to(t, out); }
+void Shingler::shingles_of_words(std::span<const uint64_t> t, HashVector& out) const { shingles_of_words_to(t, out); }
 
 std::vector<ShingleHash> Shingler::shingle_set(std::string_view text) {
   shingles(text, shingles_);

@@ -52,7 +52,7 @@ struct DocumentSketcher::Impl {
   std::optional<SignatureHasher> hasher;
   std::optional<BottomKSelector> selector;
   std::optional<SimHasher> simhasher;
-  std::vector<ShingleHash> shingles;
+  HashVector shingles;
   // After signature_split(): the text, shingled again a piece at a time if its set is asked for
   // (shingles unused).
   std::string_view split_text;
@@ -120,15 +120,15 @@ struct Pieces {
   // The word buffers one thread reuses for every piece it takes (a document's pieces, not the
   // thread's life: they are let go with the document).
   struct Scratch {
-    std::vector<uint64_t> before, words;
-    std::vector<ShingleHash> shingles;
+    HashVector before, words;
+    HashVector shingles;
   };
   // The shingles of the windows that end in piece i's words (its words after the k - 1 words
   // before its cut, read again from the text from a whitespace on) into scratch.shingles;
   // returns the number of its own words.
   size_t shingles(const Shingler& sh, size_t k, size_t i, Scratch& scratch) const {
-    std::vector<uint64_t>& before = scratch.before;
-    std::vector<uint64_t>& buf = scratch.words;
+    HashVector& before = scratch.before;
+    HashVector& buf = scratch.words;
     buf.clear();
     if (i > 0 && k > 1) {
       for (size_t back = 64;; back *= 2) {

@@ -272,10 +272,18 @@ void put_word_chars(std::string_view w, uint64_t seed, bool& first, uint64_t*& o
   }
 }
 
-}  // namespace
+template <class Out>
+void words_exact_to(std::string_view text, uint64_t seed, Out& out) {
+  scan_words(text, word_buffer(), [&](std::string_view w) {
+    out.push_back(internal::word_hash(w.data(), w.size(), seed));
+  });
+  internal::trim_scratch(word_buffer());
+}
 
-void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
-  if (text.size() > UINT32_MAX - 128) return hash_words_exact(text, seed, out);  // positions are 32-bit
+// hash_words into either vector type (the public std::vector, or the shingling path's HashVector).
+template <class Out>
+void words_to(std::string_view text, uint64_t seed, Out& out) {
+  if (text.size() > UINT32_MAX - 128) return words_exact_to(text, seed, out);  // positions are 32-bit
   const auto hash_ascii = internal::kernels().hash_ascii_words;
   std::string& buf = word_buffer();
   out.reserve(out.size() + text.size() / 8);
@@ -295,14 +303,8 @@ void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
   internal::trim_scratch(buf);
 }
 
-void hash_words_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
-  scan_words(text, word_buffer(), [&](std::string_view w) {
-    out.push_back(internal::word_hash(w.data(), w.size(), seed));
-  });
-  internal::trim_scratch(word_buffer());
-}
-
-void hash_chars_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
+template <class Out>
+void chars_exact_to(std::string_view text, uint64_t seed, Out& out) {
   bool first = true;
   const size_t base = out.size();
   out.resize(base + text.size());
@@ -312,8 +314,9 @@ void hash_chars_exact(std::string_view text, uint64_t seed, std::vector<uint64_t
   internal::trim_scratch(word_buffer());
 }
 
-void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
-  if (text.size() > UINT32_MAX - 128) return hash_chars_exact(text, seed, out);  // positions are 32-bit
+template <class Out>
+void chars_to(std::string_view text, uint64_t seed, Out& out) {
+  if (text.size() > UINT32_MAX - 128) return chars_exact_to(text, seed, out);  // positions are 32-bit
   std::string& buf = word_buffer();
   // The hashes of the ASCII code points, looked up (made again when the seed changes).
   thread_local uint64_t table[128];
@@ -346,5 +349,14 @@ void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out
   out.resize(static_cast<size_t>(o - out.data()));
   internal::trim_scratch(buf);
 }
+
+}  // namespace
+
+void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) { words_to(text, seed, out); }
+void hash_words(std::string_view text, uint64_t seed, HashVector& out) { words_to(text, seed, out); }
+void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) { chars_to(text, seed, out); }
+void hash_chars(std::string_view text, uint64_t seed, HashVector& out) { chars_to(text, seed, out); }
+void hash_words_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) { words_exact_to(text, seed, out); }
+void hash_chars_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) { chars_exact_to(text, seed, out); }
 
 }  // namespace neardup

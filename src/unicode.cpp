@@ -51,13 +51,15 @@ IcuWordBreaker::IcuWordBreaker() : impl_(std::make_unique<Impl>()) {
 }
 IcuWordBreaker::~IcuWordBreaker() = default;
 
-void IcuWordBreaker::hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) {
+namespace {
+
+// IcuWordBreaker::hash_words into either vector type.
+template <class Out>
+void icu_hash_words(icu::BreakIterator& it, std::string& word, std::string_view text, uint64_t seed, Out& out) {
   UErrorCode status = U_ZERO_ERROR;
   UText* ut = utext_openUTF8(nullptr, text.data(), static_cast<int64_t>(text.size()), &status);
   if (U_FAILURE(status)) throw Error(std::string("ICU cannot read the text: ") + u_errorName(status));
-  icu::BreakIterator& it = *impl_->it;
   it.setText(ut, status);
-  std::string& word = impl_->word;
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   const auto* end = bytes + text.size();
   int32_t start = it.first();
@@ -82,6 +84,11 @@ void IcuWordBreaker::hash_words(std::string_view text, uint64_t seed, std::vecto
   }
   utext_close(ut);
 }
+
+}  // namespace
+
+void IcuWordBreaker::hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out) { icu_hash_words(*impl_->it, impl_->word, text, seed, out); }
+void IcuWordBreaker::hash_words(std::string_view text, uint64_t seed, HashVector& out) { icu_hash_words(*impl_->it, impl_->word, text, seed, out); }
 
 uint64_t unspaced_script_bytes(std::string_view text) {
   uint64_t n = 0;

@@ -59,6 +59,7 @@ class Shingler {
 
   /// Replaces `out` with the shingle hashes of `text` in order of occurrence, repeats included.
   void shingles(std::string_view text, std::vector<ShingleHash>& out);
+  void shingles(std::string_view text, HashVector& out);
   /// The shingle set of `text`: sorted, distinct.
   std::vector<ShingleHash> shingle_set(std::string_view text);
 
@@ -73,9 +74,11 @@ class Shingler {
   bool splits_at_spaces() const noexcept;
   /// Appends the word hashes of `text` to `tokens` (splits_at_spaces() only).
   void words(std::string_view text, std::vector<uint64_t>& tokens) const;
+  void words(std::string_view text, HashVector& tokens) const;
   /// Replaces `out` with the shingles of consecutive word hashes (a window of k per shingle;
   /// one shingle of them all when there are k or fewer, none when there are none).
   void shingles_of_words(std::span<const uint64_t> tokens, std::vector<ShingleHash>& out) const;
+  void shingles_of_words(std::span<const uint64_t> tokens, HashVector& out) const;
 
   const ShingleOptions& options() const noexcept { return options_; }
   /// Frees scratch beyond kScratchKeepBytes per buffer (types.h).
@@ -84,12 +87,17 @@ class Shingler {
   size_t scratch_bytes() const noexcept;
 
  private:
+  template <class Out>
+  void shingles_to(std::string_view text, Out& out);
+  template <class Out>
+  void shingles_of_words_to(std::span<const uint64_t> tokens, Out& out) const;
+
   ShingleOptions options_;
   uint64_t token_seed_;
   uint64_t combine_seed_;
-  std::vector<uint64_t> tokens_;
+  HashVector tokens_;
   std::string normalized_;
-  std::vector<ShingleHash> shingles_;  // shingle_set's
+  HashVector shingles_;  // shingle_set's
   std::unique_ptr<IcuWordBreaker> icu_;
 };
 

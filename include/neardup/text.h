@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/types.h"
+
 namespace neardup {
 
 /// The lowercased words of `text`, in order (UTF-8). For tests and inspection; the hot path
@@ -24,12 +26,14 @@ std::vector<std::string> split_words(std::string_view text);
 /// `word_hash(utf8(lowercased word), seed)` (docs/format.md).
 /// Finds words with a SIMD pass (the active instruction set, cpu.h) and bitmasks.
 void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out);
+void hash_words(std::string_view text, uint64_t seed, HashVector& out);
 
 /// Appends to `out` one hash per code point of the normalised text: the words of `text` joined by
 /// a single space (U+0020). Code point c hashes to `fmix64(seed ^ (c * 0x9E3779B97F4A7C15))`.
 /// Character n-grams of this sequence ignore case, punctuation and runs of white space.
 /// Finds words with the SIMD pass of hash_words.
 void hash_chars(std::string_view text, uint64_t seed, std::vector<uint64_t>& out);
+void hash_chars(std::string_view text, uint64_t seed, HashVector& out);
 
 /// Rewrites `text` for --normalize nfkc: NFKC with case folding, accents (non-spacing marks after
 /// canonical decomposition) removed, so that NFC and NFD forms, full-width and ASCII letters,
@@ -48,6 +52,7 @@ class IcuWordBreaker {
   IcuWordBreaker(const IcuWordBreaker&) = delete;
   IcuWordBreaker& operator=(const IcuWordBreaker&) = delete;
   void hash_words(std::string_view text, uint64_t seed, std::vector<uint64_t>& out);
+  void hash_words(std::string_view text, uint64_t seed, HashVector& out);
 
  private:
   struct Impl;

@@ -11,9 +11,9 @@
 
 namespace neardup::internal {
 
-template <class T>
-void trim_scratch(std::vector<T>& v) noexcept {
-  if (v.capacity() * sizeof(T) > kScratchKeepBytes) std::vector<T>().swap(v);
+template <class T, class A>
+void trim_scratch(std::vector<T, A>& v) noexcept {
+  if (v.capacity() * sizeof(T) > kScratchKeepBytes) std::vector<T, A>().swap(v);
 }
 
 inline void trim_scratch(std::string& s) noexcept {
