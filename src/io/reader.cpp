@@ -3,6 +3,7 @@
 #include "internal/realloc_buffer.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -748,19 +749,104 @@ class BufferPool {
   std::vector<internal::ReallocBuffer> free_;
 };
 
-// The lines of one source's decompressed bytes, viewed in place: data in buf[begin, end), with
-// kPad bytes past `end` always allocated, so a line can be handed to simdjson without copying.
+// The windows mapped now, for mapped_input_at: a fixed table written with atomics, so that a
+// signal handler can read it. A window that finds no free slot is mapped all the same, unnamed.
+struct MappedSlot {
+  std::atomic<bool> used{false};
+  std::atomic<uintptr_t> begin{0}, end{0};
+  char name[256] = {};
+};
+MappedSlot g_mapped[64];
+
+MappedSlot* register_window(const char* base, size_t bytes, const std::string& display) noexcept {
+  for (MappedSlot& s : g_mapped) {
+    bool free = false;
+    if (!s.used.compare_exchange_strong(free, true)) continue;
+    const size_t n = std::min(display.size(), sizeof s.name - 1);
+    std::memcpy(s.name, display.data(), n);
+    s.name[n] = '\0';
+    s.end.store(reinterpret_cast<uintptr_t>(base) + bytes, std::memory_order_relaxed);
+    s.begin.store(reinterpret_cast<uintptr_t>(base), std::memory_order_release);
+    return &s;
+  }
+  return nullptr;
+}
+
+void unregister_window(MappedSlot* s) noexcept {
+  if (!s) return;
+  s->begin.store(0, std::memory_order_release);
+  s->end.store(0, std::memory_order_relaxed);
+  s->used.store(false, std::memory_order_release);
+}
+
+// A window of a plain file mapped read-only: the file's bytes from `offset` (a page boundary), then
+// at least one page of zeros, so that a line ending at the end of the file has simdjson's padding
+// readable after it (a page mapped wholly past the end of a file cannot be read: SIGBUS).
+class MappedWindow {
+ public:
+  static constexpr size_t kPage = 4096;
+  MappedWindow() = default;
+  ~MappedWindow() { release(); }
+  MappedWindow(const MappedWindow&) = delete;
+  MappedWindow& operator=(const MappedWindow&) = delete;
+  void swap(MappedWindow& o) noexcept {
+    std::swap(base_, o.base_);
+    std::swap(reserved_, o.reserved_);
+    std::swap(slot_, o.slot_);
+  }
+  bool mapped() const noexcept { return base_ != nullptr; }
+  const char* data() const noexcept { return base_; }
+  // Maps `bytes` of the file from `offset`: an anonymous reservation with a page to spare, the
+  // file mapped over its start.
+  void map(int fd, uint64_t offset, size_t bytes, const std::string& display) {
+    release();
+    reserved_ = (bytes + kPage - 1) / kPage * kPage + kPage;
+    void* r = ::mmap(nullptr, reserved_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (r == MAP_FAILED) fail(display);
+    base_ = static_cast<char*>(r);
+    if (bytes > 0 && ::mmap(base_, bytes, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, static_cast<off_t>(offset)) == MAP_FAILED) fail(display);
+    slot_ = register_window(base_, bytes, display);
+  }
+  void release() noexcept {
+    unregister_window(std::exchange(slot_, nullptr));
+    if (base_) ::munmap(base_, reserved_);
+    base_ = nullptr;
+    reserved_ = 0;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& display) {
+    const int e = errno;
+    release();
+    throw IoError("cannot map the input into memory: " + std::string(std::strerror(e)) + "; raise the address-space limit (ulimit -v)",
+                  ErrorPlace{display});
+  }
+  char* base_ = nullptr;
+  size_t reserved_ = 0;
+  MappedSlot* slot_ = nullptr;
+};
+
+// The lines of one source's decompressed bytes, viewed in place: data in bytes()[begin, end),
+// with kPad readable bytes past `end`, so a line can be handed to simdjson without copying.
+// A plain file is mapped a window at a time (mapped mode); any other stream is read into `buf`.
 // A buffer that lines were shared out of (share()) is never written again: before the next write
-// the unread bytes move to another buffer, and the shared one goes to its last holder.
+// the unread bytes move to another buffer, and the shared one goes to its last holder. A window
+// that lines were shared out of goes to their holder when the reading moves to the next one.
 class LineBuffer {
  public:
   static constexpr size_t kPad = simdjson::SIMDJSON_PADDING;
   static constexpr size_t kStartBytes = size_t{1} << 20;
   static constexpr size_t kShrinkBytes = size_t{8} << 20;
-  explicit LineBuffer(uint64_t max_record_bytes) : max_record_bytes_(max_record_bytes), buf(kStartBytes) {}
-  // Lines still shared keep their buffer past the reader's end.
+  // Mapped mode: the usual window. Its pages stay resident while lines of it are in flight.
+  static constexpr size_t kWindowBytes = size_t{4} << 20;
+  LineBuffer(uint64_t max_record_bytes, bool memory_map)
+      : max_record_bytes_(max_record_bytes), memory_map_(memory_map), buf(kStartBytes) {}
+  // Lines still shared keep their buffer or window past the reader's end.
   ~LineBuffer() {
-    if (holder_) holder_->buf.swap(buf);
+    if (holder_) {
+      holder_->buf.swap(buf);
+      holder_->window.swap(window_);
+    }
   }
   LineBuffer(const LineBuffer&) = delete;
   LineBuffer& operator=(const LineBuffer&) = delete;
@@ -772,22 +858,36 @@ class LineBuffer {
     return holder_;
   }
 
-  void open(std::unique_ptr<ByteStream> s) {
-    stream_ = std::move(s);
+  void open(std::unique_ptr<ByteStream> s, const std::string& display) {
+    release_window();
     begin = end = scanned = 0;
+    own();  // a buffer shared by the last source's lines goes to their holder
+    stream_ = std::move(s);
+    display_ = display;
     buf_base = 0;
     eof = false;
     any_bytes = false;
     line_no = 0;
+    map_fd_ = -1;
+    struct stat sb;
+    if (const int fd = memory_map_ ? stream_->mappable_fd() : -1; fd >= 0 && ::fstat(fd, &sb) == 0) {
+      map_fd_ = fd;
+      file_bytes_ = static_cast<uint64_t>(sb.st_size);
+    }
   }
   bool is_open() const noexcept { return stream_ != nullptr; }
   /// Closes the source; returns its compressed bytes read.
   uint64_t close() {
     const uint64_t n = raw_bytes_read();
+    release_window();
     stream_.reset();
+    map_fd_ = -1;
     return n;
   }
-  uint64_t raw_bytes_read() const { return stream_ ? stream_->raw_bytes_read() : 0; }
+  uint64_t raw_bytes_read() const {
+    if (map_fd_ >= 0) return buf_base + end;
+    return stream_ ? stream_->raw_bytes_read() : 0;
+  }
   /// Where the next line starts in the source's bytes.
   uint64_t position() const noexcept { return buf_base + begin; }
   /// Moves to `offset` (at or after position()): inside the buffer, or past it by skipping the
@@ -796,8 +896,12 @@ class LineBuffer {
     if (offset <= buf_base + end) {
       begin = scanned = static_cast<size_t>(offset - buf_base);
     } else {
-      const uint64_t gap = offset - (buf_base + end);
-      if (eof || stream_->skip(gap) != gap) return false;
+      if (map_fd_ >= 0) {
+        if (offset >= file_bytes_) return false;
+      } else {
+        const uint64_t gap = offset - (buf_base + end);
+        if (eof || stream_->skip(gap) != gap) return false;
+      }
       buf_base = offset;
       begin = end = scanned = 0;
     }
@@ -812,9 +916,9 @@ class LineBuffer {
     overlong = false;
     for (;;) {
       if (scanned < end) {
-        const void* nl = std::memchr(buf.data() + scanned, '\n', end - scanned);
+        const void* nl = std::memchr(bytes() + scanned, '\n', end - scanned);
         if (nl) {
-          const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
+          const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - bytes());
           return take_line(line, pos, pos + 1);
         }
         scanned = end;
@@ -826,34 +930,63 @@ class LineBuffer {
         return false;
       }
       if (end - begin > max_record_bytes_) return drop_long_line(line);
-      own();
-      if (begin > 0) {  // compact
-        std::memmove(buf.data(), buf.data() + begin, end - begin);
-        unread_moved_to_front();
-        // Grown for a long line that is gone: back to the usual size, so that one large record
-        // does not leave its room held for the rest of the pass.
-        if (buf.size() > kShrinkBytes && end + (1 << 16) + kPad <= kStartBytes) buf.resize(kStartBytes);
-      }
-      if (buf.size() - end < (1 << 16) + kPad) buf.resize(buf.size() * 2);
-      size_t want = buf.size() - end - kPad;
-      // Reading by position: no more than the selected line needs (at least 64 KiB), so that a
-      // few records scattered over a large file do not each cost a full buffer.
-      if (read_until > buf_base + end) want = std::min<uint64_t>(want, std::max<uint64_t>(read_until - (buf_base + end), 1 << 16));
-      const size_t got = stream_->read(buf.data() + end, want);
-      if (got == 0) {
-        eof = true;
-      } else {
-        end += got;
-        any_bytes = true;
-      }
+      if (!refill()) eof = true;
     }
   }
 
  private:
-  // The line in buf[begin, stop) is the next one; reading goes on at `next`. A line found whole
-  // in the buffer but over --max-record-bytes comes back empty with `overlong` set.
+  const char* bytes() const noexcept { return map_fd_ >= 0 ? window_.data() : buf.data(); }
+
+  // More bytes after bytes()[end), the unread ones [begin, end) kept; false at the end.
+  bool refill() {
+    if (map_fd_ >= 0) return remap();
+    own();
+    if (begin > 0) {  // compact
+      std::memmove(buf.data(), buf.data() + begin, end - begin);
+      unread_moved_to_front();
+      // Grown for a long line that is gone: back to the usual size, so that one large record
+      // does not leave its room held for the rest of the pass.
+      if (buf.size() > kShrinkBytes && end + (1 << 16) + kPad <= kStartBytes) buf.resize(kStartBytes);
+    }
+    if (buf.size() - end < (1 << 16) + kPad) buf.resize(buf.size() * 2);
+    size_t want = buf.size() - end - kPad;
+    // Reading by position: no more than the selected line needs (at least 64 KiB), so that a
+    // few records scattered over a large file do not each cost a full buffer.
+    if (read_until > buf_base + end) want = std::min<uint64_t>(want, std::max<uint64_t>(read_until - (buf_base + end), 1 << 16));
+    const size_t got = stream_->read(buf.data() + end, want);
+    if (got == 0) return false;
+    end += got;
+    any_bytes = true;
+    return true;
+  }
+
+  // Mapped mode: maps the window that starts at the page of the next line, with room for twice
+  // what is already seen of it (a long line grows its window, as `buf` grows), and for the whole
+  // selected line when reading by position. A window that does not reach the end of the file
+  // ends kPad bytes early, so that every line in it has its padding. False when no byte is left.
+  bool remap() {
+    if (buf_base + end >= file_bytes_) return false;
+    const uint64_t from = buf_base + begin, seen_to = buf_base + scanned;
+    const uint64_t page = from / MappedWindow::kPage * MappedWindow::kPage;
+    uint64_t want = std::max<uint64_t>(kWindowBytes, 2 * (seen_to - page) + MappedWindow::kPage);
+    if (read_until > from) want = std::max<uint64_t>(want, read_until - page + kPad);
+    const uint64_t left = file_bytes_ - page;
+    const bool last = want >= left;
+    const size_t len = static_cast<size_t>(last ? left : want);
+    release_window();
+    window_.map(map_fd_, page, len, display_);
+    buf_base = page;
+    begin = static_cast<size_t>(from - page);
+    scanned = static_cast<size_t>(seen_to - page);
+    end = last ? len : len - kPad;
+    any_bytes = true;
+    return true;
+  }
+
+  // The line in bytes()[begin, stop) is the next one; reading goes on at `next`. A line found
+  // whole but over --max-record-bytes comes back empty with `overlong` set.
   bool take_line(std::string_view& line, size_t stop, size_t next) {
-    line = std::string_view(buf.data() + begin, stop - begin);
+    line = std::string_view(bytes() + begin, stop - begin);
     line_offset = buf_base + begin;
     begin = scanned = next;
     ++line_no;
@@ -876,23 +1009,19 @@ class LineBuffer {
 
   // The line in the buffer is too long: reads and drops the rest of it.
   bool drop_long_line(std::string_view& line) {
-    own();
     line_offset = buf_base + begin;
     ++line_no;
     overlong = true;
     line = {};
     for (;;) {
-      buf_base += end;
-      begin = scanned = end = 0;
-      const size_t got = stream_->read(buf.data(), buf.size() - kPad);
-      if (got == 0) {
+      begin = scanned = end;  // what is read of the line is let go
+      if (!refill()) {
         eof = true;
         return true;
       }
-      end = got;
-      const void* nl = std::memchr(buf.data(), '\n', end);
+      const void* nl = std::memchr(bytes() + scanned, '\n', end - scanned);
       if (nl) {
-        begin = scanned = static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) + 1;
+        begin = scanned = static_cast<size_t>(static_cast<const char*>(nl) - bytes()) + 1;
         return true;
       }
     }
@@ -906,8 +1035,10 @@ class LineBuffer {
 
  private:
   uint64_t max_record_bytes_;
+  bool memory_map_;
   std::unique_ptr<ByteStream> stream_;
-  // Holds a shared buffer for the lines' holders; the buffer moves in when the reading moves on.
+  std::string display_;
+  // Holds a shared buffer or window for the lines' holders; it moves in when the reading moves on.
   struct Holder {
     explicit Holder(std::shared_ptr<BufferPool> p) : pool(std::move(p)) {}
     ~Holder() { pool->give(std::move(buf)); }
@@ -915,12 +1046,13 @@ class LineBuffer {
     Holder& operator=(const Holder&) = delete;
     std::shared_ptr<BufferPool> pool;
     internal::ReallocBuffer buf;
+    MappedWindow window;
   };
 
   // Before buf is written: if lines were shared out of it, the unread bytes go on in another
   // buffer and this one to the holders of those lines.
   void own() {
-    if (!holder_) return;
+    if (!holder_ || map_fd_ >= 0) return;
     const size_t keep = end - begin;
     internal::ReallocBuffer next = pool_->take(std::max(kStartBytes, keep + (1 << 16) + kPad));
     std::memcpy(next.data(), buf.data() + begin, keep);
@@ -928,6 +1060,17 @@ class LineBuffer {
     buf.swap(next);
     holder_.reset();
     unread_moved_to_front();
+  }
+
+  // Mapped mode, before the next window: the current one goes to the holders of its lines, if
+  // any were shared, or is unmapped.
+  void release_window() {
+    if (!window_.mapped()) return;
+    if (holder_) {
+      holder_->window.swap(window_);
+      holder_.reset();
+    }
+    window_.release();
   }
 
   // The unread bytes buf[begin, end) now start at buf[0].
@@ -939,10 +1082,13 @@ class LineBuffer {
   }
 
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
-  std::shared_ptr<Holder> holder_;  // set once a line of buf was shared
+  std::shared_ptr<Holder> holder_;  // set once a line of buf (or of the window) was shared
   internal::ReallocBuffer buf;      // filled by reads as it grows
+  MappedWindow window_;             // mapped mode
+  int map_fd_ = -1;                 // mapped mode: the plain file's descriptor (else -1)
+  uint64_t file_bytes_ = 0;         // mapped mode: the file's size when opened
   size_t begin = 0, end = 0, scanned = 0;
-  uint64_t buf_base = 0;    // offset of buf[0] in the source's decompressed bytes
+  uint64_t buf_base = 0;    // offset of bytes()[0] in the source's decompressed bytes
   uint64_t read_until = 0;  // seek(): the end of the wanted line (with its newline)
   bool eof = false;
 };
@@ -970,13 +1116,13 @@ struct RecordReader::Impl {
   JsonlParser parser;
   std::string file_text, problem;
 
-  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o), lines(o.max_record_bytes), parser(o) {
+  Impl(const InputSet& in, const ReaderOptions& o) : inputs(in), opt(o), bad(o), lines(o.max_record_bytes, o.memory_map), parser(o) {
     if (o.max_record_bytes == 0 || o.max_record_bytes > kMaxRecordBytes || o.max_doc_bytes == 0 || o.max_doc_bytes > kMaxRecordBytes)
       throw UsageError(NEARDUP_OPT("max_record_bytes") " and " NEARDUP_OPT("max_doc_bytes") " must be between 1 and " + std::to_string(kMaxRecordBytes));
   }
   const Source& source() const { return inputs.sources()[cur]; }
 
-  void open_next() { lines.open(open_stream(source().path, source().display)); }
+  void open_next() { lines.open(open_stream(source().path, source().display), source().display); }
 
   void close_current() {
     finished_bytes += lines.close();
@@ -1199,6 +1345,19 @@ struct RecordReader::Impl {
     return false;
   }
 };
+
+bool mapped_input_at(const void* address, char* name, size_t size) noexcept {
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  for (const MappedSlot& s : g_mapped) {
+    const uintptr_t begin = s.begin.load(std::memory_order_acquire);
+    if (begin == 0 || a < begin || a >= s.end.load(std::memory_order_relaxed)) continue;
+    size_t n = 0;
+    for (; n + 1 < size && s.name[n]; ++n) name[n] = s.name[n];
+    if (size > 0) name[n] = '\0';
+    return true;
+  }
+  return false;
+}
 
 RecordReader::RecordReader(const InputSet& inputs, const ReaderOptions& options)
     : impl_(std::make_unique<Impl>(inputs, options)) {}

@@ -1,6 +1,7 @@
 #include "neardup/io/stream.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <bzlib.h>
 #include <lzma.h>
@@ -110,6 +111,10 @@ class PlainStream final : public ByteStream {
     const uint64_t from_prefix = prefix_.take(tmp, static_cast<size_t>(std::min<uint64_t>(n, sizeof tmp)));
     file_->seek_forward(n - from_prefix);
     return n;  // a plain file's length is checked by the reads that follow
+  }
+  int mappable_fd() const noexcept override {
+    struct stat sb;
+    return ::fstat(file_->fd(), &sb) == 0 && S_ISREG(sb.st_mode) ? file_->fd() : -1;
   }
 
  private:

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
@@ -434,6 +435,88 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
   }
   EXPECT_EQ(i, want.size());
   EXPECT_EQ(shared, 12u);
+}
+
+// A plain file is read in place, mapped a window of 4 MiB at a time: every record, line number,
+// offset, bad record and skipped line is what reading the same file through read(2) gives, for
+// lines across windows' ends, lines longer than a window, lines over --max-record-bytes, a byte
+// order mark, a last line without a newline that ends the file on a page boundary, and reading
+// by position.
+TEST(Reader, MappedFilesReadAsStreamsDo) {
+  test::TempDir d;
+  std::mt19937_64 rng(91);
+  auto record = [&](size_t n, int i) {
+    std::string t(n, 'x');
+    for (size_t j = 0; j < n; j += 1 + rng() % 7) t[j] = static_cast<char>('a' + rng() % 26);
+    return "{\"id\": \"r" + std::to_string(i) + "\", \"text\": \"" + t + "\"}";
+  };
+  std::string mixed = "\xEF\xBB\xBF";
+  for (int i = 0; i < 12000; ++i) {
+    const size_t n = i % 5000 == 3 ? 6'000'000 + rng() % 2'000'000 : i % 2997 == 5 ? 4'500'000 : rng() % 900;
+    mixed += record(n, i);
+    mixed += i % 13 == 0 ? "\r\n" : i % 101 == 0 ? "\n\n  \n" : "\n";
+    if (i % 2000 == 17) mixed += "{\"id\": \"bad\", \"text\": 3}\n";  // a bad record
+  }
+  // The last line has no newline and ends the file on a page boundary: its padding is the page
+  // of zeros after the mapped file.
+  std::string last = "{\"id\": \"end\", \"text\": \"";
+  const size_t tail = 4096 - (mixed.size() + last.size() + 2) % 4096;
+  last += std::string(tail, 'z') + "\"}";
+  mixed += last;
+  ASSERT_EQ(mixed.size() % 4096, 0u);
+  test::write_file(d.file("mixed.jsonl"), mixed);
+  test::write_file(d.file("tiny.jsonl"), "{\"text\": \"a b c\"}");
+
+  auto read = [&](bool map, uint64_t max_record_bytes) {
+    ReaderOptions opt;
+    opt.memory_map = map;
+    opt.on_error = OnError::Skip;
+    opt.max_record_bytes = max_record_bytes;
+    const InputSet in({d.file("mixed.jsonl"), d.file("tiny.jsonl")}, opt);
+    RecordReader r(in, opt);
+    std::vector<std::tuple<std::string, std::string, uint64_t, uint64_t, size_t>> out;
+    std::vector<RecordPos> at;
+    Record rec;
+    while (r.next(rec)) {
+      out.emplace_back(std::string(rec.id), std::string(rec.raw), rec.line, rec.offset, rec.text.size());
+      at.push_back({static_cast<uint32_t>(rec.source), static_cast<uint32_t>(rec.raw.size()), rec.offset});
+    }
+    return std::make_tuple(out, at, r.stats().skipped, r.bytes_read());
+  };
+  for (const uint64_t limit : {uint64_t{1} << 30, uint64_t{5} << 20}) {
+    const auto [mapped, at, mapped_skips, mapped_bytes] = read(true, limit);
+    const auto [streamed, at_streamed, streamed_skips, streamed_bytes] = read(false, limit);
+    ASSERT_EQ(mapped.size(), streamed.size()) << limit;
+    for (size_t i = 0; i < mapped.size(); ++i) ASSERT_TRUE(mapped[i] == streamed[i]) << "record " << i << " limit " << limit;
+    EXPECT_EQ(mapped_skips, streamed_skips);
+    EXPECT_EQ(mapped_bytes, streamed_bytes);
+    EXPECT_EQ(std::get<0>(mapped.front()), "r0");  // after the byte order mark
+    EXPECT_EQ(std::get<3>(mapped.front()), 3u);
+    EXPECT_EQ(std::get<0>(mapped[mapped.size() - 2]), "end");
+    EXPECT_EQ(std::get<1>(mapped[mapped.size() - 2]), last);
+    // Every record over the limit is a skip, and the records after it keep their line numbers.
+    EXPECT_EQ(mapped_skips, limit == (uint64_t{1} << 30) ? 6u : 6u + 3u) << limit;
+    // By position, one record in s, mapped: the same lines.
+    for (const size_t stride : {1, 3, 2000}) {
+      std::vector<RecordPos> some;
+      std::vector<size_t> which;
+      for (size_t i = stride / 2; i < at.size(); i += stride) {
+        some.push_back(at[i]);
+        which.push_back(i);
+      }
+      ReaderOptions opt;
+      const InputSet in({d.file("mixed.jsonl"), d.file("tiny.jsonl")}, opt);
+      RecordReader r(in, opt);
+      r.select(some);
+      RawRecord raw;
+      size_t k = 0;
+      for (; r.next_raw(raw); ++k) {
+        ASSERT_LT(k, which.size());
+        ASSERT_TRUE(raw.bytes == std::get<1>(mapped[which[k]])) << stride << " " << k;
+      }
+      EXPECT_EQ(k, which.size());
+    }
+  }
 }
 
 // Lines of 16 MiB and more: the line buffer asks for huge pages as it grows past 16 MiB and keeps

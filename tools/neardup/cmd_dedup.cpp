@@ -90,6 +90,9 @@ void add_reader_options(CLI::App* cmd, Options& o) {
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(uint64_t{1}, io::kMaxRecordBytes))
       ->default_str("64M");
+  cmd->add_flag("--no-mmap{false}", o.reader.memory_map,
+                "Read plain JSONL files with read(2) instead of mapping them into memory (for files that may be "
+                "truncated while neardup reads them: a mapped file that shrinks ends the run with an I/O error)");
   add_choice<io::LongDocs>(cmd, "--long-docs", o.reader.long_docs, {{"truncate", io::LongDocs::Truncate}, {"skip", io::LongDocs::Skip}},
                             "A text longer than --max-doc-bytes: truncate (its first bytes are compared; the record is output "
                   "unchanged) or skip (a bad record, see --on-error)");

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "commands.h"
+#include "neardup/io/reader.h"
 #include "neardup/io/writer.h"
 
 namespace {
@@ -39,9 +40,33 @@ extern "C" void on_fatal_signal(int sig) {
   ::raise(sig);
 }
 
+char g_program[64] = "neardup";
+
+void put(const char* s) { [[maybe_unused]] const ssize_t w = ::write(2, s, std::strlen(s)); }
+
+// SIGBUS: a plain input read in place (mapped into memory) shrank under the reader, and a page
+// past its new end was touched. The input is named, the temporary files removed, and the run
+// ends as an I/O error (exit 4). Any other SIGBUS is left to its default death.
+extern "C" void on_bus_error(int sig, siginfo_t* info, void*) {
+  char name[256];
+  if (!info || !neardup::io::mapped_input_at(info->si_addr, name, sizeof name)) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    return;
+  }
+  neardup::io::remove_temporary_files();
+  put(g_program);
+  put(": error: ");
+  put(name);
+  put(": the input shrank while it was read (it is mapped into memory); keep inputs unchanged during a run, "
+      "or read them with --no-mmap\n");
+  ::_exit(kExitIo);
+}
+
 }  // namespace
 
 void install_signal_handlers(const char* program) {
+  std::strncpy(g_program, program, sizeof g_program - 1);
   std::strncpy(g_message, program, sizeof g_message - 1);
   std::strncat(g_message, ": interrupted; temporary files removed, no partial output left\n", sizeof g_message - std::strlen(g_message) - 1);
   struct sigaction sa{};
@@ -56,6 +81,11 @@ void install_signal_handlers(const char* program) {
   // Past `ulimit -f`, a write fails with EFBIG (an I/O error naming the file, exit 4) instead
   // of killing the process.
   ::signal(SIGXFSZ, SIG_IGN);
+  struct sigaction bus{};
+  bus.sa_sigaction = on_bus_error;
+  bus.sa_flags = SA_SIGINFO;
+  sigemptyset(&bus.sa_mask);
+  ::sigaction(SIGBUS, &bus, nullptr);
 }
 
 void return_large_blocks_at_once() {

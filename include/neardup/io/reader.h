@@ -76,8 +76,19 @@ struct ReaderOptions {
   /// Called for every bad record skipped under OnError::Skip (never under Fail), in reading
   /// order, on the thread that reads: what `--rejects` writes.
   std::function<void(const Rejected&)> on_reject;
+  /// JSONL in a plain regular file is read in place, mapped into memory a window at a time,
+  /// rather than copied into buffers by read(2) (which took more time than finding the lines).
+  /// A file truncated while it is mapped makes the process die of SIGBUS (the command-line
+  /// programs report it as an I/O error); false reads such files like any other stream.
+  bool memory_map = true;
 };
 
+
+/// The input file that a reader has mapped (ReaderOptions::memory_map) at `address`, its display
+/// name copied into `name` (cut to size - 1 bytes, then a NUL): how a SIGBUS handler names an
+/// input that shrank while it was mapped. Async-signal-safe. False when no mapped window of a
+/// reader holds the address.
+bool mapped_input_at(const void* address, char* name, size_t size) noexcept;
 
 /// Positions and lengths of records are 32-bit (RecordPos).
 inline constexpr uint64_t kMaxRecordBytes = UINT32_MAX;
