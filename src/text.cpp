@@ -148,8 +148,10 @@ namespace {
 // one with a high byte is bordered by ASCII separators, which end any word under the exact rules,
 // so the exact scanner given just that run finds exactly the words it would find in place.
 struct WordScratch {
-  std::vector<uint8_t> lower;  // kPad bytes, the blocks, kPad bytes: short hashes read around a word
-  std::vector<uint64_t> high;
+  // kPad bytes, the blocks, kPad bytes: short hashes read around a word. Grown without zeroing:
+  // the scan writes every block, and the pads are cleared for each text.
+  std::vector<uint8_t, DefaultInitAllocator<uint8_t>> lower;
+  std::vector<uint64_t, DefaultInitAllocator<uint64_t>> high;
   std::vector<uint32_t> starts, ends;  // run boundaries of one window
 };
 
@@ -200,7 +202,9 @@ void scan_runs(std::string_view text, Ascii&& ascii, High&& high) {
   const size_t n = text.size();
   if (n == 0) return;
   const size_t full = n / 64, nblocks = (n + 63) / 64;
-  if (sc.lower.size() < nblocks * 64 + 2 * kPad) sc.lower.assign(nblocks * 64 + 2 * kPad, 0);
+  if (sc.lower.size() < nblocks * 64 + 2 * kPad) sc.lower.resize(nblocks * 64 + 2 * kPad);
+  std::memset(sc.lower.data(), 0, kPad);
+  std::memset(sc.lower.data() + kPad + nblocks * 64, 0, kPad);
   if (sc.high.size() < nblocks) sc.high.resize(nblocks);
   const size_t slots = kWindowBlocks * 32 + 64;
   if (sc.starts.size() < slots) {
