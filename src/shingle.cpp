@@ -303,7 +303,7 @@ std::vector<ShingleHash> HashPartition::sorted_set(int threads) {
 
 double jaccard(std::span<const ShingleHash> a, std::span<const ShingleHash> b) noexcept {
   if (a.empty() || b.empty()) return 0.0;
-  const auto inter = static_cast<size_t>(internal::count_common(a.data(), a.size(), b.data(), b.size()));
+  const auto inter = static_cast<size_t>(internal::kernels().set_common_at_least(a.data(), a.size(), b.data(), b.size(), 0));
   return static_cast<double>(inter) / static_cast<double>(a.size() + b.size() - inter);
 }
 
@@ -314,7 +314,7 @@ double jaccard_at_least(std::span<const ShingleHash> a, std::span<const ShingleH
   const double total = static_cast<double>(a.size() + b.size());
   const auto need = static_cast<long>(floor * total / (1 + floor) * (1 - 1e-9));
   if (static_cast<long>(std::min(a.size(), b.size())) < need) return 0.0;
-  const long inter = internal::count_common_at_least(a.data(), a.size(), b.data(), b.size(), need);
+  const long inter = internal::kernels().set_common_at_least(a.data(), a.size(), b.data(), b.size(), need);
   if (inter < 0) return 0.0;
   return static_cast<double>(inter) / (total - static_cast<double>(inter));
 }

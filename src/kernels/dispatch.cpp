@@ -18,6 +18,7 @@ constexpr Kernels kScalar{Isa::Scalar,
                           simhash_close_keys_scalar,
                           jaccard_block_scalar,
                           jaccard_block_scalar,
+                          set_common_at_least_scalar,
                           json_word_text_scalar,
                           false};
 
@@ -33,6 +34,7 @@ constexpr Kernels kAvx2{Isa::Avx2,
                         simhash_close_keys_popcnt,
                         jaccard_block_avx2,
                         jaccard_block_avx2,
+                        set_common_at_least_avx2,
                         json_word_text_avx2,
                         false};
 
@@ -48,6 +50,7 @@ constexpr Kernels kAvx512{Isa::Avx512,
                           simhash_close_keys_popcnt,
                           jaccard_block_avx512,
                           jaccard_block_avx2,
+                          set_common_at_least_avx2,
                           json_word_text_avx2,
                           false};
 

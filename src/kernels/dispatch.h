@@ -39,6 +39,9 @@ struct Kernels {
   /// machines, where it measured faster: BENCHMARKS.md).
   long (*jaccard_block)(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
   long (*jaccard_walk)(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
+  /// Common values of two shingle sets, or -1 once below `need` (jaccard_kernels.h); AVX2's
+  /// also on AVX-512 machines.
+  long (*set_common_at_least)(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
   /// JSON string contents to word text (json_text_kernels.h).
   int (*json_word_text)(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
   /// Whether OPH densification may use the VBMI pull (kernels/oph_kernels.h).

@@ -15,4 +15,10 @@ long jaccard_block_scalar(const uint32_t* a, size_t la, const uint32_t* b, size_
 long jaccard_block_avx2(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
 long jaccard_block_avx512(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept;
 
+/// The number of values common to two shingle sets (sorted, distinct 64-bit values), or -1 once
+/// it is certain to be below `need` (count_common_at_least, internal/sorted_merge.h). Every
+/// kernel returns the same value: the abort is taken only when the count cannot reach `need`.
+long set_common_at_least_scalar(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
+long set_common_at_least_avx2(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
+
 }  // namespace neardup::internal

@@ -4,6 +4,11 @@
 #include "kernels/jaccard_kernels.h"
 
 namespace neardup::internal {
+
+long set_common_at_least_scalar(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept {
+  return count_common_at_least(a, la, b, lb, need);
+}
+
 namespace {
 
 template <size_t Width>

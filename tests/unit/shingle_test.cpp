@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 
 #include "internal/hash.h"
 #include "internal/hash_partition.h"
+#include "kernels/jaccard_kernels.h"
 #include "kernels/shingle_kernels.h"
 #include "neardup/cpu.h"
 #include "neardup/error.h"
@@ -108,6 +110,40 @@ TEST(Shingle, CombinationKernelsEqualTheDefinition) {
         EXPECT_EQ(simd[m], 0u) << name << " " << k << " " << n;
       }
     }
+}
+
+// The set intersection kernels count exactly the common values of two sets (a brute-force count
+// over a hash set), or -1 exactly when that count is below `need`: sizes around the 4-value
+// blocks and their tails, overlaps from none to all, runs of equal values and interleaved ones.
+TEST(Shingle, SetIntersectionKernelsCountExactly) {
+  std::mt19937_64 rng(23);
+  using Kernel = long (*)(const uint64_t*, size_t, const uint64_t*, size_t, long) noexcept;
+  std::vector<std::pair<const char*, Kernel>> kernels{{"scalar", internal::set_common_at_least_scalar}};
+  if (detected_isa() >= Isa::Avx2) kernels.emplace_back("avx2", internal::set_common_at_least_avx2);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const size_t na = rng() % 70, nb = trial % 5 == 0 ? rng() % 700 : rng() % 70;
+    const double shared = static_cast<double>(rng() % 101) / 100;
+    std::vector<uint64_t> a, b;
+    // Small values so that the two sides interleave closely.
+    const uint64_t range = 4 * (na + nb) + 8;
+    std::set<uint64_t> sa, sb;
+    while (sa.size() < na) sa.insert(rng() % range);
+    a.assign(sa.begin(), sa.end());
+    for (const uint64_t x : a)  // a share of a's values, then values anywhere
+      if (sb.size() < nb && static_cast<double>(rng() % 1000) / 1000 < shared) sb.insert(x);
+    while (sb.size() < nb) sb.insert(rng() % range);
+    b.assign(sb.begin(), sb.end());
+    long truth = 0;
+    for (const uint64_t x : a) truth += sb.count(x) ? 1 : 0;
+    for (const long need : {0L, truth - 1, truth, truth + 1, static_cast<long>(rng() % (std::min(na, nb) + 2))}) {
+      if (need < 0) continue;
+      for (const auto& [name, kernel] : kernels) {
+        const long want = truth >= need ? truth : -1;
+        ASSERT_EQ(kernel(a.data(), a.size(), b.data(), b.size(), need), want) << name << " trial " << trial << " need " << need;
+        ASSERT_EQ(kernel(b.data(), b.size(), a.data(), a.size(), need), want) << name << " trial " << trial << " need " << need;
+      }
+    }
+  }
 }
 
 TEST(Shingle, CountsAndEdgeCases) {
