@@ -13,6 +13,7 @@ class RunArgs:
     skip_bad: bool
     keep_duplicate_ids: bool
     top: int
+    memory_map: bool
     def __init__(self) -> None: ...
 
 def run_documents(ids: list, texts: list, pairs_mode: bool, args: RunArgs,

@@ -85,6 +85,7 @@ struct RunArgs {
   bool skip_bad = false;
   bool keep_duplicate_ids = false;
   size_t top = 0;
+  bool memory_map = true;
 };
 
 RunOptions options_of(const RunArgs& a, const py::object& progress) {
@@ -103,6 +104,7 @@ RunOptions options_of(const RunArgs& a, const py::object& progress) {
   o.reader.on_error = a.skip_bad ? io::OnError::Skip : io::OnError::Fail;
   o.duplicate_ids = a.keep_duplicate_ids ? DuplicateIds::Keep : DuplicateIds::Error;
   o.top = a.top;
+  o.reader.memory_map = a.memory_map;
   if (!progress.is_none()) {
     o.progress = [progress](const Progress& p) {
       py::gil_scoped_acquire gil;
@@ -505,7 +507,8 @@ PYBIND11_MODULE(_native, m) {
       .def_readwrite("id_field", &RunArgs::id_field)
       .def_readwrite("skip_bad", &RunArgs::skip_bad)
       .def_readwrite("keep_duplicate_ids", &RunArgs::keep_duplicate_ids)
-      .def_readwrite("top", &RunArgs::top);
+      .def_readwrite("top", &RunArgs::top)
+      .def_readwrite("memory_map", &RunArgs::memory_map);
   m.def("run_documents", &run_documents, py::arg("ids"), py::arg("texts"), py::arg("pairs_mode"), py::arg("args"),
         py::arg("progress") = py::none());
   m.def("run_paths", &run_paths, py::arg("paths"), py::arg("pairs_mode"), py::arg("args"), py::arg("progress") = py::none());

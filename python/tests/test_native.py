@@ -56,6 +56,7 @@ def test_pairs_equal_the_cli(jsonl, tmp_path, options, flags):
     assert want, "the corpus has no pairs: the test data is wrong"
     assert neardup.pairs(docs, **options).pairs_tsv() == want  # (id, text) tuples in memory
     assert neardup.pairs(pathlib.Path(path), **options).pairs_tsv() == want  # the file, as the CLI reads it
+    assert neardup.pairs(pathlib.Path(path), memory_map=False, **options).pairs_tsv() == want  # read as a stream
     dicts = ({"id": i, "text": t} for i, t in docs)  # a generator of dicts
     assert neardup.pairs(dicts, **options).pairs_tsv() == want
 
