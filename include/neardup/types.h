@@ -50,8 +50,8 @@ struct DefaultInitAllocator : std::allocator<T> {
 };
 
 /// Hashes (word or shingle hashes) in a buffer that is resized and then written whole: the
-/// scratch of the shingling path, where zeroing every resized buffer first cost about 4% of a
-/// run's time (a std::vector<uint64_t> otherwise).
+/// scratch of the shingling path, where zeroing every resized buffer first took 3% of the time
+/// of `pairs` on a crowded corpus (a std::vector<uint64_t> otherwise).
 using HashVector = std::vector<uint64_t, DefaultInitAllocator<uint64_t>>;
 
 /// A pair of documents with a similarity (a < b).
