@@ -64,6 +64,12 @@ void add_sketch_options(CLI::App* cmd, Options& o, bool index) {
                                     "(default with simhash, unless --threshold is given: 1 - d/64)");
 }
 
+void add_no_mmap_flag(CLI::App* cmd, io::ReaderOptions& reader) {
+  cmd->add_flag_callback("--no-mmap", [&reader] { reader.memory_map = false; },
+                         "Read plain JSONL files with read(2) instead of mapping them into memory (for files that may be "
+                         "truncated while neardup reads them: a mapped file that shrinks ends the run with an I/O error)");
+}
+
 void add_reader_options(CLI::App* cmd, Options& o) {
   cmd->add_option("--text-field", o.reader.text_field, "JSONL field holding the text")->default_val("text");
   cmd->add_option("--id-field", o.reader.id_field, "JSONL field holding the id (missing: FILE:LINE)")->default_val("id");
@@ -90,9 +96,7 @@ void add_reader_options(CLI::App* cmd, Options& o) {
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(uint64_t{1}, io::kMaxRecordBytes))
       ->default_str("64M");
-  cmd->add_flag("--no-mmap{false}", o.reader.memory_map,
-                "Read plain JSONL files with read(2) instead of mapping them into memory (for files that may be "
-                "truncated while neardup reads them: a mapped file that shrinks ends the run with an I/O error)");
+  add_no_mmap_flag(cmd, o.reader);
   add_choice<io::LongDocs>(cmd, "--long-docs", o.reader.long_docs, {{"truncate", io::LongDocs::Truncate}, {"skip", io::LongDocs::Skip}},
                             "A text longer than --max-doc-bytes: truncate (its first bytes are compared; the record is output "
                   "unchanged) or skip (a bad record, see --on-error)");

@@ -312,6 +312,7 @@ void add_tune(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--seed", o->seed, "Seed of the shingle hashes and of the sample");
   cmd->add_option("--text-field", o->reader.text_field, "JSONL field holding the text")->default_val("text");
   cmd->add_option("--id-field", o->reader.id_field, "JSONL field holding the id")->default_val("id");
+  add_no_mmap_flag(cmd, o->reader);
   cmd->add_option("-j,--threads", o->threads, "Worker threads for scoring the sample")->check(CLI::Range(1, 1024));
   cmd->callback([&run, o, cmd] { run = [o, cmd] { return run_tune(cmd, *o); }; });
 }

@@ -5,3 +5,6 @@ echo "--- to stdout, estimate"
 $NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --shingle 3 --verify estimate --quiet | cut -f1,2
 echo "--- character 5-grams"
 $NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --chars 5 --quiet
+echo "--- read as a stream (--no-mmap): the same pairs"
+$NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --shingle 3 -o streamed.tsv --no-mmap -q; echo "exit=$?"
+cmp pairs.tsv streamed.tsv && echo "same pairs"
