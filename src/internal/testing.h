@@ -21,6 +21,10 @@ namespace neardup {
 /// into (16 MiB unless set): tests set it lower. Returns the previous value.
 size_t set_large_line_bytes(size_t bytes) noexcept;
 
+/// The n-th next attempt (n >= 1; 0: none) of a reader to map a window of a plain file fails, as
+/// on a file system without mmap: the reader then goes on reading that file as a stream.
+void fail_input_map_for_testing(size_t n) noexcept;
+
 /// hash_words and hash_chars from the byte-at-a-time scanner: the references the SIMD paths are
 /// tested against (text.h).
 void hash_words_exact(std::string_view text, uint64_t seed, std::vector<uint64_t>& out);

@@ -1,6 +1,7 @@
 #include "neardup/io/reader.h"
 
 #include "internal/realloc_buffer.h"
+#include "internal/testing.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -779,6 +780,8 @@ void unregister_window(MappedSlot* s) noexcept {
   s->used.store(false, std::memory_order_release);
 }
 
+std::atomic<size_t> g_fail_map_in{0};  // fail_input_map_for_testing
+
 // A window of a plain file mapped read-only: the file's bytes from `offset` (a page boundary), then
 // at least one page of zeros, so that a line ending at the end of the file has simdjson's padding
 // readable after it (a page mapped wholly past the end of a file cannot be read: SIGBUS).
@@ -797,15 +800,23 @@ class MappedWindow {
   bool mapped() const noexcept { return base_ != nullptr; }
   const char* data() const noexcept { return base_; }
   // Maps `bytes` of the file from `offset`: an anonymous reservation with a page to spare, the
-  // file mapped over its start.
-  void map(int fd, uint64_t offset, size_t bytes, const std::string& display) {
+  // file mapped over its start. False if either mapping fails (nothing is left mapped).
+  bool map(int fd, uint64_t offset, size_t bytes, const std::string& display) {
     release();
+    if (const size_t f = g_fail_map_in.load(std::memory_order_relaxed); f > 0 && g_fail_map_in.fetch_sub(1) == 1) return false;
     reserved_ = (bytes + kPage - 1) / kPage * kPage + kPage;
     void* r = ::mmap(nullptr, reserved_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (r == MAP_FAILED) fail(display);
+    if (r == MAP_FAILED) {
+      reserved_ = 0;
+      return false;
+    }
     base_ = static_cast<char*>(r);
-    if (bytes > 0 && ::mmap(base_, bytes, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, static_cast<off_t>(offset)) == MAP_FAILED) fail(display);
+    if (bytes > 0 && ::mmap(base_, bytes, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, static_cast<off_t>(offset)) == MAP_FAILED) {
+      release();
+      return false;
+    }
     slot_ = register_window(base_, bytes, display);
+    return true;
   }
   void release() noexcept {
     unregister_window(std::exchange(slot_, nullptr));
@@ -815,12 +826,6 @@ class MappedWindow {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& display) {
-    const int e = errno;
-    release();
-    throw IoError("cannot map the input into memory: " + std::string(std::strerror(e)) + "; raise the address-space limit (ulimit -v)",
-                  ErrorPlace{display});
-  }
   char* base_ = nullptr;
   size_t reserved_ = 0;
   MappedSlot* slot_ = nullptr;
@@ -870,7 +875,8 @@ class LineBuffer {
     line_no = 0;
     map_fd_ = -1;
     struct stat sb;
-    if (const int fd = memory_map_ ? stream_->mappable_fd() : -1; fd >= 0 && ::fstat(fd, &sb) == 0) {
+    // A regular file that reports no size (procfs, sysfs) may still hold bytes: read as a stream.
+    if (const int fd = memory_map_ ? stream_->mappable_fd() : -1; fd >= 0 && ::fstat(fd, &sb) == 0 && sb.st_size > 0) {
       map_fd_ = fd;
       file_bytes_ = static_cast<uint64_t>(sb.st_size);
     }
@@ -974,13 +980,23 @@ class LineBuffer {
     const bool last = want >= left;
     const size_t len = static_cast<size_t>(last ? left : want);
     release_window();
-    window_.map(map_fd_, page, len, display_);
+    if (!window_.map(map_fd_, page, len, display_)) return stream_from(from);
     buf_base = page;
     begin = static_cast<size_t>(from - page);
     scanned = static_cast<size_t>(seen_to - page);
     end = last ? len : len - kPad;
     any_bytes = true;
     return true;
+  }
+
+  // Mapped mode that cannot map (a file system without mmap, no address space left): the file is
+  // read as a stream from `from` on (the stream itself was not read from: it is at the start).
+  bool stream_from(uint64_t from) {
+    map_fd_ = -1;
+    if (from > 0 && stream_->skip(from) != from) return false;
+    buf_base = from;
+    begin = end = scanned = 0;
+    return refill();
   }
 
   // The line in bytes()[begin, stop) is the next one; reading goes on at `next`. A line found
@@ -1391,3 +1407,7 @@ uint64_t RecordReader::bytes_read() const noexcept {
 }
 
 }  // namespace neardup::io
+
+namespace neardup {
+void fail_input_map_for_testing(size_t n) noexcept { io::g_fail_map_in.store(n); }
+}  // namespace neardup

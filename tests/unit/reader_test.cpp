@@ -10,6 +10,7 @@
 #include <random>
 #include <tuple>
 
+#include "internal/testing.h"
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
 #include "neardup/io/writer.h"
@@ -441,7 +442,7 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
 // offset, bad record and skipped line is what reading the same file through read(2) gives, for
 // lines across windows' ends, lines longer than a window, lines over --max-record-bytes, a byte
 // order mark, a last line without a newline that ends the file on a page boundary, and reading
-// by position.
+// by position; and when a window cannot be mapped, the rest of the file read as a stream.
 TEST(Reader, MappedFilesReadAsStreamsDo) {
   test::TempDir d;
   std::mt19937_64 rng(91);
@@ -467,7 +468,8 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
   test::write_file(d.file("mixed.jsonl"), mixed);
   test::write_file(d.file("tiny.jsonl"), "{\"text\": \"a b c\"}");
 
-  auto read = [&](bool map, uint64_t max_record_bytes) {
+  auto read = [&](bool map, uint64_t max_record_bytes, size_t fail_map = 0) {
+    fail_input_map_for_testing(fail_map);
     ReaderOptions opt;
     opt.memory_map = map;
     opt.on_error = OnError::Skip;
@@ -481,6 +483,7 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
       out.emplace_back(std::string(rec.id), std::string(rec.raw), rec.line, rec.offset, rec.text.size());
       at.push_back({static_cast<uint32_t>(rec.source), static_cast<uint32_t>(rec.raw.size()), rec.offset});
     }
+    fail_input_map_for_testing(0);
     return std::make_tuple(out, at, r.stats().skipped, r.bytes_read());
   };
   for (const uint64_t limit : {uint64_t{1} << 30, uint64_t{5} << 20}) {
@@ -490,6 +493,14 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
     for (size_t i = 0; i < mapped.size(); ++i) ASSERT_TRUE(mapped[i] == streamed[i]) << "record " << i << " limit " << limit;
     EXPECT_EQ(mapped_skips, streamed_skips);
     EXPECT_EQ(mapped_bytes, streamed_bytes);
+    // A window that cannot be mapped (a file system without mmap): the file goes on as a stream
+    // from there, from its first window or from a later one.
+    for (const size_t fail_map : {1, 3}) {
+      const auto [fell_back, at_fb, fb_skips, fb_bytes] = read(true, limit, fail_map);
+      ASSERT_EQ(fell_back.size(), streamed.size()) << fail_map;
+      for (size_t i = 0; i < fell_back.size(); ++i) ASSERT_TRUE(fell_back[i] == streamed[i]) << "record " << i << " failing map " << fail_map;
+      EXPECT_EQ(fb_skips, streamed_skips);
+    }
     EXPECT_EQ(std::get<0>(mapped.front()), "r0");  // after the byte order mark
     EXPECT_EQ(std::get<3>(mapped.front()), 3u);
     EXPECT_EQ(std::get<0>(mapped[mapped.size() - 2]), "end");
@@ -508,12 +519,14 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
       const InputSet in({d.file("mixed.jsonl"), d.file("tiny.jsonl")}, opt);
       RecordReader r(in, opt);
       r.select(some);
+      fail_input_map_for_testing(stride == 3 ? 2 : 0);  // and by position, from the second window on
       RawRecord raw;
       size_t k = 0;
       for (; r.next_raw(raw); ++k) {
         ASSERT_LT(k, which.size());
         ASSERT_TRUE(raw.bytes == std::get<1>(mapped[which[k]])) << stride << " " << k;
       }
+      fail_input_map_for_testing(0);
       EXPECT_EQ(k, which.size());
     }
   }
