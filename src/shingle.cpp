@@ -73,11 +73,6 @@ bool Shingler::splits_at_spaces() const noexcept {
   return options_.kind == ShingleKind::Words && !icu_ && options_.normalize != Normalization::Nfkc;
 }
 
-void Shingler::words(std::string_view text, std::vector<uint64_t>& tokens) const {
-  NEARDUP_ASSERT(splits_at_spaces());
-  hash_words(text, token_seed_, tokens);
-}
-
 void Shingler::words(std::string_view text, HashVector& tokens) const {
   NEARDUP_ASSERT(splits_at_spaces());
   hash_words(text, token_seed_, tokens);
@@ -96,7 +91,6 @@ void Shingler::shingles_of_words_to(std::span<const uint64_t> t, Out& out) const
   combine_all(t.data(), n, k, combine_seed_, out.data());
 }
 
-void Shingler::shingles_of_words(std::span<const uint64_t> t, std::vector<ShingleHash>& out) const { shingles_of_words_to(t, out); }
 void Shingler::shingles_of_words(std::span<const uint64_t> t, HashVector& out) const { shingles_of_words_to(t, out); }
 
 std::vector<ShingleHash> Shingler::shingle_set(std::string_view text) {

@@ -73,11 +73,9 @@ class Shingler {
   /// joined by the k - 1 words before each cut (word shingles without normalisation or ICU).
   bool splits_at_spaces() const noexcept;
   /// Appends the word hashes of `text` to `tokens` (splits_at_spaces() only).
-  void words(std::string_view text, std::vector<uint64_t>& tokens) const;
   void words(std::string_view text, HashVector& tokens) const;
   /// Replaces `out` with the shingles of consecutive word hashes (a window of k per shingle;
   /// one shingle of them all when there are k or fewer, none when there are none).
-  void shingles_of_words(std::span<const uint64_t> tokens, std::vector<ShingleHash>& out) const;
   void shingles_of_words(std::span<const uint64_t> tokens, HashVector& out) const;
 
   const ShingleOptions& options() const noexcept { return options_; }

@@ -57,6 +57,7 @@ def test_pairs_equal_the_cli(jsonl, tmp_path, options, flags):
     assert neardup.pairs(docs, **options).pairs_tsv() == want  # (id, text) tuples in memory
     assert neardup.pairs(pathlib.Path(path), **options).pairs_tsv() == want  # the file, as the CLI reads it
     assert neardup.pairs(pathlib.Path(path), memory_map=False, **options).pairs_tsv() == want  # read as a stream
+    assert neardup._run_args("words:5", 0, "text", "id", "fail", "error", memory_map=False).memory_map is False
     dicts = ({"id": i, "text": t} for i, t in docs)  # a generator of dicts
     assert neardup.pairs(dicts, **options).pairs_tsv() == want
 

@@ -875,8 +875,9 @@ class LineBuffer {
     line_no = 0;
     map_fd_ = -1;
     struct stat sb;
-    // A regular file that reports no size (procfs, sysfs) may still hold bytes: read as a stream.
-    if (const int fd = memory_map_ ? stream_->mappable_fd() : -1; fd >= 0 && ::fstat(fd, &sb) == 0 && sb.st_size > 0) {
+    // Only regular files are mapped (not pipes or terminals), and not one that reports no size
+    // (procfs, sysfs), which may still hold bytes: those are read as streams.
+    if (const int fd = memory_map_ ? stream_->mappable_fd() : -1; fd >= 0 && ::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
       map_fd_ = fd;
       file_bytes_ = static_cast<uint64_t>(sb.st_size);
     }

@@ -1,7 +1,6 @@
 #include "neardup/io/stream.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <bzlib.h>
 #include <lzma.h>
@@ -112,10 +111,7 @@ class PlainStream final : public ByteStream {
     file_->seek_forward(n - from_prefix);
     return n;  // a plain file's length is checked by the reads that follow
   }
-  int mappable_fd() const noexcept override {
-    struct stat sb;
-    return ::fstat(file_->fd(), &sb) == 0 && S_ISREG(sb.st_mode) ? file_->fd() : -1;
-  }
+  int mappable_fd() const noexcept override { return file_->fd(); }
 
  private:
   std::unique_ptr<File> file_;

@@ -530,6 +530,25 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
       EXPECT_EQ(k, which.size());
     }
   }
+  // A mapped line's address names its file (what the SIGBUS handler reports), while the line's
+  // window is mapped; a file read as a stream (memory_map = false) is mapped nowhere.
+  for (const bool map : {true, false}) {
+    ReaderOptions opt;
+    opt.memory_map = map;
+    const InputSet in({d.file("mixed.jsonl")}, opt);
+    auto reader = std::make_unique<RecordReader>(in, opt);
+    RawRecord raw;
+    ASSERT_TRUE(reader->next_raw(raw));
+    auto owner = reader->share_line(raw);
+    char name[512];
+    EXPECT_EQ(mapped_input_at(raw.bytes.data() + 10, name, sizeof name), map);
+    if (map) EXPECT_EQ(std::string(name), in.sources()[0].display);
+    const void* at = raw.bytes.data();
+    reader.reset();
+    EXPECT_EQ(mapped_input_at(at, name, sizeof name), map) << "the shared line's window is still mapped";
+    owner.reset();
+    EXPECT_FALSE(mapped_input_at(at, name, sizeof name));
+  }
 }
 
 // Lines of 16 MiB and more: the line buffer asks for huge pages as it grows past 16 MiB and keeps

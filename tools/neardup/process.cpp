@@ -29,20 +29,20 @@ namespace neardup::cli {
 namespace {
 
 char g_message[160] = "neardup: interrupted; temporary files removed, no partial output left\n";
+char g_program[64] = "neardup";
+
+// A message to stderr from a signal handler (write(2) only: async-signal-safe).
+void put(const char* s) { [[maybe_unused]] const ssize_t w = ::write(2, s, std::strlen(s)); }
 
 // SIGINT, SIGTERM, SIGHUP, SIGPIPE: remove every temporary file (outputs are only ever renamed
 // into place complete, so none is left half-written), then die of the same signal (exit status
 // 128 + its number, as the shell reports it). Only async-signal-safe calls.
 extern "C" void on_fatal_signal(int sig) {
   neardup::io::remove_temporary_files();
-  if (sig != SIGPIPE) [[maybe_unused]] const ssize_t w = ::write(2, g_message, std::strlen(g_message));
+  if (sig != SIGPIPE) put(g_message);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
-
-char g_program[64] = "neardup";
-
-void put(const char* s) { [[maybe_unused]] const ssize_t w = ::write(2, s, std::strlen(s)); }
 
 // SIGBUS: a plain input read in place (mapped into memory) shrank under the reader, and a page
 // past its new end was touched. The input is named, the temporary files removed, and the run

@@ -26,8 +26,8 @@ class ByteStream {
   /// Skips n bytes of (decompressed) data; returns how many were skipped (fewer only at the
   /// end). A plain file seeks; a compressed stream decompresses and discards.
   virtual uint64_t skip(uint64_t n);
-  /// The descriptor of a plain regular file, whose bytes can be mapped into memory and read in
-  /// place (-1 for a compressed stream, a pipe or a terminal).
+  /// The descriptor of an uncompressed file, whose bytes may be mapped into memory and read in
+  /// place when it is a regular file (-1 for a compressed stream).
   virtual int mappable_fd() const noexcept { return -1; }
 };
 

@@ -102,7 +102,17 @@ $NEARDUP dedup big.jsonl -o big-kept.jsonl -q -j 1 & pid=$!
 until grep -q big.jsonl /proc/$pid/maps 2>/dev/null; do :; done
 truncate -s 0 big.jsonl
 wait $pid; echo "exit=$?"; ls big-kept* 2>/dev/null | wc -l
-rm -f big.jsonl
+echo "--- the same with --no-mmap: read as a stream, never mapped; the shrunk input is still an error naming it"
+yes '{"text": "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi"}' | head -c 100000000 > big.jsonl
+$NEARDUP dedup big.jsonl -o big-kept.jsonl -q -j 1 --no-mmap 2> err.txt & pid=$!
+# Read by read(2): the bytes it has read pass 20 MB (a mapped file's never do).
+for _ in $(seq 2000); do r=$(awk '/^rchar/ {print $2}' /proc/$pid/io 2>/dev/null); [ "${r:-0}" -gt 20000000 ] && break; sleep 0.005; done
+truncate -s 0 big.jsonl
+wait $pid; rc=$?
+[ "${r:-0}" -gt 20000000 ] && echo "read with read(2)"; { [ $rc = 3 ] || [ $rc = 4 ]; } && echo "exit 3 or 4"
+grep -c "mapped into memory" err.txt; grep -q "^neardup: error: big.jsonl" err.txt && echo "the error names big.jsonl"
+ls big-kept* 2>/dev/null | wc -l
+rm -f big.jsonl err.txt
 
 echo "--- help and parse errors"
 $NEARDUP pairs --help | grep -E -- '^ +(-t,)?--(method|threshold|on-error) ' | sed 's/  */ /g'
