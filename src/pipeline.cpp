@@ -1015,6 +1015,11 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   constexpr auto kWordTextLine = static_cast<double>(io::kWordTextMaxLine);
   if (inputs_->all_jsonl() && Shingler::reads_words_only(spec_.shingle) && n > 0 && m.input.data_bytes / n < kWordTextLine)
     fixed += std::min(kWordTextLine * threads_, m.input.data_bytes);
+  // Texts of kSplitBytes or more are shingled in pieces, and each thread keeps its pieces' word
+  // and shingle buffers from one such text to the next (up to about 6 x kPieceBytes, measured:
+  // BENCHMARKS.md). Only inputs that can hold such a text pay it.
+  if (shingler.splits_at_spaces() && m.input.data_bytes >= static_cast<double>(kSplitBytes))
+    fixed += 6.0 * static_cast<double>(DocumentSketcher::kPieceBytes) * threads_;
   // A record being worked holds its line, its parsed text and its shingling's scratch: per byte of
   // the record, 1.35 with minhash and oph (a long text is shingled a piece at a time), 3.0 with
   // SimHash and 3.8 with bottom-k, measured on one record of 55 MB against 55 records of 1 MB

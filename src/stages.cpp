@@ -117,12 +117,24 @@ struct Pieces {
     cuts.push_back(text.size());
   }
   size_t size() const noexcept { return cuts.size() - 1; }
-  // The word buffers one thread reuses for every piece it takes (a document's pieces, not the
-  // thread's life: they are let go with the document).
+  // The word buffers a thread reuses for every piece it takes, kept from one long text to the
+  // next: made afresh for each text, every thread that took a piece faulted them in again (a
+  // piece of 1 MiB of source code has about 1.4 MB of words and as much of shingles). A piece
+  // of the default size holds at most half as many words as bytes, so they stay within 8 x
+  // kPieceBytes; pieces cut larger (a caller's piece_bytes) let theirs go after the text.
   struct Scratch {
     HashVector before, words;
     HashVector shingles;
+    void trim() noexcept {
+      constexpr size_t kKeep = 8 * DocumentSketcher::kPieceBytes;
+      for (HashVector* v : {&before, &words, &shingles})
+        if (v->capacity() * sizeof(ShingleHash) > kKeep) HashVector().swap(*v);
+    }
   };
+  static Scratch& thread_scratch() {
+    thread_local Scratch scratch;
+    return scratch;
+  }
   // The shingles of the windows that end in piece i's words (its words after the k - 1 words
   // before its cut, read again from the text from a whitespace on) into scratch.shingles;
   // returns the number of its own words.
@@ -148,19 +160,18 @@ struct Pieces {
     return buf.size() - prefix;
   }
   // Shingles every piece on `threads` threads of the current pool and calls on_piece(i, its
-  // shingles) there; returns the number of words of the text. Each thread keeps its scratch for
-  // the whole document: a piece of 1 MiB of source code has about 1.4 MB of words and as much of
-  // shingles, and freed after every piece they were faulted in again for the next (one 50 MB
+  // shingles) there; returns the number of words of the text. Each thread keeps its scratch
+  // (thread_scratch): freed after every piece, it was faulted in again for the next (one 50 MB
   // record took 224 ms instead of 185).
   template <class OnPiece>
   size_t each_piece(const Shingler& sh, int threads, OnPiece&& on_piece) const {
     const size_t k = static_cast<size_t>(sh.options().k);
     std::vector<size_t> words(size());
-    std::vector<Scratch> scratch(static_cast<size_t>(std::max(threads, 1)));
-    internal::parallel_for(size(), threads, [&](size_t i, size_t slot) {
-      Scratch& own = scratch[slot];
+    internal::parallel_for(size(), threads, [&](size_t i, size_t) {
+      Scratch& own = thread_scratch();
       words[i] = shingles(sh, k, i, own);
       on_piece(i, std::span<const ShingleHash>(own.shingles));
+      own.trim();
     });
     size_t total = 0;
     for (const size_t w : words) total += w;
