@@ -61,10 +61,21 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
     size_t m = 0;
     for (size_t i = 0; i < n; ++i)
       if (skip.empty() || !skip[i]) e[m++] = {key_of(band, i), i};
-    if (m >= 4096)
-      internal::radix_sort_by_bits(e.data(), tmp.data(), m, 0, 64, [](const BandEntry& x) { return x.key; }, 16);
-    else
-      std::sort(e.begin(), e.begin() + m, [](const BandEntry& x, const BandEntry& y) { return x.key != y.key ? x.key < y.key : x.doc < y.doc; });
+    auto by_key = [](const BandEntry& x, const BandEntry& y) { return x.key != y.key ? x.key < y.key : x.doc < y.doc; };
+    if (m >= 4096) {
+      // Keys are hashes: their top 32 bits (two passes, not four) leave the few entries that
+      // share them, which are put in order by the whole key where they differ.
+      internal::radix_sort_by_bits(e.data(), tmp.data(), m, 32, 64, [](const BandEntry& x) { return x.key; }, 16);
+      for (size_t i = 0; i < m;) {
+        size_t j = i + 1;
+        bool mixed = false;
+        for (; j < m && (e[j].key >> 32) == (e[i].key >> 32); ++j) mixed |= e[j].key != e[i].key;
+        if (mixed) std::sort(e.begin() + static_cast<ptrdiff_t>(i), e.begin() + static_cast<ptrdiff_t>(j), by_key);
+        i = j;
+      }
+    } else {
+      std::sort(e.begin(), e.begin() + m, by_key);
+    }
     for (size_t i = 0; i < m;) {
       size_t j = i + 1;
       while (j < m && e[j].key == e[i].key) ++j;
@@ -81,31 +92,46 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
   }
 }
 
-// The buckets of every band, each distinct list of documents once.
+// The buckets of every band, each distinct list of documents once, ordered by their first
+// document. Each band's buckets are kept flat (their documents one after another, and a
+// reference per bucket), so that ordering and removing the buckets several bands share moves
+// small references, not a vector per bucket.
 template <class KeyOf>
 LshBuckets band_buckets(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats, KeyOf&& key_of) {
-  struct Bucket {
+  struct Ref {
+    DocId first;
+    uint32_t band;
     uint64_t hash;  // of the documents
-    std::vector<DocId> docs;
+    uint64_t start, size;
   };
-  std::vector<std::vector<Bucket>> per_band(static_cast<size_t>(bands));
+  std::vector<std::vector<DocId>> docs(static_cast<size_t>(bands));
+  std::vector<std::vector<Ref>> refs(static_cast<size_t>(bands));
   for_each_bucket(n, bands, skip, threads, stats, key_of, [&](size_t band, std::span<const BandEntry> b) {
-    Bucket k;
-    k.docs.reserve(b.size());
-    for (const BandEntry& e : b) k.docs.push_back(static_cast<DocId>(e.doc));
-    k.hash = internal::hash_bytes(k.docs.data(), k.docs.size() * sizeof(DocId), 0x42554b54ull);
-    per_band[band].push_back(std::move(k));
+    std::vector<DocId>& d = docs[band];
+    const uint64_t start = d.size();
+    for (const BandEntry& e : b) d.push_back(static_cast<DocId>(e.doc));
+    const uint64_t hash = internal::hash_bytes(d.data() + start, b.size() * sizeof(DocId), 0x42554b54ull);
+    refs[band].push_back({d[start], static_cast<uint32_t>(band), hash, start, b.size()});
   });
-  std::vector<Bucket> all;
-  for (auto& v : per_band)
-    for (auto& b : v) all.push_back(std::move(b));
-  std::sort(all.begin(), all.end(), [](const Bucket& x, const Bucket& y) {
-    return x.docs[0] != y.docs[0] ? x.docs[0] < y.docs[0] : x.hash != y.hash ? x.hash < y.hash : x.docs < y.docs;
+  std::vector<Ref> all;
+  for (const auto& v : refs) all.insert(all.end(), v.begin(), v.end());
+  std::vector<std::vector<Ref>>().swap(refs);
+  auto members = [&](const Ref& r) { return std::span<const DocId>(docs[r.band]).subspan(r.start, r.size); };
+  std::sort(all.begin(), all.end(), [&](const Ref& x, const Ref& y) {
+    if (x.first != y.first) return x.first < y.first;
+    if (x.hash != y.hash) return x.hash < y.hash;
+    const auto a = members(x), b = members(y);
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
   });
   LshBuckets out;
+  uint64_t total = 0;
+  for (const Ref& r : all) total += r.size;
+  out.members.reserve(total);
+  out.offsets.reserve(all.size() + 1);
   for (size_t i = 0; i < all.size(); ++i) {
-    if (i > 0 && all[i].hash == all[i - 1].hash && all[i].docs == all[i - 1].docs) continue;
-    out.members.insert(out.members.end(), all[i].docs.begin(), all[i].docs.end());
+    const auto m = members(all[i]);
+    if (i > 0 && all[i].hash == all[i - 1].hash && std::ranges::equal(m, members(all[i - 1]))) continue;
+    out.members.insert(out.members.end(), m.begin(), m.end());
     out.offsets.push_back(out.members.size());
   }
   return out;

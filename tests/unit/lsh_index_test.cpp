@@ -164,3 +164,34 @@ TEST(Lsh, LargeInputsGiveTheStarEdgesOfEqualBands) {
   std::vector<std::span<const uint64_t>> views(keys.begin(), keys.end());
   EXPECT_EQ(lsh_candidates_from_keys(views, skip, 3), got);
 }
+
+// Band keys are hashes, sorted by their top 32 bits first: keys that share those bits but differ
+// below them must still make separate buckets, each in document order.
+TEST(Lsh, KeysSharingTheirTopBitsMakeSeparateBuckets) {
+  const size_t n = 6000;
+  std::vector<std::vector<uint64_t>> keys(2, std::vector<uint64_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t top = uint64_t{i % 5} << 32;
+    keys[0][i] = top | ((i / 5) % 3) * 0x9E37;
+    keys[1][i] = top | ((i / 5) % 4) * 0x51;
+  }
+  std::set<std::vector<DocId>> want;
+  for (const auto& band : keys) {
+    std::map<uint64_t, std::vector<DocId>> by_key;
+    for (size_t i = 0; i < n; ++i) by_key[band[i]].push_back(static_cast<DocId>(i));
+    for (auto& [key, docs] : by_key) want.insert(docs);
+  }
+  std::vector<std::span<const uint64_t>> views(keys.begin(), keys.end());
+  const LshBuckets got = lsh_buckets_from_keys(views, {}, 2);
+  std::set<std::vector<DocId>> seen;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const auto b = got[i];
+    EXPECT_TRUE(std::is_sorted(b.begin(), b.end()));
+    if (i > 0) {
+      EXPECT_LE(got[i - 1][0], b[0]);  // ordered by first document
+    }
+    EXPECT_TRUE(seen.insert(std::vector<DocId>(b.begin(), b.end())).second) << "bucket " << i << " listed twice";
+  }
+  EXPECT_EQ(seen, want);
+  EXPECT_EQ(got.size(), 15u + 20u);
+}
