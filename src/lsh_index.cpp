@@ -154,8 +154,7 @@ std::vector<DocPair> star_edges(const LshBuckets& buckets) {
     const auto b = buckets[i];
     for (size_t x = 1; x < b.size(); ++x) stars.push_back({b[0], b[x]});
   }
-  std::sort(stars.begin(), stars.end());
-  stars.erase(std::unique(stars.begin(), stars.end()), stars.end());
+  internal::sort_unique_pairs(stars);
   return stars;
 }
 
@@ -166,8 +165,7 @@ std::vector<DocPair> bucket_pairs(const LshBuckets& buckets) {
     for (size_t y = 1; y < b.size(); ++y)
       for (size_t x = 0; x < y; ++x) out.push_back({b[x], b[y]});
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  internal::sort_unique_pairs(out);
   return out;
 }
 

@@ -641,8 +641,7 @@ void Pipeline::Impl::find_pairs_lsh() {
           if (pairs_mode || uf.find(b[x]) != uf.find(b[y])) direct.push_back({b[x], b[y]});
     }
   }
-  std::sort(direct.begin(), direct.end());
-  direct.erase(std::unique(direct.begin(), direct.end()), direct.end());
+  internal::sort_unique_pairs(direct);
   {  // stars already verified
     std::vector<DocPair> rest;
     std::set_difference(direct.begin(), direct.end(), stars.begin(), stars.end(), std::back_inserter(rest));

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "neardup/types.h"
 
 namespace neardup::internal {
 
@@ -41,6 +44,26 @@ void radix_sort_by_bits(T* v, T* tmp, size_t n, int lo_bit, int hi_bit, KeyOf ke
 /// The same for plain 64-bit keys.
 inline void radix_sort_u64_bits(uint64_t* v, uint64_t* tmp, size_t n, int lo_bit, int hi_bit) {
   radix_sort_by_bits(v, tmp, n, lo_bit, hi_bit, [](uint64_t x) { return x; });
+}
+
+/// Sorts pairs of documents (by a, then b) and drops repeats. Large lists by an LSD radix sort
+/// of (a, b) packed into as many bits as the largest ids need (three passes for 100k documents,
+/// where std::sort compares each pair about 18 times).
+inline void sort_unique_pairs(std::vector<DocPair>& v) {
+  if (v.size() < 4096) {
+    std::sort(v.begin(), v.end());
+  } else {
+    DocId max_a = 0, max_b = 0;
+    for (const DocPair& p : v) {
+      max_a = std::max(max_a, p.a);
+      max_b = std::max(max_b, p.b);
+    }
+    const int wb = std::bit_width(max_b), wa = std::bit_width(max_a);
+    std::vector<DocPair> tmp(v.size());
+    radix_sort_by_bits(v.data(), tmp.data(), v.size(), 0, std::max(1, wa + wb),
+                       [wb](const DocPair& p) { return static_cast<uint64_t>(p.a) << wb | p.b; });
+  }
+  v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
 }  // namespace neardup::internal
