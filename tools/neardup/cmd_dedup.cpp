@@ -386,7 +386,10 @@ void print_memory_estimate(const MemoryEstimate& m) {
                  human_bytes(avail).c_str());
 }
 
-void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::App* cmd, const io::ReaderOptions& reader) {
+// sync_seconds: the time the outputs took to commit (their fsync and rename), after the
+// pipeline's own write stage: part of the run's time, and on a slow disk much of it.
+void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::App* cmd, const io::ReaderOptions& reader,
+                   double sync_seconds) {
   {
     const RunStats& r = p.stats();
     print_input_warnings(r.reader, r.documents, r.left_out, cmd, reader);
@@ -416,20 +419,21 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
   if (s.removed_below_threshold > 0)
     std::fprintf(stderr, " (%llu less similar than the threshold to their kept document, through a chain; --cluster leader avoids it)",
                  static_cast<unsigned long long>(s.removed_below_threshold));
-  std::fprintf(stderr, ", %.2f s [%s]\n", s.seconds + s.times.write, p.spec().to_string().c_str());
+  std::fprintf(stderr, ", %.2f s [%s]\n", s.seconds + s.times.write + sync_seconds, p.spec().to_string().c_str());
   if (!stages) return;
   const double mb = static_cast<double>(s.text_bytes) / 1e6;
   const StageTimes& t = s.times;
   std::fprintf(stderr,
                "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s wall (%.1f MB/s; CPU: parse %.3f s, shingle %.3f s, "
-               "sketch %.3f s); %s %.3f s; verify %.3f s (%llu documents re-read, %llu sets from the first pass, %.1f MB of sets); cluster %.3f s; write %.3f s; "
+               "sketch %.3f s); %s %.3f s; verify %.3f s (%llu documents re-read, %llu sets from the first pass, %.1f MB of sets); cluster %.3f s; write %.3f s "
+               "(then %.3f s to sync the outputs to disk); "
                "kernel %s; largest bucket %llu\n",
                mb, t.pass1, t.pass1 > 0 ? mb / t.pass1 : 0.0, t.parse, t.shingle, t.sketch,
                p.spec().method == SketchMethod::BottomK || p.spec().method == SketchMethod::Exact ? "join"
                : p.spec().method == SketchMethod::SimHash ? "tables"
                                                           : "lsh",
                t.lsh, t.verify,
-               static_cast<unsigned long long>(s.verify_docs), static_cast<unsigned long long>(s.verify_kept), static_cast<double>(s.set_bytes) / 1e6, t.cluster, t.write, isa_name(active_isa()),
+               static_cast<unsigned long long>(s.verify_docs), static_cast<unsigned long long>(s.verify_kept), static_cast<double>(s.set_bytes) / 1e6, t.cluster, t.write, sync_seconds, isa_name(active_isa()),
                static_cast<unsigned long long>(s.largest_bucket));
 }
 
@@ -533,14 +537,16 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
     write_report(*report, pipeline, report_run);
   }
   // Commit only once everything is written: a failure leaves no partial output in place.
+  const auto t_sync = std::chrono::steady_clock::now();
   if (out) out->commit();
   for (auto& f : dir_files) f->commit();
   rejects.commit();
   if (removed) removed->commit();
   if (clusters) clusters->commit();
   if (report) report->commit();
+  const double sync_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sync).count();
   bar.clear();
-  if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats, cmd, o.reader);
+  if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats, cmd, o.reader, sync_seconds);
   return kExitOk;
 }
 
