@@ -430,28 +430,38 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   std::vector<ScoredPair> edges;
   if (n < 2) return edges;
   if (s.docs.back() >= num_docs) throw UsageError("SetJoin::connect: a joined document is beyond num_docs");
-  std::vector<uint32_t> mark(n, UINT32_MAX);
-  std::vector<Candidate> cand;
   uint64_t st_cand = 0, st_filtered = 0, st_verified = 0;
   // In document order, each with the earlier ones: once x is connected to a cluster, its other
   // candidates in that cluster are skipped, so a cluster costs about one verification per
-  // document plus the failed ones.
-  for (size_t x = 0; x < n; ++x) {
-    s.probe(static_cast<uint32_t>(x), false, mark, cand);
-    st_cand += cand.size();
-    const DocId b = s.docs[x];
-    for (const Candidate& k : cand) {
-      const DocId a = s.docs[k.y];
-      if (uf.find(a) == uf.find(b) || (keep && !keep(a, b))) {
-        ++st_filtered;
-        continue;
-      }
-      ++st_verified;
-      const long common = s.overlap(static_cast<uint32_t>(x), k);
-      const uint64_t la = s.ranked.len[k.y], lb = s.ranked.len[x];
-      if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb)) {
-        uf.unite(a, b);
-        edges.push_back({a, b, jaccard_from_common(common, la, lb)});
+  // document plus the failed ones. The candidates do not depend on what is connected: they are
+  // found ahead on every thread, a window of members at a time (each thread marks the members
+  // it has seen for x in its own array), and taken in order here.
+  constexpr size_t kWindow = 256;
+  const size_t threads = static_cast<size_t>(std::max(1, s.threads));
+  std::vector<std::vector<uint32_t>> marks(threads, std::vector<uint32_t>(n, UINT32_MAX));
+  std::vector<std::vector<Candidate>> window(kWindow);
+  for (size_t w0 = 0; w0 < n; w0 += kWindow) {
+    const size_t w1 = std::min(n, w0 + kWindow);
+    internal::parallel_for(w1 - w0, s.threads, [&](size_t i, size_t slot) {
+      s.probe(static_cast<uint32_t>(w0 + i), false, marks[slot], window[i]);
+    });
+    for (size_t x = w0; x < w1; ++x) {
+      const std::vector<Candidate>& cand = window[x - w0];
+      st_cand += cand.size();
+      const DocId b = s.docs[x];
+      for (const Candidate& k : cand) {
+        const DocId a = s.docs[k.y];
+        if (uf.find(a) == uf.find(b) || (keep && !keep(a, b))) {
+          ++st_filtered;
+          continue;
+        }
+        ++st_verified;
+        const long common = s.overlap(static_cast<uint32_t>(x), k);
+        const uint64_t la = s.ranked.len[k.y], lb = s.ranked.len[x];
+        if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb)) {
+          uf.unite(a, b);
+          edges.push_back({a, b, jaccard_from_common(common, la, lb)});
+        }
       }
     }
   }
