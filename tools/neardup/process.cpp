@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -31,6 +32,10 @@ namespace {
 char g_message[160] = "neardup: interrupted; temporary files removed, no partial output left\n";
 char g_program[64] = "neardup";
 
+// Set by the first SIGBUS handler that reports (a lock-free atomic: async-signal-safe).
+std::atomic<bool> g_bus_reported{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
 // A message to stderr from a signal handler (write(2) only: async-signal-safe).
 void put(const char* s) { [[maybe_unused]] const ssize_t w = ::write(2, s, std::strlen(s)); }
 
@@ -54,12 +59,18 @@ extern "C" void on_bus_error(int sig, siginfo_t* info, void*) {
     ::raise(sig);
     return;
   }
+  // The reading thread and a worker may both touch the shrunk file: the first to get here
+  // reports and ends the run, any other waits for the exit (two reports would interleave).
+  if (g_bus_reported.exchange(true)) {
+    for (;;) ::pause();
+  }
   neardup::io::remove_temporary_files();
-  put(g_program);
-  put(": error: ");
-  put(name);
-  put(": the input shrank while it was read (it is mapped into memory); keep inputs unchanged during a run, "
-      "or read them with --no-mmap\n");
+  char line[512] = "";
+  for (const char* part : {static_cast<const char*>(g_program), ": error: ", static_cast<const char*>(name),
+                           ": the input shrank while it was read (it is mapped into memory); keep inputs unchanged during a "
+                           "run, or read them with --no-mmap\n"})
+    std::strncat(line, part, sizeof line - std::strlen(line) - 1);
+  put(line);  // one write: nothing else can come between its parts
   ::_exit(kExitIo);
 }
 
