@@ -61,27 +61,32 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
     size_t m = 0;
     for (size_t i = 0; i < n; ++i)
       if (skip.empty() || !skip[i]) e[m++] = {key_of(band, i), i};
+    // The buckets among e[lo, hi), which is in order of key.
+    auto visit_runs = [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi;) {
+        size_t j = i + 1;
+        while (j < hi && e[j].key == e[i].key) ++j;
+        if (j - i > 1) visit(band, std::span<const BandEntry>(e.data() + i, j - i));
+        largest[band] = std::max<uint64_t>(largest[band], j - i);
+        i = j;
+      }
+    };
     auto by_key = [](const BandEntry& x, const BandEntry& y) { return x.key != y.key ? x.key < y.key : x.doc < y.doc; };
-    if (m >= 4096) {
-      // Keys are hashes: their top 32 bits (two passes, not four) leave the few entries that
-      // share them, which are put in order by the whole key where they differ.
+    if (m < 4096) {
+      std::sort(e.begin(), e.begin() + m, by_key);
+      visit_runs(0, m);
+    } else {
+      // Keys are hashes: sorted by their top 32 bits (two passes, not four), a run of equal top
+      // bits is almost always one key; the rare run of several is put in order by the whole key.
       internal::radix_sort_by_bits(e.data(), tmp.data(), m, 32, 64, [](const BandEntry& x) { return x.key; }, 16);
       for (size_t i = 0; i < m;) {
         size_t j = i + 1;
         bool mixed = false;
         for (; j < m && (e[j].key >> 32) == (e[i].key >> 32); ++j) mixed |= e[j].key != e[i].key;
         if (mixed) std::sort(e.begin() + static_cast<ptrdiff_t>(i), e.begin() + static_cast<ptrdiff_t>(j), by_key);
+        visit_runs(i, j);
         i = j;
       }
-    } else {
-      std::sort(e.begin(), e.begin() + m, by_key);
-    }
-    for (size_t i = 0; i < m;) {
-      size_t j = i + 1;
-      while (j < m && e[j].key == e[i].key) ++j;
-      if (j - i > 1) visit(band, std::span<const BandEntry>(e.data() + i, j - i));
-      largest[band] = std::max<uint64_t>(largest[band], j - i);
-      i = j;
     }
     entries[band] = m;
   });

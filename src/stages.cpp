@@ -126,9 +126,7 @@ struct Pieces {
     HashVector before, words;
     HashVector shingles;
     void trim() noexcept {
-      constexpr size_t kKeep = 8 * DocumentSketcher::kPieceBytes;
-      for (HashVector* v : {&before, &words, &shingles})
-        if (v->capacity() * sizeof(ShingleHash) > kKeep) HashVector().swap(*v);
+      for (HashVector* v : {&before, &words, &shingles}) internal::trim_scratch(*v, 8 * DocumentSketcher::kPieceBytes);
     }
   };
   static Scratch& thread_scratch() {

@@ -11,9 +11,10 @@
 
 namespace neardup::internal {
 
+/// `keep`: a larger bound for buffers whose every use is bounded (a long text's pieces).
 template <class T, class A>
-void trim_scratch(std::vector<T, A>& v) noexcept {
-  if (v.capacity() * sizeof(T) > kScratchKeepBytes) std::vector<T, A>().swap(v);
+void trim_scratch(std::vector<T, A>& v, size_t keep = kScratchKeepBytes) noexcept {
+  if (v.capacity() * sizeof(T) > keep) std::vector<T, A>().swap(v);
 }
 
 inline void trim_scratch(std::string& s) noexcept {
