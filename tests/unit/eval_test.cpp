@@ -15,7 +15,7 @@ using namespace neardup::test;
 
 namespace {
 
-using Pair = std::pair<int, int>;
+using IntPair = std::pair<int, int>;
 std::string name(int i) { return "doc" + std::to_string(i); }
 
 // Random truth (pairs with similarity >= 0.5, on 3 decimals) and a random report: some truth
@@ -25,7 +25,7 @@ TEST(Eval, AgreesWithADirectCount) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> u(0, 1);
-    std::map<Pair, double> truth, reported;
+    std::map<IntPair, double> truth, reported;
     std::string truth_text, pairs_text;
     size_t repeated = 0;
     for (int i = 0; i < 300; ++i) {
@@ -33,7 +33,7 @@ TEST(Eval, AgreesWithADirectCount) {
       if (a == b) continue;
       if (a > b) std::swap(a, b);
       const double j = std::round((0.5 + 0.5 * u(rng)) * 1000) / 1000;
-      if (!truth.emplace(Pair{a, b}, j).second) continue;
+      if (!truth.emplace(IntPair{a, b}, j).second) continue;
       truth_text += name(a) + "\t" + name(b) + "\t" + std::to_string(j) + "\n";
     }
     for (const auto& [p, j] : truth) {
@@ -50,7 +50,7 @@ TEST(Eval, AgreesWithADirectCount) {
     for (int i = 0; i < 60; ++i) {  // pairs below the floor
       const int a = static_cast<int>(80 + rng() % 40), b = static_cast<int>(rng() % 80);
       const double s = std::round(u(rng) * 1000) / 1000;
-      if (!reported.emplace(Pair{b, a}, s).second) continue;
+      if (!reported.emplace(IntPair{b, a}, s).second) continue;
       pairs_text += name(a) + "\t" + name(b) + "\t" + std::to_string(s) + "\n";
     }
     TempDir dir;

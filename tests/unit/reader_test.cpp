@@ -542,7 +542,9 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
     auto owner = reader->share_line(raw);
     char name[512];
     EXPECT_EQ(mapped_input_at(raw.bytes.data() + 10, name, sizeof name), map);
-    if (map) EXPECT_EQ(std::string(name), in.sources()[0].display);
+    if (map) {
+      EXPECT_EQ(std::string(name), in.sources()[0].display);
+    }
     const void* at = raw.bytes.data();
     reader.reset();
     EXPECT_EQ(mapped_input_at(at, name, sizeof name), map) << "the shared line's window is still mapped";
