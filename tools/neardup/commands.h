@@ -52,7 +52,8 @@ inline std::string flag_text(const Error& e) { return e.message(flag_wording); }
 /// SIGINT, SIGTERM, SIGHUP, SIGPIPE remove the temporary outputs, print "<program>: interrupted"
 /// and end the process by the same signal; SIGXFSZ becomes an I/O error.
 void install_signal_handlers(const char* program);
-/// Blocks of 16 MiB or more are given back to the system as soon as they are freed (glibc).
+/// Blocks of 16 MiB or more are given back to the system as soon as they are freed, and each
+/// thread's heap keeps up to that much free at its top (glibc's mmap and trim thresholds).
 void return_large_blocks_at_once();
 /// The command line as typed (for reports), set by main().
 void remember_command_line(int argc, char** argv);
