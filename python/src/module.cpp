@@ -104,7 +104,7 @@ RunOptions options_of(const RunArgs& a, const py::object& progress) {
   o.reader.on_error = a.skip_bad ? io::OnError::Skip : io::OnError::Fail;
   o.duplicate_ids = a.keep_duplicate_ids ? DuplicateIds::Keep : DuplicateIds::Error;
   o.top = a.top;
-  o.reader.memory_map = a.memory_map;
+  o.reader.memory_map = a.memory_map ? io::MemoryMap::Auto : io::MemoryMap::Never;
   if (!progress.is_none()) {
     o.progress = [progress](const Progress& p) {
       py::gil_scoped_acquire gil;

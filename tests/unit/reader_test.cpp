@@ -27,6 +27,7 @@ namespace {
 struct Rec {
   std::string id, text, raw;
   uint64_t line;
+  bool operator==(const Rec&) const = default;
 };
 
 std::vector<Rec> read_all_records(const std::vector<std::string>& paths, ReaderOptions opt = {},
@@ -471,7 +472,7 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
   auto read = [&](bool map, uint64_t max_record_bytes, size_t fail_map = 0) {
     fail_input_map_for_testing(fail_map);
     ReaderOptions opt;
-    opt.memory_map = map;
+    opt.memory_map = map ? MemoryMap::Always : MemoryMap::Never;
     opt.on_error = OnError::Skip;
     opt.max_record_bytes = max_record_bytes;
     const InputSet in({d.file("mixed.jsonl"), d.file("tiny.jsonl")}, opt);
@@ -516,6 +517,7 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
         which.push_back(i);
       }
       ReaderOptions opt;
+      opt.memory_map = MemoryMap::Always;
       const InputSet in({d.file("mixed.jsonl"), d.file("tiny.jsonl")}, opt);
       RecordReader r(in, opt);
       r.select(some);
@@ -531,10 +533,10 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
     }
   }
   // A mapped line's address names its file (what the SIGBUS handler reports), while the line's
-  // window is mapped; a file read as a stream (memory_map = false) is mapped nowhere.
+  // window is mapped; a file read as a stream (MemoryMap::Never) is mapped nowhere.
   for (const bool map : {true, false}) {
     ReaderOptions opt;
-    opt.memory_map = map;
+    opt.memory_map = map ? MemoryMap::Always : MemoryMap::Never;
     const InputSet in({d.file("mixed.jsonl")}, opt);
     auto reader = std::make_unique<RecordReader>(in, opt);
     RawRecord raw;
@@ -551,6 +553,56 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
     owner.reset();
     EXPECT_FALSE(mapped_input_at(at, name, sizeof name));
   }
+}
+
+// MemoryMap::Auto measures once per process, on the first plain file of 4 MiB or more, whether
+// mapping or read(2) reads faster, and then maps files only if mapping won; a smaller file before
+// the measurement is read by read(2) and does not measure. Either way the records are the same.
+TEST(Reader, AutoMapsOnlyWhereMeasuredFaster) {
+  test::TempDir d;
+  std::string big;
+  for (int i = 0; big.size() < (size_t{5} << 20); ++i)
+    big += "{\"id\": \"b" + std::to_string(i) + "\", \"text\": \"alpha beta gamma " + std::to_string(i * 7919) + " delta\"}\n";
+  test::write_file(d.file("big.jsonl"), big);
+  test::write_file(d.file("small.jsonl"), "{\"id\": \"s\", \"text\": \"a b c\"}\n");
+  const int saved = map_choice_for_testing();
+  // Whether the first line of `file`, read under `mode`, lies in a mapped window; and its records.
+  auto first_line_mapped = [&](const std::string& file, MemoryMap mode) {
+    ReaderOptions opt;
+    opt.memory_map = mode;
+    const InputSet in({d.file(file)}, opt);
+    RecordReader r(in, opt);
+    RawRecord raw;
+    EXPECT_TRUE(r.next_raw(raw));
+    char name[512];
+    return mapped_input_at(raw.bytes.data(), name, sizeof name);
+  };
+  auto records = [&](const std::string& file, MemoryMap mode) {
+    ReaderOptions opt;
+    opt.memory_map = mode;
+    return read_all_records({d.file(file)}, opt);
+  };
+  const auto want = records("big.jsonl", MemoryMap::Never);
+  ASSERT_GT(want.size(), 50'000u);
+
+  map_choice_for_testing(0);
+  EXPECT_FALSE(first_line_mapped("small.jsonl", MemoryMap::Auto));
+  EXPECT_EQ(map_choice_for_testing(), 0) << "a file under 4 MiB is not measured on";
+  const bool mapped = first_line_mapped("big.jsonl", MemoryMap::Auto);
+  const int measured = map_choice_for_testing();
+  EXPECT_TRUE(measured == 1 || measured == 2) << measured;
+  EXPECT_EQ(mapped, measured == 1);
+  EXPECT_TRUE(records("big.jsonl", MemoryMap::Auto) == want);
+
+  for (const int choice : {1, 2}) {
+    map_choice_for_testing(choice);
+    EXPECT_EQ(first_line_mapped("big.jsonl", MemoryMap::Auto), choice == 1) << choice;
+    EXPECT_EQ(first_line_mapped("small.jsonl", MemoryMap::Auto), choice == 1) << choice;
+    EXPECT_TRUE(records("big.jsonl", MemoryMap::Auto) == want) << choice;
+    EXPECT_TRUE(first_line_mapped("big.jsonl", MemoryMap::Always)) << choice;
+    EXPECT_FALSE(first_line_mapped("big.jsonl", MemoryMap::Never)) << choice;
+  }
+  map_choice_for_testing(saved);
 }
 
 // Lines of 16 MiB and more: the line buffer asks for huge pages as it grows past 16 MiB and keeps

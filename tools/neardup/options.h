@@ -180,7 +180,8 @@ int run_dedup_against(const CLI::App* cmd, const Options& o);
 void add_sketch_options(CLI::App* cmd, Options& o, bool index = false);
 /// --text-field, --id-field, --format, --on-error.
 void add_reader_options(CLI::App* cmd, Options& o);
-/// --no-mmap: plain JSONL files read as streams (ReaderOptions::memory_map = false).
+/// --no-mmap and --mmap: plain JSONL files read as streams or mapped (ReaderOptions::memory_map;
+/// without either, MemoryMap::Auto).
 void add_no_mmap_flag(CLI::App* cmd, io::ReaderOptions& reader);
 /// -j, --quiet, --stats.
 void add_run_options(CLI::App* cmd, Options& o);

@@ -50,6 +50,20 @@ struct Rejected {
   std::string_view record;  ///< the record as it was (a JSONL line without its newline)
 };
 
+/// ReaderOptions::memory_map.
+enum class MemoryMap : uint8_t {
+  /// Plain files are copied by read(2), never mapped.
+  Never,
+  /// Mapped where mapping reads faster on this machine, measured once per process on the first
+  /// plain file of at least 4 MiB (the same 4 MiB read both ways, a few milliseconds); smaller
+  /// files before that measurement are read by read(2). The two costs differ by several times,
+  /// one way on some virtual machines and the other way on others: mapping pays a page-table
+  /// entry and a TLB miss for every 4 KiB page, read(2) a copy into a buffer that stays mapped.
+  Auto,
+  /// Plain files are always mapped (where the system can map them).
+  Always,
+};
+
 struct ReaderOptions {
   std::string text_field = "text";
   std::string id_field = "id";
@@ -76,11 +90,12 @@ struct ReaderOptions {
   /// Called for every bad record skipped under OnError::Skip (never under Fail), in reading
   /// order, on the thread that reads: what `--rejects` writes.
   std::function<void(const Rejected&)> on_reject;
-  /// JSONL in a plain regular file is read in place, mapped into memory a window at a time,
-  /// rather than copied into buffers by read(2) (which took more time than finding the lines).
-  /// A file truncated while it is mapped makes the process die of SIGBUS (the command-line
-  /// programs report it as an I/O error); false reads such files like any other stream.
-  bool memory_map = true;
+  /// How JSONL in a plain regular file is read: in place, mapped into memory a window at a time,
+  /// or copied into the reader's buffers by read(2), as every other stream is. Which of the two
+  /// costs less is a property of the machine (see MemoryMap::Auto). A file truncated while it is
+  /// mapped makes the process die of SIGBUS (the command-line programs report it as an I/O
+  /// error); Never reads such files like any other stream.
+  MemoryMap memory_map = MemoryMap::Auto;
 };
 
 

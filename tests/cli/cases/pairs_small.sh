@@ -8,3 +8,7 @@ $NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --chars 5 --quiet
 echo "--- read as a stream (--no-mmap): the same pairs"
 $NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --shingle 3 -o streamed.tsv --no-mmap -q; echo "exit=$?"
 cmp pairs.tsv streamed.tsv && echo "same pairs"
+echo "--- read in place (--mmap): the same pairs; --mmap with --no-mmap is a usage error"
+$NEARDUP pairs "$DATA/small.jsonl" --threshold 0.5 --shingle 3 -o mapped.tsv --mmap -q; echo "exit=$?"
+cmp pairs.tsv mapped.tsv && echo "same pairs"
+$NEARDUP pairs "$DATA/small.jsonl" --mmap --no-mmap -q; echo "exit=$?"

@@ -96,9 +96,9 @@ $NEARDUP tune --plot curve.svg > /dev/null; echo "exit=$?"
 python3 -c 'import xml.etree.ElementTree as E; r = E.parse("curve.svg").getroot(); print("valid SVG with", len(r.findall("{http://www.w3.org/2000/svg}text")), "labels")'
 $NEARDUP tune --plot curve.png; echo "exit=$?"
 
-echo "--- an input truncated while it is read in place (mapped) is an I/O error naming it, with no output left"
+echo "--- an input truncated while it is read in place (--mmap) is an I/O error naming it, with no output left"
 yes '{"text": "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi"}' | head -c 100000000 > big.jsonl
-$NEARDUP dedup big.jsonl -o big-kept.jsonl -q -j 1 & pid=$!
+$NEARDUP dedup big.jsonl -o big-kept.jsonl -q -j 1 --mmap & pid=$!
 until grep -q big.jsonl /proc/$pid/maps 2>/dev/null; do :; done
 truncate -s 0 big.jsonl
 wait $pid; echo "exit=$?"; ls big-kept* 2>/dev/null | wc -l
