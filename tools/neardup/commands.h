@@ -55,6 +55,11 @@ void install_signal_handlers(const char* program);
 /// Blocks of 16 MiB or more are given back to the system as soon as they are freed, and each
 /// thread's heap keeps up to that much free at its top (glibc's mmap and trim thresholds).
 void return_large_blocks_at_once();
+/// First thing in main: where transparent huge pages are given on advice, starts the program
+/// again (exec, same pid) with glibc's tunable glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so
+/// that its heaps fault 2 MiB at a time. Returns when it is set already (=0 turns it off), when
+/// huge pages are not on advice, or when the exec fails.
+void ask_huge_pages_for_the_heaps(char** argv);
 /// The command line as typed (for reports), set by main().
 void remember_command_line(int argc, char** argv);
 const std::string& command_line();

@@ -127,6 +127,7 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
 
 int main(int argc, char** argv) {
   using namespace neardup;
+  cli::ask_huge_pages_for_the_heaps(argv);
   cli::install_signal_handlers("neardup");
   cli::return_large_blocks_at_once();
   cli::remember_command_line(argc, argv);
