@@ -1519,6 +1519,7 @@ int Run::run() {
 
 int main(int argc, char** argv) {
   using namespace neardup;
+  cli::ask_huge_pages_for_the_heaps(argv);  // before MPI_Init: the exec keeps the rank's pid and environment
   MPI_Init(&argc, &argv);
   // mpirun ends the other ranks with SIGTERM when one dies: their temporary outputs go too.
   cli::install_signal_handlers("neardup-mpi");
