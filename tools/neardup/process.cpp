@@ -186,8 +186,25 @@ void ask_huge_pages_for_the_heaps(char** argv) {
 #if !defined(NEARDUP_OWN_ALLOCATOR)
 namespace {
 
+// glibc's heaps of the threads' arenas: 64 MiB mappings aligned to their size (HEAP_MAX_SIZE).
+constexpr uintptr_t kArenaHeapBytes = uintptr_t{64} << 20;
+const uintptr_t g_brk_start = reinterpret_cast<uintptr_t>(::sbrk(0));
+thread_local uintptr_t t_advised_heap = 0;
+
+// Where `p` lies in one of the threads' arena heaps (not in the main heap, which grows by brk and
+// gets huge pages from glibc.malloc.hugetlb=1), asks huge pages for that whole heap, once per heap
+// and thread. glibc advises only the heaps' initial part, not what they grow into.
+void advise_arena_heap(const void* p) noexcept {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t heap = at & ~(kArenaHeapBytes - 1);
+  if (heap == t_advised_heap || (at >= g_brk_start && at < reinterpret_cast<uintptr_t>(::sbrk(0)))) return;
+  t_advised_heap = heap;
+  ::madvise(reinterpret_cast<void*>(heap), kArenaHeapBytes, MADV_HUGEPAGE);  // advice only
+}
+
 void* allocate(size_t n) noexcept {
   void* p = std::malloc(n == 0 ? 1 : n);
+  if (p && n < kLargeBlockBytes) advise_arena_heap(p);
   if (p && n >= kLargeBlockBytes) {
     // Whole pages of the block: at the mmap threshold set above, glibc maps it alone.
     const auto begin = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
