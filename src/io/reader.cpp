@@ -726,8 +726,8 @@ bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::s
 // goes through its input a buffer at a time, and a reused buffer is not faulted in again.
 class BufferPool {
  public:
-  static constexpr size_t kKeep = 8;                           // buffers
   static constexpr size_t kKeepBufferBytes = size_t{4} << 20;  // each, at most (a long line's is let go)
+  static constexpr size_t kKeep = kKeptReadBufferBytes / kKeepBufferBytes;  // buffers
   internal::ReallocBuffer take(size_t bytes) {
     internal::ReallocBuffer b;
     {

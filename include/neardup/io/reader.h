@@ -318,6 +318,10 @@ class JsonlParser {
 /// memory bandwidth). Word text holds a copy of each shorter text per parser.
 inline constexpr size_t kWordTextMaxLine = size_t{4} << 20;
 
+/// The most bytes of free read buffers a reader keeps for reuse (the buffers its shared lines are
+/// in come on top, bounded with the records in flight): part of the memory estimate.
+inline constexpr size_t kKeptReadBufferBytes = size_t{32} << 20;
+
 /// Lines shorter than this are parsed whole even for word text (JsonlParser), where the fast path
 /// gains nothing; returns the previous value. For tests, which take the fast path on short lines.
 size_t set_word_text_min_line(size_t bytes) noexcept;
