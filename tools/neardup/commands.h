@@ -52,8 +52,9 @@ inline std::string flag_text(const Error& e) { return e.message(flag_wording); }
 /// SIGINT, SIGTERM, SIGHUP, SIGPIPE remove the temporary outputs, print "<program>: interrupted"
 /// and end the process by the same signal; SIGXFSZ becomes an I/O error.
 void install_signal_handlers(const char* program);
-/// Blocks of 16 MiB or more are given back to the system as soon as they are freed, and each
-/// thread's heap keeps up to that much free at its top (glibc's mmap and trim thresholds).
+/// Blocks of 16 MiB or more are given back to the system as soon as they are freed, each
+/// thread's heap keeps up to that much free at its top, and the main heap grows that much beyond
+/// each request (glibc's mmap and trim thresholds and top pad).
 void return_large_blocks_at_once();
 /// First thing in main: where transparent huge pages are given on advice, starts the program
 /// again (exec, same pid) with glibc's tunable glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so
