@@ -122,8 +122,9 @@ void return_large_blocks_at_once() {
   // The main heap grows by brk a little beyond each request (128 KiB by default), so the 2 MiB
   // range a new block falls in is seldom all inside it and cannot take a huge page (see
   // ask_huge_pages_for_the_heaps): its pages were faulted 4 KiB at a time. Growing it 16 MiB
-  // beyond: `pairs` on the crowded mix 38k -> 20k page faults and 6% less CPU; the pad is not
-  // resident until used (`dedup`'s peak on the mix within the run-to-run spread, BENCHMARKS.md).
+  // beyond: `pairs` on the crowded mix 38k -> 22k page faults and 12% less CPU (5 alternating
+  // runs). The pad is not resident until used, but huge pages are: `dedup`'s peak on the mix
+  // 387-428 MB against 367-399 MB, under the estimate of 463 MB (BENCHMARKS.md).
   ::mallopt(M_TOP_PAD, static_cast<int>(kLargeBlockBytes));
 #endif
 }
