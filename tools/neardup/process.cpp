@@ -152,6 +152,34 @@ namespace neardup::cli {
 // cost 11.8 us and a huge page 0.3 us per 4 KiB; `pairs` on the crowded mix took 2.43 s instead
 // of 3.08 s (CPU 4.17 against 5.06 s, page faults 93k against 162k; medians of 3 alternating runs),
 // at 6% more peak memory (BENCHMARKS.md). Where a fault cost 2.4 us it made no difference.
+#if defined(__GLIBC__) && !defined(NEARDUP_OWN_ALLOCATOR)
+// Whether /proc/self/exe is the file this code was loaded from: not so when the program was
+// started through the dynamic loader (`ld.so ./neardup ...`) or under a tool that runs it
+// itself, where executing /proc/self/exe again would start the loader or the tool instead.
+static bool runs_as_its_own_file() noexcept {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return false;
+  exe[n] = '\0';
+  const auto here = reinterpret_cast<uintptr_t>(&runs_as_its_own_file);
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (!f) return false;
+  char line[4352];
+  bool same = false;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long begin = 0, end = 0;
+    int path_at = 0;
+    if (std::sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &begin, &end, &path_at) < 2 || here < begin || here >= end) continue;
+    char* path = line + path_at;
+    path[std::strcspn(path, "\n")] = '\0';
+    same = path_at > 0 && std::strcmp(path, exe) == 0;
+    break;
+  }
+  std::fclose(f);
+  return same;
+}
+#endif
+
 void ask_huge_pages_for_the_heaps(char** argv) {
 #if defined(__GLIBC__) && !defined(NEARDUP_OWN_ALLOCATOR)
   const char* old = std::getenv("GLIBC_TUNABLES");
@@ -166,6 +194,7 @@ void ask_huge_pages_for_the_heaps(char** argv) {
     mode[n] = '\0';
   }
   if (!std::strstr(mode, "[madvise]")) return;
+  if (!runs_as_its_own_file()) return;
   const std::string saved = old ? old : "";
   const std::string value = saved.empty() ? "glibc.malloc.hugetlb=1" : saved + ":glibc.malloc.hugetlb=1";
   if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;

@@ -123,3 +123,6 @@ $NEARDUP pairs s.jsonl --treshold 0.5; echo "exit=$?"
 $NEARDUP dedpu s.jsonl; echo "exit=$?"
 $NEARDUP; echo "exit=$?"
 same s.jsonl "$sum"
+echo "--- started through the dynamic loader, the program runs itself (it does not start itself again as the loader)"
+loader=$(ldd "$NEARDUP" | awk '/ld-linux/ {print $1}')
+"$loader" "$NEARDUP" --version | head -1 | cut -d' ' -f1
