@@ -27,6 +27,37 @@ namespace {
 // Blocks this large are the buffers of records of tens of MB: served by mmap, returned to the
 // system when freed, and backed by huge pages (below).
 constexpr size_t kLargeBlockBytes = size_t{16} << 20;
+
+// One line of /proc/self/maps.
+struct Mapping {
+  uintptr_t begin = 0, end = 0;
+  char perms[8] = {};
+  unsigned long inode = 0;
+  const char* path = "";  // empty for an anonymous mapping
+};
+
+// Calls each(const Mapping&) for the process's mappings, in address order, until it returns false.
+// False if /proc/self/maps cannot be read.
+template <class Each>
+bool for_each_mapping(Each each) {
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (!f) return false;
+  char line[4352];
+  while (std::fgets(line, sizeof line, f)) {
+    line[std::strcspn(line, "\n")] = '\0';
+    Mapping m;
+    unsigned long begin = 0, end = 0, offset = 0;
+    char dev[16] = {};
+    int path_at = 0;
+    if (std::sscanf(line, "%lx-%lx %7s %lx %15s %lu %n", &begin, &end, m.perms, &offset, dev, &m.inode, &path_at) < 6) continue;
+    m.begin = begin;
+    m.end = end;
+    if (path_at > 0) m.path = line + path_at;
+    if (!each(m)) break;
+  }
+  std::fclose(f);
+  return true;
+}
 }  // namespace
 
 namespace neardup::cli {
@@ -162,20 +193,12 @@ static bool runs_as_its_own_file() noexcept {
   if (n <= 0) return false;
   exe[n] = '\0';
   const auto here = reinterpret_cast<uintptr_t>(&runs_as_its_own_file);
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (!f) return false;
-  char line[4352];
   bool same = false;
-  while (std::fgets(line, sizeof line, f)) {
-    unsigned long begin = 0, end = 0;
-    int path_at = 0;
-    if (std::sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &begin, &end, &path_at) < 2 || here < begin || here >= end) continue;
-    char* path = line + path_at;
-    path[std::strcspn(path, "\n")] = '\0';
-    same = path_at > 0 && std::strcmp(path, exe) == 0;
-    break;
-  }
-  std::fclose(f);
+  for_each_mapping([&](const Mapping& m) {
+    if (here < m.begin || here >= m.end) return true;
+    same = std::strcmp(m.path, exe) == 0;
+    return false;
+  });
   return same;
 }
 #endif
@@ -235,26 +258,18 @@ std::atomic<uintptr_t> g_heaps[64];  // heaps handled (or found not to be heaps)
 // without access, the last ending at heap + kArenaHeapBytes (from /proc/self/maps). Anything else
 // there (the main arena's mmap fallback, other mappings) is left alone.
 bool is_arena_heap(uintptr_t heap, uintptr_t at) noexcept {
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (!f) return false;
-  char line[512];
   uintptr_t next = heap;
   int parts = 0;
   bool ok = true, holds = false;
-  while (ok && std::fgets(line, sizeof line, f)) {
-    unsigned long begin = 0, end = 0, offset = 0, inode = 0;
-    char perms[8] = {}, dev[16] = {};
-    int path_at = 0;
-    if (std::sscanf(line, "%lx-%lx %7s %lx %15s %lu %n", &begin, &end, perms, &offset, dev, &inode, &path_at) < 6) continue;
-    if (end <= heap || begin >= heap + kArenaHeapBytes) continue;
-    const bool writable = std::strcmp(perms, "rw-p") == 0, reserved = std::strcmp(perms, "---p") == 0;
-    const bool named = path_at > 0 && line[path_at] != '\0' && line[path_at] != '\n';
-    ok = begin == next && inode == 0 && !named && (parts == 0 ? writable : reserved) && ++parts <= 2;
-    if (ok && writable) holds = at >= begin && at < end;
-    next = end;
-  }
-  std::fclose(f);
-  return ok && holds && next == heap + kArenaHeapBytes;
+  const bool read = for_each_mapping([&](const Mapping& m) {
+    if (m.end <= heap || m.begin >= heap + kArenaHeapBytes) return true;
+    const bool writable = std::strcmp(m.perms, "rw-p") == 0, reserved = std::strcmp(m.perms, "---p") == 0;
+    ok = m.begin == next && m.inode == 0 && *m.path == '\0' && (parts == 0 ? writable : reserved) && ++parts <= 2;
+    if (ok && writable) holds = at >= m.begin && at < m.end;
+    next = m.end;
+    return ok;
+  });
+  return read && ok && holds && next == heap + kArenaHeapBytes;
 }
 
 // Where `p` lies in one of the threads' arena heaps (not in the main heap, which grows by brk and
@@ -267,8 +282,11 @@ bool is_arena_heap(uintptr_t heap, uintptr_t at) noexcept {
 void advise_arena_heap(const void* p) noexcept {
   const auto at = reinterpret_cast<uintptr_t>(p);
   const uintptr_t heap = at & ~(kArenaHeapBytes - 1);
-  if (heap == t_seen_heap || (at >= g_brk_start && at < reinterpret_cast<uintptr_t>(::sbrk(0)))) return;
+  if (heap == t_seen_heap) return;
+  // Remembered either way: a window of the main heap holds no arena heap (those are mappings of
+  // their own), so the next blocks from it return above.
   t_seen_heap = heap;
+  if (at >= g_brk_start && at < reinterpret_cast<uintptr_t>(::sbrk(0))) return;
   for (auto& slot : g_heaps) {
     uintptr_t v = slot.load(std::memory_order_acquire);
     if (v == heap) return;
