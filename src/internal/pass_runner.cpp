@@ -211,7 +211,10 @@ class PassRunner {
     Batch::Entry& e = b.entries[i];
     const std::string_view line = b.raw_of(e);
     const auto t = Clock::now();
-    const bool good = parser.parse(line, inputs_.sources()[e.source], e.line, rec, problem);
+    // The line is this batch's alone (its copy, or its place in a reader's buffer handed over):
+    // a long one's text may be made word text where it is.
+    char* const overwritable = e.at ? (e.writable ? const_cast<char*>(e.at) : nullptr) : b.raw.data() + e.raw_begin;
+    const bool good = parser.parse(line, inputs_.sources()[e.source], e.line, rec, problem, overwritable);
     b.t_parse += seconds_since(t);
     if (!good) {
       b.problems.push_back({i, problem, parser.problem_kind(), pass_.reader->on_reject ? std::string(line) : std::string()});
@@ -478,6 +481,7 @@ void Batch::add_shared(const io::RawRecord& line, std::shared_ptr<const void> ow
   e.source = static_cast<uint32_t>(line.source);
   e.raw_length = static_cast<uint32_t>(line.bytes.size());
   e.at = line.bytes.data();
+  e.writable = line.writable;
   e.line = line.line;
   e.offset = line.offset;
   e.id_begin = ids.size();

@@ -474,7 +474,9 @@ struct JsonlParser::Impl {
   const char* kind = "";
 
   bool fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out, std::string& problem);
-  bool parse_word_text(std::string_view line, const Source& source, uint64_t line_no, Record& out);
+  bool parse_word_text(std::string_view line, char* in_place, const Source& source, uint64_t line_no, Record& out);
+  int word_text_copy(std::string_view line, size_t begin, uint64_t& blanked, size_t& n);
+  int word_text_pieces(std::string_view line, size_t begin, char* to, size_t& n, size_t& text, uint64_t& decoded);
 };
 
 JsonlParser::JsonlParser(const ReaderOptions& options, bool word_text) : impl_(std::make_unique<Impl>()) {
@@ -495,13 +497,16 @@ std::atomic<size_t> word_text_min_line{256};
 
 size_t set_word_text_min_line(size_t bytes) noexcept { return word_text_min_line.exchange(bytes); }
 
-bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem) {
+bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem,
+                        char* overwritable) {
   Impl& m = *impl_;
   // Texts with \u escapes (JSON written with ASCII only: every non-ASCII character escaped) must
   // be decoded, and word text would only have looked at them first: a parser that meets one
-  // parses lines whole and tries word text again every 16th line.
-  if (m.word_text && line.size() >= word_text_min_line.load(std::memory_order_relaxed) && line.size() < kWordTextMaxLine &&
-      (!m.full_first || ++m.since_probe % 16 == 0) && m.parse_word_text(line, source, line_no, out))
+  // parses lines whole and tries word text again every 16th line. A line of kWordTextMaxLine or
+  // more is word text only in place.
+  char* const in_place = line.size() >= kWordTextMaxLine ? overwritable : nullptr;
+  if (m.word_text && line.size() >= word_text_min_line.load(std::memory_order_relaxed) && (line.size() < kWordTextMaxLine || in_place) &&
+      (!m.full_first || ++m.since_probe % 16 == 0) && m.parse_word_text(line, in_place, source, line_no, out))
     return true;
   // simdjson keeps the buffers of the largest line it parsed (its text, tape and indexes: several
   // times the line); after a large record they are let go before the next small one, so that one
@@ -670,6 +675,82 @@ bool blanked_text_field(simdjson::dom::element doc, std::string_view name) {
 
 }  // namespace
 
+namespace {
+
+// JSON string contents decoded from in[0] up to the closing quote, or up to `stop` where the
+// string goes on (an escape that crosses `stop` is read whole, up to in[limit), the end of the
+// line). The decoded bytes go to out (at most as many as are read). Returns kJsonWordTextOk with
+// *consumed at the closing quote, kJsonWordTextOpen with *consumed >= stop, or
+// kJsonWordTextInvalid for anything the full parse must see: a control character, an unknown or
+// cut escape, a \uD800-\uDFFF escape that is not half of a pair (it is replaced there).
+// Decoded as simdjson decodes: \uXXXX and surrogate pairs as UTF-8, the others as their byte.
+int decode_json_piece(const uint8_t* in, size_t stop, size_t limit, uint8_t* out, size_t* consumed, size_t* produced) noexcept {
+  const auto hex4 = [&](size_t at, uint32_t& v) {
+    if (at + 4 > limit) return false;
+    v = 0;
+    for (size_t k = at; k < at + 4; ++k) {
+      const uint8_t c = in[k];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) return false;
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
+    return true;
+  };
+  size_t r = 0, w = 0;
+  while (r < stop) {
+    const uint8_t c = in[r];
+    if (c == '"') {
+      *consumed = r;
+      *produced = w;
+      return internal::kJsonWordTextOk;
+    }
+    if (c < 0x20) return internal::kJsonWordTextInvalid;
+    if (c != '\\') {
+      out[w++] = c;
+      ++r;
+      continue;
+    }
+    if (r + 1 >= limit) return internal::kJsonWordTextInvalid;
+    const uint8_t e = in[r + 1];
+    if (e != 'u') {
+      const uint8_t d = e == '"' ? '"' : e == '\\' ? '\\' : e == '/' ? '/' : e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : 0;
+      if (d == 0) return internal::kJsonWordTextInvalid;
+      out[w++] = d;
+      r += 2;
+      continue;
+    }
+    uint32_t cp = 0, low = 0;
+    if (!hex4(r + 2, cp)) return internal::kJsonWordTextInvalid;
+    r += 6;
+    if (cp >= 0xD800 && cp <= 0xDFFF) {
+      if (cp > 0xDBFF || r + 1 >= limit || in[r] != '\\' || in[r + 1] != 'u' || !hex4(r + 2, low) || low < 0xDC00 || low > 0xDFFF)
+        return internal::kJsonWordTextInvalid;
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+      r += 6;
+    }
+    if (cp < 0x80) {
+      out[w++] = static_cast<uint8_t>(cp);
+    } else if (cp < 0x800) {
+      out[w++] = static_cast<uint8_t>(0xC0 | (cp >> 6));
+      out[w++] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out[w++] = static_cast<uint8_t>(0xE0 | (cp >> 12));
+      out[w++] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+      out[w++] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    } else {
+      out[w++] = static_cast<uint8_t>(0xF0 | (cp >> 18));
+      out[w++] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
+      out[w++] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+      out[w++] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    }
+  }
+  *consumed = r;
+  *produced = w;
+  return internal::kJsonWordTextOpen;
+}
+
+}  // namespace
+
 // The fast path of word text (JsonlParser's constructor): the text field's raw contents are found
 // by a walk over the tokens before them, turned into word text by the json_word_text kernel,
 // which also validates them and finds their end, and validated as UTF-8; the rest of the line
@@ -677,19 +758,31 @@ bool blanked_text_field(simdjson::dom::element doc, std::string_view name) {
 // validates it and gives the other fields as the full parse would. False, with nothing reported,
 // where the full parse must decide: anything it would reject or decode differently (a \u escape,
 // a text over max_doc_bytes, a field name written with escapes).
-bool JsonlParser::Impl::parse_word_text(std::string_view line, const Source& source, uint64_t line_no, Record& out) {
+//
+// The word text is a copy of the contents in `words`, or, given `in_place` (line.data() as memory
+// the caller lets the parser overwrite), the contents themselves with their escapes blanked: a
+// text of tens of MB then costs no second buffer of its size. A fresh buffer is the dear part of
+// such a record: its pages are faulted in and zeroed, and the full parse writes its decoded copy
+// into one (half of the CPU time of one 50 MB record of source code went to zeroing them). The
+// line is overwritten only once everything is validated, so that nothing but word text is lost
+// (a line rejected, or decoded by the full parse, keeps its bytes).
+bool JsonlParser::Impl::parse_word_text(std::string_view line, char* in_place, const Source& source, uint64_t line_no, Record& out) {
   if (opt.text_field.find('.') != std::string::npos) return false;  // a dotted path: find_field's rules
   const size_t begin = top_level_string_value(line, opt.text_field);
   if (begin == std::string_view::npos) return false;
-  const size_t avail = line.size() - begin;
-  if (words.size() < avail + 64) words.resize(avail + 64);
-  uint64_t blanked = 0;
-  size_t n = 0;
-  const auto* raw = reinterpret_cast<const uint8_t*>(line.data() + begin);
-  const int status = internal::kernels().json_word_text(raw, avail, reinterpret_cast<uint8_t*>(words.data()), &blanked, &n);
-  full_first = status == internal::kJsonWordTextDecode;
+  size_t n = 0, text = 0;
+  uint64_t decoded = 0;
+  int status;
+  if (in_place) {
+    status = word_text_pieces(line, begin, nullptr, n, text, decoded);
+  } else {
+    uint64_t blanked = 0;
+    status = word_text_copy(line, begin, blanked, n);
+    text = n;
+    decoded = n - blanked / 2;
+    full_first = status == internal::kJsonWordTextDecode;
+  }
   if (status != internal::kJsonWordTextOk) return false;
-  const uint64_t decoded = n - blanked / 2;
   if (decoded > opt.max_doc_bytes) return false;  // cut by limit_doc_text, at a decoded position
   // The skeleton's parse validates its own UTF-8; the contents are bordered by ASCII quotes.
   if (!simdjson::validate_utf8(line.data() + begin, n)) return false;
@@ -703,9 +796,74 @@ bool JsonlParser::Impl::parse_word_text(std::string_view line, const Source& sou
   kind = "";
   std::string problem;
   if (!fields(doc, source, line_no, out, problem)) return false;
-  out.text = std::string_view(words.data(), n);
+  if (in_place) {
+    word_text_pieces(line, begin, in_place + begin, n, text, decoded);  // validated above: the same result
+    out.text = std::string_view(in_place + begin, text);
+  } else {
+    out.text = std::string_view(words.data(), n);
+  }
   text_length = decoded;
   return true;
+}
+
+int JsonlParser::Impl::word_text_copy(std::string_view line, size_t begin, uint64_t& blanked, size_t& n) {
+  const size_t avail = line.size() - begin;
+  if (words.size() < avail + 64) words.resize(avail + 64);
+  const auto* raw = reinterpret_cast<const uint8_t*>(line.data() + begin);
+  const int status = internal::kernels().json_word_text(raw, avail, reinterpret_cast<uint8_t*>(words.data()), &blanked, &n);
+  return status == internal::kJsonWordTextOpen ? internal::kJsonWordTextInvalid : status;  // the line ends unclosed
+}
+
+// The contents from line[begin] a piece of about 256 KiB at a time, through `words` (a piece's
+// room, reused: warm in the cache): each piece is made word text by the kernel, or decoded
+// (decode_json_piece) where it holds a \u escape. Pieces are cut after a byte that is not a
+// backslash, so that no escape but a \u one spans two (a decoded piece reads that one whole).
+// Sets n (the closing quote at line[begin + n]), *text (the bytes of the result: decoding
+// shortens it) and *decoded (the length of the decoded string). With `to`, the result is copied
+// there, to[0] on; to may be line.data() + begin, which the result never overtakes.
+int JsonlParser::Impl::word_text_pieces(std::string_view line, size_t begin, char* to, size_t& n, size_t& text, uint64_t& decoded) {
+  constexpr size_t kPiece = size_t{256} << 10;
+  if (words.size() < kPiece + 128) words.resize(kPiece + 128);
+  auto* scratch = reinterpret_cast<uint8_t*>(words.data());
+  const auto* in = reinterpret_cast<const uint8_t*>(line.data());
+  text = decoded = 0;
+  for (size_t at = begin; at < line.size();) {
+    size_t stop = line.size();
+    if (stop - at > kPiece) {
+      stop = at + kPiece;
+      while (stop > at && line[stop - 1] == '\\') --stop;
+      if (stop == at) return internal::kJsonWordTextInvalid;  // a run of backslashes as long as a piece: let the full parse see
+    }
+    // Word text by the kernel up to each 64-byte block with a \u escape, that block decoded.
+    size_t pos = at, made = 0;
+    int status = internal::kJsonWordTextOpen;
+    while (pos < stop) {
+      uint64_t blanked = 0;
+      size_t length = 0;
+      status = internal::kernels().json_word_text(in + pos, stop - pos, scratch + made, &blanked, &length);
+      if (status == internal::kJsonWordTextOpen) length = stop - pos;
+      if (status == internal::kJsonWordTextInvalid) return status;
+      made += length;
+      decoded += length - blanked / 2;
+      pos += length;
+      if (status != internal::kJsonWordTextDecode) break;
+      size_t read = 0, wrote = 0;
+      status = decode_json_piece(in + pos, std::min<size_t>(64, stop - pos), line.size() - pos, scratch + made, &read, &wrote);
+      if (status == internal::kJsonWordTextInvalid) return status;
+      made += wrote;
+      decoded += wrote;
+      pos += read;
+      if (status == internal::kJsonWordTextOk) break;
+    }
+    if (to) std::memcpy(to + text, scratch, made);
+    text += made;
+    if (status == internal::kJsonWordTextOk) {
+      n = pos - begin;
+      return status;
+    }
+    at = pos;
+  }
+  return internal::kJsonWordTextInvalid;  // the line ends before the string does
 }
 
 bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::string& problem) {
@@ -1009,6 +1167,12 @@ class LineBuffer {
 
  private:
   const char* bytes() const noexcept { return map_fd_ >= 0 ? window_.data() : buf.data(); }
+
+ public:
+  /// Whether the lines come from a read-only mapped window (else from a buffer read into).
+  bool mapped() const noexcept { return map_fd_ >= 0; }
+
+ private:
 
   // More bytes after bytes()[end), the unread ones [begin, end) kept; false at the end.
   bool refill() {
@@ -1362,6 +1526,7 @@ struct RecordReader::Impl {
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) return Step::Again;  // blank line
     out.kind = RawRecord::Kind::Line;
     out.bytes = line;
+    out.writable = !lines.mapped();
     return Step::Record;
   }
 
@@ -1372,11 +1537,13 @@ struct RecordReader::Impl {
     // may be gone).
     out.bytes = {};
     out.id = {};
+    out.writable = false;
     if (selecting) {
       std::string_view line;
       if (!next_selected_line(line)) return false;
       out.kind = RawRecord::Kind::Line;
       out.bytes = line;
+      out.writable = !lines.mapped();
       out.source = cur;
       out.line = 0;
       out.offset = lines.line_offset;

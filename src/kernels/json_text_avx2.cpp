@@ -55,6 +55,7 @@ int json_word_text_avx2(const uint8_t* in, size_t avail, uint8_t* out, uint64_t*
       qs &= own;
       ctl &= own;
     }
+    const uint64_t carry_in = carry;
     const StringBlock b = string_block(bs, ctl, qs, carry);
     if ((b.backslashes | b.controls | b.escaped) == 0) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at), x0);
@@ -63,7 +64,11 @@ int json_word_text_avx2(const uint8_t* in, size_t avail, uint8_t* out, uint64_t*
       if (b.controls != 0) return kJsonWordTextInvalid;
       if ((b.escaped & ~mask_of(separator_escapes(x0), separator_escapes(x1))) != 0) {
         const __m256i u = _mm256_set1_epi8('u');
-        return (b.escaped & mask_of(_mm256_cmpeq_epi8(x0, u), _mm256_cmpeq_epi8(x1, u))) != 0 ? kJsonWordTextDecode : kJsonWordTextInvalid;
+        if ((b.escaped & mask_of(_mm256_cmpeq_epi8(x0, u), _mm256_cmpeq_epi8(x1, u))) == 0) return kJsonWordTextInvalid;
+        // Where the word text stops: this block, or the backslash before it that escapes its first byte.
+        *length = at - carry_in;
+        *blanked += count - carry_in;
+        return kJsonWordTextDecode;
       }
       const uint64_t blank = b.backslashes | b.escaped;
       count += static_cast<uint64_t>(std::popcount(blank));
@@ -77,7 +82,8 @@ int json_word_text_avx2(const uint8_t* in, size_t avail, uint8_t* out, uint64_t*
       return kJsonWordTextOk;
     }
   }
-  return kJsonWordTextInvalid;  // no closing quote
+  *blanked += count;
+  return kJsonWordTextOpen;  // no closing quote yet
 }
 
 }  // namespace neardup::internal

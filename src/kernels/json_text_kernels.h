@@ -12,9 +12,17 @@
 //   kJsonWordTextOk      with *length the contents' length (the closing quote at in[*length]) and
 //                        the bytes turned into spaces added to *blanked (the decoded string is
 //                        *length - *blanked / 2 bytes long: each escape decodes to one byte);
-//   kJsonWordTextDecode  a \u escape: the string must be decoded;
-//   kJsonWordTextInvalid a control character, an unknown escape, or no closing quote before
-//                        in[avail]: not a valid JSON string (the full parser says why).
+//   kJsonWordTextDecode  a \u escape: the string must be decoded from in[*length] on, the start
+//                        of the 64-byte block that holds the escape's 'u' (or the backslash
+//                        before it, when it escapes the block's first byte); out holds the word
+//                        text of in[0, *length), whose blanked bytes are added to *blanked;
+//   kJsonWordTextInvalid a control character or an unknown escape: not a valid JSON string (the
+//                        full parser says why);
+//   kJsonWordTextOpen    no closing quote before in[avail], and nothing invalid before it: out
+//                        holds the word text of in[0, avail) and its blanked bytes are added to
+//                        *blanked. The string goes on past in[avail] (a caller reading a string
+//                        in pieces cuts them after a byte that is not a backslash, so that no
+//                        escape spans two), or, where in[avail] ends the line, is never closed.
 // out needs room for avail rounded up to 64 bytes; in is read 64 bytes at a time up to there
 // too (JSON lines are padded).
 #pragma once
@@ -24,7 +32,7 @@
 
 namespace neardup::internal {
 
-enum JsonWordTextStatus : int { kJsonWordTextOk = 0, kJsonWordTextDecode = 1, kJsonWordTextInvalid = 2 };
+enum JsonWordTextStatus : int { kJsonWordTextOk = 0, kJsonWordTextDecode = 1, kJsonWordTextInvalid = 2, kJsonWordTextOpen = 3 };
 
 int json_word_text_scalar(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
 int json_word_text_avx2(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;

@@ -18,6 +18,7 @@ int json_word_text_scalar(const uint8_t* in, size_t avail, uint8_t* out, uint64_
       ctl |= static_cast<uint64_t>(in[at + i] < 0x20) << i;
       quote |= static_cast<uint64_t>(in[at + i] == '"') << i;
     }
+    const uint64_t carry_in = carry;
     const StringBlock b = string_block(bs, ctl, quote, carry);
     if (b.controls != 0) return kJsonWordTextInvalid;
     bool bad = false, u = false;  // a \u anywhere in the block takes precedence, as in the vector kernels
@@ -26,7 +27,12 @@ int json_word_text_scalar(const uint8_t* in, size_t avail, uint8_t* out, uint64_
       bad |= !separator_escape(c);
       u |= c == 'u';
     }
-    if (bad) return u ? kJsonWordTextDecode : kJsonWordTextInvalid;
+    if (bad && !u) return kJsonWordTextInvalid;
+    if (bad) {  // where the word text stops: this block, or the backslash before it that escapes its first byte
+      *length = at - carry_in;
+      *blanked += count - carry_in;
+      return kJsonWordTextDecode;
+    }
     const uint64_t blank = b.backslashes | b.escaped;
     count += static_cast<uint64_t>(std::popcount(blank));
     for (uint64_t x = blank; x != 0; x &= x - 1) out[at + static_cast<size_t>(std::countr_zero(x))] = ' ';
@@ -36,7 +42,8 @@ int json_word_text_scalar(const uint8_t* in, size_t avail, uint8_t* out, uint64_
       return kJsonWordTextOk;
     }
   }
-  return kJsonWordTextInvalid;  // no closing quote
+  *blanked += count;
+  return kJsonWordTextOpen;  // no closing quote yet
 }
 
 }  // namespace neardup::internal

@@ -878,6 +878,85 @@ struct WordTextOnShortLines {
 
 }  // namespace
 
+// A line of kWordTextMaxLine or more that the parser may overwrite is made word text in place
+// (\u escapes decoded, the others blanked), a piece at a time: the same verdict, id, decoded
+// length and words as the full parse, with escapes and \u escapes across the pieces' and the
+// kernel's block edges; and a line it hands to the full parse (a lone surrogate, an unknown
+// escape, a control character, invalid UTF-8, no closing quote, a bad skeleton) keeps its bytes.
+TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
+  io::ReaderOptions opt;
+  io::JsonlParser full(opt);
+  std::mt19937_64 rng(29);
+  static const char* const kParts[] = {"\\n", "\\t", "\\\"", "\\\\", "\\/", "\\u00e9", "\\u4e2d\\u6587", "\\ud83d\\ude00",
+                                       "caf\xC3\xA9", "\xE4\xB8\xAD", " ", "x\\\\\\\\y", "\\u0041BC", "\\u002f"};
+  // Valid contents; one of the escapes below straddles each edge of the first 256 KiB pieces.
+  const auto contents = [&](size_t len, bool with_u) {
+    static const char* const kEdge[] = {"\\u00e9", "\\n", "\\ud83d\\ude00", "\\\\"};
+    const size_t edges[] = {size_t{256} << 10, size_t{512} << 10, size_t{1} << 20};
+    size_t next_edge = 0, near = edges[0] - rng() % 11;
+    std::string c;
+    while (c.size() < len) {
+      if (next_edge < 3 && c.size() >= near) {
+        c += kEdge[rng() % 4];
+        if (++next_edge < 3) near = edges[next_edge] - rng() % 11;
+        continue;
+      }
+      const size_t part = rng() % 24;
+      if (part < 14 && (with_u || std::string_view(kParts[part]).find("\\u") == std::string_view::npos)) c += kParts[part];
+      else c += static_cast<char>('a' + rng() % 26);
+    }
+    return c;
+  };
+  const auto parse_in_place = [&](io::JsonlParser& parser, std::string& padded, size_t n, Parsed& p) {
+    io::Source src;
+    src.display = "t.jsonl";
+    io::Record rec;
+    p.ok = parser.parse(std::string_view(padded.data(), n), src, 7, rec, p.problem, padded.data());
+    if (!p.ok) return;
+    p.id = rec.id;
+    p.text = rec.text;
+    p.text_length = parser.text_length();
+  };
+  const size_t big = io::kWordTextMaxLine + 1000;
+  int in_place = 0;
+  for (int round = 0; round < 16; ++round) {
+    const int damage = round % 8;
+    std::string line = "{\"id\": \"r" + std::to_string(round) + "\", \"text\": \"" + contents(big, round % 3 != 0) + "\", \"n\": [1, 2]}";
+    // A defect where a plain letter of the contents was (not inside an escape).
+    const auto plain = [&](size_t at) {
+      while (!(line[at - 1] >= 'g' && line[at - 1] <= 'z' && line[at - 2] != '\\')) ++at;
+      return at;
+    };
+    const bool damaged = damage >= 1 && damage <= 6;
+    if (damage == 1) line.insert(plain(line.size() / 2), "\\ud800 ");  // a lone surrogate: replaced by the full parse
+    if (damage == 2) line.insert(plain(line.size() / 3), "\\x");
+    if (damage == 3) line.insert(plain(line.size() / 2), "\x01");
+    if (damage == 4) line.insert(plain(line.size() - 100000), "\xff");
+    if (damage == 5) line.erase(line.size() - 16);  // no closing quote, no closing brace
+    if (damage == 6) line.replace(line.size() - 1, 1, ",}");
+    const Parsed a = parse_with(full, line);
+    std::string padded = line + std::string(io::JsonlParser::kPadding, ' ');
+    const std::string before = padded;
+    io::JsonlParser words(opt, true);
+    Parsed b;
+    parse_in_place(words, padded, line.size(), b);
+    ASSERT_EQ(a.ok, b.ok) << "round " << round << ": " << a.problem << " / " << b.problem;
+    if (!b.ok || damaged) ASSERT_TRUE(padded == before) << "round " << round << ": a line handed to the full parse was changed";
+    if (!b.ok) {
+      EXPECT_EQ(a.problem, b.problem);
+      continue;
+    }
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(b.text_length, a.text.size()) << "round " << round;
+    EXPECT_EQ(split_words(b.text), split_words(a.text)) << "round " << round;
+    if (!damaged) {
+      EXPECT_TRUE(padded != before) << "round " << round << ": the in-place path was not taken";
+      ++in_place;
+    }
+  }
+  EXPECT_EQ(in_place, 4);
+}
+
 // Word text (escapes read as spaces) gives what the full parse gives, on lines that take the
 // fast path and on every kind of line it must hand back to the full parse.
 TEST(Reader, WordTextParserAgreesWithTheFullParser) {

@@ -284,7 +284,7 @@ TEST(TextKernels, JsonWordTextHasTheDecodedWords) {
     while (run < at && raw[at - 1 - run] == '\\') ++run;
     if (run % 2 == 1) continue;
     const std::pair<std::string, int> defects[] = {{"\\u00e9", kJsonWordTextDecode}, {"\\x", kJsonWordTextInvalid},
-                                                   {std::string(1, '\x01'), kJsonWordTextInvalid}, {"\\", kJsonWordTextInvalid}};
+                                                   {std::string(1, '\x01'), kJsonWordTextInvalid}, {"\\", kJsonWordTextOpen}};
     for (const auto& [defect, want] : defects) {
       const bool at_end = defect == "\\";
       const std::string bad = at_end ? raw + defect : raw.substr(0, at) + defect + raw.substr(at);
@@ -326,6 +326,71 @@ TEST(TextKernels, JsonWordTextHasTheDecodedWords) {
         ASSERT_EQ(split_words(out), split_words(decode_json_contents(raw))) << raw;
       }
     }
+}
+
+// A \u escape: the kernels stop at the 64-byte block that holds its 'u' (or at the backslash
+// before that block, when the escape starts in the block before), with the word text of
+// everything before it in out; a string without its closing quote before in[avail] is open,
+// with the word text of all of it. Pieces cut after a byte that is not a backslash, each open
+// but the last, make the word text of the whole.
+TEST(TextKernels, JsonWordTextStopsWhereDecodingMustStartAndReadsInPieces) {
+  using namespace neardup::internal;
+  std::mt19937_64 rng(17);
+  for (int round = 0; round < 2000; ++round) {
+    const std::string raw = random_json_contents(rng, 1 + rng() % 600);
+    size_t at = round % 2 ? rng() % raw.size() : std::min(raw.size() - 1, size_t{63} + 64 * (rng() % 4));  // half at a block's last byte
+    size_t run = 0;
+    while (run < at && raw[at - 1 - run] == '\\') ++run;
+    if (run % 2 == 1) continue;  // not inside an escape
+    const std::string with_u = raw.substr(0, at) + "\\u00e9" + raw.substr(at);
+    const std::string in = with_u + "\"}" + std::string(64, 'x');
+    const size_t avail = with_u.size() + 2;
+    for (neardup::Isa isa : neardup::test::available_isas()) {
+      std::string out(avail + 64, '?');
+      uint64_t blanked = 0;
+      size_t length = 0;
+      ASSERT_EQ(kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data()), avail, reinterpret_cast<uint8_t*>(out.data()),
+                                            &blanked, &length), kJsonWordTextDecode) << with_u;
+      // The block of the 'u', or the backslash just before it when that one starts an escape
+      // (an odd run of backslashes ends there).
+      const size_t block = (at + 1) / 64 * 64;
+      size_t slashes = 0;
+      while (slashes < block && with_u[block - 1 - slashes] == '\\') ++slashes;
+      ASSERT_EQ(length, block - slashes % 2) << neardup::isa_name(isa) << " " << with_u;
+      const std::string before = with_u.substr(0, length);
+      ASSERT_EQ(length - blanked / 2, decode_json_contents(before).size()) << neardup::isa_name(isa) << " " << with_u;
+      ASSERT_EQ(split_words(out.substr(0, length)), split_words(decode_json_contents(before))) << neardup::isa_name(isa) << " " << with_u;
+    }
+  }
+  for (int round = 0; round < 2000; ++round) {
+    const std::string raw = random_json_contents(rng, rng() % 700);
+    const std::string in = raw + "\", \"id\": 1}" + std::string(64, 'x');
+    // Cuts after bytes that are not backslashes.
+    std::vector<size_t> cuts = {0};
+    for (size_t c = 1 + rng() % 100; c < raw.size(); c += 1 + rng() % 150)
+      if (raw[c - 1] != '\\') cuts.push_back(c);
+    for (neardup::Isa isa : neardup::test::available_isas()) {
+      std::string whole;
+      uint64_t blanked = 0;
+      for (size_t i = 0; i < cuts.size(); ++i) {
+        const size_t from = cuts[i], avail = (i + 1 < cuts.size() ? cuts[i + 1] : in.size() - 64) - from;
+        std::string out(avail + 64, '?');
+        size_t length = 0;
+        const int r = kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data() + from), avail, reinterpret_cast<uint8_t*>(out.data()),
+                                                  &blanked, &length);
+        if (i + 1 < cuts.size()) {
+          ASSERT_EQ(r, kJsonWordTextOpen) << neardup::isa_name(isa) << " " << raw;
+          whole += out.substr(0, avail);
+        } else {
+          ASSERT_EQ(r, kJsonWordTextOk) << neardup::isa_name(isa) << " " << raw;
+          ASSERT_EQ(from + length, raw.size());
+          whole += out.substr(0, length);
+        }
+      }
+      ASSERT_EQ(raw.size() - blanked / 2, decode_json_contents(raw).size()) << raw;
+      ASSERT_EQ(split_words(whole), split_words(decode_json_contents(raw))) << neardup::isa_name(isa) << " " << raw;
+    }
+  }
 }
 
 // Characters: the code points of the words joined by one space, each hashed as documented.

@@ -295,8 +295,12 @@ class JsonlParser {
   /// Parses `line`, which must be followed by at least kPadding readable bytes. On success sets
   /// out.id and out.text (valid until the next call) and returns true; otherwise sets `problem`
   /// (what is wrong, without the place) and returns false. A record without an id gets
-  /// `<file>:<line>`.
-  bool parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem);
+  /// `<file>:<line>`. `overwritable` is null, or line.data() as memory the parser may overwrite:
+  /// word text of a line of kWordTextMaxLine or more is then made in place (out.text points into
+  /// the line), where it would otherwise be parsed whole. The line is overwritten only when it
+  /// parses as word text: a line rejected or parsed whole keeps its bytes.
+  bool parse(std::string_view line, const Source& source, uint64_t line_no, Record& out, std::string& problem,
+             char* overwritable = nullptr);
   /// The length of the last record's text once decoded (and cut to max_doc_bytes).
   uint64_t text_length() const noexcept;
   /// Whether the last line parsed had invalid UTF-8 (parsed after replacing it with U+FFFD).
@@ -313,9 +317,10 @@ class JsonlParser {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Lines this long or longer are parsed whole even for word text (JsonlParser): on them it
-/// measured no faster (one 55 MB record: 39.6 ms against 38.6 ms for the full parse, both bound by
-/// memory bandwidth). Word text holds a copy of each shorter text per parser.
+/// Lines this long or longer are word text only in place (JsonlParser::parse), and parsed whole
+/// otherwise: a copy of their text measured no faster than the full parse (one 55 MB record:
+/// 39.6 ms against 38.6 ms, both bound by memory bandwidth). Word text holds a copy of each
+/// shorter text per parser.
 inline constexpr size_t kWordTextMaxLine = size_t{4} << 20;
 
 /// The most bytes of free read buffers a reader keeps for reuse (the buffers its shared lines are
@@ -335,6 +340,9 @@ struct RawRecord {
   };
   Kind kind = Kind::Line;
   std::string_view bytes;  ///< Line: the line without its newline (kPadding readable bytes follow); Parsed: the text
+  /// Line: the bytes are the reader's to give away (read into a buffer, not a read-only mapping):
+  /// once share_line() has handed over their buffer, its holder may overwrite them.
+  bool writable = false;
   std::string_view id;     ///< Parsed
   std::string problem;     ///< Bad
   const char* problem_kind = "";  ///< Bad
