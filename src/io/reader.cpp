@@ -1169,8 +1169,12 @@ class LineBuffer {
   const char* bytes() const noexcept { return map_fd_ >= 0 ? window_.data() : buf.data(); }
 
  public:
-  /// Whether the lines come from a read-only mapped window (else from a buffer read into).
-  bool mapped() const noexcept { return map_fd_ >= 0; }
+  /// Whether the last line returned may be overwritten once its buffer is shared: it was read
+  /// into a buffer (not a read-only mapped window), and is the first line there, so that no
+  /// other line's padding (read past that line's end by whichever thread parses it) overlaps it.
+  /// A line longer than the usual buffer is always first: the buffer was refilled while it was
+  /// read, which moves its start to the front of a buffer.
+  bool line_overwritable() const noexcept { return map_fd_ < 0 && first_in_buffer_; }
 
  private:
 
@@ -1233,6 +1237,7 @@ class LineBuffer {
   // The line in bytes()[begin, stop) is the next one; reading goes on at `next`. A line found
   // whole but over --max-record-bytes comes back empty with `overlong` set.
   bool take_line(std::string_view& line, size_t stop, size_t next) {
+    first_in_buffer_ = begin == 0;
     line = std::string_view(bytes() + begin, stop - begin);
     line_offset = buf_base + begin;
     begin = scanned = next;
@@ -1338,6 +1343,7 @@ class LineBuffer {
   uint64_t buf_base = 0;    // offset of bytes()[0] in the source's decompressed bytes
   uint64_t read_until = 0;  // seek(): the end of the wanted line (with its newline)
   bool eof = false;
+  bool first_in_buffer_ = false;  // the last line taken started at the buffer's first byte
 };
 
 struct RecordReader::Impl {
@@ -1526,7 +1532,7 @@ struct RecordReader::Impl {
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) return Step::Again;  // blank line
     out.kind = RawRecord::Kind::Line;
     out.bytes = line;
-    out.writable = !lines.mapped();
+    out.writable = lines.line_overwritable();
     return Step::Record;
   }
 
@@ -1543,7 +1549,7 @@ struct RecordReader::Impl {
       if (!next_selected_line(line)) return false;
       out.kind = RawRecord::Kind::Line;
       out.bytes = line;
-      out.writable = !lines.mapped();
+      out.writable = lines.line_overwritable();
       out.source = cur;
       out.line = 0;
       out.offset = lines.line_offset;

@@ -371,6 +371,51 @@ TEST(Reader, LongLines) {
   }
 }
 
+// A line the reader marks overwritable (RawRecord::writable) overlaps no other line nor the
+// padding read past any other line's end, whichever thread parses that one; lines longer than a
+// buffer are marked (they start a buffer of their own), and no line of a mapped window is.
+TEST(Reader, OverwritableLinesOverlapNoOtherLine) {
+  test::TempDir d;
+  std::mt19937_64 rng(71);
+  std::string jsonl;
+  size_t long_lines = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const size_t n = i % 700 == 5 ? 5'000'000 + rng() % 1000 : 100 + rng() % 4000;
+    long_lines += n > 1'000'000;
+    jsonl += "{\"id\": " + std::to_string(i) + ", \"text\": \"" + std::string(n, 'a' + static_cast<char>(i % 26)) + "\"}\n";
+  }
+  test::write_file(d.file("a.jsonl"), jsonl);
+  for (const MemoryMap mode : {MemoryMap::Never, MemoryMap::Always}) {
+    ReaderOptions opt;
+    opt.memory_map = mode;
+    const InputSet inputs({d.file("a.jsonl")}, opt);
+    RecordReader reader(inputs, opt);
+    std::vector<std::shared_ptr<const void>> owners;  // all kept: no buffer is reused
+    std::vector<std::pair<const char*, const char*>> spans;  // each line with its padding
+    std::vector<size_t> writable;
+    RawRecord raw;
+    while (reader.next_raw(raw)) {
+      owners.push_back(reader.share_line(raw));
+      if (raw.writable) writable.push_back(spans.size());
+      spans.emplace_back(raw.bytes.data(), raw.bytes.data() + raw.bytes.size() + JsonlParser::kPadding);
+      if (raw.bytes.size() > 1'000'000) EXPECT_EQ(raw.writable, mode == MemoryMap::Never) << spans.size();
+    }
+    ASSERT_EQ(spans.size(), 4000u);
+    if (mode == MemoryMap::Always) {
+      EXPECT_TRUE(writable.empty());
+      continue;
+    }
+    EXPECT_GT(writable.size(), long_lines);  // the first line of every buffer too
+    EXPECT_LT(writable.size(), 100u);
+    for (const size_t w : writable) {
+      const char* begin = spans[w].first;
+      const char* end = spans[w].second - JsonlParser::kPadding;
+      for (size_t j = 0; j < spans.size(); ++j)
+        if (j != w) ASSERT_TRUE(spans[j].second <= begin || spans[j].first >= end) << "line " << w << " and line " << j;
+    }
+  }
+}
+
 // Lines shared out of the reader's buffers (share_line) keep their bytes while their owners live,
 // however far the reader goes on (into other buffers, reused ones among them, and across sources
 // and lines longer than a buffer); reading by position shares only lines of 1 MiB or more.

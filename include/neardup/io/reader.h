@@ -340,8 +340,9 @@ struct RawRecord {
   };
   Kind kind = Kind::Line;
   std::string_view bytes;  ///< Line: the line without its newline (kPadding readable bytes follow); Parsed: the text
-  /// Line: the bytes are the reader's to give away (read into a buffer, not a read-only mapping):
-  /// once share_line() has handed over their buffer, its holder may overwrite them.
+  /// Line: the bytes are the reader's to give away (read into a buffer, not a read-only mapping,
+  /// and no other line's padding overlaps them): once share_line() has handed over their buffer,
+  /// its holder may overwrite them.
   bool writable = false;
   std::string_view id;     ///< Parsed
   std::string problem;     ///< Bad
