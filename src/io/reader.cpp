@@ -881,32 +881,66 @@ bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::s
 }
 
 // Buffers of LineBuffer let go by the lines shared out of them, for the next ones: a reading pass
-// goes through its input a buffer at a time, and a reused buffer is not faulted in again.
+// goes through its input a buffer at a time, and a reused buffer is not faulted in again. Up to
+// kKeptReadBufferBytes are kept, a buffer grown for a long line among them: its pages are the
+// dearest to fault in again (on the crowded mix, whose generated headers of up to 25 MB come in
+// groups, zeroing fresh pages for long lines' buffers was 6-9% of the CPU time of `pairs`).
 class BufferPool {
  public:
-  static constexpr size_t kKeepBufferBytes = size_t{4} << 20;  // each, at most (a long line's is let go)
-  static constexpr size_t kKeep = kKeptReadBufferBytes / kKeepBufferBytes;  // buffers
+  /// A buffer of at least `bytes`: the smallest kept one that is large enough, else the largest
+  /// grown, else a new one.
   internal::ReallocBuffer take(size_t bytes) {
     internal::ReallocBuffer b;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!free_.empty()) {
-        b = std::move(free_.back());
-        free_.pop_back();
-      }
+      if (!free_.empty()) b = remove(pick(bytes, true));
     }
     if (b.size() < bytes) b.resize(bytes);
     return b;
   }
+  /// A kept buffer of at least `bytes`, or an empty one.
+  internal::ReallocBuffer take_kept(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t i = pick(bytes, false);
+    return i < free_.size() ? remove(i) : internal::ReallocBuffer();
+  }
+  /// Keeps `b` if it fits, letting smaller kept buffers go to make room.
   void give(internal::ReallocBuffer b) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (b.size() == 0 || b.size() > kKeepBufferBytes || free_.size() >= kKeep) return;
+    if (b.size() == 0 || b.size() > kKeptReadBufferBytes) return;
+    while (kept_ + b.size() > kKeptReadBufferBytes) {
+      size_t smallest = 0;
+      for (size_t i = 1; i < free_.size(); ++i)
+        if (free_[i].size() < free_[smallest].size()) smallest = i;
+      if (free_[smallest].size() >= b.size()) return;
+      remove(smallest);
+    }
+    kept_ += b.size();
     free_.push_back(std::move(b));
   }
 
  private:
+  // The smallest kept buffer of at least `bytes`; else, with `or_largest`, the largest; else
+  // free_.size().
+  size_t pick(size_t bytes, bool or_largest) const {
+    size_t best = free_.size(), largest = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i) {
+      const size_t n = free_[i].size();
+      if (n >= bytes && (best == free_.size() || n < free_[best].size())) best = i;
+      if (largest == free_.size() || n > free_[largest].size()) largest = i;
+    }
+    return best < free_.size() || !or_largest ? best : largest;
+  }
+  internal::ReallocBuffer remove(size_t i) {
+    internal::ReallocBuffer b = std::move(free_[i]);
+    free_[i] = std::move(free_.back());
+    free_.pop_back();
+    kept_ -= b.size();
+    return b;
+  }
   std::mutex mu_;
   std::vector<internal::ReallocBuffer> free_;
+  size_t kept_ = 0;  // bytes in free_
 };
 
 // The windows mapped now, for mapped_input_at: a fixed table written with atomics, so that a
@@ -1063,7 +1097,6 @@ class LineBuffer {
   static constexpr size_t kStartBytes = size_t{4} << 20;
   // Reading by position, a line is shared out of its buffer only from this size on.
   static constexpr size_t kShareSelectedBytes = size_t{1} << 20;
-  static constexpr size_t kShrinkBytes = size_t{8} << 20;
   // Mapped mode: the usual window. Its pages stay resident while lines of it are in flight.
   static constexpr size_t kWindowBytes = size_t{4} << 20;
   LineBuffer(uint64_t max_record_bytes, MemoryMap memory_map)
@@ -1186,10 +1219,11 @@ class LineBuffer {
       std::memmove(buf.data(), buf.data() + begin, end - begin);
       unread_moved_to_front();
       // Grown for a long line that is gone: back to the usual size, so that one large record
-      // does not leave its room held for the rest of the pass.
-      if (buf.size() > kShrinkBytes && end + (1 << 16) + kPad <= kStartBytes) buf.resize(kStartBytes);
+      // does not leave its room held for the rest of the pass (a buffer the pool would keep
+      // is kept: a long line's buffer goes on as the usual one until it is shared).
+      if (buf.size() > kKeptReadBufferBytes && end + (1 << 16) + kPad <= kStartBytes) buf.resize(kStartBytes);
     }
-    if (buf.size() - end < (1 << 16) + kPad) buf.resize(buf.size() * 2);
+    if (buf.size() - end < (1 << 16) + kPad) grow(buf.size() * 2);
     size_t want = buf.size() - end - kPad;
     // Reading by position: no more than the selected line needs (at least 64 KiB), so that a
     // few records scattered over a large file do not each cost a full buffer.
@@ -1300,6 +1334,16 @@ class LineBuffer {
     internal::ReallocBuffer buf;
     MappedWindow window;
   };
+
+  // buf grown to `bytes` or more for a long line: into a kept buffer of that size if the pool has
+  // one (its pages are faulted in already), else in place.
+  void grow(size_t bytes) {
+    internal::ReallocBuffer kept = pool_->take_kept(bytes);
+    if (kept.size() == 0) return buf.resize(bytes);
+    std::memcpy(kept.data(), buf.data(), end);
+    buf.swap(kept);
+    pool_->give(std::move(kept));
+  }
 
   // Before buf is written: if lines were shared out of it, the unread bytes go on in another
   // buffer and this one to the holders of those lines.
