@@ -37,7 +37,7 @@ struct Batch {
     uint32_t raw_length = 0;  // Line: the raw line; Parsed: the text
     size_t raw_begin = 0;     // in `raw`, unless at
     const char* at = nullptr;  // a line shared by the reader: in one of `blocks`
-    bool writable = true;      // a shared line's bytes may be overwritten (not a mapped window's)
+    bool writable = true;      // a shared line's bytes may be overwritten (io::RawRecord::writable)
     uint64_t line = 0, offset = 0;
     size_t id_begin = 0, id_length = 0;  // in `ids`, once parsed
     DocId doc = 0;                       // parsed on the reading thread: its ordinal

@@ -506,7 +506,7 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
   // more is word text only in place.
   char* const in_place = line.size() >= kWordTextMaxLine ? overwritable : nullptr;
   if (m.word_text && line.size() >= word_text_min_line.load(std::memory_order_relaxed) && (line.size() < kWordTextMaxLine || in_place) &&
-      (!m.full_first || ++m.since_probe % 16 == 0) && m.parse_word_text(line, in_place, source, line_no, out))
+      (in_place || !m.full_first || ++m.since_probe % 16 == 0) && m.parse_word_text(line, in_place, source, line_no, out))
     return true;
   // simdjson keeps the buffers of the largest line it parsed (its text, tape and indexes: several
   // times the line); after a large record they are let go before the next small one, so that one
@@ -756,11 +756,12 @@ int decode_json_piece(const uint8_t* in, size_t stop, size_t limit, uint8_t* out
 // which also validates them and finds their end, and validated as UTF-8; the rest of the line
 // (the skeleton: the line with those contents cut out) is parsed by the DOM parser, which
 // validates it and gives the other fields as the full parse would. False, with nothing reported,
-// where the full parse must decide: anything it would reject or decode differently (a \u escape,
-// a text over max_doc_bytes, a field name written with escapes).
+// where the full parse must decide: anything it would reject or decode differently (a \u escape
+// in a copy, a lone surrogate, a text over max_doc_bytes, a field name written with escapes).
 //
 // The word text is a copy of the contents in `words`, or, given `in_place` (line.data() as memory
-// the caller lets the parser overwrite), the contents themselves with their escapes blanked: a
+// the caller lets the parser overwrite), the contents themselves with their escapes blanked (and
+// the 64-byte blocks holding \u escapes decoded, which only shortens them: word_text_pieces): a
 // text of tens of MB then costs no second buffer of its size. A fresh buffer is the dear part of
 // such a record: its pages are faulted in and zeroed, and the full parse writes its decoded copy
 // into one (half of the CPU time of one 50 MB record of source code went to zeroing them). The

@@ -1000,6 +1000,19 @@ TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
     }
   }
   EXPECT_EQ(in_place, 4);
+  // A parser that met a \u escape in a short line (and parses the next ones whole) still makes a
+  // long line word text in place.
+  io::JsonlParser words(opt, true);
+  EXPECT_TRUE(parse_with(words, R"({"id": "s", "text": "caf\u00e9 and more words than two hundred and fifty six bytes )" +
+                                    std::string(300, 'x') + "\"}").ok);
+  std::string line = "{\"id\": \"long\", \"text\": \"" + contents(big, true) + "\"}";
+  std::string padded = line + std::string(io::JsonlParser::kPadding, ' ');
+  const std::string before = padded;
+  Parsed b;
+  parse_in_place(words, padded, line.size(), b);
+  ASSERT_TRUE(b.ok) << b.problem;
+  EXPECT_TRUE(padded != before);
+  EXPECT_EQ(split_words(b.text), split_words(parse_with(full, line).text));
 }
 
 // Word text (escapes read as spaces) gives what the full parse gives, on lines that take the
