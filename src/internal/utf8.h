@@ -81,21 +81,25 @@ inline size_t sanitize_utf8(const char* in, size_t n, std::string& out) {
   return replaced;
 }
 
+/// The value of the 4 hex digits at in[at, at + 4), which must end by in[limit]: false if they do
+/// not, or one is not a hex digit.
+inline bool hex4_at(const char* in, size_t at, size_t limit, uint32_t& v) noexcept {
+  if (at + 4 > limit) return false;
+  v = 0;
+  for (size_t k = at; k < at + 4; ++k) {
+    const char c = in[k];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return false;
+    v = v * 16 + static_cast<uint32_t>(d);
+  }
+  return true;
+}
+
 /// Copies the JSON text `in` to `out`, writing \uFFFD for every \uD800-\uDFFF escape that is
 /// not a high surrogate followed by a low one (escaped backslashes are skipped as such). Returns
 /// whether anything was replaced.
 inline bool replace_lone_surrogate_escapes(std::string_view in, std::string& out) {
-  const auto hex4 = [&](size_t at, uint32_t& v) {  // the 4 hex digits at `at`
-    if (at + 4 > in.size()) return false;
-    v = 0;
-    for (size_t k = at; k < at + 4; ++k) {
-      const char c = in[k];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (d < 0) return false;
-      v = v * 16 + static_cast<uint32_t>(d);
-    }
-    return true;
-  };
+  const auto hex4 = [&](size_t at, uint32_t& v) { return hex4_at(in.data(), at, in.size(), v); };
   out.clear();
   out.reserve(in.size());
   bool replaced = false;

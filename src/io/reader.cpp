@@ -685,17 +685,7 @@ namespace {
 // cut escape, a \uD800-\uDFFF escape that is not half of a pair (it is replaced there).
 // Decoded as simdjson decodes: \uXXXX and surrogate pairs as UTF-8, the others as their byte.
 int decode_json_piece(const uint8_t* in, size_t stop, size_t limit, uint8_t* out, size_t* consumed, size_t* produced) noexcept {
-  const auto hex4 = [&](size_t at, uint32_t& v) {
-    if (at + 4 > limit) return false;
-    v = 0;
-    for (size_t k = at; k < at + 4; ++k) {
-      const uint8_t c = in[k];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (d < 0) return false;
-      v = v * 16 + static_cast<uint32_t>(d);
-    }
-    return true;
-  };
+  const auto hex4 = [&](size_t at, uint32_t& v) { return internal::hex4_at(reinterpret_cast<const char*>(in), at, limit, v); };
   size_t r = 0, w = 0;
   while (r < stop) {
     const uint8_t c = in[r];

@@ -238,6 +238,29 @@ std::string decode_json_contents(const std::string& raw) {
   return out;
 }
 
+// The kernel of `isa` on in[from, from + avail) (in is readable 64 bytes past that, as a padded
+// line is): its status, its word text in out (avail + 64 bytes of room), the bytes it blanked
+// added to `blanked`, and the length it reports.
+struct KernelRun {
+  int status = 0;
+  std::string out;
+  size_t length = 0;
+};
+KernelRun run_word_text(neardup::Isa isa, const std::string& in, size_t from, size_t avail, uint64_t& blanked) {
+  KernelRun k;
+  k.out.assign(avail + 64, '?');
+  k.status = neardup::internal::kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data() + from), avail,
+                                                            reinterpret_cast<uint8_t*>(k.out.data()), &blanked, &k.length);
+  return k;
+}
+
+// Whether s[at] follows an odd run of backslashes: it is escaped (inside an escape).
+bool escaped_at(const std::string& s, size_t at) {
+  size_t run = 0;
+  while (run < at && s[at - 1 - run] == '\\') ++run;
+  return run % 2 == 1;
+}
+
 // The kernel on `raw` as a string's contents in a line: its closing quote, then more of the line
 // (with what would be defects inside a string), then padding.
 // With `closed` false the line ends at the quote (a string whose last backslash escapes it is
@@ -245,17 +268,13 @@ std::string decode_json_contents(const std::string& raw) {
 int word_text(neardup::Isa isa, const std::string& raw, std::string& out, uint64_t& blanked, bool closed = true) {
   const std::string rest = closed ? "\", \"x\": \"\\u00e9 \\q \x01\"}" : "\"";
   const std::string in = raw + rest + std::string(64, 'x');  // readable past the end, as in a padded line
-  const size_t avail = raw.size() + rest.size();
-  out.assign(avail + 64, '?');
   blanked = 0;
-  size_t length = 0;
-  const int r = neardup::internal::kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data()), avail,
-                                                               reinterpret_cast<uint8_t*>(out.data()), &blanked, &length);
-  if (r == neardup::internal::kJsonWordTextOk) {
-    EXPECT_EQ(length, raw.size()) << raw;
+  KernelRun k = run_word_text(isa, in, 0, raw.size() + rest.size(), blanked);
+  if (k.status == neardup::internal::kJsonWordTextOk) {
+    EXPECT_EQ(k.length, raw.size()) << raw;
   }
-  out.resize(raw.size());
-  return r;
+  out = k.out.substr(0, raw.size());
+  return k.status;
 }
 
 }  // namespace
@@ -280,9 +299,7 @@ TEST(TextKernels, JsonWordTextHasTheDecodedWords) {
     // One defect at a random place, which the kernels must see wherever it falls.
     const size_t at = raw.empty() ? 0 : rng() % raw.size();
     // Not in the middle of an escape (where it would change the escape's meaning instead).
-    size_t run = 0;
-    while (run < at && raw[at - 1 - run] == '\\') ++run;
-    if (run % 2 == 1) continue;
+    if (escaped_at(raw, at)) continue;
     const std::pair<std::string, int> defects[] = {{"\\u00e9", kJsonWordTextDecode}, {"\\x", kJsonWordTextInvalid},
                                                    {std::string(1, '\x01'), kJsonWordTextInvalid}, {"\\", kJsonWordTextOpen}};
     for (const auto& [defect, want] : defects) {
@@ -306,12 +323,10 @@ TEST(TextKernels, JsonWordTextHasTheDecodedWords) {
         else if (in[i] == '"') { want = i; break; }
       }
       for (neardup::Isa isa : neardup::test::available_isas()) {
-        std::string out(avail + 64, '?');
         uint64_t blanked = 0;
-        size_t length = 0;
-        ASSERT_EQ(kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data()), avail, reinterpret_cast<uint8_t*>(out.data()),
-                                              &blanked, &length), kJsonWordTextOk) << in;
-        ASSERT_EQ(length, want) << neardup::isa_name(isa) << " " << in;
+        const KernelRun k = run_word_text(isa, in, 0, avail, blanked);
+        ASSERT_EQ(k.status, kJsonWordTextOk) << in;
+        ASSERT_EQ(k.length, want) << neardup::isa_name(isa) << " " << in;
       }
     }
   // Backslash runs across a block edge: the run's parity carries into the next block.
@@ -339,18 +354,16 @@ TEST(TextKernels, JsonWordTextStopsWhereDecodingMustStartAndReadsInPieces) {
   for (int round = 0; round < 2000; ++round) {
     const std::string raw = random_json_contents(rng, 1 + rng() % 600);
     size_t at = round % 2 ? rng() % raw.size() : std::min(raw.size() - 1, size_t{63} + 64 * (rng() % 4));  // half at a block's last byte
-    size_t run = 0;
-    while (run < at && raw[at - 1 - run] == '\\') ++run;
-    if (run % 2 == 1) continue;  // not inside an escape
+    if (escaped_at(raw, at)) continue;  // not inside an escape
     const std::string with_u = raw.substr(0, at) + "\\u00e9" + raw.substr(at);
     const std::string in = with_u + "\"}" + std::string(64, 'x');
     const size_t avail = with_u.size() + 2;
     for (neardup::Isa isa : neardup::test::available_isas()) {
-      std::string out(avail + 64, '?');
       uint64_t blanked = 0;
-      size_t length = 0;
-      ASSERT_EQ(kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data()), avail, reinterpret_cast<uint8_t*>(out.data()),
-                                            &blanked, &length), kJsonWordTextDecode) << with_u;
+      const KernelRun k = run_word_text(isa, in, 0, avail, blanked);
+      const size_t length = k.length;
+      const std::string& out = k.out;
+      ASSERT_EQ(k.status, kJsonWordTextDecode) << with_u;
       // The block of the 'u', or the backslash just before it when that one starts an escape
       // (an odd run of backslashes ends there).
       const size_t block = (at + 1) / 64 * 64;
@@ -374,17 +387,14 @@ TEST(TextKernels, JsonWordTextStopsWhereDecodingMustStartAndReadsInPieces) {
       uint64_t blanked = 0;
       for (size_t i = 0; i < cuts.size(); ++i) {
         const size_t from = cuts[i], avail = (i + 1 < cuts.size() ? cuts[i + 1] : in.size() - 64) - from;
-        std::string out(avail + 64, '?');
-        size_t length = 0;
-        const int r = kernels(isa).json_word_text(reinterpret_cast<const uint8_t*>(in.data() + from), avail, reinterpret_cast<uint8_t*>(out.data()),
-                                                  &blanked, &length);
+        const KernelRun k = run_word_text(isa, in, from, avail, blanked);
         if (i + 1 < cuts.size()) {
-          ASSERT_EQ(r, kJsonWordTextOpen) << neardup::isa_name(isa) << " " << raw;
-          whole += out.substr(0, avail);
+          ASSERT_EQ(k.status, kJsonWordTextOpen) << neardup::isa_name(isa) << " " << raw;
+          whole += k.out.substr(0, avail);
         } else {
-          ASSERT_EQ(r, kJsonWordTextOk) << neardup::isa_name(isa) << " " << raw;
-          ASSERT_EQ(from + length, raw.size());
-          whole += out.substr(0, length);
+          ASSERT_EQ(k.status, kJsonWordTextOk) << neardup::isa_name(isa) << " " << raw;
+          ASSERT_EQ(from + k.length, raw.size());
+          whole += k.out.substr(0, k.length);
         }
       }
       ASSERT_EQ(raw.size() - blanked / 2, decode_json_contents(raw).size()) << raw;
