@@ -398,7 +398,9 @@ TEST(Reader, OverwritableLinesOverlapNoOtherLine) {
       owners.push_back(reader.share_line(raw));
       if (raw.writable) writable.push_back(spans.size());
       spans.emplace_back(raw.bytes.data(), raw.bytes.data() + raw.bytes.size() + JsonlParser::kPadding);
-      if (raw.bytes.size() > 1'000'000) EXPECT_EQ(raw.writable, mode == MemoryMap::Never) << spans.size();
+      if (raw.bytes.size() > 1'000'000) {
+        EXPECT_EQ(raw.writable, mode == MemoryMap::Never) << spans.size();
+      }
     }
     ASSERT_EQ(spans.size(), 4000u);
     if (mode == MemoryMap::Always) {
@@ -411,7 +413,9 @@ TEST(Reader, OverwritableLinesOverlapNoOtherLine) {
       const char* begin = spans[w].first;
       const char* end = spans[w].second - JsonlParser::kPadding;
       for (size_t j = 0; j < spans.size(); ++j)
-        if (j != w) ASSERT_TRUE(spans[j].second <= begin || spans[j].first >= end) << "line " << w << " and line " << j;
+        if (j != w) {
+          ASSERT_TRUE(spans[j].second <= begin || spans[j].first >= end) << "line " << w << " and line " << j;
+        }
     }
   }
 }
@@ -986,7 +990,9 @@ TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
     Parsed b;
     parse_in_place(words, padded, line.size(), b);
     ASSERT_EQ(a.ok, b.ok) << "round " << round << ": " << a.problem << " / " << b.problem;
-    if (!b.ok || damaged) ASSERT_TRUE(padded == before) << "round " << round << ": a line handed to the full parse was changed";
+    if (!b.ok || damaged) {
+      ASSERT_TRUE(padded == before) << "round " << round << ": a line handed to the full parse was changed";
+    }
     if (!b.ok) {
       EXPECT_EQ(a.problem, b.problem);
       continue;
