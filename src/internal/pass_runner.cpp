@@ -100,7 +100,7 @@ class PassRunner {
 
   // Takes queued batches until the queue is closed and empty.
   void worker_loop(size_t slot) {
-    io::JsonlParser parser(*pass_.reader, pass_.word_text);
+    io::JsonlParser parser(*pass_.reader, pass_.word_text, threads_);
     for (;;) {
       Batch* b = nullptr;
       {
@@ -129,7 +129,7 @@ class PassRunner {
       b = shared_->queue.front();
       shared_->queue.pop_front();
     }
-    if (!reader_parser_) reader_parser_ = std::make_unique<io::JsonlParser>(*pass_.reader, pass_.word_text);
+    if (!reader_parser_) reader_parser_ = std::make_unique<io::JsonlParser>(*pass_.reader, pass_.word_text, threads_);
     work_guarded(*b, *reader_parser_, static_cast<size_t>(threads_));
     return true;
   }

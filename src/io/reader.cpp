@@ -1,5 +1,6 @@
 #include "neardup/io/reader.h"
 
+#include "internal/parallel.h"
 #include "internal/realloc_buffer.h"
 #include "internal/testing.h"
 
@@ -460,9 +461,17 @@ std::string shown_id(std::string_view id) {
 
 }  // namespace
 
+namespace {
+struct WordTextRun;
+}  // namespace
+
 struct JsonlParser::Impl {
   ReaderOptions opt;
   bool word_text = false;
+  int threads = 1;
+  std::vector<size_t> cuts;         // word_text_pieces: where its parts start, then the line's end
+  std::vector<WordTextRun> runs;    // and what each part gave
+  size_t string_part = 0;           // the part with the closing quote
   simdjson::dom::parser parser;
   std::string id_buf, sanitized, surrogates, skeleton;
   internal::ReallocBuffer words;
@@ -479,9 +488,10 @@ struct JsonlParser::Impl {
   int word_text_pieces(std::string_view line, size_t begin, char* to, size_t& n, size_t& text, uint64_t& decoded);
 };
 
-JsonlParser::JsonlParser(const ReaderOptions& options, bool word_text) : impl_(std::make_unique<Impl>()) {
+JsonlParser::JsonlParser(const ReaderOptions& options, bool word_text, int threads) : impl_(std::make_unique<Impl>()) {
   impl_->opt = options;
   impl_->word_text = word_text;
+  impl_->threads = std::max(threads, 1);
 }
 JsonlParser::~JsonlParser() = default;
 bool JsonlParser::replaced_invalid_utf8() const noexcept { return impl_->replaced; }
@@ -805,27 +815,36 @@ int JsonlParser::Impl::word_text_copy(std::string_view line, size_t begin, uint6
   return status == internal::kJsonWordTextOpen ? internal::kJsonWordTextInvalid : status;  // the line ends unclosed
 }
 
-// The contents from line[begin] a piece of about 256 KiB at a time, through `words` (a piece's
-// room, reused: warm in the cache): each piece is made word text by the kernel, or decoded
-// (decode_json_piece) where it holds a \u escape. Pieces are cut after a byte that is not a
-// backslash, so that no escape but a \u one spans two (a decoded piece reads that one whole).
-// Sets n (the closing quote at line[begin + n]), *text (the bytes of the result: decoding
-// shortens it) and *decoded (the length of the decoded string). With `to`, the result is copied
-// there, to[0] on; to may be line.data() + begin, which the result never overtakes.
-int JsonlParser::Impl::word_text_pieces(std::string_view line, size_t begin, char* to, size_t& n, size_t& text, uint64_t& decoded) {
-  constexpr size_t kPiece = size_t{256} << 10;
-  if (words.size() < kPiece + 128) words.resize(kPiece + 128);
-  auto* scratch = reinterpret_cast<uint8_t*>(words.data());
+namespace {
+
+// Word text of a JSON string's contents, line[from, until), a piece of about 256 KiB at a time
+// through `scratch` (a piece's room, reused: warm in the cache): each piece is made word text by
+// the kernel, with each 64-byte block that holds a \u escape decoded (decode_json_piece). Pieces
+// are cut after a byte that is not a backslash, so that no escape but a \u one spans two (a
+// decoded block reads that one whole); `until` is the line's end, or a cut that no escape spans.
+// With `to`, the result goes there, to[0] on; to may be line.data() + from, which the result
+// never overtakes (decoding only shortens it).
+struct WordTextRun {
+  int status = internal::kJsonWordTextOpen;  // Ok: the closing quote at line[end]; Open: end == until
+  size_t end = 0;
+  size_t text = 0;       // bytes of the result
+  uint64_t decoded = 0;  // length of the decoded string
+};
+constexpr size_t kWordTextPiece = size_t{256} << 10;
+
+WordTextRun word_text_run(std::string_view line, size_t from, size_t until, uint8_t* scratch, char* to) {
   const auto* in = reinterpret_cast<const uint8_t*>(line.data());
-  text = decoded = 0;
-  for (size_t at = begin; at < line.size();) {
-    size_t stop = line.size();
-    if (stop - at > kPiece) {
-      stop = at + kPiece;
+  WordTextRun r;
+  for (size_t at = from; at < until;) {
+    size_t stop = until;
+    if (stop - at > kWordTextPiece) {
+      stop = at + kWordTextPiece;
       while (stop > at && line[stop - 1] == '\\') --stop;
-      if (stop == at) return internal::kJsonWordTextInvalid;  // a run of backslashes as long as a piece: let the full parse see
+      if (stop == at) {  // a run of backslashes as long as a piece: let the full parse see
+        r.status = internal::kJsonWordTextInvalid;
+        return r;
+      }
     }
-    // Word text by the kernel up to each 64-byte block with a \u escape, that block decoded.
     size_t pos = at, made = 0;
     int status = internal::kJsonWordTextOpen;
     while (pos < stop) {
@@ -833,26 +852,91 @@ int JsonlParser::Impl::word_text_pieces(std::string_view line, size_t begin, cha
       size_t length = 0;
       status = internal::kernels().json_word_text(in + pos, stop - pos, scratch + made, &blanked, &length);
       if (status == internal::kJsonWordTextOpen) length = stop - pos;
-      if (status == internal::kJsonWordTextInvalid) return status;
+      if (status == internal::kJsonWordTextInvalid) break;
       made += length;
-      decoded += length - blanked / 2;
+      r.decoded += length - blanked / 2;
       pos += length;
       if (status != internal::kJsonWordTextDecode) break;
       size_t read = 0, wrote = 0;
       status = decode_json_piece(in + pos, std::min<size_t>(64, stop - pos), line.size() - pos, scratch + made, &read, &wrote);
-      if (status == internal::kJsonWordTextInvalid) return status;
+      if (status == internal::kJsonWordTextInvalid) break;
       made += wrote;
-      decoded += wrote;
+      r.decoded += wrote;
       pos += read;
       if (status == internal::kJsonWordTextOk) break;
     }
-    if (to) std::memcpy(to + text, scratch, made);
-    text += made;
-    if (status == internal::kJsonWordTextOk) {
-      n = pos - begin;
-      return status;
+    if (status == internal::kJsonWordTextInvalid) {
+      r.status = status;
+      return r;
     }
+    if (to) std::memcpy(to + r.text, scratch, made);
+    r.text += made;
     at = pos;
+    if (status == internal::kJsonWordTextOk) {
+      r.status = status;
+      r.end = pos;
+      return r;
+    }
+  }
+  r.end = until;
+  return r;
+}
+
+// Each thread's room for word_text_run when it works part of another thread's line.
+uint8_t* word_text_scratch() {
+  thread_local std::vector<uint8_t> scratch;
+  scratch.resize(kWordTextPiece + 128);
+  return scratch.data();
+}
+
+}  // namespace
+
+// The contents from line[begin] as word text (word_text_run), on up to `threads` threads: the
+// contents are cut into parts where none of the 11 bytes before a cut is a backslash (so that no
+// escape, 12 bytes at most, spans it), each part is validated on its own, and then written in
+// place where it lies (a part's result never overtakes its own bytes) and moved down behind the
+// part before. Sets n (the closing quote at line[begin + n]), text (the bytes of the result) and
+// decoded (the length of the decoded string). With `to` (line.data() + begin), the result is
+// written there; without, the contents are only validated, and `parts` keeps what writing needs.
+int JsonlParser::Impl::word_text_pieces(std::string_view line, size_t begin, char* to, size_t& n, size_t& text, uint64_t& decoded) {
+  if (words.size() < kWordTextPiece + 128) words.resize(kWordTextPiece + 128);
+  auto* own = reinterpret_cast<uint8_t*>(words.data());
+  const size_t size = line.size() - begin;
+  if (!to) {
+    // Parts of at least 1 MiB, four per thread (their speed varies: decoded blocks are slower).
+    cuts.assign(1, begin);
+    const size_t parts = threads > 1 ? std::min<size_t>(4 * static_cast<size_t>(threads), size >> 20) : 1;
+    for (size_t k = 1; k < parts; ++k) {
+      size_t at = begin + size / parts * k;
+      const size_t give_up = std::min(at + (size_t{64} << 10), line.size());
+      size_t clean = 0;  // bytes without a backslash just before `at`
+      for (size_t j = at - 11; j < at; ++j) clean = line[j] == '\\' ? 0 : clean + 1;
+      while (clean < 11 && at < give_up) clean = line[at++] == '\\' ? 0 : clean + 1;
+      if (clean >= 11 && at > cuts.back() && at < line.size()) cuts.push_back(at);
+    }
+    cuts.push_back(line.size());
+    runs.assign(cuts.size() - 1, WordTextRun{});
+  }
+  // Writing goes up to the part with the closing quote (a part after it is not the string's).
+  const size_t parts = to ? string_part + 1 : cuts.size() - 1;
+  internal::parallel_for(parts, parts > 1 ? threads : 1, [&](size_t i, size_t) {
+    uint8_t* scratch = parts > 1 ? word_text_scratch() : own;
+    runs[i] = word_text_run(line, cuts[i], cuts[i + 1], scratch, to ? to + (cuts[i] - begin) : nullptr);
+  });
+  // The string ends in the first part that found its closing quote; every part before it is
+  // open at its end (a part after it is not the string's).
+  text = 0;
+  decoded = 0;
+  for (size_t i = 0; i < parts; ++i) {
+    if (runs[i].status != internal::kJsonWordTextOpen && runs[i].status != internal::kJsonWordTextOk) return runs[i].status;
+    if (to && text != cuts[i] - begin) std::memmove(to + text, to + (cuts[i] - begin), runs[i].text);
+    text += runs[i].text;
+    decoded += runs[i].decoded;
+    if (runs[i].status == internal::kJsonWordTextOk) {
+      n = runs[i].end - begin;
+      string_part = i;
+      return internal::kJsonWordTextOk;
+    }
   }
   return internal::kJsonWordTextInvalid;  // the line ends before the string does
 }

@@ -986,7 +986,7 @@ TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
     const Parsed a = parse_with(full, line);
     std::string padded = line + std::string(io::JsonlParser::kPadding, ' ');
     const std::string before = padded;
-    io::JsonlParser words(opt, true);
+    io::JsonlParser words(opt, true, round < 8 ? 1 : 2);  // in one part, or in parts on 2 threads
     Parsed b;
     parse_in_place(words, padded, line.size(), b);
     ASSERT_EQ(a.ok, b.ok) << "round " << round << ": " << a.problem << " / " << b.problem;
@@ -1008,7 +1008,7 @@ TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
   EXPECT_EQ(in_place, 4);
   // A parser that met a \u escape in a short line (and parses the next ones whole) still makes a
   // long line word text in place.
-  io::JsonlParser words(opt, true);
+  io::JsonlParser words(opt, true, 2);
   EXPECT_TRUE(parse_with(words, R"({"id": "s", "text": "caf\u00e9 and more words than two hundred and fifty six bytes )" +
                                     std::string(300, 'x') + "\"}").ok);
   std::string line = "{\"id\": \"long\", \"text\": \"" + contents(big, true) + "\"}";

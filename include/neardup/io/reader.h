@@ -287,7 +287,9 @@ class JsonlParser {
   /// without normalisation) may come as its JSON string's contents with each escape but \uXXXX
   /// turned into two spaces: the same words, found without decoding (kernels/json_text_kernels.h).
   /// text_length() is then the decoded length.
-  explicit JsonlParser(const ReaderOptions& options, bool word_text = false);
+  /// A line of kWordTextMaxLine or more made word text in place is worked on up to `threads`
+  /// threads of the current pool (neardup/thread_pool.h).
+  explicit JsonlParser(const ReaderOptions& options, bool word_text = false, int threads = 1);
   ~JsonlParser();
   JsonlParser(const JsonlParser&) = delete;
   JsonlParser& operator=(const JsonlParser&) = delete;
