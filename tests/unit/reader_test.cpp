@@ -968,7 +968,7 @@ TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
   };
   const size_t big = io::kWordTextMaxLine + 1000;
   int in_place = 0;
-  for (int round = 0; round < 16; ++round) {
+  for (int round = 0; round < 8; ++round) {
     const int damage = round % 8;
     std::string line = "{\"id\": \"r" + std::to_string(round) + "\", \"text\": \"" + contents(big, round % 3 != 0) + "\", \"n\": [1, 2]}";
     // A defect where a plain letter of the contents was (not inside an escape).
@@ -986,7 +986,7 @@ TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
     const Parsed a = parse_with(full, line);
     std::string padded = line + std::string(io::JsonlParser::kPadding, ' ');
     const std::string before = padded;
-    io::JsonlParser words(opt, true, round < 8 ? 1 : 2);  // in one part, or in parts on 2 threads
+    io::JsonlParser words(opt, true, round % 2 ? 2 : 1);  // in parts on 2 threads, or in one
     Parsed b;
     parse_in_place(words, padded, line.size(), b);
     ASSERT_EQ(a.ok, b.ok) << "round " << round << ": " << a.problem << " / " << b.problem;
@@ -1005,7 +1005,7 @@ TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
       ++in_place;
     }
   }
-  EXPECT_EQ(in_place, 4);
+  EXPECT_EQ(in_place, 2);  // rounds 0 (one part, no \u escapes) and 7 (parts, with them)
   // A parser that met a \u escape in a short line (and parses the next ones whole) still makes a
   // long line word text in place.
   io::JsonlParser words(opt, true, 2);
