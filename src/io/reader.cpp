@@ -823,7 +823,8 @@ namespace {
 // are cut after a byte that is not a backslash, so that no escape but a \u one spans two (a
 // decoded block reads that one whole); `until` is the line's end, or a cut that no escape spans.
 // With `to`, the result goes there, to[0] on; to may be line.data() + from, which the result
-// never overtakes (decoding only shortens it).
+// never overtakes (decoding only shortens it). Past `max_decoded` decoded bytes it stops, invalid:
+// a text over max_doc_bytes is cut by the full parse, and is not read whole here first.
 struct WordTextRun {
   int status = internal::kJsonWordTextOpen;  // Ok: the closing quote at line[end]; Open: end == until
   size_t end = 0;
@@ -832,7 +833,7 @@ struct WordTextRun {
 };
 constexpr size_t kWordTextPiece = size_t{256} << 10;
 
-WordTextRun word_text_run(std::string_view line, size_t from, size_t until, uint8_t* scratch, char* to) {
+WordTextRun word_text_run(std::string_view line, size_t from, size_t until, uint64_t max_decoded, uint8_t* scratch, char* to) {
   const auto* in = reinterpret_cast<const uint8_t*>(line.data());
   WordTextRun r;
   for (size_t at = from; at < until;) {
@@ -872,6 +873,10 @@ WordTextRun word_text_run(std::string_view line, size_t from, size_t until, uint
     if (to) std::memcpy(to + r.text, scratch, made);
     r.text += made;
     at = pos;
+    if (r.decoded > max_decoded) {  // longer than max_doc_bytes: the full parse cuts it
+      r.status = internal::kJsonWordTextInvalid;
+      return r;
+    }
     if (status == internal::kJsonWordTextOk) {
       r.status = status;
       r.end = pos;
@@ -921,7 +926,7 @@ int JsonlParser::Impl::word_text_pieces(std::string_view line, size_t begin, cha
   const size_t parts = to ? string_part + 1 : cuts.size() - 1;
   internal::parallel_for(parts, parts > 1 ? threads : 1, [&](size_t i, size_t) {
     uint8_t* scratch = parts > 1 ? word_text_scratch() : own;
-    runs[i] = word_text_run(line, cuts[i], cuts[i + 1], scratch, to ? to + (cuts[i] - begin) : nullptr);
+    runs[i] = word_text_run(line, cuts[i], cuts[i + 1], opt.max_doc_bytes, scratch, to ? to + (cuts[i] - begin) : nullptr);
   });
   // The string ends in the first part that found its closing quote; every part before it is
   // open at its end (a part after it is not the string's).
