@@ -2,7 +2,9 @@
 echo "--- a line of 100 MB+ (its text cut to --max-doc-bytes, the record kept whole) and a copy"
 python3 -c '
 import json
-words = " ".join("w%d" % (i % 9973) for i in range(17_500_000))
+cycle = ["w%d" % i for i in range(9973)]  # words w0 ... w9972, 17,500,000 of them in turn
+turns, rest = divmod(17_500_000, len(cycle))
+words = " ".join([" ".join(cycle)] * turns + [" ".join(cycle[:rest])])
 print(json.dumps({"id": "huge", "text": words}))
 print(json.dumps({"id": "huge-copy", "text": words}))
 print(json.dumps({"id": "small", "text": "a small document"}))' > huge.jsonl
