@@ -17,33 +17,48 @@
 
 namespace neardup::internal {
 
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+/// `bytes` rounded up to whole 2 MiB huge pages.
+inline size_t huge_pages_of(size_t bytes) noexcept { return (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1); }
+
+/// Anonymous memory of huge_pages_of(bytes), mapped at a 2 MiB boundary (an over-sized mapping
+/// trimmed at both ends), where the kernel can back whole huge pages, and advised onto them
+/// (advice only: may fail); MAP_FAILED if there is no room. Unmap with munmap(p, huge_pages_of(bytes)).
+inline void* map_huge_pages(size_t bytes) noexcept {
+  const size_t len = huge_pages_of(bytes);
+  void* raw = mmap(nullptr, len + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return MAP_FAILED;
+  const auto r = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t a = (r + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+  if (a > r) munmap(raw, a - r);
+  munmap(reinterpret_cast<void*>(a + len), r + kHugePageBytes - a);  // a <= r + 2 MiB - 4 KiB: never empty
+#ifdef MADV_HUGEPAGE
+  madvise(reinterpret_cast<void*>(a), len, MADV_HUGEPAGE);
+#endif
+  return reinterpret_cast<void*>(a);
+}
+
 template <class T>
 class BigArray {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
 
  public:
-  static constexpr size_t kHugePage = size_t{2} << 20;
-
   BigArray() = default;
   /// n elements, uninitialised.
   explicit BigArray(size_t n) : size_(n) {
     const size_t bytes = n * sizeof(T);
     if (bytes == 0) return;
-    if (bytes < kHugePage) {
+    if (bytes < kHugePageBytes) {
       data_ = static_cast<T*>(std::malloc(bytes));
       if (!data_) throw std::bad_alloc();
       return;
     }
-    // Room to start on a 2 MiB boundary, where the kernel can back whole huge pages.
-    map_len_ = bytes + kHugePage;
-    void* p = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = map_huge_pages(bytes);
     if (p == MAP_FAILED) throw std::bad_alloc();
     map_ = p;
-    const auto aligned = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
-    data_ = reinterpret_cast<T*>(aligned);
-#ifdef MADV_HUGEPAGE
-    madvise(data_, (bytes + kHugePage - 1) & ~(kHugePage - 1), MADV_HUGEPAGE);  // advice only: may fail
-#endif
+    map_len_ = huge_pages_of(bytes);
+    data_ = static_cast<T*>(p);
   }
   BigArray(const BigArray&) = delete;
   BigArray& operator=(const BigArray&) = delete;

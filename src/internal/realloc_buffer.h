@@ -15,6 +15,8 @@
 
 #include <sys/mman.h>
 
+#include "internal/big_array.h"
+
 namespace neardup::internal {
 
 class ReallocBuffer {
@@ -50,32 +52,17 @@ class ReallocBuffer {
     n_ = n;
   }
 
-  /// Buffers this large ask for transparent huge pages (madvise): a line of tens of MB is then
-  /// faulted in 2 MiB at a time rather than 4 KiB (one 50 MB record: 176 -> 160 ms).
-  static constexpr size_t kHugeAdviseBytes = size_t{16} << 20;
   /// Buffers this large are mapped by the buffer itself and grown with mremap: glibc does so
   /// only above its mmap threshold (which a program may raise: the CLI's is 16 MiB), and below
   /// it realloc copies the block into fresh pages. A line of 50 MB read into a buffer doubling
   /// from 4 MiB had 12 MB copied into new pages on the way (14% of that record's CPU time).
   static constexpr size_t kMapBytes = size_t{8} << 20;
-  /// Advises huge pages for the pages of [p, p + bytes) (advice only: may fail). The whole pages
-  /// are advised, not only the 2 MiB-aligned part: advice on part of a mapping splits it, and
-  /// glibc can then no longer grow the block in place with mremap (it copies it instead).
-  static void advise_huge_pages(void* p, size_t bytes) noexcept {
-#ifdef MADV_HUGEPAGE
-    constexpr uintptr_t kPage = 4096;
-    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes + kPage - 1) & ~(kPage - 1);
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#endif
-  }
 
  private:
-  static size_t pages_of(size_t n) noexcept { return (n + 4095) & ~size_t{4095}; }
   void let_go() noexcept {
 #if defined(__linux__)
     if (mapped_) {
-      ::munmap(p_, pages_of(mapped_));
+      ::munmap(p_, huge_pages_of(mapped_));
       p_ = nullptr;
       return;
     }
@@ -83,48 +70,36 @@ class ReallocBuffer {
     std::free(p_);
   }
 #if defined(__linux__)
-  static constexpr size_t kHugePage = size_t{2} << 20;
-  // `bytes` (whole pages) mapped at a 2 MiB boundary, with huge pages asked for: a 4 KiB page
-  // fault costs 2-12 us on a virtual machine, a huge page about 0.3 us per 4 KiB.
-  static void* map_aligned(size_t bytes) noexcept {
-    void* raw = ::mmap(nullptr, bytes + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return MAP_FAILED;
-    const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
-    const uintptr_t a = (r + kHugePage - 1) & ~(kHugePage - 1);
-    if (a > r) ::munmap(raw, a - r);
-    if (r + kHugePage > a) ::munmap(reinterpret_cast<void*>(a + bytes), r + kHugePage - a);
-    advise_huge_pages(reinterpret_cast<void*>(a), bytes);
-    return reinterpret_cast<void*>(a);
-  }
-  // A mapped block of `mapped_` bytes (rounded up to pages); below kMapBytes it goes back to malloc.
+  // A mapped block of `mapped_` bytes (whole huge pages: map_huge_pages, a 4 KiB page fault costs
+  // 2-12 us on a virtual machine, a huge page about 0.3 us per 4 KiB); below kMapBytes it goes
+  // back to malloc.
   void resize_mapped(size_t n) {
     if (n < kMapBytes) {  // shrinking to a heap block
       char* q = static_cast<char*>(std::malloc(n ? n : 1));
       if (!q) throw std::bad_alloc();
       std::memcpy(q, p_, n);
-      ::munmap(p_, pages_of(mapped_));
+      ::munmap(p_, huge_pages_of(mapped_));
       p_ = q;
       n_ = n;
       mapped_ = 0;
       return;
     }
-    const size_t want = pages_of(n);
+    const size_t want = huge_pages_of(n);
     void* q = MAP_FAILED;
     if (mapped_) {
-      const size_t had = pages_of(mapped_);
-      // In place if the pages after it are free (or shrinking); else its pages are moved, not
-      // copied, to a new aligned range.
+      const size_t had = huge_pages_of(mapped_);
+      // In place if the range after it is free (or shrinking), keeping its advice; else its pages
+      // are moved, not copied, onto a new aligned and advised range.
       q = ::mremap(p_, had, want, 0);
       if (q == MAP_FAILED) {
-        void* to = map_aligned(want);
+        void* to = map_huge_pages(want);
         if (to != MAP_FAILED) {
           q = ::mremap(p_, had, want, MREMAP_MAYMOVE | MREMAP_FIXED, to);
           if (q == MAP_FAILED) ::munmap(to, want);
         }
       }
-      if (q != MAP_FAILED && want > had) advise_huge_pages(q, want);
     } else {
-      q = map_aligned(want);
+      q = map_huge_pages(want);
       if (q != MAP_FAILED && p_) std::memcpy(q, p_, std::min(n_, n));
     }
     if (q == MAP_FAILED) throw std::bad_alloc();

@@ -469,9 +469,11 @@ struct JsonlParser::Impl {
   ReaderOptions opt;
   bool word_text = false;
   int threads = 1;
-  std::vector<size_t> cuts;         // word_text_pieces: where its parts start, then the line's end
-  std::vector<WordTextRun> runs;    // and what each part gave
-  size_t string_part = 0;           // the part with the closing quote
+  // A long line's word text in place (word_text_validate, then word_text_write): where its parts
+  // start, then the line's end; what each part gave; the part with the closing quote.
+  std::vector<size_t> cuts;
+  std::vector<WordTextRun> runs;
+  size_t string_part = 0;
   simdjson::dom::parser parser;
   std::string id_buf, sanitized, surrogates, skeleton;
   internal::ReallocBuffer words;
@@ -485,7 +487,10 @@ struct JsonlParser::Impl {
   bool fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out, std::string& problem);
   bool parse_word_text(std::string_view line, char* in_place, const Source& source, uint64_t line_no, Record& out);
   int word_text_copy(std::string_view line, size_t begin, uint64_t& blanked, size_t& n);
-  int word_text_pieces(std::string_view line, size_t begin, char* to, size_t& n, size_t& text, uint64_t& decoded);
+  void cut_parts(std::string_view line, size_t begin);
+  void run_parts(std::string_view line, size_t begin, size_t parts, char* to);
+  int word_text_validate(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded);
+  void word_text_write(std::string_view line, size_t begin, char* to);
 };
 
 JsonlParser::JsonlParser(const ReaderOptions& options, bool word_text, int threads) : impl_(std::make_unique<Impl>()) {
@@ -728,21 +733,7 @@ int decode_json_piece(const uint8_t* in, size_t stop, size_t limit, uint8_t* out
       cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
       r += 6;
     }
-    if (cp < 0x80) {
-      out[w++] = static_cast<uint8_t>(cp);
-    } else if (cp < 0x800) {
-      out[w++] = static_cast<uint8_t>(0xC0 | (cp >> 6));
-      out[w++] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out[w++] = static_cast<uint8_t>(0xE0 | (cp >> 12));
-      out[w++] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-      out[w++] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    } else {
-      out[w++] = static_cast<uint8_t>(0xF0 | (cp >> 18));
-      out[w++] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
-      out[w++] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-      out[w++] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    }
+    w = static_cast<size_t>(internal::put_utf8(reinterpret_cast<char*>(out + w), cp) - reinterpret_cast<char*>(out));
   }
   *consumed = r;
   *produced = w;
@@ -761,7 +752,7 @@ int decode_json_piece(const uint8_t* in, size_t stop, size_t limit, uint8_t* out
 //
 // The word text is a copy of the contents in `words`, or, given `in_place` (line.data() as memory
 // the caller lets the parser overwrite), the contents themselves with their escapes blanked (and
-// the 64-byte blocks holding \u escapes decoded, which only shortens them: word_text_pieces): a
+// the 64-byte blocks holding \u escapes decoded, which only shortens them: word_text_run): a
 // text of tens of MB then costs no second buffer of its size. A fresh buffer is the dear part of
 // such a record: its pages are faulted in and zeroed, and the full parse writes its decoded copy
 // into one (half of the CPU time of one 50 MB record of source code went to zeroing them). The
@@ -775,7 +766,7 @@ bool JsonlParser::Impl::parse_word_text(std::string_view line, char* in_place, c
   uint64_t decoded = 0;
   int status;
   if (in_place) {
-    status = word_text_pieces(line, begin, nullptr, n, text, decoded);
+    status = word_text_validate(line, begin, n, text, decoded);
   } else {
     uint64_t blanked = 0;
     status = word_text_copy(line, begin, blanked, n);
@@ -798,7 +789,7 @@ bool JsonlParser::Impl::parse_word_text(std::string_view line, char* in_place, c
   std::string problem;
   if (!fields(doc, source, line_no, out, problem)) return false;
   if (in_place) {
-    word_text_pieces(line, begin, in_place + begin, n, text, decoded);  // validated above: the same result
+    word_text_write(line, begin, in_place + begin);  // validated above: `text` bytes
     out.text = std::string_view(in_place + begin, text);
   } else {
     out.text = std::string_view(words.data(), n);
@@ -887,7 +878,7 @@ WordTextRun word_text_run(std::string_view line, size_t from, size_t until, uint
   return r;
 }
 
-// Each thread's room for word_text_run when it works part of another thread's line.
+// Each thread's room for word_text_run (a piece's, reused: warm in the cache).
 uint8_t* word_text_scratch() {
   thread_local std::vector<uint8_t> scratch;
   scratch.resize(kWordTextPiece + 128);
@@ -896,45 +887,48 @@ uint8_t* word_text_scratch() {
 
 }  // namespace
 
-// The contents from line[begin] as word text (word_text_run), on up to `threads` threads: the
-// contents are cut into parts where none of the 11 bytes before a cut is a backslash (so that no
-// escape, 12 bytes at most, spans it), each part is validated on its own, and then written in
-// place where it lies (a part's result never overtakes its own bytes) and moved down behind the
-// part before. Sets n (the closing quote at line[begin + n]), text (the bytes of the result) and
-// decoded (the length of the decoded string). With `to` (line.data() + begin), the result is
-// written there; without, the contents are only validated, and `parts` keeps what writing needs.
-int JsonlParser::Impl::word_text_pieces(std::string_view line, size_t begin, char* to, size_t& n, size_t& text, uint64_t& decoded) {
-  if (words.size() < kWordTextPiece + 128) words.resize(kWordTextPiece + 128);
-  auto* own = reinterpret_cast<uint8_t*>(words.data());
+// The contents from line[begin] as word text in place (word_text_run), on up to `threads`
+// threads: the contents are cut into parts where none of the 11 bytes before a cut is a
+// backslash (so that no escape, 12 bytes at most, spans it), and each part is validated on its
+// own (word_text_validate), then written where it lies (a part's result never overtakes its own
+// bytes) and moved down behind the part before (word_text_write).
+
+// Parts of at least 1 MiB, four per thread (their speed varies: decoded blocks are slower), cut
+// into `cuts` (each part's start, then the line's end).
+void JsonlParser::Impl::cut_parts(std::string_view line, size_t begin) {
   const size_t size = line.size() - begin;
-  if (!to) {
-    // Parts of at least 1 MiB, four per thread (their speed varies: decoded blocks are slower).
-    cuts.assign(1, begin);
-    const size_t parts = threads > 1 ? std::min<size_t>(4 * static_cast<size_t>(threads), size >> 20) : 1;
-    for (size_t k = 1; k < parts; ++k) {
-      size_t at = begin + size / parts * k;
-      const size_t give_up = std::min(at + (size_t{64} << 10), line.size());
-      size_t clean = 0;  // bytes without a backslash just before `at`
-      for (size_t j = at - 11; j < at; ++j) clean = line[j] == '\\' ? 0 : clean + 1;
-      while (clean < 11 && at < give_up) clean = line[at++] == '\\' ? 0 : clean + 1;
-      if (clean >= 11 && at > cuts.back() && at < line.size()) cuts.push_back(at);
-    }
-    cuts.push_back(line.size());
-    runs.assign(cuts.size() - 1, WordTextRun{});
+  const size_t parts = threads > 1 ? std::min<size_t>(4 * static_cast<size_t>(threads), size >> 20) : 1;
+  cuts.assign(1, begin);
+  for (size_t k = 1; k < parts; ++k) {
+    size_t at = begin + size / parts * k;
+    const size_t give_up = std::min(at + (size_t{64} << 10), line.size());
+    size_t clean = 0;  // bytes without a backslash just before `at`
+    for (size_t j = at - 11; j < at; ++j) clean = line[j] == '\\' ? 0 : clean + 1;
+    while (clean < 11 && at < give_up) clean = line[at++] == '\\' ? 0 : clean + 1;
+    if (clean >= 11 && at > cuts.back() && at < line.size()) cuts.push_back(at);
   }
-  // Writing goes up to the part with the closing quote (a part after it is not the string's).
-  const size_t parts = to ? string_part + 1 : cuts.size() - 1;
-  internal::parallel_for(parts, parts > 1 ? threads : 1, [&](size_t i, size_t) {
-    uint8_t* scratch = parts > 1 ? word_text_scratch() : own;
-    runs[i] = word_text_run(line, cuts[i], cuts[i + 1], opt.max_doc_bytes, scratch, to ? to + (cuts[i] - begin) : nullptr);
+  cuts.push_back(line.size());
+}
+
+// word_text_run over the first `parts` parts into runs[], each written where it lies with `to`
+// (line.data() + begin).
+void JsonlParser::Impl::run_parts(std::string_view line, size_t begin, size_t parts, char* to) {
+  runs.resize(cuts.size() - 1);
+  internal::parallel_for(parts, threads, [&](size_t i, size_t) {
+    runs[i] = word_text_run(line, cuts[i], cuts[i + 1], opt.max_doc_bytes, word_text_scratch(), to ? to + (cuts[i] - begin) : nullptr);
   });
-  // The string ends in the first part that found its closing quote; every part before it is
-  // open at its end (a part after it is not the string's).
+}
+
+// Sets n (the closing quote at line[begin + n]), text (the bytes of the result) and decoded (the
+// length of the decoded string). The string ends in the first part that found its closing quote;
+// every part before it is open at its end (a part after it is not the string's).
+int JsonlParser::Impl::word_text_validate(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded) {
+  cut_parts(line, begin);
+  run_parts(line, begin, cuts.size() - 1, nullptr);
   text = 0;
   decoded = 0;
-  for (size_t i = 0; i < parts; ++i) {
+  for (size_t i = 0; i < runs.size(); ++i) {
     if (runs[i].status != internal::kJsonWordTextOpen && runs[i].status != internal::kJsonWordTextOk) return runs[i].status;
-    if (to && text != cuts[i] - begin) std::memmove(to + text, to + (cuts[i] - begin), runs[i].text);
     text += runs[i].text;
     decoded += runs[i].decoded;
     if (runs[i].status == internal::kJsonWordTextOk) {
@@ -944,6 +938,17 @@ int JsonlParser::Impl::word_text_pieces(std::string_view line, size_t begin, cha
     }
   }
   return internal::kJsonWordTextInvalid;  // the line ends before the string does
+}
+
+// The validated contents written to `to` (line.data() + begin): the parts up to the one with the
+// closing quote, each where it lies, then moved down behind the one before.
+void JsonlParser::Impl::word_text_write(std::string_view line, size_t begin, char* to) {
+  run_parts(line, begin, string_part + 1, to);
+  size_t text = 0;
+  for (size_t i = 0; i <= string_part; ++i) {
+    if (text != cuts[i] - begin) std::memmove(to + text, to + (cuts[i] - begin), runs[i].text);
+    text += runs[i].text;
+  }
 }
 
 bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::string& problem) {
@@ -1234,6 +1239,12 @@ class LineBuffer {
   }
   /// Where the next line starts in the source's bytes.
   uint64_t position() const noexcept { return buf_base + begin; }
+  /// Whether the last line returned may be overwritten once its buffer is shared: it was read
+  /// into a buffer (not a read-only mapped window), and is the first line there, so that no
+  /// other line's padding (read past that line's end by whichever thread parses it) overlaps it.
+  /// A line longer than the usual buffer is always first: the buffer was refilled while it was
+  /// read, which moves its start to the front of a buffer.
+  bool line_overwritable() const noexcept { return map_fd_ < 0 && first_in_buffer_; }
   /// Moves to `offset` (at or after position()): inside the buffer, or past it by skipping the
   /// stream; reading stops near `until`. False if the source ends before.
   bool seek(uint64_t offset, uint64_t until) {
@@ -1280,16 +1291,6 @@ class LineBuffer {
 
  private:
   const char* bytes() const noexcept { return map_fd_ >= 0 ? window_.data() : buf.data(); }
-
- public:
-  /// Whether the last line returned may be overwritten once its buffer is shared: it was read
-  /// into a buffer (not a read-only mapped window), and is the first line there, so that no
-  /// other line's padding (read past that line's end by whichever thread parses it) overlaps it.
-  /// A line longer than the usual buffer is always first: the buffer was refilled while it was
-  /// read, which moves its start to the front of a buffer.
-  bool line_overwritable() const noexcept { return map_fd_ < 0 && first_in_buffer_; }
-
- private:
 
   // More bytes after bytes()[end), the unread ones [begin, end) kept; false at the end.
   bool refill() {

@@ -1,6 +1,7 @@
 #include "neardup/io/reader.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -10,6 +11,7 @@
 #include <random>
 #include <tuple>
 
+#include "internal/realloc_buffer.h"
 #include "internal/testing.h"
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
@@ -369,6 +371,54 @@ TEST(Reader, LongLines) {
     EXPECT_TRUE(m[i].raw == lines[i]) << i;
     EXPECT_EQ(m[i].text.size(), i % 3 == 1 ? 9'000'000 + i : ("short " + std::to_string(i)).size());
   }
+}
+
+// The reader's buffer keeps its bytes as it grows from a heap block into a mapping (2 MiB
+// aligned, for huge pages), grows in place or is moved when the range after it is taken, shrinks
+// and goes back to the heap.
+TEST(Reader, ReallocBufferKeepsItsBytesAcrossGrowthAndShrink) {
+  using internal::ReallocBuffer;
+  const auto fill = [](ReallocBuffer& b, size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) b.data()[i] = static_cast<char>(i * 131 % 251);
+  };
+  const auto holds = [](const ReallocBuffer& b, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (b.data()[i] != static_cast<char>(i * 131 % 251)) return false;
+    return true;
+  };
+  const auto aligned = [](const ReallocBuffer& b) { return reinterpret_cast<uintptr_t>(b.data()) % internal::kHugePageBytes == 0; };
+  ReallocBuffer b(1000);
+  fill(b, 0, 1000);
+  size_t had = 1000;
+  for (const size_t n : {size_t{4} << 20, ReallocBuffer::kMapBytes, size_t{16} << 20, size_t{64} << 20}) {
+    b.resize(n);
+    ASSERT_EQ(b.size(), n);
+    EXPECT_TRUE(holds(b, had)) << n;
+    if (n >= ReallocBuffer::kMapBytes) {
+      EXPECT_TRUE(aligned(b)) << n;
+    }
+    fill(b, had, n);
+    had = n;
+  }
+  b.resize(size_t{20} << 20);  // a smaller mapping
+  EXPECT_TRUE(holds(b, size_t{20} << 20));
+  b.resize(size_t{1} << 20);  // back to the heap
+  EXPECT_TRUE(holds(b, size_t{1} << 20));
+  // Moved when the range after it is taken: the pages go to a new aligned range.
+  ReallocBuffer c(ReallocBuffer::kMapBytes);
+  fill(c, 0, c.size());
+  void* after = ::mmap(c.data() + internal::huge_pages_of(c.size()), 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  const bool blocked = after != MAP_FAILED && after == c.data() + internal::huge_pages_of(c.size());
+  const char* before = c.data();
+  c.resize(ReallocBuffer::kMapBytes * 2);
+  EXPECT_TRUE(holds(c, ReallocBuffer::kMapBytes));
+  EXPECT_TRUE(aligned(c));
+  if (blocked) {
+    EXPECT_NE(c.data(), before);
+  }
+  if (after != MAP_FAILED) ::munmap(after, 4096);
+  ReallocBuffer d(std::move(c));
+  EXPECT_TRUE(holds(d, ReallocBuffer::kMapBytes));
 }
 
 // A line the reader marks overwritable (RawRecord::writable) overlaps no other line nor the
