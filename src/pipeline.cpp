@@ -109,7 +109,7 @@ struct Pipeline::Impl {
   void prepare_batch(internal::Batch& b, const SketchLayout& l) const;
   void sketch_entry(internal::Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
                     std::vector<SigValue>& fp) const;
-  void keep_entry(internal::Batch& b, size_t i, const SketchLayout& l, std::vector<std::vector<ShingleHash>>& exact_sets);
+  void keep_entry(internal::Batch& b, size_t i, const SketchLayout& l);
   void count_first_pass(const internal::PassTotals& totals, const io::BadRecords& bad, const io::RecordReader& reader);
   /// The shingle sets of the documents with needed[d] != 0: those the first pass kept, the
   /// others read again (read_sets).
@@ -170,9 +170,9 @@ struct Pipeline::Impl {
   std::string key_blob_;
   std::vector<uint64_t> key_end_;
   std::unique_ptr<ShingleSets> sets_;
-  // The first pass's sets of the documents already in a bucket when sketched (by document, in
-  // order), up to RunOptions::first_pass_set_bytes; the band keys seen so far, to tell.
-  std::vector<std::pair<DocId, std::vector<ShingleHash>>> early_sets_;
+  // The first pass's sets of the documents already in a bucket when sketched, up to
+  // RunOptions::first_pass_set_bytes; the band keys seen so far, to tell.
+  ShingleSets early_sets_;
   mutable std::atomic<uint64_t> early_bytes_{0};
   std::unique_ptr<internal::SeenKeys> seen_keys_;
   std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
@@ -339,9 +339,12 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
 }
 
 // Keeps what the run needs of entry i, in reading order, on the reading thread.
-void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l, std::vector<std::vector<ShingleHash>>& exact_sets) {
+void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
   const Batch::Entry& e = b.entries[i];
-  if (l.early && !b.sets[i].empty()) early_sets_.emplace_back(static_cast<DocId>(lengths_.size()), std::move(b.sets[i]));
+  const auto doc = static_cast<DocId>(lengths_.size());
+  // Stored as they come, so that a repeated set's copy is let go for the sets after it.
+  if (l.early && !b.sets[i].empty()) early_sets_.set(doc, std::move(b.sets[i]));
+  if (l.exact) sets_->set(doc, std::move(b.sets[i]));
   id_blob_.append(b.id_of(i));
   id_end_.push_back(id_blob_.size());
   lengths_.push_back(static_cast<uint32_t>(b.text_length[i]));  // <= max_doc_bytes
@@ -352,7 +355,6 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l, std::
     sigs_->append(b.sigs.data() + i * l.k, l.k);
   if (l.bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
   if (l.simhash) simhashes_.push_back(b.simhashes[i]);
-  if (l.exact) exact_sets.push_back(std::move(b.sets[i]));
   if (l.keep_by) {
     key_kind_.push_back(b.keys_kind[i]);
     key_num_.push_back(b.keys_num[i]);
@@ -398,7 +400,8 @@ void Pipeline::Impl::sketch_pass() {
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
   fps_ = Fingerprints{};
   fps_.size = spec_.sketch_size;
-  early_sets_.clear();
+  early_sets_ = ShingleSets();
+  if (layout.exact) sets_ = std::make_unique<ShingleSets>();
   early_bytes_ = 0;
   if (layout.early) seen_keys_ = std::make_unique<internal::SeenKeys>();
   io::RecordReader reader(*inputs_, options_.reader);
@@ -406,7 +409,6 @@ void Pipeline::Impl::sketch_pass() {
   // One sketcher per thread of the pass (pass_runner.h), made on its first batch.
   std::vector<std::optional<DocumentSketcher>> sketchers(internal::pass_slots(threads_));
   std::vector<std::vector<SigValue>> fp(sketchers.size());
-  std::vector<std::vector<ShingleHash>> exact_sets;
   Pass pass;
   pass.stage = "sketch";
   pass.total_bytes = inputs_->total_bytes();
@@ -421,32 +423,33 @@ void Pipeline::Impl::sketch_pass() {
   pass.process = [&](Batch& b, size_t i, std::string_view text, size_t slot) {
     sketch_entry(b, i, text, layout, *sketchers[slot], fp[slot]);
   };
-  pass.consume = [&](Batch& b, size_t i, DocId) { keep_entry(b, i, layout, exact_sets); };
+  pass.consume = [&](Batch& b, size_t i, DocId) { keep_entry(b, i, layout); };
   count_first_pass(internal::run_pass(reader, *inputs_, threads_, pass), bad, reader);
   seen_keys_.reset();
   if (layout.exact) {
-    sets_ = std::make_unique<ShingleSets>(lengths_.size());
-    for (DocId d = 0; d < lengths_.size(); ++d) sets_->set(d, std::move(exact_sets[d]));
+    stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
+    stats_.verify_shared = sets_->shared_docs();
   }
   stats_.times.pass1 = seconds_since(t0);
 }
 
 void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed_in) {
-  sets_ = std::make_unique<ShingleSets>(lengths_.size());
   // The sets the first pass made; only the other needed documents are read again.
+  sets_ = std::make_unique<ShingleSets>(std::move(early_sets_));
+  early_sets_ = ShingleSets();
+  sets_->keep_only(needed_in);
   std::vector<uint8_t> needed = needed_in;
   uint64_t kept = 0;
-  for (auto& [d, set] : early_sets_)
-    if (d < needed.size() && needed[d]) {
-      sets_->set(d, std::move(set));
+  for (DocId d = 0; d < needed.size(); ++d)
+    if (needed[d] && sets_->has(d)) {
       needed[d] = 0;
       ++kept;
     }
-  std::vector<std::pair<DocId, std::vector<ShingleHash>>>().swap(early_sets_);
   stats_.verify_kept = kept;
   stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
   if (stats_.verify_docs > 0) read_sets(needed);
   stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
+  stats_.verify_shared = sets_->shared_docs();
 }
 
 // Reads the needed documents again and stores their sets.

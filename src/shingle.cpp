@@ -297,12 +297,14 @@ std::vector<ShingleHash> HashPartition::sorted_set(int threads) {
 
 double jaccard(std::span<const ShingleHash> a, std::span<const ShingleHash> b) noexcept {
   if (a.empty() || b.empty()) return 0.0;
+  // One stored copy (ShingleSets shares identical sets): every hash is common.
+  if (a.data() == b.data() && a.size() == b.size()) return 1.0;
   const auto inter = static_cast<size_t>(internal::kernels().set_common_at_least(a.data(), a.size(), b.data(), b.size(), 0));
   return static_cast<double>(inter) / static_cast<double>(a.size() + b.size() - inter);
 }
 
 double jaccard_at_least(std::span<const ShingleHash> a, std::span<const ShingleHash> b, double floor) noexcept {
-  if (a.empty() || b.empty() || floor <= 0) return jaccard(a, b);
+  if (a.empty() || b.empty() || floor <= 0 || (a.data() == b.data() && a.size() == b.size())) return jaccard(a, b);
   // J = c / (la + lb - c) >= floor exactly when c >= floor (la + lb) / (1 + floor); the bound
   // is lowered by a margin so that rounding never rejects a pair that reaches it.
   const double total = static_cast<double>(a.size() + b.size());

@@ -7,16 +7,67 @@
 
 namespace neardup {
 
-void ShingleSets::set(DocId doc, std::vector<ShingleHash> set) {
-  NEARDUP_ASSERT(doc < slot_.size());
-  total_ += set.size();
-  if (slot_[doc] == kNone) {
-    slot_[doc] = static_cast<uint32_t>(sets_.size());
-    sets_.push_back(std::move(set));
-  } else {
-    total_ -= sets_[slot_[doc]].size();
-    sets_[slot_[doc]] = std::move(set);
+namespace {
+
+// Identical sets have equal digests; the digest picks the stored copy that is then compared in
+// full, so it need only spread distinct sets (of uniform 64-bit hashes) well, and be quick.
+uint64_t set_digest(std::span<const ShingleHash> set) noexcept {
+  uint64_t sum = 0, mix = 0;
+  for (const ShingleHash h : set) {
+    sum += h;
+    mix ^= h * 0x9E3779B97F4A7C15ull;
   }
+  const uint64_t d = (sum ^ (mix >> 29) ^ (set.size() * 0xBF58476D1CE4E5B9ull)) * 0x94D049BB133111EBull;
+  return d == 0 ? 1 : d;  // 0 marks a slot without a digest
+}
+
+}  // namespace
+
+void ShingleSets::set(DocId doc, std::vector<ShingleHash> set) {
+  if (doc >= slot_.size()) slot_.resize(static_cast<size_t>(doc) + 1, kNone);
+  if (slot_[doc] != kNone) {
+    drop(slot_[doc]);
+    slot_[doc] = kNone;
+  }
+  uint64_t digest = 0;
+  if (set.size() >= kShareMin) {
+    digest = set_digest(set);
+    const auto it = by_digest_.find(digest);
+    if (it != by_digest_.end() && sets_[it->second] == set) {
+      slot_[doc] = it->second;
+      ++users_[it->second];
+      ++shared_docs_;
+      return;  // `set` is let go here
+    }
+  }
+  const auto slot = static_cast<uint32_t>(sets_.size());
+  slot_[doc] = slot;
+  total_ += set.size();
+  sets_.push_back(std::move(set));
+  users_.push_back(1);
+  // A digest already taken keeps its first set: a third copy of this one is stored again.
+  digest_.push_back(digest != 0 && by_digest_.emplace(digest, slot).second ? digest : 0);
+}
+
+// A slot one fewer document uses; its copy is let go with the last.
+void ShingleSets::drop(uint32_t slot) noexcept {
+  if (--users_[slot] > 0) {
+    --shared_docs_;
+    return;
+  }
+  total_ -= sets_[slot].size();
+  std::vector<ShingleHash>().swap(sets_[slot]);
+  if (digest_[slot] != 0) by_digest_.erase(digest_[slot]);
+  digest_[slot] = 0;
+}
+
+void ShingleSets::keep_only(std::span<const uint8_t> needed) {
+  for (size_t d = 0; d < slot_.size(); ++d)
+    if ((d >= needed.size() || !needed[d]) && slot_[d] != kNone) {
+      drop(slot_[d]);
+      slot_[d] = kNone;
+    }
+  slot_.resize(needed.size(), kNone);
 }
 
 std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {

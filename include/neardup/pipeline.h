@@ -95,7 +95,8 @@ struct RunStats {
   uint64_t removed_below_threshold = 0;
   uint64_t verify_docs = 0;    ///< documents whose shingle sets were recomputed for exact verification
   uint64_t verify_kept = 0;    ///< documents verified with the set the first pass made (not read again)
-  uint64_t set_bytes = 0;      ///< bytes of the shingle sets held for exact verification (8 per distinct shingle)
+  uint64_t set_bytes = 0;      ///< bytes of the shingle sets held for exact verification (8 per distinct shingle, a shared copy once)
+  uint64_t verify_shared = 0;  ///< documents whose set was identical to another's and shares its copy (ShingleSets)
   uint64_t largest_bucket = 0;
   /// What the reading found: bad records skipped (OnError::Skip) by kind and the first
   /// messages, lines with invalid UTF-8, records without an id, binary files left out.

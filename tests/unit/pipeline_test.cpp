@@ -445,6 +445,7 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
   std::string jsonl;
   for (int f = 0; f < 120; ++f) {
     auto base = test::random_words(rng, 30 + rng() % 200, 3000);
+    const auto first = base;
     const int copies = static_cast<int>(rng() % 9);
     for (int c = 0; c <= copies; ++c) {
       auto w = base;
@@ -453,6 +454,8 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
       jsonl += "{\"id\": \"f" + std::to_string(f) + "-" + std::to_string(c) + "\", \"text\": \"" + test::join(w) + "\"}\n";
       if (c % 3 == 2) base = w;  // a chain: the next copies drift from this one
     }
+    // An exact copy of the group's first text: documents sharing one stored set (ShingleSets).
+    if (f % 4 == 0) jsonl += "{\"id\": \"f" + std::to_string(f) + "-same\", \"text\": \"" + test::join(first) + "\"}\n";
   }
   test::write_file(d.file("in.jsonl"), jsonl);
   for (const char* spec : {"words:3 oph:64 verify:0.7", "words:2 minhash:64 verify:0.5"})
@@ -484,6 +487,7 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
             }
           }
           EXPECT_GT(read_all, 100u);
+          EXPECT_GE(st.verify_shared, 25u) << spec << " budget " << budget;
           EXPECT_TRUE(got == want) << spec << " budget " << budget << " threads " << threads;
         }
     }

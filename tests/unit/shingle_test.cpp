@@ -16,6 +16,7 @@
 #include "neardup/cpu.h"
 #include "neardup/error.h"
 #include "neardup/text.h"
+#include "neardup/verify.h"
 
 using namespace neardup;
 
@@ -308,6 +309,63 @@ TEST(Shingle, JaccardAtLeastAgreesWithJaccard) {
   const std::vector<ShingleHash> e{}, x{1, 2};
   EXPECT_EQ(jaccard_at_least(e, x, 0.5), 0.0);
   EXPECT_EQ(jaccard_at_least(x, x, 0.0), 1.0);
+}
+
+// Identical sets share one stored copy, found by content; a copy lives while a document uses it.
+TEST(ShingleSets, SharesIdenticalSetsByContent) {
+  std::mt19937_64 rng(31);
+  auto random_set = [&](size_t n) {
+    std::vector<ShingleHash> v(n);
+    for (auto& x : v) x = rng();
+    return sorted_set(v);
+  };
+  const std::vector<ShingleHash> a = random_set(100), small = random_set(ShingleSets::kShareMin - 1);
+  std::vector<ShingleHash> near = a;
+  near[50] ^= 1;  // same size, one hash apart
+  near = sorted_set(near);
+  ShingleSets s(3);
+  s.set(0, a);
+  s.set(5, a);  // past the count given: the sets grow
+  s.set(2, near);
+  s.set(3, small);
+  s.set(4, small);
+  EXPECT_EQ(s.get(0).data(), s.get(5).data());
+  EXPECT_NE(s.get(0).data(), s.get(2).data());
+  EXPECT_NE(s.get(3).data(), s.get(4).data());  // too short to share
+  EXPECT_TRUE(std::ranges::equal(s.get(2), near));
+  EXPECT_TRUE(std::ranges::equal(s.get(4), small));
+  EXPECT_FALSE(s.has(1));
+  EXPECT_EQ(s.shared_docs(), 1u);
+  EXPECT_EQ(s.total_hashes(), 2 * a.size() + 2 * small.size());
+  // A shared copy scores as two equal copies do, without a merge.
+  EXPECT_EQ(jaccard(s.get(0), s.get(5)), 1.0);
+  EXPECT_EQ(jaccard_at_least(s.get(0), s.get(5), 0.9), 1.0);
+  EXPECT_EQ(jaccard(s.get(0), s.get(2)), jaccard(a, near));
+
+  // Replacing one user's set leaves the other's; the copy still serves a third identical set.
+  s.set(0, near);
+  EXPECT_TRUE(std::ranges::equal(s.get(5), a));
+  EXPECT_EQ(s.get(0).data(), s.get(2).data());
+  s.set(6, a);
+  EXPECT_EQ(s.get(6).data(), s.get(5).data());
+  EXPECT_EQ(s.shared_docs(), 2u);
+  EXPECT_EQ(s.total_hashes(), 2 * a.size() + 2 * small.size());
+
+  // Documents not needed are let go, and a copy with them once none uses it.
+  std::vector<uint8_t> needed(7, 0);
+  needed[6] = needed[4] = 1;
+  s.keep_only(needed);
+  for (DocId d : {0u, 1u, 2u, 3u, 5u}) EXPECT_FALSE(s.has(d)) << d;
+  EXPECT_TRUE(std::ranges::equal(s.get(6), a));
+  EXPECT_TRUE(std::ranges::equal(s.get(4), small));
+  EXPECT_EQ(s.shared_docs(), 0u);
+  EXPECT_EQ(s.total_hashes(), a.size() + small.size());
+  s.set(7, near);  // its copy went with documents 0 and 2: stored anew
+  EXPECT_TRUE(std::ranges::equal(s.get(7), near));
+  EXPECT_EQ(s.total_hashes(), 2 * a.size() + small.size());
+  s.keep_only(std::vector<uint8_t>(2, 1));
+  EXPECT_FALSE(s.has(6));
+  EXPECT_EQ(s.total_hashes(), 0u);
 }
 
 TEST(Shingle, RejectsBadK) {
