@@ -275,9 +275,7 @@ void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
   b.fps.size = spec_.sketch_size;
 }
 
-// Texts this long are shingled in pieces on every thread of the run (a single large record would
-// otherwise leave the others idle, and need scratch for all its words at once).
-constexpr size_t kSplitBytes = size_t{4} << 20;
+constexpr size_t kSplitBytes = DocumentSketcher::kSplitBytes;
 
 // Shingles and sketches entry i of a batch on a worker, with that worker's sketcher. A long
 // text (kSplitBytes or more) with a signature is shingled and sketched in pieces on every thread

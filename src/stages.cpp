@@ -11,6 +11,7 @@
 #include "internal/hash.h"
 #include "internal/hash_partition.h"
 #include "internal/parallel.h"
+#include "internal/pass_runner.h"
 #include "neardup/allpairs.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
@@ -200,6 +201,68 @@ std::vector<ShingleHash> piecewise_shingle_set(Shingler& shingler, std::string_v
   if (shingles) *shingles = total >= k ? total - k + 1 : (total > 0 ? 1 : 0);
   if (total <= k) return shingler.shingle_set(text);  // one shingle of every word, or none
   return partition.sorted_set(threads);
+}
+
+size_t DocumentSketcher::shingle_and_sign(std::string_view text, std::span<SigValue> out, int threads) {
+  if (text.size() >= kSplitBytes && can_split()) return signature_split(text, out, threads);
+  const size_t shingles = shingle(text).size();
+  signature(out);
+  return shingles;
+}
+
+SketchTotals sketch_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
+                            const io::ReaderOptions& options, int threads, io::BadRecords& bad,
+                            const std::function<void(const SketchedRecord&)>& take) {
+  if (!uses_signatures(spec.method)) throw UsageError("sketch_records: the spec's method must be minhash or oph");
+  const size_t k = static_cast<size_t>(spec.num_perm);
+  const bool keep_by = !options.key_field.empty();
+  std::vector<std::optional<DocumentSketcher>> sketchers(internal::pass_slots(threads));
+  internal::Pass pass;
+  pass.stage = "sketch";
+  pass.total_bytes = inputs.total_bytes();
+  pass.reader = &options;
+  pass.word_text = Shingler::reads_words_only(spec.shingle);
+  pass.on_bad = [&](const std::string& where, const io::Rejected& r) { bad.report(where, r); };
+  pass.start = [&](internal::Batch& b, size_t slot) {
+    if (!sketchers[slot]) sketchers[slot].emplace(spec);
+    const size_t n = b.size();
+    b.sigs.resize(n * k);
+    b.empty.assign(n, 0);
+    b.keys_kind.assign(keep_by ? n : 0, 0);
+    b.keys_num.assign(keep_by ? n : 0, 0.0);
+    b.keys_text_begin.assign(keep_by ? n : 0, 0);
+    b.keys_text_length.assign(keep_by ? n : 0, 0);
+    b.keys_text.clear();
+  };
+  pass.process = [&](internal::Batch& b, size_t i, std::string_view text, size_t slot) {
+    DocumentSketcher& sk = *sketchers[slot];
+    const auto t = internal::Clock::now();
+    const size_t shingles = sk.shingle_and_sign(text, std::span<SigValue>(b.sigs).subspan(i * k, k), threads);
+    b.t_sketch += internal::seconds_since(t);
+    b.shingles += shingles;
+    b.empty[i] = shingles == 0;
+    sk.trim();
+  };
+  pass.consume = [&](internal::Batch& b, size_t i, DocId) {
+    const internal::Batch::Entry& e = b.entries[i];
+    SketchedRecord r;
+    r.id = b.id_of(i);
+    r.source = e.source;
+    r.line = e.line;
+    r.offset = e.offset;
+    r.raw_length = e.raw_length;
+    r.text_length = b.text_length[i];
+    if (keep_by) {
+      r.key.kind = static_cast<io::KeyValue::Kind>(b.keys_kind[i]);
+      r.key.number = b.keys_num[i];
+      r.key.text = std::string_view(b.keys_text).substr(b.keys_text_begin[i], b.keys_text_length[i]);
+    }
+    r.signature = std::span<const SigValue>(b.sigs).subspan(i * k, k);
+    r.empty = b.empty[i] != 0;
+    take(r);
+  };
+  const internal::PassTotals t = internal::run_pass(reader, inputs, threads, pass);
+  return {t.shingles, t.invalid_utf8, t.missing_ids};
 }
 
 bool DocumentSketcher::can_split() const noexcept { return impl_->hasher && impl_->shingler.splits_at_spaces(); }

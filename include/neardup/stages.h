@@ -15,12 +15,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "neardup/bottomk.h"
+#include "neardup/io/reader.h"
 #include "neardup/shingle.h"
 #include "neardup/simhash.h"
 #include "neardup/spec.h"
@@ -76,6 +78,13 @@ class DocumentSketcher {
   /// set() works as after shingle() (shingling the text again: it must outlive the call).
   /// Returns the number of shingles (repeats included).
   size_t signature_split(std::string_view text, std::span<SigValue> out, int threads, size_t piece_bytes = kPieceBytes);
+  /// Texts this long are shingled and sketched in pieces on every thread of a run (signature_split,
+  /// simhash_split, piecewise_shingle_set): one large record would otherwise leave the other
+  /// threads idle, and need scratch for all its words at once.
+  static constexpr size_t kSplitBytes = size_t{4} << 20;
+  /// shingle() then signature(), or signature_split() on `threads` threads for a text of
+  /// kSplitBytes or more where it applies. Returns the number of shingles (repeats included).
+  size_t shingle_and_sign(std::string_view text, std::span<SigValue> out, int threads);
   /// Whether simhash_split() applies: simhash with set weights over word shingles without
   /// normalisation or ICU word breaks.
   bool can_split_simhash() const noexcept;
@@ -104,6 +113,37 @@ class DocumentSketcher {
 /// Sketches `texts` under `spec` (resolved here) on `threads` threads of the current pool
 /// (0: all). The result does not depend on the number of threads.
 Sketches sketch_documents(std::span<const std::string_view> texts, const PipelineSpec& spec, int threads = 0);
+
+/// A record read and sketched by sketch_records, handed over in input order. The views are
+/// valid during the call that hands it over.
+struct SketchedRecord {
+  std::string_view id;
+  uint32_t source = 0;       ///< its source in the InputSet
+  uint64_t line = 0;         ///< JSONL: its 1-based line (0 when read by position)
+  uint64_t offset = 0;       ///< of the record in its source's (decompressed) bytes
+  uint32_t raw_length = 0;   ///< JSONL: the bytes of its line; a text file: of its text
+  uint64_t text_length = 0;  ///< the bytes of its text (decoded)
+  io::KeyValue key;          ///< the field ReaderOptions::key_field names (Missing without one)
+  std::span<const SigValue> signature;  ///< num_perm values
+  bool empty = false;                   ///< no shingle (never paired)
+};
+
+/// What sketch_records counted over all its records.
+struct SketchTotals {
+  uint64_t shingles = 0;      ///< repeats included
+  uint64_t invalid_utf8 = 0;  ///< records whose invalid UTF-8 was replaced
+  uint64_t missing_ids = 0;   ///< records without the id field
+};
+
+/// Pipeline's first pass over what `reader` gives, for a host that keeps the results itself (an
+/// MPI rank over its share of the inputs): records are read on the calling thread, parsed,
+/// shingled and sketched on `threads` threads of the current pool (a text of DocumentSketcher::kSplitBytes or
+/// more over all of them), and each good record is handed to `take` in input order on the
+/// calling thread; each bad one goes to `bad`, which throws or counts it by its policy, with
+/// the message Pipeline gives. `spec` must be resolved, with a signature (minhash or oph).
+SketchTotals sketch_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
+                            const io::ReaderOptions& options, int threads, io::BadRecords& bad,
+                            const std::function<void(const SketchedRecord&)>& take);
 
 /// shingler.shingle_set(text), made a piece of about `piece_bytes` at a time on `threads`
 /// threads, so that a long text needs scratch for a piece, not for the whole text. The

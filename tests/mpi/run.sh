@@ -99,6 +99,29 @@ for np in 1 4; do
 done
 [ "$want" = 3 ] || fail "bad record: one process exited $want, not 3"
 
+# Records of 4 MiB or more (shingled and sketched in pieces on every thread), and bad records
+# counted and skipped: the outputs of one process.
+python3 - <<'PY'
+import random
+random.seed(7)
+words = ["w%d" % i for i in range(50000)]
+base = [random.choice(words) for _ in range(700000)]
+near = list(base)
+for i in range(0, len(near), 50):
+    near[i] = "changed"
+with open("long.jsonl", "w") as f:
+    for name, w in (("long-a", base), ("long-b", near)):
+        f.write('{"id": "%s", "text": "%s"}\n' % (name, " ".join(w)))
+PY
+[ "$(head -1 long.jsonl | wc -c)" -gt $((4 << 20)) ] || fail "the long records were not made"
+same_dedup long-and-skipped 2 shard0.jsonl long.jsonl bad.jsonl --on-error skip
+"$ND" dedup shard0.jsonl long.jsonl bad.jsonl --on-error skip -o one.out --stats 2> one.err
+mpi 2 dedup shard0.jsonl long.jsonl bad.jsonl --on-error skip -o mpi.out --stats 2> mpi.err
+grep -q "long-b" <("$ND" dedup shard0.jsonl long.jsonl bad.jsonl --on-error skip -o /dev/null --removed /dev/stdout -q) ||
+  fail "long records: the near copy was not removed"
+grep -q "1 skipped" one.err && grep -q "1 skipped" mpi.err || fail "skipped records: $(grep -h skipped one.err mpi.err | head -2)"
+rm -f one.* mpi.*
+
 # --keep-by over a field that is a number in one record and a string in another, on two ranks.
 sed '30s/"score": [0-9.]*/"score": "high"/' shard2.jsonl > mixed.jsonl
 grep -q '"high"' mixed.jsonl || fail "the mixed keep-by record was not made"

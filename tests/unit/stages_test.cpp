@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -329,3 +330,77 @@ TEST(Stages, SplitSignatureEqualsTheWhole) {
 
 }  // namespace
 }  // namespace neardup
+
+// sketch_records is the first pass of Pipeline for a host that keeps the results: in input
+// order, the signatures sketch_documents gives the same texts (a text of 4 MiB or more in
+// pieces), the --keep-by values, the positions, and bad records counted and skipped.
+TEST(Stages, SketchRecordsGivesThePipelinesFirstPassInOrder) {
+  test::TempDir d;
+  std::mt19937_64 rng(77);
+  std::vector<std::string> texts;
+  std::string jsonl;
+  for (int i = 0; i < 400; ++i) {
+    if (i == 123) jsonl += "{\"id\": \"bad\", \"text\": oops}\n";
+    const size_t words = i == 200 ? 700000 : 5 + rng() % 300;  // one text over 4 MiB
+    texts.push_back(i == 7 ? std::string() : test::join(test::random_words(rng, words, 20000)));
+    std::string score = i % 3 == 0 ? "" : (i % 3 == 1 ? ", \"score\": " + std::to_string(i) : ", \"score\": \"s" + std::to_string(i) + "\"");
+    jsonl += "{\"id\": \"r" + std::to_string(i) + "\", \"text\": \"" + texts.back() + "\"" + score + "}\n";
+  }
+  ASSERT_GE(texts[200].size(), DocumentSketcher::kSplitBytes);
+  test::write_file(d.file("in.jsonl"), jsonl);
+  const PipelineSpec spec = PipelineSpec::parse("words:5 oph:64 verify:0.8").resolved();
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  const Sketches want = sketch_documents(views, spec, 2);
+  io::ReaderOptions ro;
+  ro.on_error = io::OnError::Skip;
+  ro.key_field = "score";
+  io::InputSet in({d.file("in.jsonl")}, io::InputFormat::Auto);
+  io::RecordReader reader(in, ro);
+  io::BadRecords bad(ro);
+  std::vector<SketchedRecord> got;
+  std::vector<std::string> ids, keys;
+  std::vector<SigValue> sigs;
+  const SketchTotals totals = sketch_records(reader, in, spec, ro, 2, bad, [&](const SketchedRecord& r) {
+    got.push_back(r);
+    ids.emplace_back(r.id);
+    keys.emplace_back(r.key.text);
+    sigs.insert(sigs.end(), r.signature.begin(), r.signature.end());
+  });
+  ASSERT_EQ(got.size(), texts.size());
+  EXPECT_EQ(bad.skipped(), 1u);
+  EXPECT_EQ(totals.shingles, want.shingles);
+  EXPECT_TRUE(sigs == want.signatures);
+  uint64_t offset = 0;
+  std::istringstream lines(jsonl);
+  std::string line;
+  for (size_t i = 0, n = 0; std::getline(lines, line); offset += line.size() + 1) {
+    ++n;
+    if (line.find("\"bad\"") != std::string::npos) continue;
+    const SketchedRecord& r = got[i];
+    EXPECT_EQ(ids[i], "r" + std::to_string(i));
+    EXPECT_EQ(r.line, n);
+    EXPECT_EQ(r.offset, offset);
+    EXPECT_EQ(r.raw_length, line.size());
+    EXPECT_EQ(r.text_length, texts[i].size());
+    EXPECT_EQ(r.empty, want.empty[i] != 0) << i;
+    const auto kind = i % 3 == 0 ? io::KeyValue::Kind::Missing : (i % 3 == 1 ? io::KeyValue::Kind::Number : io::KeyValue::Kind::String);
+    EXPECT_EQ(r.key.kind, kind) << i;
+    if (kind == io::KeyValue::Kind::Number) EXPECT_EQ(r.key.number, static_cast<double>(i));
+    if (kind == io::KeyValue::Kind::String) EXPECT_EQ(keys[i], "s" + std::to_string(i));
+    ++i;
+  }
+  EXPECT_TRUE(got[7].empty);
+  // A bad record under the default policy stops the pass with the pipeline's message.
+  io::ReaderOptions fail;
+  io::RecordReader again(in, fail);
+  io::BadRecords stop(fail);
+  try {
+    sketch_records(again, in, spec, fail, 2, stop, [](const SketchedRecord&) {});
+    ADD_FAILURE() << "the bad record did not stop the pass";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("in.jsonl:124"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(sketch_records(again, in, PipelineSpec::parse("words:5 simhash verify:0.8").resolved(), fail, 2, stop,
+                              [](const SketchedRecord&) {}),
+               UsageError);
+}

@@ -258,185 +258,33 @@ std::string Run::piece_path(const char* what) const {
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/neardup-mpi-" + std::to_string(::getpid()) + "-" + what;
 }
 
-// The share's records in batches of about 64 MB: lines read here, parsed on every thread (each
-// its own parser), then taken in input order, where bad records are reported as one process
-// reports them (the first stops the run, or each is counted and skipped).
+// The share's records through the engine's first pass (sketch_records): read here, parsed,
+// shingled and sketched on every thread, taken in input order; bad records are reported as one
+// process reports them (the first stops the run, or each is counted and skipped).
 void Run::read_share(const Share& share) {
-  using Kind = io::RawRecord::Kind;
   io::RecordReader reader(*inputs_, ro_.reader);
   reader.read_sources(share.first, share.last, share.begin, share.end);
   io::BadRecords bad(ro_.reader);
-  struct Item {
-    Kind kind;
-    size_t at = 0, size = 0;  // the line in `lines` (padded for the parser)
-    std::string bytes;  // a text file's text
-    std::string id;     // a text file's id; a parsed line's id
-    io::KeyValue::Kind key_kind = io::KeyValue::Kind::Missing;
-    double key_num = 0;
-    std::string key_text;
-    size_t index = 0;        // in the batch
-    uint64_t shingles = 0;   // its sketch is sigs[index * k, (index + 1) * k)
-    uint32_t length = 0;     // of its text
-    std::string problem;
-    const char* problem_kind = "";
-    uint32_t source = 0;
-    uint64_t line = 0, offset = 0;
-    bool good = false, invalid_utf8 = false, missing_id = false;
-  };
-  // Two batches: a reading thread fills one while this thread parses and sketches the other.
-  constexpr size_t kBatchBytes = size_t{64} << 20;
-  struct Batch {
-    std::vector<Item> items;
-    std::string lines;  // the lines, one buffer reused from batch to batch
-    bool full = false, last = false;
-  };
-  Batch batches[2];
-  for (Batch& b : batches) b.lines.reserve(kBatchBytes + (size_t{1} << 20));
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;
-  std::exception_ptr read_error;
-  std::thread producer([&] {
-    try {
-      io::RawRecord raw;
-      for (int b = 0;; b ^= 1) {
-        Batch& batch = batches[b];
-        {
-          std::unique_lock lock(mu);
-          cv.wait(lock, [&] { return !batch.full || stop; });
-          if (stop) return;
-        }
-        batch.items.clear();
-        batch.lines.clear();
-        size_t bytes = 0;
-        bool more = true;
-        while (bytes < kBatchBytes && (more = reader.next_raw(raw))) {
-          Item it;
-          it.kind = raw.kind;
-          it.source = static_cast<uint32_t>(raw.source);
-          it.line = raw.line;
-          it.offset = raw.offset;
-          if (raw.kind == Kind::Line) {
-            it.at = batch.lines.size();
-            it.size = raw.bytes.size();
-            batch.lines.append(raw.bytes);
-            batch.lines.append(io::JsonlParser::kPadding, ' ');
-          } else if (raw.kind == Kind::Parsed) {
-            it.bytes.assign(raw.bytes);
-            it.id.assign(raw.id);
-          } else {
-            it.problem = raw.problem;
-            it.problem_kind = raw.problem_kind;
-          }
-          bytes += it.size + it.bytes.size();
-          batch.items.push_back(std::move(it));
-        }
-        std::lock_guard lock(mu);
-        batch.full = true;
-        batch.last = !more;
-        cv.notify_all();
-        if (!more) return;
-      }
-    } catch (...) {
-      std::lock_guard lock(mu);
-      read_error = std::current_exception();
-      for (Batch& b : batches) b.full = b.last = true;
-      cv.notify_all();
-    }
-  });
-  struct Join {
-    std::thread& t;
-    std::mutex& mu;
-    std::condition_variable& cv;
-    bool& stop;
-    ~Join() {
-      {
-        std::lock_guard lock(mu);
-        stop = true;
-      }
-      cv.notify_all();
-      t.join();
-    }
-  } join{producer, mu, cv, stop};
-  std::vector<std::unique_ptr<io::JsonlParser>> parsers(static_cast<size_t>(threads_));
-  // Each record shingled and sketched right after it is parsed, while its text is in cache.
-  std::vector<std::unique_ptr<DocumentSketcher>> sketchers(static_cast<size_t>(threads_));
-  const size_t k = static_cast<size_t>(spec_.num_perm);
-  std::vector<SigValue> sigs;  // the batch's, k per item
-  auto sketch = [&](Item& it, std::string_view text, size_t slot) {
-    if (!sketchers[slot]) sketchers[slot] = std::make_unique<DocumentSketcher>(spec_);
-    DocumentSketcher& sk = *sketchers[slot];
-    it.shingles = sk.shingle(text).size();
-    it.length = static_cast<uint32_t>(text.size());
-    sk.signature(std::span<SigValue>(sigs).subspan(it.index * k, k));
-    sk.trim();
-  };
   local_.sketches.spec = spec_;
-  for (int b = 0;; b ^= 1) {
-    Batch& batch = batches[b];
-    {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return batch.full; });
-      if (read_error) std::rethrow_exception(read_error);
+  const bool keep_by = !ro_.reader.key_field.empty();
+  const SketchTotals totals = sketch_records(reader, *inputs_, spec_, ro_.reader, threads_, bad, [&](const SketchedRecord& r) {
+    local_.line.push_back(r.line);
+    local_.pos.push_back({r.source, r.raw_length, r.offset});
+    local_.source.push_back(r.source);
+    local_.ids.emplace_back(r.id);
+    if (keep_by) {
+      local_.key_kind.push_back(static_cast<uint8_t>(r.key.kind));
+      local_.key_num.push_back(r.key.number);
+      local_.key_text.emplace_back(r.key.text);
     }
-    const std::string& lines = batch.lines;
-    sigs.resize(batch.items.size() * k);
-    ThreadPool::current().parallel_for(batch.items.size(), threads_, [&](size_t i, size_t slot) {
-      Item& it = batch.items[i];
-      it.index = i;
-      if (it.kind == Kind::Parsed) sketch(it, it.bytes, slot);
-      if (it.kind != Kind::Line) return;
-      if (!parsers[slot]) parsers[slot] = std::make_unique<io::JsonlParser>(ro_.reader);
-      io::JsonlParser& parser = *parsers[slot];
-      io::Record rec;
-      const std::string_view line(lines.data() + it.at, it.size);
-      it.good = parser.parse(line, inputs_->sources()[it.source], it.line, rec, it.problem);
-      if (!it.good) {
-        it.problem_kind = parser.problem_kind();
-        return;
-      }
-      it.invalid_utf8 = parser.replaced_invalid_utf8();
-      it.missing_id = parser.missing_id();
-      it.id.assign(rec.id);
-      it.key_kind = rec.key.kind;
-      it.key_num = rec.key.number;
-      it.key_text.assign(rec.key.text);
-      sketch(it, rec.text, slot);
-    });
-    for (Item& it : batch.items) {
-      const io::Source& src = inputs_->sources()[it.source];
-      if (it.kind == Kind::Bad || (it.kind == Kind::Line && !it.good)) {
-        const bool line = it.kind == Kind::Line;
-        bad.report(io::bad_record(src, it.line, it.offset, it.problem_kind, it.problem,
-                                  line ? std::optional<std::string_view>(std::string_view(lines.data() + it.at, it.size)) : std::nullopt));
-        continue;
-      }
-      local_.reader.invalid_utf8 += it.invalid_utf8;
-      local_.reader.missing_ids += it.missing_id;
-      local_.line.push_back(it.line);
-      local_.pos.push_back({it.source, static_cast<uint32_t>(it.size), it.offset});
-      local_.source.push_back(it.source);
-      local_.ids.push_back(std::move(it.id));
-      if (!ro_.reader.key_field.empty()) {
-        local_.key_kind.push_back(static_cast<uint8_t>(it.key_kind));
-        local_.key_num.push_back(it.key_num);
-        local_.key_text.push_back(std::move(it.key_text));
-      }
-      // The texts are not kept: verification reads them again.
-      local_.lengths.push_back(it.length);
-      local_.sketches.signatures.insert(local_.sketches.signatures.end(), sigs.begin() + static_cast<ptrdiff_t>(it.index * k),
-                                        sigs.begin() + static_cast<ptrdiff_t>((it.index + 1) * k));
-      local_.sketches.empty.push_back(it.shingles == 0);
-      local_.sketches.shingles += it.shingles;
-    }
-    const bool last = batch.last;
-    {
-      std::lock_guard lock(mu);
-      batch.full = false;
-      cv.notify_all();
-    }
-    if (last) break;
-  }
+    // The texts are not kept: verification reads them again.
+    local_.lengths.push_back(static_cast<uint32_t>(r.text_length));  // <= max_doc_bytes
+    local_.sketches.signatures.insert(local_.sketches.signatures.end(), r.signature.begin(), r.signature.end());
+    local_.sketches.empty.push_back(r.empty);
+  });
+  local_.sketches.shingles += totals.shingles;
+  local_.reader.invalid_utf8 += totals.invalid_utf8;
+  local_.reader.missing_ids += totals.missing_ids;
   local_.reader.skipped = bad.skipped();
   local_.reader.first_skips = bad.first();
   local_.reader.skip_kinds = bad.kinds();
