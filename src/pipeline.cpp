@@ -454,16 +454,11 @@ void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed_in) {
 void Pipeline::Impl::read_sets(const std::vector<uint8_t>& needed) {
   check_inputs_unchanged();
   io::RecordReader reader(*inputs_, options_.reader);
-  Pass pass;
-  pass.stage = "verify";
-  pass.total_bytes = inputs_->total_bytes();
-  pass.progress = &options_.progress;
-  pass.reader = &options_.reader;
-  pass.word_text = Shingler::reads_words_only(spec_.shingle);
   // By position: only the needed records are read, and parsed on the workers; the k-th record
   // read is the k-th needed document. Otherwise every record is read and parsed here, and
   // only the needed ones are shingled.
   std::vector<DocId> wanted;
+  std::function<bool(const io::Record&, DocId)> filter;
   if (!pos_.empty()) {
     std::vector<io::RecordPos> at;
     for (DocId d = 0; d < needed.size(); ++d)
@@ -473,37 +468,27 @@ void Pipeline::Impl::read_sets(const std::vector<uint8_t>& needed) {
       }
     reader.select(std::move(at));
   } else {
-    pass.filter = [&](const io::Record& r, DocId ordinal) {
+    filter = [&](const io::Record& r, DocId ordinal) {
       check_same_record(r, ordinal);
       return needed[ordinal] != 0;
     };
   }
-  pass.on_bad = [&](const std::string&, const io::Rejected& r) {
+  auto on_bad = [&](const std::string&, const io::Rejected& r) {
     const std::string at = r.line ? std::string() : "the line at byte " + std::to_string(r.offset) + ": ";
     throw IoError(at + std::string(r.reason) + "; the input changed while neardup was running (do not modify inputs during a run)",
                   ErrorPlace{std::string(r.input), r.line});
   };
-  std::vector<std::optional<Shingler>> shinglers(internal::pass_slots(threads_));
-  pass.start = [&](Batch& b, size_t slot) {
-    if (!shinglers[slot]) shinglers[slot].emplace(spec_.shingle);
-    b.sets.resize(b.size());
-  };
-  pass.process = [&](Batch& b, size_t i, std::string_view text, size_t slot) {
-    Shingler& sh = *shinglers[slot];
-    b.sets[i] = text.size() >= kSplitBytes && sh.splits_at_spaces() ? piecewise_shingle_set(sh, text, threads_) : sh.shingle_set(text);
-  };
-  pass.consume = [&](Batch& b, size_t i, DocId doc) {
+  shingle_set_records(reader, *inputs_, spec_, options_.reader, threads_, on_bad, [&](ShingledRecord& r) {
+    DocId doc = r.ordinal;
     if (!pos_.empty()) {
       if (doc >= wanted.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
       doc = wanted[doc];
-      const Batch::Entry& e = b.entries[i];
-      if (b.text_length[i] != lengths_[doc])
-        throw IoError(std::string("the record at byte ") + std::to_string(e.offset) +
-                      " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[e.source].display});
+      if (r.text_length != lengths_[doc])
+        throw IoError(std::string("the record at byte ") + std::to_string(r.offset) +
+                      " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
     }
-    sets_->set(doc, std::move(b.sets[i]));
-  };
-  internal::run_pass(reader, *inputs_, threads_, pass);
+    sets_->set(doc, std::move(r.set));
+  }, filter, &options_.progress);
 }
 
 Scorer Pipeline::Impl::scorer() const noexcept {

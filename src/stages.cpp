@@ -265,6 +265,43 @@ SketchTotals sketch_records(io::RecordReader& reader, const io::InputSet& inputs
   return {t.shingles, t.invalid_utf8, t.missing_ids};
 }
 
+void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
+                         const io::ReaderOptions& options, int threads,
+                         const std::function<void(const std::string& where, const io::Rejected& r)>& on_bad,
+                         const std::function<void(ShingledRecord&)>& take, const std::function<bool(const io::Record&, DocId)>& filter,
+                         const ProgressFn* progress) {
+  std::vector<std::optional<Shingler>> shinglers(internal::pass_slots(threads));
+  internal::Pass pass;
+  pass.stage = "verify";
+  pass.total_bytes = inputs.total_bytes();
+  pass.progress = progress;
+  pass.reader = &options;
+  pass.word_text = Shingler::reads_words_only(spec.shingle);
+  pass.filter = filter;
+  pass.on_bad = on_bad;
+  pass.start = [&](internal::Batch& b, size_t slot) {
+    if (!shinglers[slot]) shinglers[slot].emplace(spec.shingle);
+    b.sets.resize(b.size());
+  };
+  pass.process = [&](internal::Batch& b, size_t i, std::string_view text, size_t slot) {
+    Shingler& sh = *shinglers[slot];
+    b.sets[i] = text.size() >= DocumentSketcher::kSplitBytes && sh.splits_at_spaces() ? piecewise_shingle_set(sh, text, threads)
+                                                                                      : sh.shingle_set(text);
+  };
+  pass.consume = [&](internal::Batch& b, size_t i, DocId ordinal) {
+    const internal::Batch::Entry& e = b.entries[i];
+    ShingledRecord r;
+    r.ordinal = ordinal;
+    r.id = b.id_of(i);
+    r.source = e.source;
+    r.offset = e.offset;
+    r.text_length = b.text_length[i];
+    r.set = std::move(b.sets[i]);
+    take(r);
+  };
+  internal::run_pass(reader, inputs, threads, pass);
+}
+
 bool DocumentSketcher::can_split() const noexcept { return impl_->hasher && impl_->shingler.splits_at_spaces(); }
 
 bool DocumentSketcher::can_split_simhash() const noexcept {

@@ -23,6 +23,7 @@
 
 #include "neardup/bottomk.h"
 #include "neardup/io/reader.h"
+#include "neardup/pipeline.h"
 #include "neardup/shingle.h"
 #include "neardup/simhash.h"
 #include "neardup/spec.h"
@@ -134,6 +135,28 @@ struct SketchTotals {
   uint64_t invalid_utf8 = 0;  ///< records whose invalid UTF-8 was replaced
   uint64_t missing_ids = 0;   ///< records without the id field
 };
+
+/// A record read for its shingle set by shingle_set_records, handed over in input order.
+struct ShingledRecord {
+  DocId ordinal = 0;  ///< the k-th record read (from 0), or the ordinal `filter` accepted it with
+  std::string_view id;
+  uint32_t source = 0;
+  uint64_t offset = 0;       ///< of the record in its source's (decompressed) bytes
+  uint64_t text_length = 0;  ///< the bytes of its text (decoded)
+  std::vector<ShingleHash> set;  ///< sorted, distinct; the callee may move it away
+};
+
+/// Pipeline's reading for exact verification, for a host that keeps the sets: the records
+/// `reader` gives (its selection by position; or, with `filter`, every record, parsed on the
+/// calling thread, and those it accepts by record and ordinal) are shingled on `threads`
+/// threads of the current pool (a text of DocumentSketcher::kSplitBytes or more in pieces on all
+/// of them), and each set is handed to `take` in input order on the calling thread. A bad record
+/// goes to `on_bad`: read again, it means an input changed.
+void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
+                         const io::ReaderOptions& options, int threads,
+                         const std::function<void(const std::string& where, const io::Rejected& r)>& on_bad,
+                         const std::function<void(ShingledRecord&)>& take,
+                         const std::function<bool(const io::Record&, DocId)>& filter = {}, const ProgressFn* progress = nullptr);
 
 /// Pipeline's first pass over what `reader` gives, for a host that keeps the results itself (an
 /// MPI rank over its share of the inputs): records are read on the calling thread, parsed,

@@ -99,6 +99,20 @@ for np in 1 4; do
 done
 [ "$want" = 3 ] || fail "bad record: one process exited $want, not 3"
 
+# A directory of text files (one record each; verification reads runs of them again).
+python3 - <<'PY'
+import os, random
+random.seed(11)
+os.makedirs("txt", exist_ok=True)
+words = ["t%d" % i for i in range(3000)]
+for f in range(40):
+    base = [random.choice(words) for _ in range(60 + random.randrange(200))]
+    for c in range(random.randrange(4)):
+        w = [x if random.random() > 0.03 * c else "edit" for x in base]
+        open("txt/f%02d-%d.txt" % (f, c), "w").write(" ".join(w) + "\n")
+PY
+for np in 2 3; do same_dedup text-files "$np" txt -t 0.7; done
+
 # Records of 4 MiB or more (shingled and sketched in pieces on every thread), and bad records
 # counted and skipped: the outputs of one process.
 python3 - <<'PY'

@@ -507,83 +507,54 @@ std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std:
 }
 
 // Computes the shingle sets of documents read here (ascending) that are not cached yet, from the
-// inputs read again: JSONL records by position (lines read here, parsed and shingled on every
-// thread, about 64 MB at a time), a text file whole. Sets are cached for the rest of the run
-// (one process likewise keeps the sets of the documents in candidate pairs).
+// inputs read again through the engine (shingle_set_records, as one process's verification
+// reads): JSONL records by position, text files in runs of consecutive needed files. Sets are
+// cached for the rest of the run (one process likewise keeps the sets of the documents in
+// candidate pairs).
 void Run::load_sets(std::vector<DocId> docs) {
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
   std::erase_if(docs, [&](DocId d) { return set_cache_.count(d) != 0; });
-  struct Item {
-    DocId doc;
-    size_t at = 0, size = 0;  // the line in `lines` (padded for the parser)
-    std::string text;          // a text file's text
+  auto on_bad = [&](const std::string& where, const io::Rejected& r) {
+    throw IoError(where + ": " + std::string(r.reason) + " (the input changed while neardup-mpi was running; do not modify inputs during a run)");
   };
-  std::vector<Item> items;
-  std::string lines;
-  std::vector<std::unique_ptr<io::JsonlParser>> parsers(static_cast<size_t>(threads_));
-  std::vector<std::unique_ptr<DocumentSketcher>> sketchers(static_cast<size_t>(threads_));
-  std::vector<std::vector<ShingleHash>> sets;
-  std::vector<std::string> problems;
-  auto compute = [&] {
-    sets.assign(items.size(), {});
-    problems.assign(items.size(), {});
-    ThreadPool::current().parallel_for(items.size(), threads_, [&](size_t i, size_t slot) {
-      Item& it = items[i];
-      const size_t l = it.doc - local_.base;
-      std::string_view text = it.text;
-      io::Record rec;
-      if (it.text.empty() && it.size > 0) {
-        if (!parsers[slot]) parsers[slot] = std::make_unique<io::JsonlParser>(ro_.reader);
-        if (!parsers[slot]->parse(std::string_view(lines.data() + it.at, it.size), inputs_->sources()[local_.source[l]], 0, rec, problems[i])) return;
-        text = rec.text;
-      }
-      if (text.size() != local_.lengths[l]) {
-        problems[i] = "the record changed while neardup-mpi was running (do not modify inputs during a run)";
-        return;
-      }
-      if (!sketchers[slot]) sketchers[slot] = std::make_unique<DocumentSketcher>(spec_);
-      sketchers[slot]->shingle(text);
-      sets[i] = sketchers[slot]->set();
-      sketchers[slot]->trim();
+  // Reads what `reader` gives, the k-th record being document read_docs[k].
+  auto read = [&](io::RecordReader& reader, const std::vector<DocId>& read_docs) {
+    shingle_set_records(reader, *inputs_, spec_, ro_.reader, threads_, on_bad, [&](ShingledRecord& r) {
+      if (r.ordinal >= read_docs.size()) throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)");
+      const DocId d = read_docs[r.ordinal];
+      if (r.text_length != local_.lengths[d - local_.base])
+        throw IoError("the record changed while neardup-mpi was running (do not modify inputs during a run)", local_place(d - local_.base));
+      set_cache_.emplace(d, std::move(r.set));
     });
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (!problems[i].empty()) throw IoError(problems[i], local_place(items[i].doc - local_.base));
-      set_cache_.emplace(items[i].doc, std::move(sets[i]));
-    }
-    items.clear();
-    lines.clear();
+    if (!read_docs.empty() && set_cache_.count(read_docs.back()) == 0)
+      throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)", local_place(read_docs.back() - local_.base));
   };
   std::vector<io::RecordPos> positions;
-  std::vector<DocId> by_position;
+  std::vector<DocId> by_position, files;
   for (const DocId d : docs) {
     const size_t l = d - local_.base;
-    const io::Source& src = inputs_->sources()[local_.source[l]];
-    if (src.kind == io::SourceKind::Jsonl) {
+    if (inputs_->sources()[local_.source[l]].kind == io::SourceKind::Jsonl) {
       positions.push_back(local_.pos[l]);
       by_position.push_back(d);
-      continue;
+    } else {
+      files.push_back(d);  // a text file: its one record
     }
-    io::RecordReader reader(*inputs_, ro_.reader);  // a text file: its one record
-    reader.read_sources(local_.source[l], local_.source[l] + 1);
-    io::Record rec;
-    if (!reader.next(rec)) throw IoError(src.display + ": the file changed while neardup-mpi was running (do not modify inputs during a run)");
-    items.push_back({d, 0, 0, std::string(rec.text)});
   }
   if (!positions.empty()) {
     io::RecordReader reader(*inputs_, ro_.reader);
-    reader.select(positions);
-    io::RawRecord raw;
-    for (const DocId d : by_position) {
-      if (!reader.next_raw(raw) || raw.kind != io::RawRecord::Kind::Line)
-        throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)", local_place(d - local_.base));
-      items.push_back({d, lines.size(), raw.bytes.size(), {}});
-      lines.append(raw.bytes);
-      lines.append(io::JsonlParser::kPadding, ' ');
-      if (lines.size() >= (size_t{64} << 20)) compute();
-    }
+    reader.select(std::move(positions));
+    read(reader, by_position);
   }
-  compute();
+  for (size_t i = 0; i < files.size();) {
+    size_t j = i + 1;
+    const uint32_t first = local_.source[files[i] - local_.base];
+    while (j < files.size() && local_.source[files[j] - local_.base] == first + (j - i)) ++j;
+    io::RecordReader reader(*inputs_, ro_.reader);
+    reader.read_sources(first, first + (j - i));
+    read(reader, std::vector<DocId>(files.begin() + static_cast<ptrdiff_t>(i), files.begin() + static_cast<ptrdiff_t>(j)));
+    i = j;
+  }
 }
 
 // The payloads (and ids) of `docs`, from the ranks that read them: each computes the sets of
