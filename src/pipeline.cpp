@@ -265,11 +265,7 @@ void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
   b.simhashes.resize(l.simhash ? n : 0);
   b.fp_slot.resize(l.bottomk ? n : 0);
   b.sets.resize(l.exact || l.early ? n : 0);
-  b.keys_kind.assign(l.keep_by ? n : 0, 0);
-  b.keys_num.assign(l.keep_by ? n : 0, 0.0);
-  b.keys_text_begin.assign(l.keep_by ? n : 0, 0);
-  b.keys_text_length.assign(l.keep_by ? n : 0, 0);
-  b.keys_text.clear();
+  b.size_key_fields(l.keep_by);
   b.empty.resize(n);
   b.fps = Fingerprints{};
   b.fps.size = spec_.sketch_size;

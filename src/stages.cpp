@@ -228,17 +228,11 @@ SketchTotals sketch_records(io::RecordReader& reader, const io::InputSet& inputs
     const size_t n = b.size();
     b.sigs.resize(n * k);
     b.empty.assign(n, 0);
-    b.keys_kind.assign(keep_by ? n : 0, 0);
-    b.keys_num.assign(keep_by ? n : 0, 0.0);
-    b.keys_text_begin.assign(keep_by ? n : 0, 0);
-    b.keys_text_length.assign(keep_by ? n : 0, 0);
-    b.keys_text.clear();
+    b.size_key_fields(keep_by);
   };
   pass.process = [&](internal::Batch& b, size_t i, std::string_view text, size_t slot) {
     DocumentSketcher& sk = *sketchers[slot];
-    const auto t = internal::Clock::now();
     const size_t shingles = sk.shingle_and_sign(text, std::span<SigValue>(b.sigs).subspan(i * k, k), threads);
-    b.t_sketch += internal::seconds_since(t);
     b.shingles += shingles;
     b.empty[i] = shingles == 0;
     sk.trim();

@@ -160,10 +160,11 @@ void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, c
 
 /// Pipeline's first pass over what `reader` gives, for a host that keeps the results itself (an
 /// MPI rank over its share of the inputs): records are read on the calling thread, parsed,
-/// shingled and sketched on `threads` threads of the current pool (a text of DocumentSketcher::kSplitBytes or
-/// more over all of them), and each good record is handed to `take` in input order on the
-/// calling thread; each bad one goes to `bad`, which throws or counts it by its policy, with
-/// the message Pipeline gives. `spec` must be resolved, with a signature (minhash or oph).
+/// shingled and sketched on `threads` threads of the current pool (a text of
+/// DocumentSketcher::kSplitBytes or more over all of them), and each good record is handed to
+/// `take` in input order on the calling thread; each bad one goes to `bad`, which throws or
+/// counts it by its policy, with the message Pipeline gives. `spec` must be resolved, with a
+/// signature (minhash or oph); UsageError otherwise.
 SketchTotals sketch_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
                             const io::ReaderOptions& options, int threads, io::BadRecords& bad,
                             const std::function<void(const SketchedRecord&)>& take);

@@ -449,6 +449,15 @@ void Batch::add(io::RawRecord::Kind kind, std::string_view bytes, std::string_vi
   entries.push_back(e);
 }
 
+void Batch::size_key_fields(bool keep_by) {
+  const size_t n = keep_by ? size() : 0;
+  keys_kind.assign(n, 0);
+  keys_num.assign(n, 0.0);
+  keys_text_begin.assign(n, 0);
+  keys_text_length.assign(n, 0);
+  keys_text.clear();
+}
+
 void Batch::reuse() {
   // A fresh batch, so that no member is carried over by mistake; only the storage of the
   // per-entry arrays (the largest, with sigs) is kept.

@@ -88,6 +88,9 @@ struct Batch {
   void reuse();
   /// A line that stays where the reader read it, in the buffer that `owner` keeps.
   void add_shared(const io::RawRecord& line, std::shared_ptr<const void> owner);
+  /// Room for each entry's --keep-by field (keys_*), which the runner fills as it parses; none
+  /// without `keep_by`.
+  void size_key_fields(bool keep_by);
 };
 
 /// What a pass does with its records. `slot` numbers the thread that works a batch, below

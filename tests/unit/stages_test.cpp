@@ -385,8 +385,12 @@ TEST(Stages, SketchRecordsGivesThePipelinesFirstPassInOrder) {
     EXPECT_EQ(r.empty, want.empty[i] != 0) << i;
     const auto kind = i % 3 == 0 ? io::KeyValue::Kind::Missing : (i % 3 == 1 ? io::KeyValue::Kind::Number : io::KeyValue::Kind::String);
     EXPECT_EQ(r.key.kind, kind) << i;
-    if (kind == io::KeyValue::Kind::Number) EXPECT_EQ(r.key.number, static_cast<double>(i));
-    if (kind == io::KeyValue::Kind::String) EXPECT_EQ(keys[i], "s" + std::to_string(i));
+    if (kind == io::KeyValue::Kind::Number) {
+      EXPECT_EQ(r.key.number, static_cast<double>(i));
+    }
+    if (kind == io::KeyValue::Kind::String) {
+      EXPECT_EQ(keys[i], "s" + std::to_string(i));
+    }
     ++i;
   }
   EXPECT_TRUE(got[7].empty);

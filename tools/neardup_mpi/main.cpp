@@ -13,9 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
-#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
