@@ -361,7 +361,20 @@ void BadRecords::report(const std::string& where, const Rejected& r) {
   else
     ++k->second;
   if (on_reject_) on_reject_(r);
-  if (first_.size() < 10) first_.push_back(std::move(msg));
+  if (first_.size() < kFirstKept) first_.push_back(std::move(msg));
+}
+
+void BadRecords::add(uint64_t skipped, const std::vector<std::string>& first, const std::vector<std::pair<std::string, uint64_t>>& kinds) {
+  skipped_ += skipped;
+  for (const std::string& m : first)
+    if (first_.size() < kFirstKept) first_.push_back(m);
+  for (const auto& [kind, n] : kinds) {
+    auto k = std::find_if(kinds_.begin(), kinds_.end(), [&](const auto& e) { return e.first == kind; });
+    if (k == kinds_.end())
+      kinds_.emplace_back(kind, n);
+    else
+      k->second += n;
+  }
 }
 
 std::string record_where(const Source& source, uint64_t line, uint64_t offset) {

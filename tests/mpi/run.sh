@@ -128,12 +128,19 @@ with open("long.jsonl", "w") as f:
         f.write('{"id": "%s", "text": "%s"}\n' % (name, " ".join(w)))
 PY
 [ "$(head -1 long.jsonl | wc -c)" -gt $((4 << 20)) ] || fail "the long records were not made"
-same_dedup long-and-skipped 2 shard0.jsonl long.jsonl bad.jsonl --on-error skip
-"$ND" dedup shard0.jsonl long.jsonl bad.jsonl --on-error skip -o one.out --stats 2> one.err
-mpi 2 dedup shard0.jsonl long.jsonl bad.jsonl --on-error skip -o mpi.out --stats 2> mpi.err
-grep -q "long-b" <("$ND" dedup shard0.jsonl long.jsonl bad.jsonl --on-error skip -o /dev/null --removed /dev/stdout -q) ||
-  fail "long records: the near copy was not removed"
-grep -q "1 skipped" one.err && grep -q "1 skipped" mpi.err || fail "skipped records: $(grep -h skipped one.err mpi.err | head -2)"
+sed '5s/.*/{"id": "y", "text": [1, 2}/' shard0.jsonl > bad0.jsonl
+set -- bad0.jsonl long.jsonl bad.jsonl --on-error skip  # a bad record in the first and the last file
+same_dedup long-and-skipped 2 "$@"
+"$ND" dedup "$@" -o one.out --stats 2> one.err
+mpi 2 dedup "$@" -o mpi.out --stats 2> mpi.err
+grep -q "long-b" <("$ND" dedup "$@" -o /dev/null --removed /dev/stdout -q) || fail "long records: the near copy was not removed"
+grep -q "2 skipped" one.err && grep -q "2 skipped" mpi.err || fail "skipped records: $(grep -h skipped one.err mpi.err | head -2)"
+# The warnings of one process: each skipped record named, in input order, then the count by kind.
+diff <(grep "warning" one.err) <(grep "warning" mpi.err) > /dev/null ||
+  fail "skipped records: the warnings differ from one process's: $(grep -h warning mpi.err | head -3)"
+grep -A1 "warning: skipped .*bad0.jsonl:5" mpi.err | grep -q "warning: skipped .*bad.jsonl:57" ||
+  fail "skipped records: not both named in input order: $(grep -h warning mpi.err | head -3)"
+set --
 rm -f one.* mpi.*
 
 # --keep-by over a field that is a number in one record and a string in another, on two ranks.

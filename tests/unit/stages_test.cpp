@@ -328,9 +328,6 @@ TEST(Stages, SplitSignatureEqualsTheWhole) {
     EXPECT_FALSE(DocumentSketcher(PipelineSpec::parse(spec).resolved()).can_split_simhash()) << spec;
 }
 
-}  // namespace
-}  // namespace neardup
-
 // sketch_records is the first pass of Pipeline for a host that keeps the results: in input
 // order, the signatures sketch_documents gives the same texts (a text of 4 MiB or more in
 // pieces), the --keep-by values, the positions, and bad records counted and skipped.
@@ -408,3 +405,6 @@ TEST(Stages, SketchRecordsGivesThePipelinesFirstPassInOrder) {
                               [](const SketchedRecord&) {}),
                UsageError);
 }
+
+}  // namespace
+}  // namespace neardup

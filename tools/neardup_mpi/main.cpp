@@ -208,6 +208,8 @@ class Run {
  private:
   int run();
   void read_share(const Share& share);
+  /// Every rank's reading counts, merged in input order (on rank 0; the others get their own).
+  io::ReaderStats gather_reader_stats();
   void number_documents();
   void check_duplicate_ids();
   ErrorPlace local_place(size_t l) const { return place_of(inputs_->sources()[local_.source[l]], local_.line[l], local_.ids[l]); }
@@ -283,9 +285,49 @@ void Run::read_share(const Share& share) {
   local_.sketches.shingles += totals.shingles;
   local_.reader.invalid_utf8 += totals.invalid_utf8;
   local_.reader.missing_ids += totals.missing_ids;
+  local_.reader.binary = reader.stats().binary;
   local_.reader.skipped = bad.skipped();
   local_.reader.first_skips = bad.first();
   local_.reader.skip_kinds = bad.kinds();
+}
+
+io::ReaderStats Run::gather_reader_stats() {
+  const io::ReaderStats& mine = local_.reader;
+  Packer p;
+  p.put(mine.skipped);
+  p.put(mine.invalid_utf8);
+  p.put(mine.missing_ids);
+  p.put(mine.binary);
+  p.put(static_cast<uint64_t>(mine.first_skips.size()));
+  for (const std::string& m : mine.first_skips) p.put_string(m);
+  p.put(static_cast<uint64_t>(mine.skip_kinds.size()));
+  for (const auto& [kind, n] : mine.skip_kinds) {
+    p.put_string(kind);
+    p.put(n);
+  }
+  const auto all = c_.all_gather(p.bytes());
+  if (c_.rank() != 0) return mine;
+  io::ReaderStats out;
+  io::BadRecords merged(ro_.reader);
+  for (const std::string& g : all) {  // in rank order: the shares' order in the inputs
+    Unpacker u(g);
+    const auto skipped = u.get<uint64_t>();
+    out.invalid_utf8 += u.get<uint64_t>();
+    out.missing_ids += u.get<uint64_t>();
+    out.binary += u.get<uint64_t>();
+    std::vector<std::string> first(u.get<uint64_t>());
+    for (std::string& m : first) m = std::string(u.get_string());
+    std::vector<std::pair<std::string, uint64_t>> kinds(u.get<uint64_t>());
+    for (auto& [kind, n] : kinds) {
+      kind = std::string(u.get_string());
+      n = u.get<uint64_t>();
+    }
+    merged.add(skipped, first, kinds);
+  }
+  out.skipped = merged.skipped();
+  out.first_skips = merged.first();
+  out.skip_kinds = merged.kinds();
+  return out;
 }
 
 void Run::number_documents() {
@@ -1112,6 +1154,7 @@ int Run::run() {
   number_documents();
   const uint64_t n = bases_.back();
   const uint64_t skipped = c_.all_reduce(local_.reader.skipped, MPI_SUM);
+  const io::ReaderStats read_stats = gather_reader_stats();
   {
     // Every record bad: the first message of the first rank that skipped one, as one process says it.
     const int first_skipper = c_.all_reduce(local_.reader.first_skips.empty() ? c_.size() : c_.rank(), MPI_MIN);
@@ -1307,9 +1350,7 @@ int Run::run() {
   for (const uint32_t l : local_.lengths) text_bytes += l;
   text_bytes = c_.all_reduce(text_bytes, MPI_SUM);
   if (c_.rank() == 0 && !o_.quiet) {
-    if (skipped > 0)
-      std::fprintf(stderr, "neardup: warning: %llu bad records skipped%s\n", static_cast<unsigned long long>(skipped),
-                   o_.rejects.empty() ? " (--rejects FILE keeps each with its reason)" : " (each in --rejects)");
+    cli::print_input_warnings(read_stats, n, inputs_->left_out(), cmd_, ro_.reader);
     std::fprintf(stderr, "neardup: %llu documents (%llu empty, %llu skipped), %llu candidates, %llu verified pairs, ",
                  static_cast<unsigned long long>(n), static_cast<unsigned long long>(empty), static_cast<unsigned long long>(skipped),
                  static_cast<unsigned long long>(candidates), static_cast<unsigned long long>(verified_n));

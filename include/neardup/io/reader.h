@@ -240,8 +240,13 @@ class BadRecords {
   /// `r.reason` is what is wrong; the message is `<where>: <reason>`.
   void report(const std::string& where, const Rejected& r);
   void report(const BadRecord& b) { report(b.where, b.rejected); }
+  /// Counts the records another reader skipped after those counted here (a host that reads its
+  /// inputs in parts, such as the ranks of neardup-mpi, in input order), as if reported here.
+  void add(uint64_t skipped, const std::vector<std::string>& first, const std::vector<std::pair<std::string, uint64_t>>& kinds);
   uint64_t skipped() const noexcept { return skipped_; }
+  /// The messages of the first kFirstKept records skipped.
   const std::vector<std::string>& first() const noexcept { return first_; }
+  static constexpr size_t kFirstKept = 10;
   const std::vector<std::pair<std::string, uint64_t>>& kinds() const noexcept { return kinds_; }
 
  private:
