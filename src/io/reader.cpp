@@ -368,12 +368,12 @@ void BadRecords::add(uint64_t skipped, const std::vector<std::string>& first, co
   skipped_ += skipped;
   for (const std::string& m : first)
     if (first_.size() < kFirstKept) first_.push_back(m);
-  for (const auto& [kind, n] : kinds) {
-    auto k = std::find_if(kinds_.begin(), kinds_.end(), [&](const auto& e) { return e.first == kind; });
+  for (const auto& kind : kinds) {
+    auto k = std::find_if(kinds_.begin(), kinds_.end(), [&](const auto& e) { return e.first == kind.first; });
     if (k == kinds_.end())
-      kinds_.emplace_back(kind, n);
+      kinds_.push_back(kind);
     else
-      k->second += n;
+      k->second += kind.second;
   }
 }
 
