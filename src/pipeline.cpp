@@ -469,12 +469,7 @@ void Pipeline::Impl::read_sets(const std::vector<uint8_t>& needed) {
       return needed[ordinal] != 0;
     };
   }
-  auto on_bad = [&](const std::string&, const io::Rejected& r) {
-    const std::string at = r.line ? std::string() : "the line at byte " + std::to_string(r.offset) + ": ";
-    throw IoError(at + std::string(r.reason) + "; the input changed while neardup was running (do not modify inputs during a run)",
-                  ErrorPlace{std::string(r.input), r.line});
-  };
-  shingle_set_records(reader, *inputs_, spec_, options_.reader, threads_, on_bad, [&](ShingledRecord& r) {
+  shingle_set_records(reader, *inputs_, spec_, options_.reader, threads_, [&](ShingledRecord& r) {
     DocId doc = r.ordinal;
     if (!pos_.empty()) {
       if (doc >= wanted.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");

@@ -260,9 +260,8 @@ SketchTotals sketch_records(io::RecordReader& reader, const io::InputSet& inputs
 }
 
 void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
-                         const io::ReaderOptions& options, int threads,
-                         const std::function<void(const std::string& where, const io::Rejected& r)>& on_bad,
-                         const std::function<void(ShingledRecord&)>& take, const std::function<bool(const io::Record&, DocId)>& filter,
+                         const io::ReaderOptions& options, int threads, const std::function<void(ShingledRecord&)>& take,
+                         const std::function<bool(const io::Record&, DocId)>& filter,
                          const ProgressFn* progress) {
   std::vector<std::optional<Shingler>> shinglers(internal::pass_slots(threads));
   internal::Pass pass;
@@ -272,7 +271,11 @@ void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, c
   pass.reader = &options;
   pass.word_text = Shingler::reads_words_only(spec.shingle);
   pass.filter = filter;
-  pass.on_bad = on_bad;
+  pass.on_bad = [](const std::string&, const io::Rejected& r) {
+    const std::string at = r.line ? std::string() : "the line at byte " + std::to_string(r.offset) + ": ";
+    throw IoError(at + std::string(r.reason) + "; the input changed while neardup was running (do not modify inputs during a run)",
+                  ErrorPlace{std::string(r.input), r.line});
+  };
   pass.start = [&](internal::Batch& b, size_t slot) {
     if (!shinglers[slot]) shinglers[slot].emplace(spec.shingle);
     b.sets.resize(b.size());

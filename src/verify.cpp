@@ -17,8 +17,7 @@ uint64_t set_digest(std::span<const ShingleHash> set) noexcept {
     sum += h;
     mix ^= h * 0x9E3779B97F4A7C15ull;
   }
-  const uint64_t d = (sum ^ (mix >> 29) ^ (set.size() * 0xBF58476D1CE4E5B9ull)) * 0x94D049BB133111EBull;
-  return d == 0 ? 1 : d;  // 0 marks a slot without a digest
+  return (sum ^ (mix >> 29) ^ (set.size() * 0xBF58476D1CE4E5B9ull)) * 0x94D049BB133111EBull;
 }
 
 }  // namespace
@@ -29,9 +28,9 @@ void ShingleSets::set(DocId doc, std::vector<ShingleHash> set) {
     drop(slot_[doc]);
     slot_[doc] = kNone;
   }
-  uint64_t digest = 0;
-  if (set.size() >= kShareMin) {
-    digest = set_digest(set);
+  const bool shareable = set.size() >= kShareMin;
+  const uint64_t digest = shareable ? set_digest(set) : 0;
+  if (shareable) {
     const auto it = by_digest_.find(digest);
     if (it != by_digest_.end() && sets_[it->second] == set) {
       slot_[doc] = it->second;
@@ -45,8 +44,8 @@ void ShingleSets::set(DocId doc, std::vector<ShingleHash> set) {
   total_ += set.size();
   sets_.push_back(std::move(set));
   users_.push_back(1);
-  // A digest already taken keeps its first set: a third copy of this one is stored again.
-  digest_.push_back(digest != 0 && by_digest_.emplace(digest, slot).second ? digest : 0);
+  // A digest taken by a different set keeps that one: this set is not found for sharing.
+  if (shareable) by_digest_.emplace(digest, slot);
 }
 
 // A slot one fewer document uses; its copy is let go with the last.
@@ -55,10 +54,13 @@ void ShingleSets::drop(uint32_t slot) noexcept {
     --shared_docs_;
     return;
   }
-  total_ -= sets_[slot].size();
-  std::vector<ShingleHash>().swap(sets_[slot]);
-  if (digest_[slot] != 0) by_digest_.erase(digest_[slot]);
-  digest_[slot] = 0;
+  std::vector<ShingleHash>& set = sets_[slot];
+  if (set.size() >= kShareMin) {
+    const auto it = by_digest_.find(set_digest(set));
+    if (it != by_digest_.end() && it->second == slot) by_digest_.erase(it);
+  }
+  total_ -= set.size();
+  std::vector<ShingleHash>().swap(set);
 }
 
 void ShingleSets::keep_only(std::span<const uint8_t> needed) {

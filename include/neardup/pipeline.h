@@ -31,13 +31,6 @@ class AtomicFile;
 }
 class ThreadPool;
 
-struct Progress {
-  const char* stage = "";  ///< "sketch", "verify", "write"
-  uint64_t bytes_done = 0;
-  uint64_t bytes_total = 0;
-  uint64_t documents = 0;
-};
-using ProgressFn = std::function<void(const Progress&)>;
 
 /// Two records with the same id: an error (FormatError naming both), or kept as two documents.
 enum class DuplicateIds { Error, Keep };

@@ -23,7 +23,6 @@
 
 #include "neardup/bottomk.h"
 #include "neardup/io/reader.h"
-#include "neardup/pipeline.h"
 #include "neardup/shingle.h"
 #include "neardup/simhash.h"
 #include "neardup/spec.h"
@@ -151,11 +150,9 @@ struct ShingledRecord {
 /// calling thread, and those it accepts by record and ordinal) are shingled on `threads`
 /// threads of the current pool (a text of DocumentSketcher::kSplitBytes or more in pieces on all
 /// of them), and each set is handed to `take` in input order on the calling thread. A bad record
-/// goes to `on_bad`: read again, it means an input changed.
+/// read again means an input changed since the first pass: IoError naming it.
 void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
-                         const io::ReaderOptions& options, int threads,
-                         const std::function<void(const std::string& where, const io::Rejected& r)>& on_bad,
-                         const std::function<void(ShingledRecord&)>& take,
+                         const io::ReaderOptions& options, int threads, const std::function<void(ShingledRecord&)>& take,
                          const std::function<bool(const io::Record&, DocId)>& filter = {}, const ProgressFn* progress = nullptr);
 
 /// Pipeline's first pass over what `reader` gives, for a host that keeps the results itself (an

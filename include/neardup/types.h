@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,6 +24,15 @@ namespace neardup {
 /// Scratch memory a sketcher or kernel keeps between documents, per buffer, at most: a large
 /// document grows its buffers for its own time only (internal/scratch.h).
 inline constexpr size_t kScratchKeepBytes = size_t{1} << 20;
+
+/// How far a reading pass is, handed to a ProgressFn after each batch (RunOptions::progress).
+struct Progress {
+  const char* stage = "";  ///< "sketch", "verify", "write"
+  uint64_t bytes_done = 0;
+  uint64_t bytes_total = 0;
+  uint64_t documents = 0;
+};
+using ProgressFn = std::function<void(const Progress&)>;
 
 using DocId = uint32_t;
 using ShingleHash = uint64_t;

@@ -56,8 +56,7 @@ class ShingleSets {
   std::vector<uint32_t> slot_;
   std::vector<std::vector<ShingleHash>> sets_;
   std::vector<uint32_t> users_;                       // documents per slot
-  std::unordered_map<uint64_t, uint32_t> by_digest_;  // a digest of a shared-size set -> its slot
-  std::vector<uint64_t> digest_;                      // by slot (0: not in by_digest_)
+  std::unordered_map<uint64_t, uint32_t> by_digest_;  // the digest of a set of kShareMin or more -> its slot
   uint64_t total_ = 0, shared_docs_ = 0;
 };
 

@@ -358,7 +358,10 @@ TEST(Stages, SketchRecordsGivesThePipelinesFirstPassInOrder) {
   std::vector<std::string> ids, keys;
   std::vector<SigValue> sigs;
   const SketchTotals totals = sketch_records(reader, in, spec, ro, 2, bad, [&](const SketchedRecord& r) {
-    got.push_back(r);
+    got.push_back(r);  // its views are copied below and cleared here: they end with the call
+    got.back().id = {};
+    got.back().key.text = {};
+    got.back().signature = {};
     ids.emplace_back(r.id);
     keys.emplace_back(r.key.text);
     sigs.insert(sigs.end(), r.signature.begin(), r.signature.end());

@@ -555,12 +555,9 @@ void Run::load_sets(std::vector<DocId> docs) {
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
   std::erase_if(docs, [&](DocId d) { return set_cache_.count(d) != 0; });
-  auto on_bad = [&](const std::string& where, const io::Rejected& r) {
-    throw IoError(where + ": " + std::string(r.reason) + " (the input changed while neardup-mpi was running; do not modify inputs during a run)");
-  };
   // Reads what `reader` gives, the k-th record being document read_docs[k].
   auto read = [&](io::RecordReader& reader, const std::vector<DocId>& read_docs) {
-    shingle_set_records(reader, *inputs_, spec_, ro_.reader, threads_, on_bad, [&](ShingledRecord& r) {
+    shingle_set_records(reader, *inputs_, spec_, ro_.reader, threads_, [&](ShingledRecord& r) {
       if (r.ordinal >= read_docs.size()) throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)");
       const DocId d = read_docs[r.ordinal];
       if (r.text_length != local_.lengths[d - local_.base])
