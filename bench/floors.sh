@@ -24,9 +24,12 @@ for rep in $(seq "$REPS"); do
   rm -f "$OUT/pairs.tsv"
   t "$ND" pairs "$IN" -o "$OUT/pairs.tsv" -q; T[pairs]+="$wall "; R[pairs]+="$rss "
   if [ "$rep" = 1 ]; then cp "$OUT/pairs.tsv" "$OUT/pairs.first"; else cmp "$OUT/pairs.tsv" "$OUT/pairs.first"; fi
-  rm -f "$OUT/copy"
+  # Each write starts on a quiet disk: the files deleted before it synced first (with the
+  # `discard` mount option a deleted file's blocks are discarded at the next journal commit,
+  # which would otherwise land inside the next timed command).
+  rm -f "$OUT/copy"; sync
   t sh -c "cp '$IN' '$OUT/copy' && sync"; T[cp]+="$wall "
-  rm -f "$OUT/kept.jsonl" "$OUT/copy"
+  rm -f "$OUT/kept.jsonl" "$OUT/copy"; sync
   t "$ND" dedup "$IN" -o "$OUT/kept.jsonl" --removed "$OUT/removed.tsv" --stats 2> "$OUT/stats"; T[dedup]+="$wall "; R[dedup]+="$rss "
   if [ "$rep" = 1 ]; then cp "$OUT/removed.tsv" "$OUT/removed.first"; else cmp "$OUT/removed.tsv" "$OUT/removed.first"; fi
   rm -f "$OUT/kept.jsonl"

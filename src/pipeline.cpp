@@ -16,6 +16,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "internal/big_array.h"
@@ -83,12 +84,64 @@ std::pair<uint64_t, int64_t> file_stamp(const std::string& path) {
   return {static_cast<uint64_t>(sb.st_size), static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000000000 + sb.st_mtim.tv_nsec};
 }
 
+// Dedup's decision per document, published a group of clusters at a time while verification
+// runs, for the writer of the kept records that runs meanwhile (Pipeline::run_dedup).
+class Decisions {
+ public:
+  struct Stopped {};  // the run stopped before deciding (an error on its thread)
+
+  explicit Decisions(size_t n) : state_(n, kUndecided) {}
+  /// Stores a decision; the writer may see it at once, and is woken by publish().
+  void set(DocId d, bool kept) noexcept {
+    std::atomic_ref<uint8_t>(state_[d]).store(kept ? kKept : kRemoved, std::memory_order_relaxed);
+  }
+  void publish() {
+    { const std::lock_guard<std::mutex> lock(m_); }
+    cv_.notify_all();
+  }
+  void stop() {
+    {
+      const std::lock_guard<std::mutex> lock(m_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool decided(DocId d) const noexcept { return load(d) != kUndecided; }
+  /// Whether d is kept, once decided (waits for it). Throws Stopped if the run stopped first.
+  bool kept(DocId d) {
+    uint8_t v = load(d);
+    if (v == kUndecided) {
+      std::unique_lock<std::mutex> lock(m_);
+      cv_.wait(lock, [&] { return stopped_ || (v = load(d)) != kUndecided; });
+      if (v == kUndecided) throw Stopped{};
+    }
+    return v == kKept;
+  }
+  /// The decision, or nullopt if undecided (without waiting).
+  std::optional<bool> peek(DocId d) const noexcept {
+    const uint8_t v = load(d);
+    if (v == kUndecided) return std::nullopt;
+    return v == kKept;
+  }
+
+ private:
+  static constexpr uint8_t kUndecided = 0, kKept = 1, kRemoved = 2;
+  uint8_t load(DocId d) const noexcept { return std::atomic_ref<uint8_t>(state_[d]).load(std::memory_order_relaxed); }
+  mutable std::vector<uint8_t> state_;  // written and read through atomic_ref
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
 }  // namespace
 
 struct Pipeline::Impl {
   using Mode = Pipeline::Mode;
   Impl(const std::vector<std::string>& inputs, RunOptions options);
   Impl(std::vector<io::Document> documents, RunOptions options);
+  ~Impl() { stop_writer(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
   void run(Mode mode);
   MemoryEstimate estimate_memory(uint64_t sample_bytes) const;
   std::string_view id(DocId doc) const noexcept;
@@ -100,6 +153,7 @@ struct Pipeline::Impl {
   void write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also);
   void write_kept(io::AtomicFile& out);
   void write_kept(std::span<io::AtomicFile* const> outs);
+  void run_dedup(std::span<io::AtomicFile* const> outs);
   void write_removed(io::AtomicFile& out) const;
   void write_clusters(io::AtomicFile& out) const;
 
@@ -114,9 +168,25 @@ struct Pipeline::Impl {
   /// The shingle sets of the documents with needed[d] != 0: those the first pass kept, the
   /// others read again (read_sets).
   void load_sets_pass(const std::vector<uint8_t>& needed);
-  void read_sets(const std::vector<uint8_t>& needed);
-  /// The exact join over the documents with joined[d] != 0 (their sets loaded).
-  void build_join(const std::vector<uint8_t>& joined);
+  /// The first pass's sets of the documents with needed[d] != 0 (the others let go).
+  void take_first_pass_sets(const std::vector<uint8_t>& needed);
+  /// Reads the documents `docs` (ascending) again and stores their sets.
+  void read_sets(std::span<const DocId> docs, bool progress);
+  /// The documents of `docs` (ascending) without a set yet, read again.
+  void read_missing_sets(std::span<const DocId> docs, bool progress);
+  /// LSH with exact verification: the buckets' pairs with J >= t that connect what they connect
+  /// (all of them in pairs mode), appended to `out` sorted by (a, b); returns the pairs verified.
+  uint64_t verify_buckets(const LshBuckets& buckets, std::vector<ScoredPair>& out);
+  /// Dedup: verify_buckets a group of candidate components at a time (pairs_ set), each group's
+  /// clusters decided as it is done (decisions_), the kept records written meanwhile (writer_).
+  uint64_t verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket);
+  /// The clusters of one group's documents (ascending) from its verified pairs, into decisions_.
+  void decide_group(std::span<const DocId> docs, std::span<const ScoredPair> edges);
+  /// The kept records to `outs` (one per source), each as soon as `decisions` tells it is kept
+  /// (or by clustering_ without them).
+  void write_kept_records(std::span<io::AtomicFile* const> outs, Decisions* decisions);
+  void start_writer();
+  void stop_writer() noexcept;
   /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
   PairFilter band_filter() const;
   PairFilter pair_filter() const;
@@ -177,11 +247,23 @@ struct Pipeline::Impl {
   std::unique_ptr<internal::SeenKeys> seen_keys_;
   std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
   Mode mode_ = Mode::Dedup;
-  std::vector<ScoredPair> direct_pairs_;
-  std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order  // pairs mode with a join: the pairs verified one by one
+  std::vector<ScoredPair> direct_pairs_;    // pairs mode with a join: the pairs verified one by one
+  std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order
   std::vector<ScoredPair> pairs_;
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
-  Clustering clustering_;};
+  std::vector<uint32_t> rank_;     // keep order (keep_ranks)
+  Clustering clustering_;
+  // run_dedup: the outputs of the kept records, and their writer that follows verification.
+  std::vector<io::AtomicFile*> kept_outs_;
+  std::unique_ptr<Decisions> decisions_;
+  std::thread writer_;
+  std::exception_ptr writer_error_;
+  std::mutex writer_m_;
+  std::condition_variable writer_cv_;
+  bool writer_done_ = false;
+  std::atomic<uint64_t> writer_bytes_{0}, writer_docs_{0};
+  Clock::time_point writer_start_{};
+};
 
 Pipeline::Impl::Impl(const std::vector<std::string>& inputs, RunOptions options)
     : options_(std::move(options)), spec_(options_.spec.resolved()) {
@@ -427,59 +509,71 @@ void Pipeline::Impl::sketch_pass() {
   stats_.times.pass1 = seconds_since(t0);
 }
 
-void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed_in) {
-  // The sets the first pass made; only the other needed documents are read again.
+void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed) {
+  take_first_pass_sets(needed);
+  std::vector<DocId> docs;
+  for (DocId d = 0; d < needed.size(); ++d)
+    if (needed[d]) docs.push_back(d);
+  read_missing_sets(docs, true);
+}
+
+void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
   sets_ = std::make_unique<ShingleSets>(std::move(early_sets_));
   early_sets_ = ShingleSets();
-  sets_->keep_only(needed_in);
-  std::vector<uint8_t> needed = needed_in;
+  sets_->keep_only(needed);
   uint64_t kept = 0;
-  for (DocId d = 0; d < needed.size(); ++d)
-    if (needed[d] && sets_->has(d)) {
-      needed[d] = 0;
-      ++kept;
-    }
+  for (DocId d = 0; d < needed.size(); ++d) kept += needed[d] && sets_->has(d);
   stats_.verify_kept = kept;
-  stats_.verify_docs = static_cast<uint64_t>(std::count(needed.begin(), needed.end(), 1));
-  if (stats_.verify_docs > 0) read_sets(needed);
+  stats_.verify_docs = 0;
   stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
   stats_.verify_shared = sets_->shared_docs();
 }
 
-// Reads the needed documents again and stores their sets.
-void Pipeline::Impl::read_sets(const std::vector<uint8_t>& needed) {
+void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progress) {
+  std::vector<DocId> missing;
+  for (const DocId d : docs)
+    if (!sets_->has(d)) missing.push_back(d);
+  stats_.verify_docs += missing.size();
+  if (!missing.empty()) read_sets(missing, progress);
+  stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
+  stats_.verify_shared = sets_->shared_docs();
+}
+
+// Reads the documents again and stores their sets.
+void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
   check_inputs_unchanged();
   io::RecordReader reader(*inputs_, options_.reader);
   // By position: only the needed records are read, and parsed on the workers; the k-th record
-  // read is the k-th needed document. Otherwise every record is read and parsed here, and
-  // only the needed ones are shingled.
-  std::vector<DocId> wanted;
+  // read is docs[k]. Otherwise every record is read and parsed here, and only the needed ones
+  // are shingled.
   std::function<bool(const io::Record&, DocId)> filter;
+  size_t next = 0;
   if (!pos_.empty()) {
     std::vector<io::RecordPos> at;
-    for (DocId d = 0; d < needed.size(); ++d)
-      if (needed[d]) {
-        wanted.push_back(d);
-        at.push_back(pos_[d]);
-      }
+    at.reserve(docs.size());
+    for (const DocId d : docs) at.push_back(pos_[d]);
     reader.select(std::move(at));
   } else {
     filter = [&](const io::Record& r, DocId ordinal) {
       check_same_record(r, ordinal);
-      return needed[ordinal] != 0;
+      if (next < docs.size() && docs[next] == ordinal) {
+        ++next;
+        return true;
+      }
+      return false;
     };
   }
   shingle_set_records(reader, *inputs_, spec_, options_.reader, threads_, [&](ShingledRecord& r) {
     DocId doc = r.ordinal;
     if (!pos_.empty()) {
-      if (doc >= wanted.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
-      doc = wanted[doc];
+      if (doc >= docs.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
+      doc = docs[doc];
       if (r.text_length != lengths_[doc])
         throw IoError(std::string("the record at byte ") + std::to_string(r.offset) +
                       " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
     }
     sets_->set(doc, std::move(r.set));
-  }, filter, &options_.progress);
+  }, filter, progress ? &options_.progress : nullptr);
 }
 
 Scorer Pipeline::Impl::scorer() const noexcept {
@@ -567,13 +661,6 @@ PairFilter Pipeline::Impl::band_filter() const {
   return [this, k](DocId a, DocId b) { return share_band(a, b, k); };
 }
 
-void Pipeline::Impl::build_join(const std::vector<uint8_t>& joined) {
-  std::vector<DocId> docs;
-  for (DocId d = 0; d < joined.size(); ++d)
-    if (joined[d]) docs.push_back(d);
-  join_ = std::make_unique<SetJoin>(docs, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
-}
-
 // LSH with exact verification. Star edges first (a bucket of s documents gives s - 1, verified in
 // parallel): on clean clusters they connect everything. A bucket the stars left split (its first
 // document an outlier, or two clusters meeting in it) is completed exactly: a small one by
@@ -586,31 +673,50 @@ void Pipeline::Impl::find_pairs_lsh() {
   auto t = Clock::now();
   if (spec_.verify == VerifyMode::Estimate) return find_pairs_lsh_estimate();
   const LshBuckets buckets = find_buckets();
-  std::vector<DocPair> stars = star_edges(buckets);
   std::vector<uint8_t> in_bucket(lengths_.size(), 0);
   for (const DocId d : buckets.members) in_bucket[d] = 1;
   stats_.times.lsh = seconds_since(t);
   t = Clock::now();
-  if (!stars.empty()) load_sets_pass(in_bucket);
-  pairs_ = verify_pairs(stars, scorer(), spec_.threshold, threads_);
+  if (buckets.size() > 0) take_first_pass_sets(in_bucket);
+  uint64_t verified = 0;
+  if (buckets.size() == 0) {
+    pairs_.clear();
+  } else if (mode_ == Mode::Pairs || pos_.empty()) {
+    // Pairs mode keeps the join for listing; inputs without positions are read whole each time.
+    std::vector<DocId> docs;
+    for (DocId d = 0; d < in_bucket.size(); ++d)
+      if (in_bucket[d]) docs.push_back(d);
+    read_missing_sets(docs, true);
+    pairs_.clear();
+    verified = verify_buckets(buckets, pairs_);
+  } else {
+    verified = verify_in_groups(buckets, in_bucket);
+  }
+  stats_.candidates = verified;
+  stats_.times.verify = seconds_since(t);
+}
+
+uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::vector<ScoredPair>& out) {
+  std::vector<DocPair> stars = star_edges(buckets);
+  std::vector<ScoredPair> pairs = verify_pairs(stars, scorer(), spec_.threshold, threads_);
   uint64_t verified = stars.size();
 
   // Buckets up to this size are completed pair by pair (at most 2,016 pairs each); larger ones
   // by the join, whose cost grows with the pairs it finds rather than with s^2.
   constexpr size_t kDirect = 64;
   const bool pairs_mode = mode_ == Mode::Pairs;
-  std::vector<uint8_t> joined(lengths_.size(), 0);
+  std::vector<DocId> joined;
   std::vector<DocPair> direct;
   {
     internal::UnionFind uf(lengths_.size());
-    for (const ScoredPair& e : pairs_) uf.unite(e.a, e.b);
+    for (const ScoredPair& e : pairs) uf.unite(e.a, e.b);
     for (size_t i = 0; i < buckets.size(); ++i) {
       const auto b = buckets[i];
       bool split = false;
       for (const DocId d : b) split |= uf.find(d) != uf.find(b[0]);
       if (!split && !pairs_mode) continue;
       if (b.size() > kDirect) {
-        for (const DocId d : b) joined[d] = 1;
+        joined.insert(joined.end(), b.begin(), b.end());
         continue;
       }
       for (size_t y = 2; y < b.size(); ++y)  // the pairs with b[0] are stars
@@ -627,25 +733,110 @@ void Pipeline::Impl::find_pairs_lsh() {
   verified += direct.size();
   if (!direct.empty()) {
     const auto more = verify_pairs(direct, scorer(), spec_.threshold, threads_);
-    std::vector<ScoredPair> merged(pairs_.size() + more.size());
-    std::merge(pairs_.begin(), pairs_.end(), more.begin(), more.end(), merged.begin(), by_pair);
-    pairs_.swap(merged);
+    std::vector<ScoredPair> merged(pairs.size() + more.size());
+    std::merge(pairs.begin(), pairs.end(), more.begin(), more.end(), merged.begin(), by_pair);
+    pairs.swap(merged);
   }
   std::vector<DocPair>().swap(direct);
   std::vector<DocPair>().swap(stars);
-  if (std::find(joined.begin(), joined.end(), 1) != joined.end()) {
-    build_join(joined);
-    const std::vector<ScoredPair> more = join_->connect(lengths_.size(), pairs_, band_filter());
+  if (!joined.empty()) {
+    std::sort(joined.begin(), joined.end());
+    joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
+    join_ = std::make_unique<SetJoin>(joined, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
+    const std::vector<ScoredPair> more = join_->connect(lengths_.size(), pairs, band_filter());
     verified += join_->stats().verified;
     // Pairs mode lists the join's pairs with these (which hold every pair of the small buckets).
-    if (pairs_mode) direct_pairs_ = pairs_;
+    if (pairs_mode) {
+      direct_pairs_ = pairs;
+    } else {
+      join_.reset();
+    }
     if (!more.empty()) {
-      pairs_.insert(pairs_.end(), more.begin(), more.end());
-      std::sort(pairs_.begin(), pairs_.end(), by_pair);
+      pairs.insert(pairs.end(), more.begin(), more.end());
+      std::sort(pairs.begin(), pairs.end(), by_pair);
     }
   }
-  stats_.candidates = verified;
-  stats_.times.verify = seconds_since(t);
+  out.insert(out.end(), pairs.begin(), pairs.end());
+  return verified;
+}
+
+// Dedup in groups. A candidate component (documents joined through shared buckets) holds every
+// pair that can be verified between its documents, so its clusters depend on its own pairs
+// only: verifying a group of components at a time, in the order of their first documents,
+// gives the clusters of verifying all at once, and decides the documents of the input's start
+// first. The writer of the kept records (run_dedup) then starts while the rest is verified.
+uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
+  const size_t n = lengths_.size();
+  internal::UnionFind uf(n);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const auto b = buckets[i];
+    for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
+  }
+  // The union-find's representative is a component's first document. Groups by its place in
+  // the input: the first group is small, so the writer starts soon.
+  constexpr size_t kGroups = 32;
+  const auto group_of = [&](size_t bucket) {
+    return static_cast<size_t>(uint64_t{uf.find(buckets[bucket][0])} * kGroups / n);
+  };
+  std::vector<size_t> start(kGroups + 1, 0);
+  for (size_t i = 0; i < buckets.size(); ++i) ++start[group_of(i) + 1];
+  for (size_t g = 0; g < kGroups; ++g) start[g + 1] += start[g];
+  std::vector<size_t> order(buckets.size());
+  {
+    std::vector<size_t> at(start.begin(), start.end() - 1);
+    for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of(i)]++] = i;
+  }
+  if (!kept_outs_.empty()) {
+    decisions_ = std::make_unique<Decisions>(n);
+    for (DocId d = 0; d < n; ++d)
+      if (!in_bucket[d]) decisions_->set(d, true);  // in no bucket: alone, kept
+    decisions_->publish();
+    start_writer();
+  }
+  uint64_t verified = 0;
+  std::vector<ScoredPair> all;
+  LshBuckets group;
+  std::vector<DocId> docs;
+  std::vector<ScoredPair> found;
+  for (size_t g = 0; g < kGroups; ++g) {
+    if (start[g] == start[g + 1]) continue;
+    group.offsets.assign(1, 0);
+    group.members.clear();
+    for (size_t k = start[g]; k < start[g + 1]; ++k) {
+      const auto b = buckets[order[k]];
+      group.members.insert(group.members.end(), b.begin(), b.end());
+      group.offsets.push_back(group.members.size());
+    }
+    docs = group.members;
+    std::sort(docs.begin(), docs.end());
+    docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+    read_missing_sets(docs, false);
+    found.clear();
+    verified += verify_buckets(group, found);
+    if (decisions_) decide_group(docs, found);
+    all.insert(all.end(), found.begin(), found.end());
+    // Every component starting before this group's end is verified: that share of the input.
+    if (options_.progress)
+      options_.progress({"verify", inputs_->total_bytes() * (g + 1) / kGroups, inputs_->total_bytes(), n * (g + 1) / kGroups});
+  }
+  std::sort(all.begin(), all.end(), by_pair);
+  pairs_ = std::move(all);
+  return verified;
+}
+
+void Pipeline::Impl::decide_group(std::span<const DocId> docs, std::span<const ScoredPair> edges) {
+  const auto local = [&](DocId d) { return static_cast<DocId>(std::lower_bound(docs.begin(), docs.end(), d) - docs.begin()); };
+  std::vector<ScoredPair> local_edges;
+  local_edges.reserve(edges.size());
+  for (const ScoredPair& e : edges) local_edges.push_back({local(e.a), local(e.b), e.similarity});
+  std::vector<uint32_t> rank(docs.size());
+  for (size_t i = 0; i < docs.size(); ++i) rank[i] = rank_[docs[i]];  // compared only: the order is kept
+  Clustering c = cluster_components(docs.size(), local_edges, rank);
+  if (options_.cluster == ClusterMode::Leader)
+    c = cluster_leaders(
+        c, rank, [&](DocId a, DocId b) { return similarity(docs[a], docs[b]) + kSimilarityEpsilon >= spec_.threshold; }, threads_);
+  for (size_t i = 0; i < docs.size(); ++i) decisions_->set(docs[i], c.kept(static_cast<DocId>(i)));
+  decisions_->publish();
 }
 
 // LSH with estimated similarities: no sets to join, so each bucket's pairs are compared by their
@@ -685,9 +876,10 @@ void Pipeline::Impl::find_pairs_lsh_estimate() {
 // pair (pairs mode, when written or by expand) or connects them (clusters).
 void Pipeline::Impl::find_pairs_exact() {
   const auto t = Clock::now();
-  std::vector<uint8_t> joined(lengths_.size());
-  for (size_t d = 0; d < joined.size(); ++d) joined[d] = empty_[d] ? 0 : 1;
-  build_join(joined);
+  std::vector<DocId> joined;
+  for (DocId d = 0; d < lengths_.size(); ++d)
+    if (!empty_[d]) joined.push_back(d);
+  join_ = std::make_unique<SetJoin>(joined, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
   stats_.times.lsh = seconds_since(t);
   const auto t2 = Clock::now();
   pairs_ = join_->connect(lengths_.size(), {}, {});
@@ -837,6 +1029,7 @@ void Pipeline::Impl::run(Mode mode) {
   sketch_pass();
   release_free_memory();
   check_duplicate_ids();
+  rank_ = keep_ranks();
   if (spec_.method == SketchMethod::BottomK)
     find_pairs_bottomk();
   else if (spec_.method == SketchMethod::SimHash)
@@ -848,11 +1041,19 @@ void Pipeline::Impl::run(Mode mode) {
   stats_.verified = pairs_.size();
 
   auto t = Clock::now();
-  const std::vector<uint32_t> rank = keep_ranks();
-  clustering_ = cluster_components(lengths_.size(), pairs_, rank);
+  clustering_ = cluster_components(lengths_.size(), pairs_, rank_);
   if (options_.cluster == ClusterMode::Leader)
     clustering_ = cluster_leaders(
-        clustering_, rank, [&](DocId a, DocId b) { return similarity(a, b) + kSimilarityEpsilon >= spec_.threshold; }, threads_);
+        clustering_, rank_, [&](DocId a, DocId b) { return similarity(a, b) + kSimilarityEpsilon >= spec_.threshold; }, threads_);
+  if (decisions_) {
+    // The writer's decisions, made group by group, are the clustering's (a component lies in one
+    // group); a difference would be a bug, caught before any output is committed.
+    for (DocId d = 0; d < lengths_.size(); ++d)
+      if (decisions_->peek(d) != std::optional<bool>(clustering_.kept(d)))
+        throw std::logic_error("internal error: the kept records written do not match the clusters (document " +
+                               std::to_string(d) + "); please report it");
+  }
+  std::vector<uint32_t>().swap(rank_);
   stats_.clusters = clustering_.clusters;
   stats_.removed = clustering_.removed;
   // Each removed document's similarity to its kept one, in input order: counted here, written by
@@ -1076,30 +1277,60 @@ void Pipeline::Impl::write_kept(std::span<io::AtomicFile* const> outs) {
   const ThreadPool::Use use(options_.pool);
   const auto t = Clock::now();
   if (outs.size() != inputs_->sources().size()) throw UsageError("write_kept: one output per source is needed");
+  write_kept_records(outs, nullptr);
+  stats_.times.write += seconds_since(t);
+}
+
+void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, Decisions* decisions) {
   check_inputs_unchanged();
+  const auto kept = [&](DocId d) { return decisions ? decisions->kept(d) : clustering_.kept(d); };
+  // Progress from this thread when it is the run's, or counted for the run's thread to report.
+  const auto progress = [&](uint64_t bytes, uint64_t docs) {
+    if (decisions) {
+      writer_bytes_.store(bytes, std::memory_order_relaxed);
+      writer_docs_.store(docs, std::memory_order_relaxed);
+    } else if (options_.progress) {
+      options_.progress({"write", bytes, inputs_->total_bytes(), docs});
+    }
+  };
   if (!pos_.empty()) {
     // JSONL: the kept lines are copied by position, runs of consecutive kept lines at once,
-    // without parsing them again (a plain file is copied in the kernel).
+    // without parsing them again (a plain file is copied in the kernel). Following the decisions,
+    // what is known is appended before waiting for more, and at least every 32 MiB.
+    constexpr uint64_t kAppendBytes = uint64_t{32} << 20;
     const auto& sources = inputs_->sources();
     std::vector<io::ByteRange> ranges;
-    uint64_t bytes_done = 0;
+    uint64_t bytes_done = 0, pending = 0;
     size_t d = 0;
     const size_t n = pos_.size();
     for (uint32_t s = 0; s < sources.size(); ++s) {
-      ranges.clear();
+      std::optional<io::RangeAppender> appender;
+      const auto append = [&] {
+        if (ranges.empty()) return;
+        if (!appender) appender.emplace(sources[s].path, sources[s].display);
+        appender->append(ranges, *outs[s]);
+        ranges.clear();
+        pending = 0;
+      };
       for (; d < n && pos_[d].source == s; ++d) {
-        if (!clustering_.kept(static_cast<DocId>(d))) continue;
+        const DocId doc = static_cast<DocId>(d);
+        if (decisions && !decisions->decided(doc)) {
+          append();
+          progress(bytes_done + pos_[d].offset, d);
+        }
+        if (!kept(doc)) continue;
         const uint64_t begin = pos_[d].offset, len = uint64_t{pos_[d].length} + 1;  // with its newline
         if (!ranges.empty() && ranges.back().offset + ranges.back().length == begin)
           ranges.back().length += len;
         else
           ranges.push_back({begin, len});
+        pending += len;
+        if (decisions && pending >= kAppendBytes) append();
       }
-      io::append_ranges(sources[s].path, sources[s].display, ranges, *outs[s]);
+      append();
       bytes_done += input_stamps_[s].first;
-      if (options_.progress) options_.progress({"write", bytes_done, inputs_->total_bytes(), d});
+      progress(bytes_done, d);
     }
-    stats_.times.write += seconds_since(t);
     return;
   }
   io::RecordReader reader(*inputs_, options_.reader);
@@ -1109,17 +1340,78 @@ void Pipeline::Impl::write_kept(std::span<io::AtomicFile* const> outs) {
   while (reader.next(rec)) {
     const DocId doc = static_cast<DocId>(ordinal++);
     check_same_record(rec, doc);
-    if (!clustering_.kept(doc)) continue;
+    if (!kept(doc)) continue;
     io::AtomicFile& out = *outs[rec.source];
     out.write(rec.raw);
     out.put('\n');
-    if (options_.progress && (ordinal & 0x3FFF) == 0)
-      options_.progress({"write", reader.bytes_read(), inputs_->total_bytes(), ordinal});
+    if ((ordinal & 0x3FFF) == 0) progress(reader.bytes_read(), ordinal);
   }
   if (ordinal != n)
     throw IoError("the input changed while neardup was running (" + std::to_string(ordinal) + " records instead of " +
                   std::to_string(n) + "); do not modify inputs during a run");
-  stats_.times.write += seconds_since(t);
+}
+
+// Dedup with the kept records written while verification still runs (verify_in_groups starts
+// the writer once the documents in no bucket are known to be kept). The writes and their disk
+// traffic then overlap the verification instead of following it. Methods and inputs that are
+// not verified in groups write after the run, as write_kept.
+void Pipeline::Impl::run_dedup(std::span<io::AtomicFile* const> outs) {
+  if (outs.size() != inputs_->sources().size()) throw UsageError("run_dedup: one output per source is needed");
+  kept_outs_.assign(outs.begin(), outs.end());
+  try {
+    run(Mode::Dedup);
+  } catch (...) {
+    stop_writer();
+    kept_outs_.clear();
+    throw;
+  }
+  if (!writer_.joinable()) {
+    kept_outs_.clear();
+    return write_kept(outs);
+  }
+  const auto t = Clock::now();
+  const ThreadPool::Use use(options_.pool);
+  {
+    std::unique_lock<std::mutex> lock(writer_m_);
+    while (!writer_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return writer_done_; }))
+      if (options_.progress)
+        options_.progress({"write", writer_bytes_.load(std::memory_order_relaxed), inputs_->total_bytes(),
+                           writer_docs_.load(std::memory_order_relaxed)});
+  }
+  writer_.join();
+  decisions_.reset();
+  kept_outs_.clear();
+  stats_.times.write = seconds_since(t);
+  stats_.times.write_during_run = std::chrono::duration<double>(t - writer_start_).count();
+  if (writer_error_) std::rethrow_exception(std::exchange(writer_error_, nullptr));
+}
+
+void Pipeline::Impl::start_writer() {
+  writer_done_ = false;
+  writer_error_ = nullptr;
+  writer_start_ = Clock::now();
+  writer_ = std::thread([this] {
+    try {
+      write_kept_records(kept_outs_, decisions_.get());
+    } catch (const Decisions::Stopped&) {
+      // the run stopped: its own error is the one reported
+    } catch (...) {
+      writer_error_ = std::current_exception();
+    }
+    {
+      const std::lock_guard<std::mutex> lock(writer_m_);
+      writer_done_ = true;
+    }
+    writer_cv_.notify_all();
+  });
+}
+
+void Pipeline::Impl::stop_writer() noexcept {
+  if (!writer_.joinable()) return;
+  decisions_->stop();
+  writer_.join();
+  decisions_.reset();
+  writer_error_ = nullptr;
 }
 
 void Pipeline::Impl::write_removed(io::AtomicFile& out) const {
@@ -1164,6 +1456,11 @@ uint64_t Pipeline::state_bytes() const noexcept { return impl_->state_bytes(); }
 void Pipeline::write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also) { impl_->write_pairs(out, also); }
 void Pipeline::write_kept(io::AtomicFile& out) { impl_->write_kept(out); }
 void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) { impl_->write_kept(outs); }
+void Pipeline::run_dedup(io::AtomicFile& out) {
+  std::vector<io::AtomicFile*> all(impl_->inputs_->sources().size(), &out);
+  impl_->run_dedup(all);
+}
+void Pipeline::run_dedup(std::span<io::AtomicFile* const> outs) { impl_->run_dedup(outs); }
 void Pipeline::write_removed(io::AtomicFile& out) const { impl_->write_removed(out); }
 void Pipeline::write_clusters(io::AtomicFile& out) const { impl_->write_clusters(out); }
 

@@ -69,7 +69,10 @@ struct RunOptions {
 /// pass1 is the wall time of the first pass (read, parse, shingle and sketch overlapped); parse,
 /// shingle and sketch are its CPU time, summed over worker threads; the others are wall time.
 struct StageTimes {
-  double pass1 = 0, parse = 0, shingle = 0, sketch = 0, lsh = 0, verify = 0, cluster = 0, write = 0;
+  double pass1 = 0, parse = 0, shingle = 0, sketch = 0, lsh = 0, verify = 0, cluster = 0;
+  /// The write of the outputs after the run; with Pipeline::run_dedup, the kept records' write
+  /// that went on after the run, and how long it had run before (during verification).
+  double write = 0, write_during_run = 0;
 };
 
 struct RunStats {
@@ -184,6 +187,14 @@ class Pipeline {
   /// The same, each source's kept records to its own file: `out[s]` for source s (JSONL inputs;
   /// entries may repeat).
   void write_kept(std::span<io::AtomicFile* const> out);
+  /// run(Mode::Dedup) and write_kept(out) in one, the same results: with LSH and exact
+  /// verification of JSONL inputs, the kept records are written while verification still runs,
+  /// each as soon as its cluster is decided (candidates are verified a group of components at a
+  /// time, in input order), so the writes overlap the work instead of following it. Otherwise
+  /// the write follows the run. Throws as both; on an error the outputs are left uncommitted.
+  void run_dedup(io::AtomicFile& out);
+  /// The same with one output per source, as write_kept.
+  void run_dedup(std::span<io::AtomicFile* const> out);
   /// `removed_id TAB kept_id TAB similarity` per removed document, in input order.
   void write_removed(io::AtomicFile& out) const;
   /// `cluster TAB id TAB kept|removed` for each document of a cluster of two or more.

@@ -340,49 +340,58 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
   return done;
 }
 
-void append_ranges(const std::string& path, const std::string& display, std::span<const ByteRange> ranges, AtomicFile& out) {
-  if (ranges.empty()) return;
-  const auto short_of = [&](uint64_t missing, const ByteRange& r) {
-    if (missing == 1 && &r == &ranges.back()) {
-      out.put('\n');  // the last line had no newline
-      return;
-    }
-    throw IoError(std::string("ends before byte ") + std::to_string(r.offset + r.length) +
-                  "; the input changed while neardup was running (do not modify inputs during a run)", ErrorPlace{display});
-  };
-  auto stream = open_stream(path, display);
-  if (stream->compression() == Compression::None) {
-    stream.reset();
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw IoError(std::string("cannot open input: ") + std::strerror(errno), ErrorPlace{display});
-    try {
-      for (const ByteRange& r : ranges) {
-        const uint64_t got = out.append_from(fd, r.offset, r.length, display);
-        if (got < r.length) short_of(r.length - got, r);
-      }
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    ::close(fd);
+RangeAppender::RangeAppender(const std::string& path, const std::string& display) : display_(display) {
+  stream_ = open_stream(path, display);
+  if (stream_->compression() == Compression::None) {
+    stream_.reset();
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw IoError(std::string("cannot open input: ") + std::strerror(errno), ErrorPlace{display});
+  } else {
+    buf_.resize(1 << 20);
+  }
+}
+
+RangeAppender::~RangeAppender() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RangeAppender::short_of(uint64_t missing, const ByteRange& r, AtomicFile& out) {
+  if (missing == 1 && !ended_) {
+    out.put('\n');  // the last line had no newline (a range after it finds the data ended)
+    ended_ = true;
     return;
   }
-  std::vector<char> buf(1 << 20);
-  uint64_t pos = 0;
+  throw IoError(std::string("ends before byte ") + std::to_string(r.offset + r.length) +
+                "; the input changed while neardup was running (do not modify inputs during a run)", ErrorPlace{display_});
+}
+
+void RangeAppender::append(std::span<const ByteRange> ranges, AtomicFile& out) {
   for (const ByteRange& r : ranges) {
-    if (r.offset < pos) throw UsageError("append_ranges: ranges out of order");
-    if (stream->skip(r.offset - pos) != r.offset - pos) short_of(r.length + 2, r);
-    pos = r.offset;
+    if (r.offset < pos_) throw UsageError("RangeAppender: ranges out of order");
+    if (ended_) short_of(r.length + 2, r, out);
+    if (fd_ >= 0) {
+      const uint64_t got = out.append_from(fd_, r.offset, r.length, display_);
+      pos_ = r.offset + got;
+      if (got < r.length) short_of(r.length - got, r, out);
+      continue;
+    }
+    if (stream_->skip(r.offset - pos_) != r.offset - pos_) short_of(r.length + 2, r, out);
+    pos_ = r.offset;
     uint64_t left = r.length;
     while (left > 0) {
-      const size_t got = stream->read(buf.data(), static_cast<size_t>(std::min<uint64_t>(left, buf.size())));
+      const size_t got = stream_->read(buf_.data(), static_cast<size_t>(std::min<uint64_t>(left, buf_.size())));
       if (got == 0) break;
-      out.write(std::string_view(buf.data(), got));
+      out.write(std::string_view(buf_.data(), got));
       left -= got;
-      pos += got;
+      pos_ += got;
     }
-    if (left > 0) short_of(left, r);
+    if (left > 0) short_of(left, r, out);
   }
+}
+
+void append_ranges(const std::string& path, const std::string& display, std::span<const ByteRange> ranges, AtomicFile& out) {
+  if (ranges.empty()) return;
+  RangeAppender(path, display).append(ranges, out);
 }
 
 }  // namespace neardup::io

@@ -646,6 +646,117 @@ TEST(Pipeline, DedupOutputByPositionEqualsTheKeptRawLines) {
   }
 }
 
+// A corpus of families of near-copies spread over the whole input (so that the candidate
+// components fall in many of run_dedup's groups), in a plain, a gzip and a zstd file.
+std::vector<std::string> spread_families(test::TempDir& d) {
+  std::mt19937_64 rng(26);
+  std::vector<std::vector<std::string>> family;
+  for (int f = 0; f < 60; ++f) family.push_back(test::random_words(rng, 40 + rng() % 40, 80));
+  std::string files[3];
+  for (int i = 0; i < 1500; ++i) {
+    std::vector<std::string> w;
+    if (rng() % 3 == 0) {
+      w = test::random_words(rng, 30 + rng() % 30, 400);
+    } else {
+      w = family[rng() % family.size()];
+      for (int k = 0, edits = static_cast<int>(rng() % 8); k < edits; ++k) w[rng() % w.size()] = "x" + std::to_string(rng() % 50);
+      if (rng() % 4 == 0) w.resize(w.size() - rng() % 10);
+    }
+    files[i % 3] += "{\"id\": \"d" + std::to_string(i) + "\", \"rank\": " + std::to_string(rng() % 100) +
+                    ", \"text\": \"" + test::join(w) + "\"}\n";
+  }
+  test::write_file(d.file("a.jsonl"), files[0]);
+  test::write_file(d.file("b.jsonl.gz"), test::gzip(files[1]));
+  test::write_file(d.file("c.jsonl.zst"), test::zstd(files[2]));
+  return {d.file("a.jsonl"), d.file("b.jsonl.gz"), d.file("c.jsonl.zst")};
+}
+
+// run_dedup writes the kept records while it verifies, a group of candidate components at a
+// time: the same bytes and clusters as run() then write_kept(), for every keep order and both
+// cluster modes, into one file or one per source.
+TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
+  test::TempDir d;
+  const std::vector<std::string> inputs = spread_families(d);
+  struct Case {
+    KeepPolicy keep;
+    std::string keep_by;
+    ClusterMode cluster;
+    int threads;
+  };
+  const Case cases[] = {{KeepPolicy::First, "", ClusterMode::Components, 2},
+                        {KeepPolicy::Longest, "", ClusterMode::Components, 1},
+                        {KeepPolicy::First, "rank", ClusterMode::Components, 2},
+                        {KeepPolicy::First, "", ClusterMode::Leader, 2},
+                        {KeepPolicy::Longest, "", ClusterMode::Leader, 1}};
+  for (const Case& c : cases) {
+    RunOptions o;
+    o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.6");
+    o.threads = c.threads;
+    o.keep = c.keep;
+    o.keep_by = c.keep_by;
+    o.cluster = c.cluster;
+    const std::string name = std::to_string(static_cast<int>(c.keep)) + c.keep_by + std::to_string(static_cast<int>(c.cluster));
+    Pipeline after(inputs, o);
+    after.run(Pipeline::Mode::Dedup);
+    {
+      io::AtomicFile out(d.file("after.jsonl"));
+      after.write_kept(out);
+      out.commit();
+    }
+    ASSERT_GT(after.stats().removed, 300u) << name;
+    Pipeline during(inputs, o);
+    {
+      io::AtomicFile out(d.file("during.jsonl"));
+      during.run_dedup(out);
+      out.commit();
+    }
+    EXPECT_GT(during.stats().times.write_during_run, 0.0) << name << ": the write did not start during verification";
+    EXPECT_TRUE(test::read_file(d.file("during.jsonl")) == test::read_file(d.file("after.jsonl"))) << name;
+    EXPECT_EQ(during.clustering().keeper, after.clustering().keeper) << name;
+    EXPECT_EQ(during.stats().removed, after.stats().removed) << name;
+    EXPECT_EQ(during.stats().clusters, after.stats().clusters) << name;
+    EXPECT_TRUE(std::equal(during.removed_similarity().begin(), during.removed_similarity().end(),
+                           after.removed_similarity().begin(), after.removed_similarity().end())) << name;
+    // One output per source.
+    std::vector<std::unique_ptr<io::AtomicFile>> files;
+    std::vector<io::AtomicFile*> outs;
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      files.push_back(std::make_unique<io::AtomicFile>(d.file("per" + std::to_string(s))));
+      outs.push_back(files.back().get());
+    }
+    Pipeline per(inputs, o);
+    per.run_dedup(outs);
+    std::string joined;
+    for (auto& f : files) f->commit();
+    for (size_t s = 0; s < inputs.size(); ++s) joined += test::read_file(d.file("per" + std::to_string(s)));
+    EXPECT_TRUE(joined == test::read_file(d.file("after.jsonl"))) << name;
+  }
+}
+
+// An input that changes while run_dedup verifies and writes: the run stops with an error, the
+// writer with it, and no output is put in place.
+TEST(Pipeline, RunDedupStopsItsWriterWhenTheRunFails) {
+  test::TempDir d;
+  const std::vector<std::string> inputs = spread_families(d);
+  const std::string original = test::read_file(inputs[0]);
+  RunOptions o;
+  o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.6");
+  bool changed = false;
+  o.progress = [&](const Progress& p) {
+    if (!changed && std::string_view(p.stage) == "verify") {
+      changed = true;
+      test::write_file(inputs[0], original.substr(0, original.size() / 2));
+    }
+  };
+  Pipeline p(inputs, o);
+  {
+    io::AtomicFile out(d.file("out.jsonl"));
+    EXPECT_THROW(p.run_dedup(out), IoError);
+  }
+  EXPECT_TRUE(changed);
+  EXPECT_FALSE(std::filesystem::exists(d.file("out.jsonl")));
+}
+
 TEST(Pipeline, InputChangedBetweenPassesIsDetected) {
   test::TempDir d;
   test::write_file(d.file("in.jsonl"), "{\"id\": \"a\", \"text\": \"one two three four\"}\n"

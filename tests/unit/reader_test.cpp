@@ -791,7 +791,7 @@ TEST(Reader, SelectReadsTheRecordsAtTheirPositions) {
 }
 
 // append_ranges copies byte ranges of plain (in the kernel) and compressed data, and adds the
-// newline of a last line that had none.
+// newline of a last line that had none; RangeAppender does the same a batch at a time.
 TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
   test::TempDir d;
   std::string data;
@@ -817,6 +817,25 @@ TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
     AtomicFile out(d.file(f + ".bad"));
     const std::vector<ByteRange> past = {{data.size() - 5, 10}};
     EXPECT_THROW(append_ranges(d.file(f), f, past, out), IoError) << f;
+    // A batch at a time, from one appender: the same bytes (a compressed source goes on from
+    // where the last batch stopped).
+    {
+      AtomicFile batches(d.file(f + ".batches"));
+      RangeAppender appender(d.file(f), f);
+      for (const ByteRange& r : ranges) appender.append(std::span<const ByteRange>(&r, 1), batches);
+      batches.commit();
+    }
+    EXPECT_TRUE(test::read_file(d.file(f + ".batches")) == want) << f;
+    // A range after the short last line: the data ended, the input changed.
+    AtomicFile after(d.file(f + ".after"));
+    RangeAppender appender(d.file(f), f);
+    appender.append(std::span<const ByteRange>(&ranges.back(), 1), after);
+    const std::vector<ByteRange> beyond = {{data.size() + 1, 4}};
+    EXPECT_THROW(appender.append(beyond, after), IoError) << f;
+    // Out of order across batches: a programming error.
+    RangeAppender backwards(d.file(f), f);
+    backwards.append(std::span<const ByteRange>(&ranges[1], 1), after);
+    EXPECT_THROW(backwards.append(std::span<const ByteRange>(&ranges[0], 1), after), UsageError) << f;
   }
 }
 

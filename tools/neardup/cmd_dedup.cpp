@@ -428,9 +428,11 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
   if (!stages) return;
   const double mb = static_cast<double>(s.text_bytes) / 1e6;
   const StageTimes& t = s.times;
+  char during[64] = "";
+  if (t.write_during_run > 0) std::snprintf(during, sizeof during, " more after %.3f s during verification", t.write_during_run);
   std::fprintf(stderr,
                "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s wall (%.1f MB/s; CPU: parse %.3f s, shingle %.3f s, "
-               "sketch %.3f s); %s %.3f s; verify %.3f s (%llu documents re-read, %llu sets from the first pass, %.1f MB of sets, %llu documents sharing an identical set's copy); cluster %.3f s; write %.3f s "
+               "sketch %.3f s); %s %.3f s; verify %.3f s (%llu documents re-read, %llu sets from the first pass, %.1f MB of sets, %llu documents sharing an identical set's copy); cluster %.3f s; write %.3f s%s "
                "(then %.3f s to sync the outputs to disk); "
                "kernel %s; largest bucket %llu\n",
                mb, t.pass1, t.pass1 > 0 ? mb / t.pass1 : 0.0, t.parse, t.shingle, t.sketch,
@@ -439,7 +441,7 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
                                                           : "lsh",
                t.lsh, t.verify,
                static_cast<unsigned long long>(s.verify_docs), static_cast<unsigned long long>(s.verify_kept), static_cast<double>(s.set_bytes) / 1e6,
-               static_cast<unsigned long long>(s.verify_shared), t.cluster, t.write, sync_seconds, isa_name(active_isa()),
+               static_cast<unsigned long long>(s.verify_shared), t.cluster, t.write, during, sync_seconds, isa_name(active_isa()),
                static_cast<unsigned long long>(s.largest_bucket));
 }
 
@@ -510,13 +512,18 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   if (!o.report.empty()) report = open_output(o.report);
 
   const auto t_start = std::chrono::steady_clock::now();
-  pipeline.run(dedup ? Pipeline::Mode::Dedup : Pipeline::Mode::Pairs);
+  // dedup writes its kept records while it still verifies (Pipeline::run_dedup).
+  if (dedup && out) {
+    pipeline.run_dedup(*out);
+  } else if (dedup) {
+    pipeline.run_dedup(dir_outs);
+  } else {
+    pipeline.run(Pipeline::Mode::Pairs);
+  }
   ReportRun report_run;
   report_run.dedup = dedup;
-  if (dedup && out) {
-    pipeline.write_kept(*out);
-  } else if (dedup) {
-    pipeline.write_kept(dir_outs);
+  if (dedup) {
+    // written already
   } else if (report) {
     // The report's histogram and borderline pairs, taken as the pairs are written.
     report_run.pair_bins.assign(kSimilarityBins, 0);

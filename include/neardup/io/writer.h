@@ -97,16 +97,40 @@ int register_temporary_file(const std::string& path) noexcept;
 /// Takes a slot off the list (-1: nothing).
 void unregister_temporary_file(int slot) noexcept;
 
+class ByteStream;
+
 /// A byte range of a source's decompressed data.
 struct ByteRange {
   uint64_t offset = 0, length = 0;
 };
 
-/// Appends the ranges (in increasing, non-overlapping order) of the decompressed data of `path`
-/// to `out`: a plain file is copied in the kernel (copy_file_range), a compressed one is
-/// decompressed, skipping the gaps. If the data ends exactly one byte short of the last range, a
-/// newline is written in its place (a last line without one). Throws IoError naming `display`
-/// if the data ends earlier (the input changed).
+/// Copies byte ranges of one source's decompressed data to an output, a batch at a time, in
+/// increasing, non-overlapping order across batches: a plain file is copied in the kernel
+/// (copy_file_range), a compressed one is decompressed once, skipping the gaps. So a writer can
+/// append the ranges it has as soon as it has them (a dedup writing while it still decides).
+class RangeAppender {
+ public:
+  /// Opens `path` (named `display` in errors). Throws IoError.
+  RangeAppender(const std::string& path, const std::string& display);
+  ~RangeAppender();
+  RangeAppender(const RangeAppender&) = delete;
+  RangeAppender& operator=(const RangeAppender&) = delete;
+  /// Appends the ranges to `out`. If the data ends exactly one byte short of a range, a newline
+  /// is written in its place (a last line without one); any range after it, or data ending
+  /// earlier, throws IoError naming the source (the input changed).
+  void append(std::span<const ByteRange> ranges, AtomicFile& out);
+
+ private:
+  void short_of(uint64_t missing, const ByteRange& r, AtomicFile& out);
+  std::string display_;
+  int fd_ = -1;                    // a plain file
+  std::unique_ptr<ByteStream> stream_;  // a compressed one
+  std::vector<char> buf_;
+  uint64_t pos_ = 0;   // where the stream is
+  bool ended_ = false;  // the last line lacked its newline
+};
+
+/// RangeAppender's append of all the ranges of `path` at once.
 void append_ranges(const std::string& path, const std::string& display, std::span<const ByteRange> ranges, AtomicFile& out);
 
 }  // namespace neardup::io
