@@ -96,6 +96,7 @@ class Decisions {
     std::atomic_ref<uint8_t>(state_[d]).store(kept ? kKept : kRemoved, std::memory_order_relaxed);
   }
   void publish() {
+    // Taking the lock orders the stores before the check of a writer about to wait.
     { const std::lock_guard<std::mutex> lock(m_); }
     cv_.notify_all();
   }
@@ -767,24 +768,26 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::vector<S
 // first. The writer of the kept records (run_dedup) then starts while the rest is verified.
 uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
   const size_t n = lengths_.size();
-  internal::UnionFind uf(n);
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    const auto b = buckets[i];
-    for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
-  }
-  // The union-find's representative is a component's first document. Groups by its place in
-  // the input: the first group is small, so the writer starts soon.
+  // 32 groups by the place of a component's first document (the union-find's representative)
+  // in the input, so the writer can start once the first 32nd is decided. Each group costs a
+  // few passes over an array per document (its union-finds), little beside the first pass.
   constexpr size_t kGroups = 32;
-  const auto group_of = [&](size_t bucket) {
-    return static_cast<size_t>(uint64_t{uf.find(buckets[bucket][0])} * kGroups / n);
-  };
   std::vector<size_t> start(kGroups + 1, 0);
-  for (size_t i = 0; i < buckets.size(); ++i) ++start[group_of(i) + 1];
-  for (size_t g = 0; g < kGroups; ++g) start[g + 1] += start[g];
-  std::vector<size_t> order(buckets.size());
+  std::vector<size_t> order(buckets.size());  // bucket indices, group by group
   {
+    internal::UnionFind uf(n);
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const auto b = buckets[i];
+      for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
+    }
+    std::vector<uint8_t> group_of(buckets.size());
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      group_of[i] = static_cast<uint8_t>(uint64_t{uf.find(buckets[i][0])} * kGroups / n);
+      ++start[group_of[i] + 1];
+    }
+    for (size_t g = 0; g < kGroups; ++g) start[g + 1] += start[g];
     std::vector<size_t> at(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of(i)]++] = i;
+    for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of[i]]++] = i;
   }
   if (!kept_outs_.empty()) {
     decisions_ = std::make_unique<Decisions>(n);
@@ -1370,7 +1373,6 @@ void Pipeline::Impl::run_dedup(std::span<io::AtomicFile* const> outs) {
     return write_kept(outs);
   }
   const auto t = Clock::now();
-  const ThreadPool::Use use(options_.pool);
   {
     std::unique_lock<std::mutex> lock(writer_m_);
     while (!writer_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return writer_done_; }))
