@@ -1328,7 +1328,10 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
         else
           ranges.push_back({begin, len});
         pending += len;
-        if (decisions && pending >= kAppendBytes) append();
+        if (decisions && pending >= kAppendBytes) {
+          append();
+          progress(bytes_done + begin + len, d + 1);
+        }
       }
       append();
       bytes_done += input_stamps_[s].first;
