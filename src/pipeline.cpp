@@ -188,6 +188,9 @@ struct Pipeline::Impl {
   void write_kept_records(std::span<io::AtomicFile* const> outs, Decisions* decisions);
   void start_writer();
   void stop_writer() noexcept;
+  /// The writer's error (a full disk, an input that changed), as soon as it stopped with one:
+  /// the run need not verify to the end first.
+  void throw_if_the_writer_failed();
   /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
   PairFilter band_filter() const;
   PairFilter pair_filter() const;
@@ -816,7 +819,10 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     read_missing_sets(docs, false);
     found.clear();
     verified += verify_buckets(group, found);
-    if (decisions_) decide_group(docs, found);
+    if (decisions_) {
+      decide_group(docs, found);
+      throw_if_the_writer_failed();
+    }
     all.insert(all.end(), found.begin(), found.end());
     // Every component starting before this group's end is verified: that share of the input.
     if (options_.progress)
@@ -1409,6 +1415,16 @@ void Pipeline::Impl::start_writer() {
     }
     writer_cv_.notify_all();
   });
+}
+
+void Pipeline::Impl::throw_if_the_writer_failed() {
+  {
+    const std::lock_guard<std::mutex> lock(writer_m_);
+    if (!writer_done_ || !writer_error_) return;
+  }
+  writer_.join();
+  decisions_.reset();
+  std::rethrow_exception(std::exchange(writer_error_, nullptr));
 }
 
 void Pipeline::Impl::stop_writer() noexcept {

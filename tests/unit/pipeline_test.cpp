@@ -757,6 +757,23 @@ TEST(Pipeline, RunDedupStopsItsWriterWhenTheRunFails) {
   EXPECT_FALSE(std::filesystem::exists(d.file("out.jsonl")));
 }
 
+// The writer's own error (here a full device) ends run_dedup with it.
+TEST(Pipeline, RunDedupReportsItsWritersError) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  test::TempDir d;
+  const std::vector<std::string> inputs = spread_families(d);
+  RunOptions o;
+  o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.6");
+  Pipeline p(inputs, o);
+  io::AtomicFile out("/dev/full");
+  try {
+    p.run_dedup(out);
+    ADD_FAILURE() << "wrote to a full device";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write output"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Pipeline, InputChangedBetweenPassesIsDetected) {
   test::TempDir d;
   test::write_file(d.file("in.jsonl"), "{\"id\": \"a\", \"text\": \"one two three four\"}\n"
