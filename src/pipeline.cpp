@@ -177,7 +177,8 @@ struct Pipeline::Impl {
   void read_missing_sets(std::span<const DocId> docs, bool progress);
   /// LSH with exact verification: the buckets' pairs with J >= t that connect what they connect
   /// (all of them in pairs mode), appended to `out` sorted by (a, b); returns the pairs verified.
-  uint64_t verify_buckets(const LshBuckets& buckets, std::vector<ScoredPair>& out);
+  /// `docs`: the buckets' documents, ascending.
+  uint64_t verify_buckets(const LshBuckets& buckets, std::span<const DocId> docs, std::vector<ScoredPair>& out);
   /// Dedup: verify_buckets a group of candidate components at a time (pairs_ set), each group's
   /// clusters decided as it is done (decisions_), the kept records written meanwhile (writer_).
   uint64_t verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket);
@@ -692,7 +693,7 @@ void Pipeline::Impl::find_pairs_lsh() {
       if (in_bucket[d]) docs.push_back(d);
     read_missing_sets(docs, true);
     pairs_.clear();
-    verified = verify_buckets(buckets, pairs_);
+    verified = verify_buckets(buckets, docs, pairs_);
   } else {
     verified = verify_in_groups(buckets, in_bucket);
   }
@@ -700,7 +701,7 @@ void Pipeline::Impl::find_pairs_lsh() {
   stats_.times.verify = seconds_since(t);
 }
 
-uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::vector<ScoredPair>& out) {
+uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<const DocId> docs, std::vector<ScoredPair>& out) {
   std::vector<DocPair> stars = star_edges(buckets);
   std::vector<ScoredPair> pairs = verify_pairs(stars, scorer(), spec_.threshold, threads_);
   uint64_t verified = stars.size();
@@ -712,12 +713,20 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::vector<S
   std::vector<DocId> joined;
   std::vector<DocPair> direct;
   {
-    internal::UnionFind uf(lengths_.size());
-    for (const ScoredPair& e : pairs) uf.unite(e.a, e.b);
+    // Over the buckets' documents (their places in docs), not every document of the run: one
+    // group of a dedup's verification costs its own size.
+    const auto local = [&](DocId d) { return static_cast<uint32_t>(std::lower_bound(docs.begin(), docs.end(), d) - docs.begin()); };
+    internal::UnionFind uf(docs.size());
+    for (const ScoredPair& e : pairs) uf.unite(local(e.a), local(e.b));
+    std::vector<uint32_t> root;
     for (size_t i = 0; i < buckets.size(); ++i) {
       const auto b = buckets[i];
+      root.resize(b.size());
       bool split = false;
-      for (const DocId d : b) split |= uf.find(d) != uf.find(b[0]);
+      for (size_t x = 0; x < b.size(); ++x) {
+        root[x] = uf.find(local(b[x]));
+        split |= root[x] != root[0];
+      }
       if (!split && !pairs_mode) continue;
       if (b.size() > kDirect) {
         joined.insert(joined.end(), b.begin(), b.end());
@@ -725,7 +734,7 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::vector<S
       }
       for (size_t y = 2; y < b.size(); ++y)  // the pairs with b[0] are stars
         for (size_t x = 1; x < y; ++x)
-          if (pairs_mode || uf.find(b[x]) != uf.find(b[y])) direct.push_back({b[x], b[y]});
+          if (pairs_mode || root[x] != root[y]) direct.push_back({b[x], b[y]});
     }
   }
   internal::sort_unique_pairs(direct);
@@ -772,8 +781,7 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::vector<S
 uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
   const size_t n = lengths_.size();
   // 32 groups by the place of a component's first document (the union-find's representative)
-  // in the input, so the writer can start once the first 32nd is decided. Each group costs a
-  // few passes over an array per document (its union-finds), little beside the first pass.
+  // in the input, so the writer can start once the first 32nd is decided.
   constexpr size_t kGroups = 32;
   std::vector<size_t> start(kGroups + 1, 0);
   std::vector<size_t> order(buckets.size());  // bucket indices, group by group
@@ -818,7 +826,7 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
     read_missing_sets(docs, false);
     found.clear();
-    verified += verify_buckets(group, found);
+    verified += verify_buckets(group, docs, found);
     if (decisions_) {
       decide_group(docs, found);
       throw_if_the_writer_failed();

@@ -425,11 +425,30 @@ std::vector<ScoredPair> SetJoin::all_pairs(const PairFilter& keep) const {
 std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const ScoredPair> known, const PairFilter& keep) const {
   const Impl& s = *impl_;
   const size_t n = s.docs.size();
-  internal::UnionFind uf(num_docs);
-  for (const ScoredPair& e : known) uf.unite(e.a, e.b);
   std::vector<ScoredPair> edges;
   if (n < 2) return edges;
   if (s.docs.back() >= num_docs) throw UsageError("SetJoin::connect: a joined document is beyond num_docs");
+  // The union-find covers the joined documents (by their place in docs) and the other ends of
+  // the known edges after them, not all num_docs: a join over a few documents of a large run
+  // (one group of a dedup's verification) costs its own size.
+  const auto joined_at = [&](DocId d) {
+    const auto it = std::lower_bound(s.docs.begin(), s.docs.end(), d);
+    return it != s.docs.end() && *it == d ? static_cast<size_t>(it - s.docs.begin()) : n;
+  };
+  std::vector<DocId> others;
+  for (const ScoredPair& e : known) {
+    if (e.a >= num_docs || e.b >= num_docs) throw UsageError("SetJoin::connect: a known edge is beyond num_docs");
+    for (const DocId d : {e.a, e.b})
+      if (joined_at(d) == n) others.push_back(d);
+  }
+  std::sort(others.begin(), others.end());
+  others.erase(std::unique(others.begin(), others.end()), others.end());
+  const auto local = [&](DocId d) {
+    const size_t i = joined_at(d);
+    return static_cast<uint32_t>(i < n ? i : n + static_cast<size_t>(std::lower_bound(others.begin(), others.end(), d) - others.begin()));
+  };
+  internal::UnionFind uf(n + others.size());
+  for (const ScoredPair& e : known) uf.unite(local(e.a), local(e.b));
   uint64_t st_cand = 0, st_filtered = 0, st_verified = 0;
   // In document order, each with the earlier ones: once x is connected to a cluster, its other
   // candidates in that cluster are skipped, so a cluster costs about one verification per
@@ -451,7 +470,7 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
       const DocId b = s.docs[x];
       for (const Candidate& k : cand) {
         const DocId a = s.docs[k.y];
-        if (uf.find(a) == uf.find(b) || (keep && !keep(a, b))) {
+        if (uf.find(k.y) == uf.find(static_cast<uint32_t>(x)) || (keep && !keep(a, b))) {
           ++st_filtered;
           continue;
         }
@@ -459,7 +478,7 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
         const long common = s.overlap(static_cast<uint32_t>(x), k);
         const uint64_t la = s.ranked.len[k.y], lb = s.ranked.len[x];
         if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb)) {
-          uf.unite(a, b);
+          uf.unite(k.y, static_cast<uint32_t>(x));
           edges.push_back({a, b, jaccard_from_common(common, la, lb)});
         }
       }
