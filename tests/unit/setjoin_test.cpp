@@ -175,6 +175,39 @@ TEST(SetJoin, ConnectGivesTheComponentsOfAllPairs) {
   }
 }
 
+// Known edges may pass through documents outside the join: a chain a - o - b through a document
+// o that is not joined already connects a and b, so connect adds no edge between them. Every
+// edge it returns joins two components (their count drops by one per edge).
+TEST(SetJoin, ConnectFollowsKnownEdgesThroughDocumentsNotJoined) {
+  const Sets sets = messy(13, 150);
+  std::vector<DocId> even;
+  for (DocId d = 0; d < sets.size(); d += 2) even.push_back(d);
+  SetJoin join(even, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, 0.5, 2);
+  std::vector<ScoredPair> even_pairs;
+  for (const auto& p : brute_force(sets, 0.5))
+    if (p.a % 2 == 0 && p.b % 2 == 0) even_pairs.push_back(p);
+  ASSERT_GT(even_pairs.size(), 20u);
+  std::vector<ScoredPair> known;  // half of the true pairs, each as a chain through the odd a + 1
+  for (size_t i = 0; i < even_pairs.size(); i += 2) {
+    const ScoredPair& p = even_pairs[i];
+    known.push_back({p.a, p.a + 1, 1.0});
+    known.push_back({p.a + 1, p.b, 1.0});
+  }
+  const auto count = [](const std::vector<uint32_t>& root) {
+    size_t c = 0;
+    for (size_t i = 0; i < root.size(); ++i) c += root[i] == i;
+    return c;
+  };
+  const auto more = join.connect(sets.size(), known, {});
+  const auto want = components(sets.size(), known, even_pairs);
+  EXPECT_EQ(components(sets.size(), known, more), want);
+  EXPECT_EQ(more.size(), count(components(sets.size(), known)) - count(want));
+  for (const auto& e : more) EXPECT_TRUE(e.a % 2 == 0 && e.b % 2 == 0);
+  // A known edge beyond the documents counted is refused.
+  const std::vector<ScoredPair> beyond = {{0, static_cast<DocId>(sets.size()), 1.0}};
+  EXPECT_THROW(join.connect(sets.size(), beyond, {}), UsageError);
+}
+
 TEST(SetJoin, BigClusterWithAnOutlierFirstCostsAboutOneVerificationPerDocument) {
   // 2,000 near-copies of one text after an outlier that shares a third of it: star edges from the
   // first document would all fail; connect verifies about one pair per document.
