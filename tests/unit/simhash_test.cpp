@@ -218,6 +218,7 @@ TEST(SimHashPlan, EveryDifferenceOfAtMostKBitsAvoidsSomeTable) {
 }
 
 TEST(SimHashPlan, ExpectedCandidatesMatchThoseMeasuredOnRandomFingerprints) {
+  if (test::kUnderSanitizer) GTEST_SKIP() << "a statistical check of the plans' arithmetic: the optimized build runs it";
   std::mt19937_64 rng(11);
   const size_t n = 200'000;
   std::vector<uint64_t> fps(n);

@@ -17,6 +17,21 @@
 
 namespace neardup::test {
 
+/// Whether the tests run under AddressSanitizer or ThreadSanitizer (3-10x slower): a statistical
+/// check of plain arithmetic over a large random sample runs only in the optimized build, where
+/// it takes seconds, not half a minute.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kUnderSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kUnderSanitizer = true;
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+
 /// The instruction sets this CPU runs, scalar first (for force_isa).
 inline std::vector<Isa> available_isas() {
   std::vector<Isa> v{Isa::Scalar};
