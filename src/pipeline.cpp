@@ -15,8 +15,8 @@
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <numeric>
 #include <optional>
-#include <stdexcept>
 #include <thread>
 
 #include "internal/big_array.h"
@@ -118,12 +118,6 @@ class Decisions {
     }
     return v == kKept;
   }
-  /// The decision, or nullopt if undecided (without waiting).
-  std::optional<bool> peek(DocId d) const noexcept {
-    const uint8_t v = load(d);
-    if (v == kUndecided) return std::nullopt;
-    return v == kKept;
-  }
 
  private:
   static constexpr uint8_t kUndecided = 0, kKept = 1, kRemoved = 2;
@@ -155,6 +149,8 @@ struct Pipeline::Impl {
   void write_kept(io::AtomicFile& out);
   void write_kept(std::span<io::AtomicFile* const> outs);
   void run_dedup(std::span<io::AtomicFile* const> outs);
+  /// One output for every source (write_kept's and run_dedup's single file).
+  std::vector<io::AtomicFile*> every_source_to(io::AtomicFile& out) const;
   void write_removed(io::AtomicFile& out) const;
   void write_clusters(io::AtomicFile& out) const;
 
@@ -167,8 +163,8 @@ struct Pipeline::Impl {
   void keep_entry(internal::Batch& b, size_t i, const SketchLayout& l);
   void count_first_pass(const internal::PassTotals& totals, const io::BadRecords& bad, const io::RecordReader& reader);
   /// The shingle sets of the documents with needed[d] != 0: those the first pass kept, the
-  /// others read again (read_sets).
-  void load_sets_pass(const std::vector<uint8_t>& needed);
+  /// others read again (read_sets). Returns those documents, ascending.
+  std::vector<DocId> load_sets_pass(const std::vector<uint8_t>& needed);
   /// The first pass's sets of the documents with needed[d] != 0 (the others let go).
   void take_first_pass_sets(const std::vector<uint8_t>& needed);
   /// Reads the documents `docs` (ascending) again and stores their sets.
@@ -180,14 +176,21 @@ struct Pipeline::Impl {
   /// `docs`: the buckets' documents, ascending.
   uint64_t verify_buckets(const LshBuckets& buckets, std::span<const DocId> docs, std::vector<ScoredPair>& out);
   /// Dedup: verify_buckets a group of candidate components at a time (pairs_ set), each group's
-  /// clusters decided as it is done (decisions_), the kept records written meanwhile (writer_).
+  /// clusters decided as it is done (clustering_, and decisions_ for the writer of the kept
+  /// records, writer_, that runs meanwhile).
   uint64_t verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket);
-  /// The clusters of one group's documents (ascending) from its verified pairs, into decisions_.
-  void decide_group(std::span<const DocId> docs, std::span<const ScoredPair> edges);
+  /// The clusters of one group's documents (ascending) from its verified pairs, into clustering_
+  /// (and decisions_).
+  void cluster_group(std::span<const DocId> docs, std::span<const ScoredPair> edges);
+  /// The clusters of all documents from pairs_, unless verify_in_groups made them.
+  void cluster();
+  bool reaches_threshold(DocId a, DocId b) const;
   /// The kept records to `outs` (one per source), each as soon as `decisions` tells it is kept
   /// (or by clustering_ without them).
   void write_kept_records(std::span<io::AtomicFile* const> outs, Decisions* decisions);
   void start_writer();
+  /// Waits for the writer; throws its error, if any.
+  void join_writer();
   void stop_writer() noexcept;
   /// The writer's error (a full disk, an input that changed), as soon as it stopped with one:
   /// the run need not verify to the end first.
@@ -514,12 +517,13 @@ void Pipeline::Impl::sketch_pass() {
   stats_.times.pass1 = seconds_since(t0);
 }
 
-void Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed) {
+std::vector<DocId> Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed) {
   take_first_pass_sets(needed);
   std::vector<DocId> docs;
   for (DocId d = 0; d < needed.size(); ++d)
     if (needed[d]) docs.push_back(d);
   read_missing_sets(docs, true);
+  return docs;
 }
 
 void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
@@ -530,8 +534,6 @@ void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
   for (DocId d = 0; d < needed.size(); ++d) kept += needed[d] && sets_->has(d);
   stats_.verify_kept = kept;
   stats_.verify_docs = 0;
-  stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
-  stats_.verify_shared = sets_->shared_docs();
 }
 
 void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progress) {
@@ -682,19 +684,13 @@ void Pipeline::Impl::find_pairs_lsh() {
   for (const DocId d : buckets.members) in_bucket[d] = 1;
   stats_.times.lsh = seconds_since(t);
   t = Clock::now();
-  if (buckets.size() > 0) take_first_pass_sets(in_bucket);
   uint64_t verified = 0;
-  if (buckets.size() == 0) {
-    pairs_.clear();
-  } else if (mode_ == Mode::Pairs || pos_.empty()) {
+  pairs_.clear();
+  if (buckets.size() > 0 && (mode_ == Mode::Pairs || pos_.empty())) {
     // Pairs mode keeps the join for listing; inputs without positions are read whole each time.
-    std::vector<DocId> docs;
-    for (DocId d = 0; d < in_bucket.size(); ++d)
-      if (in_bucket[d]) docs.push_back(d);
-    read_missing_sets(docs, true);
-    pairs_.clear();
-    verified = verify_buckets(buckets, docs, pairs_);
-  } else {
+    verified = verify_buckets(buckets, load_sets_pass(in_bucket), pairs_);
+  } else if (buckets.size() > 0) {
+    take_first_pass_sets(in_bucket);
     verified = verify_in_groups(buckets, in_bucket);
   }
   stats_.candidates = verified;
@@ -800,6 +796,8 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     std::vector<size_t> at(start.begin(), start.end() - 1);
     for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of[i]]++] = i;
   }
+  clustering_.keeper.resize(n);
+  std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
   if (!kept_outs_.empty()) {
     decisions_ = std::make_unique<Decisions>(n);
     for (DocId d = 0; d < n; ++d)
@@ -827,10 +825,8 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     read_missing_sets(docs, false);
     found.clear();
     verified += verify_buckets(group, docs, found);
-    if (decisions_) {
-      decide_group(docs, found);
-      throw_if_the_writer_failed();
-    }
+    cluster_group(docs, found);
+    if (decisions_) throw_if_the_writer_failed();
     all.insert(all.end(), found.begin(), found.end());
     // Every component starting before this group's end is verified: that share of the input.
     if (options_.progress)
@@ -841,7 +837,8 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
   return verified;
 }
 
-void Pipeline::Impl::decide_group(std::span<const DocId> docs, std::span<const ScoredPair> edges) {
+// The group's clusters are those of all documents: a candidate component lies in one group.
+void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const ScoredPair> edges) {
   const auto local = [&](DocId d) { return static_cast<DocId>(std::lower_bound(docs.begin(), docs.end(), d) - docs.begin()); };
   std::vector<ScoredPair> local_edges;
   local_edges.reserve(edges.size());
@@ -850,11 +847,24 @@ void Pipeline::Impl::decide_group(std::span<const DocId> docs, std::span<const S
   for (size_t i = 0; i < docs.size(); ++i) rank[i] = rank_[docs[i]];  // compared only: the order is kept
   Clustering c = cluster_components(docs.size(), local_edges, rank);
   if (options_.cluster == ClusterMode::Leader)
-    c = cluster_leaders(
-        c, rank, [&](DocId a, DocId b) { return similarity(docs[a], docs[b]) + kSimilarityEpsilon >= spec_.threshold; }, threads_);
+    c = cluster_leaders(c, rank, [&](DocId a, DocId b) { return reaches_threshold(docs[a], docs[b]); }, threads_);
+  for (size_t i = 0; i < docs.size(); ++i) clustering_.keeper[docs[i]] = docs[c.keeper[i]];
+  clustering_.clusters += c.clusters;
+  clustering_.removed += c.removed;
+  if (!decisions_) return;
   for (size_t i = 0; i < docs.size(); ++i) decisions_->set(docs[i], c.kept(static_cast<DocId>(i)));
   decisions_->publish();
 }
+
+void Pipeline::Impl::cluster() {
+  if (!clustering_.keeper.empty()) return;  // verify_in_groups clustered each group
+  clustering_ = cluster_components(lengths_.size(), pairs_, rank_);
+  if (options_.cluster == ClusterMode::Leader)
+    clustering_ = cluster_leaders(clustering_, rank_, [&](DocId a, DocId b) { return reaches_threshold(a, b); }, threads_);
+}
+
+// Leader clustering's test: J >= t, by the run's verification.
+bool Pipeline::Impl::reaches_threshold(DocId a, DocId b) const { return similarity(a, b) + kSimilarityEpsilon >= spec_.threshold; }
 
 // LSH with estimated similarities: no sets to join, so each bucket's pairs are compared by their
 // signatures (a bucket of s documents costs up to s(s - 1)/2 estimates of num_perm values). For
@@ -1043,6 +1053,7 @@ void Pipeline::Impl::run(Mode mode) {
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
     throw UsageError(NEARDUP_OPT("top") " applies to pairs with " NEARDUP_OPT_IS("method", "bottomk") " only");
   mode_ = mode;
+  clustering_ = Clustering{};
   sketch_pass();
   release_free_memory();
   check_duplicate_ids();
@@ -1058,18 +1069,7 @@ void Pipeline::Impl::run(Mode mode) {
   stats_.verified = pairs_.size();
 
   auto t = Clock::now();
-  clustering_ = cluster_components(lengths_.size(), pairs_, rank_);
-  if (options_.cluster == ClusterMode::Leader)
-    clustering_ = cluster_leaders(
-        clustering_, rank_, [&](DocId a, DocId b) { return similarity(a, b) + kSimilarityEpsilon >= spec_.threshold; }, threads_);
-  if (decisions_) {
-    // The writer's decisions, made group by group, are the clustering's (a component lies in one
-    // group); a difference would be a bug, caught before any output is committed.
-    for (DocId d = 0; d < lengths_.size(); ++d)
-      if (decisions_->peek(d) != std::optional<bool>(clustering_.kept(d)))
-        throw std::logic_error("internal error: the kept records written do not match the clusters (document " +
-                               std::to_string(d) + "); please report it");
-  }
+  cluster();
   std::vector<uint32_t>().swap(rank_);
   stats_.clusters = clustering_.clusters;
   stats_.removed = clustering_.removed;
@@ -1285,10 +1285,11 @@ void Pipeline::Impl::write_pairs(io::AtomicFile& out, const std::function<void(s
   stats_.times.write += spent;
 }
 
-void Pipeline::Impl::write_kept(io::AtomicFile& out) {
-  std::vector<io::AtomicFile*> all(inputs_->sources().size(), &out);
-  write_kept(all);
+std::vector<io::AtomicFile*> Pipeline::Impl::every_source_to(io::AtomicFile& out) const {
+  return std::vector<io::AtomicFile*>(inputs_->sources().size(), &out);
 }
+
+void Pipeline::Impl::write_kept(io::AtomicFile& out) { write_kept(every_source_to(out)); }
 
 void Pipeline::Impl::write_kept(std::span<io::AtomicFile* const> outs) {
   const ThreadPool::Use use(options_.pool);
@@ -1397,12 +1398,9 @@ void Pipeline::Impl::run_dedup(std::span<io::AtomicFile* const> outs) {
         options_.progress({"write", writer_bytes_.load(std::memory_order_relaxed), inputs_->total_bytes(),
                            writer_docs_.load(std::memory_order_relaxed)});
   }
-  writer_.join();
-  decisions_.reset();
-  kept_outs_.clear();
-  stats_.times.write = seconds_since(t);
   stats_.times.write_during_run = std::chrono::duration<double>(t - writer_start_).count();
-  if (writer_error_) std::rethrow_exception(std::exchange(writer_error_, nullptr));
+  join_writer();
+  stats_.times.write = seconds_since(t);
 }
 
 void Pipeline::Impl::start_writer() {
@@ -1425,14 +1423,19 @@ void Pipeline::Impl::start_writer() {
   });
 }
 
+void Pipeline::Impl::join_writer() {
+  writer_.join();
+  decisions_.reset();
+  kept_outs_.clear();
+  if (writer_error_) std::rethrow_exception(std::exchange(writer_error_, nullptr));
+}
+
 void Pipeline::Impl::throw_if_the_writer_failed() {
   {
     const std::lock_guard<std::mutex> lock(writer_m_);
     if (!writer_done_ || !writer_error_) return;
   }
-  writer_.join();
-  decisions_.reset();
-  std::rethrow_exception(std::exchange(writer_error_, nullptr));
+  join_writer();
 }
 
 void Pipeline::Impl::stop_writer() noexcept {
@@ -1485,10 +1488,7 @@ uint64_t Pipeline::state_bytes() const noexcept { return impl_->state_bytes(); }
 void Pipeline::write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also) { impl_->write_pairs(out, also); }
 void Pipeline::write_kept(io::AtomicFile& out) { impl_->write_kept(out); }
 void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) { impl_->write_kept(outs); }
-void Pipeline::run_dedup(io::AtomicFile& out) {
-  std::vector<io::AtomicFile*> all(impl_->inputs_->sources().size(), &out);
-  impl_->run_dedup(all);
-}
+void Pipeline::run_dedup(io::AtomicFile& out) { impl_->run_dedup(impl_->every_source_to(out)); }
 void Pipeline::run_dedup(std::span<io::AtomicFile* const> outs) { impl_->run_dedup(outs); }
 void Pipeline::write_removed(io::AtomicFile& out) const { impl_->write_removed(out); }
 void Pipeline::write_clusters(io::AtomicFile& out) const { impl_->write_clusters(out); }

@@ -673,7 +673,9 @@ std::vector<std::string> spread_families(test::TempDir& d) {
 
 // run_dedup writes the kept records while it verifies, a group of candidate components at a
 // time: the same bytes and clusters as run() then write_kept(), for every keep order and both
-// cluster modes, into one file or one per source.
+// cluster modes, into one file or one per source. Both verify and cluster group by group, so
+// both are held to a run that verifies every bucket at once (pairs mode, whose clusters are the
+// same components).
 TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
   test::TempDir d;
   const std::vector<std::string> inputs = spread_families(d);
@@ -704,6 +706,19 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
       out.commit();
     }
     ASSERT_GT(after.stats().removed, 300u) << name;
+    Pipeline once(inputs, o);
+    once.run(Pipeline::Mode::Pairs);
+    {
+      io::AtomicFile out(d.file("once.jsonl"));
+      once.write_kept(out);
+      out.commit();
+    }
+    EXPECT_TRUE(test::read_file(d.file("once.jsonl")) == test::read_file(d.file("after.jsonl"))) << name;
+    EXPECT_EQ(once.clustering().keeper, after.clustering().keeper) << name;
+    EXPECT_EQ(once.stats().removed, after.stats().removed) << name;
+    EXPECT_EQ(once.stats().clusters, after.stats().clusters) << name;
+    EXPECT_TRUE(std::equal(once.removed_similarity().begin(), once.removed_similarity().end(),
+                           after.removed_similarity().begin(), after.removed_similarity().end())) << name;
     Pipeline during(inputs, o);
     {
       io::AtomicFile out(d.file("during.jsonl"));

@@ -522,9 +522,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   }
   ReportRun report_run;
   report_run.dedup = dedup;
-  if (dedup) {
-    // written already
-  } else if (report) {
+  if (!dedup && report) {
     // The report's histogram and borderline pairs, taken as the pairs are written.
     report_run.pair_bins.assign(kSimilarityBins, 0);
     const double t = pipeline.spec().threshold;
@@ -536,7 +534,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
       }
     });
     for (size_t i = 0; i < near.size(); i += std::max<size_t>(1, near.size() / 3)) report_run.borderline.push_back(near[i]);
-  } else {
+  } else if (!dedup) {
     pipeline.write_pairs(*out);
   }
   if (removed) pipeline.write_removed(*removed);
