@@ -706,6 +706,15 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
       out.commit();
     }
     ASSERT_GT(after.stats().removed, 300u) << name;
+    // The same kept bytes (in `file`), clusters and removed similarities as `after`.
+    const auto expect_as_after = [&](const Pipeline& p, const std::string& file, const std::string& what) {
+      EXPECT_TRUE(test::read_file(d.file(file)) == test::read_file(d.file("after.jsonl"))) << name << " " << what;
+      EXPECT_EQ(p.clustering().keeper, after.clustering().keeper) << name << " " << what;
+      EXPECT_EQ(p.stats().removed, after.stats().removed) << name << " " << what;
+      EXPECT_EQ(p.stats().clusters, after.stats().clusters) << name << " " << what;
+      EXPECT_TRUE(std::equal(p.removed_similarity().begin(), p.removed_similarity().end(), after.removed_similarity().begin(),
+                             after.removed_similarity().end())) << name << " " << what;
+    };
     Pipeline once(inputs, o);
     once.run(Pipeline::Mode::Pairs);
     {
@@ -713,12 +722,7 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
       once.write_kept(out);
       out.commit();
     }
-    EXPECT_TRUE(test::read_file(d.file("once.jsonl")) == test::read_file(d.file("after.jsonl"))) << name;
-    EXPECT_EQ(once.clustering().keeper, after.clustering().keeper) << name;
-    EXPECT_EQ(once.stats().removed, after.stats().removed) << name;
-    EXPECT_EQ(once.stats().clusters, after.stats().clusters) << name;
-    EXPECT_TRUE(std::equal(once.removed_similarity().begin(), once.removed_similarity().end(),
-                           after.removed_similarity().begin(), after.removed_similarity().end())) << name;
+    expect_as_after(once, "once.jsonl", "every bucket at once");
     Pipeline during(inputs, o);
     {
       io::AtomicFile out(d.file("during.jsonl"));
@@ -726,12 +730,7 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
       out.commit();
     }
     EXPECT_GT(during.stats().times.write_during_run, 0.0) << name << ": the write did not start during verification";
-    EXPECT_TRUE(test::read_file(d.file("during.jsonl")) == test::read_file(d.file("after.jsonl"))) << name;
-    EXPECT_EQ(during.clustering().keeper, after.clustering().keeper) << name;
-    EXPECT_EQ(during.stats().removed, after.stats().removed) << name;
-    EXPECT_EQ(during.stats().clusters, after.stats().clusters) << name;
-    EXPECT_TRUE(std::equal(during.removed_similarity().begin(), during.removed_similarity().end(),
-                           after.removed_similarity().begin(), after.removed_similarity().end())) << name;
+    expect_as_after(during, "during.jsonl", "run_dedup");
     // One output per source.
     std::vector<std::unique_ptr<io::AtomicFile>> files;
     std::vector<io::AtomicFile*> outs;
