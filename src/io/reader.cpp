@@ -1318,7 +1318,12 @@ class LineBuffer {
       if (buf.size() > kKeptReadBufferBytes && end + (1 << 16) + kPad <= kStartBytes) buf.resize(kStartBytes);
     }
     if (buf.size() - end < (1 << 16) + kPad) grow(buf.size() * 2);
-    size_t want = buf.size() - end - kPad;
+    // At most the usual buffer's worth per read, even into a buffer grown for a long line: a line
+    // longer than that is then never read whole by one read, so a refill always moves it to the
+    // front of a buffer, where it may be overwritten (line_overwritable) and made word text in
+    // place. Reading a grown buffer full let a line of several MB land in its middle, to be
+    // parsed whole by simdjson: 10 lines of 5-17 MB on the crowded mix.
+    size_t want = std::min(buf.size() - end - kPad, kStartBytes);
     // Reading by position: no more than the selected line needs (at least 64 KiB), so that a
     // few records scattered over a large file do not each cost a full buffer.
     if (read_until > buf_base + end) want = std::min<uint64_t>(want, std::max<uint64_t>(read_until - (buf_base + end), 1 << 16));

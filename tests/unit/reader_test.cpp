@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <deque>
 #include <random>
 #include <tuple>
 
@@ -468,6 +469,40 @@ TEST(Reader, OverwritableLinesOverlapNoOtherLine) {
         }
     }
   }
+}
+
+// Lines longer than the usual buffer stay overwritable when the buffers go round (each let go a
+// few lines after it was shared, as batches in flight let go theirs): a buffer grown for one long
+// line and given back is kept for the next long line, never read into as a usual buffer, where
+// a long line would land in its middle (and be parsed whole rather than made word text in place).
+TEST(Reader, LongLinesStayOverwritableWhenBuffersAreReused) {
+  test::TempDir d;
+  std::mt19937_64 rng(73);
+  std::string jsonl;
+  size_t long_lines = 0;
+  for (int i = 0; i < 3000; ++i) {
+    // The first long line grows a buffer to 32 MiB, which fills the pool's room for grown ones.
+    const size_t n = i % 300 == 7 ? (i == 7 ? 20'000'000 : 5'000'000 + rng() % 1'000'000) : 100 + rng() % 4000;
+    long_lines += n > 1'000'000;
+    jsonl += "{\"id\": " + std::to_string(i) + ", \"text\": \"" + std::string(n, 'a' + static_cast<char>(i % 26)) + "\"}\n";
+  }
+  test::write_file(d.file("a.jsonl"), jsonl);
+  ReaderOptions opt;
+  opt.memory_map = MemoryMap::Never;
+  const InputSet inputs({d.file("a.jsonl")}, opt);
+  RecordReader reader(inputs, opt);
+  std::deque<std::shared_ptr<const void>> in_flight;
+  RawRecord raw;
+  size_t lines = 0, long_writable = 0;
+  while (reader.next_raw(raw)) {
+    ++lines;
+    if (raw.bytes.size() > 1'000'000) long_writable += raw.writable;
+    in_flight.push_back(reader.share_line(raw));
+    if (in_flight.size() > 200) in_flight.pop_front();
+  }
+  EXPECT_EQ(lines, 3000u);
+  EXPECT_EQ(long_lines, 10u);
+  EXPECT_EQ(long_writable, long_lines);
 }
 
 // Lines shared out of the reader's buffers (share_line) keep their bytes while their owners live,
