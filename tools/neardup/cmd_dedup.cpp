@@ -446,6 +446,7 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
 }
 
 int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
+  one_heap_for_all_threads();
   if (dedup && o.output.empty() && o.output_dir.empty() && !o.estimate_memory)
     throw UsageError("dedup needs -o/--output FILE (or - for stdout) or --output-dir DIR for the kept records");
   if (!o.output_dir.empty() && !o.output.empty())

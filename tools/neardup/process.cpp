@@ -160,6 +160,24 @@ void return_large_blocks_at_once() {
 #endif
 }
 
+void one_heap_for_all_threads() {
+#if defined(__GLIBC__)
+  // glibc gives each thread that allocates while another holds the heap's lock a heap (arena) of
+  // its own, up to 8 per core. A block freed in one heap is reused only by the threads of that
+  // heap, so the reading thread's buffers, each worker's scratch for its large records, and the
+  // sets kept for verification each grew their own heap, and the process touched that much more
+  // fresh memory. On a virtual machine whose host backs a page only when it is first touched, as
+  // the 2-core machine of BENCHMARKS.md, that first touch costs more than the work done in it.
+  // One heap for every thread: `pairs` on the crowded mix 1.94 s against 2.03 s (CPU 3.30 s
+  // against 3.56 s, peak 325 MB against 354 MB; medians of 9 alternating runs), unchanged on the
+  // kernel tree, with minhash, bottom-k and SimHash. A batch run allocates about 30,000 blocks a
+  // second, too few to wait on the one lock; the service (`serve`), whose request threads
+  // allocate all the time, keeps glibc's default. Set before the run's threads first allocate:
+  // glibc fixes its arena limit then.
+  ::mallopt(M_ARENA_MAX, 1);
+#endif
+}
+
 }  // namespace neardup::cli
 
 // Sanitizers bring their own allocator (and their own operator new): the replacement below is
