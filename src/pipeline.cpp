@@ -1035,10 +1035,10 @@ void Pipeline::Impl::check_duplicate_ids() {
 
 namespace {
 
-// Gives the heap's free pages back to the system. A pass's large records leave free blocks in
-// the heap once their buffers are let go (glibc raises its mmap threshold after freeing a large
-// block, so later blocks of up to 32 MiB come from the heap), which would otherwise stay
-// resident through verification, the run's peak.
+// Gives the heap's free pages back to the system (RunOptions::release_memory_after_first_pass).
+// A pass's large records leave free blocks in the heap once their buffers are let go (glibc
+// raises its mmap threshold after freeing a large block, so later blocks of up to 32 MiB come
+// from the heap), which would otherwise stay resident through verification, the run's peak.
 void release_free_memory() noexcept {
 #if defined(__GLIBC__)
   ::malloc_trim(0);
@@ -1055,7 +1055,7 @@ void Pipeline::Impl::run(Mode mode) {
   mode_ = mode;
   clustering_ = Clustering{};
   sketch_pass();
-  release_free_memory();
+  if (options_.release_memory_after_first_pass) release_free_memory();
   check_duplicate_ids();
   rank_ = keep_ranks();
   if (spec_.method == SketchMethod::BottomK)

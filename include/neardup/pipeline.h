@@ -59,6 +59,12 @@ struct RunOptions {
   /// is in an LSH bucket and will be verified); verification reads again only the documents
   /// whose set was not kept. 0: every needed document is read again. The output is the same.
   uint64_t first_pass_set_bytes = uint64_t{1} << 30;
+  /// After the first pass, give the heap's free pages back to the system (glibc's malloc_trim):
+  /// a pass's large records leave free blocks behind, and where threads allocate from heaps of
+  /// their own (glibc's arenas) those need not be the ones verification allocates from. A
+  /// program whose threads share one heap (the CLI's batch runs) sets false: verification reuses
+  /// that memory, and giving it back only has it faulted in again.
+  bool release_memory_after_first_pass = true;
   /// The pool the run's parallel work takes its threads from (thread_pool.h); null: the
   /// calling thread's current pool.
   ThreadPool* pool = nullptr;
