@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <random>
 #include <tuple>
 
@@ -425,17 +426,28 @@ TEST(Reader, ReallocBufferKeepsItsBytesAcrossGrowthAndShrink) {
 // A line the reader marks overwritable (RawRecord::writable) overlaps no other line nor the
 // padding read past any other line's end, whichever thread parses that one; lines longer than a
 // buffer are marked (they start a buffer of their own), and no line of a mapped window is.
-TEST(Reader, OverwritableLinesOverlapNoOtherLine) {
-  test::TempDir d;
-  std::mt19937_64 rng(71);
+// Writes `count` JSONL records of 100-4,099 bytes of text to `path`, record i with
+// long_size(i, rng) bytes instead where that is not 0; returns how many are over 1 MB.
+static size_t write_records_with_long_ones(const std::string& path, int count, uint64_t seed,
+                                           const std::function<size_t(int, std::mt19937_64&)>& long_size) {
+  std::mt19937_64 rng(seed);
   std::string jsonl;
   size_t long_lines = 0;
-  for (int i = 0; i < 4000; ++i) {
-    const size_t n = i % 700 == 5 ? 5'000'000 + rng() % 1000 : 100 + rng() % 4000;
+  for (int i = 0; i < count; ++i) {
+    size_t n = long_size(i, rng);
+    if (n == 0) n = 100 + rng() % 4000;
     long_lines += n > 1'000'000;
     jsonl += "{\"id\": " + std::to_string(i) + ", \"text\": \"" + std::string(n, 'a' + static_cast<char>(i % 26)) + "\"}\n";
   }
-  test::write_file(d.file("a.jsonl"), jsonl);
+  test::write_file(path, jsonl);
+  return long_lines;
+}
+
+TEST(Reader, OverwritableLinesOverlapNoOtherLine) {
+  test::TempDir d;
+  const size_t long_lines = write_records_with_long_ones(d.file("a.jsonl"), 4000, 71, [](int i, std::mt19937_64& rng) {
+    return i % 700 == 5 ? 5'000'000 + rng() % 1000 : 0;
+  });
   for (const MemoryMap mode : {MemoryMap::Never, MemoryMap::Always}) {
     ReaderOptions opt;
     opt.memory_map = mode;
@@ -473,20 +485,15 @@ TEST(Reader, OverwritableLinesOverlapNoOtherLine) {
 
 // Lines longer than the usual buffer stay overwritable when the buffers go round (each let go a
 // few lines after it was shared, as batches in flight let go theirs): a buffer grown for one long
-// line and given back is kept for the next long line, never read into as a usual buffer, where
-// a long line would land in its middle (and be parsed whole rather than made word text in place).
+// line and given back may be lent for usual reads, but each read asks for no more than a usual
+// buffer's worth, so a later long line never lands whole in its middle (where it would be parsed
+// whole rather than made word text in place).
 TEST(Reader, LongLinesStayOverwritableWhenBuffersAreReused) {
   test::TempDir d;
-  std::mt19937_64 rng(73);
-  std::string jsonl;
-  size_t long_lines = 0;
-  for (int i = 0; i < 3000; ++i) {
-    // The first long line grows a buffer to 32 MiB, which fills the pool's room for grown ones.
-    const size_t n = i % 300 == 7 ? (i == 7 ? 20'000'000 : 5'000'000 + rng() % 1'000'000) : 100 + rng() % 4000;
-    long_lines += n > 1'000'000;
-    jsonl += "{\"id\": " + std::to_string(i) + ", \"text\": \"" + std::string(n, 'a' + static_cast<char>(i % 26)) + "\"}\n";
-  }
-  test::write_file(d.file("a.jsonl"), jsonl);
+  // The first long line grows a buffer to 32 MiB, which the pool keeps and lends for usual reads.
+  const size_t long_lines = write_records_with_long_ones(d.file("a.jsonl"), 3000, 73, [](int i, std::mt19937_64& rng) -> size_t {
+    return i % 300 != 7 ? 0 : i == 7 ? 20'000'000 : 5'000'000 + rng() % 1'000'000;
+  });
   ReaderOptions opt;
   opt.memory_map = MemoryMap::Never;
   const InputSet inputs({d.file("a.jsonl")}, opt);

@@ -465,8 +465,8 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
     throw UsageError("--on-duplicate-id " + o.on_duplicate_id + " applies with --against IDX; without it: error or keep");
   RunOptions ro = run_options(cmd, o);
   // One heap for every thread (above): verification reuses the first pass's free memory, which
-  // malloc_trim would give back only to fault it in again. The crowded mix, `pairs`: CPU 2.92
-  // against 3.10 s, page faults 6k against 14k, the same peak (7 alternating runs).
+  // malloc_trim would give back only to fault it in again. The crowded mix, `pairs`: CPU 3.17
+  // against 3.47 s, page faults 6.1k against 15.0k, about the same peak (9 alternating runs).
   ro.release_memory_after_first_pass = false;
   RejectsFile rejects;
   rejects.open(o.rejects, ro.reader);

@@ -168,9 +168,9 @@ void one_heap_for_all_threads() {
   // sets kept for verification each grew their own heap, and the process touched that much more
   // fresh memory. On a virtual machine whose host backs a page only when it is first touched, as
   // the 2-core machine of BENCHMARKS.md, that first touch costs more than the work done in it.
-  // One heap for every thread: `pairs` on the crowded mix 1.94 s against 2.03 s (CPU 3.30 s
-  // against 3.56 s, peak 325 MB against 354 MB; medians of 9 alternating runs), unchanged on the
-  // kernel tree, with minhash, bottom-k and SimHash. A batch run allocates about 30,000 blocks a
+  // One heap for every thread: `pairs` on the crowded mix 1.98 s against 2.12 s (CPU 3.45 s
+  // against 3.70 s, peak 324 MB against 354 MB; medians of 11 alternating runs), on the kernel
+  // tree 1.07 s against 1.16 s, unchanged with minhash, bottom-k and SimHash (BENCHMARKS.md). A batch run allocates about 30,000 blocks a
   // second, too few to wait on the one lock; the service (`serve`), whose request threads
   // allocate all the time, keeps glibc's default. Set before the run's threads first allocate:
   // glibc fixes its arena limit then.
