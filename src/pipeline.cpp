@@ -195,6 +195,8 @@ struct Pipeline::Impl {
   /// The writer's error (a full disk, an input that changed), as soon as it stopped with one:
   /// the run need not verify to the end first.
   void throw_if_the_writer_failed();
+  /// The exact join over `docs` (ascending, their sets loaded), into join_.
+  void build_join(std::span<const DocId> docs);
   /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
   PairFilter band_filter() const;
   PairFilter pair_filter() const;
@@ -668,6 +670,10 @@ PairFilter Pipeline::Impl::band_filter() const {
   return [this, k](DocId a, DocId b) { return share_band(a, b, k); };
 }
 
+void Pipeline::Impl::build_join(std::span<const DocId> docs) {
+  join_ = std::make_unique<SetJoin>(docs, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
+}
+
 // LSH with exact verification. Star edges first (a bucket of s documents gives s - 1, verified in
 // parallel): on clean clusters they connect everything. A bucket the stars left split (its first
 // document an outlier, or two clusters meeting in it) is completed exactly: a small one by
@@ -711,7 +717,7 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
   {
     // Over the buckets' documents (their places in docs), not every document of the run: one
     // group of a dedup's verification costs its own size.
-    const auto local = [&](DocId d) { return static_cast<uint32_t>(std::lower_bound(docs.begin(), docs.end(), d) - docs.begin()); };
+    const auto local = [&](DocId d) { return internal::place_in(docs, d); };
     internal::UnionFind uf(docs.size());
     for (const ScoredPair& e : pairs) uf.unite(local(e.a), local(e.b));
     std::vector<uint32_t> root;
@@ -751,7 +757,7 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
   if (!joined.empty()) {
     std::sort(joined.begin(), joined.end());
     joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
-    join_ = std::make_unique<SetJoin>(joined, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
+    build_join(joined);
     const std::vector<ScoredPair> more = join_->connect(lengths_.size(), pairs, band_filter());
     verified += join_->stats().verified;
     // Pairs mode lists the join's pairs with these (which hold every pair of the small buckets).
@@ -839,7 +845,7 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
 
 // The group's clusters are those of all documents: a candidate component lies in one group.
 void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const ScoredPair> edges) {
-  const auto local = [&](DocId d) { return static_cast<DocId>(std::lower_bound(docs.begin(), docs.end(), d) - docs.begin()); };
+  const auto local = [&](DocId d) { return internal::place_in(docs, d); };
   std::vector<ScoredPair> local_edges;
   local_edges.reserve(edges.size());
   for (const ScoredPair& e : edges) local_edges.push_back({local(e.a), local(e.b), e.similarity});
@@ -906,7 +912,7 @@ void Pipeline::Impl::find_pairs_exact() {
   std::vector<DocId> joined;
   for (DocId d = 0; d < lengths_.size(); ++d)
     if (!empty_[d]) joined.push_back(d);
-  join_ = std::make_unique<SetJoin>(joined, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
+  build_join(joined);
   stats_.times.lsh = seconds_since(t);
   const auto t2 = Clock::now();
   pairs_ = join_->connect(lengths_.size(), {}, {});

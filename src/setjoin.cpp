@@ -431,9 +431,10 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   // The union-find covers the joined documents (by their place in docs) and the other ends of
   // the known edges after them, not all num_docs: a join over a few documents of a large run
   // (one group of a dedup's verification) costs its own size.
+  const std::span<const DocId> joined(s.docs);
   const auto joined_at = [&](DocId d) {
-    const auto it = std::lower_bound(s.docs.begin(), s.docs.end(), d);
-    return it != s.docs.end() && *it == d ? static_cast<size_t>(it - s.docs.begin()) : n;
+    const size_t i = internal::place_in(joined, d);
+    return i < n && s.docs[i] == d ? i : n;
   };
   std::vector<DocId> others;
   for (const ScoredPair& e : known) {
@@ -445,7 +446,7 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   others.erase(std::unique(others.begin(), others.end()), others.end());
   const auto local = [&](DocId d) {
     const size_t i = joined_at(d);
-    return static_cast<uint32_t>(i < n ? i : n + static_cast<size_t>(std::lower_bound(others.begin(), others.end(), d) - others.begin()));
+    return static_cast<uint32_t>(i < n ? i : n + internal::place_in(std::span<const DocId>(others), d));
   };
   internal::UnionFind uf(n + others.size());
   for (const ScoredPair& e : known) uf.unite(local(e.a), local(e.b));

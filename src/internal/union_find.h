@@ -2,11 +2,20 @@
 // the representatives do not depend on the order in which edges are added.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <span>
 #include <vector>
 
 namespace neardup::internal {
+
+/// The place of `x` in the ascending `sorted` (where it would go if absent): the compact id of a
+/// document among those a union-find or a clustering covers, when they are not all of the run's.
+template <class T>
+uint32_t place_in(std::span<const T> sorted, T x) noexcept {
+  return static_cast<uint32_t>(std::lower_bound(sorted.begin(), sorted.end(), x) - sorted.begin());
+}
 
 class UnionFind {
  public:

@@ -446,7 +446,7 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
 }
 
 int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
-  one_heap_for_all_threads();
+  const bool one_heap = one_heap_for_all_threads();
   if (dedup && o.output.empty() && o.output_dir.empty() && !o.estimate_memory)
     throw UsageError("dedup needs -o/--output FILE (or - for stdout) or --output-dir DIR for the kept records");
   if (!o.output_dir.empty() && !o.output.empty())
@@ -464,10 +464,10 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   if (o.on_duplicate_id != "error" && o.on_duplicate_id != "keep")
     throw UsageError("--on-duplicate-id " + o.on_duplicate_id + " applies with --against IDX; without it: error or keep");
   RunOptions ro = run_options(cmd, o);
-  // One heap for every thread (above): verification reuses the first pass's free memory, which
-  // malloc_trim would give back only to fault it in again. The crowded mix, `pairs`: CPU 3.17
-  // against 3.47 s, page faults 6.1k against 15.0k, about the same peak (9 alternating runs).
-  ro.release_memory_after_first_pass = false;
+  // With one heap for every thread (above), verification reuses the first pass's free memory,
+  // which malloc_trim would give back only to fault it in again. The crowded mix, `pairs`: CPU
+  // 3.17 against 3.47 s, page faults 6.1k against 15.0k, about the same peak (9 alternating runs).
+  ro.release_memory_after_first_pass = !one_heap;
   RejectsFile rejects;
   rejects.open(o.rejects, ro.reader);
   ProgressBar bar(!o.quiet);

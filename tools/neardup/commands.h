@@ -58,7 +58,8 @@ void install_signal_handlers(const char* program);
 void return_large_blocks_at_once();
 /// Batch runs (pairs, dedup): every thread allocates from one heap (glibc's M_ARENA_MAX = 1), so
 /// that memory one thread frees is reused by the others. Call before the run starts its threads.
-void one_heap_for_all_threads();
+/// Returns whether the threads now share one heap.
+bool one_heap_for_all_threads();
 /// First thing in main: where transparent huge pages are given on advice, starts the program
 /// again (exec, same pid) with glibc's tunable glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so
 /// that its heaps fault 2 MiB at a time. Returns when it is set already (=0 turns it off), when

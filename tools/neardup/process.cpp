@@ -160,7 +160,7 @@ void return_large_blocks_at_once() {
 #endif
 }
 
-void one_heap_for_all_threads() {
+bool one_heap_for_all_threads() {
 #if defined(__GLIBC__)
   // glibc gives each thread that allocates while another holds the heap's lock a heap (arena) of
   // its own, up to 8 per core. A block freed in one heap is reused only by the threads of that
@@ -174,7 +174,9 @@ void one_heap_for_all_threads() {
   // second, too few to wait on the one lock; the service (`serve`), whose request threads
   // allocate all the time, keeps glibc's default. Set before the run's threads first allocate:
   // glibc fixes its arena limit then.
-  ::mallopt(M_ARENA_MAX, 1);
+  return ::mallopt(M_ARENA_MAX, 1) == 1;
+#else
+  return false;
 #endif
 }
 
