@@ -1128,10 +1128,21 @@ class MappedWindow {
 // finding the lines of the 1.5 GB crowded mix took 0.31 s mapped against 0.75 s by read(2); on
 // another, whose hypervisor makes page-table work dear, 0.6-0.7 s mapped against 0.13 s. The ratio
 // belongs to the machine, not to the file, so it is measured once per process: the first 4 MiB of
-// the file read both ways, twice each (the best of each counts), after a read that brings them into
-// the page cache. A few milliseconds, against seconds for the files it is measured on.
+// the file read both ways, three times each (the best of each counts), after a read that brings
+// them into the page cache. A few milliseconds, against seconds for the files it is measured on.
+//
+// The measurement favours read(2): it copies into one buffer that is warm in the cache, while a
+// pass copies into a circle of buffers that the workers have since evicted, faults in the buffers
+// grown for long lines, and moves the lines cut at a buffer's end; and the copies all fall on the
+// reading thread, which hands lines to the workers. On a third machine the measurement found both
+// ways about equal (0.35-0.38 ms per 4 MiB each way, the choice flipping from run to run), while
+// the whole pass over the crowded mix ran at 1.30 s mapped against 1.50 s by read(2) (`pairs`,
+// medians of 7 alternating runs; kernel time 0.21 against 0.52 s). So the file is mapped unless
+// mapping measured dearer than twice the copy: the machine where page tables are dear measured
+// about 5x.
+constexpr double kMapUnlessDearerThan = 2.0;
 constexpr uint64_t kMeasureBytes = uint64_t{4} << 20;
-enum : int { kUnmeasured = 0, kMapFaster = 1, kReadFaster = 2 };
+enum : int { kUnmeasured = 0, kMap = 1, kRead = 2 };
 std::atomic<int> g_map_choice{kUnmeasured};
 std::atomic<size_t> g_measure_sink{0};
 
@@ -1154,15 +1165,15 @@ bool pread_all(int fd, char* to, size_t n, uint64_t offset) noexcept {
 }
 
 // Whether to map the plain file open as `fd` (file_bytes long) under MemoryMap::Auto.
-bool map_is_faster(int fd, uint64_t file_bytes) {
-  if (const int c = g_map_choice.load(std::memory_order_relaxed); c != kUnmeasured) return c == kMapFaster;
+bool should_map(int fd, uint64_t file_bytes) {
+  if (const int c = g_map_choice.load(std::memory_order_relaxed); c != kUnmeasured) return c == kMap;
   if (file_bytes < kMeasureBytes) return false;  // not worth mapping, nor measuring on
   internal::ReallocBuffer buf(kMeasureBytes);
   if (!pread_all(fd, buf.data(), kMeasureBytes, 0)) return false;  // the stream will report it
   using Clock = std::chrono::steady_clock;
   double copy = 1e30, map = 1e30;
   size_t lines = 0;
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 3; ++round) {
     auto t = Clock::now();
     if (!pread_all(fd, buf.data(), kMeasureBytes, 0)) return false;
     lines += count_newlines(buf.data(), kMeasureBytes);
@@ -1175,9 +1186,9 @@ bool map_is_faster(int fd, uint64_t file_bytes) {
     map = std::min(map, std::chrono::duration<double>(Clock::now() - t).count());
   }
   g_measure_sink.store(lines, std::memory_order_relaxed);  // the scans are the measurement: keep them
-  const int choice = map < copy ? kMapFaster : kReadFaster;
+  const int choice = map < kMapUnlessDearerThan * copy ? kMap : kRead;
   g_map_choice.store(choice, std::memory_order_relaxed);
-  return choice == kMapFaster;
+  return choice == kMap;
 }
 
 // The lines of one source's decompressed bytes, viewed in place: data in bytes()[begin, end),
@@ -1231,7 +1242,7 @@ class LineBuffer {
     // Only regular files are mapped (not pipes or terminals), and not one that reports no size
     // (procfs, sysfs), which may still hold bytes: those are read as streams.
     if (const int fd = memory_map_ != MemoryMap::Never ? stream_->mappable_fd() : -1; fd >= 0 && ::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
-      if (memory_map_ == MemoryMap::Always || map_is_faster(fd, static_cast<uint64_t>(sb.st_size))) {
+      if (memory_map_ == MemoryMap::Always || should_map(fd, static_cast<uint64_t>(sb.st_size))) {
         map_fd_ = fd;
         file_bytes_ = static_cast<uint64_t>(sb.st_size);
       }

@@ -54,11 +54,13 @@ struct Rejected {
 enum class MemoryMap : uint8_t {
   /// Plain files are copied by read(2), never mapped.
   Never,
-  /// Mapped where mapping reads faster on this machine, measured once per process on the first
-  /// plain file of at least 4 MiB (the same 4 MiB read both ways, a few milliseconds); smaller
-  /// files before that measurement are read by read(2). The two costs differ by several times,
-  /// one way on some virtual machines and the other way on others: mapping pays a page-table
-  /// entry and a TLB miss for every 4 KiB page, read(2) a copy into a buffer that stays mapped.
+  /// Mapped unless mapping is much dearer than read(2) on this machine, measured once per process
+  /// on the first plain file of at least 4 MiB (the same 4 MiB read both ways, a few
+  /// milliseconds; mapped unless that took over twice the copy, which the measurement favours);
+  /// smaller files before that measurement are read by read(2). The two costs differ by several
+  /// times, one way on some virtual machines and the other way on others: mapping pays a
+  /// page-table entry and a TLB miss for every 4 KiB page, read(2) a copy into a buffer that
+  /// stays mapped.
   Auto,
   /// Plain files are always mapped (where the system can map them).
   Always,
