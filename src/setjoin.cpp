@@ -293,9 +293,9 @@ struct SetJoin::Impl {
   }
 
   uint32_t member_of(DocId d) const {
-    const auto it = std::lower_bound(docs.begin(), docs.end(), d);
-    if (it == docs.end() || *it != d) throw UsageError("SetJoin: document " + std::to_string(d) + " is not joined");
-    return static_cast<uint32_t>(it - docs.begin());
+    const uint32_t i = internal::place_in(docs, d);
+    if (i == docs.size() || docs[i] != d) throw UsageError("SetJoin: document " + std::to_string(d) + " is not joined");
+    return i;
   }
 };
 
@@ -431,9 +431,8 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   // The union-find covers the joined documents (by their place in docs) and the other ends of
   // the known edges after them, not all num_docs: a join over a few documents of a large run
   // (one group of a dedup's verification) costs its own size.
-  const std::span<const DocId> joined(s.docs);
   const auto joined_at = [&](DocId d) {
-    const size_t i = internal::place_in(joined, d);
+    const size_t i = internal::place_in(s.docs, d);
     return i < n && s.docs[i] == d ? i : n;
   };
   std::vector<DocId> others;
@@ -446,7 +445,7 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   others.erase(std::unique(others.begin(), others.end()), others.end());
   const auto local = [&](DocId d) {
     const size_t i = joined_at(d);
-    return static_cast<uint32_t>(i < n ? i : n + internal::place_in(std::span<const DocId>(others), d));
+    return static_cast<uint32_t>(i < n ? i : n + internal::place_in(others, d));
   };
   internal::UnionFind uf(n + others.size());
   for (const ScoredPair& e : known) uf.unite(local(e.a), local(e.b));

@@ -10,10 +10,9 @@
 
 namespace neardup::internal {
 
-/// The place of `x` in the ascending `sorted` (where it would go if absent): the compact id of a
-/// document among those a union-find or a clustering covers, when they are not all of the run's.
-template <class T>
-uint32_t place_in(std::span<const T> sorted, T x) noexcept {
+/// The place of document `x` in the ascending `sorted` (where it would go if absent): its compact
+/// id among those a union-find or a clustering covers, when they are not all of the run's.
+inline uint32_t place_in(std::span<const uint32_t> sorted, uint32_t x) noexcept {
   return static_cast<uint32_t>(std::lower_bound(sorted.begin(), sorted.end(), x) - sorted.begin());
 }
 

@@ -696,10 +696,11 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
   }
 }
 
-// MemoryMap::Auto measures once per process, on the first plain file of 4 MiB or more, whether
-// mapping or read(2) reads faster, and then maps files only if mapping won; a smaller file before
-// the measurement is read by read(2) and does not measure. Either way the records are the same.
-TEST(Reader, AutoMapsOnlyWhereMeasuredFaster) {
+// MemoryMap::Auto measures once per process, on the first plain file of 4 MiB or more, what
+// mapping and read(2) cost, and then maps files unless mapping was much the dearer; a smaller file
+// before the measurement is read by read(2) and does not measure. Either way the records are the
+// same.
+TEST(Reader, AutoMapsUnlessMeasuredMuchDearer) {
   test::TempDir d;
   std::string big;
   for (int i = 0; big.size() < (size_t{5} << 20); ++i)

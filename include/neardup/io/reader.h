@@ -56,7 +56,8 @@ enum class MemoryMap : uint8_t {
   Never,
   /// Mapped unless mapping is much dearer than read(2) on this machine, measured once per process
   /// on the first plain file of at least 4 MiB (the same 4 MiB read both ways, a few
-  /// milliseconds; mapped unless that took over twice the copy, which the measurement favours);
+  /// milliseconds; mapped unless mapping took over twice the copy, since that measurement
+  /// favours read(2));
   /// smaller files before that measurement are read by read(2). The two costs differ by several
   /// times, one way on some virtual machines and the other way on others: mapping pays a
   /// page-table entry and a TLB miss for every 4 KiB page, read(2) a copy into a buffer that
