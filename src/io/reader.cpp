@@ -487,6 +487,9 @@ struct JsonlParser::Impl {
   std::vector<size_t> cuts;
   std::vector<WordTextRun> runs;
   size_t string_part = 0;
+  // A long line's word text where the line may not be overwritten (a mapped file's): let go
+  // after the long line, like the DOM parser's buffers.
+  internal::ReallocBuffer long_words;
   simdjson::dom::parser parser;
   std::string id_buf, sanitized, surrogates, skeleton;
   internal::ReallocBuffer words;
@@ -498,12 +501,15 @@ struct JsonlParser::Impl {
   const char* kind = "";
 
   bool fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out, std::string& problem);
-  bool parse_word_text(std::string_view line, char* in_place, const Source& source, uint64_t line_no, Record& out);
+  bool parse_word_text(std::string_view line, bool long_line, char* in_place, const Source& source, uint64_t line_no, Record& out);
   int word_text_copy(std::string_view line, size_t begin, uint64_t& blanked, size_t& n);
   void cut_parts(std::string_view line, size_t begin);
   void run_parts(std::string_view line, size_t begin, size_t parts, char* to);
+  int settle_parts(size_t begin, size_t& n, size_t& text, uint64_t& decoded);
+  void pack_parts(size_t begin, char* to);
   int word_text_validate(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded);
   void word_text_write(std::string_view line, size_t begin, char* to);
+  int word_text_into_long_words(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded);
 };
 
 JsonlParser::JsonlParser(const ReaderOptions& options, bool word_text, int threads) : impl_(std::make_unique<Impl>()) {
@@ -519,7 +525,7 @@ uint64_t JsonlParser::text_length() const noexcept { return impl_->text_length; 
 
 namespace {
 // Word text is tried on lines from this long (shorter ones gain nothing from the second parse, of
-// the skeleton) up to below kWordTextMaxLine (reader.h).
+// the skeleton).
 std::atomic<size_t> word_text_min_line{256};
 }  // namespace
 
@@ -531,15 +537,18 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
   // Texts with \u escapes (JSON written with ASCII only: every non-ASCII character escaped) must
   // be decoded, and word text would only have looked at them first: a parser that meets one
   // parses lines whole and tries word text again every 16th line. A line of kWordTextMaxLine or
-  // more is word text only in place.
-  char* const in_place = line.size() >= kWordTextMaxLine ? overwritable : nullptr;
-  if (m.word_text && line.size() >= word_text_min_line.load(std::memory_order_relaxed) && (line.size() < kWordTextMaxLine || in_place) &&
-      (in_place || !m.full_first || ++m.since_probe % 16 == 0) && m.parse_word_text(line, in_place, source, line_no, out))
-    return true;
+  // more is always tried (its parts decode their \u escapes), in place where it may be.
+  const bool long_line = line.size() >= kWordTextMaxLine;
+  char* const in_place = long_line ? overwritable : nullptr;
   // simdjson keeps the buffers of the largest line it parsed (its text, tape and indexes: several
-  // times the line); after a large record they are let go before the next small one, so that one
-  // 20 MB record does not hold them for the rest of the pass on every thread.
+  // times the line), and long_words the word text of the last long line; after a large record
+  // they are let go before the next small one, so that one 20 MB record does not hold them for
+  // the rest of the pass on every thread.
   constexpr size_t kLargeCapacity = size_t{4} << 20;
+  if (m.long_words.size() != 0 && line.size() <= kLargeCapacity / 4) m.long_words = internal::ReallocBuffer();
+  if (m.word_text && line.size() >= word_text_min_line.load(std::memory_order_relaxed) &&
+      (long_line || !m.full_first || ++m.since_probe % 16 == 0) && m.parse_word_text(line, long_line, in_place, source, line_no, out))
+    return true;
   if (m.parser.capacity() > kLargeCapacity && line.size() <= kLargeCapacity / 4) m.parser = simdjson::dom::parser();
   simdjson::dom::element doc;
   auto err = m.parser.parse(line.data(), line.size(), false).get(doc);
@@ -761,17 +770,19 @@ int decode_json_piece(const uint8_t* in, size_t stop, size_t limit, uint8_t* out
 // (the skeleton: the line with those contents cut out) is parsed by the DOM parser, which
 // validates it and gives the other fields as the full parse would. False, with nothing reported,
 // where the full parse must decide: anything it would reject or decode differently (a \u escape
-// in a copy, a lone surrogate, a text over max_doc_bytes, a field name written with escapes).
+// in a short line, a lone surrogate, a text over max_doc_bytes, a field name written with escapes).
 //
-// The word text is a copy of the contents in `words`, or, given `in_place` (line.data() as memory
-// the caller lets the parser overwrite), the contents themselves with their escapes blanked (and
-// the 64-byte blocks holding \u escapes decoded, which only shortens them: word_text_run): a
-// text of tens of MB then costs no second buffer of its size. A fresh buffer is the dear part of
-// such a record: its pages are faulted in and zeroed, and the full parse writes its decoded copy
-// into one (half of the CPU time of one 50 MB record of source code went to zeroing them). The
-// line is overwritten only once everything is validated, so that nothing but word text is lost
-// (a line rejected, or decoded by the full parse, keeps its bytes).
-bool JsonlParser::Impl::parse_word_text(std::string_view line, char* in_place, const Source& source, uint64_t line_no, Record& out) {
+// A short line's word text is a copy of the contents in `words`. A long line's is made in parts
+// (word_text_run: the 64-byte blocks holding \u escapes decoded, which only shortens them): given
+// `in_place` (line.data() as memory the caller lets the parser overwrite), the contents
+// themselves with their escapes blanked, so that a text of tens of MB costs no second buffer of
+// its size; else a copy in long_words (a mapped line). A fresh buffer is the dear part of such a
+// record: its pages are faulted in and zeroed (half of the CPU time of one 50 MB record of source
+// code went to zeroing the full parse's). The line is overwritten only once everything is
+// validated, so that nothing but word text is lost (a line rejected, or decoded by the full
+// parse, keeps its bytes).
+bool JsonlParser::Impl::parse_word_text(std::string_view line, bool long_line, char* in_place, const Source& source, uint64_t line_no,
+                                         Record& out) {
   if (opt.text_field.find('.') != std::string::npos) return false;  // a dotted path: find_field's rules
   const size_t begin = top_level_string_value(line, opt.text_field);
   if (begin == std::string_view::npos) return false;
@@ -780,6 +791,8 @@ bool JsonlParser::Impl::parse_word_text(std::string_view line, char* in_place, c
   int status;
   if (in_place) {
     status = word_text_validate(line, begin, n, text, decoded);
+  } else if (long_line) {
+    status = word_text_into_long_words(line, begin, n, text, decoded);
   } else {
     uint64_t blanked = 0;
     status = word_text_copy(line, begin, blanked, n);
@@ -804,6 +817,8 @@ bool JsonlParser::Impl::parse_word_text(std::string_view line, char* in_place, c
   if (in_place) {
     word_text_write(line, begin, in_place + begin);  // validated above: `text` bytes
     out.text = std::string_view(in_place + begin, text);
+  } else if (long_line) {
+    out.text = std::string_view(long_words.data(), text);
   } else {
     out.text = std::string_view(words.data(), n);
   }
@@ -933,11 +948,9 @@ void JsonlParser::Impl::run_parts(std::string_view line, size_t begin, size_t pa
 }
 
 // Sets n (the closing quote at line[begin + n]), text (the bytes of the result) and decoded (the
-// length of the decoded string). The string ends in the first part that found its closing quote;
-// every part before it is open at its end (a part after it is not the string's).
-int JsonlParser::Impl::word_text_validate(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded) {
-  cut_parts(line, begin);
-  run_parts(line, begin, cuts.size() - 1, nullptr);
+// length of the decoded string) from the parts' runs. The string ends in the first part that found
+// its closing quote; every part before it is open at its end (a part after it is not the string's).
+int JsonlParser::Impl::settle_parts(size_t begin, size_t& n, size_t& text, uint64_t& decoded) {
   text = 0;
   decoded = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -953,15 +966,39 @@ int JsonlParser::Impl::word_text_validate(std::string_view line, size_t begin, s
   return internal::kJsonWordTextInvalid;  // the line ends before the string does
 }
 
-// The validated contents written to `to` (line.data() + begin): the parts up to the one with the
-// closing quote, each where it lies, then moved down behind the one before.
-void JsonlParser::Impl::word_text_write(std::string_view line, size_t begin, char* to) {
-  run_parts(line, begin, string_part + 1, to);
+// The parts up to the one with the closing quote, each written where it lies in `to` (as the line
+// from line[begin]), moved down behind the one before.
+void JsonlParser::Impl::pack_parts(size_t begin, char* to) {
   size_t text = 0;
   for (size_t i = 0; i <= string_part; ++i) {
     if (text != cuts[i] - begin) std::memmove(to + text, to + (cuts[i] - begin), runs[i].text);
     text += runs[i].text;
   }
+}
+
+int JsonlParser::Impl::word_text_validate(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded) {
+  cut_parts(line, begin);
+  run_parts(line, begin, cuts.size() - 1, nullptr);
+  return settle_parts(begin, n, text, decoded);
+}
+
+// The validated contents written to `to` (line.data() + begin), the parts up to the one with the
+// closing quote.
+void JsonlParser::Impl::word_text_write(std::string_view line, size_t begin, char* to) {
+  run_parts(line, begin, string_part + 1, to);
+  pack_parts(begin, to);
+}
+
+// A long line that may not be overwritten: its parts are made word text into long_words at once,
+// in parallel, where the DOM parser would decode the whole line on one thread into fresh buffers
+// several times its size. Nothing is lost if the line turns out invalid: only long_words is written.
+int JsonlParser::Impl::word_text_into_long_words(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded) {
+  if (long_words.size() < line.size() - begin) long_words.resize(line.size() - begin);
+  cut_parts(line, begin);
+  run_parts(line, begin, cuts.size() - 1, long_words.data());
+  const int status = settle_parts(begin, n, text, decoded);
+  if (status == internal::kJsonWordTextOk) pack_parts(begin, long_words.data());
+  return status;
 }
 
 bool limit_doc_text(std::string_view& text, const ReaderOptions& options, std::string& problem) {

@@ -1039,12 +1039,13 @@ struct WordTextOnShortLines {
 
 }  // namespace
 
-// A line of kWordTextMaxLine or more that the parser may overwrite is made word text in place
-// (\u escapes decoded, the others blanked), a piece at a time: the same verdict, id, decoded
-// length and words as the full parse, with escapes and \u escapes across the pieces' and the
-// kernel's block edges; and a line it hands to the full parse (a lone surrogate, an unknown
-// escape, a control character, invalid UTF-8, no closing quote, a bad skeleton) keeps its bytes.
-TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
+// A line of kWordTextMaxLine or more is made word text (\u escapes decoded, the others blanked),
+// a piece at a time, in place where the parser may overwrite it and into the parser's own buffer
+// where not: the same verdict, id, decoded length and words as the full parse, with escapes and
+// \u escapes across the pieces' and the kernel's block edges; and a line it hands to the full
+// parse (a lone surrogate, an unknown escape, a control character, invalid UTF-8, no closing
+// quote, a bad skeleton) keeps its bytes.
+TEST(Reader, LongLineWordTextAgreesWithTheFullParser) {
   io::ReaderOptions opt;
   io::JsonlParser full(opt);
   std::mt19937_64 rng(29);
@@ -1079,7 +1080,7 @@ TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
     p.text_length = parser.text_length();
   };
   const size_t big = io::kWordTextMaxLine + 1000;
-  int in_place = 0;
+  int in_place = 0, copied = 0;
   for (int round = 0; round < 8; ++round) {
     const int damage = round % 8;
     std::string line = "{\"id\": \"r" + std::to_string(round) + "\", \"text\": \"" + contents(big, round % 3 != 0) + "\", \"n\": [1, 2]}";
@@ -1116,8 +1117,26 @@ TEST(Reader, LongLineWordTextInPlaceAgreesWithTheFullParser) {
       EXPECT_TRUE(padded != before) << "round " << round << ": the in-place path was not taken";
       ++in_place;
     }
+    // The same line where it may not be overwritten (a mapped file): word text into the parser's
+    // own buffer, in the same parts, or the full parse where the line is damaged.
+    io::JsonlParser copying(opt, true, round % 2 ? 2 : 1);
+    const Parsed c = parse_with(copying, line);
+    ASSERT_EQ(a.ok, c.ok) << "round " << round << ": " << a.problem << " / " << c.problem;
+    if (!c.ok) {
+      EXPECT_EQ(a.problem, c.problem);
+      continue;
+    }
+    EXPECT_EQ(a.id, c.id);
+    EXPECT_EQ(c.text_length, a.text.size()) << "round " << round;
+    EXPECT_EQ(split_words(c.text), split_words(a.text)) << "round " << round;
+    // Word text keeps each escape but \u ones as two blanks: longer than the decoded text.
+    if (!damaged) {
+      EXPECT_GT(c.text.size(), a.text.size()) << "round " << round << ": the word text path was not taken";
+      ++copied;
+    }
   }
   EXPECT_EQ(in_place, 2);  // rounds 0 (one part, no \u escapes) and 7 (parts, with them)
+  EXPECT_EQ(copied, 2);
   // A parser that met a \u escape in a short line (and parses the next ones whole) still makes a
   // long line word text in place.
   io::JsonlParser words(opt, true, 2);
