@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "internal/parallel.h"
-#include "internal/union_find.h"
+#include "neardup/union_find.h"
 #include "neardup/error.h"
 
 namespace neardup {
@@ -30,7 +30,7 @@ std::vector<uint32_t> keep_ranks(size_t num_docs, KeepPolicy policy, std::span<c
 
 Clustering cluster_components(size_t num_docs, std::span<const ScoredPair> edges, std::span<const uint32_t> rank) {
   if (rank.size() != num_docs) throw UsageError("cluster_components needs a rank for every document");
-  internal::UnionFind uf(num_docs);
+  UnionFind uf(num_docs);
   for (const ScoredPair& e : edges) uf.unite(e.a, e.b);
   Clustering c;
   c.keeper.resize(num_docs);

@@ -25,7 +25,7 @@
 #include "internal/pass_runner.h"
 #include "internal/seen_keys.h"
 #include "internal/radix_sort.h"
-#include "internal/union_find.h"
+#include "neardup/union_find.h"
 #include "internal/option_text.h"
 #include "neardup/allpairs.h"
 #include "neardup/error.h"
@@ -717,8 +717,8 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
   {
     // Over the buckets' documents (their places in docs), not every document of the run: one
     // group of a dedup's verification costs its own size.
-    const auto local = [&](DocId d) { return internal::place_in(docs, d); };
-    internal::UnionFind uf(docs.size());
+    const auto local = [&](DocId d) { return place_in(docs, d); };
+    UnionFind uf(docs.size());
     for (const ScoredPair& e : pairs) uf.unite(local(e.a), local(e.b));
     std::vector<uint32_t> root;
     for (size_t i = 0; i < buckets.size(); ++i) {
@@ -788,7 +788,7 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
   std::vector<size_t> start(kGroups + 1, 0);
   std::vector<size_t> order(buckets.size());  // bucket indices, group by group
   {
-    internal::UnionFind uf(n);
+    UnionFind uf(n);
     for (size_t i = 0; i < buckets.size(); ++i) {
       const auto b = buckets[i];
       for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
@@ -845,7 +845,7 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
 
 // The group's clusters are those of all documents: a candidate component lies in one group.
 void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const ScoredPair> edges) {
-  const auto local = [&](DocId d) { return internal::place_in(docs, d); };
+  const auto local = [&](DocId d) { return place_in(docs, d); };
   std::vector<ScoredPair> local_edges;
   local_edges.reserve(edges.size());
   for (const ScoredPair& e : edges) local_edges.push_back({local(e.a), local(e.b), e.similarity});
@@ -886,7 +886,7 @@ void Pipeline::Impl::find_pairs_lsh_estimate() {
     stats_.candidates = all.size();
     pairs_ = verify_pairs(all, score, spec_.threshold, threads_);
   } else {
-    internal::UnionFind uf(lengths_.size());
+    UnionFind uf(lengths_.size());
     pairs_.clear();
     for (size_t i = 0; i < buckets.size(); ++i) {
       const auto b = buckets[i];

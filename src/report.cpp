@@ -10,6 +10,7 @@
 #include "neardup/cluster.h"
 #include "neardup/io/writer.h"
 #include "neardup/lsh_index.h"
+#include "neardup/union_find.h"
 #include "neardup/verify.h"
 
 namespace neardup {
@@ -424,7 +425,7 @@ void write_report(io::AtomicFile& out, const Pipeline& p, const ReportRun& run, 
   std::sort(need.begin(), need.end());
   need.erase(std::unique(need.begin(), need.end()), need.end());
   const std::vector<std::string> texts = p.texts(need);
-  auto text_of = [&](DocId d) -> const std::string& { return texts[static_cast<size_t>(std::lower_bound(need.begin(), need.end(), d) - need.begin())]; };
+  auto text_of = [&](DocId d) -> const std::string& { return texts[place_in(need, d)]; };
   for (const auto& [a, b] : shown) {
     const double sim = p.similarity(std::min(a, b), std::max(a, b));
     const WordDiff d = word_diff(text_of(a), text_of(b), limits.words);

@@ -8,7 +8,7 @@
 #include "internal/big_array.h"
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
-#include "internal/union_find.h"
+#include "neardup/union_find.h"
 #include "neardup/bottomk.h"
 #include "neardup/error.h"
 
@@ -293,7 +293,7 @@ struct SetJoin::Impl {
   }
 
   uint32_t member_of(DocId d) const {
-    const uint32_t i = internal::place_in(docs, d);
+    const uint32_t i = place_in(docs, d);
     if (i == docs.size() || docs[i] != d) throw UsageError("SetJoin: document " + std::to_string(d) + " is not joined");
     return i;
   }
@@ -432,7 +432,7 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   // the known edges after them, not all num_docs: a join over a few documents of a large run
   // (one group of a dedup's verification) costs its own size.
   const auto joined_at = [&](DocId d) {
-    const size_t i = internal::place_in(s.docs, d);
+    const size_t i = place_in(s.docs, d);
     return i < n && s.docs[i] == d ? i : n;
   };
   std::vector<DocId> others;
@@ -445,9 +445,9 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   others.erase(std::unique(others.begin(), others.end()), others.end());
   const auto local = [&](DocId d) {
     const size_t i = joined_at(d);
-    return static_cast<uint32_t>(i < n ? i : n + internal::place_in(others, d));
+    return static_cast<uint32_t>(i < n ? i : n + place_in(others, d));
   };
-  internal::UnionFind uf(n + others.size());
+  UnionFind uf(n + others.size());
   for (const ScoredPair& e : known) uf.unite(local(e.a), local(e.b));
   uint64_t st_cand = 0, st_filtered = 0, st_verified = 0;
   // In document order, each with the earlier ones: once x is connected to a cluster, its other

@@ -27,6 +27,7 @@
 #include "neardup/thread_pool.h"
 #include "neardup/tune.h"
 #include "neardup/types.h"
+#include "neardup/union_find.h"
 #include "neardup/verify.h"
 
 namespace neardup {

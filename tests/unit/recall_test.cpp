@@ -10,7 +10,7 @@
 #include <random>
 #include <set>
 
-#include "internal/union_find.h"
+#include "neardup/union_find.h"
 #include "neardup/lsh_index.h"
 #include "neardup/pipeline.h"
 #include "neardup/shingle.h"
@@ -187,7 +187,7 @@ TEST(Recall, DedupRemovesTheRemovableAndLeaderKeepsItsGuarantee) {
     p.run(Pipeline::Mode::Dedup);
     n = p.size();
   }
-  internal::UnionFind uf(n);
+  UnionFind uf(n);
   std::set<DocId> paired;
   for (const auto& e : exact) {
     uf.unite(e.a, e.b);

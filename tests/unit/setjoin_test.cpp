@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "internal/union_find.h"
+#include "neardup/union_find.h"
 #include "neardup/error.h"
 
 using namespace neardup;
@@ -80,7 +80,7 @@ std::vector<ScoredPair> brute_force(const Sets& sets, double t) {
 
 // The partition of the documents as each one's smallest connected document.
 std::vector<uint32_t> components(size_t n, std::span<const ScoredPair> a, std::span<const ScoredPair> b = {}) {
-  internal::UnionFind uf(n);
+  UnionFind uf(n);
   for (const auto& e : a) uf.unite(e.a, e.b);
   for (const auto& e : b) uf.unite(e.a, e.b);
   std::vector<uint32_t> root(n);

@@ -196,7 +196,7 @@ struct Payloads {
   ShingleSets sets;
   std::vector<SigValue> sigs;  // docs.size() x k
   std::vector<std::string> ids;
-  size_t index(DocId d) const { return static_cast<size_t>(std::lower_bound(docs.begin(), docs.end(), d) - docs.begin()); }
+  size_t index(DocId d) const { return place_in(docs, d); }
 };
 
 class Run {
@@ -702,18 +702,11 @@ std::vector<ScoredPair> Run::verify_buckets(const std::vector<std::vector<DocId>
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   candidates_ += pairs.size();
-  std::vector<DocId> parent(pl.docs.size());
-  std::iota(parent.begin(), parent.end(), DocId{0});
-  auto find = [&](DocId x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  };
+  UnionFind uf(pl.docs.size());
+  auto find = [&](DocId x) { return uf.find(x); };
   std::vector<ScoredPair> edges;
   auto take = [&](const ScoredPair& e) {
-    const DocId ra = find(e.a), rb = find(e.b);
-    if (ra == rb) return;
-    parent[std::max(ra, rb)] = std::min(ra, rb);
-    edges.push_back(e);
+    if (uf.unite(e.a, e.b)) edges.push_back(e);
   };
   for (const ScoredPair& e : verify_pairs(pairs, score, t, threads_)) take(e);
   std::vector<DocPair> direct;
@@ -786,19 +779,14 @@ Run::Components Run::components(const std::vector<ScoredPair>& edges) {
   std::sort(comp.docs.begin(), comp.docs.end());
   comp.docs.erase(std::unique(comp.docs.begin(), comp.docs.end()), comp.docs.end());
   const size_t m = comp.docs.size();
-  auto vertex = [&](DocId d) { return static_cast<size_t>(std::lower_bound(comp.docs.begin(), comp.docs.end(), d) - comp.docs.begin()); };
-  std::vector<size_t> parent(m);
-  std::iota(parent.begin(), parent.end(), size_t{0});
-  auto find = [&](size_t x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  };
-  std::vector<std::pair<size_t, DocId>> cross;  // (local vertex, remote document)
+  auto vertex = [&](DocId d) { return place_in(comp.docs, d); };
+  UnionFind uf(m);
+  auto find = [&](size_t x) { return uf.find(static_cast<uint32_t>(x)); };
+  std::vector<std::pair<uint32_t, DocId>> cross;  // (local vertex, remote document)
   for (const DocPair& p : mine) {
     const bool la = local_.has(p.a), lb = local_.has(p.b);
     if (la && lb) {
-      const size_t x = find(vertex(p.a)), y = find(vertex(p.b));
-      if (x != y) parent[std::max(x, y)] = std::min(x, y);
+      uf.unite(vertex(p.a), vertex(p.b));
     } else {
       cross.push_back(la ? std::make_pair(vertex(p.a), p.b) : std::make_pair(vertex(p.b), p.a));
     }

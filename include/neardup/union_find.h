@@ -1,5 +1,6 @@
 // Union-find whose representative is always the smallest element of its set: the partition and
-// the representatives do not depend on the order in which edges are added.
+// the representatives do not depend on the order in which edges are added. Public, so that the
+// drivers (neardup-mpi's components across ranks) join documents as the library does.
 #pragma once
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 #include <span>
 #include <vector>
 
-namespace neardup::internal {
+namespace neardup {
 
 /// The place of document `x` in the ascending `sorted` (where it would go if absent): its compact
 /// id among those a union-find or a clustering covers, when they are not all of the run's.
@@ -41,4 +42,4 @@ class UnionFind {
   std::vector<uint32_t> parent_;
 };
 
-}  // namespace neardup::internal
+}  // namespace neardup
