@@ -1217,7 +1217,8 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
   fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * m.input.data_bytes);
   // The reader's free buffers kept for reuse, where files are read with read(2) rather than mapped
-  // (io::MemoryMap): on the kernel tree the peak was 13 MB higher read than mapped.
+  // (io::MemoryMap): on the kernel tree the peak was 13 MB higher read than mapped. Where they are
+  // mapped, the parsers keep as much in all for long lines' word text instead (io::JsonlParser).
   fixed += std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes);
   // Word text (io::JsonlParser): each thread keeps the copy of the longest text below 4 MiB it
   // has read, escapes blanked; records of that size are likely among many shorter ones.

@@ -487,9 +487,13 @@ struct JsonlParser::Impl {
   std::vector<size_t> cuts;
   std::vector<WordTextRun> runs;
   size_t string_part = 0;
-  // A long line's word text where the line may not be overwritten (a mapped file's): let go
-  // after the long line, like the DOM parser's buffers.
+  // A long line's word text where the line may not be overwritten (a mapped file's). Kept from one
+  // long line to the next, cut to keep_long_words before the next short line (the parsers of a
+  // pass together keep no more than the reader keeps of its read buffers, which it does not use
+  // on mapped files): long records come in groups (generated files), and faulting in a fresh
+  // buffer for each of them took 4-6% of the CPU samples of `pairs` on the crowded mix.
   internal::ReallocBuffer long_words;
+  size_t keep_long_words = 0;
   simdjson::dom::parser parser;
   std::string id_buf, sanitized, surrogates, skeleton;
   internal::ReallocBuffer words;
@@ -516,6 +520,7 @@ JsonlParser::JsonlParser(const ReaderOptions& options, bool word_text, int threa
   impl_->opt = options;
   impl_->word_text = word_text;
   impl_->threads = std::max(threads, 1);
+  impl_->keep_long_words = kKeptReadBufferBytes / static_cast<size_t>(impl_->threads);
 }
 JsonlParser::~JsonlParser() = default;
 bool JsonlParser::replaced_invalid_utf8() const noexcept { return impl_->replaced; }
@@ -541,11 +546,14 @@ bool JsonlParser::parse(std::string_view line, const Source& source, uint64_t li
   const bool long_line = line.size() >= kWordTextMaxLine;
   char* const in_place = long_line ? overwritable : nullptr;
   // simdjson keeps the buffers of the largest line it parsed (its text, tape and indexes: several
-  // times the line), and long_words the word text of the last long line; after a large record
-  // they are let go before the next small one, so that one 20 MB record does not hold them for
-  // the rest of the pass on every thread.
+  // times the line), and long_words the word text of the longest line; after a large record they
+  // are let go before the next small one, so that one 20 MB record does not hold them for the
+  // rest of the pass on every thread.
   constexpr size_t kLargeCapacity = size_t{4} << 20;
-  if (m.long_words.size() != 0 && line.size() <= kLargeCapacity / 4) m.long_words = internal::ReallocBuffer();
+  if (m.long_words.size() > m.keep_long_words && line.size() <= kLargeCapacity / 4) {
+    if (m.keep_long_words >= internal::ReallocBuffer::kMapBytes) m.long_words.resize(m.keep_long_words);  // in place, its first pages kept
+    else m.long_words = internal::ReallocBuffer();
+  }
   if (m.word_text && line.size() >= word_text_min_line.load(std::memory_order_relaxed) &&
       (long_line || !m.full_first || ++m.since_probe % 16 == 0) && m.parse_word_text(line, long_line, in_place, source, line_no, out))
     return true;
@@ -993,7 +1001,9 @@ void JsonlParser::Impl::word_text_write(std::string_view line, size_t begin, cha
 // in parallel, where the DOM parser would decode the whole line on one thread into fresh buffers
 // several times its size. Nothing is lost if the line turns out invalid: only long_words is written.
 int JsonlParser::Impl::word_text_into_long_words(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded) {
-  if (long_words.size() < line.size() - begin) long_words.resize(line.size() - begin);
+  // Mapped from the start, so that it grows with mremap, its pages kept (a heap block would be
+  // copied into fresh ones).
+  if (long_words.size() < line.size() - begin) long_words.resize(std::max(line.size() - begin, internal::ReallocBuffer::kMapBytes));
   cut_parts(line, begin);
   run_parts(line, begin, cuts.size() - 1, long_words.data());
   const int status = settle_parts(begin, n, text, decoded);
