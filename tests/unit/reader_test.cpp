@@ -1081,6 +1081,7 @@ TEST(Reader, LongLineWordTextAgreesWithTheFullParser) {
   };
   const size_t big = io::kWordTextMaxLine + 1000;
   int in_place = 0, copied = 0;
+  io::JsonlParser copying_parsers[2] = {io::JsonlParser(opt, true, 1), io::JsonlParser(opt, true, 2)};
   for (int round = 0; round < 8; ++round) {
     const int damage = round % 8;
     std::string line = "{\"id\": \"r" + std::to_string(round) + "\", \"text\": \"" + contents(big, round % 3 != 0) + "\", \"n\": [1, 2]}";
@@ -1118,8 +1119,11 @@ TEST(Reader, LongLineWordTextAgreesWithTheFullParser) {
       ++in_place;
     }
     // The same line where it may not be overwritten (a mapped file): word text into the parser's
-    // own buffer, in the same parts, or the full parse where the line is damaged.
-    io::JsonlParser copying(opt, true, round % 2 ? 2 : 1);
+    // own buffer, in the same parts, or the full parse where the line is damaged. The parsers
+    // serve every round, with a short line between: the buffer kept from the last long line is
+    // written anew.
+    io::JsonlParser& copying = copying_parsers[round % 2];
+    ASSERT_TRUE(parse_with(copying, R"({"id": "short", "text": "a short line between long ones"})").ok);
     const Parsed c = parse_with(copying, line);
     ASSERT_EQ(a.ok, c.ok) << "round " << round << ": " << a.problem << " / " << c.problem;
     if (!c.ok) {
