@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -300,16 +301,49 @@ void AtomicFile::commit() {
   }
 }
 
+namespace {
+
+// The block on which a clone (reflink) of `fd`'s data must start: the file system's preferred I/O
+// size where it is a power of two (Btrfs and XFS give their block), else 4 KiB.
+uint64_t clone_block(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_blksize >= 512 && st.st_blksize <= (1 << 20) && std::has_single_bit(static_cast<uint64_t>(st.st_blksize)))
+    return static_cast<uint64_t>(st.st_blksize);
+  return 4096;
+}
+
+}  // namespace
+
 uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const std::string& display) {
   if (std::fflush(f_) != 0) fail("cannot write output");
   const int out_fd = ::fileno(f_);
   uint64_t done = 0;
   bool kernel_copy = !stdout_ && !encoder_;
+  // copy_file_range is served by a clone where the file system has reflinks (Btrfs, XFS) and both
+  // offsets are on a block boundary; the kernel then shortens the range to whole blocks and copies
+  // the rest. Where the input's and the output's offsets are congruent modulo the block (the kept
+  // records before the first removed one, a source kept whole) but not on a boundary, the bytes up
+  // to the next boundary go in a call of their own, so that every later call starts aligned:
+  // without it, a dedup whose writer appends a run of kept records in several calls (as its
+  // decisions come) cloned none of them.
+  uint64_t block = 0, out_at = 0;
+  if (kernel_copy) {
+    const off_t at = ::lseek(out_fd, 0, SEEK_CUR);
+    if (at >= 0) {
+      block = clone_block(out_fd);
+      out_at = static_cast<uint64_t>(at);
+    }
+  }
   while (done < length) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(length - done, uint64_t{1} << 30));
     if (kernel_copy) {
       loff_t in_off = static_cast<loff_t>(offset + done);
-      const ssize_t r = ::copy_file_range(fd, &in_off, out_fd, nullptr, std::min<size_t>(want, kWriteBehind), 0);
+      size_t step = std::min<size_t>(want, kWriteBehind);
+      if (block != 0) {
+        const uint64_t in_rem = (offset + done) % block, out_rem = (out_at + done) % block;
+        if (in_rem != 0 && in_rem == out_rem) step = static_cast<size_t>(std::min<uint64_t>(step, block - in_rem));
+      }
+      const ssize_t r = ::copy_file_range(fd, &in_off, out_fd, nullptr, step, 0);
       if (r > 0) {
         done += static_cast<uint64_t>(r);
         written_ += static_cast<uint64_t>(r);

@@ -1,5 +1,6 @@
 #include "neardup/io/reader.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -880,6 +881,39 @@ TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
     backwards.append(std::span<const ByteRange>(&ranges[1], 1), after);
     EXPECT_THROW(backwards.append(std::span<const ByteRange>(&ranges[0], 1), after), UsageError) << f;
   }
+}
+
+// append_from splits a copy at the next block boundary where the input's and the output's offsets
+// are congruent but not aligned (so that a file system with reflinks can clone the rest): the
+// bytes are the same however the ranges fall, congruent or not, within a block or across many.
+TEST(Reader, AppendFromCopiesTheSameBytesWhereverTheRangesFall) {
+  test::TempDir d;
+  std::mt19937_64 rng(41);
+  std::string data(300000, '\0');
+  for (char& c : data) c = static_cast<char>('a' + rng() % 26);
+  test::write_file(d.file("in.txt"), data);
+  const int fd = ::open(d.file("in.txt").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  for (int round = 0; round < 4; ++round) {
+    std::string want;
+    {
+      AtomicFile out(d.file("out.txt"));
+      if (round % 2) {  // the output one byte ahead of the input: never congruent
+        out.write("#");
+        want += "#";
+      }
+      uint64_t at = 0;
+      while (at < data.size()) {
+        const uint64_t len = std::min<uint64_t>(data.size() - at, 1 + rng() % (round < 2 ? 9000 : 70));
+        EXPECT_EQ(out.append_from(fd, at, len, "in.txt"), len);
+        want += data.substr(at, len);
+        at += len + (round == 3 && rng() % 4 == 0 ? 1 + rng() % 5000 : 0);  // gaps: removed records
+      }
+      out.commit();
+    }
+    EXPECT_TRUE(test::read_file(d.file("out.txt")) == want) << "round " << round;
+  }
+  ::close(fd);
 }
 
 // ---- Sampling the inputs to plan a run (sample_inputs) ----
