@@ -46,8 +46,13 @@ BENCHMARK(BM_Read)->Unit(benchmark::kMillisecond);
 
 // JSONL lines to records, as the pipeline's workers parse them: 0 = the full parse (simdjson's
 // DOM, every string decoded), 1 = word text (the text's escapes read as spaces, the rest of the
-// line parsed as a skeleton). Bytes are of decoded text.
+// line parsed as a skeleton); `isa`: the kernels' instruction set (cpu.h's Isa plus 1), 0 the
+// detected one. Bytes are of decoded text.
 void BM_ParseJsonl(benchmark::State& state) {
+  if (const auto isa = state.range(1); isa > 0) {
+    if (isa - 1 > static_cast<int>(detected_isa())) return state.SkipWithError("ISA not supported");
+    force_isa(static_cast<Isa>(isa - 1));
+  }
   static const auto lines = [] {
     const char* path = std::getenv("NEARDUP_BENCH_CORPUS");
     const char* mb = std::getenv("NEARDUP_BENCH_MB");
@@ -76,9 +81,10 @@ void BM_ParseJsonl(benchmark::State& state) {
       benchmark::DoNotOptimize(rec.text.data());
     }
   }
+  reset_isa();
   state.SetBytesProcessed(bytes);
 }
-BENCHMARK(BM_ParseJsonl)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ParseJsonl)->Args({0, 0})->Args({1, 0})->Args({1, 2})->Args({1, 3})->ArgNames({"word_text", "isa"})->Unit(benchmark::kMillisecond);
 
 // Words to word hashes (chars:1: to code point hashes, as chars:N shingles use): 0 = the byte-at-a-time scanner, 1/2/3 = the bitmask path with the
 // scalar / AVX2 / AVX-512 classification kernel.

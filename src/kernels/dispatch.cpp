@@ -51,7 +51,7 @@ constexpr Kernels kAvx512{Isa::Avx512,
                           jaccard_block_avx512,
                           jaccard_block_avx2,
                           set_common_at_least_avx2,
-                          json_word_text_avx2,
+                          json_word_text_avx512,
                           false};
 
 // AVX-512 with VBMI and VBMI2: the AVX-512 table with the byte-compress text scan and the OPH

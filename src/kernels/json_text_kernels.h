@@ -36,5 +36,6 @@ enum JsonWordTextStatus : int { kJsonWordTextOk = 0, kJsonWordTextDecode = 1, kJ
 
 int json_word_text_scalar(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
 int json_word_text_avx2(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
+int json_word_text_avx512(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
 
 }  // namespace neardup::internal
