@@ -53,5 +53,17 @@ inline StringBlock string_block(uint64_t bs, uint64_t ctl, uint64_t quotes, uint
   return b;
 }
 
+// string_block of the 64-byte block that starts `left` bytes before the end of the contents read
+// (the vector kernels load whole blocks: the bytes past the end are not the string's).
+inline StringBlock string_block_within(uint64_t bs, uint64_t ctl, uint64_t quotes, size_t left, uint64_t& carry) noexcept {
+  if (left < 64) {
+    const uint64_t own = (uint64_t{1} << left) - 1;
+    bs &= own;
+    ctl &= own;
+    quotes &= own;
+  }
+  return string_block(bs, ctl, quotes, carry);
+}
+
 }  // namespace
 }  // namespace neardup::internal

@@ -45,18 +45,12 @@ int json_word_text_avx2(const uint8_t* in, size_t avail, uint8_t* out, uint64_t*
   for (size_t at = 0; at < avail; at += 64) {
     const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + at));
     const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + at + 32));
-    uint64_t bs = mask_of(_mm256_cmpeq_epi8(x0, backslash), _mm256_cmpeq_epi8(x1, backslash));
-    uint64_t qs = mask_of(_mm256_cmpeq_epi8(x0, quote), _mm256_cmpeq_epi8(x1, quote));
+    const uint64_t bs = mask_of(_mm256_cmpeq_epi8(x0, backslash), _mm256_cmpeq_epi8(x1, backslash));
+    const uint64_t qs = mask_of(_mm256_cmpeq_epi8(x0, quote), _mm256_cmpeq_epi8(x1, quote));
     // x <= 0x1F (unsigned) exactly when min(x, 0x1F) == x.
-    uint64_t ctl = mask_of(_mm256_cmpeq_epi8(_mm256_min_epu8(x0, control), x0), _mm256_cmpeq_epi8(_mm256_min_epu8(x1, control), x1));
-    if (avail - at < 64) {  // the bytes past in[avail] are not the string's
-      const uint64_t own = (uint64_t{1} << (avail - at)) - 1;
-      bs &= own;
-      qs &= own;
-      ctl &= own;
-    }
+    const uint64_t ctl = mask_of(_mm256_cmpeq_epi8(_mm256_min_epu8(x0, control), x0), _mm256_cmpeq_epi8(_mm256_min_epu8(x1, control), x1));
     const uint64_t carry_in = carry;
-    const StringBlock b = string_block(bs, ctl, qs, carry);
+    const StringBlock b = string_block_within(bs, ctl, qs, avail - at, carry);
     if ((b.backslashes | b.controls | b.escaped) == 0) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at), x0);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at + 32), x1);

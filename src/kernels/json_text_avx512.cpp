@@ -30,17 +30,9 @@ int json_word_text_avx512(const uint8_t* in, size_t avail, uint8_t* out, uint64_
   uint64_t carry = 0, count = 0;
   for (size_t at = 0; at < avail; at += 64) {
     const __m512i x = _mm512_loadu_si512(in + at);
-    uint64_t bs = _mm512_cmpeq_epi8_mask(x, backslash);
-    uint64_t qs = _mm512_cmpeq_epi8_mask(x, quote);
-    uint64_t ctl = _mm512_cmple_epu8_mask(x, control);
-    if (avail - at < 64) {  // the bytes past in[avail] are not the string's
-      const uint64_t own = (uint64_t{1} << (avail - at)) - 1;
-      bs &= own;
-      qs &= own;
-      ctl &= own;
-    }
     const uint64_t carry_in = carry;
-    const StringBlock b = string_block(bs, ctl, qs, carry);
+    const StringBlock b = string_block_within(_mm512_cmpeq_epi8_mask(x, backslash), _mm512_cmple_epu8_mask(x, control),
+                                              _mm512_cmpeq_epi8_mask(x, quote), avail - at, carry);
     if ((b.backslashes | b.controls | b.escaped) == 0) {
       _mm512_storeu_si512(out + at, x);
     } else {
