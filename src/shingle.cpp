@@ -244,53 +244,61 @@ void HashPartition::add(size_t part, std::span<const ShingleHash> hashes) {
   for (const ShingleHash h : hashes) out[next[h >> shift]++] = h;
 }
 
-std::vector<ShingleHash> HashPartition::sorted_set(int threads) {
-  // Buckets in chunks, handed out dynamically. Each bucket's distinct hashes are written back
-  // over its own runs, in order (there are no more of them than it held), and copied into the
-  // set once every bucket's count is known.
-  auto each_run = [this](size_t d, auto&& f) {
-    for (Part& p : parts_)
-      if (!p.start.empty() && p.start[d + 1] > p.start[d]) f(p.hashes.get() + p.start[d], size_t{p.start[d + 1] - p.start[d]});
-  };
+template <class OnBucket>
+void HashPartition::distinct_buckets(int threads, OnBucket&& on_bucket) {
+  // Buckets in chunks, handed out dynamically.
   const size_t chunk = std::max<size_t>(1, buckets_ / 64);
   const size_t chunks = (buckets_ + chunk - 1) / chunk;
-  auto each_chunk = [&](auto&& per_bucket) {
-    parallel_for(chunks, threads, [&](size_t c, size_t) {
-      for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) per_bucket(d);
-    });
-  };
-  std::vector<size_t> distinct(buckets_ + 1, 0);
-  each_chunk([&](size_t d) {
+  parallel_for(chunks, threads, [&](size_t c, size_t slot) {
     thread_local std::vector<uint32_t> count;
     thread_local ReallocBuffer scratch;
-    size_t n = 0;
-    each_run(d, [&](const ShingleHash*, size_t len) { n += len; });
-    if (n == 0) return;
-    ShingleHash* s = hash_scratch(scratch, n);
-    const ShingleHash* end = bucket_sort_unique_runs([&](auto&& f) { each_run(d, f); }, n, s, bits_, s, count);
-    distinct[d + 1] = static_cast<size_t>(end - s);
-    const ShingleHash* from = s;
-    each_run(d, [&](ShingleHash* run, size_t len) {
-      const size_t take = std::min(len, static_cast<size_t>(end - from));
-      std::copy(from, from + take, run);
-      from += take;
-    });
+    for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) {
+      size_t n = 0;
+      each_run(d, [&](const ShingleHash*, size_t len) { n += len; });
+      if (n == 0) continue;
+      ShingleHash* s = hash_scratch(scratch, n);
+      const ShingleHash* end = bucket_sort_unique_runs([&](auto&& f) { each_run(d, f); }, n, s, bits_, s, count);
+      on_bucket(d, slot, std::span<const ShingleHash>(s, end));
+    }
     trim_scratch(scratch);
     trim_scratch(count);
   });
+}
+
+std::vector<ShingleHash> HashPartition::sorted_set(int threads) {
+  // Each bucket's distinct hashes are written back over its own runs, in order (there are no
+  // more of them than it held), and copied into the set once every bucket's count is known.
+  std::vector<size_t> distinct(buckets_ + 1, 0);
+  distinct_buckets(threads, [&](size_t d, size_t, std::span<const ShingleHash> set) {
+    distinct[d + 1] = set.size();
+    const ShingleHash* from = set.data();
+    each_run(d, [&](ShingleHash* run, size_t len) {
+      const size_t take = std::min(len, static_cast<size_t>(set.data() + set.size() - from));
+      std::copy(from, from + take, run);
+      from += take;
+    });
+  });
   for (size_t d = 1; d <= buckets_; ++d) distinct[d] += distinct[d - 1];
   std::vector<ShingleHash> out(distinct[buckets_]);
-  each_chunk([&](size_t d) {
-    ShingleHash* to = out.data() + distinct[d];
-    size_t left = distinct[d + 1] - distinct[d];
-    each_run(d, [&](const ShingleHash* run, size_t len) {
-      const size_t take = std::min(len, left);
-      to = std::copy(run, run + take, to);
-      left -= take;
-    });
+  const size_t chunk = std::max<size_t>(1, buckets_ / 64);
+  parallel_for((buckets_ + chunk - 1) / chunk, threads, [&](size_t c, size_t) {
+    for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) {
+      ShingleHash* to = out.data() + distinct[d];
+      size_t left = distinct[d + 1] - distinct[d];
+      each_run(d, [&](const ShingleHash* run, size_t len) {
+        const size_t take = std::min(len, left);
+        to = std::copy(run, run + take, to);
+        left -= take;
+      });
+    }
   });
   parts_.clear();
   return out;
+}
+
+void HashPartition::for_each_distinct(int threads, const std::function<void(size_t, std::span<const ShingleHash>)>& fn) {
+  distinct_buckets(threads, [&](size_t, size_t slot, std::span<const ShingleHash> set) { fn(slot, set); });
+  parts_.clear();
 }
 
 }  // namespace internal

@@ -166,11 +166,23 @@ size_t SimHasher::kept_scratch_bytes(SimHashWeights weights) noexcept {
 
 uint64_t SimHasher::of_set(std::span<const ShingleHash> set, Isa isa) const {
   if (weights_ != SimHashWeights::Set) throw UsageError("SimHasher::of_set() needs set weights");
-  uint64_t sums[64] = {};
-  if (set.empty()) return 0;
-  count(set.data(), set.size(), sums, isa);
-  return sign_bits(sums, set.size());
+  SimHashTally tally;
+  tally.add(set, isa);
+  return tally.simhash();
 }
+
+void SimHashTally::add(std::span<const ShingleHash> part, Isa isa) noexcept {
+  if (part.empty()) return;
+  count(part.data(), part.size(), sums_, isa);
+  size_ += part.size();
+}
+
+void SimHashTally::add(const SimHashTally& other) noexcept {
+  for (int b = 0; b < 64; ++b) sums_[b] += other.sums_[b];
+  size_ += other.size_;
+}
+
+uint64_t SimHashTally::simhash() const noexcept { return size_ == 0 ? 0 : sign_bits(sums_, size_); }
 
 // A long document's distinct shingles by sorting them: 16 bytes of scratch per shingle, for the
 // time of the call, where the tables above take 64-76 (and are kept for the next document): on a

@@ -70,6 +70,22 @@ class SimHasher {
   uint32_t generation_ = 0;
 };
 
+/// Set weights, a document's distinct shingles given in disjoint parts, in any order: the per-bit
+/// tallies of each part added up, then the SimHash of the whole, the same as SimHasher::of_set()
+/// of their union. A long text's set is tallied bucket by bucket, never held whole.
+class SimHashTally {
+ public:
+  /// Adds one part (distinct shingles, none in another part).
+  void add(std::span<const ShingleHash> part, Isa isa) noexcept;
+  /// Adds the parts another tally has seen.
+  void add(const SimHashTally& other) noexcept;
+  uint64_t simhash() const noexcept;
+
+ private:
+  uint64_t sums_[64] = {};
+  uint64_t size_ = 0;
+};
+
 /// The definition, bit by bit with 64-bit tallies (tests and documentation).
 uint64_t simhash_reference(std::span<const ShingleHash> shingles, SimHashWeights weights);
 

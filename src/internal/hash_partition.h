@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -31,6 +32,11 @@ class HashPartition {
   void add(size_t part, std::span<const ShingleHash> hashes);
   /// The distinct hashes of every part, sorted, on up to `threads` threads; the parts are spent.
   std::vector<ShingleHash> sorted_set(int threads);
+  /// Calls fn(slot, hashes) with each bucket's distinct hashes, sorted (together, the set of
+  /// sorted_set(), in no particular order of buckets), on up to `threads` threads (slot <
+  /// threads: the calling thread's); the parts are spent. For a use that needs the set's hashes
+  /// only once (a SimHash tally), without the set's array: half of a long text's peak.
+  void for_each_distinct(int threads, const std::function<void(size_t slot, std::span<const ShingleHash> hashes)>& fn);
   /// The top bits that choose a bucket, for about n hashes (1 to 12).
   static int top_bits(size_t n) noexcept;
 
@@ -39,6 +45,16 @@ class HashPartition {
     std::unique_ptr<ShingleHash[]> hashes;  // in bucket order
     std::vector<uint32_t> start;            // bucket d holds hashes[start[d], start[d + 1])
   };
+  // f(run, length) for each part's run of bucket d.
+  template <class F>
+  void each_run(size_t d, F&& f) {
+    for (Part& p : parts_)
+      if (!p.start.empty() && p.start[d + 1] > p.start[d]) f(p.hashes.get() + p.start[d], size_t{p.start[d + 1] - p.start[d]});
+  }
+  // Each bucket, sorted and without repeats in the thread's scratch, to on_bucket(d, slot,
+  // distinct hashes) (hash_partition's sorted_set and for_each_distinct).
+  template <class OnBucket>
+  void distinct_buckets(int threads, OnBucket&& on_bucket);
   int bits_;
   size_t buckets_;
   std::vector<Part> parts_;

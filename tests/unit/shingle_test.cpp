@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -256,7 +258,7 @@ TEST(Shingle, MakeSetEqualsSortUnique) {
 // A set made from parts split by their top bits (the pieces of a long text) equals sorted_set of
 // all the parts' hashes together: values repeated within and across parts, parts left empty or
 // never added, the extreme values, every number of buckets (from the expected count) and 1 or 2
-// threads.
+// threads; and so do its buckets' distinct hashes, handed out one bucket at a time.
 TEST(Shingle, HashPartitionEqualsSortedSet) {
   std::mt19937_64 rng(12);
   for (const size_t expected : {size_t{0}, size_t{5000}, size_t{100000}, size_t{1} << 24}) {
@@ -273,6 +275,20 @@ TEST(Shingle, HashPartitionEqualsSortedSet) {
       internal::HashPartition partition(parts, expected);
       for (size_t p = 0; p + 1 < parts; ++p) partition.add(p, v[p]);
       EXPECT_EQ(partition.sorted_set(threads), sorted_set(all)) << "expected " << expected << ", " << parts << " parts";
+      // The same parts bucket by bucket: each bucket sorted without repeats, on a slot below
+      // `threads`, and together the same set.
+      internal::HashPartition again(parts, expected);
+      for (size_t p = 0; p + 1 < parts; ++p) again.add(p, v[p]);
+      std::mutex mu;
+      std::vector<ShingleHash> joined;
+      again.for_each_distinct(threads, [&](size_t slot, std::span<const ShingleHash> bucket) {
+        EXPECT_LT(slot, static_cast<size_t>(threads));
+        EXPECT_TRUE(std::adjacent_find(bucket.begin(), bucket.end(), std::greater_equal<>()) == bucket.end());
+        std::lock_guard<std::mutex> lock(mu);
+        joined.insert(joined.end(), bucket.begin(), bucket.end());
+      });
+      std::sort(joined.begin(), joined.end());
+      EXPECT_EQ(joined, sorted_set(all)) << "expected " << expected << ", " << parts << " parts, bucket by bucket";
     }
   }
   EXPECT_GE(internal::HashPartition::top_bits(size_t{1} << 24), 12);
