@@ -38,6 +38,7 @@ struct Batch {
     size_t raw_begin = 0;     // in `raw`, unless at
     const char* at = nullptr;  // a line shared by the reader: in one of `blocks`
     bool writable = true;      // a shared line's bytes may be overwritten (io::RawRecord::writable)
+    bool mapped = false;       // a shared line in a read-only file mapping (io::RawRecord::mapped)
     uint64_t line = 0, offset = 0;
     size_t id_begin = 0, id_length = 0;  // in `ids`, once parsed
     DocId doc = 0;                       // parsed on the reading thread: its ordinal

@@ -1316,6 +1316,7 @@ class LineBuffer {
   /// A line longer than the usual buffer is always first: the buffer was refilled while it was
   /// read, which moves its start to the front of a buffer.
   bool line_overwritable() const noexcept { return map_fd_ < 0 && first_in_buffer_; }
+  bool line_mapped() const noexcept { return map_fd_ >= 0; }
   /// Moves to `offset` (at or after position()): inside the buffer, or past it by skipping the
   /// stream; reading stops near `until`. False if the source ends before.
   bool seek(uint64_t offset, uint64_t until) {
@@ -1734,6 +1735,7 @@ struct RecordReader::Impl {
     out.kind = RawRecord::Kind::Line;
     out.bytes = line;
     out.writable = lines.line_overwritable();
+    out.mapped = lines.line_mapped();
     return Step::Record;
   }
 
@@ -1745,12 +1747,14 @@ struct RecordReader::Impl {
     out.bytes = {};
     out.id = {};
     out.writable = false;
+    out.mapped = false;
     if (selecting) {
       std::string_view line;
       if (!next_selected_line(line)) return false;
       out.kind = RawRecord::Kind::Line;
       out.bytes = line;
       out.writable = lines.line_overwritable();
+      out.mapped = lines.line_mapped();
       out.source = cur;
       out.line = 0;
       out.offset = lines.line_offset;
@@ -1836,6 +1840,13 @@ void RecordReader::read_sources(size_t first, size_t last, uint64_t begin, uint6
   impl_->range_end = end;
 }
 const ReaderStats& RecordReader::stats() const noexcept { return impl_->stats; }
+void release_mapped_line(std::string_view line) noexcept {
+  const auto page = static_cast<uintptr_t>(MappedWindow::kPage);
+  const uintptr_t from = (reinterpret_cast<uintptr_t>(line.data()) + page - 1) / page * page;
+  const uintptr_t to = (reinterpret_cast<uintptr_t>(line.data()) + line.size()) / page * page;
+  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
 std::shared_ptr<const void> RecordReader::share_line(const RawRecord& line) {
   // Reading by position, the reader moves to another buffer at almost every line, so a shared
   // line would hold a buffer of its own: only lines of a buffer's size or more are shared.

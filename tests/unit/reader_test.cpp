@@ -883,6 +883,28 @@ TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
   }
 }
 
+// release_mapped_line lets go of a mapped line's whole pages, which read the same afterwards
+// (mapped again from the page cache); a line within one page, or an unaligned one, is harmless.
+TEST(Reader, ReleasedMappedLinesReadTheSame) {
+  test::TempDir d;
+  std::mt19937_64 rng(43);
+  std::string data(5 << 20, '\0');
+  for (char& c : data) c = static_cast<char>('a' + rng() % 26);
+  test::write_file(d.file("m.txt"), data);
+  const int fd = ::open(d.file("m.txt").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  void* m = ::mmap(nullptr, data.size(), PROT_READ, MAP_PRIVATE, fd, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  const char* base = static_cast<const char*>(m);
+  ASSERT_TRUE(std::string_view(base, data.size()) == data);
+  release_mapped_line(std::string_view(base + 1234, (4 << 20) + 777));
+  release_mapped_line(std::string_view(base + 10, 100));
+  release_mapped_line(std::string_view(base, data.size()));
+  EXPECT_TRUE(std::string_view(base, data.size()) == data);
+  ::munmap(m, data.size());
+  ::close(fd);
+}
+
 // append_from splits a copy at the next block boundary where the input's and the output's offsets
 // are congruent but not aligned (so that a file system with reflinks can clone the rest): the
 // bytes are the same however the ranges fall, congruent or not, within a block or across many.

@@ -334,6 +334,12 @@ class JsonlParser {
 /// buffers: a mapped record of 50 MB took 66-111 ms that way, and 41-43 ms in parts on 2 threads.
 inline constexpr size_t kWordTextMaxLine = size_t{4} << 20;
 
+/// Drops this process's mapping of the whole pages inside `line`, a line of a read-only file
+/// mapping (RawRecord::mapped) that is parsed and will not be read again: they stay in the page
+/// cache, and would be mapped again from it if touched. A record of tens of MB otherwise holds
+/// its line's pages in the process's memory while it is shingled from the parser's copy.
+void release_mapped_line(std::string_view line) noexcept;
+
 /// The most bytes of free read buffers a reader keeps for reuse (the buffers its shared lines are
 /// in come on top, bounded with the records in flight): part of the memory estimate.
 inline constexpr size_t kKeptReadBufferBytes = size_t{32} << 20;
@@ -355,6 +361,8 @@ struct RawRecord {
   /// and no other line's padding overlaps them): once share_line() has handed over their buffer,
   /// its holder may overwrite them.
   bool writable = false;
+  /// Line: the bytes lie in a read-only mapping of the file (release_mapped_line).
+  bool mapped = false;
   std::string_view id;     ///< Parsed
   std::string problem;     ///< Bad
   const char* problem_kind = "";  ///< Bad
