@@ -27,7 +27,7 @@ for f in "${inputs[@]}"; do
   esac
   for m in oph minhash simhash bottomk; do
     line=$("$bin" dedup --estimate-memory --method "$m" "${extra[@]}" "$f" 2>&1)
-    est_docs=$(sed -E 's/^neardup: (about )?([0-9.]+[KMG]?) documents.*/\2/' <<<"$line")
+    est_docs=$(sed -E 's/^neardup: (about )?([0-9.]+[KMG]?) documents?[ ,].*/\2/' <<<"$line")
     read -r v u < <(sed -E 's/.*expected memory ([0-9.]+) ([KMGT]?B).*/\1 \2/' <<<"$line")
     est=$(to_mb "$v" "$u")
     per_verified=0
