@@ -244,22 +244,25 @@ void HashPartition::add(size_t part, std::span<const ShingleHash> hashes) {
   for (const ShingleHash h : hashes) out[next[h >> shift]++] = h;
 }
 
+template <class F>
+void HashPartition::each_bucket(int threads, F&& f) {
+  const size_t chunk = std::max<size_t>(1, buckets_ / 64);
+  parallel_for((buckets_ + chunk - 1) / chunk, threads, [&](size_t c, size_t slot) {
+    for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) f(d, slot);
+  });
+}
+
 template <class OnBucket>
 void HashPartition::distinct_buckets(int threads, OnBucket&& on_bucket) {
-  // Buckets in chunks, handed out dynamically.
-  const size_t chunk = std::max<size_t>(1, buckets_ / 64);
-  const size_t chunks = (buckets_ + chunk - 1) / chunk;
-  parallel_for(chunks, threads, [&](size_t c, size_t slot) {
+  each_bucket(threads, [&](size_t d, size_t slot) {
     thread_local std::vector<uint32_t> count;
     thread_local ReallocBuffer scratch;
-    for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) {
-      size_t n = 0;
-      each_run(d, [&](const ShingleHash*, size_t len) { n += len; });
-      if (n == 0) continue;
-      ShingleHash* s = hash_scratch(scratch, n);
-      const ShingleHash* end = bucket_sort_unique_runs([&](auto&& f) { each_run(d, f); }, n, s, bits_, s, count);
-      on_bucket(d, slot, std::span<const ShingleHash>(s, end));
-    }
+    size_t n = 0;
+    each_run(d, [&](const ShingleHash*, size_t len) { n += len; });
+    if (n == 0) return;
+    ShingleHash* s = hash_scratch(scratch, n);
+    const ShingleHash* end = bucket_sort_unique_runs([&](auto&& f) { each_run(d, f); }, n, s, bits_, s, count);
+    on_bucket(d, slot, std::span<const ShingleHash>(s, end));
     trim_scratch(scratch);
     trim_scratch(count);
   });
@@ -280,17 +283,14 @@ std::vector<ShingleHash> HashPartition::sorted_set(int threads) {
   });
   for (size_t d = 1; d <= buckets_; ++d) distinct[d] += distinct[d - 1];
   std::vector<ShingleHash> out(distinct[buckets_]);
-  const size_t chunk = std::max<size_t>(1, buckets_ / 64);
-  parallel_for((buckets_ + chunk - 1) / chunk, threads, [&](size_t c, size_t) {
-    for (size_t d = c * chunk; d < std::min(buckets_, (c + 1) * chunk); ++d) {
-      ShingleHash* to = out.data() + distinct[d];
-      size_t left = distinct[d + 1] - distinct[d];
-      each_run(d, [&](const ShingleHash* run, size_t len) {
-        const size_t take = std::min(len, left);
-        to = std::copy(run, run + take, to);
-        left -= take;
-      });
-    }
+  each_bucket(threads, [&](size_t d, size_t) {
+    ShingleHash* to = out.data() + distinct[d];
+    size_t left = distinct[d + 1] - distinct[d];
+    each_run(d, [&](const ShingleHash* run, size_t len) {
+      const size_t take = std::min(len, left);
+      to = std::copy(run, run + take, to);
+      left -= take;
+    });
   });
   parts_.clear();
   return out;

@@ -100,8 +100,7 @@ uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
     auto* const table = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(buckets_.data()) + 63) & ~uintptr_t{63});
     std::memset(table, 0, 64 * buckets);
     const size_t nd = internal::simhash_distinct_avx512(shingles.data(), n, table, buckets - 1, distinct_.data());
-    count(distinct_.data(), nd, sums, isa);
-    return sign_bits(sums, nd);
+    return of_set(std::span<const ShingleHash>(distinct_.data(), nd), isa);
   }
   // Distinct values (and their counts): a linear-probing table of at least four times the size,
   // much cheaper than sorting (the sums do not depend on the order). Slots carry the number of the
@@ -136,8 +135,7 @@ uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
       d[nd] = x;
       nd += fresh;
     }
-    count(d, nd, sums, isa);
-    return sign_bits(sums, nd);
+    return of_set(std::span<const ShingleHash>(d, nd), isa);
   }
   for (const ShingleHash x : shingles) {
     size_t i = probe(t, mask, gen, x);

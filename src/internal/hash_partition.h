@@ -51,8 +51,11 @@ class HashPartition {
     for (Part& p : parts_)
       if (!p.start.empty() && p.start[d + 1] > p.start[d]) f(p.hashes.get() + p.start[d], size_t{p.start[d + 1] - p.start[d]});
   }
+  // f(d, slot) for every bucket d, buckets in chunks handed out dynamically to up to `threads`.
+  template <class F>
+  void each_bucket(int threads, F&& f);
   // Each bucket, sorted and without repeats in the thread's scratch, to on_bucket(d, slot,
-  // distinct hashes) (hash_partition's sorted_set and for_each_distinct).
+  // distinct hashes) (sorted_set and for_each_distinct).
   template <class OnBucket>
   void distinct_buckets(int threads, OnBucket&& on_bucket);
   int bits_;

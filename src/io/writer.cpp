@@ -330,7 +330,8 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
   if (kernel_copy) {
     const off_t at = ::lseek(out_fd, 0, SEEK_CUR);
     if (at >= 0) {
-      block = clone_block(out_fd);
+      if (clone_block_ == 0) clone_block_ = clone_block(out_fd);
+      block = clone_block_;
       out_at = static_cast<uint64_t>(at);
     }
   }

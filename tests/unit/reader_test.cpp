@@ -9,7 +9,9 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <tuple>
@@ -883,8 +885,26 @@ TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
   }
 }
 
-// release_mapped_line lets go of a mapped line's whole pages, which read the same afterwards
-// (mapped again from the page cache); a line within one page, or an unaligned one, is harmless.
+// The resident kilobytes of the mapping that starts at `base` (/proc/self/smaps), or -1.
+long mapping_rss_kb(const void* base) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto want = reinterpret_cast<uintptr_t>(base);
+  std::string line;
+  bool in = false;
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {
+      in = lo == want;
+    } else if (in && line.rfind("Rss:", 0) == 0) {
+      return std::stol(line.substr(4));
+    }
+  }
+  return -1;
+}
+
+// release_mapped_line lets go of a mapped line's whole pages (the mapping's resident memory falls
+// to nothing), which read the same afterwards (mapped again from the page cache); a line within
+// one page, or an unaligned one, is harmless.
 TEST(Reader, ReleasedMappedLinesReadTheSame) {
   test::TempDir d;
   std::mt19937_64 rng(43);
@@ -897,9 +917,12 @@ TEST(Reader, ReleasedMappedLinesReadTheSame) {
   ASSERT_NE(m, MAP_FAILED);
   const char* base = static_cast<const char*>(m);
   ASSERT_TRUE(std::string_view(base, data.size()) == data);
+  EXPECT_GE(mapping_rss_kb(base), 4096);  // every page read: mapped
   release_mapped_line(std::string_view(base + 1234, (4 << 20) + 777));
   release_mapped_line(std::string_view(base + 10, 100));
+  EXPECT_TRUE(std::string_view(base, data.size()) == data);
   release_mapped_line(std::string_view(base, data.size()));
+  EXPECT_LT(mapping_rss_kb(base), 64);
   EXPECT_TRUE(std::string_view(base, data.size()) == data);
   ::munmap(m, data.size());
   ::close(fd);

@@ -703,7 +703,6 @@ std::vector<ScoredPair> Run::verify_buckets(const std::vector<std::vector<DocId>
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   candidates_ += pairs.size();
   UnionFind uf(pl.docs.size());
-  auto find = [&](DocId x) { return uf.find(x); };
   std::vector<ScoredPair> edges;
   auto take = [&](const ScoredPair& e) {
     if (uf.unite(e.a, e.b)) edges.push_back(e);
@@ -712,19 +711,19 @@ std::vector<ScoredPair> Run::verify_buckets(const std::vector<std::vector<DocId>
   std::vector<DocPair> direct;
   for (const auto& b : buckets) {
     bool split = false;
-    for (const DocId d : b) split |= find(local(d)) != find(local(b[0]));
+    for (const DocId d : b) split |= uf.find(local(d)) != uf.find(local(b[0]));
     if (!split) continue;
     if (b.size() <= kDirect) {
       for (size_t y = 2; y < b.size(); ++y)  // the pairs with b[0] are stars
         for (size_t x = 1; x < y; ++x)
-          if (find(local(b[x])) != find(local(b[y]))) direct.push_back({local(b[x]), local(b[y])});
+          if (uf.find(local(b[x])) != uf.find(local(b[y]))) direct.push_back({local(b[x]), local(b[y])});
     } else if (exact) {
       large.push_back(&b);
     } else {
       for (size_t y = 1; y < b.size(); ++y)
         for (size_t x = 0; x < y; ++x) {
           const DocId lx = local(b[x]), ly = local(b[y]);
-          if (find(lx) == find(ly)) continue;
+          if (uf.find(lx) == uf.find(ly)) continue;
           ++candidates_;
           const double sim = score(lx, ly);
           if (sim + kSimilarityEpsilon >= t) take({lx, ly, sim});
@@ -781,7 +780,6 @@ Run::Components Run::components(const std::vector<ScoredPair>& edges) {
   const size_t m = comp.docs.size();
   auto vertex = [&](DocId d) { return place_in(comp.docs, d); };
   UnionFind uf(m);
-  auto find = [&](size_t x) { return uf.find(static_cast<uint32_t>(x)); };
   std::vector<std::pair<uint32_t, DocId>> cross;  // (local vertex, remote document)
   for (const DocPair& p : mine) {
     const bool la = local_.has(p.a), lb = local_.has(p.b);
@@ -793,12 +791,12 @@ Run::Components Run::components(const std::vector<ScoredPair>& edges) {
   }
   // Labels per local part (its root): the part's first document to start with.
   std::vector<DocId> first(m, std::numeric_limits<DocId>::max());
-  for (size_t i = 0; i < m; ++i) first[find(i)] = std::min(first[find(i)], comp.docs[i]);
+  for (uint32_t i = 0; i < m; ++i) first[uf.find(i)] = std::min(first[uf.find(i)], comp.docs[i]);
   for (;;) {
     ++comp.rounds;
     std::vector<std::string> send(static_cast<size_t>(c_.size()));
     for (const auto& [v, d] : cross) {
-      const DocId msg[2] = {d, first[find(v)]};
+      const DocId msg[2] = {d, first[uf.find(v)]};
       send[static_cast<size_t>(owner_of(bases_, d))].append(reinterpret_cast<const char*>(msg), sizeof msg);
     }
     int changed = 0;
@@ -806,14 +804,14 @@ Run::Components Run::components(const std::vector<ScoredPair>& edges) {
       for (size_t at = 0; at + sizeof(DocId[2]) <= g.size(); at += sizeof(DocId[2])) {
         DocId msg[2];
         std::memcpy(msg, g.data() + at, sizeof msg);
-        const size_t r = find(vertex(msg[0]));
+        const size_t r = uf.find(vertex(msg[0]));
         if (msg[1] < first[r]) first[r] = msg[1], changed = 1;
       }
     }
     if (c_.all_reduce(changed, MPI_MAX) == 0) break;
   }
   comp.first.resize(m);
-  for (size_t i = 0; i < m; ++i) comp.first[i] = first[find(i)];
+  for (uint32_t i = 0; i < m; ++i) comp.first[i] = first[uf.find(i)];
   return comp;
 }
 

@@ -330,8 +330,9 @@ class JsonlParser {
 /// Lines shorter than this are made word text in one run into a copy that each parser keeps (the
 /// room of the longest); lines this long or longer in parts, on several threads, in place where
 /// the caller lets the parser overwrite them, else into a buffer the parser keeps for the next
-/// long line, cut to its share of kKeptReadBufferBytes before a short one (JsonlParser::parse). The full parse would decode such a line on one thread into fresh
-/// buffers: a mapped record of 50 MB took 66-111 ms that way, and 41-43 ms in parts on 2 threads.
+/// long line, cut to its share of kKeptReadBufferBytes before a short one (JsonlParser::parse).
+/// The full parse would decode such a line on one thread into fresh buffers: a mapped record of
+/// 50 MB took 66-111 ms that way, and 41-43 ms in parts on 2 threads.
 inline constexpr size_t kWordTextMaxLine = size_t{4} << 20;
 
 /// Drops this process's mapping of the whole pages inside `line`, a line of a read-only file

@@ -61,6 +61,7 @@ class AtomicFile {
   static constexpr uint64_t kWriteBehind = uint64_t{32} << 20;
   uint64_t written_ = 0;  ///< bytes written so far (to the file: compressed)
   uint64_t synced_ = 0;   ///< bytes whose disk writes were started
+  uint64_t clone_block_ = 0;  ///< the output's block for clones (append_from), once looked up
   std::string path_;      ///< as given (for messages)
   std::string target_;    ///< what is replaced: the path with symbolic links followed
   std::string temp_;
