@@ -6,6 +6,8 @@
 #   peak memory of dedup against the estimate it prints (--estimate-memory)
 # Every neardup output of a run is compared with the first run's (identical results).
 #   bench/floors.sh bench/data/crowded.jsonl [REPS=3]      (corpus: bench/make_corpus.sh --crowded)
+# With COLD=1 the input is dropped from the page cache before each timed command (as a corpus
+# larger than memory is read), instead of read once into it beforehand.
 set -euo pipefail
 IN=$1 REPS=${2:-3}
 ND=${NEARDUP:-build/neardup}
@@ -16,20 +18,24 @@ t() { /usr/bin/time -f "%e %M" -o "$OUT/time" "$@"; read -r wall rss < "$OUT/tim
 bytes=$(stat -c %s "$IN")
 echo "corpus: $IN ($(wc -l < "$IN") records, $((bytes / 1000000)) MB); $($ND --version | head -1)"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%F)"
-cat "$IN" > /dev/null  # warm the page cache for every command alike
+COLD=${COLD:-0}
+# The input's pages dropped from the page cache (posix_fadvise DONTNEED: clean pages, no root).
+drop() { if [ "$COLD" = 1 ]; then dd if="$IN" iflag=nocache count=0 status=none; fi; }
+if [ "$COLD" = 1 ]; then echo "cache: cold (the input dropped from the page cache before each command)"
+else cat "$IN" > /dev/null; echo "cache: warm (the input read into the page cache once, for every command alike)"; fi
 
 declare -A T R
 for rep in $(seq "$REPS"); do
-  t zstd -1 -T1 -q -c "$IN" -o /dev/null; T[zstd]+="$wall "
-  rm -f "$OUT/pairs.tsv"
+  drop; t zstd -1 -T1 -q -c "$IN" -o /dev/null; T[zstd]+="$wall "
+  rm -f "$OUT/pairs.tsv"; drop
   t "$ND" pairs "$IN" -o "$OUT/pairs.tsv" -q; T[pairs]+="$wall "; R[pairs]+="$rss "
   if [ "$rep" = 1 ]; then cp "$OUT/pairs.tsv" "$OUT/pairs.first"; else cmp "$OUT/pairs.tsv" "$OUT/pairs.first"; fi
   # Each write starts on a quiet disk: the files deleted before it synced first (with the
   # `discard` mount option a deleted file's blocks are discarded at the next journal commit,
   # which would otherwise land inside the next timed command).
-  rm -f "$OUT/copy"; sync
+  rm -f "$OUT/copy"; sync; drop
   t sh -c "cp '$IN' '$OUT/copy' && sync"; T[cp]+="$wall "
-  rm -f "$OUT/kept.jsonl" "$OUT/copy"; sync
+  rm -f "$OUT/kept.jsonl" "$OUT/copy"; sync; drop
   t "$ND" dedup "$IN" -o "$OUT/kept.jsonl" --removed "$OUT/removed.tsv" --stats 2> "$OUT/stats"; T[dedup]+="$wall "; R[dedup]+="$rss "
   if [ "$rep" = 1 ]; then cp "$OUT/removed.tsv" "$OUT/removed.first"; else cmp "$OUT/removed.tsv" "$OUT/removed.first"; fi
   rm -f "$OUT/kept.jsonl"

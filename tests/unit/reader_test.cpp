@@ -928,6 +928,66 @@ TEST(Reader, ReleasedMappedLinesReadTheSame) {
   ::close(fd);
 }
 
+// Pages of `fd`'s bytes [from, to) in the page cache (mincore on a mapping of them).
+size_t cached_pages(int fd, uint64_t from, uint64_t to) {
+  void* m = ::mmap(nullptr, to - from, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(from));
+  if (m == MAP_FAILED) return 0;
+  std::vector<unsigned char> in((to - from + 4095) / 4096);
+  size_t n = 0;
+  if (::mincore(m, to - from, in.data()) == 0)
+    for (const unsigned char c : in) n += c & 1;
+  ::munmap(m, to - from);
+  return n;
+}
+
+// A mapped file read in order is asked for ahead of the window being read: with only the first
+// record read, the file's bytes 12-20 MiB on come into the page cache (the kernel's own
+// read-around at a page fault reaches 8 MiB at most here). Read by position, nothing is asked for.
+TEST(Reader, MappedFileReadInOrderIsReadAhead) {
+  test::TempDir d;
+  std::string data;
+  for (int i = 0; data.size() < (24u << 20); ++i) data += "{\"id\": \"" + std::to_string(i) + "\", \"text\": \"" + std::string(900, 'a' + i % 26) + "\"}\n";
+  test::write_file(d.file("a.jsonl"), data);
+  const int fd = ::open(d.file("a.jsonl").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const uint64_t from = 12 << 20, to = 20 << 20, pages = (to - from) / 4096;
+  auto drop = [&] {
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    return cached_pages(fd, from, to) == 0;
+  };
+  // Waits up to 5 s for the reads started to land.
+  auto read_ahead = [&] {
+    for (int i = 0; i < 500 && cached_pages(fd, from, to) < pages; ++i) ::usleep(10000);
+    return cached_pages(fd, from, to);
+  };
+  if (!drop()) {
+    ::close(fd);
+    GTEST_SKIP() << "this file system keeps the file's pages (tmpfs?): read-ahead cannot be seen";
+  }
+  ReaderOptions opt;
+  opt.memory_map = MemoryMap::Always;
+  const InputSet in({d.file("a.jsonl")}, opt);
+  {
+    RecordReader r(in, opt);
+    Record rec;
+    ASSERT_TRUE(r.next(rec));
+    EXPECT_EQ(rec.id, "0");
+    EXPECT_EQ(read_ahead(), pages);
+  }
+  ASSERT_TRUE(drop());
+  {
+    RecordReader r(in, opt);
+    const size_t at = data.find("{\"id\": \"100\"");
+    r.select(std::vector<RecordPos>{{0, static_cast<uint32_t>(data.find('\n', at) - at), at}});
+    RawRecord raw;
+    ASSERT_TRUE(r.next_raw(raw));
+    ::usleep(200000);
+    EXPECT_EQ(cached_pages(fd, from, to), 0u);
+  }
+  ::close(fd);
+}
+
 // append_from splits a copy at the next block boundary where the input's and the output's offsets
 // are congruent but not aligned (so that a file system with reflinks can clone the rest): the
 // bytes are the same however the ranges fall, congruent or not, within a block or across many.
