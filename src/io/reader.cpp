@@ -1432,8 +1432,8 @@ class LineBuffer {
   // being dropped, so it is given in parts of that size.
   void read_ahead(uint64_t from) {
     const uint64_t to = std::min(file_bytes_, from + kReadAheadBytes);
-    if (to <= read_ahead_to_) return;
     const uint64_t start = std::max(from, read_ahead_to_);
+    if (to <= start) return;  // the file ends in this window, or it was asked for already
     read_ahead_to_ = to;
     char probe;
     struct iovec v {&probe, 1};
