@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <simdjson.h>
@@ -1256,8 +1255,6 @@ class LineBuffer {
   static constexpr size_t kShareSelectedBytes = size_t{1} << 20;
   // Mapped mode: the usual window. Its pages stay resident while lines of it are in flight.
   static constexpr size_t kWindowBytes = size_t{4} << 20;
-  // Mapped mode, reading in order: how far past the current window the file is asked for.
-  static constexpr uint64_t kReadAheadBytes = uint64_t{16} << 20;
   LineBuffer(uint64_t max_record_bytes, MemoryMap memory_map)
       : max_record_bytes_(max_record_bytes), memory_map_(memory_map), buf(kStartBytes) {}
   // Lines still shared keep their buffer or window past the reader's end.
@@ -1289,7 +1286,6 @@ class LineBuffer {
     line_no = 0;
     map_fd_ = -1;
     in_order_ = true;
-    read_ahead_to_ = 0;
     struct stat sb;
     // Only regular files are mapped (not pipes or terminals), and not one that reports no size
     // (procfs, sysfs), which may still hold bytes: those are read as streams.
@@ -1414,33 +1410,15 @@ class LineBuffer {
     const size_t len = static_cast<size_t>(last ? left : want);
     release_window();
     if (!window_.map(map_fd_, page, len, display_)) return stream_from(from);
-    if (in_order_) read_ahead(page + len);
+    // The kernel reads a mapping only at its page faults: the bytes after the window are asked
+    // for now, while they are read in order (io/stream.cpp).
+    if (in_order_) stream_->reading_at(page + len);
     buf_base = page;
     begin = static_cast<size_t>(from - page);
     scanned = static_cast<size_t>(seen_to - page);
     end = last ? len : len - kPad;
     any_bytes = true;
     return true;
-  }
-
-  // Mapped mode, reading the file in order. The kernel reads a mapping's pages around each page
-  // fault, on the faulting thread, so a file that is not in the page cache stalls the reader (and
-  // the workers behind it) once per window. The bytes after this window are asked for now
-  // (POSIX_FADV_WILLNEED starts their reads and returns), unless they are cached already: a read
-  // that must not wait (RWF_NOWAIT) of their last byte tells in one call. The kernel reads no more
-  // than the device's readahead for one such advice (128 KiB by default), the rest of the range
-  // being dropped, so it is given in parts of that size.
-  void read_ahead(uint64_t from) {
-    const uint64_t to = std::min(file_bytes_, from + kReadAheadBytes);
-    const uint64_t start = std::max(from, read_ahead_to_);
-    if (to <= start) return;  // the file ends in this window, or it was asked for already
-    read_ahead_to_ = to;
-    char probe;
-    struct iovec v {&probe, 1};
-    if (::preadv2(map_fd_, &v, 1, static_cast<off_t>(to - 1), RWF_NOWAIT) == 1) return;
-    constexpr uint64_t kAdvice = uint64_t{128} << 10;
-    for (uint64_t at = start; at < to; at += kAdvice)
-      ::posix_fadvise(map_fd_, static_cast<off_t>(at), static_cast<off_t>(std::min(kAdvice, to - at)), POSIX_FADV_WILLNEED);
   }
 
   // Mapped mode that cannot map (a file system without mmap, no address space left): the file is
@@ -1571,8 +1549,7 @@ class LineBuffer {
   size_t begin = 0, end = 0, scanned = 0;
   uint64_t buf_base = 0;    // offset of bytes()[0] in the source's decompressed bytes
   uint64_t read_until = 0;  // seek(): the end of the wanted line (with its newline)
-  bool in_order_ = true;       // no seek() since open(): the file is read from start to end
-  uint64_t read_ahead_to_ = 0;  // mapped mode: the bytes before this were asked for (read_ahead)
+  bool in_order_ = true;    // no seek() since open(): the file is read from start to end
   bool eof = false;
   bool first_in_buffer_ = false;  // the last line taken started at the buffer's first byte
 };

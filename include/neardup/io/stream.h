@@ -29,6 +29,9 @@ class ByteStream {
   /// The descriptor of an uncompressed file, whose bytes may be mapped into memory and read in
   /// place when it is a regular file (-1 for a compressed stream).
   virtual int mappable_fd() const noexcept { return -1; }
+  /// For a reader of mappable_fd() going through the file in order: its bytes up to `offset` are
+  /// in hand, so the kernel may be asked to read the ones after it (as read() does by itself).
+  virtual void reading_at(uint64_t offset) { (void)offset; }
 };
 
 /// Opens `path` (display name `display` in messages), detecting compression from its first bytes.
