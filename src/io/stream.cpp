@@ -31,9 +31,9 @@ std::string sys_error(const std::string& what, const std::string& display) {
 // A large file read in order is asked for ahead of where it is read. The kernel's own readahead
 // runs only a little ahead of read(2) (128 KiB by default) and, for a file read through a
 // mapping, only at page faults on the faulting thread, so a file that is not in the page cache
-// stalled the reading thread, and the workers behind it, at every buffer or window: `pairs` on
-// the crowded mix from the disk took 1.93-3.93 s mapped and 2.65-3.78 s by read(2), against
-// 1.66-1.79 s asked for ahead (BENCHMARKS.md).
+// stalled the reading thread, and the workers behind it, at every buffer or window. `pairs` on
+// the crowded mix read from the disk: mapped 1.93-3.93 s, asked for ahead 1.66-1.79 s; by read(2)
+// 3.17-4.13 s, asked for ahead 2.14-2.29 s (BENCHMARKS.md).
 class File {
  public:
   // How far past the bytes in hand a file is asked for, and how often (the size of a read
