@@ -217,7 +217,7 @@ class PassRunner {
     const bool good = parser.parse(line, inputs_.sources()[e.source], e.line, rec, problem, overwritable);
     // A long mapped line's record now lies in the parser's copy: its pages are let go before the
     // record is shingled (on the crowded mix, two records of 15-25 MB worked at once held theirs).
-    if (good && e.at && e.mapped && line.size() >= io::kWordTextMaxLine) io::release_mapped_line(line);
+    if (good && e.mapped && line.size() >= io::kWordTextMaxLine) io::release_mapped_line(line);
     b.t_parse += seconds_since(t);
     if (!good) {
       b.problems.push_back({i, problem, parser.problem_kind(), pass_.reader->on_reject ? std::string(line) : std::string()});

@@ -1285,7 +1285,6 @@ class LineBuffer {
     any_bytes = false;
     line_no = 0;
     map_fd_ = -1;
-    in_order_ = true;
     struct stat sb;
     // Only regular files are mapped (not pipes or terminals), and not one that reports no size
     // (procfs, sysfs), which may still hold bytes: those are read as streams.
@@ -1335,7 +1334,6 @@ class LineBuffer {
     }
     line_no = 0;
     read_until = until;
-    in_order_ = false;
     return true;
   }
 
@@ -1411,8 +1409,8 @@ class LineBuffer {
     release_window();
     if (!window_.map(map_fd_, page, len, display_)) return stream_from(from);
     // The kernel reads a mapping only at its page faults: the bytes after the window are asked
-    // for now, while they are read in order (io/stream.cpp).
-    if (in_order_) stream_->reading_at(page + len);
+    // for now, while the file is read in order (never sought in: io/stream.cpp).
+    if (read_until == 0) stream_->reading_at(page + len);
     buf_base = page;
     begin = static_cast<size_t>(from - page);
     scanned = static_cast<size_t>(seen_to - page);
@@ -1548,8 +1546,7 @@ class LineBuffer {
   uint64_t file_bytes_ = 0;         // mapped mode: the file's size when opened
   size_t begin = 0, end = 0, scanned = 0;
   uint64_t buf_base = 0;    // offset of bytes()[0] in the source's decompressed bytes
-  uint64_t read_until = 0;  // seek(): the end of the wanted line (with its newline)
-  bool in_order_ = true;    // no seek() since open(): the file is read from start to end
+  uint64_t read_until = 0;  // seek(): the end of the wanted line (with its newline); 0: read in order
   bool eof = false;
   bool first_in_buffer_ = false;  // the last line taken started at the buffer's first byte
 };

@@ -56,7 +56,7 @@ class File {
       const ssize_t r = ::read(fd_, buf, n);
       if (r >= 0) {
         consumed_ += static_cast<uint64_t>(r);
-        if (consumed_ >= ahead_from_) ask_ahead(consumed_);
+        ask_ahead(consumed_);
         return static_cast<size_t>(r);
       }
       if (errno == EINTR) continue;
