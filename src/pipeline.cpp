@@ -1359,6 +1359,8 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
       bytes_done += input_stamps_[s].first;
       progress(bytes_done, d);
     }
+    // The copies still running count as writing (and their errors are this writer's).
+    for (io::AtomicFile* out : outs) out->wait_appends();
     return;
   }
   io::RecordReader reader(*inputs_, options_.reader);

@@ -10,9 +10,14 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "neardup/error.h"
@@ -158,6 +163,229 @@ struct AtomicFile::Encoder {
   }
 };
 
+namespace {
+
+IoError output_error(const char* what, int e, const std::string& path, bool direct) {
+  return IoError(std::string(what) + ": " + std::strerror(e) +
+                     (e == ENOSPC || e == EDQUOT ? "; free some space and run again"
+                      : e == EFBIG               ? "; the file size limit (ulimit -f) or the file system's was reached"
+                                                 : "") +
+                     (direct ? "" : " (the previous file, if any, is untouched)"),
+                 ErrorPlace{path});
+}
+
+IoError input_changed(const std::string& display, uint64_t end) {
+  return IoError(std::string("ends before byte ") + std::to_string(end) +
+                     "; the input changed while neardup was running (do not modify inputs during a run)",
+                 ErrorPlace{display});
+}
+
+}  // namespace
+
+namespace {
+
+// The block on which a clone (reflink) of `fd`'s data must start: the file system's preferred I/O
+// size where it is a power of two (Btrfs and XFS give their block), else 4 KiB.
+uint64_t clone_block(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_blksize >= 512 && st.st_blksize <= (1 << 20) && std::has_single_bit(static_cast<uint64_t>(st.st_blksize)))
+    return static_cast<uint64_t>(st.st_blksize);
+  return 4096;
+}
+
+}  // namespace
+
+namespace {
+
+// The bytes of a copy to make before the next: up to `want`, and where the input's and the
+// output's offsets are congruent modulo the block but not on a boundary, only up to the next
+// boundary. copy_file_range is served by a clone where the file system has reflinks (Btrfs,
+// XFS) and both offsets are on a block boundary; the kernel then shortens the range to whole
+// blocks and copies the rest. So every later piece of a run of kept records (which a dedup's
+// writer appends in several calls, as its decisions come) starts aligned and can be cloned.
+size_t clone_step(uint64_t in_at, uint64_t out_at, size_t want, uint64_t block) {
+  if (block == 0) return want;
+  const uint64_t in_rem = in_at % block, out_rem = out_at % block;
+  if (in_rem != 0 && in_rem == out_rem) return static_cast<size_t>(std::min<uint64_t>(want, block - in_rem));
+  return want;
+}
+
+// An input descriptor of its own for copies still running when the caller closes its own.
+struct SourceFd {
+  int fd = -1;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::string display;
+  ~SourceFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct Piece {
+  std::shared_ptr<const SourceFd> in;
+  uint64_t in_at = 0, out_at = 0, length = 0;
+};
+
+}  // namespace
+
+// Copies into an output by position on a few threads. One thread copying in the kernel and
+// starting each part's disk writes (sync_file_range) keeps the device's queue short: on a virtual
+// disk, copy_file_range + fsync of 1.29 GB took 0.62-1.15 s from one thread and 0.52-0.94 s from
+// two (8 alternating runs each, medians 0.95 and 0.77 s), and a fresh page cache page costs the
+// host's work, which two threads share. The output is cut into jobs of 4 MiB, each synced to the
+// disk as it is written (the write-behind), with at most kQueued jobs waiting so that an error
+// (a full disk) is reported while the writer is still at it.
+struct AtomicFile::Copies {
+  static constexpr uint64_t kJob = uint64_t{4} << 20;
+  static constexpr size_t kQueued = 16;
+
+  int out_fd = -1;
+  std::string path;     // the output, for messages
+  uint64_t block = 0;   // for clones
+  std::mutex m;
+  std::condition_variable cv;
+  size_t queued = 0;    // jobs handed out and not yet done
+  std::exception_ptr error;
+  std::atomic<bool> stop{false};
+  std::vector<Piece> gathering;  // the job being gathered
+  uint64_t gathered = 0;
+  std::shared_ptr<const SourceFd> last;  // the input of the last call (its descriptor kept)
+
+  void run(std::vector<Piece>& job) noexcept;
+  void copy(const Piece& p);
+  void dispatch();
+  // Waits until no job is running. Returns the first error, if any.
+  std::exception_ptr wait() {
+    dispatch();
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return queued == 0; });
+    return error;
+  }
+};
+
+namespace {
+
+// The threads that make the copies, shared by every output of the process; started at the first
+// copy (again in a child process after fork, which has none of its parent's threads).
+class CopyThreads {
+ public:
+  using Job = std::pair<AtomicFile::Copies*, std::vector<Piece>>;
+  static CopyThreads& get() {
+    static std::mutex m;
+    static CopyThreads* threads = nullptr;
+    static pid_t owner = 0;
+    std::lock_guard lock(m);
+    if (!threads || owner != ::getpid()) {
+      threads = new CopyThreads();  // never deleted: its threads live as long as the process
+      owner = ::getpid();
+    }
+    return *threads;
+  }
+  void submit(Job job) {
+    {
+      std::lock_guard lock(m_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  CopyThreads() {
+    const unsigned n = std::clamp(std::thread::hardware_concurrency(), 2u, 4u);
+    for (unsigned i = 0; i < n; ++i) std::thread([this] { work(); }).detach();
+  }
+  void work();
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+};
+
+}  // namespace
+
+// Declared in the class so that CopyThreads can see it; defined here.
+void CopyThreads::work() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(m_);
+      cv_.wait(lock, [&] { return !jobs_.empty(); });
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job.first->run(job.second);
+  }
+}
+
+void AtomicFile::Copies::run(std::vector<Piece>& job) noexcept {
+  try {
+    if (!stop.load(std::memory_order_relaxed)) {
+      for (const Piece& p : job) copy(p);
+      const uint64_t begin = job.front().out_at, end = job.back().out_at + job.back().length;
+      ::sync_file_range(out_fd, static_cast<off_t>(begin), static_cast<off_t>(end - begin), SYNC_FILE_RANGE_WRITE);
+    }
+  } catch (...) {
+    std::lock_guard lock(m);
+    if (!error) error = std::current_exception();
+    stop.store(true, std::memory_order_relaxed);
+  }
+  std::lock_guard lock(m);
+  --queued;
+  cv.notify_all();
+}
+
+void AtomicFile::Copies::copy(const Piece& p) {
+  bool kernel = true;
+  uint64_t done = 0;
+  while (done < p.length) {
+    if (stop.load(std::memory_order_relaxed)) return;
+    const uint64_t in_at = p.in_at + done, out_at = p.out_at + done;
+    const size_t want = clone_step(in_at, out_at, static_cast<size_t>(p.length - done), block);
+    if (kernel) {
+      loff_t in_off = static_cast<loff_t>(in_at), out_off = static_cast<loff_t>(out_at);
+      const ssize_t r = ::copy_file_range(p.in->fd, &in_off, out_fd, &out_off, want, 0);
+      if (r > 0) {
+        done += static_cast<uint64_t>(r);
+        continue;
+      }
+      if (r == 0) throw input_changed(p.in->display, p.in_at + p.length);
+      if (errno == EINTR) continue;
+      if (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP || errno == EBADF) {
+        kernel = false;  // another file system or kernel: copy through memory
+        continue;
+      }
+      if (errno == EIO) throw IoError(std::string("cannot read input: ") + std::strerror(errno), ErrorPlace{p.in->display});
+      throw output_error("cannot write output", errno, path, false);
+    }
+    thread_local std::vector<char> buf;
+    buf.resize(1 << 20);
+    const ssize_t r = ::pread(p.in->fd, buf.data(), std::min(want, buf.size()), static_cast<off_t>(in_at));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw IoError(std::string("cannot read input: ") + std::strerror(errno), ErrorPlace{p.in->display});
+    }
+    if (r == 0) throw input_changed(p.in->display, p.in_at + p.length);
+    for (ssize_t put = 0; put < r;) {
+      const ssize_t w = ::pwrite(out_fd, buf.data() + put, static_cast<size_t>(r - put), static_cast<off_t>(out_at) + put);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) throw output_error("cannot write output", errno, path, false);
+      put += w;
+    }
+    done += static_cast<uint64_t>(r);
+  }
+}
+
+void AtomicFile::Copies::dispatch() {
+  if (gathering.empty()) return;
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return queued < kQueued; });
+    ++queued;
+  }
+  CopyThreads::get().submit({this, std::move(gathering)});
+  gathering.clear();
+  gathered = 0;
+}
+
 AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) : path_(path) {
   if (compression == OutputCompression::ByName) {
     const std::string c = output_compression_of(path);
@@ -218,6 +446,11 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
 }
 
 AtomicFile::~AtomicFile() {
+  if (copies_) {
+    copies_->stop.store(true, std::memory_order_relaxed);
+    copies_->gathering.clear();
+    copies_->wait();
+  }
   if (stdout_) return;
   if (f_) {
     std::fclose(f_);
@@ -226,16 +459,17 @@ AtomicFile::~AtomicFile() {
   unregister_temporary_file(temp_slot_);
 }
 
-void AtomicFile::fail(const char* what) {
-  const int e = errno;
-  throw IoError(std::string(what) + ": " + std::strerror(e) +
-                (e == ENOSPC || e == EDQUOT ? "; free some space and run again"
-                 : e == EFBIG               ? "; the file size limit (ulimit -f) or the file system's was reached"
-                                            : "") +
-                (direct_ ? "" : " (the previous file, if any, is untouched)"), ErrorPlace{path_});
+
+void AtomicFile::fail(const char* what) { throw output_error(what, errno, path_, direct_); }
+
+void AtomicFile::to_end() {
+  if (!behind_) return;
+  if (std::fflush(f_) != 0 || ::fseeko(f_, static_cast<off_t>(written_), SEEK_SET) != 0) fail("cannot write output");
+  behind_ = false;
 }
 
 void AtomicFile::raw_write(const char* data, size_t n) {
+  to_end();
   if (n > 0 && std::fwrite(data, 1, n, f_) != n) fail("cannot write output");
   written_ += n;
   if (written_ - synced_ >= kWriteBehind) write_behind();
@@ -251,6 +485,7 @@ void AtomicFile::write(std::string_view data) {
 
 void AtomicFile::put(char c) {
   if (encoder_) return write(std::string_view(&c, 1));
+  to_end();
   if (std::fputc(c, f_) == EOF) fail("cannot write output");
   ++written_;
 }
@@ -266,6 +501,7 @@ void AtomicFile::write_behind() {
 
 void AtomicFile::commit() {
   if (committed_) return;
+  wait_appends();
   if (encoder_) encoder_->feed({}, true, [this](const char* p, size_t n) { raw_write(p, n); });
   if (std::fflush(f_) != 0) fail("cannot write output");
   committed_ = true;
@@ -301,31 +537,61 @@ void AtomicFile::commit() {
   }
 }
 
-namespace {
 
-// The block on which a clone (reflink) of `fd`'s data must start: the file system's preferred I/O
-// size where it is a power of two (Btrfs and XFS give their block), else 4 KiB.
-uint64_t clone_block(int fd) {
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_blksize >= 512 && st.st_blksize <= (1 << 20) && std::has_single_bit(static_cast<uint64_t>(st.st_blksize)))
-    return static_cast<uint64_t>(st.st_blksize);
-  return 4096;
+void AtomicFile::wait_appends() {
+  if (!copies_) return;
+  if (std::exception_ptr e = copies_->wait()) std::rethrow_exception(e);
 }
 
-}  // namespace
-
 uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const std::string& display) {
+  struct stat st {};
+  if (!direct_ && !encoder_ && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    // A regular input into a file of its own: copied by position on the copying threads, what
+    // the input holds now (a range past its end comes back short, as a read would).
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    uint64_t left = offset < size ? std::min(length, size - offset) : 0;
+    const uint64_t got = left;
+    if (!copies_) {
+      copies_ = std::make_unique<Copies>();
+      copies_->out_fd = ::fileno(f_);
+      copies_->path = path_;
+      copies_->block = clone_block(copies_->out_fd);
+    }
+    Copies& c = *copies_;
+    {
+      std::lock_guard lock(c.m);
+      if (c.error) std::rethrow_exception(c.error);
+    }
+    if (left > 0 && (!c.last || c.last->dev != st.st_dev || c.last->ino != st.st_ino)) {
+      auto in = std::make_shared<SourceFd>();
+      in->fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      if (in->fd < 0) throw IoError(std::string("cannot read input: ") + std::strerror(errno), ErrorPlace{display});
+      in->dev = st.st_dev;
+      in->ino = st.st_ino;
+      in->display = display;
+      c.last = std::move(in);
+    }
+    while (left > 0) {
+      const uint64_t take = std::min(left, Copies::kJob - c.gathered);
+      c.gathering.push_back({c.last, offset, written_, take});
+      written_ += take;
+      c.gathered += take;
+      offset += take;
+      left -= take;
+      if (c.gathered == Copies::kJob) c.dispatch();
+    }
+    behind_ = behind_ || got > 0;
+    return got;
+  }
   if (std::fflush(f_) != 0) fail("cannot write output");
+  to_end();
   const int out_fd = ::fileno(f_);
   uint64_t done = 0;
   bool kernel_copy = !stdout_ && !encoder_;
-  // copy_file_range is served by a clone where the file system has reflinks (Btrfs, XFS) and both
-  // offsets are on a block boundary; the kernel then shortens the range to whole blocks and copies
-  // the rest. Where the input's and the output's offsets are congruent modulo the block (the kept
-  // records before the first removed one, a source kept whole) but not on a boundary, the bytes up
-  // to the next boundary go in a call of their own, so that every later call starts aligned:
-  // without it, a dedup whose writer appends a run of kept records in several calls (as its
-  // decisions come) cloned none of them.
+  // Into standard output, a special file or a compressed output, or from an input that is not a
+  // regular file: copied here, in order. A plain output
+  // takes copy_file_range at its position (clones as clone_step says), a compressed one or one
+  // the kernel cannot copy into goes through memory.
   uint64_t block = 0, out_at = 0;
   if (kernel_copy) {
     const off_t at = ::lseek(out_fd, 0, SEEK_CUR);
@@ -339,11 +605,7 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
     const size_t want = static_cast<size_t>(std::min<uint64_t>(length - done, uint64_t{1} << 30));
     if (kernel_copy) {
       loff_t in_off = static_cast<loff_t>(offset + done);
-      size_t step = std::min<size_t>(want, kWriteBehind);
-      if (block != 0) {
-        const uint64_t in_rem = (offset + done) % block, out_rem = (out_at + done) % block;
-        if (in_rem != 0 && in_rem == out_rem) step = static_cast<size_t>(std::min<uint64_t>(step, block - in_rem));
-      }
+      const size_t step = clone_step(offset + done, out_at + done, std::min<size_t>(want, kWriteBehind), block);
       const ssize_t r = ::copy_file_range(fd, &in_off, out_fd, nullptr, step, 0);
       if (r > 0) {
         done += static_cast<uint64_t>(r);
@@ -396,8 +658,7 @@ void RangeAppender::short_of(uint64_t missing, const ByteRange& r, AtomicFile& o
     ended_ = true;
     return;
   }
-  throw IoError(std::string("ends before byte ") + std::to_string(r.offset + r.length) +
-                "; the input changed while neardup was running (do not modify inputs during a run)", ErrorPlace{display_});
+  throw input_changed(display_, r.offset + r.length);
 }
 
 void RangeAppender::append(std::span<const ByteRange> ranges, AtomicFile& out) {

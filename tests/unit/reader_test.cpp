@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -1024,6 +1025,82 @@ TEST(Reader, AppendFromCopiesTheSameBytesWhereverTheRangesFall) {
     EXPECT_TRUE(test::read_file(d.file("out.txt")) == want) << "round " << round;
   }
   ::close(fd);
+}
+
+// Into a file of its own, append_from's copies run on threads of their own, by position: the
+// output is the same as writing in order when copies of many megabytes (more than the jobs
+// allowed to wait at once) from several inputs, each closed at once, are mixed with written
+// bytes, and an input shorter than a range comes back short as a read would.
+TEST(Reader, AppendFromByPositionGivesTheBytesInOrder) {
+  test::TempDir d;
+  std::mt19937_64 rng(43);
+  std::vector<std::string> data(3);
+  for (size_t i = 0; i < data.size(); ++i) {
+    data[i].resize((size_t{9} << 20) + 12345 * i);
+    for (char& c : data[i]) c = static_cast<char>('a' + rng() % 26);
+    test::write_file(d.file("in" + std::to_string(i)), data[i]);
+  }
+  std::string want;
+  {
+    AtomicFile out(d.file("out.txt"));
+    for (int round = 0; round < 40; ++round) {
+      const size_t i = rng() % data.size();
+      const int fd = ::open(d.file("in" + std::to_string(i)).c_str(), O_RDONLY | O_CLOEXEC);
+      ASSERT_GE(fd, 0);
+      const uint64_t at = rng() % data[i].size(), len = 1 + rng() % (round % 3 == 0 ? (uint64_t{6} << 20) : 5000);
+      const uint64_t got = std::min<uint64_t>(len, data[i].size() - at);
+      EXPECT_EQ(out.append_from(fd, at, len, "in"), got);
+      ::close(fd);  // the copies keep a descriptor of their own
+      want += data[i].substr(at, got);
+      if (rng() % 2) {
+        const std::string line = "line " + std::to_string(round) + "\n";
+        out.write(line);
+        want += line;
+      }
+    }
+    out.commit();
+  }
+  EXPECT_EQ(test::read_file(d.file("out.txt")).size(), want.size());
+  EXPECT_TRUE(test::read_file(d.file("out.txt")) == want);
+}
+
+// A copy that fails on its thread is reported by commit() (or wait_appends()) as the input's or
+// the output's error, and the destination is left as it was: an input cut short after the call
+// (the input changed during the run), and one that cannot be read.
+TEST(Reader, AppendFromByPositionReportsAFailedCopy) {
+  test::TempDir d;
+  test::write_file(d.file("dest.txt"), "before\n");
+  test::write_file(d.file("in.txt"), std::string(100000, 'x'));
+  {
+    AtomicFile out(d.file("dest.txt"));
+    const int fd = ::open(d.file("in.txt").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(out.append_from(fd, 0, 100000, "in.txt"), 100000u);  // gathered, not yet copied
+    ::close(fd);
+    ASSERT_EQ(::truncate(d.file("in.txt").c_str(), 10), 0);
+    try {
+      out.commit();
+      ADD_FAILURE() << "commit() succeeded";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("in.txt"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("input changed"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(test::read_file(d.file("dest.txt")), "before\n");
+  test::write_file(d.file("in.txt"), std::string(100000, 'y'));
+  {
+    AtomicFile out(d.file("dest.txt"));
+    const int fd = ::open(d.file("in.txt").c_str(), O_WRONLY | O_CLOEXEC);  // cannot be read
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(out.append_from(fd, 0, 100000, "in.txt"), 100000u);
+    ::close(fd);
+    EXPECT_THROW(out.wait_appends(), IoError);
+    EXPECT_THROW(out.commit(), IoError);
+  }
+  EXPECT_EQ(test::read_file(d.file("dest.txt")), "before\n");
+  size_t left = 0;
+  for (const auto& e : std::filesystem::directory_iterator(d.path())) left += e.path().filename().string().find("neardup-tmp") != std::string::npos;
+  EXPECT_EQ(left, 0u);
 }
 
 // ---- Sampling the inputs to plan a run (sample_inputs) ----
