@@ -1356,11 +1356,12 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
         }
       }
       append();
+      // The writes still running count as writing (and their errors are this writer's); an
+      // output left for another holds no buffers.
+      if (s + 1 == sources.size() || outs[s + 1] != outs[s]) outs[s]->flush_appends();
       bytes_done += input_stamps_[s].first;
       progress(bytes_done, d);
     }
-    // The copies still running count as writing (and their errors are this writer's).
-    for (io::AtomicFile* out : outs) out->wait_appends();
     return;
   }
   io::RecordReader reader(*inputs_, options_.reader);

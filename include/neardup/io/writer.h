@@ -47,23 +47,23 @@ class AtomicFile {
   /// (for example on a full disk).
   void commit();
   /// Appends `length` bytes of the file open as `fd` from `offset` (copy_file_range, falling
-  /// back to pread); returns how many there were (fewer only at its end). Into a file of its own
-  /// (not standard output, a special file or a compressed one), the copies of a regular input
-  /// are made by a few threads at once and may still be running on return: wait_appends() and
-  /// commit() wait for them, and report their errors; `fd` may be closed at once.
+  /// back to pread); returns how many there were (fewer only at its end). From the first call on,
+  /// a file of its own on ext4 (not standard output, a special file or a compressed one) is
+  /// written directly to the disk (O_DIRECT) from buffers of its own by two threads, whose
+  /// errors the next call, flush_appends() or commit() reports.
   uint64_t append_from(int fd, uint64_t offset, uint64_t length, const std::string& display);
-  /// Waits for the copies append_from left running; throws IoError if one failed.
-  void wait_appends();
+  /// Waits for the direct writes and frees their buffers (a writer of several outputs in turn
+  /// calls it as it leaves one); throws IoError if one failed.
+  void flush_appends();
   const std::string& path() const noexcept { return path_; }
-  /// The copies append_from makes by position (defined in writer.cpp; public for its threads).
-  struct Copies;
+
   /// Whether the output is written in place (standard output or a special file), not renamed.
   bool direct() const noexcept { return direct_; }
 
  private:
   struct Encoder;
+  struct Direct;
   [[noreturn]] void fail(const char* what);
-  void to_end();  ///< puts the stream's position at the end after copies made by position
   void raw_write(const char* data, size_t n);
   void write_behind();
   static constexpr uint64_t kWriteBehind = uint64_t{32} << 20;
@@ -79,8 +79,8 @@ class AtomicFile {
   bool stdout_ = false;
   bool committed_ = false;
   std::unique_ptr<Encoder> encoder_;
-  std::unique_ptr<Copies> copies_;  ///< the copies made by position, once there are any
-  bool behind_ = false;             ///< the stream's position is short of written_ (copies made by position)
+  std::unique_ptr<Direct> direct_io_;  ///< the direct writes, once append_from started them
+  bool direct_tried_ = false;
 };
 
 /// The compression an output name asks for: "gzip", "zstd", "" (none); throws UsageError for a
