@@ -1220,6 +1220,8 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   // (io::MemoryMap): on the kernel tree the peak was 13 MB higher read than mapped. Where they are
   // mapped, the parsers keep as much in all for long lines' word text instead (io::JsonlParser).
   fixed += std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes);
+  // The buffers of kept records written directly to the disk (io::AtomicFile::append_from).
+  fixed += std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes);
   // Word text (io::JsonlParser): each thread keeps the copy of the longest text below 4 MiB it
   // has read, escapes blanked; records of that size are likely among many shorter ones.
   constexpr auto kWordTextLine = static_cast<double>(io::kWordTextMaxLine);

@@ -269,7 +269,7 @@ class WriteThreads {
 // that does not read it again has no use for. File systems with reflinks (Btrfs, XFS) keep
 // copy_file_range, which clones there.
 struct AtomicFile::Direct {
-  static constexpr size_t kBuffer = size_t{4} << 20, kAlign = 4096, kBuffers = 4;
+  static constexpr size_t kBuffer = kDirectBufferBytes, kAlign = 4096, kBuffers = kDirectBuffers;
   int fd = -1;       // the temporary file opened again with O_DIRECT
   int plain_fd = -1;  // and as it was (where a direct write is refused)
   std::string path;

@@ -32,6 +32,9 @@ enum class OutputCompression {
   ByName,  ///< .gz and .zst names compressed
 };
 
+/// The buffers of an output written directly (AtomicFile::append_from on ext4): 4 of 4 MiB.
+inline constexpr size_t kDirectBufferBytes = size_t{4} << 20, kDirectBuffers = 4;
+
 class AtomicFile {
  public:
   /// Opens `path` for writing (see above). Throws IoError if it cannot, UsageError for a
