@@ -262,12 +262,12 @@ class WriteThreads {
 // The bytes of an output on ext4 from its first copied range on: gathered in aligned buffers of
 // 4 MiB and written with O_DIRECT by two threads while the next buffer fills, the last block
 // padded and the file cut to its length at the end. A buffered write allocates a page cache page
-// for every 4 KiB written and the kernel writes it back later; on this project's 2-core VM,
-// copy_file_range of 1.29 GB with the write-behind took 2.1-2.8 s and as much CPU, the same
-// bytes read into reused buffers and written directly 0.50-0.75 s and 0.42-0.58 s of CPU (4
-// alternating runs each, fsync included). The output is then not in the page cache, which a job
-// that does not read it again has no use for. File systems with reflinks (Btrfs, XFS) keep
-// copy_file_range, which clones there.
+// for every 4 KiB and the kernel writes it back later; on this project's 2-core VM, where a fresh
+// page costs the host's work, copy_file_range of 1.29 GB with its fsync took 2.0-2.8 s and as
+// much CPU, the same bytes read into reused buffers and written directly 0.6 s and 0.4 s of CPU
+// (bench/write_floor.py). The output is then not in the page cache, which a job that does not
+// read it again has no use for. File systems with reflinks (Btrfs, XFS) keep copy_file_range,
+// which clones there.
 struct AtomicFile::Direct {
   static constexpr size_t kBuffer = kDirectBufferBytes, kAlign = 4096, kBuffers = kDirectBuffers;
   int fd = -1;       // the temporary file opened again with O_DIRECT
