@@ -338,10 +338,13 @@ struct AtomicFile::Direct {
     out_at += bytes;
     cur = nullptr;
     fill = 0;
-    {
-      std::lock_guard lock(m);
-      ++running;
+    std::unique_lock lock(m);
+    if (bytes == 0) {  // less than a block gathered: nothing to write yet
+      idle.push_back(b);
+      return;
     }
+    ++running;
+    lock.unlock();
     WriteThreads::get().submit([this, b, at, bytes] { write(b, at, bytes); });
   }
   void write(char* b, uint64_t at, size_t bytes) noexcept {
@@ -548,6 +551,20 @@ bool writes_directly(int fd) {
   return ::fstatfs(fd, &fs) == 0 && fs.f_type == kExt4;
 }
 
+// `fd`'s file opened again for writing with O_DIRECT (through /proc, not by its name, which
+// another process could have replaced), or -1.
+int reopen_direct(int fd) {
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  const int dfd = ::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  if (dfd < 0) return -1;
+  struct stat a {}, b {};
+  if (::fstat(fd, &a) != 0 || ::fstat(dfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+    ::close(dfd);
+    return -1;
+  }
+  return dfd;
+}
+
 }  // namespace
 
 uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const std::string& display) {
@@ -556,7 +573,7 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
     // direct writes, starting with the written bytes of the block this one starts in.
     direct_tried_ = true;
     if (std::fflush(f_) != 0) fail("cannot write output");
-    const int dfd = writes_directly(::fileno(f_)) ? ::open(temp_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC) : -1;
+    const int dfd = writes_directly(::fileno(f_)) ? reopen_direct(::fileno(f_)) : -1;
     if (dfd >= 0) {
       auto d = std::make_unique<Direct>();
       d->fd = dfd;

@@ -10,6 +10,10 @@
 // * Special files (character devices such as /dev/null, FIFOs and process substitutions,
 //   sockets, /dev/stdout, /dev/fd/N) are written directly: renaming over them would replace the
 //   device or the shell's pipe with a regular file. "-" is standard output.
+// * Bytes copied from a file (append_from) into a file of its own on ext4 go to the disk directly
+//   (O_DIRECT) from buffers of the writer's own, with every byte written after them; the output
+//   is then not in the page cache. Elsewhere they are copied with copy_file_range (a clone where
+//   the file system has reflinks).
 // * With OutputCompression::ByName, a name ending in .gz or .zst is written compressed (gzip at
 //   zlib's default level, zstd at its default level 3); .xz, .bz2 and other compressed names
 //   that neardup cannot write are refused, rather than written as plain text under that name.
