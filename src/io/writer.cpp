@@ -257,6 +257,40 @@ class WriteThreads {
   std::deque<std::function<void()>> tasks_;
 };
 
+// The direct writes' buffers no output holds, kept for the next (up to 2 x kDirectBuffers):
+// outputs written in turn (one per input) take the same memory rather than fresh pages.
+class BufferPool {
+ public:
+  static BufferPool& get() {
+    static BufferPool* pool = new BufferPool();  // never deleted: outputs may outlive statics
+    return *pool;
+  }
+  char* take() {
+    {
+      std::lock_guard lock(m_);
+      if (!free_.empty()) {
+        char* b = free_.back();
+        free_.pop_back();
+        return b;
+      }
+    }
+    char* b = static_cast<char*>(std::aligned_alloc(4096, kDirectBufferBytes));
+    if (!b) throw std::bad_alloc();
+    return b;
+  }
+  void give(char* b) {
+    std::lock_guard lock(m_);
+    if (free_.size() < 2 * kDirectBuffers)
+      free_.push_back(b);
+    else
+      std::free(b);
+  }
+
+ private:
+  std::mutex m_;
+  std::vector<char*> free_;
+};
+
 }  // namespace
 
 // The bytes of an output on ext4 from its first copied range on: gathered in aligned buffers of
@@ -273,7 +307,7 @@ struct AtomicFile::Direct {
   int fd = -1;       // the temporary file opened again with O_DIRECT
   int plain_fd = -1;  // and as it was (where a direct write is refused)
   std::string path;
-  std::vector<char*> buffers;  // all of them (freed when the output parks or ends)
+  size_t owned = 0;            // buffers taken from the pool (given back when the output parks or ends)
   std::vector<char*> idle;
   char* cur = nullptr;  // being filled: the bytes from out_at on
   size_t fill = 0;
@@ -286,7 +320,8 @@ struct AtomicFile::Direct {
 
   ~Direct() {
     wait();
-    for (char* b : buffers) std::free(b);
+    if (cur) idle.push_back(cur);
+    for (char* b : idle) BufferPool::get().give(b);
     if (fd >= 0) ::close(fd);
   }
   void rethrow() {
@@ -302,11 +337,9 @@ struct AtomicFile::Direct {
     if (cur && fill == kBuffer) hand_over(kBuffer);
     if (!cur) {
       std::unique_lock lock(m);
-      if (idle.empty() && buffers.size() < kBuffers) {
-        char* b = static_cast<char*>(std::aligned_alloc(kAlign, kBuffer));
-        if (!b) throw std::bad_alloc();
-        buffers.push_back(b);
-        idle.push_back(b);
+      if (idle.empty() && owned < kBuffers) {
+        idle.push_back(BufferPool::get().take());
+        ++owned;
       }
       cv.wait(lock, [&] { return !idle.empty(); });
       cur = idle.back();
@@ -366,14 +399,14 @@ struct AtomicFile::Direct {
     --running;
     cv.notify_all();
   }
-  // Writes the whole blocks gathered, keeps the unfinished one's bytes and frees the buffers,
-  // so that an output written in turn with others holds no memory while it waits.
+  // Writes the whole blocks gathered, keeps the unfinished one's bytes and gives the buffers
+  // back, so that an output written in turn with others holds no memory while it waits.
   void park() {
     if (cur) hand_over(fill / kAlign * kAlign);
     wait();
-    for (char* b : buffers) std::free(b);
-    buffers.clear();
+    for (char* b : idle) BufferPool::get().give(b);
     idle.clear();
+    owned = 0;
     rethrow();
   }
   // Writes everything, the last block padded with zeros, and cuts the file to `length`.

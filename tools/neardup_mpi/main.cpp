@@ -1280,6 +1280,7 @@ int Run::run() {
             } else {
               const io::Source& src = inputs_->sources()[s];
               io::append_ranges(src.path, src.display, ranges, *dir_files[s]);
+              dir_files[s]->flush_appends();  // written whole: its buffers go to the next
             }
           }
         } else {
