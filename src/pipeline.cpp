@@ -185,6 +185,8 @@ struct Pipeline::Impl {
   /// The clusters of all documents from pairs_, unless verify_in_groups made them.
   void cluster();
   bool reaches_threshold(DocId a, DocId b) const;
+  /// put(k, similarity of removed[k] to its kept document), on the run's threads.
+  void each_removed_similarity(std::span<const DocId> removed, const std::function<void(size_t, double)>& put) const;
   /// The kept records to `outs` (one per source), each as soon as `decisions` tells it is kept
   /// (or by clustering_ without them).
   void write_kept_records(std::span<io::AtomicFile* const> outs, Decisions* decisions);
@@ -259,6 +261,8 @@ struct Pipeline::Impl {
   Mode mode_ = Mode::Dedup;
   std::vector<ScoredPair> direct_pairs_;    // pairs mode with a join: the pairs verified one by one
   std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order
+  std::vector<double> group_similarity_;    // the same by document, while verifying group by group
+  bool sets_released_ = false;              // verified groups' sets let go (RunOptions::keep_sets)
   std::vector<ScoredPair> pairs_;
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
   std::vector<uint32_t> rank_;     // keep order (keep_ranks)
@@ -338,15 +342,21 @@ struct Pipeline::Impl::SketchLayout {
         // After the first pass, LSH needs only each document's band keys; the signatures are
         // kept only to estimate similarities, or when they are the smaller of the two.
         keys_only(k > 0 && p.spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue)),
+        // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
+        by_position(p.inputs_->all_jsonl() && p.inputs_->sources().size() < UINT32_MAX),
         // With exact verification, a document that shares a band key with one sketched before it
         // is in an LSH bucket, so its set will be verified: made now, from the shingles at hand,
-        // it need not be read, parsed and shingled again.
-        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0),
-        // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
-        by_position(p.inputs_->all_jsonl() && p.inputs_->sources().size() < UINT32_MAX) {}
+        // it need not be read, parsed and shingled again. Not where a dedup verifies group by
+        // group (by position): there each group's sets are read then, and let go once it is
+        // decided, so that the next group's take the same memory. On the crowded mix (2 cores,
+        // 7 alternating runs) that took dedup from 2.02 to 1.84 s and its peak from 317-340 to
+        // 238-258 MB; with the sets kept from the first pass, the first pass took 1.2-1.8 s
+        // instead of 0.7-0.9 s, most of it in memory touched for the first time.
+        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 &&
+              !(p.mode_ == Mode::Dedup && by_position)) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
   size_t k, bands;
-  bool keys_only, early, by_position;
+  bool keys_only, by_position, early;
 };
 
 // A batch's result arrays, sized for what the layout computes.
@@ -532,6 +542,8 @@ void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
   sets_ = std::make_unique<ShingleSets>(std::move(early_sets_));
   early_sets_ = ShingleSets();
   sets_->keep_only(needed);
+  stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
+  stats_.verify_shared = sets_->shared_docs();
   uint64_t kept = 0;
   for (DocId d = 0; d < needed.size(); ++d) kept += needed[d] && sets_->has(d);
   stats_.verify_kept = kept;
@@ -543,9 +555,12 @@ void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progres
   for (const DocId d : docs)
     if (!sets_->has(d)) missing.push_back(d);
   stats_.verify_docs += missing.size();
+  const uint64_t shared_before = sets_->shared_docs();
   if (!missing.empty()) read_sets(missing, progress);
-  stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
-  stats_.verify_shared = sets_->shared_docs();
+  // Over the run: the most bytes of sets held at once, and every document that shared a copy
+  // (a dedup lets each group's sets go before the next group's are read).
+  stats_.set_bytes = std::max<uint64_t>(stats_.set_bytes, sets_->total_hashes() * sizeof(ShingleHash));
+  stats_.verify_shared += sets_->shared_docs() - shared_before;
 }
 
 // Reads the documents again and stores their sets.
@@ -804,6 +819,7 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
   }
   clustering_.keeper.resize(n);
   std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
+  group_similarity_.assign(n, 0.0);
   if (!kept_outs_.empty()) {
     decisions_ = std::make_unique<Decisions>(n);
     for (DocId d = 0; d < n; ++d)
@@ -832,6 +848,11 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     found.clear();
     verified += verify_buckets(group, docs, found);
     cluster_group(docs, found);
+    // A component lies in one group: its sets are not needed again (unless asked to be kept).
+    if (!options_.keep_sets) {
+      sets_->release(docs);
+      sets_released_ = true;
+    }
     if (decisions_) throw_if_the_writer_failed();
     all.insert(all.end(), found.begin(), found.end());
     // Every component starting before this group's end is verified: that share of the input.
@@ -841,6 +862,17 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
   std::sort(all.begin(), all.end(), by_pair);
   pairs_ = std::move(all);
   return verified;
+}
+
+// Computed on every thread, a chunk of removed documents at a time: an exact similarity merges
+// two sets, which for two long texts takes milliseconds (on the crowded mix 11,168 of them took
+// 24 ms on one thread while the others waited).
+void Pipeline::Impl::each_removed_similarity(std::span<const DocId> removed, const std::function<void(size_t, double)>& put) const {
+  constexpr size_t kChunk = 64;
+  internal::parallel_for((removed.size() + kChunk - 1) / kChunk, threads_, [&](size_t c, size_t) {
+    for (size_t k = c * kChunk; k < std::min(removed.size(), (c + 1) * kChunk); ++k)
+      put(k, similarity(removed[k], clustering_.keeper[removed[k]]));
+  });
 }
 
 // The group's clusters are those of all documents: a candidate component lies in one group.
@@ -855,6 +887,11 @@ void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const 
   if (options_.cluster == ClusterMode::Leader)
     c = cluster_leaders(c, rank, [&](DocId a, DocId b) { return reaches_threshold(docs[a], docs[b]); }, threads_);
   for (size_t i = 0; i < docs.size(); ++i) clustering_.keeper[docs[i]] = docs[c.keeper[i]];
+  // Each removed document's similarity to its kept one, while the group's sets are at hand.
+  std::vector<DocId> removed;
+  for (size_t i = 0; i < docs.size(); ++i)
+    if (c.keeper[i] != i) removed.push_back(docs[i]);
+  each_removed_similarity(removed, [&](size_t k, double sim) { group_similarity_[removed[k]] = sim; });
   clustering_.clusters += c.clusters;
   clustering_.removed += c.removed;
   if (!decisions_) return;
@@ -1087,11 +1124,12 @@ void Pipeline::Impl::run(Mode mode) {
   for (DocId i = 0; i < lengths_.size(); ++i)
     if (!clustering_.kept(i)) removed.push_back(i);
   removed_similarity_.assign(removed.size(), 0.0);
-  constexpr size_t kChunk = 64;
-  internal::parallel_for((removed.size() + kChunk - 1) / kChunk, threads_, [&](size_t c, size_t) {
-    for (size_t k = c * kChunk; k < std::min(removed.size(), (c + 1) * kChunk); ++k)
-      removed_similarity_[k] = similarity(removed[k], clustering_.keeper[removed[k]]);
-  });
+  if (!group_similarity_.empty()) {  // verified group by group: taken then
+    for (size_t k = 0; k < removed.size(); ++k) removed_similarity_[k] = group_similarity_[removed[k]];
+    std::vector<double>().swap(group_similarity_);
+  } else {
+    each_removed_similarity(removed, [&](size_t k, double sim) { removed_similarity_[k] = sim; });
+  }
   stats_.removed_below_threshold = static_cast<uint64_t>(std::count_if(
       removed_similarity_.begin(), removed_similarity_.end(), [&](double s) { return s + kSimilarityEpsilon < spec_.threshold; }));
   stats_.times.cluster = seconds_since(t);
@@ -1483,7 +1521,11 @@ const std::vector<ScoredPair>& Pipeline::pairs() const { return impl_->pairs(); 
 void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) { impl_->each_pair(emit); }
 const Clustering& Pipeline::clustering() const noexcept { return impl_->clustering_; }
 std::span<const double> Pipeline::removed_similarity() const noexcept { return impl_->removed_similarity_; }
-double Pipeline::similarity(DocId a, DocId b) const { return impl_->similarity(a, b); }
+double Pipeline::similarity(DocId a, DocId b) const {
+  if (impl_->sets_released_ && impl_->sets_ && !(impl_->sets_->has(a) && impl_->sets_->has(b)))
+    throw UsageError("the shingle sets of this run were let go once verified; set RunOptions::keep_sets to ask for similarities after the run");
+  return impl_->similarity(a, b);
+}
 std::span<const SigValue> Pipeline::signatures() const noexcept { return impl_->signatures(); }
 const Fingerprints& Pipeline::fingerprints() const noexcept { return impl_->fps_; }
 std::span<const uint64_t> Pipeline::simhashes() const noexcept { return impl_->simhashes_; }

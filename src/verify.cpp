@@ -72,6 +72,14 @@ void ShingleSets::keep_only(std::span<const uint8_t> needed) {
   slot_.resize(needed.size(), kNone);
 }
 
+void ShingleSets::release(std::span<const DocId> docs) {
+  for (const DocId d : docs)
+    if (has(d)) {
+      drop(slot_[d]);
+      slot_[d] = kNone;
+    }
+}
+
 std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {
   if (!has(doc)) return {};
   return sets_[slot_[doc]];

@@ -58,7 +58,13 @@ struct RunOptions {
   /// shingle set of each document that shares a band key with one sketched before it (so it
   /// is in an LSH bucket and will be verified); verification reads again only the documents
   /// whose set was not kept. 0: every needed document is read again. The output is the same.
+  /// A dedup of JSONL inputs keeps none: it verifies group by group, reading each group's sets
+  /// then (see keep_sets).
   uint64_t first_pass_set_bytes = uint64_t{1} << 30;
+  /// Keep the verified documents' shingle sets after the run, for similarity() (the HTML report
+  /// asks). Otherwise a dedup of JSONL inputs lets each group's sets go once its clusters are
+  /// decided, and the next group's take their memory; similarity() then refuses (UsageError).
+  bool keep_sets = false;
   /// After the first pass, give the heap's free pages back to the system (glibc's malloc_trim):
   /// a pass's large records leave free blocks behind, and where threads allocate from heaps of
   /// their own (glibc's arenas) those need not be the ones verification allocates from. A
@@ -97,7 +103,7 @@ struct RunStats {
   uint64_t removed_below_threshold = 0;
   uint64_t verify_docs = 0;    ///< documents whose shingle sets were recomputed for exact verification
   uint64_t verify_kept = 0;    ///< documents verified with the set the first pass made (not read again)
-  uint64_t set_bytes = 0;      ///< bytes of the shingle sets held for exact verification (8 per distinct shingle, a shared copy once)
+  uint64_t set_bytes = 0;      ///< the most bytes of shingle sets held at once for exact verification (8 per distinct shingle, a shared copy once)
   uint64_t verify_shared = 0;  ///< documents whose set was identical to another's and shares its copy (ShingleSets)
   uint64_t largest_bucket = 0;
   /// What the reading found: bad records skipped (OnError::Skip) by kind and the first
@@ -162,7 +168,8 @@ class Pipeline {
   /// The similarity of each removed document to its kept one, in input order (what
   /// write_removed prints).
   std::span<const double> removed_similarity() const noexcept;
-  /// The similarity of two documents by the configured verification (exact needs both sets).
+  /// The similarity of two documents by the configured verification (exact needs both sets:
+  /// after a dedup, RunOptions::keep_sets).
   double similarity(DocId a, DocId b) const;
   /// The signatures, row-major n x num_perm (minhash, oph), when the run keeps them: with
   /// estimated verification, or when they take less memory than the band keys. Otherwise empty:

@@ -41,6 +41,8 @@ class ShingleSets {
   /// Keeps the sets of the documents with needed[d] != 0 and lets the others go; afterwards the
   /// sets are for needed.size() documents.
   void keep_only(std::span<const uint8_t> needed);
+  /// Lets the sets of `docs` go.
+  void release(std::span<const DocId> docs);
   /// Total number of hashes stored, each shared copy once (memory is 8 bytes each).
   uint64_t total_hashes() const noexcept { return total_; }
   /// Documents whose set is a shared copy of an earlier document's.

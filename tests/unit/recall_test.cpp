@@ -207,17 +207,36 @@ TEST(Recall, DedupRemovesTheRemovableAndLeaderKeepsItsGuarantee) {
     EXPECT_LE(p.stats().removed, removable) << spec;
 
     o.cluster = ClusterMode::Leader;
+    o.keep_sets = true;  // for similarity() after the run
     Pipeline l({corpus}, o);
     l.run(Pipeline::Mode::Dedup);
     const Clustering& c = l.clustering();
     EXPECT_GT(l.stats().removed, 0u);
     EXPECT_LE(l.stats().removed, p.stats().removed);
     EXPECT_EQ(l.stats().removed_below_threshold, 0u);
+    size_t k = 0;
     for (DocId i = 0; i < c.keeper.size(); ++i) {
       if (c.kept(i)) continue;
       ASSERT_TRUE(c.kept(c.keeper[i])) << spec;
       EXPECT_GE(l.similarity(i, c.keeper[i]) + 1e-12, 0.8) << spec << " " << l.id(i) << " -> " << l.id(c.keeper[i]);
+      // What --removed prints, taken while each group was verified, is the same similarity.
+      EXPECT_EQ(l.removed_similarity()[k++], l.similarity(i, c.keeper[i])) << spec;
       EXPECT_LT(c.keeper[i], i) << "keep order is input order";
+    }
+    // Without keep_sets the sets are let go group by group: the same clusters and similarities,
+    // and similarity() refuses rather than answer from a missing set.
+    o.keep_sets = false;
+    Pipeline r({corpus}, o);
+    r.run(Pipeline::Mode::Dedup);
+    EXPECT_EQ(r.clustering().keeper, c.keeper) << spec;
+    EXPECT_TRUE(std::equal(r.removed_similarity().begin(), r.removed_similarity().end(), l.removed_similarity().begin(),
+                           l.removed_similarity().end())) << spec;
+    if (o.spec.method != SketchMethod::Exact) {
+      for (DocId i = 0; i < c.keeper.size(); ++i)
+        if (!c.kept(i)) {
+          EXPECT_THROW(r.similarity(i, c.keeper[i]), UsageError) << spec;
+          break;
+        }
     }
   }
 }
@@ -229,6 +248,7 @@ TEST(Recall, RemovedBelowThresholdIsCounted) {
   const std::string corpus = planted_corpus(d, 41, 120);
   RunOptions o;
   o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.8");
+  o.keep_sets = true;  // for similarity() after the run
   Pipeline p({corpus}, o);
   p.run(Pipeline::Mode::Dedup);
   uint64_t below = 0;

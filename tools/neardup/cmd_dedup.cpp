@@ -432,7 +432,7 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
   if (t.write_during_run > 0) std::snprintf(during, sizeof during, " more after %.3f s during verification", t.write_during_run);
   std::fprintf(stderr,
                "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s wall (%.1f MB/s; CPU: parse %.3f s, shingle %.3f s, "
-               "sketch %.3f s); %s %.3f s; verify %.3f s (%llu documents re-read, %llu sets from the first pass, %.1f MB of sets, %llu documents sharing an identical set's copy); cluster %.3f s; write %.3f s%s "
+               "sketch %.3f s); %s %.3f s; verify %.3f s (%llu documents re-read, %llu sets from the first pass, %.1f MB of sets at most at once, %llu documents sharing an identical set's copy); cluster %.3f s; write %.3f s%s "
                "(then %.3f s to sync the outputs to disk); "
                "kernel %s; largest bucket %llu\n",
                mb, t.pass1, t.pass1 > 0 ? mb / t.pass1 : 0.0, t.parse, t.shingle, t.sketch,
@@ -468,6 +468,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   // which malloc_trim would give back only to fault it in again. The crowded mix, `pairs`: CPU
   // 3.17 against 3.47 s, page faults 6.1k against 15.0k, about the same peak (9 alternating runs).
   ro.release_memory_after_first_pass = !one_heap;
+  ro.keep_sets = !o.report.empty();  // the report shows similarities within clusters
   RejectsFile rejects;
   rejects.open(o.rejects, ro.reader);
   ProgressBar bar(!o.quiet);
