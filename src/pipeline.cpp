@@ -349,9 +349,9 @@ struct Pipeline::Impl::SketchLayout {
         // it need not be read, parsed and shingled again. Not where a dedup verifies group by
         // group (by position): there each group's sets are read then, and let go once it is
         // decided, so that the next group's take the same memory. On the crowded mix (2 cores,
-        // 7 alternating runs) that took dedup from 2.02 to 1.84 s and its peak from 317-340 to
-        // 238-258 MB; with the sets kept from the first pass, the first pass took 1.2-1.8 s
-        // instead of 0.7-0.9 s, most of it in memory touched for the first time.
+        // 9 alternating runs) that took dedup from 2.27 to 1.91 s and its peak from 315-326 to
+        // 232-257 MiB; with the sets kept from the first pass, the first pass took 1.3-1.7 s
+        // instead of 0.8-0.9 s, much of it in memory touched for the first time.
         early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 &&
               !(p.mode_ == Mode::Dedup && by_position)) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
@@ -1096,6 +1096,7 @@ void Pipeline::Impl::run(Mode mode) {
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
     throw UsageError(NEARDUP_OPT("top") " applies to pairs with " NEARDUP_OPT_IS("method", "bottomk") " only");
   mode_ = mode;
+  sets_released_ = false;
   clustering_ = Clustering{};
   sketch_pass();
   if (options_.release_memory_after_first_pass) release_free_memory();

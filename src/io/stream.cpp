@@ -1,8 +1,8 @@
 #include "neardup/io/stream.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <bzlib.h>
 #include <lzma.h>
@@ -88,10 +88,12 @@ class File {
 
   // The bytes before `offset` are in hand and the file is read in order: the kernel is asked to
   // read the kAheadBytes after them (POSIX_FADV_WILLNEED starts the reads and returns), unless
-  // they are cached already, which a read that must not wait (RWF_NOWAIT) of their last byte
-  // tells in one call. The kernel reads no more than the device's readahead for one advice (128
-  // KiB by default) and drops the rest of the range, so it is given in parts of that size.
-  // Files under 1 MiB never get here: their first read is most of them.
+  // they are cached already, which the page of their last byte tells (mincore on a mapping of
+  // that page: no read is started; a read that must not wait, RWF_NOWAIT, starts one, and on a
+  // fast disk once found the page it had just read, and the range was skipped). The kernel reads
+  // no more than the device's readahead for one advice (128 KiB by default) and drops the rest
+  // of the range, so it is given in parts of that size. Files under 1 MiB never get here: their
+  // first read is most of them.
   void ask_ahead(uint64_t offset) {
     if (offset < ahead_from_) return;
     ahead_from_ = offset + kAheadStep;
@@ -103,15 +105,23 @@ class File {
     const uint64_t to = std::min(size_, offset + kAheadBytes), from = std::max(offset, asked_to_);
     if (to <= from) return;
     asked_to_ = to;
-    char probe;
-    struct iovec v {&probe, 1};
-    if (::preadv2(fd_, &v, 1, static_cast<off_t>(to - 1), RWF_NOWAIT) == 1) return;
+    if (page_cached(to - 1)) return;
     constexpr uint64_t kAdvice = uint64_t{128} << 10;
     for (uint64_t at = from; at < to; at += kAdvice)
       ::posix_fadvise(fd_, static_cast<off_t>(at), static_cast<off_t>(std::min(kAdvice, to - at)), POSIX_FADV_WILLNEED);
   }
 
  private:
+  // Whether the page holding byte `at` is in the page cache, asked without reading it.
+  bool page_cached(uint64_t at) const {
+    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    void* m = ::mmap(nullptr, page, PROT_READ, MAP_SHARED, fd_, static_cast<off_t>(at / page * page));
+    if (m == MAP_FAILED) return false;
+    unsigned char in = 0;
+    const bool cached = ::mincore(m, page, &in) == 0 && (in & 1) != 0;
+    ::munmap(m, page);
+    return cached;
+  }
   int fd_ = -1;
   uint64_t consumed_ = 0;
   uint64_t ahead_from_ = uint64_t{1} << 20;  // ask_ahead() once the bytes in hand reach this (never: UINT64_MAX)
