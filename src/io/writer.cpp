@@ -183,10 +183,6 @@ IoError input_changed(const std::string& display, uint64_t end) {
                  ErrorPlace{display});
 }
 
-}  // namespace
-
-namespace {
-
 // The block on which a clone (reflink) of `fd`'s data must start: the file system's preferred I/O
 // size where it is a power of two (Btrfs and XFS give their block), else 4 KiB.
 uint64_t clone_block(int fd) {
@@ -195,10 +191,6 @@ uint64_t clone_block(int fd) {
     return static_cast<uint64_t>(st.st_blksize);
   return 4096;
 }
-
-}  // namespace
-
-namespace {
 
 // The bytes of a copy to make before the next: up to `want`, and where the input's and the
 // output's offsets are congruent modulo the block but not on a boundary, only up to the next
