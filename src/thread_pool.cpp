@@ -115,22 +115,30 @@ void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(si
   if (loop->error) std::rethrow_exception(loop->error);
 }
 
-// The shared pool is never destroyed: a worker must not be joined during the exit of a process
-// whose other threads may still use it. Across fork() (Python's multiprocessing), its mutex is
-// held so that the child gets it unlocked, and the child, which has none of the workers, runs
-// every loop on the calling thread.
+// The process's pools are never destroyed: a worker must not be joined during the exit of a
+// process whose other threads may still use it. Across fork() (Python's multiprocessing), a
+// pool's mutex is held so that the child gets it unlocked, and the child, which has none of the
+// workers, runs every loop on the calling thread (and a task given to submit() is the caller's).
+template <ThreadPool& (*Pool)()>
+ThreadPool* ThreadPool::process_pool(int workers) {
+  auto* p = new ThreadPool(workers);
+  ::pthread_atfork([] { Pool().mu_.lock(); }, [] { Pool().mu_.unlock(); },
+                   [] {
+                     ThreadPool& s = Pool();
+                     s.forked_ = true;
+                     s.tasks_.clear();
+                     s.mu_.unlock();
+                   });
+  return p;
+}
+
 ThreadPool& ThreadPool::shared() {
-  static ThreadPool* const pool = [] {
-    auto* p = new ThreadPool(0);
-    ::pthread_atfork([] { ThreadPool::shared().mu_.lock(); }, [] { ThreadPool::shared().mu_.unlock(); },
-                     [] {
-                       ThreadPool& s = ThreadPool::shared();
-                       s.forked_ = true;
-                       s.tasks_.clear();
-                       s.mu_.unlock();
-                     });
-    return p;
-  }();
+  static ThreadPool* const pool = process_pool<&ThreadPool::shared>(0);
+  return *pool;
+}
+
+ThreadPool& ThreadPool::io() {
+  static ThreadPool* const pool = process_pool<&ThreadPool::io>(2);
   return *pool;
 }
 

@@ -24,10 +24,7 @@ uint64_t set_digest(std::span<const ShingleHash> set) noexcept {
 
 void ShingleSets::set(DocId doc, std::vector<ShingleHash> set) {
   if (doc >= slot_.size()) slot_.resize(static_cast<size_t>(doc) + 1, kNone);
-  if (slot_[doc] != kNone) {
-    drop(slot_[doc]);
-    slot_[doc] = kNone;
-  }
+  forget(doc);
   const bool shareable = set.size() >= kShareMin;
   const uint64_t digest = shareable ? set_digest(set) : 0;
   if (shareable) {
@@ -63,21 +60,20 @@ void ShingleSets::drop(uint32_t slot) noexcept {
   std::vector<ShingleHash>().swap(set);
 }
 
+void ShingleSets::forget(DocId doc) noexcept {
+  if (!has(doc)) return;
+  drop(slot_[doc]);
+  slot_[doc] = kNone;
+}
+
 void ShingleSets::keep_only(std::span<const uint8_t> needed) {
   for (size_t d = 0; d < slot_.size(); ++d)
-    if ((d >= needed.size() || !needed[d]) && slot_[d] != kNone) {
-      drop(slot_[d]);
-      slot_[d] = kNone;
-    }
+    if (d >= needed.size() || !needed[d]) forget(static_cast<DocId>(d));
   slot_.resize(needed.size(), kNone);
 }
 
 void ShingleSets::release(std::span<const DocId> docs) {
-  for (const DocId d : docs)
-    if (has(d)) {
-      drop(slot_[d]);
-      slot_[d] = kNone;
-    }
+  for (const DocId d : docs) forget(d);
 }
 
 std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {

@@ -50,6 +50,9 @@ class ThreadPool {
   static ThreadPool& current();
   /// The process's shared pool (made on first use).
   static ThreadPool& shared();
+  /// The process's pool of 2 threads for work that waits on a device (an output's direct
+  /// writes), kept off the shared pool's workers, which compute (made on first use).
+  static ThreadPool& io();
 
   /// Makes `pool` the current pool of this thread for the scope's lifetime (null: no change).
   class Use {
@@ -66,6 +69,9 @@ class ThreadPool {
 
  private:
   void run_worker();
+  /// A pool for the life of the process, safe across fork(); Pool returns it.
+  template <ThreadPool& (*Pool)()>
+  static ThreadPool* process_pool(int workers);
 
   std::mutex mu_;
   std::condition_variable wake_;

@@ -55,6 +55,7 @@ class ShingleSets {
  private:
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
   void drop(uint32_t slot) noexcept;
+  void forget(DocId doc) noexcept;  ///< lets doc's set go (its slot dropped), if it has one
   std::vector<uint32_t> slot_;
   std::vector<std::vector<ShingleHash>> sets_;
   std::vector<uint32_t> users_;                       // documents per slot

@@ -14,17 +14,15 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
-#include <thread>
 #include <vector>
 
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
+#include "neardup/thread_pool.h"
 
 namespace neardup::io {
 
@@ -205,50 +203,6 @@ size_t clone_step(uint64_t in_at, uint64_t out_at, size_t want, uint64_t block) 
   return want;
 }
 
-// Threads that run the direct writes of every output of the process; started at the first
-// (again in a child process after fork, which has none of its parent's threads).
-class WriteThreads {
- public:
-  static WriteThreads& get() {
-    static std::mutex m;
-    static WriteThreads* threads = nullptr;
-    static pid_t owner = 0;
-    std::lock_guard lock(m);
-    if (!threads || owner != ::getpid()) {
-      threads = new WriteThreads();  // never deleted: its threads live as long as the process
-      owner = ::getpid();
-    }
-    return *threads;
-  }
-  void submit(std::function<void()> task) {
-    {
-      std::lock_guard lock(m_);
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-  }
-
- private:
-  WriteThreads() {
-    for (int i = 0; i < 2; ++i)
-      std::thread([this] {
-        for (;;) {
-          std::function<void()> task;
-          {
-            std::unique_lock lock(m_);
-            cv_.wait(lock, [&] { return !tasks_.empty(); });
-            task = std::move(tasks_.front());
-            tasks_.pop_front();
-          }
-          task();
-        }
-      }).detach();
-  }
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-};
-
 // The direct writes' buffers no output holds, kept for the next (up to 2 x kDirectBuffers):
 // outputs written in turn (one per input) take the same memory rather than fresh pages.
 class BufferPool {
@@ -370,7 +324,11 @@ struct AtomicFile::Direct {
     }
     ++running;
     lock.unlock();
-    WriteThreads::get().submit([this, b, at, bytes] { write(b, at, bytes); });
+    ThreadPool& io = ThreadPool::io();
+    if (io.workers() == 0)  // a child process forked from one that had them
+      write(b, at, bytes);
+    else
+      io.submit([this, b, at, bytes] { write(b, at, bytes); });
   }
   void write(char* b, uint64_t at, size_t bytes) noexcept {
     try {

@@ -123,8 +123,9 @@ struct ByteRange {
 };
 
 /// Copies byte ranges of one source's decompressed data to an output, a batch at a time, in
-/// increasing, non-overlapping order across batches: a plain file is copied in the kernel
-/// (copy_file_range), a compressed one is decompressed once, skipping the gaps. So a writer can
+/// increasing, non-overlapping order across batches: a plain file by AtomicFile::append_from
+/// (written directly on ext4, copy_file_range elsewhere), a compressed one decompressed once,
+/// skipping the gaps. So a writer can
 /// append the ranges it has as soon as it has them (a dedup writing while it still decides).
 class RangeAppender {
  public:
