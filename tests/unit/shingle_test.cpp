@@ -232,10 +232,11 @@ TEST(Shingle, JaccardOfSets) {
 }
 
 // sorted_set against std::sort + std::unique, at the sizes where it changes method (insertion
-// sort, one bucket pass, two) and with many repeats (generated text repeats lines).
+// sort, one bucket pass with 16-bit counts, with 32-bit counts, two passes) and with many repeats
+// (generated text repeats lines).
 TEST(Shingle, MakeSetEqualsSortUnique) {
   std::mt19937_64 rng(11);
-  for (size_t n : {0, 1, 2, 63, 64, 65, 200, 1000, 4097, 70000, (1 << 18) + 1, 600000}) {
+  for (size_t n : {0, 1, 2, 63, 64, 65, 200, 1000, 4097, 65535, 65536, 70000, (1 << 18) + 1, 600000}) {
     for (int repeats : {0, 1}) {
       std::vector<ShingleHash> v(n);
       for (auto& x : v) x = repeats && !v.empty() && rng() % 3 == 0 ? v[rng() % v.size()] : rng();
@@ -245,6 +246,12 @@ TEST(Shingle, MakeSetEqualsSortUnique) {
       want.erase(std::unique(want.begin(), want.end()), want.end());
       ASSERT_EQ(sorted_set(v), want) << "n=" << n << " repeats=" << repeats;
     }
+  }
+  // One hash repeated around what 16-bit counts can count, every one in the same bucket: a count
+  // that wrapped would scatter them over each other.
+  for (size_t n : {65535, 65536, 65537}) {
+    const std::vector<ShingleHash> same(n, 0x8000000000000001ULL);
+    EXPECT_EQ(sorted_set(same), std::vector<ShingleHash>{0x8000000000000001ULL}) << "n=" << n;
   }
   // Hashes that are not uniform: all in one top bucket.
   std::vector<ShingleHash> v(5000);
