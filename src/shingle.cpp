@@ -123,6 +123,37 @@ void insertion_sort(ShingleHash* v, size_t n) noexcept {
   }
 }
 
+// Insertion sort of an array whose values are each at most a few places from their own, most of
+// them in place (a bucket pass's output: a bucket holds about one value). The first step back is
+// taken without a branch, as a compare-and-swap of neighbours; a branch on whether a value moves
+// at all mispredicted for about one value in five. Only a value that must move further back
+// branches, and that is rare. The sets of real texts: 2.87 -> 2.46 ms on the news sample, 118 ->
+// 101 ms on 150 MB of the crowded mix (BM_MakeSetText, medians of 4-6 alternating runs). BM_MakeSet
+// is slower with it (36 -> 43 us at 10,000 hashes): it sorts the same array at every iteration,
+// whose branches the predictor learns.
+void insertion_sort_near(ShingleHash* v, size_t n) noexcept {
+  if (n < 2) return;
+  ShingleHash p1 = v[0], p2 = 0;  // v[i - 1] and v[i - 2] of the sorted prefix
+  bool has_p2 = false;
+  for (size_t i = 1; i < n; ++i) {
+    const ShingleHash x = v[i];
+    const bool lt = x < p1;
+    const bool further = lt & has_p2 & (p2 > x);
+    const ShingleHash lo = lt ? x : p1, hi = lt ? p1 : x;
+    v[i - 1] = lo;
+    v[i] = hi;
+    p1 = hi;
+    p2 = lo;
+    if (further) [[unlikely]] {
+      size_t j = i - 1;
+      for (; j > 0 && v[j - 1] > x; --j) v[j] = v[j - 1];
+      v[j] = x;
+      p2 = v[i - 1];
+    }
+    has_p2 = true;
+  }
+}
+
 // Appends the distinct values of the sorted v[0, n) at w (w <= v: the copy runs forward).
 // Without a branch: every value is written, and the end moves past it only if it differs from the
 // one before, so up to n places from w may be written. Real texts repeat shingles at random
@@ -163,7 +194,7 @@ ShingleHash* bucket_sort_unique_runs(EachRun&& each_run, size_t n, ShingleHash* 
   each_run([&](const ShingleHash* src, size_t len) {
     for (size_t i = 0; i < len; ++i) scratch[count[(src[i] >> shift) & mask]++] = src[i];
   });
-  insertion_sort(scratch, n);
+  insertion_sort_near(scratch, n);
   return append_distinct(scratch, n, w);
 }
 
