@@ -112,26 +112,15 @@ size_t Shingler::scratch_bytes() const noexcept {
 
 namespace {
 
-// Insertion sort: fast where values have only a few places to move.
+// Insertion sort: fast where values have only a few places to move (a bucket pass's output, where
+// a bucket holds about one value, or a handful of values). The first step back is taken without a
+// branch, as a compare-and-swap of neighbours: a branch on whether a value moves at all
+// mispredicted wherever two values shared a bucket in the wrong order. Only a value that must move
+// further back branches, and that is rare. The sets of real texts: 2.87 -> 2.46 ms on the news
+// sample, 118 -> 101 ms on 150 MB of the crowded mix (BM_MakeSetText, medians of 4-6 alternating
+// runs). BM_MakeSet is slower with it (36 -> 43 us at 10,000 hashes): it sorts the same array at
+// every iteration, whose branches the predictor learns.
 void insertion_sort(ShingleHash* v, size_t n) noexcept {
-  for (size_t i = 1; i < n; ++i) {
-    const ShingleHash x = v[i];
-    if (x >= v[i - 1]) continue;
-    size_t j = i;
-    for (; j > 0 && v[j - 1] > x; --j) v[j] = v[j - 1];
-    v[j] = x;
-  }
-}
-
-// Insertion sort of an array whose values are each at most a few places from their own, most of
-// them in place (a bucket pass's output: a bucket holds about one value). The first step back is
-// taken without a branch, as a compare-and-swap of neighbours; a branch on whether a value moves
-// at all mispredicted for about one value in five. Only a value that must move further back
-// branches, and that is rare. The sets of real texts: 2.87 -> 2.46 ms on the news sample, 118 ->
-// 101 ms on 150 MB of the crowded mix (BM_MakeSetText, medians of 4-6 alternating runs). BM_MakeSet
-// is slower with it (36 -> 43 us at 10,000 hashes): it sorts the same array at every iteration,
-// whose branches the predictor learns.
-void insertion_sort_near(ShingleHash* v, size_t n) noexcept {
   if (n < 2) return;
   ShingleHash p1 = v[0], p2 = 0;  // v[i - 1] and v[i - 2] of the sorted prefix
   bool has_p2 = false;
@@ -194,7 +183,7 @@ ShingleHash* bucket_sort_unique_runs(EachRun&& each_run, size_t n, ShingleHash* 
   each_run([&](const ShingleHash* src, size_t len) {
     for (size_t i = 0; i < len; ++i) scratch[count[(src[i] >> shift) & mask]++] = src[i];
   });
-  insertion_sort_near(scratch, n);
+  insertion_sort(scratch, n);
   return append_distinct(scratch, n, w);
 }
 
