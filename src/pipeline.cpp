@@ -185,6 +185,9 @@ struct Pipeline::Impl {
   /// The clusters of all documents from pairs_, unless verify_in_groups made them.
   void cluster();
   bool reaches_threshold(DocId a, DocId b) const;
+  /// Whether this run verifies group by group (verify_in_groups), reading each group's sets then
+  /// and keeping none from the first pass: a dedup whose records are found again by position.
+  bool verifies_in_groups(bool by_position) const noexcept { return mode_ == Mode::Dedup && by_position; }
   /// put(k, similarity of removed[k] to its kept document), on the run's threads.
   void each_removed_similarity(std::span<const DocId> removed, const std::function<void(size_t, double)>& put) const;
   /// The kept records to `outs` (one per source), each as soon as `decisions` tells it is kept
@@ -353,7 +356,7 @@ struct Pipeline::Impl::SketchLayout {
         // 232-257 MiB; with the sets kept from the first pass, the first pass took 1.3-1.7 s
         // instead of 0.8-0.9 s, much of it in memory touched for the first time.
         early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 &&
-              !(p.mode_ == Mode::Dedup && by_position)) {}
+              !p.verifies_in_groups(by_position)) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
   size_t k, bands;
   bool keys_only, by_position, early;
@@ -707,7 +710,7 @@ void Pipeline::Impl::find_pairs_lsh() {
   t = Clock::now();
   uint64_t verified = 0;
   pairs_.clear();
-  if (buckets.size() > 0 && (mode_ == Mode::Pairs || pos_.empty())) {
+  if (buckets.size() > 0 && !verifies_in_groups(!pos_.empty())) {
     // Pairs mode keeps the join for listing; inputs without positions are read whole each time.
     verified = verify_buckets(buckets, load_sets_pass(in_bucket), pairs_);
   } else if (buckets.size() > 0) {

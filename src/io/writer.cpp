@@ -175,12 +175,6 @@ IoError output_error(const char* what, int e, const std::string& path, bool dire
                  ErrorPlace{path});
 }
 
-IoError input_changed(const std::string& display, uint64_t end) {
-  return IoError(std::string("ends before byte ") + std::to_string(end) +
-                     "; the input changed while neardup was running (do not modify inputs during a run)",
-                 ErrorPlace{display});
-}
-
 // The block on which a clone (reflink) of `fd`'s data must start: the file system's preferred I/O
 // size where it is a power of two (Btrfs and XFS give their block), else 4 KiB.
 uint64_t clone_block(int fd) {
@@ -205,10 +199,10 @@ size_t clone_step(uint64_t in_at, uint64_t out_at, size_t want, uint64_t block) 
 
 // The direct writes' buffers no output holds, kept for the next (up to 2 x kDirectBuffers):
 // outputs written in turn (one per input) take the same memory rather than fresh pages.
-class BufferPool {
+class DirectBufferPool {
  public:
-  static BufferPool& get() {
-    static BufferPool* pool = new BufferPool();  // never deleted: outputs may outlive statics
+  static DirectBufferPool& get() {
+    static DirectBufferPool* pool = new DirectBufferPool();  // never deleted: outputs may outlive statics
     return *pool;
   }
   char* take() {
@@ -267,7 +261,7 @@ struct AtomicFile::Direct {
   ~Direct() {
     wait();
     if (cur) idle.push_back(cur);
-    for (char* b : idle) BufferPool::get().give(b);
+    for (char* b : idle) DirectBufferPool::get().give(b);
     if (fd >= 0) ::close(fd);
   }
   void rethrow() {
@@ -284,7 +278,7 @@ struct AtomicFile::Direct {
     if (!cur) {
       std::unique_lock lock(m);
       if (idle.empty() && owned < kBuffers) {
-        idle.push_back(BufferPool::get().take());
+        idle.push_back(DirectBufferPool::get().take());
         ++owned;
       }
       cv.wait(lock, [&] { return !idle.empty(); });
@@ -354,7 +348,7 @@ struct AtomicFile::Direct {
   void park() {
     if (cur) hand_over(fill / kAlign * kAlign);
     wait();
-    for (char* b : idle) BufferPool::get().give(b);
+    for (char* b : idle) DirectBufferPool::get().give(b);
     idle.clear();
     owned = 0;
     rethrow();
@@ -442,9 +436,7 @@ AtomicFile::~AtomicFile() {
   unregister_temporary_file(temp_slot_);
 }
 
-
 void AtomicFile::fail(const char* what) { throw output_error(what, errno, path_, direct_); }
-
 
 void AtomicFile::raw_write(const char* data, size_t n) {
   if (direct_io_) {
@@ -519,7 +511,6 @@ void AtomicFile::commit() {
   }
 }
 
-
 void AtomicFile::flush_appends() {
   if (direct_io_) direct_io_->park();
 }
@@ -589,10 +580,10 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
   const int out_fd = ::fileno(f_);
   uint64_t done = 0;
   bool kernel_copy = !stdout_ && !encoder_;
-  // Into standard output, a special file, a compressed output or one on another file system than
-  // ext4: copied here, in order. A plain output
-  // takes copy_file_range at its position (clones as clone_step says), a compressed one or one
-  // the kernel cannot copy into goes through memory.
+  // Into standard output, a special file, a compressed output or a file on another file system
+  // than ext4: copied here, in order. A plain output takes copy_file_range at its position
+  // (cloned as clone_step says); a compressed one, or one the kernel cannot copy into, goes
+  // through memory.
   uint64_t block = 0, out_at = 0;
   if (kernel_copy) {
     const off_t at = ::lseek(out_fd, 0, SEEK_CUR);
@@ -659,7 +650,8 @@ void RangeAppender::short_of(uint64_t missing, const ByteRange& r, AtomicFile& o
     ended_ = true;
     return;
   }
-  throw input_changed(display_, r.offset + r.length);
+  throw IoError(std::string("ends before byte ") + std::to_string(r.offset + r.length) +
+                "; the input changed while neardup was running (do not modify inputs during a run)", ErrorPlace{display_});
 }
 
 void RangeAppender::append(std::span<const ByteRange> ranges, AtomicFile& out) {
