@@ -1361,6 +1361,23 @@ class LineBuffer {
     }
   }
 
+  // The next line, which an earlier pass found to be `length` bytes long (reading by position):
+  // read up to its end, and taken if a newline or the end of the source is there, without
+  // searching its bytes for the newline. That search, on the reading thread, was 1.3% of the CPU
+  // time of a `dedup` of the crowded mix (its verification reads 26,000 candidate records again).
+  // A changed input is told by the file's size and time, checked before the pass, and by this end.
+  // False if the line does not end there.
+  bool get_line_of(size_t length, std::string_view& line) {
+    overlong = false;
+    for (;;) {
+      const size_t stop = begin + length;
+      if (stop < end) return bytes()[stop] == '\n' && take_line(line, stop, stop + 1);
+      if (eof) return stop == end && take_line(line, end, end);
+      scanned = end;
+      if (!refill()) eof = true;
+    }
+  }
+
  private:
   const char* bytes() const noexcept { return map_fd_ >= 0 ? window_.data() : buf.data(); }
 
@@ -1638,7 +1655,7 @@ struct RecordReader::Impl {
     }
     if (p.offset < lines.position()) throw UsageError("RecordReader::select: positions out of reading order");
     if (!lines.seek(p.offset, p.offset + p.length + 1)) changed("no line at byte " + std::to_string(p.offset) + " any more");
-    if (!lines.get_line(line) || line.size() != p.length)
+    if (!lines.get_line_of(p.length, line) || line.size() != p.length)
       changed("the line at byte " + std::to_string(p.offset) + " is no longer " + std::to_string(p.length) + " bytes long");
     return true;
   }

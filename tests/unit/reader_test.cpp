@@ -827,16 +827,49 @@ TEST(Reader, SelectReadsTheRecordsAtTheirPositions) {
     }
     EXPECT_EQ(k, which.size()) << stride;
   }
-  // A position that no longer holds a line of that length: the input changed.
-  RecordReader r(in, {});
-  r.select({{0, all[5].length + 1, all[5].offset}});
-  Record rec;
-  try {
-    r.next(rec);
-    ADD_FAILURE() << "accepted a wrong length";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("a.jsonl: the line at byte"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("the input changed"), std::string::npos) << e.what();
+  // A position that no longer holds a line of that length: the input changed. The line's end is
+  // checked where the length puts it, mapped and read alike, longer and shorter.
+  for (const MemoryMap mode : {MemoryMap::Never, MemoryMap::Always}) {
+    ReaderOptions opt;
+    opt.memory_map = mode;
+    for (const int64_t delta : {-1, 1}) {
+      RecordReader r(in, opt);
+      r.select({{0, static_cast<uint32_t>(all[5].length + delta), all[5].offset}});
+      Record rec;
+      try {
+        r.next(rec);
+        ADD_FAILURE() << "accepted a wrong length " << delta;
+      } catch (const IoError& e) {
+        EXPECT_NE(std::string(e.what()).find("a.jsonl: the line at byte"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("the input changed"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+// A last line without its newline is read by position too (it ends where the file does), and a
+// length past the end of the file is a changed input.
+TEST(Reader, SelectReadsALastLineWithoutNewline) {
+  test::TempDir d;
+  const std::string first = "{\"id\": \"a\", \"text\": \"one two\"}", last = "{\"id\": \"b\", \"text\": \"three four\"}";
+  test::write_file(d.file("a.jsonl"), first + "\n" + last);
+  InputSet in({d.file("a.jsonl")}, InputFormat::Auto);
+  for (const MemoryMap mode : {MemoryMap::Never, MemoryMap::Always}) {
+    ReaderOptions opt;
+    opt.memory_map = mode;
+    {
+      RecordReader r(in, opt);
+      r.select({{0, static_cast<uint32_t>(last.size()), first.size() + 1}});
+      Record rec;
+      ASSERT_TRUE(r.next(rec));
+      EXPECT_EQ(rec.raw, last);
+      EXPECT_EQ(rec.id, "b");
+      EXPECT_FALSE(r.next(rec));
+    }
+    RecordReader r(in, opt);
+    r.select({{0, static_cast<uint32_t>(last.size() + 1), first.size() + 1}});
+    Record rec;
+    EXPECT_THROW(r.next(rec), IoError);
   }
 }
 
