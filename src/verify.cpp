@@ -1,5 +1,7 @@
 #include "neardup/verify.h"
 
+#include <algorithm>
+
 #include "internal/parallel.h"
 #include "neardup/error.h"
 #include "neardup/minhash.h"
@@ -121,14 +123,28 @@ double Scorer::at_least(DocId a, DocId b, double floor) const noexcept {
   return (*this)(a, b);
 }
 
+void Scorer::prefetch(DocId a, DocId b) const noexcept {
+  if (kind_ != Kind::Exact) return;
+  // The first 512 bytes of each set: the hardware prefetcher follows a merge's two streams once
+  // they run, but not to the start of the next pair's sets, each a block of its own.
+  for (const DocId d : {a, b}) {
+    const std::span<const ShingleHash> s = sets_->get(d);
+    for (size_t i = 0; i < std::min<size_t>(s.size(), 64); i += 8) __builtin_prefetch(s.data() + i);
+  }
+}
+
 std::vector<ScoredPair> verify_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double threshold,
                                      int threads) {
   constexpr size_t kChunk = 4096;
+  // Out of the cache, the exact merge of a pair of sets of 100-2,000 hashes at t = 0.8 waits on
+  // memory for most of its time: prefetching the pair two ahead, 1.1-1.2x (BM_SetCommon).
+  constexpr size_t kAhead = 2;
   const size_t chunks = (candidates.size() + kChunk - 1) / kChunk;
   std::vector<std::vector<ScoredPair>> out(chunks);
   internal::parallel_for(chunks, threads, [&](size_t c, size_t) {
     const size_t end = std::min(candidates.size(), (c + 1) * kChunk);
     for (size_t i = c * kChunk; i < end; ++i) {
+      if (i + kAhead < end) scorer.prefetch(candidates[i + kAhead].a, candidates[i + kAhead].b);
       const double s = scorer.at_least(candidates[i].a, candidates[i].b, threshold - kSimilarityEpsilon);
       if (s + kSimilarityEpsilon >= threshold) out[c].push_back({candidates[i].a, candidates[i].b, s});
     }

@@ -81,6 +81,9 @@ class Scorer {
   /// The same when it is at least `floor`; otherwise a value below `floor`, which exact scoring
   /// finds without finishing the merge (jaccard_at_least).
   double at_least(DocId a, DocId b, double floor) const noexcept;
+  /// Starts loading the start of what scoring (a, b) reads (the two sets, for exact scoring), so
+  /// that a loop over candidate pairs overlaps the next pair's cache misses with this one's merge.
+  void prefetch(DocId a, DocId b) const noexcept;
   VerifyMode mode() const noexcept { return kind_ == Kind::Exact ? VerifyMode::Exact : VerifyMode::Estimate; }
 
  private:

@@ -50,7 +50,7 @@ constexpr Kernels kAvx512{Isa::Avx512,
                           simhash_close_keys_popcnt,
                           jaccard_block_avx512,
                           jaccard_block_avx2,
-                          set_common_at_least_avx2,
+                          set_common_at_least_avx512,
                           json_word_text_avx512,
                           false};
 

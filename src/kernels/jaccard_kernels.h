@@ -20,5 +20,6 @@ long jaccard_block_avx512(const uint32_t* a, size_t la, const uint32_t* b, size_
 /// kernel returns the same value: the abort is taken only when the count cannot reach `need`.
 long set_common_at_least_scalar(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
 long set_common_at_least_avx2(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
+long set_common_at_least_avx512(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
 
 }  // namespace neardup::internal

@@ -116,13 +116,14 @@ TEST(Shingle, CombinationKernelsEqualTheDefinition) {
 }
 
 // The set intersection kernels count exactly the common values of two sets (a brute-force count
-// over a hash set), or -1 exactly when that count is below `need`: sizes around the 4-value
-// blocks and their tails, overlaps from none to all, runs of equal values and interleaved ones.
+// over a hash set), or -1 exactly when that count is below `need`: sizes around the 4- and
+// 8-value blocks and their tails, overlaps from none to all, runs of equal values and interleaved ones.
 TEST(Shingle, SetIntersectionKernelsCountExactly) {
   std::mt19937_64 rng(23);
   using Kernel = long (*)(const uint64_t*, size_t, const uint64_t*, size_t, long) noexcept;
   std::vector<std::pair<const char*, Kernel>> kernels{{"scalar", internal::set_common_at_least_scalar}};
   if (detected_isa() >= Isa::Avx2) kernels.emplace_back("avx2", internal::set_common_at_least_avx2);
+  if (detected_isa() >= Isa::Avx512) kernels.emplace_back("avx512", internal::set_common_at_least_avx512);
   for (int trial = 0; trial < 3000; ++trial) {
     const size_t na = rng() % 70, nb = trial % 5 == 0 ? rng() % 700 : rng() % 70;
     const double shared = static_cast<double>(rng() % 101) / 100;
