@@ -63,13 +63,28 @@ void ThreadPool::run_worker() {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping, and nothing left
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
+      wake_.wait(lock, [&] { return stopping_ || !tasks_.empty() || !helpers_.empty(); });
+      if (tasks_.empty() && helpers_.empty()) return;  // stopping, and nothing left
+      std::deque<std::function<void()>>& from = helpers_.empty() ? tasks_ : helpers_;
+      task = std::move(from.front());
+      from.pop_front();
+      helpers_waiting_.store(helpers_.size(), std::memory_order_relaxed);
     }
     task();
   }
+}
+
+bool ThreadPool::run_helper() {
+  std::function<void()> task;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (helpers_.empty()) return false;
+    task = std::move(helpers_.front());
+    helpers_.pop_front();
+    helpers_waiting_.store(helpers_.size(), std::memory_order_relaxed);
+  }
+  task();
+  return true;
 }
 
 void ThreadPool::submit(std::function<void()> task) {
@@ -93,8 +108,9 @@ void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(si
   auto loop = std::make_shared<Loop>();
   loop->n = n;
   loop->fn = &fn;
+  std::unique_lock<std::mutex> queue(mu_);
   for (size_t h = 0; h < helpers; ++h) {
-    submit([loop] {
+    helpers_.push_back([loop] {
       {
         std::lock_guard<std::mutex> lock(loop->mu);
         if (loop->closed) return;  // the loop is over; `fn` may be gone
@@ -108,6 +124,9 @@ void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(si
       loop->idle.notify_all();
     });
   }
+  helpers_waiting_.store(helpers_.size(), std::memory_order_relaxed);
+  queue.unlock();
+  for (size_t h = 0; h < helpers; ++h) wake_.notify_one();
   loop->work(0);
   std::unique_lock<std::mutex> lock(loop->mu);
   loop->closed = true;
@@ -127,6 +146,8 @@ ThreadPool* ThreadPool::process_pool(int workers) {
                      ThreadPool& s = Pool();
                      s.forked_ = true;
                      s.tasks_.clear();
+                     s.helpers_.clear();
+                     s.helpers_waiting_.store(0, std::memory_order_relaxed);
                      s.mu_.unlock();
                    });
   return p;

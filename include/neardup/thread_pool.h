@@ -45,6 +45,15 @@ class ThreadPool {
   /// pass runner waits for its tasks, or does their work itself, before it returns).
   void submit(std::function<void()> task);
 
+  /// Whether a parallel_for() of this pool waits for helpers that no worker has taken yet.
+  bool has_helpers() const noexcept { return helpers_waiting_.load(std::memory_order_relaxed) > 0; }
+  /// Takes part in one such loop on the calling thread (as a worker would); false if there was
+  /// none. For a thread that runs a long task of the pool and would otherwise wait in it: a
+  /// reading pass's worker waiting for records, while another worker's parallel loop (a record
+  /// of tens of MB parsed and shingled in pieces) gets no help from a pool whose workers are all
+  /// inside that pass.
+  bool run_helper();
+
   /// The pool of this thread: the one a Use scope installed, the pool a worker belongs to, or
   /// the process's shared pool.
   static ThreadPool& current();
@@ -76,6 +85,8 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
+  std::deque<std::function<void()>> helpers_;  // parallel_for's helpers, taken before tasks_
+  std::atomic<size_t> helpers_waiting_{0};     // helpers_.size(), read without the lock
   bool stopping_ = false;
   std::atomic<bool> forked_{false};  // in a child process: the workers did not survive fork()
   std::vector<std::thread> threads_;

@@ -3,15 +3,20 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "internal/pass_runner.h"
 #include "neardup/cluster.h"
 #include "neardup/cpu.h"
 #include "neardup/error.h"
@@ -191,6 +196,78 @@ TEST(ThreadPool, FirstExceptionIsRethrownAndThePoolStaysUsable) {
   std::atomic<int> n{0};
   pool.parallel_for(50, 3, [&](size_t, size_t) { n++; });
   EXPECT_EQ(n.load(), 50);
+}
+
+namespace {
+
+// Two parties meet: each arrives and waits for the other, up to 5 s; true if both came. A loop
+// whose two items meet this way needs two threads in it at once.
+struct Meeting {
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  bool arrive() {
+    std::unique_lock<std::mutex> lock(mu);
+    ++arrived;
+    cv.notify_all();
+    return cv.wait_for(lock, std::chrono::seconds(5), [&] { return arrived >= 2; });
+  }
+};
+
+}  // namespace
+
+// A thread inside a long task of the pool (its only worker here) takes part in a parallel loop
+// that another thread started, through run_helper(): the loop's two items meet.
+TEST(ThreadPool, RunHelperTakesPartInALoopTheWorkersCannotJoin) {
+  ThreadPool pool(1);
+  std::atomic<bool> started{false}, stop{false}, ended{false};
+  std::atomic<int> helped{0};
+  pool.submit([&] {
+    started = true;
+    while (!stop.load())
+      if (pool.run_helper()) helped++;
+      else std::this_thread::yield();
+    ended = true;
+  });
+  while (!started.load()) std::this_thread::yield();  // the worker is inside the task
+  EXPECT_FALSE(pool.run_helper());                     // none queued
+  Meeting m;
+  std::atomic<int> met{0};
+  pool.parallel_for(2, 2, [&](size_t, size_t) { met += m.arrive() ? 1 : 0; });
+  stop = true;
+  while (!ended.load()) std::this_thread::yield();
+  EXPECT_EQ(met.load(), 2);
+  EXPECT_EQ(helped.load(), 1);
+  EXPECT_FALSE(pool.has_helpers());
+}
+
+// The workers of a reading pass are tasks of the pool that wait for batches: one that waits
+// helps the parallel loop of another (as a record of tens of MB is parsed and shingled), here
+// while the reading thread cannot go on (its progress report waits for the loop).
+TEST(ThreadPool, AReadingPassWorkerHelpsAnotherWorkersLoop) {
+  test::TempDir d;
+  test::write_file(d.file("a.jsonl"), "{\"id\": \"a\", \"text\": \"one two three\"}\n");
+  io::InputSet in({d.file("a.jsonl")}, io::InputFormat::Auto);
+  ThreadPool pool(2);
+  const ThreadPool::Use use(&pool);
+  io::ReaderOptions ro;
+  io::RecordReader reader(in, ro);
+  Meeting m;
+  std::atomic<int> met{0};
+  std::atomic<bool> looped{false};
+  internal::Pass pass;
+  pass.reader = &ro;
+  pass.process = [&](internal::Batch&, size_t, std::string_view, size_t) {
+    ThreadPool::current().parallel_for(2, 2, [&](size_t, size_t) { met += m.arrive() ? 1 : 0; });
+    looped = true;
+  };
+  pass.consume = [](internal::Batch&, size_t, DocId) {};
+  const ProgressFn progress = [&](const Progress&) {
+    for (int i = 0; i < 5000 && !looped.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  pass.progress = &progress;
+  internal::run_pass(reader, in, 2, pass);
+  EXPECT_EQ(met.load(), 2);
 }
 
 // A pipeline given a pool of one worker, or a pool whose workers are all busy, still finishes
