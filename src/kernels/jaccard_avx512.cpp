@@ -2,7 +2,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <utility>
 
 #include "kernels/jaccard_block-inl.h"
@@ -12,33 +11,31 @@
 namespace neardup::internal {
 namespace {
 
-// The OR of cmp(a, b rotated by r) over every rotation r in R...: each value of a against each
-// value of b.
-template <class Vec, class Cmp, class Rot, int... R>
-auto any_rotation(Vec va, Vec vb, Cmp cmp, Rot rot, std::integer_sequence<int, R...>) noexcept {
-  return (cmp(va, rot(vb, std::integral_constant<int, R>{})) | ...);
+// Which values of a[0..W) equal some value of b[0..W), W = 64 / sizeof(T) values of 32 or 64
+// bits: a against each rotation of b (valign by 0..W-1), the compares OR-ed into one mask.
+template <class T, int... R>
+unsigned equal_in_rotations(const T* a, const T* b, std::integer_sequence<int, R...>) noexcept {
+  const __m512i va = _mm512_loadu_si512(a), vb = _mm512_loadu_si512(b);
+  if constexpr (sizeof(T) == 4)
+    return (_mm512_cmpeq_epi32_mask(va, _mm512_alignr_epi32(vb, vb, R)) | ...);
+  else
+    return (_mm512_cmpeq_epi64_mask(va, _mm512_alignr_epi64(vb, vb, R)) | ...);
+}
+template <class T>
+unsigned equal_in_rotations(const T* a, const T* b) noexcept {
+  return equal_in_rotations(a, b, std::make_integer_sequence<int, 64 / sizeof(T)>{});
 }
 
-// 16 x 16 all-pairs equality of 32-bit values: a against the 16 rotations of b, one mask.
+// 16 x 16 of the 32-bit fingerprint values (jaccard_block-inl.h): whether any pair is equal.
 struct Avx512Block {
   static constexpr size_t kWidth = 16;
-  static bool any_equal(const uint32_t* a, const uint32_t* b) noexcept {
-    const __mmask16 m = any_rotation(
-        _mm512_loadu_si512(a), _mm512_loadu_si512(b), [](__m512i x, __m512i y) { return _mm512_cmpeq_epi32_mask(x, y); },
-        [](__m512i v, auto r) { return _mm512_alignr_epi32(v, v, decltype(r)::value); }, std::make_integer_sequence<int, 16>{});
-    return m != 0;
-  }
+  static bool any_equal(const uint32_t* a, const uint32_t* b) noexcept { return equal_in_rotations(a, b) != 0; }
 };
 
-// 8 x 8 of 64-bit values: b in its 8 rotations.
+// 8 x 8 of the 64-bit set values (set_merge-inl.h): how many of a's are in b's block.
 struct Avx512SetBlock {
   static constexpr size_t kWidth = 8;
-  static long common(const uint64_t* a, const uint64_t* b) noexcept {
-    const __mmask8 m = any_rotation(
-        _mm512_loadu_si512(a), _mm512_loadu_si512(b), [](__m512i x, __m512i y) { return _mm512_cmpeq_epi64_mask(x, y); },
-        [](__m512i v, auto r) { return _mm512_alignr_epi64(v, v, decltype(r)::value); }, std::make_integer_sequence<int, 8>{});
-    return __builtin_popcount(static_cast<unsigned>(m));
-  }
+  static long common(const uint64_t* a, const uint64_t* b) noexcept { return __builtin_popcount(equal_in_rotations(a, b)); }
 };
 
 }  // namespace
