@@ -7,8 +7,9 @@
 // process, made on first use with a worker per hardware thread.
 //
 // Work is never lost to a busy pool: the thread that asks for parallel work always takes part
-// in it, and pool threads that are busy elsewhere simply do not join. So nested parallel work
-// cannot deadlock, and a pool of one thread (or none free) runs everything on the caller.
+// in it, and pool threads that are busy elsewhere simply do not join (unless a long task of
+// theirs waits and lends a hand meanwhile: run_helper). So nested parallel work cannot deadlock,
+// and a pool of one thread (or none free) runs everything on the caller.
 #pragma once
 
 #include <atomic>
