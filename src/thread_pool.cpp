@@ -87,6 +87,17 @@ bool ThreadPool::run_helper() {
   return true;
 }
 
+ThreadPool::HelperWatch ThreadPool::watch_helpers(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watchers_.emplace_back(next_watch_, std::move(wake));
+  return HelperWatch(*this, next_watch_++);
+}
+
+ThreadPool::HelperWatch::~HelperWatch() {
+  std::lock_guard<std::mutex> lock(pool_.mu_);
+  std::erase_if(pool_.watchers_, [&](const auto& w) { return w.first == id_; });
+}
+
 void ThreadPool::submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -125,8 +136,11 @@ void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(si
     });
   }
   helpers_waiting_.store(helpers_.size(), std::memory_order_relaxed);
+  std::vector<std::function<void()>> wake;
+  for (const auto& w : watchers_) wake.push_back(w.second);
   queue.unlock();
   for (size_t h = 0; h < helpers; ++h) wake_.notify_one();
+  for (const auto& f : wake) f();
   loop->work(0);
   std::unique_lock<std::mutex> lock(loop->mu);
   loop->closed = true;

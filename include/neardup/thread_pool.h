@@ -15,10 +15,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace neardup {
@@ -55,6 +57,22 @@ class ThreadPool {
   /// inside that pass.
   bool run_helper();
 
+  /// While the returned watch lives, `wake` is called (on the thread that queues them, with no
+  /// lock of the pool held) each time a parallel_for() queues helpers: a thread that waits on a
+  /// condition of its own inside a long task of the pool is woken to run them (run_helper).
+  class HelperWatch {
+   public:
+    HelperWatch(HelperWatch&&) = delete;
+    ~HelperWatch();
+
+   private:
+    friend class ThreadPool;
+    HelperWatch(ThreadPool& pool, uint64_t id) noexcept : pool_(pool), id_(id) {}
+    ThreadPool& pool_;
+    uint64_t id_;
+  };
+  [[nodiscard]] HelperWatch watch_helpers(std::function<void()> wake);
+
   /// The pool of this thread: the one a Use scope installed, the pool a worker belongs to, or
   /// the process's shared pool.
   static ThreadPool& current();
@@ -88,6 +106,8 @@ class ThreadPool {
   std::deque<std::function<void()>> tasks_;
   std::deque<std::function<void()>> helpers_;  // parallel_for's helpers, taken before tasks_
   std::atomic<size_t> helpers_waiting_{0};     // helpers_.size(), read without the lock
+  std::vector<std::pair<uint64_t, std::function<void()>>> watchers_;  // watch_helpers()
+  uint64_t next_watch_ = 0;
   bool stopping_ = false;
   std::atomic<bool> forked_{false};  // in a child process: the workers did not survive fork()
   std::vector<std::thread> threads_;

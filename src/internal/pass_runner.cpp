@@ -56,6 +56,12 @@ class PassRunner {
         shared_(std::make_shared<Shared>()) {}
 
   PassTotals run() {
+    // Helpers queued by a worker's parallel loop wake the workers that wait for batches (the
+    // mutex taken first, so that a worker about to wait cannot miss them).
+    const ThreadPool::HelperWatch watch = ThreadPool::current().watch_helpers([s = shared_] {
+      { std::lock_guard<std::mutex> lock(s->mu); }
+      s->not_empty.notify_all();
+    });
     start_workers();
     std::exception_ptr read_error;
     try {
@@ -118,8 +124,7 @@ class PassRunner {
             lock.lock();
             continue;
           }
-          // A loop's helpers are queued without a word to this pass: looked for every 0.5 ms.
-          shared_->not_empty.wait_for(lock, std::chrono::microseconds(500));
+          shared_->not_empty.wait(lock);  // woken by a batch, the end, or helpers (run())
         }
         if (shared_->queue.empty()) return;
         b = shared_->queue.front();
