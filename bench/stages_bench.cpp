@@ -11,7 +11,7 @@
 
 #include "bench_corpus.h"
 #include "internal/testing.h"
-#include "kernels/jaccard_kernels.h"
+#include "kernels/dispatch.h"
 #include "neardup/neardup.h"
 
 using namespace neardup;
@@ -195,19 +195,16 @@ void BM_MakeSetText(benchmark::State& state) {
 }
 BENCHMARK(BM_MakeSetText)->Unit(benchmark::kMillisecond);
 
-// The exact verification's merge (set_common_at_least) per kernel (0 scalar, 1 AVX2, 2 AVX-512)
+// The exact verification's merge (set_common_at_least) per kernel level (0 scalar, 1 AVX2, 2 AVX-512)
 // on the pairs an LSH run verifies on a crowded corpus: sets of 100-2,000 uniform hashes whose
 // Jaccard similarity is spread over 0.3-0.95 (most candidates fall short of the threshold, so
 // the early abort decides the cost), verified at t = 0.8. 4,096 distinct pairs (about 70 MB), so
 // that neither the caches nor the branch predictor learn them. The second argument: how many
 // pairs ahead the start of the sets is prefetched (0: none), as verify_pairs does. Items are pairs.
 void BM_SetCommon(benchmark::State& state) {
-  using Kernel = long (*)(const uint64_t*, size_t, const uint64_t*, size_t, long) noexcept;
-  const Kernel kernel = state.range(0) == 0   ? internal::set_common_at_least_scalar
-                        : state.range(0) == 1 ? internal::set_common_at_least_avx2
-                                              : internal::set_common_at_least_avx512;
-  if ((state.range(0) == 1 && detected_isa() < Isa::Avx2) || (state.range(0) == 2 && detected_isa() < Isa::Avx512))
-    return state.SkipWithError("kernel not supported by this CPU");
+  const Isa isa = static_cast<Isa>(state.range(0));
+  if (isa > detected_isa()) return state.SkipWithError("kernel not supported by this CPU");
+  const auto kernel = internal::kernels(isa).set_common_at_least;
   struct Pair {
     std::vector<uint64_t> a, b;
     long need;

@@ -122,12 +122,11 @@ namespace {
 // every iteration, whose branches the predictor learns.
 void insertion_sort(ShingleHash* v, size_t n) noexcept {
   if (n < 2) return;
-  ShingleHash p1 = v[0], p2 = 0;  // v[i - 1] and v[i - 2] of the sorted prefix
-  bool has_p2 = false;
+  ShingleHash p1 = v[0], p2 = 0;  // v[i - 1] and (from i = 2) v[i - 2] of the sorted prefix
   for (size_t i = 1; i < n; ++i) {
     const ShingleHash x = v[i];
     const bool lt = x < p1;
-    const bool further = lt & has_p2 & (p2 > x);
+    const bool further = lt & (i > 1) & (p2 > x);
     const ShingleHash lo = lt ? x : p1, hi = lt ? p1 : x;
     v[i - 1] = lo;
     v[i] = hi;
@@ -139,7 +138,6 @@ void insertion_sort(ShingleHash* v, size_t n) noexcept {
       v[j] = x;
       p2 = v[i - 1];
     }
-    has_p2 = true;
   }
 }
 

@@ -68,7 +68,6 @@ void ThreadPool::run_worker() {
       std::deque<std::function<void()>>& from = helpers_.empty() ? tasks_ : helpers_;
       task = std::move(from.front());
       from.pop_front();
-      helpers_waiting_.store(helpers_.size(), std::memory_order_relaxed);
     }
     task();
   }
@@ -81,10 +80,14 @@ bool ThreadPool::run_helper() {
     if (helpers_.empty()) return false;
     task = std::move(helpers_.front());
     helpers_.pop_front();
-    helpers_waiting_.store(helpers_.size(), std::memory_order_relaxed);
   }
   task();
   return true;
+}
+
+bool ThreadPool::has_helpers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !helpers_.empty();
 }
 
 ThreadPool::HelperWatch ThreadPool::watch_helpers(std::function<void()> wake) {
@@ -135,7 +138,6 @@ void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(si
       loop->idle.notify_all();
     });
   }
-  helpers_waiting_.store(helpers_.size(), std::memory_order_relaxed);
   std::vector<std::function<void()>> wake;
   for (const auto& w : watchers_) wake.push_back(w.second);
   queue.unlock();
@@ -161,7 +163,6 @@ ThreadPool* ThreadPool::process_pool(int workers) {
                      s.forked_ = true;
                      s.tasks_.clear();
                      s.helpers_.clear();
-                     s.helpers_waiting_.store(0, std::memory_order_relaxed);
                      s.mu_.unlock();
                    });
   return p;

@@ -49,7 +49,7 @@ class ThreadPool {
   void submit(std::function<void()> task);
 
   /// Whether a parallel_for() of this pool waits for helpers that no worker has taken yet.
-  bool has_helpers() const noexcept { return helpers_waiting_.load(std::memory_order_relaxed) > 0; }
+  bool has_helpers();
   /// Takes part in one such loop on the calling thread (as a worker would); false if there was
   /// none. For a thread that runs a long task of the pool and would otherwise wait in it: a
   /// reading pass's worker waiting for records, while another worker's parallel loop (a record
@@ -105,7 +105,6 @@ class ThreadPool {
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
   std::deque<std::function<void()>> helpers_;  // parallel_for's helpers, taken before tasks_
-  std::atomic<size_t> helpers_waiting_{0};     // helpers_.size(), read without the lock
   std::vector<std::pair<uint64_t, std::function<void()>>> watchers_;  // watch_helpers()
   uint64_t next_watch_ = 0;
   bool stopping_ = false;

@@ -58,7 +58,7 @@ class PassRunner {
   PassTotals run() {
     // Helpers queued by a worker's parallel loop wake the workers that wait for batches (the
     // mutex taken first, so that a worker about to wait cannot miss them).
-    const ThreadPool::HelperWatch watch = ThreadPool::current().watch_helpers([s = shared_] {
+    const ThreadPool::HelperWatch watch = pool_.watch_helpers([s = shared_] {
       { std::lock_guard<std::mutex> lock(s->mu); }
       s->not_empty.notify_all();
     });
@@ -83,10 +83,9 @@ class PassRunner {
 
  private:
   void start_workers() {
-    ThreadPool& pool = ThreadPool::current();
-    const int n = std::min(threads_, std::max(pool.workers(), 1));
+    const int n = std::min(threads_, std::max(pool_.workers(), 1));
     for (int t = 0; t < n; ++t) {
-      pool.submit([s = shared_, this] {
+      pool_.submit([s = shared_, this] {
         size_t slot;
         {
           std::lock_guard<std::mutex> lock(s->mu);
@@ -112,15 +111,14 @@ class PassRunner {
   // core idled for 100 ms at a 25 MB record.
   void worker_loop(size_t slot) {
     io::JsonlParser parser(*pass_.reader, pass_.word_text, threads_);
-    ThreadPool& pool = ThreadPool::current();
     for (;;) {
       Batch* b = nullptr;
       {
         std::unique_lock<std::mutex> lock(shared_->mu);
         while (shared_->queue.empty() && !shared_->closed) {
-          if (pool.has_helpers()) {
+          if (pool_.has_helpers()) {
             lock.unlock();
-            pool.run_helper();
+            pool_.run_helper();
             lock.lock();
             continue;
           }
@@ -440,6 +438,9 @@ class PassRunner {
   const Pass& pass_;
   const int threads_;
   const size_t max_queued_;
+  // The pool of the reading thread, whose workers run the pass: the pool they belong to, and
+  // so the one their parallel loops (a long record's) queue their helpers in.
+  ThreadPool& pool_ = ThreadPool::current();
   std::shared_ptr<Shared> shared_;
   std::unique_ptr<io::JsonlParser> reader_parser_;
   std::deque<std::unique_ptr<Batch>> in_flight_;  // pushed, in reading order
