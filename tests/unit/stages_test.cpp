@@ -217,7 +217,9 @@ struct Meeting {
 }  // namespace
 
 // A thread inside a long task of the pool (its only worker here) takes part in a parallel loop
-// that another thread started, through run_helper(): the loop's two items meet.
+// that another thread started: it asks has_helpers() and then runs one with run_helper(), as a
+// waiting worker of a reading pass does, and the loop's two items meet. Were has_helpers() never
+// to say yes, the worker would not help, and the items would not meet.
 TEST(ThreadPool, RunHelperTakesPartInALoopTheWorkersCannotJoin) {
   ThreadPool pool(1);
   std::atomic<bool> started{false}, stop{false}, ended{false};
@@ -225,7 +227,7 @@ TEST(ThreadPool, RunHelperTakesPartInALoopTheWorkersCannotJoin) {
   pool.submit([&] {
     started = true;
     while (!stop.load())
-      if (pool.run_helper()) helped++;
+      if (pool.has_helpers() && pool.run_helper()) helped++;
       else std::this_thread::yield();
     ended = true;
   });
