@@ -11,6 +11,7 @@
 
 #include "bench_corpus.h"
 #include "internal/testing.h"
+#include "internal/sorted_merge.h"
 #include "kernels/dispatch.h"
 #include "neardup/neardup.h"
 
@@ -231,10 +232,8 @@ void BM_SetCommon(benchmark::State& state) {
     for (size_t k = 0; k < pairs.size(); ++k) {
       if (ahead > 0 && k + ahead < pairs.size()) {
         const Pair& q = pairs[k + ahead];
-        for (size_t l = 0; l < 64; l += 8) {
-          __builtin_prefetch(q.a.data() + l);
-          __builtin_prefetch(q.b.data() + l);
-        }
+        internal::prefetch_merge_start(q.a.data(), q.a.size());
+        internal::prefetch_merge_start(q.b.data(), q.b.size());
       }
       const Pair& p = pairs[k];
       benchmark::DoNotOptimize(kernel(p.a.data(), p.a.size(), p.b.data(), p.b.size(), p.need));

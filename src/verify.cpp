@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "internal/parallel.h"
+#include "internal/sorted_merge.h"
 #include "neardup/error.h"
 #include "neardup/minhash.h"
 #include "neardup/simhash.h"
@@ -125,11 +126,9 @@ double Scorer::at_least(DocId a, DocId b, double floor) const noexcept {
 
 void Scorer::prefetch(DocId a, DocId b) const noexcept {
   if (kind_ != Kind::Exact) return;
-  // The first 512 bytes of each set: the hardware prefetcher follows a merge's two streams once
-  // they run, but not to the start of the next pair's sets, each a block of its own.
   for (const DocId d : {a, b}) {
     const std::span<const ShingleHash> s = sets_->get(d);
-    for (size_t i = 0; i < std::min<size_t>(s.size(), 64); i += 8) __builtin_prefetch(s.data() + i);
+    internal::prefetch_merge_start(s.data(), s.size());
   }
 }
 

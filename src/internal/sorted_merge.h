@@ -7,6 +7,15 @@
 
 namespace neardup::internal {
 
+/// Starts loading the first 512 bytes of a sorted array that a merge will walk: the hardware
+/// prefetcher follows a merge's two streams once they run, but not to the start of the next
+/// pair's arrays, each a block of its own (verify_pairs prefetches the pair two ahead).
+template <class T>
+inline void prefetch_merge_start(const T* a, size_t n) noexcept {
+  constexpr size_t kLine = 64 / sizeof(T), kLines = 8;
+  for (size_t i = 0; i < std::min(n, kLine * kLines); i += kLine) __builtin_prefetch(a + i);
+}
+
 /// The number of values common to a[i..la) and b[j..lb), both sorted ascending and distinct.
 template <class T>
 inline long count_common(const T* a, size_t la, const T* b, size_t lb, size_t i = 0, size_t j = 0) noexcept {
