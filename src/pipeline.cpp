@@ -186,8 +186,8 @@ struct Pipeline::Impl {
   void cluster();
   bool reaches_threshold(DocId a, DocId b) const;
   /// Whether this run verifies group by group (verify_in_groups), reading each group's sets then
-  /// and keeping none from the first pass: a dedup whose records are found again by position.
-  bool verifies_in_groups(bool by_position) const noexcept { return mode_ == Mode::Dedup && by_position; }
+  /// and keeping none from the first pass: a run whose records are found again by position.
+  bool verifies_in_groups(bool by_position) const noexcept { return (mode_ == Mode::Dedup || mode_ == Mode::Pairs) && by_position; }
   /// put(k, similarity of removed[k] to its kept document), on the run's threads.
   void each_removed_similarity(std::span<const DocId> removed, const std::function<void(size_t, double)>& put) const;
   /// The kept records to `outs` (one per source), each as soon as `decisions` tells it is kept
@@ -200,8 +200,8 @@ struct Pipeline::Impl {
   /// The writer's error (a full disk, an input that changed), as soon as it stopped with one:
   /// the run need not verify to the end first.
   void throw_if_the_writer_failed();
-  /// The exact join over `docs` (ascending, their sets loaded), into join_.
-  void build_join(std::span<const DocId> docs);
+  /// The exact join over `docs` (ascending, their sets loaded).
+  std::unique_ptr<SetJoin> build_join(std::span<const DocId> docs) const;
   /// Pairs that share an LSH band (minhash, oph); all pairs otherwise.
   PairFilter band_filter() const;
   PairFilter pair_filter() const;
@@ -260,9 +260,11 @@ struct Pipeline::Impl {
   ShingleSets early_sets_;
   mutable std::atomic<uint64_t> early_bytes_{0};
   std::unique_ptr<internal::SeenKeys> seen_keys_;
-  std::unique_ptr<SetJoin> join_;  // exact verification with minhash or oph, and the exact method
+  // The exact joins of the run (exact verification with minhash or oph, and the exact method):
+  // one, or in pairs mode one per verified group that needed one, kept for listing the pairs.
+  std::vector<std::unique_ptr<SetJoin>> joins_;
   Mode mode_ = Mode::Dedup;
-  std::vector<ScoredPair> direct_pairs_;    // pairs mode with a join: the pairs verified one by one
+  std::vector<ScoredPair> direct_pairs_;    // pairs mode: the pairs verified one by one (the joins list the rest)
   std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order
   std::vector<double> group_similarity_;    // the same by document, while verifying group by group
   bool sets_released_ = false;              // verified groups' sets let go (RunOptions::keep_sets)
@@ -349,12 +351,13 @@ struct Pipeline::Impl::SketchLayout {
         by_position(p.inputs_->all_jsonl() && p.inputs_->sources().size() < UINT32_MAX),
         // With exact verification, a document that shares a band key with one sketched before it
         // is in an LSH bucket, so its set will be verified: made now, from the shingles at hand,
-        // it need not be read, parsed and shingled again. Not where a dedup verifies group by
+        // it need not be read, parsed and shingled again. Not where a run verifies group by
         // group (by position): there each group's sets are read then, and let go once it is
-        // decided, so that the next group's take the same memory. On the crowded mix (2 cores,
+        // verified, so that the next group's take the same memory. On the crowded mix (2 cores,
         // 9 alternating runs) that took dedup from 2.27 to 1.91 s and its peak from 315-326 to
         // 232-257 MiB; with the sets kept from the first pass, the first pass took 1.3-1.7 s
-        // instead of 0.8-0.9 s, much of it in memory touched for the first time.
+        // instead of 0.8-0.9 s, much of it in memory touched for the first time. pairs, later:
+        // 1.66-1.84 s against 1.85-2.11 s, peak 219-228 against 323-333 MiB (5 runs each).
         early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 &&
               !p.verifies_in_groups(by_position)) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
@@ -688,8 +691,8 @@ PairFilter Pipeline::Impl::band_filter() const {
   return [this, k](DocId a, DocId b) { return share_band(a, b, k); };
 }
 
-void Pipeline::Impl::build_join(std::span<const DocId> docs) {
-  join_ = std::make_unique<SetJoin>(docs, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
+std::unique_ptr<SetJoin> Pipeline::Impl::build_join(std::span<const DocId> docs) const {
+  return std::make_unique<SetJoin>(docs, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
 }
 
 // LSH with exact verification. Star edges first (a bucket of s documents gives s - 1, verified in
@@ -710,13 +713,20 @@ void Pipeline::Impl::find_pairs_lsh() {
   t = Clock::now();
   uint64_t verified = 0;
   pairs_.clear();
+  direct_pairs_.clear();
+  joins_.clear();
   if (buckets.size() > 0 && !verifies_in_groups(!pos_.empty())) {
-    // Pairs mode keeps the join for listing; inputs without positions are read whole each time.
+    // Inputs without positions would be read whole for each group: their sets are read at once.
     verified = verify_buckets(buckets, load_sets_pass(in_bucket), pairs_);
   } else if (buckets.size() > 0) {
     take_first_pass_sets(in_bucket);
     verified = verify_in_groups(buckets, in_bucket);
   }
+  // Without a join, pairs_ holds every pair already.
+  if (joins_.empty())
+    std::vector<ScoredPair>().swap(direct_pairs_);
+  else
+    std::sort(direct_pairs_.begin(), direct_pairs_.end(), by_pair);
   stats_.candidates = verified;
   stats_.times.verify = seconds_since(t);
 }
@@ -772,18 +782,17 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
   }
   std::vector<DocPair>().swap(direct);
   std::vector<DocPair>().swap(stars);
+  // Pairs mode lists these with the joins' pairs (in find_pairs_lsh, sorted over the groups).
+  if (pairs_mode) direct_pairs_.insert(direct_pairs_.end(), pairs.begin(), pairs.end());
   if (!joined.empty()) {
     std::sort(joined.begin(), joined.end());
     joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
-    build_join(joined);
-    const std::vector<ScoredPair> more = join_->connect(lengths_.size(), pairs, band_filter());
-    verified += join_->stats().verified;
-    // Pairs mode lists the join's pairs with these (which hold every pair of the small buckets).
-    if (pairs_mode) {
-      direct_pairs_ = pairs;
-    } else {
-      join_.reset();
-    }
+    std::unique_ptr<SetJoin> join = build_join(joined);
+    const std::vector<ScoredPair> more = join->connect(lengths_.size(), pairs, band_filter());
+    verified += join->stats().verified;
+    // Pairs mode lists the join's pairs with the direct ones (which hold every pair of the
+    // small buckets).
+    if (pairs_mode) joins_.push_back(std::move(join));
     if (!more.empty()) {
       pairs.insert(pairs.end(), more.begin(), more.end());
       std::sort(pairs.begin(), pairs.end(), by_pair);
@@ -793,11 +802,13 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
   return verified;
 }
 
-// Dedup in groups. A candidate component (documents joined through shared buckets) holds every
-// pair that can be verified between its documents, so its clusters depend on its own pairs
-// only: verifying a group of components at a time, in the order of their first documents,
-// gives the clusters of verifying all at once, and decides the documents of the input's start
-// first. The writer of the kept records (run_dedup) then starts while the rest is verified.
+// Verification in groups. A candidate component (documents joined through shared buckets) holds
+// every pair that can be verified between its documents, so its clusters depend on its own
+// pairs only: verifying a group of components at a time, in the order of their first
+// documents, gives the clusters of verifying all at once, and decides the documents of the
+// input's start first. The writer of the kept records (run_dedup) then starts while the rest is
+// verified. Pairs mode keeps each group's join (its ranks, not the sets) to list the pairs of its
+// large buckets when they are written (expand_pairs).
 uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
   const size_t n = lengths_.size();
   // 32 groups by the place of a component's first document (the union-find's representative)
@@ -952,13 +963,15 @@ void Pipeline::Impl::find_pairs_exact() {
   std::vector<DocId> joined;
   for (DocId d = 0; d < lengths_.size(); ++d)
     if (!empty_[d]) joined.push_back(d);
-  build_join(joined);
+  joins_.clear();
+  joins_.push_back(build_join(joined));
+  const SetJoin& join = *joins_.back();
   stats_.times.lsh = seconds_since(t);
   const auto t2 = Clock::now();
-  pairs_ = join_->connect(lengths_.size(), {}, {});
+  pairs_ = join.connect(lengths_.size(), {}, {});
   std::sort(pairs_.begin(), pairs_.end(), by_pair);
-  stats_.candidates = join_->stats().verified;
-  stats_.verify_docs = join_->size();
+  stats_.candidates = join.stats().verified;
+  stats_.verify_docs = join.size();
   stats_.times.verify = seconds_since(t2);
 }
 
@@ -1141,7 +1154,7 @@ void Pipeline::Impl::run(Mode mode) {
   // The bottomk join and the SimHash tables already found every pair, and so did LSH with
   // estimates; with exact verification the pairs found so far only connect the clusters, and the
   // exact join lists them all (here, or as they are written).
-  const bool expand = mode == Mode::Pairs && join_ != nullptr;
+  const bool expand = mode == Mode::Pairs && !joins_.empty();
   expand_on_write_ = expand && options_.stream_pairs;
   if (expand && !expand_on_write_) {
     t = Clock::now();
@@ -1319,7 +1332,9 @@ void Pipeline::Impl::each_pair(const std::function<void(std::span<const ScoredPa
 
 void Pipeline::Impl::expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const {
   PairMerger merge(direct_pairs_, emit);
-  join_->pairs(pair_filter(), [&](std::span<const ScoredPair> chunk) { merge.add(chunk); });
+  std::vector<const SetJoin*> joins;
+  for (const auto& j : joins_) joins.push_back(j.get());
+  SetJoin::pairs_of(joins, pair_filter(), [&](std::span<const ScoredPair> chunk) { merge.add(chunk); });
   merge.finish();
 }
 

@@ -366,29 +366,69 @@ double SetJoin::similarity(DocId a, DocId b) const {
 }
 
 void SetJoin::pairs(const PairFilter& keep, const std::function<void(std::span<const ScoredPair>)>& emit) const {
-  const Impl& s = *impl_;
-  const size_t n = s.docs.size();
+  const SetJoin* self = this;
+  pairs_of(std::span<const SetJoin* const>(&self, 1), keep, emit);
+}
+
+void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& keep,
+                       const std::function<void(std::span<const ScoredPair>)>& emit) {
+  // Every joined document in order, as (join, member): each x's pairs have a = its document, so
+  // listing them in this order lists all in (a, b) order.
+  struct Listed {
+    DocId doc;
+    uint32_t join, member;
+  };
+  std::vector<Listed> order;
+  int threads = 1;
+  for (size_t j = 0; j < joins.size(); ++j) {
+    const Impl& s = *joins[j]->impl_;
+    threads = std::max(threads, s.threads);
+    for (size_t m = 0; m < s.docs.size(); ++m) order.push_back({s.docs[m], static_cast<uint32_t>(j), static_cast<uint32_t>(m)});
+  }
+  if (joins.size() > 1) {
+    std::sort(order.begin(), order.end(), [](const Listed& x, const Listed& y) { return x.doc < y.doc; });
+    for (size_t i = 1; i < order.size(); ++i)
+      if (order[i].doc == order[i - 1].doc) throw UsageError("SetJoin::pairs_of: document " + std::to_string(order[i].doc) + " is in two joins");
+  }
+  const size_t n = order.size();
   if (n < 2) return;
-  // Members in chunks, a window of chunks at a time: each chunk's pairs are found in parallel,
+  // Documents in chunks, a window of chunks at a time: each chunk's pairs are found in parallel,
   // sorted, and handed out in order, so memory holds one window's pairs.
   constexpr size_t kChunk = 16;
   const size_t chunks = (n + kChunk - 1) / kChunk;
-  const size_t window = static_cast<size_t>(s.threads) * 8;
-  std::vector<std::vector<uint32_t>> marks(static_cast<size_t>(s.threads));
-  std::vector<std::vector<Candidate>> cands(static_cast<size_t>(s.threads));
+  const size_t window = static_cast<size_t>(threads) * 8;
+  // Per thread and join, the member last probed that found each member (probe's mark): a join's
+  // members are numbered from 0, so each join needs its own.
+  std::vector<std::vector<std::vector<uint32_t>>> marks(static_cast<size_t>(threads), std::vector<std::vector<uint32_t>>(joins.size()));
+  std::vector<std::vector<Candidate>> cands(static_cast<size_t>(threads));
   std::vector<std::vector<ScoredPair>> out(window);
   for (size_t w0 = 0; w0 < chunks; w0 += window) {
     const size_t wn = std::min(window, chunks - w0);
-    internal::parallel_for(wn, s.threads, [&](size_t c, size_t tid) {
-      auto& mark = marks[tid];
-      if (mark.empty()) mark.assign(n, UINT32_MAX);
+    internal::parallel_for(wn, threads, [&](size_t c, size_t tid) {
       auto& cand = cands[tid];
       auto& res = out[c];
       res.clear();
-      uint64_t st_cand = 0, st_filtered = 0, st_verified = 0;
       const size_t lo = (w0 + c) * kChunk, hi = std::min(n, lo + kChunk);
-      for (size_t x = lo; x < hi; ++x) {
-        s.probe(static_cast<uint32_t>(x), true, mark, cand);
+      // The counters, summed here and added to a join's once its run of the chunk ends.
+      const Impl* counted = nullptr;
+      uint64_t st_cand = 0, st_filtered = 0, st_verified = 0, st_results = 0;
+      const auto count = [&](const Impl* next) {
+        if (counted != nullptr) {
+          counted->candidates += st_cand;
+          counted->filtered += st_filtered;
+          counted->verified += st_verified;
+          counted->results += st_results;
+        }
+        counted = next;
+        st_cand = st_filtered = st_verified = st_results = 0;
+      };
+      for (size_t i = lo; i < hi; ++i) {
+        const Impl& s = *joins[order[i].join]->impl_;
+        if (&s != counted) count(&s);
+        auto& mark = marks[tid][order[i].join];
+        if (mark.empty()) mark.assign(s.docs.size(), UINT32_MAX);
+        const uint32_t x = order[i].member;
+        s.probe(x, true, mark, cand);
         st_cand += cand.size();
         const size_t before = res.size();
         for (const Candidate& k : cand) {
@@ -398,18 +438,16 @@ void SetJoin::pairs(const PairFilter& keep, const std::function<void(std::span<c
             continue;
           }
           ++st_verified;
-          const long common = s.overlap(static_cast<uint32_t>(x), k);
+          const long common = s.overlap(x, k);
           const uint64_t la = s.ranked.len[x], lb = s.ranked.len[k.y];
           if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb))
             res.push_back({a, b, jaccard_from_common(common, la, lb)});
         }
         std::sort(res.begin() + static_cast<ptrdiff_t>(before), res.end(),
                   [](const ScoredPair& p, const ScoredPair& q) { return p.b < q.b; });
+        st_results += res.size() - before;
       }
-      s.candidates += st_cand;
-      s.filtered += st_filtered;
-      s.verified += st_verified;
-      s.results += res.size();
+      count(nullptr);
     });
     for (size_t c = 0; c < wn; ++c)
       if (!out[c].empty()) emit(out[c]);

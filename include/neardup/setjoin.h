@@ -77,6 +77,10 @@ class SetJoin {
   /// filter keeps all), in (a, b) order, handed to emit a chunk at a time: memory does not grow
   /// with the number of pairs. Parallel; the result does not depend on the number of threads.
   void pairs(const PairFilter& keep, const std::function<void(std::span<const ScoredPair>)>& emit) const;
+  /// The pairs of several joins over disjoint documents (a run's groups, each joined on its
+  /// own), in (a, b) order over them all: what pairs() lists of each, merged.
+  static void pairs_of(std::span<const SetJoin* const> joins, const PairFilter& keep,
+                       const std::function<void(std::span<const ScoredPair>)>& emit);
   /// The same, all at once.
   std::vector<ScoredPair> all_pairs(const PairFilter& keep = {}) const;
 

@@ -425,24 +425,51 @@ TEST(Pipeline, LongTextsReadAgainInPiecesScoreExactly) {
   Shingler sh(PipelineSpec::parse("words:5 oph:128 verify:0.8").resolved().shingle);
   const double want = jaccard(sh.shingle_set(a), sh.shingle_set(b));
   ASSERT_GT(want, 0.8);
-  for (const uint64_t budget : {uint64_t{0}, uint64_t{1} << 30}) {
-    RunOptions o;
-    o.spec = PipelineSpec::parse("words:5 oph:128 verify:0.8");
-    o.threads = 2;
-    o.first_pass_set_bytes = budget;
-    o.stream_pairs = false;
-    Pipeline p({d.file("in.jsonl")}, o);
-    p.run(Pipeline::Mode::Pairs);
-    ASSERT_EQ(p.pairs().size(), 1u);
-    EXPECT_EQ(p.pairs()[0].similarity, want) << "budget " << budget;
-    EXPECT_EQ(p.stats().verify_docs + p.stats().verify_kept, 2u);
-  }
+  // Read again by position (JSONL), and from memory with the sets of the first pass or without.
+  for (const uint64_t budget : {uint64_t{0}, uint64_t{1} << 30})
+    for (const bool memory : {false, true}) {
+      RunOptions o;
+      o.spec = PipelineSpec::parse("words:5 oph:128 verify:0.8");
+      o.threads = 2;
+      o.first_pass_set_bytes = budget;
+      o.stream_pairs = false;
+      Pipeline p = memory ? Pipeline(std::vector<io::Document>{{"a", a}, {"b", b}}, o) : Pipeline({d.file("in.jsonl")}, o);
+      p.run(Pipeline::Mode::Pairs);
+      ASSERT_EQ(p.pairs().size(), 1u);
+      EXPECT_EQ(p.pairs()[0].similarity, want) << "budget " << budget << " memory " << memory;
+      EXPECT_EQ(p.stats().verify_docs + p.stats().verify_kept, 2u);
+      EXPECT_EQ(p.stats().verify_kept, memory && budget > 0 ? 1u : 0u) << "budget " << budget << " memory " << memory;
+    }
 }
 
+// The removed documents, clusters and pairs a run writes, as one string.
+std::string decided_outputs(Pipeline& p, const test::TempDir& d) {
+  std::string all;
+  for (const char* name : {"removed", "clusters", "pairs"}) {
+    {
+      io::AtomicFile out(d.file(name));
+      if (name[0] == 'r') p.write_removed(out);
+      if (name[0] == 'c') p.write_clusters(out);
+      if (name[0] == 'p') p.write_pairs(out);
+      out.commit();
+    }
+    all += std::string("== ") + name + "\n" + test::read_file(d.file(name));
+  }
+  return all;
+}
+
+// JSONL verifies group by group, reading each group's sets by position (and pairs mode keeps a
+// join per group); documents in memory keep the sets of the first pass up to a budget and read
+// the rest again, all at once. Both give the same outputs, whatever the budget and threads.
 TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
   test::TempDir d;
   std::mt19937_64 rng(57);
   std::string jsonl;
+  std::vector<io::Document> docs;
+  const auto add = [&](std::string id, std::string text) {
+    jsonl += "{\"id\": \"" + id + "\", \"text\": \"" + text + "\"}\n";
+    docs.push_back({std::move(id), std::move(text)});
+  };
   for (int f = 0; f < 120; ++f) {
     auto base = test::random_words(rng, 30 + rng() % 200, 3000);
     const auto first = base;
@@ -451,11 +478,18 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
       auto w = base;
       for (auto& x : w)
         if (c > 0 && rng() % 100 < static_cast<uint64_t>(3 * c)) x = "e" + std::to_string(rng() % 100000);
-      jsonl += "{\"id\": \"f" + std::to_string(f) + "-" + std::to_string(c) + "\", \"text\": \"" + test::join(w) + "\"}\n";
+      add("f" + std::to_string(f) + "-" + std::to_string(c), test::join(w));
       if (c % 3 == 2) base = w;  // a chain: the next copies drift from this one
     }
     // An exact copy of the group's first text: documents sharing one stored set (ShingleSets).
-    if (f % 4 == 0) jsonl += "{\"id\": \"f" + std::to_string(f) + "-same\", \"text\": \"" + test::join(first) + "\"}\n";
+    if (f % 4 == 0) add("f" + std::to_string(f) + "-same", test::join(first));
+  }
+  // A cluster larger than a bucket verified pair by pair (64): its pairs are listed by a join.
+  const auto big = test::random_words(rng, 150, 3000);
+  for (int c = 0; c < 90; ++c) {
+    auto w = big;
+    w[rng() % w.size()] = "b" + std::to_string(c);
+    add("big-" + std::to_string(c), test::join(w));
   }
   test::write_file(d.file("in.jsonl"), jsonl);
   for (const char* spec : {"words:3 oph:64 verify:0.7", "words:2 minhash:64 verify:0.5"})
@@ -471,27 +505,38 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
           o.stream_pairs = false;
           Pipeline p({d.file("in.jsonl")}, o);
           p.run(mode);
-          const std::string got = run_outputs({d.file("in.jsonl")}, o, mode, d);
           const RunStats& st = p.stats();
-          if (budget == 0 || mode == Pipeline::Mode::Dedup) {
-            // A dedup of JSONL verifies group by group and keeps no set from the first pass.
-            EXPECT_EQ(st.verify_kept, 0u);
-            if (budget == 0) read_all = st.verify_docs;
-            EXPECT_EQ(st.verify_docs, read_all);
-            if (want.empty()) {
-              want = got;
-            }
-          } else {
-            EXPECT_GT(st.verify_kept, 0u) << spec << " budget " << budget;
-            EXPECT_EQ(st.verify_kept + st.verify_docs, read_all) << spec << " budget " << budget;
-            if (budget > 20000) {
-              EXPECT_LT(st.verify_docs, read_all / 2) << spec;
-            }
-          }
+          // By position: every candidate read again in its group, none kept from the first pass.
+          EXPECT_EQ(st.verify_kept, 0u);
+          if (read_all == 0) read_all = st.verify_docs;
+          EXPECT_EQ(st.verify_docs, read_all);
           EXPECT_GT(read_all, 100u);
           EXPECT_GE(st.verify_shared, 25u) << spec << " budget " << budget;
+          EXPECT_GT(st.largest_bucket, 64u) << spec;  // the join's part
+          const std::string got = decided_outputs(p, d);
+          if (want.empty()) want = got;
           EXPECT_TRUE(got == want) << spec << " budget " << budget << " threads " << threads;
+          // The same documents from memory: the first pass's sets.
+          Pipeline m(docs, o);
+          m.run(mode);
+          const RunStats& ms = m.stats();
+          if (budget == 0) {
+            EXPECT_EQ(ms.verify_kept, 0u);
+          } else {
+            EXPECT_GT(ms.verify_kept, 0u) << spec << " budget " << budget;
+            if (budget > 20000) {
+              EXPECT_LT(ms.verify_docs, read_all / 2) << spec;
+            }
+          }
+          EXPECT_EQ(ms.verify_kept + ms.verify_docs, read_all) << spec << " budget " << budget;
+          EXPECT_TRUE(decided_outputs(m, d) == want) << spec << " in memory, budget " << budget << " threads " << threads;
         }
+      if (mode == Pipeline::Mode::Pairs) {  // every pair of the big cluster: 90 * 89 / 2
+        size_t big_pairs = 0;
+        for (size_t at = want.find("\nbig-", want.find("== pairs")); at != std::string::npos; at = want.find("\nbig-", at + 1))
+          big_pairs += want.compare(want.find('\t', at) + 1, 4, "big-") == 0;
+        EXPECT_EQ(big_pairs, 4005u) << spec;
+      }
     }
 }
 

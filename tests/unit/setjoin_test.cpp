@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 
 #include "neardup/union_find.h"
@@ -151,6 +152,46 @@ TEST(SetJoin, FilterAndSubsetOfDocuments) {
   EXPECT_EQ(join.all_pairs(keep), expected);
   EXPECT_FALSE(expected.empty());
   EXPECT_THROW(join.similarity(1, 2), UsageError);
+}
+
+// Several joins over disjoint documents (a run's groups), listed together: the brute-force pairs
+// within each join's documents, in (a, b) order over all of them, whatever the threads.
+TEST(SetJoin, PairsOfSeveralJoinsAreListedInOrder) {
+  const Sets sets = messy(21, 150);
+  const double t = 0.6;
+  // Three groups, their documents interleaved in the run's order; one group alone.
+  std::vector<std::vector<DocId>> groups(3);
+  for (DocId d = 0; d < sets.size(); ++d) groups[d % 7 == 0 ? 0 : d % 2 == 0 ? 1 : 2].push_back(d);
+  const auto group_of = [](DocId d) { return d % 7 == 0 ? 0 : d % 2 == 0 ? 1 : 2; };
+  std::vector<ScoredPair> expected;
+  for (const auto& p : brute_force(sets, t))
+    if (group_of(p.a) == group_of(p.b)) expected.push_back(p);
+  ASSERT_GT(expected.size(), 20u);
+  const auto set_of = [&](DocId d) { return std::span<const ShingleHash>(sets[d]); };
+  for (const int threads : {1, 3}) {
+    std::vector<std::unique_ptr<SetJoin>> joins;
+    for (const auto& g : groups) joins.push_back(std::make_unique<SetJoin>(g, set_of, t, threads));
+    const std::vector<const SetJoin*> all = {joins[2].get(), joins[0].get(), joins[1].get()};
+    std::vector<ScoredPair> got;
+    size_t chunks = 0;
+    SetJoin::pairs_of(all, {}, [&](std::span<const ScoredPair> c) {
+      got.insert(got.end(), c.begin(), c.end());
+      ++chunks;
+    });
+    EXPECT_EQ(got, expected) << "threads " << threads;
+    EXPECT_GT(chunks, 1u);
+    // Each join counts its own verifications.
+    for (const auto& j : joins) EXPECT_GT(j->stats().results, 0u);
+    // One join alone is what pairs() lists.
+    std::vector<ScoredPair> one;
+    const SetJoin* first = joins[0].get();
+    SetJoin::pairs_of({&first, 1}, {}, [&](std::span<const ScoredPair> c) { one.insert(one.end(), c.begin(), c.end()); });
+    EXPECT_EQ(one, joins[0]->all_pairs());
+  }
+  // A document in two joins is refused.
+  SetJoin a(std::vector<DocId>{0, 1, 2}, set_of, t, 1), b(std::vector<DocId>{2, 3}, set_of, t, 1);
+  const std::vector<const SetJoin*> overlapping = {&a, &b};
+  EXPECT_THROW(SetJoin::pairs_of(overlapping, {}, [](std::span<const ScoredPair>) {}), UsageError);
 }
 
 TEST(SetJoin, ConnectGivesTheComponentsOfAllPairs) {
