@@ -185,9 +185,6 @@ struct Pipeline::Impl {
   /// The clusters of all documents from pairs_, unless verify_in_groups made them.
   void cluster();
   bool reaches_threshold(DocId a, DocId b) const;
-  /// Whether this run verifies group by group (verify_in_groups), reading each group's sets then
-  /// and keeping none from the first pass: a run whose records are found again by position.
-  bool verifies_in_groups(bool by_position) const noexcept { return (mode_ == Mode::Dedup || mode_ == Mode::Pairs) && by_position; }
   /// put(k, similarity of removed[k] to its kept document), on the run's threads.
   void each_removed_similarity(std::span<const DocId> removed, const std::function<void(size_t, double)>& put) const;
   /// The kept records to `outs` (one per source), each as soon as `decisions` tells it is kept
@@ -358,8 +355,7 @@ struct Pipeline::Impl::SketchLayout {
         // 232-257 MiB; with the sets kept from the first pass, the first pass took 1.3-1.7 s
         // instead of 0.8-0.9 s, much of it in memory touched for the first time. pairs, later:
         // 1.66-1.84 s against 1.85-2.11 s, peak 219-228 against 323-333 MiB (5 runs each).
-        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 &&
-              !p.verifies_in_groups(by_position)) {}
+        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 && !by_position) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
   size_t k, bands;
   bool keys_only, by_position, early;
@@ -715,8 +711,10 @@ void Pipeline::Impl::find_pairs_lsh() {
   pairs_.clear();
   direct_pairs_.clear();
   joins_.clear();
-  if (buckets.size() > 0 && !verifies_in_groups(!pos_.empty())) {
-    // Inputs without positions would be read whole for each group: their sets are read at once.
+  // A run whose records are found again by position verifies group by group, reading each
+  // group's sets then and keeping none from the first pass (verify_in_groups). Inputs without
+  // positions would be read whole for each group: their sets are read at once.
+  if (buckets.size() > 0 && pos_.empty()) {
     verified = verify_buckets(buckets, load_sets_pass(in_bucket), pairs_);
   } else if (buckets.size() > 0) {
     take_first_pass_sets(in_bucket);
