@@ -58,11 +58,11 @@ struct RunOptions {
   /// shingle set of each document that shares a band key with one sketched before it (so it
   /// is in an LSH bucket and will be verified); verification reads again only the documents
   /// whose set was not kept. 0: every needed document is read again. The output is the same.
-  /// A run over JSONL inputs keeps none: it verifies group by group, reading each group's sets
-  /// then (see keep_sets).
+  /// A run over uncompressed JSONL inputs keeps none: it verifies group by group, reading each
+  /// group's sets then (see keep_sets).
   uint64_t first_pass_set_bytes = uint64_t{1} << 30;
   /// Keep the verified documents' shingle sets after the run, for similarity() (the HTML report
-  /// asks). Otherwise a run over JSONL inputs lets each group's sets go once its clusters are
+  /// asks). Otherwise a run over uncompressed JSONL inputs lets each group's sets go once its clusters are
   /// decided, and the next group's take their memory; similarity() then refuses (UsageError).
   bool keep_sets = false;
   /// After the first pass, give the heap's free pages back to the system (glibc's malloc_trim):

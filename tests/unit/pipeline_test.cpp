@@ -458,9 +458,10 @@ std::string decided_outputs(Pipeline& p, const test::TempDir& d) {
   return all;
 }
 
-// JSONL verifies group by group, reading each group's sets by position (and pairs mode keeps a
-// join per group); documents in memory keep the sets of the first pass up to a budget and read
-// the rest again, all at once. Both give the same outputs, whatever the budget and threads.
+// Plain JSONL verifies group by group, reading each group's sets by position (and pairs mode
+// keeps a join per group); compressed JSONL (which would be decompressed again for each group)
+// and documents in memory keep the sets of the first pass up to a budget and read the rest
+// again, all at once. All give the same outputs, whatever the budget and threads.
 TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
   test::TempDir d;
   std::mt19937_64 rng(57);
@@ -492,6 +493,7 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
     add("big-" + std::to_string(c), test::join(w));
   }
   test::write_file(d.file("in.jsonl"), jsonl);
+  test::write_file(d.file("in.jsonl.zst"), test::zstd(jsonl));
   for (const char* spec : {"words:3 oph:64 verify:0.7", "words:2 minhash:64 verify:0.5"})
     for (const auto mode : {Pipeline::Mode::Pairs, Pipeline::Mode::Dedup}) {
       std::string want;
@@ -516,20 +518,22 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
           const std::string got = decided_outputs(p, d);
           if (want.empty()) want = got;
           EXPECT_TRUE(got == want) << spec << " budget " << budget << " threads " << threads;
-          // The same documents from memory: the first pass's sets.
-          Pipeline m(docs, o);
-          m.run(mode);
-          const RunStats& ms = m.stats();
-          if (budget == 0) {
-            EXPECT_EQ(ms.verify_kept, 0u);
-          } else {
-            EXPECT_GT(ms.verify_kept, 0u) << spec << " budget " << budget;
-            if (budget > 20000) {
-              EXPECT_LT(ms.verify_docs, read_all / 2) << spec;
+          // The same documents from memory, and compressed: the first pass's sets.
+          for (const bool memory : {true, false}) {
+            Pipeline m = memory ? Pipeline(docs, o) : Pipeline({d.file("in.jsonl.zst")}, o);
+            m.run(mode);
+            const RunStats& ms = m.stats();
+            if (budget == 0) {
+              EXPECT_EQ(ms.verify_kept, 0u);
+            } else {
+              EXPECT_GT(ms.verify_kept, 0u) << spec << " budget " << budget << " memory " << memory;
+              if (budget > 20000) {
+                EXPECT_LT(ms.verify_docs, read_all / 2) << spec;
+              }
             }
+            EXPECT_EQ(ms.verify_kept + ms.verify_docs, read_all) << spec << " budget " << budget;
+            EXPECT_TRUE(decided_outputs(m, d) == want) << spec << " memory " << memory << ", budget " << budget << " threads " << threads;
           }
-          EXPECT_EQ(ms.verify_kept + ms.verify_docs, read_all) << spec << " budget " << budget;
-          EXPECT_TRUE(decided_outputs(m, d) == want) << spec << " in memory, budget " << budget << " threads " << threads;
         }
       if (mode == Pipeline::Mode::Pairs) {  // every pair of the big cluster: 90 * 89 / 2
         size_t big_pairs = 0;
@@ -694,8 +698,9 @@ TEST(Pipeline, DedupOutputByPositionEqualsTheKeptRawLines) {
 }
 
 // A corpus of families of near-copies spread over the whole input (so that the candidate
-// components fall in many of run_dedup's groups), in a plain, a gzip and a zstd file.
-std::vector<std::string> spread_families(test::TempDir& d) {
+// components fall in many of run_dedup's groups), in three plain files; with `compressed`, the
+// same records in a plain, a gzip and a zstd file (which a run reads at once, not in groups).
+std::vector<std::string> spread_families(test::TempDir& d, bool compressed = false) {
   std::mt19937_64 rng(26);
   std::vector<std::vector<std::string>> family;
   for (int f = 0; f < 60; ++f) family.push_back(test::random_words(rng, 40 + rng() % 40, 80));
@@ -713,19 +718,26 @@ std::vector<std::string> spread_families(test::TempDir& d) {
                     ", \"text\": \"" + test::join(w) + "\"}\n";
   }
   test::write_file(d.file("a.jsonl"), files[0]);
-  test::write_file(d.file("b.jsonl.gz"), test::gzip(files[1]));
-  test::write_file(d.file("c.jsonl.zst"), test::zstd(files[2]));
-  return {d.file("a.jsonl"), d.file("b.jsonl.gz"), d.file("c.jsonl.zst")};
+  if (compressed) {
+    test::write_file(d.file("b.jsonl.gz"), test::gzip(files[1]));
+    test::write_file(d.file("c.jsonl.zst"), test::zstd(files[2]));
+    return {d.file("a.jsonl"), d.file("b.jsonl.gz"), d.file("c.jsonl.zst")};
+  }
+  test::write_file(d.file("b.jsonl"), files[1]);
+  test::write_file(d.file("c.jsonl"), files[2]);
+  return {d.file("a.jsonl"), d.file("b.jsonl"), d.file("c.jsonl")};
 }
 
 // run_dedup writes the kept records while it verifies, a group of candidate components at a
 // time: the same bytes and clusters as run() then write_kept(), for every keep order and both
 // cluster modes, into one file or one per source. Both verify and cluster group by group, so
-// both are held to a run that verifies every bucket at once (pairs mode, whose clusters are the
-// same components).
+// both are held to a run that verifies every bucket at once (the same records, two of the files
+// compressed).
 TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
   test::TempDir d;
   const std::vector<std::string> inputs = spread_families(d);
+  test::TempDir dz;
+  const std::vector<std::string> compressed = spread_families(dz, true);
   struct Case {
     KeepPolicy keep;
     std::string keep_by;
@@ -762,14 +774,16 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
       EXPECT_TRUE(std::equal(p.removed_similarity().begin(), p.removed_similarity().end(), after.removed_similarity().begin(),
                              after.removed_similarity().end())) << name << " " << what;
     };
-    Pipeline once(inputs, o);
-    once.run(Pipeline::Mode::Pairs);
+    Pipeline once(compressed, o);
+    once.run(Pipeline::Mode::Dedup);
     {
       io::AtomicFile out(d.file("once.jsonl"));
       once.write_kept(out);
       out.commit();
     }
     expect_as_after(once, "once.jsonl", "every bucket at once");
+    EXPECT_GT(once.stats().verify_kept, 0u) << name << ": sets kept from the first pass, for reading at once";
+    EXPECT_EQ(after.stats().verify_kept, 0u) << name << ": none kept, for reading in groups";
     Pipeline during(inputs, o);
     {
       io::AtomicFile out(d.file("during.jsonl"));
