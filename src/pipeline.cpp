@@ -50,8 +50,8 @@ using internal::seconds_since;
 
 bool by_pair(const ScoredPair& x, const ScoredPair& y) noexcept { return x.a != y.a ? x.a < y.a : x.b < y.b; }
 
-// Merges pairs sorted by (a, b) into a stream sorted the same way, each pair once: the pairs
-// verified directly and those the join lists as it goes.
+// Merges pairs sorted by (a, b) into a stream sorted the same way, each pair once: the run's
+// verified pairs and those the joins list as they go.
 class PairMerger {
  public:
   PairMerger(std::span<const ScoredPair> held, std::function<void(std::span<const ScoredPair>)> out)
@@ -159,6 +159,9 @@ struct Pipeline::Impl {
   void sketch_pass();
   /// Whether this run verifies group by group (in_groups_).
   bool groups_pay() const;
+  /// Whether later passes find the records by position (JSONL: lines up to 4 GiB, sources up to
+  /// 2^32), as verification and the dedup output do.
+  bool reads_by_position() const noexcept { return inputs_->all_jsonl() && inputs_->sources().size() < UINT32_MAX; }
   struct SketchLayout;
   void prepare_batch(internal::Batch& b, const SketchLayout& l) const;
   void sketch_entry(internal::Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
@@ -264,7 +267,6 @@ struct Pipeline::Impl {
   // one, or in pairs mode one per verified group that needed one, kept for listing the pairs.
   std::vector<std::unique_ptr<SetJoin>> joins_;
   Mode mode_ = Mode::Dedup;
-  std::vector<ScoredPair> direct_pairs_;    // pairs mode: the pairs verified one by one (the joins list the rest)
   std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order
   std::vector<double> group_similarity_;    // the same by document, while verifying group by group
   bool sets_released_ = false;              // verified groups' sets let go (RunOptions::keep_sets)
@@ -350,8 +352,7 @@ struct Pipeline::Impl::SketchLayout {
         // After the first pass, LSH needs only each document's band keys; the signatures are
         // kept only to estimate similarities, or when they are the smaller of the two.
         keys_only(k > 0 && p.spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue)),
-        // Later passes find JSONL records by position (lines up to 4 GiB; sources up to 2^32).
-        by_position(p.inputs_->all_jsonl() && p.inputs_->sources().size() < UINT32_MAX),
+        by_position(p.reads_by_position()),
         // With exact verification, a document that shares a band key with one sketched before it
         // is in an LSH bucket, so its set will be verified: made now, from the shingles at hand,
         // it need not be read, parsed and shingled again. Not where a run verifies group by
@@ -501,10 +502,9 @@ void Pipeline::Impl::count_first_pass(const internal::PassTotals& totals, const 
 // set in one pass took `pairs` 0.48 s. So a run with a compressed input (or inputs that are not
 // JSONL, read whole) reads its candidates' sets at once, in one pass, and holds them all.
 bool Pipeline::Impl::groups_pay() const {
-  const auto& sources = inputs_->sources();
-  if (!inputs_->all_jsonl() || sources.size() >= UINT32_MAX) return false;
+  if (!reads_by_position()) return false;
   try {
-    for (const auto& src : sources)
+    for (const auto& src : inputs_->sources())
       if (!src.problem.empty() || io::open_stream(src.path, src.display)->compression() != io::Compression::None) return false;
   } catch (const std::exception&) {
     return false;  // the first pass reports what is wrong with the input
@@ -734,7 +734,6 @@ void Pipeline::Impl::find_pairs_lsh() {
   t = Clock::now();
   uint64_t verified = 0;
   pairs_.clear();
-  direct_pairs_.clear();
   joins_.clear();
   // A run whose records are found again cheaply by position verifies group by group, reading
   // each group's sets then and keeping none from the first pass (verify_in_groups); other
@@ -745,11 +744,6 @@ void Pipeline::Impl::find_pairs_lsh() {
     take_first_pass_sets(in_bucket);
     verified = verify_in_groups(buckets, in_bucket);
   }
-  // Without a join, pairs_ holds every pair already.
-  if (joins_.empty())
-    std::vector<ScoredPair>().swap(direct_pairs_);
-  else
-    std::sort(direct_pairs_.begin(), direct_pairs_.end(), by_pair);
   stats_.candidates = verified;
   stats_.times.verify = seconds_since(t);
 }
@@ -805,16 +799,14 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
   }
   std::vector<DocPair>().swap(direct);
   std::vector<DocPair>().swap(stars);
-  // Pairs mode lists these with the joins' pairs (in find_pairs_lsh, sorted over the groups).
-  if (pairs_mode) direct_pairs_.insert(direct_pairs_.end(), pairs.begin(), pairs.end());
   if (!joined.empty()) {
     std::sort(joined.begin(), joined.end());
     joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
     std::unique_ptr<SetJoin> join = build_join(joined);
     const std::vector<ScoredPair> more = join->connect(lengths_.size(), pairs, band_filter());
     verified += join->stats().verified;
-    // Pairs mode lists the join's pairs with the direct ones (which hold every pair of the
-    // small buckets).
+    // Pairs mode lists the join's pairs with the run's verified ones (expand_pairs), which hold
+    // every pair of the small buckets.
     if (pairs_mode) joins_.push_back(std::move(join));
     if (!more.empty()) {
       pairs.insert(pairs.end(), more.begin(), more.end());
@@ -1184,7 +1176,6 @@ void Pipeline::Impl::run(Mode mode) {
     std::vector<ScoredPair> all;
     expand_pairs([&](std::span<const ScoredPair> chunk) { all.insert(all.end(), chunk.begin(), chunk.end()); });
     pairs_ = std::move(all);
-    std::vector<ScoredPair>().swap(direct_pairs_);
     stats_.times.verify += seconds_since(t);
   }
   stats_.pairs = pairs_.size();  // with stream_pairs, write_pairs counts them
@@ -1354,7 +1345,9 @@ void Pipeline::Impl::each_pair(const std::function<void(std::span<const ScoredPa
 }
 
 void Pipeline::Impl::expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const {
-  PairMerger merge(direct_pairs_, emit);
+  // pairs_ (sorted by pair) holds every pair verified directly, and the joins' connecting edges,
+  // which they list again with the same scores: the merge keeps one of each.
+  PairMerger merge(pairs_, emit);
   std::vector<const SetJoin*> joins;
   for (const auto& j : joins_) joins.push_back(j.get());
   SetJoin::pairs_of(joins, pair_filter(), [&](std::span<const ScoredPair> chunk) { merge.add(chunk); });
