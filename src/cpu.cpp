@@ -1,6 +1,10 @@
 #include "neardup/cpu.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <string>
 
 #include "neardup/error.h"
@@ -54,6 +58,20 @@ const char* isa_name(Isa isa) noexcept {
     case Isa::Avx512Vbmi: return "avx512vbmi";
   }
   return "?";
+}
+
+double page_fault_microseconds() noexcept {
+  constexpr size_t kBytes = size_t{2} << 20, kPage = 4096;
+  void* p = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return 0;
+#ifdef MADV_NOHUGEPAGE
+  ::madvise(p, kBytes, MADV_NOHUGEPAGE);  // 4 KiB pages even where the system gives huge ones unasked
+#endif
+  const auto t = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < kBytes; i += kPage) static_cast<volatile char*>(p)[i] = 1;
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+  ::munmap(p, kBytes);
+  return us / static_cast<double>(kBytes / kPage);
 }
 
 std::optional<Isa> parse_isa(std::string_view name) noexcept {

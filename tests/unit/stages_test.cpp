@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -150,6 +151,22 @@ TEST(Stages, SketchFileRefusesDamage) {
   const std::vector<std::string> one_id = {"only-one"};
   EXPECT_THROW(write_sketches(d.file("c.sk"), sketch_documents(texts, PipelineSpec::parse("words:2 oph:64"), 1), one_id),
                UsageError);
+}
+
+// The cost of a page fault is measured on fresh memory, which is let go: a positive time per
+// fault, and no mapping left behind.
+TEST(Memory, PageFaultTimeIsMeasured) {
+  const auto mappings = [] {
+    std::ifstream maps("/proc/self/maps");
+    size_t n = 0;
+    for (std::string line; std::getline(maps, line);) ++n;
+    return n;
+  };
+  const size_t before = mappings();
+  const double us = page_fault_microseconds();
+  EXPECT_EQ(mappings(), before);
+  EXPECT_GT(us, 0.0);
+  EXPECT_LT(us, 10000.0);  // per fault: 512 of them in under 5 s
 }
 
 // A sketcher does not keep a large document's scratch once it is done with it.

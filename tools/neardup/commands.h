@@ -60,10 +60,11 @@ void return_large_blocks_at_once();
 /// that memory one thread frees is reused by the others. Call before the run starts its threads.
 /// Returns whether the threads now share one heap.
 bool one_heap_for_all_threads();
-/// First thing in main: where transparent huge pages are given on advice, starts the program
-/// again (exec, same pid) with glibc's tunable glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so
-/// that its heaps fault 2 MiB at a time. Returns when it is set already (=0 turns it off), when
-/// huge pages are not on advice, or when the exec fails.
+/// First thing in main: where transparent huge pages are given on advice and a 4 KiB page fault
+/// is dear (page_fault_microseconds, neardup/cpu.h), starts the program again (exec, same pid)
+/// with glibc's tunable glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so that its heaps fault
+/// 2 MiB at a time. Returns when it is set already (=0 turns it off), when huge pages are not on
+/// advice, when faults are cheap, or when the exec fails.
 void ask_huge_pages_for_the_heaps(char** argv);
 /// The command line as typed (for reports), set by main().
 void remember_command_line(int argc, char** argv);

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "commands.h"
+#include "neardup/cpu.h"
 #include "neardup/io/reader.h"
 #include "neardup/io/writer.h"
 
@@ -27,6 +28,11 @@ namespace {
 // Blocks this large are the buffers of records of tens of MB: served by mmap, returned to the
 // system when freed, and backed by huge pages (below).
 constexpr size_t kLargeBlockBytes = size_t{16} << 20;
+// Whether glibc backs the heaps with huge pages (glibc.malloc.hugetlb=1: see
+// ask_huge_pages_for_the_heaps), so that the threads' arena heaps are advised as well.
+bool g_heaps_on_huge_pages = false;
+// A 4 KiB page fault this slow or slower makes huge pages pay for the heaps.
+constexpr double kDearFaultMicroseconds = 5.0;
 
 // One line of /proc/self/maps.
 struct Mapping {
@@ -202,7 +208,15 @@ namespace neardup::cli {
 // faults 2 MiB at a time instead of 4 KiB. On one virtual machine an anonymous 4 KiB page fault
 // cost 11.8 us and a huge page 0.3 us per 4 KiB; `pairs` on the crowded mix took 2.43 s instead
 // of 3.08 s (CPU 4.17 against 5.06 s, page faults 93k against 162k; medians of 3 alternating runs),
-// at 6% more peak memory (BENCHMARKS.md). Where a fault cost 2.4 us it made no difference.
+// at 6% more peak memory (BENCHMARKS.md). On another a fault cost 1.5-2.5 us, and fresh huge
+// pages, which its host backed 2 MiB at a time as the guest first touched them, cost four times
+// what 4 KiB pages did (2.1-2.9 ms per MB against 0.5-0.6 ms): `pairs` on the mix ran in 1.63 s
+// without the heaps on huge pages against 1.69-1.80 s with them (medians of 6 alternating runs,
+// each after 6 s idle; back to back about the same). So the heaps ask for huge pages only where a
+// fault is dear: kDearFaultMicroseconds or more, measured at start (page_fault_microseconds, about
+// 1 ms). The large blocks of operator new and the library's large buffers keep asking for them:
+// one 50 MB record took 67 ms with them against 82 ms without on the second machine, where
+// `pairs` on the mix was the same either way (back to back).
 #if defined(__GLIBC__) && !defined(NEARDUP_OWN_ALLOCATOR)
 // Whether /proc/self/exe is the file this code was loaded from: not so when the program was
 // started through the dynamic loader (`ld.so ./neardup ...`) or under a tool that runs it
@@ -227,8 +241,13 @@ void ask_huge_pages_for_the_heaps(char** argv) {
 #if defined(__GLIBC__) && !defined(NEARDUP_OWN_ALLOCATOR)
   const char* old = std::getenv("GLIBC_TUNABLES");
   // Set already (by this program before its exec, or by the user, who may also turn it off with
-  // glibc.malloc.hugetlb=0); a secure-execution process has its tunables filtered: left alone.
-  if ((old && std::strstr(old, "glibc.malloc.hugetlb")) || ::getauxval(AT_SECURE)) return;
+  // glibc.malloc.hugetlb=0): the threads' arena heaps follow it. A secure-execution process has
+  // its tunables filtered: left alone.
+  if (const char* t = old ? std::strstr(old, "glibc.malloc.hugetlb=") : nullptr) {
+    g_heaps_on_huge_pages = t[std::strlen("glibc.malloc.hugetlb=")] != '0';
+    return;
+  }
+  if (::getauxval(AT_SECURE)) return;
   // With "always" the heaps get huge pages anyway, with "never" not at all.
   char mode[128] = {};
   if (FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
@@ -237,6 +256,7 @@ void ask_huge_pages_for_the_heaps(char** argv) {
     mode[n] = '\0';
   }
   if (!std::strstr(mode, "[madvise]")) return;
+  if (page_fault_microseconds() < kDearFaultMicroseconds) return;
   if (!runs_as_its_own_file()) return;
   const std::string saved = old ? old : "";
   const std::string value = saved.empty() ? "glibc.malloc.hugetlb=1" : saved + ":glibc.malloc.hugetlb=1";
@@ -303,6 +323,7 @@ void advise_arena_heap(const void* p) noexcept {
   const auto at = reinterpret_cast<uintptr_t>(p);
   const uintptr_t heap = at & ~(kArenaHeapBytes - 1);
   if (heap == t_seen_heap) return;
+  if (!g_heaps_on_huge_pages) return;
   // Remembered either way: a window of the main heap holds no arena heap (those are mappings of
   // their own), so the next blocks from it return above.
   t_seen_heap = heap;
