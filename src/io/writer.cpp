@@ -546,10 +546,10 @@ int reopen_direct(int fd) {
 
 }  // namespace
 
-uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const std::string& display) {
+void AtomicFile::write_directly() {
   if (!direct_io_ && !direct_ && !encoder_ && !direct_tried_) {
-    // The first copy into a file of its own on ext4: from here on every byte goes through the
-    // direct writes, starting with the written bytes of the block this one starts in.
+    // Into a file of its own on ext4: from here on every byte goes through the direct writes,
+    // starting with the written bytes of the block this one starts in.
     direct_tried_ = true;
     if (std::fflush(f_) != 0) fail("cannot write output");
     const int dfd = writes_directly(::fileno(f_)) ? reopen_direct(::fileno(f_)) : -1;
@@ -565,6 +565,10 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
       direct_io_ = std::move(d);
     }
   }
+}
+
+uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const std::string& display) {
+  write_directly();  // the first copy starts the direct writes where they can be
   if (direct_io_) {
     uint64_t done = 0;
     while (done < length) {
@@ -669,6 +673,10 @@ void RangeAppender::append(std::span<const ByteRange> ranges, AtomicFile& out) {
       if (got < r.length) short_of(r.length - got, r, out);
       continue;
     }
+    // Decompressed records are copied as a plain file's are: directly to the disk on ext4. Through
+    // the page cache, `dedup` of the crowded mix as one .zst file spent 1.4 s of its 6.7 s in
+    // the copies into it.
+    out.write_directly();
     if (stream_->skip(r.offset - pos_) != r.offset - pos_) short_of(r.length + 2, r, out);
     pos_ = r.offset;
     uint64_t left = r.length;

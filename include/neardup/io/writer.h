@@ -13,7 +13,8 @@
 // * Bytes copied from a file (append_from) into a file of its own on ext4 go to the disk directly
 //   (O_DIRECT) from buffers of the writer's own, with every byte written after them; the output
 //   is then not in the page cache. Elsewhere they are copied with copy_file_range (a clone where
-//   the file system has reflinks).
+//   the file system has reflinks). A writer of large copies that come from memory (records
+//   decompressed) asks for the same with write_directly().
 // * With OutputCompression::ByName, a name ending in .gz or .zst is written compressed (gzip at
 //   zlib's default level, zstd at its default level 3); .xz, .bz2 and other compressed names
 //   that neardup cannot write are refused, rather than written as plain text under that name.
@@ -59,6 +60,9 @@ class AtomicFile {
   /// written directly to the disk (O_DIRECT) from buffers of its own by two threads, whose
   /// errors the next call, flush_appends() or commit() reports.
   uint64_t append_from(int fd, uint64_t offset, uint64_t length, const std::string& display);
+  /// Large writes follow: a file of its own on ext4 is written directly to the disk from here on,
+  /// as after append_from(); elsewhere nothing changes.
+  void write_directly();
   /// Waits for the direct writes and frees their buffers (a writer of several outputs in turn
   /// calls it as it leaves one); throws IoError if one failed.
   void flush_appends();
@@ -86,7 +90,7 @@ class AtomicFile {
   bool stdout_ = false;
   bool committed_ = false;
   std::unique_ptr<Encoder> encoder_;
-  std::unique_ptr<Direct> direct_io_;  ///< the direct writes, once append_from started them
+  std::unique_ptr<Direct> direct_io_;  ///< the direct writes, once append_from or write_directly started them
   bool direct_tried_ = false;
 };
 
