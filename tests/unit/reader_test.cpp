@@ -1063,6 +1063,22 @@ TEST(Reader, AppendFromCopiesTheSameBytesWhereverTheRangesFall) {
   ::close(fd);
 }
 
+// The output `name` in `d` holds `want`, and on ext4 was written directly: before it is read,
+// under a tenth of its pages are in the page cache.
+void expect_written_directly(const test::TempDir& d, const std::string& name, const std::string& want) {
+  struct statfs fs {};
+  if (::statfs(d.path().c_str(), &fs) == 0 && fs.f_type == 0xEF53) {
+    const int fd = ::open(d.file(name).c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    const uint64_t size = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
+    EXPECT_LT(cached_pages(fd, 0, size & ~uint64_t{4095}), size / 4096 / 10) << name << " written through the page cache";
+    ::close(fd);
+  }
+  const std::string got = test::read_file(d.file(name));
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << name << " differs";
+}
+
 // Into a file of its own on ext4, append_from's bytes and all written after them go to the disk
 // directly from buffers of its own: the output is the same as writing in order when copies of
 // many megabytes (more than its buffers hold) from several inputs, each closed at once, are
@@ -1102,17 +1118,8 @@ TEST(Reader, AppendFromWrittenDirectlyGivesTheBytesInOrder) {
       }
       out.commit();
     }
-    struct statfs fs {};
-    if (::statfs(d.path().c_str(), &fs) == 0 && fs.f_type == 0xEF53) {  // before it is read
-      const int fd = ::open(d.file("out.txt").c_str(), O_RDONLY | O_CLOEXEC);
-      ASSERT_GE(fd, 0);
-      const uint64_t size = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
-      EXPECT_LT(cached_pages(fd, 0, size & ~uint64_t{4095}), size / 4096 / 10) << "written through the page cache";
-      ::close(fd);
-    }
-    const std::string got = test::read_file(d.file("out.txt"));
-    EXPECT_EQ(got.size(), want.size());
-    EXPECT_TRUE(got == want) << "head " << head;
+    SCOPED_TRACE(head ? "after written bytes" : "from the start");
+    expect_written_directly(d, "out.txt", want);
   }
 }
 
@@ -1139,17 +1146,7 @@ TEST(Reader, WriteDirectlyGivesTheBytesInOrder) {
     }
     out.commit();
   }
-  struct statfs fs {};
-  if (::statfs(d.path().c_str(), &fs) == 0 && fs.f_type == 0xEF53) {  // before it is read
-    const int fd = ::open(d.file("out.txt").c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    const uint64_t size = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
-    EXPECT_LT(cached_pages(fd, 0, size & ~uint64_t{4095}), size / 4096 / 10) << "written through the page cache";
-    ::close(fd);
-  }
-  const std::string got = test::read_file(d.file("out.txt"));
-  EXPECT_EQ(got.size(), want.size());
-  EXPECT_TRUE(got == want);
+  expect_written_directly(d, "out.txt", want);
 }
 
 // A failed direct write is reported by the next call, flush_appends() or commit() as the
