@@ -25,8 +25,10 @@ const char* isa_name(Isa isa) noexcept;
 std::optional<Isa> parse_isa(std::string_view name) noexcept;
 
 /// The time of one 4 KiB page fault on fresh anonymous memory, in microseconds: 512 of them on
-/// 2 MiB, measured now (about 1 ms); 0 if no memory could be mapped. The `neardup` program backs
-/// its heaps with transparent huge pages only where a fault is dear (docs/robustness.md).
+/// 2 MiB, measured now (about 1 ms); 0 if no memory could be mapped. Like the instruction set,
+/// a property of the machine that decides how neardup runs best: the `neardup` program backs its
+/// heaps with transparent huge pages only where a fault is dear (docs/robustness.md). Here, in
+/// the library, so that it is tested with it.
 double page_fault_microseconds() noexcept;
 
 }  // namespace neardup

@@ -664,6 +664,10 @@ void RangeAppender::short_of(uint64_t missing, const ByteRange& r, AtomicFile& o
 }
 
 void RangeAppender::append(std::span<const ByteRange> ranges, AtomicFile& out) {
+  // Decompressed records are copied as a plain file's are (append_from): directly to the disk on
+  // ext4. Through the page cache, `dedup` of the crowded mix as one .zst file spent 1.4 s of its
+  // 6.7 s in the copies into it.
+  if (stream_ && !ranges.empty()) out.write_directly();
   for (const ByteRange& r : ranges) {
     if (r.offset < pos_) throw UsageError("RangeAppender: ranges out of order");
     if (ended_) short_of(r.length + 2, r, out);
@@ -673,10 +677,6 @@ void RangeAppender::append(std::span<const ByteRange> ranges, AtomicFile& out) {
       if (got < r.length) short_of(r.length - got, r, out);
       continue;
     }
-    // Decompressed records are copied as a plain file's are: directly to the disk on ext4. Through
-    // the page cache, `dedup` of the crowded mix as one .zst file spent 1.4 s of its 6.7 s in
-    // the copies into it.
-    out.write_directly();
     if (stream_->skip(r.offset - pos_) != r.offset - pos_) short_of(r.length + 2, r, out);
     pos_ = r.offset;
     uint64_t left = r.length;

@@ -314,11 +314,12 @@ bool is_arena_heap(uintptr_t heap, uintptr_t at) noexcept {
 
 // Where the heaps are on huge pages (glibc.malloc.hugetlb=1) and `p` lies in one of the threads'
 // arena heaps (not in the main heap, which grows by brk and gets huge pages from glibc), the
-// whole heap is made writable and asked for huge pages, once per heap. glibc advises only the heap's first part, and a heap grows a few pages
-// at a time, so the 2 MiB range a new block falls in is seldom all writable: without both, the
-// threads' heaps faulted 4 KiB at a time (`pairs` on the crowded mix: 68-77k page faults, and
-// 26-40k with both, for 6-9% less CPU; BENCHMARKS.md). The pages stay unmapped until touched; glibc only ever makes more of a
-// heap writable (it gives memory back with MADV_DONTNEED), so it never undoes this.
+// whole heap is made writable and asked for huge pages, once per heap. glibc advises only the
+// heap's first part, and a heap grows a few pages at a time, so the 2 MiB range a new block falls
+// in is seldom all writable: without both, the threads' heaps faulted 4 KiB at a time (`pairs` on
+// the crowded mix: 68-77k page faults, and 26-40k with both, for 6-9% less CPU; BENCHMARKS.md).
+// The pages stay unmapped until touched; glibc only ever makes more of a heap writable (it gives
+// memory back with MADV_DONTNEED), so it never undoes this.
 void advise_arena_heap(const void* p) noexcept {
   const auto at = reinterpret_cast<uintptr_t>(p);
   const uintptr_t heap = at & ~(kArenaHeapBytes - 1);
