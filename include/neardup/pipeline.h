@@ -71,6 +71,15 @@ struct RunOptions {
   /// program whose threads share one heap (the CLI's batch runs) sets false: verification reuses
   /// that memory, and giving it back only has it faulted in again.
   bool release_memory_after_first_pass = true;
+  /// JSONL inputs compressed with gzip, zstd, xz or bzip2: the first pass keeps their
+  /// decompressed bytes in a temporary file without a name (io::ScratchCopy) in temp_dir, and
+  /// later passes (verification, dedup's copy of the kept records) read them from there by
+  /// position instead of decompressing the inputs again. Only on ext4, and only while at least
+  /// temp_keep_free bytes stay free there (0: the larger of 1 GiB and 5% of the file system);
+  /// otherwise, or with false here, the inputs are decompressed again. The output is the same.
+  bool decompressed_copies = true;
+  std::string temp_dir;  ///< empty: $TMPDIR, or /tmp
+  uint64_t temp_keep_free = 0;
   /// The pool the run's parallel work takes its threads from (thread_pool.h); null: the
   /// calling thread's current pool.
   ThreadPool* pool = nullptr;
@@ -106,6 +115,11 @@ struct RunStats {
   uint64_t set_bytes = 0;      ///< the most bytes of shingle sets held at once for exact verification (8 per distinct shingle, a shared copy once)
   uint64_t verify_shared = 0;  ///< documents whose set was identical to another's and shares its copy (ShingleSets)
   uint64_t largest_bucket = 0;
+  /// Decompressed bytes of compressed inputs kept by the first pass and read again from there
+  /// (RunOptions::decompressed_copies), and why none or not all were kept (empty: all were, or
+  /// there were no compressed inputs).
+  uint64_t copied_bytes = 0;
+  std::string copy_note;
   /// What the reading found: bad records skipped (OnError::Skip) by kind and the first
   /// messages, lines with invalid UTF-8, records without an id, binary files left out.
   io::ReaderStats reader;

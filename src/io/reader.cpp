@@ -336,6 +336,15 @@ InputSet::~InputSet() {
   for (const int slot : temp_slots_) unregister_temporary_file(slot);
 }
 
+void InputSet::read_again_from(size_t source, std::unique_ptr<ScratchCopy> copy) {
+  if (source >= sources_.size() || !copy) throw UsageError("InputSet::read_again_from: no such source, or no copy");
+  if (copies_.size() < sources_.size()) copies_.resize(sources_.size());
+  sources_[source].path = copy->path();
+  copies_[source] = std::move(copy);
+}
+
+bool InputSet::read_from_copy(size_t source) const noexcept { return source < copies_.size() && copies_[source] != nullptr; }
+
 bool InputSet::all_jsonl() const noexcept {
   return std::all_of(sources_.begin(), sources_.end(), [](const Source& s) { return s.kind == SourceKind::Jsonl; });
 }
@@ -1319,6 +1328,16 @@ class LineBuffer {
   bool line_mapped() const noexcept { return map_fd_ >= 0; }
   /// Moves to `offset` (at or after position()): inside the buffer, or past it by skipping the
   /// stream; reading stops near `until`. False if the source ends before.
+  /// Asks the kernel to start reading [offset, offset + length) of a plain file into the page
+  /// cache (in parts of 128 KiB, the most one advice starts), without waiting for it.
+  void advise(uint64_t offset, uint64_t length) {
+    const int fd = map_fd_ >= 0 ? map_fd_ : stream_ ? stream_->mappable_fd() : -1;
+    if (fd < 0) return;
+    constexpr uint64_t kAdvice = uint64_t{128} << 10;
+    for (uint64_t at = offset; at < offset + length; at += kAdvice)
+      ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(std::min(kAdvice, offset + length - at)), POSIX_FADV_WILLNEED);
+  }
+
   bool seek(uint64_t offset, uint64_t until) {
     if (offset <= buf_base + end) {
       begin = scanned = static_cast<size_t>(offset - buf_base);
@@ -1568,6 +1587,34 @@ class LineBuffer {
   bool first_in_buffer_ = false;  // the last line taken started at the buffer's first byte
 };
 
+namespace {
+
+// A compressed source's stream whose bytes, as they are read, also go to a ScratchCopy (which
+// stops taking them if it gives up). Skipped bytes are read through read(), so the copy holds
+// every byte of the stream in order.
+class TeeStream final : public ByteStream {
+ public:
+  TeeStream(std::unique_ptr<ByteStream> in, ScratchCopy& copy) : in_(std::move(in)), copy_(copy) {}
+  size_t read(char* buf, size_t n) override {
+    const size_t got = in_->read(buf, n);
+    if (got == 0)
+      ended_ = true;
+    else
+      copy_.append(buf, got);
+    return got;
+  }
+  uint64_t raw_bytes_read() const noexcept override { return in_->raw_bytes_read(); }
+  Compression compression() const noexcept override { return in_->compression(); }
+  bool ended() const noexcept { return ended_; }
+
+ private:
+  std::unique_ptr<ByteStream> in_;
+  ScratchCopy& copy_;
+  bool ended_ = false;
+};
+
+}  // namespace
+
 struct RecordReader::Impl {
   const InputSet& inputs;
   ReaderOptions opt;
@@ -1597,9 +1644,39 @@ struct RecordReader::Impl {
   }
   const Source& source() const { return inputs.sources()[cur]; }
 
-  void open_next() { lines.open(open_stream(source().path, source().display), source().display); }
+  // keep_decompressed_copies(): where, and the copies by source (the current one fed by `tee`).
+  std::string copy_dir;
+  uint64_t copy_keep_free = 0;
+  bool keep_copies = false;
+  std::vector<std::unique_ptr<ScratchCopy>> copies;
+  TeeStream* tee = nullptr;
+  std::string copy_why;
+
+  void open_next() {
+    auto stream = open_stream(source().path, source().display);
+    tee = nullptr;
+    if (keep_copies && source().kind == SourceKind::Jsonl && stream->compression() != Compression::None) {
+      if (copies.size() <= cur) copies.resize(cur + 1);
+      copies[cur] = ScratchCopy::create(copy_dir, copy_keep_free);
+      if (copies[cur]) {
+        auto t = std::make_unique<TeeStream>(std::move(stream), *copies[cur]);
+        tee = t.get();
+        stream = std::move(t);
+      } else if (copy_why.empty()) {
+        copy_why = "no temporary copy can be made in " + copy_dir + " (it needs ext4, O_TMPFILE and free space)";
+      }
+    }
+    lines.open(std::move(stream), source().display);
+  }
 
   void close_current() {
+    // A copy is kept only of a source read to its end, and written whole.
+    if (tee) {
+      const bool whole = tee->ended() && copies[cur]->finish();
+      if (!whole && copy_why.empty()) copy_why = copies[cur]->why().empty() ? "the source was not read to its end" : copies[cur]->why();
+      if (!whole) copies[cur].reset();
+      tee = nullptr;
+    }
     finished_bytes += lines.close();
     ++cur;
   }
@@ -1638,6 +1715,29 @@ struct RecordReader::Impl {
                   "; the input changed while neardup was running (do not modify inputs during a run)", ErrorPlace{source().display});
   }
 
+  // select() from a copy of a compressed source (InputSet::read_from_copy), which is not in the
+  // page cache (written directly): the selected lines up to kAhead bytes past the one being
+  // read are asked for at once, neighbours within 64 KiB as one range, so that the disk reads
+  // many at a time instead of one page fault's worth after another.
+  size_t advised = 0;
+  void advise_selected() {
+    constexpr uint64_t kAhead = uint64_t{32} << 20, kJoin = uint64_t{64} << 10;
+    if (advised < selected) advised = selected;
+    const uint64_t limit = selection[selected - 1].offset + kAhead;
+    uint64_t from = 0, to = 0;
+    for (; advised < selection.size(); ++advised) {
+      const RecordPos& q = selection[advised];
+      if (q.source != cur || q.offset > limit) break;
+      if (to != 0 && q.offset > to + kJoin) {
+        lines.advise(from, to - from);
+        to = 0;
+      }
+      if (to == 0) from = q.offset;
+      to = std::max(to, q.offset + q.length + 1);
+    }
+    if (to != 0) lines.advise(from, to - from);
+  }
+
   // select(): the next selected line, or false after the last.
   bool next_selected_line(std::string_view& line) {
     if (selected >= selection.size()) {
@@ -1652,7 +1752,11 @@ struct RecordReader::Impl {
       if (lines.is_open()) close_current();
       cur = p.source;
       open_next();
+      advised = 0;
     }
+    // Half of what was asked for read: ask for the next.
+    if (inputs.read_from_copy(cur) && (advised <= selected || selection[advised - 1].offset < p.offset + (uint64_t{16} << 20)))
+      advise_selected();
     if (p.offset < lines.position()) throw UsageError("RecordReader::select: positions out of reading order");
     if (!lines.seek(p.offset, p.offset + p.length + 1)) changed("no line at byte " + std::to_string(p.offset) + " any more");
     if (!lines.get_line_of(p.length, line) || line.size() != p.length)
@@ -1843,6 +1947,17 @@ bool mapped_input_at(const void* address, char* name, size_t size) noexcept {
 RecordReader::RecordReader(const InputSet& inputs, const ReaderOptions& options)
     : impl_(std::make_unique<Impl>(inputs, options)) {}
 RecordReader::~RecordReader() = default;
+
+void RecordReader::keep_decompressed_copies(const std::string& dir, uint64_t keep_free) {
+  impl_->copy_dir = dir;
+  impl_->copy_keep_free = keep_free;
+  impl_->keep_copies = true;
+}
+
+std::vector<std::unique_ptr<ScratchCopy>> RecordReader::take_decompressed_copies(std::string* why) {
+  if (why) *why = impl_->copy_why;
+  return std::move(impl_->copies);
+}
 bool RecordReader::next(Record& out) { return impl_->next(out); }
 bool RecordReader::next_raw(RawRecord& out) { return impl_->next_raw(out); }
 void RecordReader::select(std::vector<RecordPos> positions) {

@@ -7,7 +7,10 @@
 
 #include "internal/seen_keys.h"
 
+#include <sys/vfs.h>
+
 #include <filesystem>
+#include <tuple>
 #include <algorithm>
 #include <map>
 #include <random>
@@ -459,9 +462,10 @@ std::string decided_outputs(Pipeline& p, const test::TempDir& d) {
 }
 
 // Plain JSONL verifies group by group, reading each group's sets by position (and pairs mode
-// keeps a join per group); compressed JSONL (which would be decompressed again for each group)
-// and documents in memory keep the sets of the first pass up to a budget and read the rest
-// again, all at once. All give the same outputs, whatever the budget and threads.
+// keeps a join per group); compressed JSONL without its decompressed copy (which would be
+// decompressed again for each group) and documents in memory keep the sets of the first pass up
+// to a budget and read the rest again, all at once. All give the same outputs, whatever the
+// budget and threads.
 TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
   test::TempDir d;
   std::mt19937_64 rng(57);
@@ -505,6 +509,7 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
           o.threads = threads;
           o.first_pass_set_bytes = budget;
           o.stream_pairs = false;
+          o.decompressed_copies = false;
           Pipeline p({d.file("in.jsonl")}, o);
           p.run(mode);
           const RunStats& st = p.stats();
@@ -738,6 +743,10 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
   const std::vector<std::string> inputs = spread_families(d);
   test::TempDir dz;
   const std::vector<std::string> compressed = spread_families(dz, true);
+  const std::vector<std::string>& spread_plain = inputs;  // the same records, uncompressed
+  // The decompressed copies need ext4 (a tmpfs would hold them in memory).
+  const bool copies_possible = io::ScratchCopy::create(dz.path()) != nullptr;
+  if (!copies_possible) std::cerr << "note: no decompressed copies in " << dz.path() << " (not ext4): that part is not run\n";
   struct Case {
     KeepPolicy keep;
     std::string keep_by;
@@ -774,7 +783,9 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
       EXPECT_TRUE(std::equal(p.removed_similarity().begin(), p.removed_similarity().end(), after.removed_similarity().begin(),
                              after.removed_similarity().end())) << name << " " << what;
     };
-    Pipeline once(compressed, o);
+    RunOptions no_copies = o;
+    no_copies.decompressed_copies = false;
+    Pipeline once(compressed, no_copies);
     once.run(Pipeline::Mode::Dedup);
     {
       io::AtomicFile out(d.file("once.jsonl"));
@@ -792,6 +803,23 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
     }
     EXPECT_GT(during.stats().times.write_during_run, 0.0) << name << ": the write did not start during verification";
     expect_as_after(during, "during.jsonl", "run_dedup");
+    // The compressed inputs with the first pass's decompressed copies: read again from those, in
+    // groups, and the kept records copied from them (read with O_DIRECT) while verifying.
+    if (copies_possible) {
+      RunOptions copies = o;
+      copies.temp_dir = dz.path();
+      Pipeline copied(compressed, copies);
+      {
+        io::AtomicFile out(d.file("copied.jsonl"));
+        copied.run_dedup(out);
+        out.commit();
+      }
+      expect_as_after(copied, "copied.jsonl", "run_dedup from decompressed copies");
+      EXPECT_EQ(copied.stats().copied_bytes, test::read_file(spread_plain[1]).size() + test::read_file(spread_plain[2]).size()) << name;
+      EXPECT_EQ(copied.stats().copy_note, "") << name;
+      EXPECT_EQ(copied.stats().verify_kept, 0u) << name << ": verified in groups, none kept from the first pass";
+      EXPECT_GT(copied.stats().times.write_during_run, 0.0) << name << ": the write did not start during verification";
+    }
     // One output per source.
     std::vector<std::unique_ptr<io::AtomicFile>> files;
     std::vector<io::AtomicFile*> outs;
@@ -806,6 +834,70 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
     for (size_t s = 0; s < inputs.size(); ++s) joined += test::read_file(d.file("per" + std::to_string(s)));
     EXPECT_TRUE(joined == test::read_file(d.file("after.jsonl"))) << name;
   }
+}
+
+// Compressed inputs whose decompressed copy cannot be kept (no room under the reserve) or is
+// given up at its first bytes (the free space below the reserve then): decompressed again, the
+// candidates read at once, with the results of the plain inputs; and pairs read again from the
+// copies are those of the plain inputs.
+TEST(Pipeline, CompressedInputsGiveTheSameResultsWithOrWithoutTheirCopies) {
+  test::TempDir d;
+  const std::vector<std::string> inputs = spread_families(d);
+  test::TempDir dz;
+  const std::vector<std::string> compressed = spread_families(dz, true);
+  RunOptions o;
+  o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.6");
+  o.temp_dir = dz.path();
+  const auto dedup = [&](const std::vector<std::string>& in, const RunOptions& opt, const std::string& file) {
+    auto p = std::make_unique<Pipeline>(in, opt);
+    io::AtomicFile out(d.file(file));
+    p->run_dedup(out);
+    out.commit();
+    return p;
+  };
+  const auto plain = dedup(inputs, o, "plain.jsonl");
+  ASSERT_GT(plain->stats().removed, 300u);
+  const auto same = [&](const Pipeline& p, const std::string& file, const std::string& what) {
+    EXPECT_TRUE(test::read_file(d.file(file)) == test::read_file(d.file("plain.jsonl"))) << what;
+    EXPECT_EQ(p.clustering().keeper, plain->clustering().keeper) << what;
+    EXPECT_TRUE(std::equal(p.removed_similarity().begin(), p.removed_similarity().end(), plain->removed_similarity().begin(),
+                           plain->removed_similarity().end())) << what;
+  };
+  RunOptions no_room = o;
+  no_room.temp_keep_free = uint64_t{1} << 62;
+  const auto a = dedup(compressed, no_room, "no_room.jsonl");
+  same(*a, "no_room.jsonl", "no room for a copy");
+  EXPECT_EQ(a->stats().copied_bytes, 0u);
+  EXPECT_NE(a->stats().copy_note.find("no temporary copy can be made in " + dz.path()), std::string::npos) << a->stats().copy_note;
+  struct statfs fs {};
+  if (::statfs(dz.path().c_str(), &fs) != 0 || !io::ScratchCopy::create(dz.path())) GTEST_SKIP() << "no decompressed copies in " << dz.path() << " (not ext4)";
+  RunOptions tight = o;  // room for the trial copy, not for the first bytes of a real one
+  tight.temp_keep_free = uint64_t{fs.f_bavail} * static_cast<uint64_t>(fs.f_bsize) - (uint64_t{32} << 20);
+  const auto b = dedup(compressed, tight, "tight.jsonl");
+  same(*b, "tight.jsonl", "copies given up");
+  EXPECT_EQ(b->stats().copied_bytes, 0u);
+  EXPECT_NE(b->stats().copy_note.find("free space in " + dz.path()), std::string::npos) << b->stats().copy_note;
+  EXPECT_GT(b->stats().verify_docs, 0u);
+  const auto c = dedup(compressed, o, "copied.jsonl");
+  same(*c, "copied.jsonl", "copies");
+  EXPECT_GT(c->stats().copied_bytes, 0u);
+  // Pairs: the same pairs and similarities from the copies as from the plain files.
+  const auto pairs = [&](const std::vector<std::string>& in) {
+    RunOptions po = o;
+    po.stream_pairs = false;
+    Pipeline p(in, po);
+    p.run(Pipeline::Mode::Pairs);
+    std::vector<std::tuple<std::string, std::string, double>> got;
+    for (const auto& e : p.pairs()) got.emplace_back(std::string(p.id(e.a)), std::string(p.id(e.b)), e.similarity);
+    std::sort(got.begin(), got.end());
+    return std::make_pair(got, p.stats().copied_bytes);
+  };
+  const auto [plain_pairs, none] = pairs(inputs);
+  const auto [copied_pairs, copied] = pairs(compressed);
+  EXPECT_GT(plain_pairs.size(), 1000u);
+  EXPECT_TRUE(plain_pairs == copied_pairs);
+  EXPECT_EQ(none, 0u);
+  EXPECT_EQ(copied, c->stats().copied_bytes);
 }
 
 // An input that changes while run_dedup verifies and writes: the run stops with an error, the

@@ -922,6 +922,129 @@ TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
   }
 }
 
+// A plain file read with O_DIRECT (RangeAppender's read_directly, for a ScratchCopy): the same
+// bytes as through the page cache, for ranges within, across and after its 4 MiB reads, the
+// newline of a last line that had none, and an error for a range past the end.
+TEST(Reader, RangeAppenderReadsDirectlyTheSameBytes) {
+  test::TempDir d;
+  std::mt19937_64 rng(61);
+  std::string data;
+  while (data.size() < (13u << 20)) data += std::string(1 + rng() % 3000, static_cast<char>('a' + rng() % 26)) + "\n";
+  data += "no newline";
+  test::write_file(d.file("p.txt"), data);
+  const uint64_t four = uint64_t{4} << 20;
+  const std::vector<ByteRange> ranges = {{3, 5000}, {four - 10, 20}, {four + 100, four + 7}, {3 * four - 1, 2}, {3 * four + 4096, 8192},
+                                         {data.size() - 10, 11}};
+  std::string want;
+  for (const auto& r : ranges) want += data.substr(r.offset, r.length);
+  want += '\n';
+  for (const bool direct : {false, true}) {
+    {
+      AtomicFile out(d.file("out"));
+      RangeAppender appender(d.file("p.txt"), "p.txt", direct);
+      for (const ByteRange& r : ranges) appender.append(std::span<const ByteRange>(&r, 1), out);
+      out.commit();
+    }
+    EXPECT_TRUE(test::read_file(d.file("out")) == want) << "read directly: " << direct;
+    AtomicFile bad(d.file("bad"));
+    RangeAppender appender(d.file("p.txt"), "p.txt", direct);
+    const std::vector<ByteRange> past = {{data.size() - 5, 10}};
+    EXPECT_THROW(appender.append(past, bad), IoError) << "read directly: " << direct;
+  }
+}
+
+// RecordReader::keep_decompressed_copies: each compressed JSONL source read to its end leaves a
+// ScratchCopy of its decompressed bytes (none for a plain one); with the copy, InputSet reads
+// the source from it, by position too. A copy in a directory without room is none.
+TEST(Reader, DecompressedCopiesHoldWhatWasRead) {
+  test::TempDir d;
+  std::string a, b;
+  for (int i = 0; i < 3000; ++i) a += "{\"id\": \"a" + std::to_string(i) + "\", \"text\": \"alpha " + std::to_string(i * 7) + " words\"}\n";
+  for (int i = 0; i < 2000; ++i) b += "{\"id\": \"b" + std::to_string(i) + "\", \"text\": \"beta " + std::to_string(i * 3) + " words\"}\n";
+  test::write_file(d.file("a.jsonl.gz"), gzip(a));
+  test::write_file(d.file("p.jsonl"), a);
+  test::write_file(d.file("b.jsonl.zst"), zstd(b));
+  if (!ScratchCopy::create(d.path())) GTEST_SKIP() << "no scratch copies in " << d.path() << " (not ext4)";
+  ReaderOptions opt;
+  InputSet in({d.file("a.jsonl.gz"), d.file("p.jsonl"), d.file("b.jsonl.zst")}, opt);
+  std::vector<std::unique_ptr<ScratchCopy>> copies;
+  std::vector<RecordPos> pos;
+  std::vector<std::string> ids;
+  {
+    RecordReader r(in, opt);
+    r.keep_decompressed_copies(d.path());
+    Record rec;
+    while (r.next(rec)) {
+      pos.push_back({static_cast<uint32_t>(rec.source), static_cast<uint32_t>(rec.raw.size()), rec.offset});
+      ids.emplace_back(rec.id);
+    }
+    std::string why;
+    copies = r.take_decompressed_copies(&why);
+    EXPECT_EQ(why, "");
+  }
+  ASSERT_EQ(copies.size(), 3u);
+  ASSERT_TRUE(copies[0] && !copies[1] && copies[2]);
+  EXPECT_EQ(copies[0]->size(), a.size());
+  EXPECT_TRUE(test::read_file(copies[0]->path()) == a);
+  EXPECT_TRUE(test::read_file(copies[2]->path()) == b);
+  in.read_again_from(0, std::move(copies[0]));
+  in.read_again_from(2, std::move(copies[2]));
+  EXPECT_TRUE(in.read_from_copy(0) && !in.read_from_copy(1) && in.read_from_copy(2));
+  EXPECT_EQ(in.sources()[0].display, d.file("a.jsonl.gz"));  // messages still name the input
+  // Every third record by position, from the copies and the plain file.
+  std::vector<RecordPos> some;
+  for (size_t i = 0; i < pos.size(); i += 3) some.push_back(pos[i]);
+  RecordReader r(in, opt);
+  r.select(some);
+  Record rec;
+  size_t n = 0;
+  for (; r.next(rec); ++n) EXPECT_EQ(rec.id, ids[n * 3]) << n;
+  EXPECT_EQ(n, some.size());
+  // No room: none made, and the reason said.
+  InputSet again({d.file("a.jsonl.gz")}, opt);
+  RecordReader tight(again, opt);
+  tight.keep_decompressed_copies(d.path(), uint64_t{1} << 62);
+  while (tight.next(rec)) {
+  }
+  std::string why;
+  const auto none = tight.take_decompressed_copies(&why);
+  EXPECT_TRUE(none.empty() || !none[0]);
+  EXPECT_NE(why.find("no temporary copy can be made in " + d.path()), std::string::npos) << why;
+}
+
+// A ScratchCopy holds what was appended, under no name in its directory, and one given up (the
+// free space below its reserve) takes no more and holds nothing.
+TEST(Writer, ScratchCopyHoldsWhatWasAppended) {
+  test::TempDir d;
+  auto c = ScratchCopy::create(d.path());
+  if (!c) GTEST_SKIP() << "no scratch copies in " << d.path() << " (not ext4)";
+  std::mt19937_64 rng(62);
+  std::string data;
+  for (size_t n : {size_t{1}, size_t{4095}, size_t{3} << 20, size_t{5} << 20, size_t{12345}}) {
+    const size_t at = data.size();
+    data.resize(at + n);
+    for (size_t i = at; i < data.size(); ++i) data[i] = static_cast<char>(rng());
+    EXPECT_TRUE(c->append(data.data() + at, n));
+  }
+  EXPECT_TRUE(c->finish());
+  EXPECT_EQ(c->size(), data.size());
+  EXPECT_TRUE(test::read_file(c->path()) == data);
+  EXPECT_TRUE(std::filesystem::is_empty(d.path()));  // no name
+  const std::string path = c->path();
+  struct statfs fs {};
+  ASSERT_EQ(::statfs(d.path().c_str(), &fs), 0);
+  auto full = ScratchCopy::create(d.path(), uint64_t{fs.f_bavail} * static_cast<uint64_t>(fs.f_bsize) - (uint64_t{32} << 20));
+  ASSERT_TRUE(full);
+  EXPECT_FALSE(full->append(data.data(), 100));
+  EXPECT_NE(full->why().find("free space in " + d.path()), std::string::npos) << full->why();
+  EXPECT_FALSE(full->append(data.data(), 100));
+  EXPECT_FALSE(full->finish());
+  struct stat st {};
+  ASSERT_EQ(::stat(full->path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+  EXPECT_FALSE(ScratchCopy::create(d.path(), uint64_t{1} << 62));  // no room for any
+}
+
 // The resident kilobytes of the mapping that starts at `base` (/proc/self/smaps), or -1.
 long mapping_rss_kb(const void* base) {
   std::ifstream smaps("/proc/self/smaps");

@@ -443,6 +443,11 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
                static_cast<unsigned long long>(s.verify_docs), static_cast<unsigned long long>(s.verify_kept), static_cast<double>(s.set_bytes) / 1e6,
                static_cast<unsigned long long>(s.verify_shared), t.cluster, t.write, during, sync_seconds, isa_name(active_isa()),
                static_cast<unsigned long long>(s.largest_bucket));
+  if (s.copied_bytes > 0)
+    std::fprintf(stderr, "neardup: compressed inputs read again from a decompressed copy of %.1f MB%s%s\n", static_cast<double>(s.copied_bytes) / 1e6,
+                 s.copy_note.empty() ? "" : "; not all: ", s.copy_note.c_str());
+  else if (!s.copy_note.empty())
+    std::fprintf(stderr, "neardup: compressed inputs decompressed again: %s\n", s.copy_note.c_str());
 }
 
 int run_command(const CLI::App* cmd, const Options& o, bool dedup) {

@@ -34,6 +34,8 @@
 
 namespace neardup::io {
 
+class ScratchCopy;
+
 enum class InputFormat { Auto, Jsonl, Text };
 enum class OnError { Fail, Skip };
 /// What happens to a text longer than ReaderOptions::max_doc_bytes.
@@ -172,6 +174,11 @@ class InputSet {
   const WalkCounts& left_out() const noexcept { return left_out_; }
   /// The documents of the Memory source.
   const std::vector<Document>& documents() const noexcept { return documents_; }
+  /// From now on source `source` is read from `copy`, its decompressed bytes as a pass read them
+  /// (RecordReader::keep_decompressed_copies): its path becomes the copy's, which this set owns.
+  void read_again_from(size_t source, std::unique_ptr<ScratchCopy> copy);
+  /// Whether source `source` is read from such a copy.
+  bool read_from_copy(size_t source) const noexcept;
 
  private:
   void expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir);
@@ -183,6 +190,7 @@ class InputSet {
   std::vector<Source> sources_;
   std::vector<std::string> temp_files_;
   std::vector<int> temp_slots_;  ///< in the list of temporary files (io/writer.h)
+  std::vector<std::unique_ptr<ScratchCopy>> copies_;  ///< per source (read_again_from), or null
   uint64_t total_bytes_ = 0;
 };
 
@@ -400,6 +408,14 @@ class RecordReader {
   const ReaderStats& stats() const noexcept;
   /// Compressed bytes consumed so far over all sources.
   uint64_t bytes_read() const noexcept;
+  /// Keeps the decompressed bytes of every compressed JSONL source, as they are read, in a
+  /// ScratchCopy in `dir` (keeping `keep_free` bytes free there; 0: ScratchCopy's default), for
+  /// InputSet::read_again_from. Call it before the first record.
+  void keep_decompressed_copies(const std::string& dir, uint64_t keep_free = 0);
+  /// The copies of the sources read to their end, by source index (null where none was kept:
+  /// plain sources, sources not read to their end, copies given up); `why` gets the reason of
+  /// the first one given up, if any.
+  std::vector<std::unique_ptr<ScratchCopy>> take_decompressed_copies(std::string* why = nullptr);
   /// Right after next_raw() returned `line` (a Line): while the returned owner lives, the line's
   /// bytes (and kPadding allocated bytes past its end) stay valid and unchanged, so that a reading
   /// pass hands lines to its workers without copying them; the reader reads on in another buffer.

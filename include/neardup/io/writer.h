@@ -72,6 +72,7 @@ class AtomicFile {
   bool direct() const noexcept { return direct_; }
 
  private:
+  friend class ScratchCopy;
   struct Encoder;
   struct Direct;
   [[noreturn]] void fail(const char* what);
@@ -120,6 +121,42 @@ int register_temporary_file(const std::string& path) noexcept;
 void unregister_temporary_file(int slot) noexcept;
 
 class ByteStream;
+class DirectReader;
+
+/// A temporary file without a name (O_TMPFILE) on ext4, written directly to the disk (O_DIRECT)
+/// from buffers of its own while it is filled, and read again by the name /proc/self/fd/N: the
+/// first pass keeps a compressed input's decompressed bytes in one, so that later passes read
+/// its records by position rather than decompressing it again. It takes no page cache while
+/// written, and it goes with the process, whatever ends it (kill -9 included).
+class ScratchCopy {
+ public:
+  /// In directory `dir`, to keep at least `keep_free` bytes free on its file system (0: the
+  /// larger of 1 GiB and 5% of it). Null where none can be made there: no O_TMPFILE, not ext4
+  /// (a tmpfs would hold it in memory), /proc not mounted, or less free space than that.
+  static std::unique_ptr<ScratchCopy> create(const std::string& dir, uint64_t keep_free = 0);
+  ~ScratchCopy();
+  ScratchCopy(const ScratchCopy&) = delete;
+  ScratchCopy& operator=(const ScratchCopy&) = delete;
+  /// Appends n bytes. False once the copy is given up (a failed write, or free space down to
+  /// the reserve): it then takes no more bytes, and why() says why.
+  bool append(const char* p, size_t n) noexcept;
+  /// Writes what is left and cuts the file to its length; false if the copy was given up.
+  bool finish() noexcept;
+  uint64_t size() const noexcept { return size_; }
+  /// The name to open it by (/proc/self/fd/N), valid while this object lives.
+  const std::string& path() const noexcept { return path_; }
+  /// Why the copy was given up (empty if it was not).
+  const std::string& why() const noexcept { return why_; }
+
+ private:
+  ScratchCopy() = default;
+  void give_up(std::string why) noexcept;
+  int fd_ = -1;
+  std::string path_, dir_, why_;
+  std::unique_ptr<AtomicFile::Direct> direct_;
+  uint64_t size_ = 0, keep_free_ = 0, checked_at_ = 0;
+  bool finished_ = false;
+};
 
 /// A byte range of a source's decompressed data.
 struct ByteRange {
@@ -133,8 +170,11 @@ struct ByteRange {
 /// append the ranges it has as soon as it has them (a dedup writing while it still decides).
 class RangeAppender {
  public:
-  /// Opens `path` (named `display` in errors). Throws IoError.
-  RangeAppender(const std::string& path, const std::string& display);
+  /// Opens `path` (named `display` in errors). Throws IoError. With `read_directly`, a plain
+  /// file that is not in the page cache (a ScratchCopy) is read with O_DIRECT into a buffer of
+  /// the appender's own, where the system allows it: read through the page cache, its bytes
+  /// would each take a page cache page for nothing.
+  RangeAppender(const std::string& path, const std::string& display, bool read_directly = false);
   ~RangeAppender();
   RangeAppender(const RangeAppender&) = delete;
   RangeAppender& operator=(const RangeAppender&) = delete;
@@ -146,6 +186,7 @@ class RangeAppender {
  private:
   void short_of(uint64_t missing, const ByteRange& r, AtomicFile& out);
   std::string display_;
+  std::unique_ptr<DirectReader> direct_in_;  // a plain file read with O_DIRECT
   int fd_ = -1;                    // a plain file
   std::unique_ptr<ByteStream> stream_;  // a compressed one
   std::vector<char> buf_;
