@@ -157,9 +157,10 @@ struct Pipeline::Impl {
 
   void init();
   void sketch_pass();
-  /// Whether this run verifies group by group (in_groups_), with or without copies of its
-  /// compressed inputs.
-  bool groups_pay(bool copies) const;
+  /// Whether this run verifies group by group (in_groups_): `compressed` as compressed_inputs()
+  /// says, `copies` whether the first pass keeps their decompressed bytes.
+  bool groups_pay(int compressed, bool copies) const;
+  int compressed_inputs() const;
   std::string copies_dir();
   void take_copies(io::RecordReader& reader);
   /// Whether later passes find the records by position (JSONL: lines up to 4 GiB, sources up to
@@ -512,31 +513,31 @@ void Pipeline::Impl::count_first_pass(const internal::PassTotals& totals, const 
 // whole copy; pairs, with no writer to overlap, reads its candidates at once from them: on the
 // crowded mix as one .zst file it took 3.0-3.3 s in groups and 2.6 s at once, and dedup 3.8 s
 // in groups and 4.2-4.3 s at once.
-bool Pipeline::Impl::groups_pay(bool copies) const {
-  if (!reads_by_position()) return false;
-  try {
-    for (const auto& src : inputs_->sources())
-      if (!src.problem.empty() ||
-          (!(copies && mode_ == Mode::Dedup) && io::open_stream(src.path, src.display)->compression() != io::Compression::None))
-        return false;
-  } catch (const std::exception&) {
-    return false;  // the first pass reports what is wrong with the input
-  }
-  return true;
+bool Pipeline::Impl::groups_pay(int compressed, bool copies) const {
+  return reads_by_position() && compressed >= 0 && (compressed == 0 || (copies && mode_ == Mode::Dedup));
 }
 
-// Where the first pass keeps the decompressed bytes of compressed JSONL inputs, or empty where
-// it keeps none: not asked, no compressed input, or no copy can be made there (a trial one).
+// For a run that reads its records again by position (JSONL only): whether the inputs include a
+// compressed file, 1 or 0, opening each input once to read its first bytes; -1 where one has a
+// problem or cannot be opened (the first pass reports it), and for other runs (not looked at).
+int Pipeline::Impl::compressed_inputs() const {
+  if (!reads_by_position()) return -1;
+  int compressed = 0;
+  try {
+    for (const auto& src : inputs_->sources()) {
+      if (!src.problem.empty()) return -1;
+      if (io::open_stream(src.path, src.display)->compression() != io::Compression::None) compressed = 1;
+    }
+  } catch (const std::exception&) {
+    return -1;
+  }
+  return compressed;
+}
+
+// Where the first pass keeps the decompressed bytes of the compressed JSONL inputs, or empty
+// where it keeps none: not asked, or no copy can be made there (a trial one; the reason noted).
 std::string Pipeline::Impl::copies_dir() {
   if (!options_.decompressed_copies || !reads_by_position()) return {};
-  bool compressed = false;
-  try {
-    for (const auto& src : inputs_->sources())
-      compressed |= src.problem.empty() && io::open_stream(src.path, src.display)->compression() != io::Compression::None;
-  } catch (const std::exception&) {
-    return {};  // the first pass reports what is wrong with the input
-  }
-  if (!compressed) return {};
   std::string dir = options_.temp_dir;
   if (dir.empty()) {
     const char* t = std::getenv("TMPDIR");
@@ -564,8 +565,9 @@ void Pipeline::Impl::take_copies(io::RecordReader& reader) {
 
 void Pipeline::Impl::sketch_pass() {
   const auto t0 = Clock::now();
-  const std::string copy_dir = copies_dir();
-  in_groups_ = groups_pay(!copy_dir.empty());
+  const int compressed = compressed_inputs();
+  const std::string copy_dir = compressed > 0 ? copies_dir() : std::string();
+  in_groups_ = groups_pay(compressed, !copy_dir.empty());
   const SketchLayout layout(*this);
   sigs_ = std::make_unique<internal::GrowArray<SigValue>>();
   band_keys_.clear();

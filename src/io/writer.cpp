@@ -674,7 +674,7 @@ ScratchCopy::~ScratchCopy() {
 void ScratchCopy::give_up(std::string why) noexcept {
   if (why_.empty()) why_ = why.empty() ? "a write failed" : std::move(why);
   direct_.reset();
-  if (fd_ >= 0) [[maybe_unused]] const int ignored = ::ftruncate(fd_, 0);  // its blocks freed now
+  [[maybe_unused]] const int ignored = fd_ >= 0 ? ::ftruncate(fd_, 0) : 0;  // its blocks freed now
 }
 
 bool ScratchCopy::append(const char* p, size_t n) noexcept {
