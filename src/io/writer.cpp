@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -74,6 +75,43 @@ std::string dir_of(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A new file without a name in directory `dir` (O_TMPFILE), open for reading and writing, or -1
+// where the file system cannot make one or /proc, through which link_unnamed() names it, is not
+// mounted.
+int open_unnamed(const std::string& dir) {
+#ifdef O_TMPFILE
+  // Read and write, as mkstemp's: the direct writes read back the block they start in.
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::stat(("/proc/self/fd/" + std::to_string(fd)).c_str(), &st) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+#else
+  (void)dir;
+  return -1;
+#endif
+}
+
+// Gives the unnamed file open as `fd` a name: `tmpl` with its last six characters (XXXXXX) made
+// unique; the name, or empty (errno set) if it cannot.
+std::string link_unnamed(int fd, const std::string& tmpl) {
+  static std::atomic<uint64_t> counter{0};
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    uint64_t r = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull ^
+                 (static_cast<uint64_t>(::getpid()) << 32) ^ counter.fetch_add(1) * 0xD1B54A32D192ED03ull;
+    std::string name = tmpl;
+    for (size_t i = name.size() - 6; i < name.size(); ++i, r /= 62) name[i] = kChars[r % 62];
+    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) return name;
+    if (errno != EEXIST) return {};
+  }
+  return {};
 }
 
 // Follows a chain of symbolic links to the path it finally names (which may not exist yet).
@@ -402,19 +440,23 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
       direct_ = true;
     } else {
       const size_t slash = target_.rfind('/');
-      temp_ = (slash == std::string::npos ? std::string() : target_.substr(0, slash + 1)) + "." +
-              (slash == std::string::npos ? target_ : target_.substr(slash + 1)) + ".neardup-tmp-XXXXXX";
-      fd = ::mkstemp(temp_.data());
-      if (fd < 0)
-        throw IoError(std::string("cannot create output file: ") + std::strerror(errno) +
-                      "; check that the directory exists and is writable", ErrorPlace{path});
-      temp_slot_ = register_temporary_file(temp_);
+      temp_template_ = (slash == std::string::npos ? std::string() : target_.substr(0, slash + 1)) + "." +
+                       (slash == std::string::npos ? target_ : target_.substr(slash + 1)) + ".neardup-tmp-XXXXXX";
+      fd = open_unnamed(dir_of(target_));
+      if (fd < 0) {
+        temp_ = temp_template_;
+        fd = ::mkstemp(temp_.data());
+        if (fd < 0)
+          throw IoError(std::string("cannot create output file: ") + std::strerror(errno) +
+                        "; check that the directory exists and is writable", ErrorPlace{path});
+        temp_slot_ = register_temporary_file(temp_);
+      }
       if (exists) {
         // The replaced file's permissions (and owner, when allowed) carry over to the new one.
         ::fchmod(fd, st.st_mode & 07777);
         [[maybe_unused]] const int ignored = ::fchown(fd, st.st_uid, st.st_gid);
       } else {
-        // mkstemp creates 0600; give a new file the usual permissions (umask applies).
+        // Created 0600 (mkstemp, O_TMPFILE); give a new file the usual permissions (umask applies).
         const mode_t mask = ::umask(0);
         ::umask(mask);
         ::fchmod(fd, 0666 & ~mask);
@@ -495,6 +537,11 @@ void AtomicFile::commit() {
     return;
   }
   if (::fsync(::fileno(f_)) != 0 && errno != EINVAL) fail("cannot sync output");
+  if (temp_.empty()) {  // unnamed: named now, to be renamed into place
+    temp_ = link_unnamed(::fileno(f_), temp_template_);
+    if (temp_.empty()) fail("cannot move output into place");
+    temp_slot_ = register_temporary_file(temp_);
+  }
   if (std::fclose(f_) != 0) {
     f_ = nullptr;
     ::unlink(temp_.c_str());

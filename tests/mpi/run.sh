@@ -157,12 +157,15 @@ mpi 2 dedup shard0.jsonl -o mpi.out --report r.html -q 2> mpi.err; got=$?
 mpi 2 pairs shard0.jsonl --method simhash -q 2> mpi.err; got=$?
 [ "$got" = 2 ] && grep -q "runs --method oph and minhash" mpi.err || fail "--method simhash: exit $got, $(head -1 mpi.err)"
 
-# A rank killed after sketching: the job fails and no output is renamed into place.
+# A rank killed after sketching: the job fails, no output is renamed into place, and nothing is
+# left of the ranks' pieces in TMPDIR (their files have no name until they are done).
+mkdir -p killed.tmp
 for np in 2 4; do
-  NEARDUP_MPI_TEST_KILL_RANK=1 mpi "$np" dedup shard*.jsonl --output-dir killed.d --removed killed.rem -q > /dev/null 2>&1; got=$?
+  TMPDIR=$PWD/killed.tmp NEARDUP_MPI_TEST_KILL_RANK=1 mpi "$np" dedup shard*.jsonl --output-dir killed.d --removed killed.rem -q > /dev/null 2>&1; got=$?
   [ "$got" != 0 ] || fail "killed rank, $np ranks: the job succeeded"
   [ ! -e killed.rem ] || fail "killed rank, $np ranks: --removed was left"
   [ -z "$(ls killed.d 2>/dev/null)" ] || fail "killed rank, $np ranks: outputs left: $(ls killed.d)"
+  [ -z "$(ls -A killed.tmp)" ] || fail "killed rank, $np ranks: left in TMPDIR: $(ls -A killed.tmp)"
 done
 set -e
 echo "neardup-mpi: all outputs identical to one process"

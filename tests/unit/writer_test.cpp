@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <filesystem>
 #include <thread>
@@ -42,6 +47,33 @@ TEST(AtomicFile, WithoutCommitNothingChangesAndNoTempIsLeft) {
     io::AtomicFile f(d.file("out.txt"));
     f.write("partial");
   }
+  EXPECT_EQ(test::read_file(d.file("out.txt")), "old");
+  EXPECT_EQ(files_in(d.path()), 1u);
+}
+
+// A process killed while it writes an output (kill -9, the OOM killer: no handler runs) leaves
+// nothing behind where the file system makes files without a name (O_TMPFILE): the output is
+// named only by commit(). Half a direct write's buffers and 2 MiB through stdio were on disk.
+TEST(AtomicFile, KilledWhileWritingLeavesNothing) {
+  test::TempDir d;
+  const int probe = ::open(d.path().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (probe < 0) GTEST_SKIP() << "no O_TMPFILE in " << d.path();
+  ::close(probe);
+  test::write_file(d.file("out.txt"), "old");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    io::AtomicFile f(d.file("out.txt"));
+    f.write(std::string(2 << 20, 'a'));
+    f.write_directly();
+    f.write(std::string(6 << 20, 'b'));
+    f.flush_appends();
+    ::kill(::getpid(), SIGKILL);
+    std::_Exit(0);  // not reached
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   EXPECT_EQ(test::read_file(d.file("out.txt")), "old");
   EXPECT_EQ(files_in(d.path()), 1u);
 }

@@ -3,7 +3,9 @@
 //
 // * A regular file (or a new one) is written to a temporary file in the destination's directory,
 //   which commit() flushes, syncs and renames over the destination, then syncs the directory so
-//   that the rename survives a crash. An existing file keeps its mode (and owner, where allowed).
+//   that the rename survives a crash. Where the file system allows it (O_TMPFILE), that file has
+//   no name until commit() gives it one just before the rename, so that a process killed while
+//   writing (kill -9, the OOM killer) leaves nothing behind. An existing file keeps its mode (and owner, where allowed).
 //   A writer destroyed without commit() (an error, an exception) removes its temporary file, so
 //   an existing file at the destination is never damaged.
 // * A symbolic link is followed: its final target is what is replaced, the link stays a link.
@@ -84,7 +86,8 @@ class AtomicFile {
   uint64_t clone_block_ = 0;  ///< the output's block for clones (append_from), once looked up
   std::string path_;      ///< as given (for messages)
   std::string target_;    ///< what is replaced: the path with symbolic links followed
-  std::string temp_;
+  std::string temp_;      ///< the temporary file's name (for an unnamed one: from commit() on)
+  std::string temp_template_;  ///< its name with XXXXXX for mkstemp or commit()
   int temp_slot_ = -1;  ///< in the list of temporary files
   std::FILE* f_ = nullptr;
   bool direct_ = false;   ///< written in place (stdout, a special file)
