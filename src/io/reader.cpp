@@ -33,6 +33,14 @@
 namespace fs = std::filesystem;
 
 namespace neardup::io {
+
+// A copy of what can be read only once (spool_once).
+struct Spooled {
+  std::string path;
+  int slot = -1;     ///< in the list of temporary files (a named file)
+  int keep_fd = -1;  ///< the unnamed file, to close when it is no longer read
+};
+
 namespace {
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -54,21 +62,46 @@ SourceKind kind_from_name(std::string_view name, InputFormat format) {
 }
 
 // Copies what can be read only once (stdin, a pipe or process substitution such as
-// <(zcat x.gz)) to a temporary file, so that later passes can read it again; the file is listed
-// for removal by a signal handler (its slot goes to `slot`). `in` is the descriptor, `display`
-// its name in messages.
-std::string spool_once(int in, const std::string& display, const std::string& dir_in, int& slot) {
+// <(zcat x.gz)) to a temporary file, so that later passes can read it again. Where the file
+// system can make one, the file has no name (O_TMPFILE): it is read by /proc/self/fd/N, kept
+// open by the caller, and nothing is left of it however the process ends. Otherwise it is
+// listed for removal by a signal handler. `in` is the descriptor, `display` its name in messages.
+Spooled spool_once(int in, const std::string& display, const std::string& dir_in) {
   std::string dir = dir_in;
   if (dir.empty()) {
     const char* t = std::getenv("TMPDIR");
     dir = (t && *t) ? t : "/tmp";
   }
-  std::string tmpl = dir + "/neardup-stdin-XXXXXX";
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0)
-    throw IoError(std::string("cannot create a temporary copy in ") + dir + ": " + std::strerror(errno) +
-                  "; set TMPDIR to a writable directory", ErrorPlace{display});
-  slot = register_temporary_file(tmpl);
+  Spooled out;
+  int fd = -1;
+#ifdef O_TMPFILE
+  fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    out.path = "/proc/self/fd/" + std::to_string(fd);
+    struct stat st {};
+    if (::stat(out.path.c_str(), &st) == 0) {
+      out.keep_fd = fd;
+    } else {  // no /proc to read it by
+      ::close(fd);
+      fd = -1;
+    }
+  }
+#endif
+  if (fd < 0) {
+    out.path = dir + "/neardup-stdin-XXXXXX";
+    fd = ::mkstemp(out.path.data());
+    if (fd < 0)
+      throw IoError(std::string("cannot create a temporary copy in ") + dir + ": " + std::strerror(errno) +
+                    "; set TMPDIR to a writable directory", ErrorPlace{display});
+    out.slot = register_temporary_file(out.path);
+  }
+  const auto give_up = [&] {
+    ::close(fd);
+    if (out.keep_fd < 0) {
+      ::unlink(out.path.c_str());
+      unregister_temporary_file(out.slot);
+    }
+  };
   std::vector<char> buf(1 << 20);
   for (;;) {
     const ssize_t r = ::read(in, buf.data(), buf.size());
@@ -76,9 +109,7 @@ std::string spool_once(int in, const std::string& display, const std::string& di
     if (r < 0) {
       if (errno == EINTR) continue;
       const int e = errno;
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      unregister_temporary_file(slot);
+      give_up();
       throw IoError(std::string("cannot read: ") + std::strerror(e), ErrorPlace{display});
     }
     for (ssize_t off = 0; off < r;) {
@@ -86,17 +117,15 @@ std::string spool_once(int in, const std::string& display, const std::string& di
       if (w < 0) {
         if (errno == EINTR) continue;
         const int e = errno;
-        ::close(fd);
-        ::unlink(tmpl.c_str());
-        unregister_temporary_file(slot);
-        throw IoError(std::string("cannot write its temporary copy ") + tmpl + ": " + std::strerror(e) +
+        give_up();
+        throw IoError(std::string("cannot write its temporary copy in ") + dir + ": " + std::strerror(e) +
                       "; free space or set TMPDIR to another directory", ErrorPlace{display});
       }
       off += w;
     }
   }
-  ::close(fd);
-  return tmpl;
+  if (out.keep_fd < 0) ::close(fd);
+  return out;
 }
 
 }  // namespace
@@ -177,12 +206,8 @@ InputSet::InputSet(std::vector<Document> documents) : documents_(std::move(docum
 
 // Standard input, spooled to a temporary file so that later passes can read it again.
 void InputSet::add_stdin(InputFormat format, const std::string& stdin_dir) {
-  int slot = -1;
-  const std::string tmp = spool_once(0, "<stdin>", stdin_dir, slot);
-  temp_files_.push_back(tmp);
-  temp_slots_.push_back(slot);
   Source s;
-  s.path = tmp;
+  s.path = keep(spool_once(0, "<stdin>", stdin_dir));
   s.display = "<stdin>";
   s.kind = format == InputFormat::Text ? SourceKind::TextFile : SourceKind::Jsonl;
   s.doc_id = "-";  // as the user named it: never the temporary copy's path
@@ -282,18 +307,15 @@ void InputSet::add_file(const std::string& p, bool regular, InputFormat format, 
   if (!regular) {
     const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw IoError(std::string("cannot read: ") + std::strerror(errno) + "; check its permissions", ErrorPlace{p});
-    int slot = -1;
-    std::string tmp;
+    Spooled spooled;
     try {
-      tmp = spool_once(fd, p, stdin_dir, slot);
+      spooled = spool_once(fd, p, stdin_dir);
     } catch (...) {
       ::close(fd);
       throw;
     }
     ::close(fd);
-    temp_files_.push_back(tmp);
-    temp_slots_.push_back(slot);
-    s.path = tmp;
+    s.path = keep(std::move(spooled));
   }
   if (format == InputFormat::Auto && s.kind == SourceKind::TextFile && looks_like_jsonl(s.path, p)) s.kind = SourceKind::Jsonl;
   if (s.kind == SourceKind::TextFile && bad_id_char(s.doc_id)) {
@@ -334,6 +356,18 @@ void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions
 InputSet::~InputSet() {
   for (const auto& t : temp_files_) ::unlink(t.c_str());
   for (const int slot : temp_slots_) unregister_temporary_file(slot);
+  for (const int fd : temp_fds_) ::close(fd);
+}
+
+// Owns a spooled copy: its file to remove, or its unnamed file's descriptor to close; its path.
+std::string InputSet::keep(Spooled spooled) {
+  if (spooled.keep_fd >= 0) {
+    temp_fds_.push_back(spooled.keep_fd);
+  } else {
+    temp_files_.push_back(spooled.path);
+    temp_slots_.push_back(spooled.slot);
+  }
+  return std::move(spooled.path);
 }
 
 void InputSet::read_again_from(size_t source, std::unique_ptr<ScratchCopy> copy) {

@@ -352,6 +352,7 @@ TEST(Index, AKillDuringAddLeavesThePreviousIndex) {
   for (const char c : read_file(big)) after_size += c == '\n';
   int killed_mid = 0;
   for (int trial = 0; trial < 8; ++trial) {
+    std::filesystem::remove(path + ".other");  // saved by the last trial's child
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {  // the child: add a big input, save, exit
@@ -365,14 +366,10 @@ TEST(Index, AKillDuringAddLeavesThePreviousIndex) {
       }
       ::_exit(0);
     }
-    // Killed once the index's own temporary file exists (the write under test has begun), a
-    // little later each trial, rather than after a fixed sleep that a slow or fast machine
-    // would place before the write or after the rename.
-    const auto writing = [&] {
-      for (const auto& e : std::filesystem::directory_iterator(dir.path()))
-        if (e.path().filename().string().starts_with(".c.ndx.neardup-tmp-")) return true;
-      return false;
-    };
+    // Killed once the copy saved first is in place (the write under test comes next: its
+    // temporary file has no name to wait for), a little later each trial, rather than after a
+    // fixed sleep that a slow or fast machine would place before the write or after the rename.
+    const auto writing = [&] { return std::filesystem::exists(path + ".other"); };
     int status = 0;
     bool exited = false;
     for (int polls = 0; polls < 200000 && !writing(); ++polls) {

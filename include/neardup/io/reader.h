@@ -35,6 +35,7 @@
 namespace neardup::io {
 
 class ScratchCopy;
+struct Spooled;
 
 enum class InputFormat { Auto, Jsonl, Text };
 enum class OnError { Fail, Skip };
@@ -191,6 +192,8 @@ class InputSet {
   std::vector<std::string> temp_files_;
   std::vector<int> temp_slots_;  ///< in the list of temporary files (io/writer.h)
   std::vector<std::unique_ptr<ScratchCopy>> copies_;  ///< per source (read_again_from), or null
+  std::vector<int> temp_fds_;  ///< spooled copies without a name, read by /proc/self/fd/N
+  std::string keep(Spooled spooled);
   uint64_t total_bytes_ = 0;
 };
 

@@ -63,25 +63,36 @@ awk 'BEGIN { for (i = 0; i < 1500000; i++) printf "{\"id\":\"d%d\",\"text\":\"do
 for sig in TERM INT; do
   start $NEARDUP dedup big.jsonl -o out.jsonl --removed removed2.tsv --quiet &
   pid=$!
-  for i in $(seq 1 400); do ls .out.jsonl.neardup-tmp-* > /dev/null 2>&1 && break; sleep 0.01; done
-  ls .out.jsonl.neardup-tmp-* .removed2.tsv.neardup-tmp-* > /dev/null && echo "temporary files exist while it runs"
+  # The outputs' temporary files have no name (O_TMPFILE): open as "$PWD/#INODE (deleted)".
+  for i in $(seq 1 400); do [ "$(ls -l /proc/$pid/fd 2>/dev/null | grep -c "$PWD/#")" -ge 2 ] && break; sleep 0.01; done
+  [ "$(ls -l /proc/$pid/fd | grep -c "$PWD/#")" -ge 2 ] && echo "temporary files exist while it runs"
   kill -$sig $pid
   wait $pid; echo "exit=$?"
   ls out.jsonl removed2.tsv .*neardup-tmp* 2>&1 | sed 's/^ls: //'
 done
+# The same killed without warning (SIGKILL: no handler runs): nothing is left either.
+start $NEARDUP dedup big.jsonl -o out.jsonl --removed removed2.tsv --quiet &
+pid=$!
+for i in $(seq 1 400); do [ "$(ls -l /proc/$pid/fd 2>/dev/null | grep -c "$PWD/#")" -ge 2 ] && break; sleep 0.01; done
+kill -KILL $pid
+wait $pid 2>/dev/null; echo "exit=$?"
+ls out.jsonl removed2.tsv .*neardup-tmp* 2>&1 | sed 's/^ls: //'
 rm -f big.jsonl
-# Killed while it copies a pipe given as input (its copy, in TMPDIR, is removed too).
-for sig in TERM INT; do
+# Killed while it copies a pipe given as input: its copy, in TMPDIR, has no name (O_TMPFILE: open
+# as "TMPDIR/#INODE (deleted)"), and nothing is left of it after a handled signal or SIGKILL.
+mkdir -p spool
+for sig in TERM INT KILL; do
   mkfifo fifo.jsonl
-  start env TMPDIR="$PWD" $NEARDUP dedup fifo.jsonl -o out.jsonl --quiet &
+  start env TMPDIR="$PWD/spool" $NEARDUP dedup fifo.jsonl -o out.jsonl --quiet &
   pid=$!
   exec 3> fifo.jsonl  # a writer that stays open: neardup copies what comes and waits for more
   echo '{"id": "x", "text": "a record"}' >&3
-  for i in $(seq 1 400); do ls neardup-stdin-* > /dev/null 2>&1 && break; sleep 0.01; done
-  ls neardup-stdin-* > /dev/null && echo "the copy of the pipe exists while it runs"
+  for i in $(seq 1 400); do ls -l /proc/$pid/fd 2>/dev/null | grep -q "$PWD/spool/#" && break; sleep 0.01; done
+  ls -l /proc/$pid/fd | grep -q "$PWD/spool/#" && echo "the copy of the pipe exists while it runs, without a name"
   kill -$sig $pid
-  wait $pid; echo "exit=$?"
+  wait $pid 2>/dev/null; echo "exit=$?"
   exec 3>&-
-  ls out.jsonl neardup-stdin-* 2>&1 | sed 's/^ls: //'
+  ls out.jsonl 2>&1 | sed 's/^ls: //'
+  echo "left in TMPDIR: $(ls -A spool)"
   rm -f fifo.jsonl
 done
