@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1686,16 +1687,34 @@ struct RecordReader::Impl {
   TeeStream* tee = nullptr;
   std::string copy_why;
 
+  size_t kept_copies = 0;
+
+  // Each kept copy holds a descriptor for the rest of the run: at most a quarter of the open-file
+  // limit (ulimit -n) go to copies, so that thousands of compressed shards leave room for the
+  // run's other files (the shards after that are decompressed again).
+  static size_t copy_descriptors() {
+    struct rlimit rl {};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 64;
+    return rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX : static_cast<size_t>(rl.rlim_cur / 4);
+  }
+
   void open_next() {
     auto stream = open_stream(source().path, source().display);
     tee = nullptr;
     if (keep_copies && source().kind == SourceKind::Jsonl && stream->compression() != Compression::None) {
       if (copies.size() <= cur) copies.resize(cur + 1);
-      copies[cur] = ScratchCopy::create(copy_dir, copy_keep_free);
+      if (kept_copies >= copy_descriptors()) {
+        if (copy_why.empty())
+          copy_why = "more compressed inputs than a quarter of the open-file limit (ulimit -n " + std::to_string(copy_descriptors() * 4) +
+                     ") have copies; raise the limit";
+      } else {
+        copies[cur] = ScratchCopy::create(copy_dir, copy_keep_free);
+      }
       if (copies[cur]) {
         auto t = std::make_unique<TeeStream>(std::move(stream), *copies[cur]);
         tee = t.get();
         stream = std::move(t);
+        ++kept_copies;
       } else if (copy_why.empty()) {
         copy_why = "no temporary copy can be made in " + copy_dir + " (it needs ext4, O_TMPFILE and free space)";
       }
@@ -1708,7 +1727,10 @@ struct RecordReader::Impl {
     if (tee) {
       const bool whole = tee->ended() && copies[cur]->finish();
       if (!whole && copy_why.empty()) copy_why = copies[cur]->why().empty() ? "the source was not read to its end" : copies[cur]->why();
-      if (!whole) copies[cur].reset();
+      if (!whole) {
+        copies[cur].reset();
+        --kept_copies;
+      }
       tee = nullptr;
     }
     finished_bytes += lines.close();

@@ -1012,6 +1012,40 @@ TEST(Reader, DecompressedCopiesHoldWhatWasRead) {
   EXPECT_NE(why.find("no temporary copy can be made in " + d.path()), std::string::npos) << why;
 }
 
+// Each kept copy holds a descriptor: no more than a quarter of the open-file limit go to copies,
+// the inputs after that have none (and are decompressed again), and the reason names the limit.
+TEST(Reader, DecompressedCopiesKeepToAQuarterOfTheOpenFileLimit) {
+  test::TempDir d;
+  if (!ScratchCopy::create(d.path())) GTEST_SKIP() << "no scratch copies in " << d.path() << " (not ext4)";
+  std::vector<std::string> paths;
+  for (int f = 0; f < 16; ++f) {
+    paths.push_back(d.file("s" + std::to_string(f) + ".jsonl.gz"));
+    test::write_file(paths.back(), gzip("{\"id\": \"s" + std::to_string(f) + "\", \"text\": \"shard text\"}\n"));
+  }
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  struct rlimit low = old;
+  low.rlim_cur = 48;  // 12 copies
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<std::unique_ptr<ScratchCopy>> copies;
+  std::string why;
+  {
+    ReaderOptions opt;
+    InputSet in(paths, opt);
+    RecordReader r(in, opt);
+    r.keep_decompressed_copies(d.path());
+    Record rec;
+    while (r.next(rec)) {
+    }
+    copies = r.take_decompressed_copies(&why);
+  }
+  ::setrlimit(RLIMIT_NOFILE, &old);
+  size_t kept = 0;
+  for (const auto& c : copies) kept += c != nullptr;
+  EXPECT_EQ(kept, 12u);
+  EXPECT_NE(why.find("ulimit -n 48"), std::string::npos) << why;
+}
+
 // A ScratchCopy holds what was appended, under no name in its directory, and one given up (the
 // free space below its reserve) takes no more and holds nothing.
 TEST(Writer, ScratchCopyHoldsWhatWasAppended) {

@@ -56,6 +56,8 @@ void install_signal_handlers(const char* program);
 /// thread's heap keeps up to that much free at its top, and the main heap grows that much beyond
 /// each request (glibc's mmap and trim thresholds and top pad).
 void return_large_blocks_at_once();
+/// Raises the soft limit on open files to the hard one (a run over many compressed shards).
+void raise_open_file_limit();
 /// Batch runs (pairs, dedup): every thread allocates from one heap (glibc's M_ARENA_MAX = 1), so
 /// that memory one thread frees is reused by the others. Call before the run starts its threads.
 /// Returns whether the threads now share one heap.

@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   cli::ask_huge_pages_for_the_heaps(argv);
   cli::install_signal_handlers("neardup");
   cli::return_large_blocks_at_once();
+  cli::raise_open_file_limit();
   cli::remember_command_line(argc, argv);
   // Kernel override for tests and benchmarks (the library itself never reads the environment).
   if (const char* forced = std::getenv("NEARDUP_FORCE_ISA"); forced && *forced) {

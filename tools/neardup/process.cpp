@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -164,6 +165,17 @@ void return_large_blocks_at_once() {
   // 387-428 MB against 367-399 MB, under the estimate of 463 MB (BENCHMARKS.md).
   ::mallopt(M_TOP_PAD, static_cast<int>(kLargeBlockBytes));
 #endif
+}
+
+void raise_open_file_limit() {
+  // The soft limit on open files is often 1,024 while the hard one is far higher: a run over
+  // thousands of compressed shards keeps a descriptor for each one's decompressed copy (up to a
+  // quarter of the limit, io::RecordReader), and an index, its log and the outputs need more.
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
 }
 
 bool one_heap_for_all_threads() {
