@@ -538,11 +538,7 @@ int Pipeline::Impl::compressed_inputs() const {
 // where it keeps none: not asked, or no copy can be made there (a trial one; the reason noted).
 std::string Pipeline::Impl::copies_dir() {
   if (!options_.decompressed_copies || !reads_by_position()) return {};
-  std::string dir = options_.temp_dir;
-  if (dir.empty()) {
-    const char* t = std::getenv("TMPDIR");
-    dir = (t && *t) ? t : "/tmp";
-  }
+  const std::string dir = io::temp_directory(options_.temp_dir);
   if (io::ScratchCopy::create(dir, options_.temp_keep_free)) return dir;
   stats_.copy_note = "no temporary copy can be made in " + dir + " (it needs ext4 and free space; set TMPDIR to such a directory)";
   return {};

@@ -68,11 +68,7 @@ SourceKind kind_from_name(std::string_view name, InputFormat format) {
 // open by the caller, and nothing is left of it however the process ends. Otherwise it is
 // listed for removal by a signal handler. `in` is the descriptor, `display` its name in messages.
 Spooled spool_once(int in, const std::string& display, const std::string& dir_in) {
-  std::string dir = dir_in;
-  if (dir.empty()) {
-    const char* t = std::getenv("TMPDIR");
-    dir = (t && *t) ? t : "/tmp";
-  }
+  const std::string dir = temp_directory(dir_in);
   Spooled out;
   int fd = -1;
 #ifdef O_TMPFILE
@@ -1629,22 +1625,24 @@ namespace {
 // every byte of the stream in order.
 class TeeStream final : public ByteStream {
  public:
-  TeeStream(std::unique_ptr<ByteStream> in, ScratchCopy& copy) : in_(std::move(in)), copy_(copy) {}
+  TeeStream(std::unique_ptr<ByteStream> in, ScratchCopy& copy) : in_(std::move(in)), copy_(&copy) {}
   size_t read(char* buf, size_t n) override {
     const size_t got = in_->read(buf, n);
     if (got == 0)
       ended_ = true;
-    else
-      copy_.append(buf, got);
+    else if (copy_)
+      copy_->append(buf, got);
     return got;
   }
   uint64_t raw_bytes_read() const noexcept override { return in_->raw_bytes_read(); }
   Compression compression() const noexcept override { return in_->compression(); }
   bool ended() const noexcept { return ended_; }
+  /// The copy is let go (taken before the source's end): later bytes go nowhere.
+  void detach() noexcept { copy_ = nullptr; }
 
  private:
   std::unique_ptr<ByteStream> in_;
-  ScratchCopy& copy_;
+  ScratchCopy* copy_;
   bool ended_ = false;
 };
 
@@ -2011,8 +2009,16 @@ void RecordReader::keep_decompressed_copies(const std::string& dir, uint64_t kee
 }
 
 std::vector<std::unique_ptr<ScratchCopy>> RecordReader::take_decompressed_copies(std::string* why) {
-  if (why) *why = impl_->copy_why;
-  return std::move(impl_->copies);
+  Impl& m = *impl_;
+  if (m.tee) {  // a source still open (read_sources() stopped inside it): its copy is not whole
+    m.tee->detach();
+    m.tee = nullptr;
+    m.copies[m.cur].reset();
+    --m.kept_copies;
+    if (m.copy_why.empty()) m.copy_why = "the source was not read to its end";
+  }
+  if (why) *why = m.copy_why;
+  return std::move(m.copies);
 }
 bool RecordReader::next(Record& out) { return impl_->next(out); }
 bool RecordReader::next_raw(RawRecord& out) { return impl_->next_raw(out); }

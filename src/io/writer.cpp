@@ -686,6 +686,12 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
   return done;
 }
 
+std::string temp_directory(const std::string& dir) {
+  if (!dir.empty()) return dir;
+  const char* t = std::getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
 std::unique_ptr<ScratchCopy> ScratchCopy::create(const std::string& dir, uint64_t keep_free) {
 #ifdef O_TMPFILE
   const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -876,9 +882,10 @@ void RangeAppender::append(std::span<const ByteRange> ranges, AtomicFile& out) {
   }
 }
 
-void append_ranges(const std::string& path, const std::string& display, std::span<const ByteRange> ranges, AtomicFile& out) {
+void append_ranges(const std::string& path, const std::string& display, std::span<const ByteRange> ranges, AtomicFile& out,
+                   bool read_directly) {
   if (ranges.empty()) return;
-  RangeAppender(path, display).append(ranges, out);
+  RangeAppender(path, display, read_directly).append(ranges, out);
 }
 
 }  // namespace neardup::io

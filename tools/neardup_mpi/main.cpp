@@ -254,8 +254,7 @@ class Run {
 };
 
 std::string Run::piece_path(const char* what) const {
-  const char* tmp = std::getenv("TMPDIR");
-  return std::string(tmp && *tmp ? tmp : "/tmp") + "/neardup-mpi-" + std::to_string(::getpid()) + "-" + what;
+  return io::temp_directory() + "/neardup-mpi-" + std::to_string(::getpid()) + "-" + what;
 }
 
 // The share's records through the engine's first pass (sketch_records): read here, parsed,
@@ -264,6 +263,12 @@ std::string Run::piece_path(const char* what) const {
 void Run::read_share(const Share& share) {
   io::RecordReader reader(*inputs_, ro_.reader);
   reader.read_sources(share.first, share.last, share.begin, share.end);
+  // The compressed JSONL files this rank reads whole are kept decompressed (io::ScratchCopy), so
+  // that verification and the kept records' copy read them by position instead of decompressing
+  // them again, as one process does.
+  const std::string copy_dir = io::temp_directory();
+  const bool copies = inputs_->all_jsonl() && io::ScratchCopy::create(copy_dir);
+  if (copies) reader.keep_decompressed_copies(copy_dir);
   io::BadRecords bad(ro_.reader);
   local_.sketches.spec = spec_;
   const bool keep_by = !ro_.reader.key_field.empty();
@@ -282,6 +287,11 @@ void Run::read_share(const Share& share) {
     local_.sketches.signatures.insert(local_.sketches.signatures.end(), r.signature.begin(), r.signature.end());
     local_.sketches.empty.push_back(r.empty);
   });
+  if (copies) {
+    auto kept = reader.take_decompressed_copies();
+    for (size_t i = 0; i < kept.size(); ++i)
+      if (kept[i]) inputs_->read_again_from(i, std::move(kept[i]));
+  }
   local_.sketches.shingles += totals.shingles;
   local_.reader.invalid_utf8 += totals.invalid_utf8;
   local_.reader.missing_ids += totals.missing_ids;
@@ -1279,7 +1289,7 @@ int Run::run() {
               kept_ranges.put_vector(ranges);
             } else {
               const io::Source& src = inputs_->sources()[s];
-              io::append_ranges(src.path, src.display, ranges, *dir_files[s]);
+              io::append_ranges(src.path, src.display, ranges, *dir_files[s], inputs_->read_from_copy(s));
               dir_files[s]->flush_appends();  // written whole: its buffers go to the next
             }
           }
@@ -1300,8 +1310,9 @@ int Run::run() {
           for (const std::string& g : got) {
             Unpacker u(g);
             while (!u.done()) {
-              const io::Source& src = inputs_->sources()[u.get<uint64_t>()];
-              io::append_ranges(src.path, src.display, u.get_vector<io::ByteRange>(), *out);
+              const uint64_t s = u.get<uint64_t>();
+              const io::Source& src = inputs_->sources()[s];
+              io::append_ranges(src.path, src.display, u.get_vector<io::ByteRange>(), *out, inputs_->read_from_copy(s));
             }
           }
         });

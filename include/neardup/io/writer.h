@@ -114,6 +114,9 @@ struct NamedPath {
 /// one character device (/dev/null) are allowed: nothing written there can be lost.
 void check_outputs(std::span<const NamedPath> inputs, std::span<const NamedPath> outputs);
 
+/// Where temporary files go: `dir` if given, else $TMPDIR, else /tmp.
+std::string temp_directory(const std::string& dir = "");
+
 /// Temporary files (AtomicFile's, the spooled copy of stdin) are listed while they exist, so
 /// that a signal handler can remove them: remove_temporary_files() is async-signal-safe (it only
 /// reads the list and calls unlink). Up to 128 files at a time are listed.
@@ -198,6 +201,7 @@ class RangeAppender {
 };
 
 /// RangeAppender's append of all the ranges of `path` at once.
-void append_ranges(const std::string& path, const std::string& display, std::span<const ByteRange> ranges, AtomicFile& out);
+void append_ranges(const std::string& path, const std::string& display, std::span<const ByteRange> ranges, AtomicFile& out,
+                   bool read_directly = false);
 
 }  // namespace neardup::io
