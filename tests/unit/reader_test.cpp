@@ -1000,6 +1000,22 @@ TEST(Reader, DecompressedCopiesHoldWhatWasRead) {
   size_t n = 0;
   for (; r.next(rec); ++n) EXPECT_EQ(rec.id, ids[n * 3]) << n;
   EXPECT_EQ(n, some.size());
+  // A share that stops inside a source (read_sources, as a rank of neardup-mpi reads): no copy
+  // of a part.
+  {
+    InputSet part({d.file("a.jsonl.gz")}, opt);
+    RecordReader shared(part, opt);
+    shared.read_sources(0, 1, 0, a.size() / 2);
+    shared.keep_decompressed_copies(d.path());
+    size_t records = 0;
+    while (shared.next(rec)) ++records;
+    EXPECT_GT(records, 1000u);
+    EXPECT_LT(records, 2000u);
+    std::string why;
+    const auto halves = shared.take_decompressed_copies(&why);
+    EXPECT_TRUE(halves.empty() || !halves[0]);
+    EXPECT_EQ(why, "the source was not read to its end");
+  }
   // No room: none made, and the reason said.
   InputSet again({d.file("a.jsonl.gz")}, opt);
   RecordReader tight(again, opt);
