@@ -264,19 +264,18 @@ class Sampler {
       const Source& src = sources[s];
       if (!src.problem.empty() || src.kind == SourceKind::Memory) continue;  // memory: counted exactly
       double size = whole_size_[s];
-      if (size < 0) {
-        Compression c = Compression::None;
-        if (kind_[s]) {
-          c = *kind_[s];
-        } else {  // a text file past the budget, not opened: by its name
-          if (src.path.ends_with(".gz")) c = Compression::Gzip;
-          if (src.path.ends_with(".zst")) c = Compression::Zstd;
-          if (src.path.ends_with(".xz")) c = Compression::Xz;
-          if (src.path.ends_with(".bz2")) c = Compression::Bzip2;
-        }
-        size = ratio_[static_cast<int>(c)].of(file_size(src.path));
+      Compression c = Compression::None;
+      if (kind_[s]) {
+        c = *kind_[s];
+      } else {  // a file past the budget, not opened: by its name
+        if (src.path.ends_with(".gz")) c = Compression::Gzip;
+        if (src.path.ends_with(".zst")) c = Compression::Zstd;
+        if (src.path.ends_with(".xz")) c = Compression::Xz;
+        if (src.path.ends_with(".bz2")) c = Compression::Bzip2;
       }
+      if (size < 0) size = ratio_[static_cast<int>(c)].of(file_size(src.path));
       out_.data_bytes += size;
+      if (src.kind == SourceKind::Jsonl && c != Compression::None) out_.compressed_jsonl_bytes += size;
       if (src.kind == SourceKind::TextFile)
         out_.text_bytes += std::min(size, static_cast<double>(options_.max_doc_bytes));
       else

@@ -382,6 +382,9 @@ void print_memory_estimate(const MemoryEstimate& m) {
   if (m.verify_per_document > 0)
     line += "; exact verification then adds " + human_bytes(m.verify_per_document) + " per document in a candidate pair (" +
             human_bytes(m.verify_all) + " if all were)";
+  if (in.compressed_jsonl_bytes > 0)
+    line += "; the compressed inputs are kept decompressed on disk in " + io::temp_directory() + " while it runs: about " +
+            human_bytes(in.compressed_jsonl_bytes);
   std::fprintf(stderr, "%s\n", line.c_str());
   const double avail = available_memory();
   if (avail > 0 && m.peak() > avail)

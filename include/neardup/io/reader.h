@@ -283,6 +283,7 @@ uint64_t line_number_at(const Source& source, uint64_t offset);
 struct InputSample {
   double records = 0;     ///< documents over all inputs (bad JSONL lines are not counted)
   double data_bytes = 0;  ///< decompressed bytes over all inputs
+  double compressed_jsonl_bytes = 0;  ///< of them, those of compressed JSONL inputs (kept decompressed on disk by a run)
   double text_bytes = 0;  ///< document text over all inputs
   double id_bytes = 0;    ///< document ids over all inputs
   uint64_t sampled_bytes = 0;    ///< decompressed bytes looked at

@@ -70,12 +70,25 @@ for sig in TERM INT; do
   wait $pid; echo "exit=$?"
   ls out.jsonl removed2.tsv .*neardup-tmp* 2>&1 | sed 's/^ls: //'
 done
+# Runs a command in the background under a Python parent that writes the command's pid to
+# child.pid and exits with 128 + the signal that killed it: the script's shell sees an ordinary
+# exit, not a job killed by a signal, whose "Killed" notice it would print when it pleases.
+start_child() {
+  rm -f child.pid
+  python3 -c 'import signal, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+open("child.pid", "w").write(str(p.pid))
+r = p.wait()
+sys.exit(128 - r if r < 0 else r)' "$@" &
+  parent=$!
+  for i in $(seq 1 400); do [ -s child.pid ] && break; sleep 0.01; done
+  pid=$(cat child.pid)
+}
 # The same killed without warning (SIGKILL: no handler runs): nothing is left either.
-start $NEARDUP dedup big.jsonl -o out.jsonl --removed removed2.tsv --quiet &
-pid=$!
+start_child $NEARDUP dedup big.jsonl -o out.jsonl --removed removed2.tsv --quiet
 for i in $(seq 1 400); do [ "$(ls -l /proc/$pid/fd 2>/dev/null | grep -c "$PWD/#")" -ge 2 ] && break; sleep 0.01; done
 kill -KILL $pid
-wait $pid 2>/dev/null; echo "exit=$?"
+wait $parent; echo "exit=$?"
 ls out.jsonl removed2.tsv .*neardup-tmp* 2>&1 | sed 's/^ls: //'
 rm -f big.jsonl
 # Killed while it copies a pipe given as input: its copy, in TMPDIR, has no name (O_TMPFILE: open
@@ -83,14 +96,13 @@ rm -f big.jsonl
 mkdir -p spool
 for sig in TERM INT KILL; do
   mkfifo fifo.jsonl
-  start env TMPDIR="$PWD/spool" $NEARDUP dedup fifo.jsonl -o out.jsonl --quiet &
-  pid=$!
+  start_child env TMPDIR="$PWD/spool" $NEARDUP dedup fifo.jsonl -o out.jsonl --quiet
   exec 3> fifo.jsonl  # a writer that stays open: neardup copies what comes and waits for more
   echo '{"id": "x", "text": "a record"}' >&3
   for i in $(seq 1 400); do ls -l /proc/$pid/fd 2>/dev/null | grep -q "$PWD/spool/#" && break; sleep 0.01; done
   ls -l /proc/$pid/fd | grep -q "$PWD/spool/#" && echo "the copy of the pipe exists while it runs, without a name"
   kill -$sig $pid
-  wait $pid 2>/dev/null; echo "exit=$?"
+  wait $parent; echo "exit=$?"
   exec 3>&-
   ls out.jsonl 2>&1 | sed 's/^ls: //'
   echo "left in TMPDIR: $(ls -A spool)"

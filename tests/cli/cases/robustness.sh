@@ -44,7 +44,7 @@ $NEARDUP dedup shards --output-dir shards -q; echo "exit=$?"
 echo "--- inputs: xz, bzip2, JSONL by content, nested fields, numeric ids"
 xz -c s.jsonl > s.jsonl.xz; bzip2 -c s.jsonl > s.jsonl.bz2; cp s.jsonl records.txt
 for f in s.jsonl.xz s.jsonl.bz2 records.txt; do $NEARDUP pairs "$f" -q; done
-$NEARDUP dedup s.jsonl.xz s.jsonl.bz2 s.jsonl -o /dev/null --estimate-memory; echo "exit=$?"
+TMPDIR=/tmp $NEARDUP dedup s.jsonl.xz s.jsonl.bz2 s.jsonl -o /dev/null --estimate-memory; echo "exit=$?"
 echo "a pipe as input (process substitution), read twice through its spooled copy:"
 $NEARDUP dedup <(gzip -c s.jsonl) -o - --removed removed.tsv -q | wc -l; cat removed.tsv
 printf '%s\n' '{"meta":{"body":"one two three four five six"},"n":7}' '{"meta":{"body":"one two three four five six"},"n":8.5}' > nested.jsonl
