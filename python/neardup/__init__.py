@@ -64,7 +64,7 @@ def spec(threshold: float = 0.8, method: str = "oph", shingle: int = 5, chars: O
 
 def _run_args(spec_text: str, threads: int, text_field: str, id_field: str, on_error: str,
               on_duplicate_id: str, keep: str = "first", cluster: str = "components", top: int = 0,
-              memory_map: bool = True):
+              memory_map: bool = True, temp_dir: Optional[str] = None):
     if on_error not in ("fail", "skip"):
         raise UsageError(f'on_error="{on_error}" is not one of fail, skip', option="on_error")
     if on_duplicate_id not in ("error", "keep"):
@@ -82,6 +82,7 @@ def _run_args(spec_text: str, threads: int, text_field: str, id_field: str, on_e
     a.cluster = cluster
     a.top = int(top)
     a.memory_map = bool(memory_map)
+    a.temp_dir = "" if temp_dir is None else str(temp_dir)
     return a
 
 
@@ -231,12 +232,14 @@ def pairs(docs, threshold: float = 0.8, method: str = "oph", shingle: int = 5, *
           rows: Optional[int] = None, verify: str = "exact", seed: Optional[int] = None,
           spec_text: Optional[str] = None, top: int = 0, threads: int = 0, text_field: str = "text",
           id_field: str = "id", on_error: str = "fail", on_duplicate_id: str = "error",
-          memory_map: bool = True, progress: Union[None, bool, Progress] = None) -> Result:
+          memory_map: bool = True, temp_dir: Optional[str] = None,
+          progress: Union[None, bool, Progress] = None) -> Result:
     """Every pair of near-duplicate documents with its similarity (exact Jaccard of the word
     ``shingle``-grams by default). ``spec_text`` (e.g. "words:5 oph:128 verify:0.8") replaces the
     sketch options; ``top`` with method="bottomk" gives the most similar pairs instead."""
     s = spec_text or spec(threshold, method, shingle, chars, num_perm, sketch_size, hamming, bands, rows, verify, seed)
-    args = _run_args(s, threads, text_field, id_field, on_error, on_duplicate_id, top=top, memory_map=memory_map)
+    args = _run_args(s, threads, text_field, id_field, on_error, on_duplicate_id, top=top, memory_map=memory_map,
+                     temp_dir=temp_dir)
     return Result(_run(docs, True, args, progress))
 
 
@@ -245,14 +248,15 @@ def dedup(docs, threshold: float = 0.8, method: str = "oph", shingle: int = 5, *
           rows: Optional[int] = None, verify: str = "exact", seed: Optional[int] = None,
           spec_text: Optional[str] = None, keep: str = "first", cluster: str = "components", threads: int = 0,
           text_field: str = "text", id_field: str = "id", on_error: str = "fail", on_duplicate_id: str = "error",
-          memory_map: bool = True, progress: Union[None, bool, Progress] = None) -> Result:
+          memory_map: bool = True, temp_dir: Optional[str] = None,
+          progress: Union[None, bool, Progress] = None) -> Result:
     """Clusters near-duplicates and chooses one document to keep in each: ``keep`` is "first",
     "longest", or the name of a JSONL field (file inputs; the largest value wins);
     ``cluster="leader"`` guarantees that every removed document is at least ``threshold``-similar
     to the one kept in its place."""
     s = spec_text or spec(threshold, method, shingle, chars, num_perm, sketch_size, hamming, bands, rows, verify, seed)
     args = _run_args(s, threads, text_field, id_field, on_error, on_duplicate_id, keep=keep, cluster=cluster,
-                     memory_map=memory_map)
+                     memory_map=memory_map, temp_dir=temp_dir)
     return Result(_run(docs, False, args, progress))
 
 

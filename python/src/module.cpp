@@ -86,6 +86,7 @@ struct RunArgs {
   bool keep_duplicate_ids = false;
   size_t top = 0;
   bool memory_map = true;
+  std::string temp_dir;  // compressed inputs' decompressed copies (empty: $TMPDIR, or /tmp)
 };
 
 RunOptions options_of(const RunArgs& a, const py::object& progress) {
@@ -105,6 +106,7 @@ RunOptions options_of(const RunArgs& a, const py::object& progress) {
   o.duplicate_ids = a.keep_duplicate_ids ? DuplicateIds::Keep : DuplicateIds::Error;
   o.top = a.top;
   o.reader.memory_map = a.memory_map ? io::MemoryMap::Auto : io::MemoryMap::Never;
+  o.temp_dir = a.temp_dir;
   if (!progress.is_none()) {
     o.progress = [progress](const Progress& p) {
       py::gil_scoped_acquire gil;
@@ -508,7 +510,8 @@ PYBIND11_MODULE(_native, m) {
       .def_readwrite("skip_bad", &RunArgs::skip_bad)
       .def_readwrite("keep_duplicate_ids", &RunArgs::keep_duplicate_ids)
       .def_readwrite("top", &RunArgs::top)
-      .def_readwrite("memory_map", &RunArgs::memory_map);
+      .def_readwrite("memory_map", &RunArgs::memory_map)
+      .def_readwrite("temp_dir", &RunArgs::temp_dir);
   m.def("run_documents", &run_documents, py::arg("ids"), py::arg("texts"), py::arg("pairs_mode"), py::arg("args"),
         py::arg("progress") = py::none());
   m.def("run_paths", &run_paths, py::arg("paths"), py::arg("pairs_mode"), py::arg("args"), py::arg("progress") = py::none());

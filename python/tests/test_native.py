@@ -1,4 +1,5 @@
 """The native API: the same answers as the CLI on the same documents, errors as exceptions."""
+import gzip
 import json
 import os
 import pathlib
@@ -58,6 +59,11 @@ def test_pairs_equal_the_cli(jsonl, tmp_path, options, flags):
     assert neardup.pairs(pathlib.Path(path), **options).pairs_tsv() == want  # the file, as the CLI reads it
     assert neardup.pairs(pathlib.Path(path), memory_map=False, **options).pairs_tsv() == want  # read as a stream
     assert neardup._run_args("words:5", 0, "text", "id", "fail", "error", memory_map=False).memory_map is False
+    # Gzipped: decompressed once into a temporary copy in temp_dir, read again from there.
+    gz = tmp_path / "docs.jsonl.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert neardup.pairs(gz, temp_dir=str(tmp_path), **options).pairs_tsv() == want
+    assert sorted(tmp_path.iterdir()) == sorted([out, gz])  # the copy has no name
     dicts = ({"id": i, "text": t} for i, t in docs)  # a generator of dicts
     assert neardup.pairs(dicts, **options).pairs_tsv() == want
 
