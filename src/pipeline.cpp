@@ -540,7 +540,7 @@ std::string Pipeline::Impl::copies_dir() {
   if (!options_.decompressed_copies || !reads_by_position()) return {};
   const std::string dir = io::temp_directory(options_.temp_dir);
   if (io::ScratchCopy::create(dir, options_.temp_keep_free)) return dir;
-  stats_.copy_note = "no temporary copy can be made in " + dir + " (it needs ext4 and free space; set TMPDIR to such a directory)";
+  stats_.copy_note = io::ScratchCopy::unavailable(dir);
   return {};
 }
 

@@ -152,6 +152,7 @@ py::dict run(std::unique_ptr<Pipeline> p, bool pairs_mode) {
   stats["clusters"] = s.clusters;
   stats["removed"] = s.removed;
   stats["seconds"] = s.seconds;
+  stats["copied_bytes"] = s.copied_bytes;  // compressed inputs kept decompressed (RunOptions::decompressed_copies)
   stats["spec"] = p->spec().to_string();
   py::dict out;
   out["ids"] = ids;

@@ -70,21 +70,11 @@ SourceKind kind_from_name(std::string_view name, InputFormat format) {
 Spooled spool_once(int in, const std::string& display, const std::string& dir_in) {
   const std::string dir = temp_directory(dir_in);
   Spooled out;
-  int fd = -1;
-#ifdef O_TMPFILE
-  fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  int fd = open_unnamed(dir);
   if (fd >= 0) {
-    out.path = "/proc/self/fd/" + std::to_string(fd);
-    struct stat st {};
-    if (::stat(out.path.c_str(), &st) == 0) {
-      out.keep_fd = fd;
-    } else {  // no /proc to read it by
-      ::close(fd);
-      fd = -1;
-    }
-  }
-#endif
-  if (fd < 0) {
+    out.path = descriptor_path(fd);
+    out.keep_fd = fd;
+  } else {
     out.path = dir + "/neardup-stdin-XXXXXX";
     fd = ::mkstemp(out.path.data());
     if (fd < 0)
@@ -204,7 +194,7 @@ InputSet::InputSet(std::vector<Document> documents) : documents_(std::move(docum
 // Standard input, spooled to a temporary file so that later passes can read it again.
 void InputSet::add_stdin(InputFormat format, const std::string& stdin_dir) {
   Source s;
-  s.path = keep(spool_once(0, "<stdin>", stdin_dir));
+  s.path = own_spooled(spool_once(0, "<stdin>", stdin_dir));
   s.display = "<stdin>";
   s.kind = format == InputFormat::Text ? SourceKind::TextFile : SourceKind::Jsonl;
   s.doc_id = "-";  // as the user named it: never the temporary copy's path
@@ -312,7 +302,7 @@ void InputSet::add_file(const std::string& p, bool regular, InputFormat format, 
       throw;
     }
     ::close(fd);
-    s.path = keep(std::move(spooled));
+    s.path = own_spooled(std::move(spooled));
   }
   if (format == InputFormat::Auto && s.kind == SourceKind::TextFile && looks_like_jsonl(s.path, p)) s.kind = SourceKind::Jsonl;
   if (s.kind == SourceKind::TextFile && bad_id_char(s.doc_id)) {
@@ -357,7 +347,7 @@ InputSet::~InputSet() {
 }
 
 // Owns a spooled copy: its file to remove, or its unnamed file's descriptor to close; its path.
-std::string InputSet::keep(Spooled spooled) {
+std::string InputSet::own_spooled(Spooled spooled) {
   if (spooled.keep_fd >= 0) {
     temp_fds_.push_back(spooled.keep_fd);
   } else {
@@ -1357,18 +1347,15 @@ class LineBuffer {
   /// read, which moves its start to the front of a buffer.
   bool line_overwritable() const noexcept { return map_fd_ < 0 && first_in_buffer_; }
   bool line_mapped() const noexcept { return map_fd_ >= 0; }
-  /// Moves to `offset` (at or after position()): inside the buffer, or past it by skipping the
-  /// stream; reading stops near `until`. False if the source ends before.
   /// Asks the kernel to start reading [offset, offset + length) of a plain file into the page
-  /// cache (in parts of 128 KiB, the most one advice starts), without waiting for it.
+  /// cache, without waiting for it (ask_for_pages).
   void advise(uint64_t offset, uint64_t length) {
     const int fd = map_fd_ >= 0 ? map_fd_ : stream_ ? stream_->mappable_fd() : -1;
-    if (fd < 0) return;
-    constexpr uint64_t kAdvice = uint64_t{128} << 10;
-    for (uint64_t at = offset; at < offset + length; at += kAdvice)
-      ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(std::min(kAdvice, offset + length - at)), POSIX_FADV_WILLNEED);
+    if (fd >= 0) ask_for_pages(fd, offset, offset + length);
   }
 
+  /// Moves to `offset` (at or after position()): inside the buffer, or past it by skipping the
+  /// stream; reading stops near `until`. False if the source ends before.
   bool seek(uint64_t offset, uint64_t until) {
     if (offset <= buf_base + end) {
       begin = scanned = static_cast<size_t>(offset - buf_base);
@@ -1714,7 +1701,7 @@ struct RecordReader::Impl {
         stream = std::move(t);
         ++kept_copies;
       } else if (copy_why.empty()) {
-        copy_why = "no temporary copy can be made in " + copy_dir + " (it needs ext4, O_TMPFILE and free space)";
+        copy_why = ScratchCopy::unavailable(copy_dir);
       }
     }
     lines.open(std::move(stream), source().display);
@@ -1722,15 +1709,12 @@ struct RecordReader::Impl {
 
   void close_current() {
     // A copy is kept only of a source read to its end, and written whole.
-    if (tee) {
-      const bool whole = tee->ended() && copies[cur]->finish();
-      if (!whole && copy_why.empty()) copy_why = copies[cur]->why().empty() ? "the source was not read to its end" : copies[cur]->why();
-      if (!whole) {
-        copies[cur].reset();
-        --kept_copies;
-      }
-      tee = nullptr;
+    if (tee && !(tee->ended() && copies[cur]->finish())) {
+      if (copy_why.empty()) copy_why = copies[cur]->why().empty() ? "the source was not read to its end" : copies[cur]->why();
+      copies[cur].reset();
+      --kept_copies;
     }
+    tee = nullptr;
     finished_bytes += lines.close();
     ++cur;
   }

@@ -90,10 +90,8 @@ class File {
   // read the kAheadBytes after them (POSIX_FADV_WILLNEED starts the reads and returns), unless
   // they are cached already, which the page of their last byte tells (mincore on a mapping of
   // that page: no read is started; a read that must not wait, RWF_NOWAIT, starts one, and on a
-  // fast disk once found the page it had just read, and the range was skipped). The kernel reads
-  // no more than the device's readahead for one advice (128 KiB by default) and drops the rest
-  // of the range, so it is given in parts of that size. Files under 1 MiB never get here: their
-  // first read is most of them.
+  // fast disk once found the page it had just read, and the range was skipped). Files under
+  // 1 MiB never get here: their first read is most of them.
   void ask_ahead(uint64_t offset) {
     if (offset < ahead_from_) return;
     ahead_from_ = offset + kAheadStep;
@@ -105,10 +103,7 @@ class File {
     const uint64_t to = std::min(size_, offset + kAheadBytes), from = std::max(offset, asked_to_);
     if (to <= from) return;
     asked_to_ = to;
-    if (page_cached(to - 1)) return;
-    constexpr uint64_t kAdvice = uint64_t{128} << 10;
-    for (uint64_t at = from; at < to; at += kAdvice)
-      ::posix_fadvise(fd_, static_cast<off_t>(at), static_cast<off_t>(std::min(kAdvice, to - at)), POSIX_FADV_WILLNEED);
+    if (!page_cached(to - 1)) ask_for_pages(fd_, from, to);
   }
 
  private:
@@ -394,6 +389,12 @@ const char* compression_name(Compression c) noexcept {
     case Compression::Bzip2: return "bzip2";
   }
   return "?";
+}
+
+void ask_for_pages(int fd, uint64_t from, uint64_t to) noexcept {
+  constexpr uint64_t kAdvice = uint64_t{128} << 10;
+  for (uint64_t at = from; at < to; at += kAdvice)
+    ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(std::min(kAdvice, to - at)), POSIX_FADV_WILLNEED);
 }
 
 uint64_t ByteStream::skip(uint64_t n) {

@@ -77,32 +77,12 @@ std::string dir_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// A new file without a name in directory `dir` (O_TMPFILE), open for reading and writing, or -1
-// where the file system cannot make one or /proc, through which link_unnamed() names it, is not
-// mounted.
-int open_unnamed(const std::string& dir) {
-#ifdef O_TMPFILE
-  // Read and write, as mkstemp's: the direct writes read back the block they start in.
-  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) return -1;
-  struct stat st {};
-  if (::stat(("/proc/self/fd/" + std::to_string(fd)).c_str(), &st) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-#else
-  (void)dir;
-  return -1;
-#endif
-}
-
 // Gives the unnamed file open as `fd` a name: `tmpl` with its last six characters (XXXXXX) made
 // unique; the name, or empty (errno set) if it cannot.
 std::string link_unnamed(int fd, const std::string& tmpl) {
   static std::atomic<uint64_t> counter{0};
   static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  const std::string self = descriptor_path(fd);
   for (int attempt = 0; attempt < 64; ++attempt) {
     uint64_t r = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull ^
                  (static_cast<uint64_t>(::getpid()) << 32) ^ counter.fetch_add(1) * 0xD1B54A32D192ED03ull;
@@ -581,7 +561,7 @@ bool writes_directly(int fd) {
 // `fd`'s file opened again for writing with O_DIRECT (through /proc, not by its name, which
 // another process could have replaced), or -1.
 int reopen_direct(int fd) {
-  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  const std::string self = descriptor_path(fd);
   const int dfd = ::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
   if (dfd < 0) return -1;
   struct stat a {}, b {};
@@ -692,9 +672,31 @@ std::string temp_directory(const std::string& dir) {
   return t && *t ? t : "/tmp";
 }
 
-std::unique_ptr<ScratchCopy> ScratchCopy::create(const std::string& dir, uint64_t keep_free) {
+std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+int open_unnamed(const std::string& dir) {
 #ifdef O_TMPFILE
+  // Read and write, as mkstemp's: the direct writes read back the block they start in.
   const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::stat(descriptor_path(fd).c_str(), &st) != 0) {  // no /proc to reach it by
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+#else
+  (void)dir;
+  return -1;
+#endif
+}
+
+std::string ScratchCopy::unavailable(const std::string& dir) {
+  return "no temporary copy can be made in " + dir + " (it needs ext4 and free space; set TMPDIR to such a directory)";
+}
+
+std::unique_ptr<ScratchCopy> ScratchCopy::create(const std::string& dir, uint64_t keep_free) {
+  const int fd = open_unnamed(dir);
   if (fd < 0) return nullptr;
   std::unique_ptr<ScratchCopy> c(new ScratchCopy());
   c->fd_ = fd;
@@ -710,13 +712,8 @@ std::unique_ptr<ScratchCopy> ScratchCopy::create(const std::string& dir, uint64_
   c->direct_->plain_fd = fd;
   c->direct_->path = "a temporary copy in " + dir;
   c->dir_ = dir;
-  c->path_ = "/proc/self/fd/" + std::to_string(fd);
+  c->path_ = descriptor_path(fd);
   return c;
-#else
-  (void)dir;
-  (void)keep_free;
-  return nullptr;
-#endif
 }
 
 ScratchCopy::~ScratchCopy() {

@@ -922,9 +922,22 @@ TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
   }
 }
 
+// Pages of `fd`'s bytes [from, to) in the page cache (mincore on a mapping of them).
+size_t cached_pages(int fd, uint64_t from, uint64_t to) {
+  void* m = ::mmap(nullptr, to - from, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(from));
+  if (m == MAP_FAILED) return 0;
+  std::vector<unsigned char> in((to - from + 4095) / 4096);
+  size_t n = 0;
+  if (::mincore(m, to - from, in.data()) == 0)
+    for (const unsigned char c : in) n += c & 1;
+  ::munmap(m, to - from);
+  return n;
+}
+
 // A plain file read with O_DIRECT (RangeAppender's read_directly, for a ScratchCopy): the same
 // bytes as through the page cache, for ranges within, across and after its 4 MiB reads, the
-// newline of a last line that had none, and an error for a range past the end.
+// newline of a last line that had none, and an error for a range past the end. Read directly,
+// the file's pages stay out of the page cache; read through it, they come in.
 TEST(Reader, RangeAppenderReadsDirectlyTheSameBytes) {
   test::TempDir d;
   std::mt19937_64 rng(61);
@@ -938,7 +951,12 @@ TEST(Reader, RangeAppenderReadsDirectlyTheSameBytes) {
   std::string want;
   for (const auto& r : ranges) want += data.substr(r.offset, r.length);
   want += '\n';
-  for (const bool direct : {false, true}) {
+  const int fd = ::open(d.file("p.txt").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  const bool dropped = cached_pages(fd, 0, four) == 0;  // the page cache let go of the file
+  for (const bool direct : {true, false}) {
     {
       AtomicFile out(d.file("out"));
       RangeAppender appender(d.file("p.txt"), "p.txt", direct);
@@ -946,11 +964,18 @@ TEST(Reader, RangeAppenderReadsDirectlyTheSameBytes) {
       out.commit();
     }
     EXPECT_TRUE(test::read_file(d.file("out")) == want) << "read directly: " << direct;
+    if (dropped) {
+      if (direct)
+        EXPECT_EQ(cached_pages(fd, 0, four), 0u) << "read through the page cache";
+      else
+        EXPECT_GT(cached_pages(fd, 0, four), 0u);
+    }
     AtomicFile bad(d.file("bad"));
     RangeAppender appender(d.file("p.txt"), "p.txt", direct);
     const std::vector<ByteRange> past = {{data.size() - 5, 10}};
     EXPECT_THROW(appender.append(past, bad), IoError) << "read directly: " << direct;
   }
+  ::close(fd);
 }
 
 // RecordReader::keep_decompressed_copies: each compressed JSONL source read to its end leaves a
@@ -1136,18 +1161,6 @@ TEST(Reader, ReleasedMappedLinesReadTheSame) {
   EXPECT_TRUE(std::string_view(base, data.size()) == data);
   ::munmap(m, data.size());
   ::close(fd);
-}
-
-// Pages of `fd`'s bytes [from, to) in the page cache (mincore on a mapping of them).
-size_t cached_pages(int fd, uint64_t from, uint64_t to) {
-  void* m = ::mmap(nullptr, to - from, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(from));
-  if (m == MAP_FAILED) return 0;
-  std::vector<unsigned char> in((to - from + 4095) / 4096);
-  size_t n = 0;
-  if (::mincore(m, to - from, in.data()) == 0)
-    for (const unsigned char c : in) n += c & 1;
-  ::munmap(m, to - from);
-  return n;
 }
 
 // A file read in order is asked for ahead of the window or buffer being read: with only the

@@ -265,10 +265,8 @@ void Run::read_share(const Share& share) {
   reader.read_sources(share.first, share.last, share.begin, share.end);
   // The compressed JSONL files this rank reads whole are kept decompressed (io::ScratchCopy), so
   // that verification and the kept records' copy read them by position instead of decompressing
-  // them again, as one process does.
-  const std::string copy_dir = io::temp_directory();
-  const bool copies = inputs_->all_jsonl() && io::ScratchCopy::create(copy_dir);
-  if (copies) reader.keep_decompressed_copies(copy_dir);
+  // them again, as one process does (where none can be made, they are).
+  reader.keep_decompressed_copies(io::temp_directory());
   io::BadRecords bad(ro_.reader);
   local_.sketches.spec = spec_;
   const bool keep_by = !ro_.reader.key_field.empty();
@@ -287,11 +285,9 @@ void Run::read_share(const Share& share) {
     local_.sketches.signatures.insert(local_.sketches.signatures.end(), r.signature.begin(), r.signature.end());
     local_.sketches.empty.push_back(r.empty);
   });
-  if (copies) {
-    auto kept = reader.take_decompressed_copies();
-    for (size_t i = 0; i < kept.size(); ++i)
-      if (kept[i]) inputs_->read_again_from(i, std::move(kept[i]));
-  }
+  auto copies = reader.take_decompressed_copies();
+  for (size_t i = 0; i < copies.size(); ++i)
+    if (copies[i]) inputs_->read_again_from(i, std::move(copies[i]));
   local_.sketches.shingles += totals.shingles;
   local_.reader.invalid_utf8 += totals.invalid_utf8;
   local_.reader.missing_ids += totals.missing_ids;

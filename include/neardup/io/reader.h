@@ -193,7 +193,7 @@ class InputSet {
   std::vector<int> temp_slots_;  ///< in the list of temporary files (io/writer.h)
   std::vector<std::unique_ptr<ScratchCopy>> copies_;  ///< per source (read_again_from), or null
   std::vector<int> temp_fds_;  ///< spooled copies without a name, read by /proc/self/fd/N
-  std::string keep(Spooled spooled);
+  std::string own_spooled(Spooled spooled);
   uint64_t total_bytes_ = 0;
 };
 

@@ -37,6 +37,12 @@ class ByteStream {
 /// Opens `path` (display name `display` in messages), detecting compression from its first bytes.
 std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::string& display);
 
+/// Asks the kernel to start reading bytes [from, to) of the file open as `fd` into the page
+/// cache, and returns without waiting (POSIX_FADV_WILLNEED). The kernel reads no more than the
+/// device's readahead for one advice (128 KiB by default) and drops the rest of the range, so it
+/// is given in parts of that size.
+void ask_for_pages(int fd, uint64_t from, uint64_t to) noexcept;
+
 /// Reads the whole (decompressed) content of `path`.
 std::string read_all(const std::string& path, const std::string& display);
 /// Reads the (decompressed) content of `path` into `out` unless it is longer than `max_bytes`:

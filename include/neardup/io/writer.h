@@ -116,6 +116,12 @@ void check_outputs(std::span<const NamedPath> inputs, std::span<const NamedPath>
 
 /// Where temporary files go: `dir` if given, else $TMPDIR, else /tmp.
 std::string temp_directory(const std::string& dir = "");
+/// The name a descriptor of this process is opened again by: /proc/self/fd/N.
+std::string descriptor_path(int fd);
+/// A new file without a name in directory `dir` (O_TMPFILE), open for reading and writing and
+/// reachable by descriptor_path(), or -1 where the file system cannot make one or /proc is not
+/// mounted. Nothing is left of it when its last descriptor closes, however the process ends.
+int open_unnamed(const std::string& dir);
 
 /// Temporary files (AtomicFile's, the spooled copy of stdin) are listed while they exist, so
 /// that a signal handler can remove them: remove_temporary_files() is async-signal-safe (it only
@@ -140,6 +146,8 @@ class ScratchCopy {
   /// larger of 1 GiB and 5% of it). Null where none can be made there: no O_TMPFILE, not ext4
   /// (a tmpfs would hold it in memory), /proc not mounted, or less free space than that.
   static std::unique_ptr<ScratchCopy> create(const std::string& dir, uint64_t keep_free = 0);
+  /// Why create() gave none in `dir`, for messages.
+  static std::string unavailable(const std::string& dir);
   ~ScratchCopy();
   ScratchCopy(const ScratchCopy&) = delete;
   ScratchCopy& operator=(const ScratchCopy&) = delete;
