@@ -900,6 +900,96 @@ TEST(Pipeline, CompressedInputsGiveTheSameResultsWithOrWithoutTheirCopies) {
   EXPECT_EQ(copied, c->stats().copied_bytes);
 }
 
+// Records long enough to be shingled in pieces (4 MB or more) keep their sets from the first
+// pass in a temporary file, and verification reads those back rather than the records: the same
+// clusters, similarities, kept records and pairs as reading every record again (no room on disk,
+// or first_pass_set_bytes 0), with some sets kept or none (a budget for one long set).
+TEST(Pipeline, LongRecordsKeepTheirSetsFromTheFirstPassWithTheSameResults) {
+  test::TempDir d;
+  std::mt19937_64 rng(4);
+  std::vector<std::string> base;
+  while (base.size() < 700000) base.push_back(std::to_string(rng() % 5000000));
+  const auto text_of = [](const std::vector<std::string>& w) {
+    std::string t;
+    for (size_t i = 0; i < w.size(); ++i) t += w[i] + (i % 13 == 12 ? "\\n" : " ");
+    return t;
+  };
+  std::string jsonl;
+  const auto add = [&](const std::string& id, const std::string& text) { jsonl += "{\"id\": \"" + id + "\", \"text\": \"" + text + "\"}\n"; };
+  for (int v = 0; v < 3; ++v) {  // a family of long near-duplicates, and short records around them
+    std::vector<std::string> w = base;
+    for (int k = 0; k < 3000 * v; ++k) w[rng() % w.size()] = "e" + std::to_string(rng() % 1000);
+    add("long" + std::to_string(v), text_of(w));
+    for (int s = 0; s < 40; ++s) {
+      std::vector<std::string> sw(base.begin() + 100 * s, base.begin() + 100 * s + 60);
+      if (s % 2) sw[rng() % sw.size()] = "x";
+      add("short" + std::to_string(v) + "_" + std::to_string(s), text_of(sw));
+    }
+  }
+  std::vector<std::string> other;
+  while (other.size() < 700000) other.push_back(std::to_string(rng() % 5000000));
+  add("long_alone", text_of(other));
+  test::write_file(d.file("in.jsonl"), jsonl);
+  RunOptions o;
+  o.spec = PipelineSpec::parse("words:5 oph:128 verify:0.8");
+  o.temp_dir = d.path();
+  struct Result {
+    std::string kept;
+    std::vector<DocId> keeper;
+    std::vector<double> similarity;
+    std::vector<std::tuple<std::string, std::string, double>> pairs;
+    RunStats stats;
+  };
+  const auto run = [&](const RunOptions& opt, const std::string& name) {
+    Result r;
+    {
+      Pipeline p({d.file("in.jsonl")}, opt);
+      io::AtomicFile out(d.file(name));
+      p.run_dedup(out);
+      out.commit();
+      r.kept = test::read_file(d.file(name));
+      r.keeper = p.clustering().keeper;
+      r.similarity.assign(p.removed_similarity().begin(), p.removed_similarity().end());
+      r.stats = p.stats();
+    }
+    RunOptions po = opt;
+    po.stream_pairs = false;
+    Pipeline p({d.file("in.jsonl")}, po);
+    p.run(Pipeline::Mode::Pairs);
+    for (const auto& e : p.pairs()) r.pairs.emplace_back(std::string(p.id(e.a)), std::string(p.id(e.b)), e.similarity);
+    std::sort(r.pairs.begin(), r.pairs.end());
+    EXPECT_EQ(p.stats().verify_kept, r.stats.verify_kept) << name;
+    return r;
+  };
+  RunOptions none = o;
+  none.first_pass_set_bytes = 0;
+  const Result reread = run(none, "reread.jsonl");
+  EXPECT_EQ(reread.stats.verify_kept, 0u);
+  EXPECT_GE(reread.stats.removed, 2u + 40u);  // the long family's two, and the repeated short records
+  ASSERT_GE(reread.pairs.size(), 3u);
+  EXPECT_TRUE(std::count_if(reread.pairs.begin(), reread.pairs.end(), [](const auto& t) { return std::get<0>(t) == "long0" && std::get<1>(t) == "long2"; }) == 1);
+  const auto same = [&](const Result& r, const std::string& what) {
+    EXPECT_TRUE(r.kept == reread.kept) << what;
+    EXPECT_EQ(r.keeper, reread.keeper) << what;
+    EXPECT_EQ(r.similarity, reread.similarity) << what;
+    EXPECT_TRUE(r.pairs == reread.pairs) << what;
+  };
+  RunOptions no_room = o;
+  no_room.temp_keep_free = uint64_t{1} << 62;
+  const Result a = run(no_room, "no_room.jsonl");
+  same(a, "no room on disk");
+  EXPECT_EQ(a.stats.verify_kept, 0u);
+  if (!io::ScratchCopy::create(d.path(), 0, io::ScratchCopy::Writes::Buffered)) GTEST_SKIP() << "no temporary files in " << d.path();
+  const Result kept = run(o, "kept.jsonl");
+  same(kept, "sets kept");
+  EXPECT_EQ(kept.stats.verify_kept, 3u);  // the family's three; long_alone is in no candidate pair
+  RunOptions one = o;
+  one.first_pass_set_bytes = uint64_t{6} << 20;  // room for the first long set only
+  const Result b = run(one, "one.jsonl");
+  same(b, "one set kept");
+  EXPECT_EQ(b.stats.verify_kept, 1u);
+}
+
 // An input that changes while run_dedup verifies and writes: the run stops with an error, the
 // writer with it, and no output is put in place.
 TEST(Pipeline, RunDedupStopsItsWriterWhenTheRunFails) {
