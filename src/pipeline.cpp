@@ -18,7 +18,6 @@
 #include <numeric>
 #include <optional>
 #include <thread>
-#include <unordered_map>
 
 #include "internal/big_array.h"
 #include "internal/hash.h"
@@ -181,8 +180,6 @@ struct Pipeline::Impl {
   /// Reads the documents `docs` (ascending) again and stores their sets.
   void read_sets(std::span<const DocId> docs, bool progress);
   /// The documents of `docs` (ascending) without a set yet, read again.
-  void keep_long_set(DocId doc, std::span<const ShingleHash> set);
-  bool take_long_set(DocId doc);
   void read_missing_sets(std::span<const DocId> docs, bool progress);
   /// LSH with exact verification: the buckets' pairs with J >= t that connect what they connect
   /// (all of them in pairs mode), appended to `out` sorted by (a, b); returns the pairs verified.
@@ -269,11 +266,6 @@ struct Pipeline::Impl {
   // RunOptions::first_pass_set_bytes; the band keys seen so far, to tell.
   ShingleSets early_sets_;
   mutable std::atomic<uint64_t> early_bytes_{0};
-  // Where a run verifies group by group: the first pass's sets of the long records (those it
-  // shingles in pieces), written to a temporary file up to RunOptions::first_pass_set_bytes,
-  // and where each one is (offset, hashes).
-  std::unique_ptr<io::ScratchCopy> long_sets_;
-  std::unordered_map<DocId, std::pair<uint64_t, size_t>> long_set_at_;
   std::unique_ptr<internal::SeenKeys> seen_keys_;
   // The exact joins of the run (exact verification with minhash or oph, and the exact method):
   // one, or in pairs mode one per verified group that needed one, kept for listing the pairs.
@@ -374,21 +366,10 @@ struct Pipeline::Impl::SketchLayout {
         // 232-257 MiB; with the sets kept from the first pass, the first pass took 1.3-1.7 s
         // instead of 0.8-0.9 s, much of it in memory touched for the first time. pairs, later:
         // 1.66-1.84 s against 1.85-2.11 s, peak 219-228 against 323-333 MiB (5 runs each).
-        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 && !p.in_groups_),
-        // Where it verifies group by group, a long record's set is made in the first pass all the
-        // same, and written to a temporary file (long_sets_): its signature is taken from it at
-        // no more cost, so verification pays the set's sort either way, and reading it back
-        // spares reading, parsing and shingling the record again. On the crowded mix, whose
-        // generated headers of 4-25 MB come in families of near-duplicates, 22 of its 29 long
-        // records are candidates: dedup took 1.58 s instead of 1.70 (CPU 2.9 s instead of 3.2,
-        // peak 211-221 MiB instead of 229-238; 10 alternating runs). Short records are read
-        // again: most are in no candidate pair (18% of the mix's bytes in records under 1 MB
-        // against 72% of those of 1 MB or more), and their sets would cost a sort and the disk
-        // for nothing.
-        long_sets(k > 0 && p.spec_.verify == VerifyMode::Exact && p.in_groups_ && p.long_sets_ != nullptr) {}
+        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 && !p.in_groups_) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
   size_t k, bands;
-  bool keys_only, by_position, early, long_sets;
+  bool keys_only, by_position, early;
 };
 
 // A batch's result arrays, sized for what the layout computes.
@@ -398,7 +379,7 @@ void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
   b.keys.resize(l.keys_only ? n * l.bands : 0);
   b.simhashes.resize(l.simhash ? n : 0);
   b.fp_slot.resize(l.bottomk ? n : 0);
-  b.sets.resize(l.exact || l.early || l.long_sets ? n : 0);
+  b.sets.resize(l.exact || l.early ? n : 0);
   b.size_key_fields(l.keep_by);
   b.empty.resize(n);
   b.fps = Fingerprints{};
@@ -419,8 +400,7 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
   const bool split_simhash = l.simhash && text.size() >= kSplitBytes && sk.can_split_simhash();
   const auto sig = l.k > 0 ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k) : std::span<SigValue>();
   uint64_t simhash = 0;
-  const size_t shingles = split && l.long_sets ? sk.signature_split_with_set(text, sig, b.sets[i], threads_)
-                          : split                ? sk.signature_split(text, sig, threads_)
+  const size_t shingles = split            ? sk.signature_split(text, sig, threads_)
                           : split_simhash ? sk.simhash_split(text, simhash, threads_)
                                           : sk.shingle(text).size();
   const auto t2 = Clock::now();
@@ -473,10 +453,6 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
   const auto doc = static_cast<DocId>(lengths_.size());
   // Stored as they come, so that a repeated set's copy is let go for the sets after it.
   if (l.early && !b.sets[i].empty()) early_sets_.set(doc, std::move(b.sets[i]));
-  if (l.long_sets && !b.sets[i].empty()) {
-    keep_long_set(doc, b.sets[i]);
-    b.sets[i] = {};
-  }
   if (l.exact) sets_->set(doc, std::move(b.sets[i]));
   id_blob_.append(b.id_of(i));
   id_end_.push_back(id_blob_.size());
@@ -588,10 +564,6 @@ void Pipeline::Impl::sketch_pass() {
   const int compressed = compressed_inputs();
   const std::string copy_dir = compressed > 0 ? copies_dir() : std::string();
   in_groups_ = groups_pay(compressed, !copy_dir.empty());
-  long_sets_.reset();
-  long_set_at_.clear();
-  if (in_groups_ && uses_signatures(spec_.method) && spec_.verify == VerifyMode::Exact && options_.first_pass_set_bytes > 0)
-    long_sets_ = io::ScratchCopy::create(io::temp_directory(options_.temp_dir), options_.temp_keep_free, io::ScratchCopy::Writes::Buffered);
   const SketchLayout layout(*this);
   sigs_ = std::make_unique<internal::GrowArray<SigValue>>();
   band_keys_.clear();
@@ -603,7 +575,6 @@ void Pipeline::Impl::sketch_pass() {
   early_sets_ = ShingleSets();
   if (layout.exact) sets_ = std::make_unique<ShingleSets>();
   early_bytes_ = 0;
-  if (layout.long_sets) long_set_at_.reserve(64);
   if (layout.early) seen_keys_ = std::make_unique<internal::SeenKeys>();
   io::RecordReader reader(*inputs_, options_.reader);
   if (!copy_dir.empty()) reader.keep_decompressed_copies(copy_dir, options_.temp_keep_free);
@@ -657,30 +628,10 @@ void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
   stats_.verify_docs = 0;
 }
 
-// A long record's set from the first pass, written to long_sets_ up to first_pass_set_bytes.
-void Pipeline::Impl::keep_long_set(DocId doc, std::span<const ShingleHash> set) {
-  const uint64_t at = long_sets_->size();
-  if (at + set.size_bytes() > options_.first_pass_set_bytes) return;
-  if (long_sets_->append(reinterpret_cast<const char*>(set.data()), set.size_bytes())) long_set_at_[doc] = {at, set.size()};
-}
-
-// The set of `doc` from long_sets_ into sets_; false if it has none there (or it cannot be read:
-// the record is then read again).
-bool Pipeline::Impl::take_long_set(DocId doc) {
-  const auto it = long_set_at_.find(doc);
-  if (it == long_set_at_.end()) return false;
-  std::vector<ShingleHash> set(it->second.second);
-  if (!long_sets_->read(it->second.first, reinterpret_cast<char*>(set.data()), set.size() * sizeof(ShingleHash))) return false;
-  sets_->set(doc, std::move(set));
-  long_set_at_.erase(it);
-  ++stats_.verify_kept;
-  return true;
-}
-
 void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progress) {
   std::vector<DocId> missing;
   for (const DocId d : docs)
-    if (!sets_->has(d) && !take_long_set(d)) missing.push_back(d);
+    if (!sets_->has(d)) missing.push_back(d);
   stats_.verify_docs += missing.size();
   const uint64_t shared_before = sets_->shared_docs();
   if (!missing.empty()) read_sets(missing, progress);
@@ -844,8 +795,6 @@ void Pipeline::Impl::find_pairs_lsh() {
     take_first_pass_sets(in_bucket);
     verified = verify_in_groups(buckets, in_bucket);
   }
-  long_sets_.reset();
-  long_set_at_ = {};
   stats_.candidates = verified;
   stats_.times.verify = seconds_since(t);
 }

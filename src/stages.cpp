@@ -369,28 +369,6 @@ size_t DocumentSketcher::signature_split(std::string_view text, std::span<SigVal
   return n;
 }
 
-size_t DocumentSketcher::signature_split_with_set(std::string_view text, std::span<SigValue> out, std::vector<ShingleHash>& set,
-                                                  int threads, size_t piece_bytes) {
-  if (!can_split()) throw UsageError("signature_split_with_set() needs a minhash or oph spec of plain word shingles, not '" + impl_->spec.to_string() + "'");
-  Impl& im = *impl_;
-  im.split_from(text, threads, piece_bytes);  // set() works as after signature_split()
-  size_t shingles = 0;
-  set = piecewise_shingle_set(im.shingler, text, threads, piece_bytes, &shingles);
-  // The set's parts binned on every thread, each into its own signature, merged by minimum (a
-  // minhash of 128 permutations over a set of 1M hashes is 128M hash steps).
-  const size_t parts = std::clamp<size_t>(set.size() / 65536, 1, static_cast<size_t>(std::max(threads, 1)));
-  std::vector<std::vector<SigValue>> acc(parts, std::vector<SigValue>(out.size(), kEmptySigValue));
-  internal::parallel_for(parts, threads, [&](size_t i, size_t) {
-    const size_t from = set.size() * i / parts, to = set.size() * (i + 1) / parts;
-    im.hasher->add(std::span<const ShingleHash>(set).subspan(from, to - from), acc[i]);
-  });
-  std::fill(out.begin(), out.end(), kEmptySigValue);
-  for (const auto& a : acc)
-    for (size_t j = 0; j < out.size(); ++j) out[j] = std::min(out[j], a[j]);
-  im.hasher->finish(out);
-  return shingles;
-}
-
 void DocumentSketcher::trim() noexcept {
   impl_->split = false;
   internal::trim_scratch(impl_->shingles);

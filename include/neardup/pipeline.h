@@ -58,10 +58,8 @@ struct RunOptions {
   /// shingle set of each document that shares a band key with one sketched before it (so it
   /// is in an LSH bucket and will be verified); verification reads again only the documents
   /// whose set was not kept. 0: every needed document is read again. The output is the same.
-  /// A run that verifies group by group (uncompressed JSONL inputs; see keep_sets) instead
-  /// keeps, up to this many bytes, the sets of the records of DocumentSketcher::kSplitBytes or
-  /// more, in a temporary file in temp_dir (none where that is a tmpfs or short of
-  /// temp_keep_free), and reads the other candidates again group by group.
+  /// A run over uncompressed JSONL inputs keeps none: it verifies group by group, reading each
+  /// group's sets then (see keep_sets).
   uint64_t first_pass_set_bytes = uint64_t{1} << 30;
   /// Keep the verified documents' shingle sets after the run, for similarity() (the HTML report
   /// asks). Otherwise a run over uncompressed JSONL inputs lets each group's sets go once its clusters are

@@ -78,13 +78,6 @@ class DocumentSketcher {
   /// set() works as after shingle() (shingling the text again: it must outlive the call).
   /// Returns the number of shingles (repeats included).
   size_t signature_split(std::string_view text, std::span<SigValue> out, int threads, size_t piece_bytes = kPieceBytes);
-  /// signature_split() that also makes the text's shingle set (piecewise_shingle_set) into
-  /// `set`, and takes the signature from the set: the minimum of a bin (oph) or of a
-  /// permutation (minhash) over the distinct shingles is the one over all of them, so the
-  /// signature is bit for bit signature_split()'s. Costs the set's sort, which exact
-  /// verification of the text would pay anyway. Returns the number of shingles (repeats included).
-  size_t signature_split_with_set(std::string_view text, std::span<SigValue> out, std::vector<ShingleHash>& set, int threads,
-                                  size_t piece_bytes = kPieceBytes);
   /// Texts this long are shingled and sketched in pieces on every thread of a run (signature_split,
   /// simhash_split, piecewise_shingle_set): one large record would otherwise leave the other
   /// threads idle, and need scratch for all its words at once.

@@ -695,27 +695,24 @@ std::string ScratchCopy::unavailable(const std::string& dir) {
   return "no temporary copy can be made in " + dir + " (it needs ext4 and free space; set TMPDIR to such a directory)";
 }
 
-std::unique_ptr<ScratchCopy> ScratchCopy::create(const std::string& dir, uint64_t keep_free, Writes writes) {
+std::unique_ptr<ScratchCopy> ScratchCopy::create(const std::string& dir, uint64_t keep_free) {
   const int fd = open_unnamed(dir);
   if (fd < 0) return nullptr;
   std::unique_ptr<ScratchCopy> c(new ScratchCopy());
   c->fd_ = fd;
   struct statfs fs {};
-  if (::fstatfs(fd, &fs) != 0) return nullptr;
-  constexpr long kTmpfs = 0x01021994, kRamfs = static_cast<long>(0x858458f6);
-  if (writes == Writes::Direct ? !writes_directly(fd) : fs.f_type == kTmpfs || fs.f_type == kRamfs) return nullptr;
+  if (!writes_directly(fd) || ::fstatfs(fd, &fs) != 0) return nullptr;
   const uint64_t total = uint64_t{fs.f_blocks} * static_cast<uint64_t>(fs.f_bsize);
   c->keep_free_ = keep_free != 0 ? keep_free : std::max<uint64_t>(uint64_t{1} << 30, total / 20);
   if (uint64_t{fs.f_bavail} * static_cast<uint64_t>(fs.f_bsize) <= c->keep_free_) return nullptr;
-  c->dir_ = dir;
-  c->path_ = descriptor_path(fd);
-  if (writes == Writes::Buffered) return c;
   const int dfd = reopen_direct(fd);
   if (dfd < 0) return nullptr;
   c->direct_ = std::make_unique<AtomicFile::Direct>();
   c->direct_->fd = dfd;
   c->direct_->plain_fd = fd;
   c->direct_->path = "a temporary copy in " + dir;
+  c->dir_ = dir;
+  c->path_ = descriptor_path(fd);
   return c;
 }
 
@@ -744,19 +741,6 @@ bool ScratchCopy::append(const char* p, size_t n) noexcept {
       return false;
     }
   }
-  if (!direct_) {
-    for (size_t done = 0; done < n;) {
-      const ssize_t w = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(size_ + done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        give_up(std::string("cannot write to ") + dir_ + ": " + std::strerror(w < 0 ? errno : EIO));
-        return false;
-      }
-      done += static_cast<size_t>(w);
-    }
-    size_ += n;
-    return true;
-  }
   try {
     direct_->put(p, n);
     size_ += n;
@@ -767,23 +751,9 @@ bool ScratchCopy::append(const char* p, size_t n) noexcept {
   }
 }
 
-bool ScratchCopy::read(uint64_t offset, char* p, size_t n) const noexcept {
-  if (!why_.empty() || offset + n > size_ || (direct_ && !finished_)) return false;
-  while (n > 0) {
-    const ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    offset += static_cast<uint64_t>(got);
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
 bool ScratchCopy::finish() noexcept {
   if (!why_.empty()) return false;
   if (finished_) return true;
-  if (!direct_) return finished_ = true;
   try {
     direct_->finish(size_);
     direct_.reset();

@@ -1090,51 +1090,34 @@ TEST(Reader, DecompressedCopiesKeepToAQuarterOfTheOpenFileLimit) {
 // A ScratchCopy holds what was appended, under no name in its directory, and one given up (the
 // free space below its reserve) takes no more and holds nothing.
 TEST(Writer, ScratchCopyHoldsWhatWasAppended) {
-  for (const auto writes : {ScratchCopy::Writes::Direct, ScratchCopy::Writes::Buffered}) {
-    SCOPED_TRACE(writes == ScratchCopy::Writes::Direct ? "direct" : "buffered");
-    test::TempDir d;
-    auto c = ScratchCopy::create(d.path(), 0, writes);
-    if (!c) GTEST_SKIP() << "no scratch copies in " << d.path() << " (not ext4)";
-    std::mt19937_64 rng(62);
-    std::string data;
-    for (size_t n : {size_t{1}, size_t{4095}, size_t{3} << 20, size_t{5} << 20, size_t{12345}}) {
-      const size_t at = data.size();
-      data.resize(at + n);
-      for (size_t i = at; i < data.size(); ++i) data[i] = static_cast<char>(rng());
-      EXPECT_TRUE(c->append(data.data() + at, n));
-    }
-    std::string back(5000, '\0');
-    // A direct copy's last bytes are still in its buffer: read back only once finished.
-    EXPECT_EQ(c->read(1000, back.data(), back.size()), writes == ScratchCopy::Writes::Buffered);
-    EXPECT_TRUE(c->finish());
-    EXPECT_EQ(c->size(), data.size());
-    EXPECT_TRUE(test::read_file(c->path()) == data);
-    for (const uint64_t at : {uint64_t{0}, uint64_t{4090}, uint64_t{data.size() - back.size()}}) {
-      ASSERT_TRUE(c->read(at, back.data(), back.size())) << at;
-      EXPECT_TRUE(back == data.substr(at, back.size())) << at;
-    }
-    EXPECT_FALSE(c->read(data.size() - 10, back.data(), 11));  // past the end
-    EXPECT_TRUE(std::filesystem::is_empty(d.path()));  // no name
-    struct statfs fs {};
-    ASSERT_EQ(::statfs(d.path().c_str(), &fs), 0);
-    auto full = ScratchCopy::create(d.path(), uint64_t{fs.f_bavail} * static_cast<uint64_t>(fs.f_bsize) - (uint64_t{32} << 20), writes);
-    ASSERT_TRUE(full);
-    EXPECT_FALSE(full->append(data.data(), 100));
-    EXPECT_NE(full->why().find("free space in " + d.path()), std::string::npos) << full->why();
-    EXPECT_FALSE(full->append(data.data(), 100));
-    EXPECT_FALSE(full->read(0, back.data(), 1));
-    EXPECT_FALSE(full->finish());
-    struct stat st {};
-    ASSERT_EQ(::stat(full->path().c_str(), &st), 0);
-    EXPECT_EQ(st.st_size, 0);
-    EXPECT_FALSE(ScratchCopy::create(d.path(), uint64_t{1} << 62, writes));  // no room for any
+  test::TempDir d;
+  auto c = ScratchCopy::create(d.path());
+  if (!c) GTEST_SKIP() << "no scratch copies in " << d.path() << " (not ext4)";
+  std::mt19937_64 rng(62);
+  std::string data;
+  for (size_t n : {size_t{1}, size_t{4095}, size_t{3} << 20, size_t{5} << 20, size_t{12345}}) {
+    const size_t at = data.size();
+    data.resize(at + n);
+    for (size_t i = at; i < data.size(); ++i) data[i] = static_cast<char>(rng());
+    EXPECT_TRUE(c->append(data.data() + at, n));
   }
-  // A file system in memory holds no copy of either kind: it would take memory, not disk.
-  struct statfs shm {};
-  if (::statfs("/dev/shm", &shm) == 0 && shm.f_type == 0x01021994) {
-    EXPECT_FALSE(ScratchCopy::create("/dev/shm", 0, ScratchCopy::Writes::Buffered));
-    EXPECT_FALSE(ScratchCopy::create("/dev/shm", 0, ScratchCopy::Writes::Direct));
-  }
+  EXPECT_TRUE(c->finish());
+  EXPECT_EQ(c->size(), data.size());
+  EXPECT_TRUE(test::read_file(c->path()) == data);
+  EXPECT_TRUE(std::filesystem::is_empty(d.path()));  // no name
+  const std::string path = c->path();
+  struct statfs fs {};
+  ASSERT_EQ(::statfs(d.path().c_str(), &fs), 0);
+  auto full = ScratchCopy::create(d.path(), uint64_t{fs.f_bavail} * static_cast<uint64_t>(fs.f_bsize) - (uint64_t{32} << 20));
+  ASSERT_TRUE(full);
+  EXPECT_FALSE(full->append(data.data(), 100));
+  EXPECT_NE(full->why().find("free space in " + d.path()), std::string::npos) << full->why();
+  EXPECT_FALSE(full->append(data.data(), 100));
+  EXPECT_FALSE(full->finish());
+  struct stat st {};
+  ASSERT_EQ(::stat(full->path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+  EXPECT_FALSE(ScratchCopy::create(d.path(), uint64_t{1} << 62));  // no room for any
 }
 
 // The resident kilobytes of the mapping that starts at `base` (/proc/self/smaps), or -1.

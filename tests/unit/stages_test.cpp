@@ -394,23 +394,8 @@ TEST(Stages, SplitSignatureEqualsTheWhole) {
           EXPECT_EQ(split.set(), want_set) << spec << " piece " << piece;
           Shingler sh(ps.shingle);
           EXPECT_EQ(piecewise_shingle_set(sh, text, threads, piece), want_set) << spec << " piece " << piece;
-          std::vector<ShingleHash> set;
-          EXPECT_EQ(split.signature_split_with_set(text, got, set, threads, piece), n) << spec << " piece " << piece;
-          EXPECT_EQ(got, want) << spec << " piece " << piece << " text of " << text.size() << " bytes, with its set";
-          EXPECT_EQ(set, want_set) << spec << " piece " << piece;
-          EXPECT_EQ(split.set(), want_set) << spec << " piece " << piece;
         }
     }
-    // A set large enough to be binned in parts on two threads (over 2 x 65,536 hashes).
-    std::string big;
-    for (size_t w = 0; w < 300000; ++w) big += std::to_string(rng() % 1000000) + (w % 11 ? " " : "\n");
-    const size_t n = whole.shingle(big).size();
-    whole.signature(want);
-    std::vector<ShingleHash> set;
-    EXPECT_EQ(split.signature_split_with_set(big, got, set, 2, size_t{256} << 10), n) << spec;
-    EXPECT_EQ(got, want) << spec;
-    EXPECT_GT(set.size(), size_t{2} * 65536);
-    EXPECT_EQ(set, whole.set()) << spec;
   }
   DocumentSketcher chars(PipelineSpec::parse("chars:5 oph:64 verify:0.8").resolved());
   EXPECT_FALSE(chars.can_split());

@@ -135,23 +135,18 @@ void unregister_temporary_file(int slot) noexcept;
 class ByteStream;
 class DirectReader;
 
-/// A temporary file without a name (O_TMPFILE), filled by appending and read again by position
-/// or by the name /proc/self/fd/N; it goes with the process, whatever ends it (kill -9
-/// included), and it stops short of a reserve of free space. Two kinds:
-/// - Writes::Direct, on ext4 only: written directly to the disk (O_DIRECT) from buffers of its
-///   own, taking no page cache. The first pass keeps a compressed input's decompressed bytes in
-///   one, so that later passes read its records by position rather than decompressing it again.
-/// - Writes::Buffered, on any file system but a tmpfs or ramfs (which would hold it in memory):
-///   written through the page cache, where it is usually still found when read back soon. The
-///   first pass keeps the shingle sets of long records in one for verification.
+/// A temporary file without a name (O_TMPFILE) on ext4, written directly to the disk (O_DIRECT)
+/// from buffers of its own while it is filled, and read again by the name /proc/self/fd/N: the
+/// first pass keeps a compressed input's decompressed bytes in one, so that later passes read
+/// its records by position rather than decompressing it again. It takes no page cache while
+/// written, and it goes with the process, whatever ends it (kill -9 included).
 class ScratchCopy {
  public:
-  enum class Writes { Direct, Buffered };
   /// In directory `dir`, to keep at least `keep_free` bytes free on its file system (0: the
-  /// larger of 1 GiB and 5% of it). Null where none can be made there: no O_TMPFILE, a file
-  /// system that does not take the kind, /proc not mounted, or less free space than that.
-  static std::unique_ptr<ScratchCopy> create(const std::string& dir, uint64_t keep_free = 0, Writes writes = Writes::Direct);
-  /// Why create() gave no direct copy in `dir`, for messages.
+  /// larger of 1 GiB and 5% of it). Null where none can be made there: no O_TMPFILE, not ext4
+  /// (a tmpfs would hold it in memory), /proc not mounted, or less free space than that.
+  static std::unique_ptr<ScratchCopy> create(const std::string& dir, uint64_t keep_free = 0);
+  /// Why create() gave none in `dir`, for messages.
   static std::string unavailable(const std::string& dir);
   ~ScratchCopy();
   ScratchCopy(const ScratchCopy&) = delete;
@@ -161,9 +156,6 @@ class ScratchCopy {
   bool append(const char* p, size_t n) noexcept;
   /// Writes what is left and cuts the file to its length; false if the copy was given up.
   bool finish() noexcept;
-  /// Reads n bytes from `offset` (appended bytes; a direct copy's only after finish()); false
-  /// if they cannot be read.
-  bool read(uint64_t offset, char* p, size_t n) const noexcept;
   uint64_t size() const noexcept { return size_; }
   /// The name to open it by (/proc/self/fd/N), valid while this object lives.
   const std::string& path() const noexcept { return path_; }
@@ -175,7 +167,7 @@ class ScratchCopy {
   void give_up(std::string why) noexcept;
   int fd_ = -1;
   std::string path_, dir_, why_;
-  std::unique_ptr<AtomicFile::Direct> direct_;  ///< null for a buffered copy
+  std::unique_ptr<AtomicFile::Direct> direct_;
   uint64_t size_ = 0, keep_free_ = 0, checked_at_ = 0;
   bool finished_ = false;
 };
