@@ -422,6 +422,27 @@ std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::stri
   return std::make_unique<PlainStream>(std::move(file), p);
 }
 
+std::optional<uint64_t> stated_decompressed_size(const std::string& path, Compression c) {
+  if (c != Compression::Zstd && c != Compression::Gzip) return std::nullopt;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  unsigned char b[18] = {};  // the longest zstd frame header (ZSTD_FRAMEHEADERSIZE_MAX)
+  std::optional<uint64_t> size;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (c == Compression::Zstd) {
+      const ssize_t n = ::pread(fd, b, sizeof b, 0);
+      const unsigned long long z = n > 0 ? ZSTD_getFrameContentSize(b, static_cast<size_t>(n)) : ZSTD_CONTENTSIZE_ERROR;
+      if (z != ZSTD_CONTENTSIZE_UNKNOWN && z != ZSTD_CONTENTSIZE_ERROR) size = static_cast<uint64_t>(z);
+    } else if (st.st_size >= 18 && ::pread(fd, b, 2, 0) == 2 && b[0] == 0x1f && b[1] == 0x8b &&
+               ::pread(fd, b, 4, st.st_size - 4) == 4) {
+      size = uint64_t{b[0]} | uint64_t{b[1]} << 8 | uint64_t{b[2]} << 16 | uint64_t{b[3]} << 24;
+    }
+  }
+  ::close(fd);
+  return size;
+}
+
 bool read_all_capped(const std::string& path, const std::string& display, uint64_t max_bytes, std::string& out) {
   auto s = open_stream(path, display);
   out.clear();

@@ -1451,6 +1451,41 @@ TEST(Reader, SampleEstimatesLargeInputsFromAFraction) {
   }
 }
 
+TEST(Reader, SampleTakesTheDecompressedSizeACompressedFileStates) {
+  // The start compresses far better than the rest (one record repeated, then random hex words):
+  // by the sample's ratio alone the file would be 1.6x its size. zstd's frame header and gzip's
+  // ISIZE state it; a file of two gzip members states its last one's, which is not believed.
+  std::mt19937_64 rng(13);
+  std::string data;
+  while (data.size() < (6u << 20)) data += "{\"id\": \"r\", \"text\": \"the same words again and again\"}\n";
+  char word[20];
+  while (data.size() < (16u << 20)) {
+    std::string t;
+    for (int w = 0; w < 100; ++w) {
+      std::snprintf(word, sizeof word, "%016llx ", static_cast<unsigned long long>(rng()));
+      t += word;
+    }
+    data += "{\"id\": \"x\", \"text\": \"" + t + "\"}\n";
+  }
+  test::TempDir d;
+  test::write_file(d.file("a.jsonl.zst"), zstd(data));
+  test::write_file(d.file("b.jsonl.gz"), gzip(data));
+  test::write_file(d.file("c.jsonl.gz"), gzip(data) + gzip("{\"id\": \"last\", \"text\": \"a short last member\"}\n"));
+  const auto size_of = [&](const std::string& name) {
+    InputSet in({d.file(name)}, InputFormat::Auto);
+    return sample_inputs(in, {}, 256 << 10, [](std::string_view, std::string_view) {}).data_bytes;
+  };
+  const double n = static_cast<double>(data.size());
+  EXPECT_DOUBLE_EQ(size_of("a.jsonl.zst"), n);
+  EXPECT_DOUBLE_EQ(size_of("b.jsonl.gz"), n);
+  const double two_members = size_of("c.jsonl.gz");
+  EXPECT_GT(two_members, n);  // by the ratio of the start, which compresses better
+  EXPECT_LT(two_members, 4 * n);
+  EXPECT_EQ(stated_decompressed_size(d.file("c.jsonl.gz"), Compression::Gzip), std::optional<uint64_t>(46));
+  EXPECT_EQ(stated_decompressed_size(d.file("a.jsonl.zst"), Compression::Gzip), std::nullopt);  // no gzip magic
+  EXPECT_EQ(stated_decompressed_size(d.file("b.jsonl.gz"), Compression::Xz), std::nullopt);
+}
+
 TEST(Reader, SampleOfRecordsLongerThanItCanReadCountsTheirText) {
   // One record of 3 MB, sampled with 256 KB: no whole line is seen. The sample then counts one
   // record per file and all of its bytes as text (the most it can be), not nothing.

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace neardup::io {
@@ -42,6 +43,13 @@ std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::stri
 /// device's readahead for one advice (128 KiB by default) and drops the rest of the range, so it
 /// is given in parts of that size.
 void ask_for_pages(int fd, uint64_t from, uint64_t to) noexcept;
+
+/// The decompressed size a compressed file states about itself, where it states one: the
+/// content size in the header of a zstd file's first frame (the zstd tool writes it when it
+/// knows its input's size), or the ISIZE at the end of a gzip file (the size of its last member
+/// modulo 2^32). Only a hint: a file of several frames or members states its first frame's or
+/// last member's. std::nullopt for other files, or where it cannot be read.
+std::optional<uint64_t> stated_decompressed_size(const std::string& path, Compression c);
 
 /// Reads the whole (decompressed) content of `path`.
 std::string read_all(const std::string& path, const std::string& display);
