@@ -71,6 +71,12 @@ for np in 2 3; do
   rm -rf mpi.d
 done
 rm -rf one.d
+# -o over compressed shards that several ranks read, alone and among plain ones: each rank other
+# than 0 copies the kept records of its compressed shards and sends them to rank 0.
+for np in 2 3 4; do
+  same_dedup planted-zst-shards "$np" shard*.jsonl.zst
+done
+same_dedup planted-mixed-shards 3 shard0.jsonl shard1.jsonl.zst shard2.jsonl shard3.jsonl.zst shard4.jsonl.zst --keep-by score
 
 # The sample corpus, compressed (read whole by one rank) and plain (cut between ranks).
 zstd -dcq "$SAMPLE/mmds-articles-2500.jsonl.zst" > sample.jsonl

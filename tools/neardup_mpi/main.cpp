@@ -234,6 +234,9 @@ class Run {
   std::vector<Fate> decide(const Components& comp);
   void write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out);
   void write_piece(const std::string& final_path, io::AtomicFile* piece, io::AtomicFile* final_out);
+  bool compressed(size_t s) const;
+  void append_kept(const std::vector<std::string>& got, uint64_t bytes_follow, const std::string& piece,
+                   const std::vector<uint64_t>& piece_bytes, io::AtomicFile& final_out);
   std::string piece_path(const char* what) const;
 
   Comm& c_;
@@ -995,11 +998,89 @@ void Run::write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out) {
   write_piece(path, piece.get(), out);
 }
 
+// Whether JSONL source s is compressed (read from its decompressed copy, or decompressed).
+bool Run::compressed(size_t s) const { return inputs_->read_from_copy(s) || !splittable(inputs_->sources()[s]); }
+
+// -o of JSONL: rank 0 writes every rank's kept records in rank order, each rank's sources in
+// order: by copying the ranges a rank sent from the inputs, or, for a source flagged
+// `bytes_follow`, by receiving its bytes from that rank, which sends them from its piece
+// (`piece`, per source `piece_bytes`), a chunk at a time and an empty message after each source.
+// Rank 0 keeps receiving after a failed write, so that no rank is left blocked in a send.
+void Run::append_kept(const std::vector<std::string>& got, uint64_t bytes_follow, const std::string& piece,
+                      const std::vector<uint64_t>& piece_bytes, io::AtomicFile& final_out) {
+  constexpr size_t kChunk = size_t{32} << 20;
+  constexpr int kTag = 8;
+  std::exception_ptr failed;  // the first error, raised once every byte was received
+  std::string buf;
+  if (c_.rank() == 0) {
+    for (size_t r = 0; r < got.size(); ++r) {
+      Unpacker u(got[r]);
+      while (!u.done()) {
+        const uint64_t word = u.get<uint64_t>();
+        const size_t s = static_cast<size_t>(word & ~bytes_follow);
+        const bool follow = (word & bytes_follow) != 0;
+        std::vector<io::ByteRange> ranges;
+        if (!follow) ranges = u.get_vector<io::ByteRange>();
+        try {
+          if (!follow && !failed) {
+            const io::Source& src = inputs_->sources()[s];
+            io::append_ranges(src.path, src.display, ranges, final_out, inputs_->read_from_copy(s));
+          }
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        if (!follow) continue;
+        buf.resize(kChunk);
+        for (;;) {
+          MPI_Status st;
+          MPI_Probe(static_cast<int>(r), kTag, MPI_COMM_WORLD, &st);
+          int n = 0;
+          MPI_Get_count(&st, MPI_BYTE, &n);
+          MPI_Recv(buf.data(), n, MPI_BYTE, static_cast<int>(r), kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          if (n == 0) break;
+          try {
+            if (!failed) final_out.write(std::string_view(buf.data(), static_cast<size_t>(n)));
+          } catch (...) {
+            failed = std::current_exception();
+          }
+        }
+      }
+    }
+  } else if (!piece.empty()) {
+    // Every byte promised is sent, or an empty message ends each source early: the promise is
+    // rank 0's to check (the sizes are not sent), and a short piece fails the run below.
+    const int slot = io::register_temporary_file(piece);  // removed on a signal from here on
+    std::FILE* f = std::fopen(piece.c_str(), "rb");
+    if (!f) failed = std::make_exception_ptr(IoError(piece + ": cannot open a piece of the output"));
+    buf.resize(kChunk);
+    for (const uint64_t bytes : piece_bytes) {
+      for (uint64_t left = bytes; left > 0 && f && !failed;) {
+        const size_t n = std::fread(buf.data(), 1, static_cast<size_t>(std::min<uint64_t>(left, kChunk)), f);
+        if (n == 0) {
+          failed = std::make_exception_ptr(IoError(piece + ": a piece of the output is shorter than was written"));
+          break;
+        }
+        MPI_Send(buf.data(), static_cast<int>(n), MPI_BYTE, 0, kTag, MPI_COMM_WORLD);
+        left -= n;
+      }
+      MPI_Send(buf.data(), 0, MPI_BYTE, 0, kTag, MPI_COMM_WORLD);
+    }
+    if (f) std::fclose(f);
+    std::remove(piece.c_str());
+    io::unregister_temporary_file(slot);
+  }
+  steps_.agree([&] {
+    if (failed) std::rethrow_exception(failed);
+  });
+}
+
 // Rank 0 writes `final_out` (opened before the work): its own piece, then each other rank's in
 // rank order, sent over MPI a chunk at a time. Pieces are written to temporary files first.
 void Run::write_piece(const std::string& path, io::AtomicFile* piece, io::AtomicFile* final_out) {
+  int slot = -1;  // the committed piece, removed on a signal until it is read
   steps_.agree([&] {
         if (piece) piece->commit();
+        if (piece) slot = io::register_temporary_file(path);
       });
   constexpr size_t kChunk = size_t{32} << 20;
   int failed = 0;
@@ -1037,6 +1118,7 @@ void Run::write_piece(const std::string& path, io::AtomicFile* piece, io::Atomic
     if (f) std::fclose(f);
   }
   std::remove(path.c_str());
+  io::unregister_temporary_file(slot);
   steps_.agree([&] {
     if (failed) throw IoError(final_out->path() + ": cannot write the output");
   });
@@ -1257,6 +1339,12 @@ int Run::run() {
   // 5. The outputs: kept records of the files read here; then the merged files on rank 0.
   t = Clock::now();
   Packer kept_ranges;
+  // -o with compressed inputs: a rank other than 0 copies the kept records of its compressed
+  // files itself (from its decompressed copy) into a piece, and sends their bytes to rank 0,
+  // which would otherwise decompress every other rank's files again, one after the other.
+  constexpr uint64_t kBytesFollow = uint64_t{1} << 63;  // in kept_ranges: a source sent as bytes
+  std::unique_ptr<io::AtomicFile> kept_piece;
+  std::vector<uint64_t> kept_piece_bytes;  // per source in the piece, in order
   if (dedup_) steps_.agree([&] {
         std::sort(my_removed.begin(), my_removed.end());
         size_t ri = 0;
@@ -1278,17 +1366,25 @@ int Run::run() {
               else
                 ranges.push_back({begin, len});
             }
-            if (one_output) {
+            const io::Source& src = inputs_->sources()[s];
+            if (one_output && c_.rank() != 0 && compressed(s)) {
+              if (!kept_piece) kept_piece = std::make_unique<io::AtomicFile>(piece_path("kept"));
+              io::append_ranges(src.path, src.display, ranges, *kept_piece, inputs_->read_from_copy(s));
+              uint64_t bytes = 0;
+              for (const io::ByteRange& r : ranges) bytes += r.length;  // a last line's newline written if missing
+              kept_piece_bytes.push_back(bytes);
+              kept_ranges.put(static_cast<uint64_t>(s) | kBytesFollow);
+            } else if (one_output) {
               // -o: rank 0 copies every rank's kept ranges from the inputs, in the kernel where
               // it can, as one process does; only the ranges travel.
               kept_ranges.put(static_cast<uint64_t>(s));
               kept_ranges.put_vector(ranges);
             } else {
-              const io::Source& src = inputs_->sources()[s];
               io::append_ranges(src.path, src.display, ranges, *dir_files[s], inputs_->read_from_copy(s));
               dir_files[s]->flush_appends();  // written whole: its buffers go to the next
             }
           }
+          if (kept_piece) kept_piece->commit();
         } else {
           for (size_t i = 0; i < local_.size(); ++i)
             if (kept(i)) {
@@ -1301,17 +1397,7 @@ int Run::run() {
     std::vector<std::string> send(static_cast<size_t>(c_.size()));
     send[0] = std::move(kept_ranges.bytes());
     const auto got = c_.exchange(std::move(send));
-    steps_.agree([&] {
-          if (c_.rank() != 0) return;
-          for (const std::string& g : got) {
-            Unpacker u(g);
-            while (!u.done()) {
-              const uint64_t s = u.get<uint64_t>();
-              const io::Source& src = inputs_->sources()[s];
-              io::append_ranges(src.path, src.display, u.get_vector<io::ByteRange>(), *out, inputs_->read_from_copy(s));
-            }
-          }
-        });
+    append_kept(got, kBytesFollow, kept_piece ? kept_piece->path() : std::string(), kept_piece_bytes, *out);
   }
   if (piece) write_piece(piece->path(), piece.get(), out.get());
   if (removed_piece) write_piece(removed_piece->path(), removed_piece.get(), removed.get());
