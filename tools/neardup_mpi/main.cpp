@@ -998,6 +998,48 @@ void Run::write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out) {
   write_piece(path, piece.get(), out);
 }
 
+// Pieces of an output travel to rank 0 as chunks of up to kChunkBytes, each piece (or part)
+// ended by an empty message.
+constexpr size_t kChunkBytes = size_t{32} << 20;
+
+// Sends up to `bytes` of `f` to rank 0 with `tag`, then the empty message; false if the file
+// ended first (what was read is sent, and the empty message still ends it).
+bool send_chunks(std::FILE* f, uint64_t bytes, int tag, std::string& buf) {
+  buf.resize(kChunkBytes);
+  bool whole = true;
+  for (uint64_t left = bytes; left > 0 && f;) {
+    const size_t n = std::fread(buf.data(), 1, static_cast<size_t>(std::min<uint64_t>(left, kChunkBytes)), f);
+    if (n == 0) {
+      whole = bytes == UINT64_MAX;  // to the end of the file: not short
+      break;
+    }
+    MPI_Send(buf.data(), static_cast<int>(n), MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+    left -= n;
+  }
+  MPI_Send(buf.data(), 0, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+  return whole && f;
+}
+
+// Rank 0: receives rank r's chunks with `tag` up to the empty message, handing each to `put`
+// until one throws; the first error is kept in `failed`, and the chunks after it are received
+// and dropped, so that rank r is never left blocked in a send.
+void receive_chunks(int r, int tag, std::string& buf, const std::function<void(std::string_view)>& put, std::exception_ptr& failed) {
+  buf.resize(kChunkBytes);
+  for (;;) {
+    MPI_Status st;
+    MPI_Probe(r, tag, MPI_COMM_WORLD, &st);
+    int n = 0;
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    MPI_Recv(buf.data(), n, MPI_BYTE, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (n == 0) return;
+    try {
+      if (!failed) put(std::string_view(buf.data(), static_cast<size_t>(n)));
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }
+}
+
 // Whether JSONL source s is compressed (read from its decompressed copy, or decompressed).
 bool Run::compressed(size_t s) const { return inputs_->read_from_copy(s) || !splittable(inputs_->sources()[s]); }
 
@@ -1008,7 +1050,6 @@ bool Run::compressed(size_t s) const { return inputs_->read_from_copy(s) || !spl
 // Rank 0 keeps receiving after a failed write, so that no rank is left blocked in a send.
 void Run::append_kept(const std::vector<std::string>& got, uint64_t bytes_follow, const std::string& piece,
                       const std::vector<uint64_t>& piece_bytes, io::AtomicFile& final_out) {
-  constexpr size_t kChunk = size_t{32} << 20;
   constexpr int kTag = 8;
   std::exception_ptr failed;  // the first error, raised once every byte was received
   std::string buf;
@@ -1030,41 +1071,18 @@ void Run::append_kept(const std::vector<std::string>& got, uint64_t bytes_follow
           failed = std::current_exception();
         }
         if (!follow) continue;
-        buf.resize(kChunk);
-        for (;;) {
-          MPI_Status st;
-          MPI_Probe(static_cast<int>(r), kTag, MPI_COMM_WORLD, &st);
-          int n = 0;
-          MPI_Get_count(&st, MPI_BYTE, &n);
-          MPI_Recv(buf.data(), n, MPI_BYTE, static_cast<int>(r), kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-          if (n == 0) break;
-          try {
-            if (!failed) final_out.write(std::string_view(buf.data(), static_cast<size_t>(n)));
-          } catch (...) {
-            failed = std::current_exception();
-          }
-        }
+        receive_chunks(static_cast<int>(r), kTag, buf, [&](std::string_view chunk) { final_out.write(chunk); }, failed);
       }
     }
   } else if (!piece.empty()) {
-    // Every byte promised is sent, or an empty message ends each source early: the promise is
-    // rank 0's to check (the sizes are not sent), and a short piece fails the run below.
+    // Each source's bytes end with an empty message, even from a short piece, whose error then
+    // fails the run on every rank below.
     const int slot = io::register_temporary_file(piece);  // removed on a signal from here on
     std::FILE* f = std::fopen(piece.c_str(), "rb");
     if (!f) failed = std::make_exception_ptr(IoError(piece + ": cannot open a piece of the output"));
-    buf.resize(kChunk);
-    for (const uint64_t bytes : piece_bytes) {
-      for (uint64_t left = bytes; left > 0 && f && !failed;) {
-        const size_t n = std::fread(buf.data(), 1, static_cast<size_t>(std::min<uint64_t>(left, kChunk)), f);
-        if (n == 0) {
-          failed = std::make_exception_ptr(IoError(piece + ": a piece of the output is shorter than was written"));
-          break;
-        }
-        MPI_Send(buf.data(), static_cast<int>(n), MPI_BYTE, 0, kTag, MPI_COMM_WORLD);
-        left -= n;
-      }
-      MPI_Send(buf.data(), 0, MPI_BYTE, 0, kTag, MPI_COMM_WORLD);
-    }
+    for (const uint64_t bytes : piece_bytes)
+      if (!send_chunks(failed ? nullptr : f, bytes, kTag, buf) && !failed)
+        failed = std::make_exception_ptr(IoError(piece + ": a piece of the output is shorter than was written"));
     if (f) std::fclose(f);
     std::remove(piece.c_str());
     io::unregister_temporary_file(slot);
@@ -1082,45 +1100,29 @@ void Run::write_piece(const std::string& path, io::AtomicFile* piece, io::Atomic
         if (piece) piece->commit();
         if (piece) slot = io::register_temporary_file(path);
       });
-  constexpr size_t kChunk = size_t{32} << 20;
-  int failed = 0;
+  std::exception_ptr failed;
+  std::string buf;
   if (c_.rank() == 0) {
-    std::string buf(kChunk, '\0');
     try {
-      for (int r = 0; r < c_.size(); ++r) {
-        if (r == 0) {
-          const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-          if (fd < 0) throw IoError(path + ": cannot open a piece of the output");
-          for (uint64_t off = 0;; off += kChunk)
-            if (final_out->append_from(fd, off, kChunk, path) < kChunk) break;
-          ::close(fd);
-          continue;
-        }
-        for (;;) {
-          MPI_Status st;
-          MPI_Probe(r, 7, MPI_COMM_WORLD, &st);
-          int n = 0;
-          MPI_Get_count(&st, MPI_BYTE, &n);
-          MPI_Recv(buf.data(), n, MPI_BYTE, r, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-          if (n == 0) break;
-          final_out->write(std::string_view(buf.data(), static_cast<size_t>(n)));
-        }
-      }
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) throw IoError(path + ": cannot open a piece of the output");
+      for (uint64_t off = 0;; off += kChunkBytes)
+        if (final_out->append_from(fd, off, kChunkBytes, path) < kChunkBytes) break;
+      ::close(fd);
     } catch (...) {
-      failed = 1;
+      failed = std::current_exception();
     }
+    for (int r = 1; r < c_.size(); ++r)
+      receive_chunks(r, 7, buf, [&](std::string_view chunk) { final_out->write(chunk); }, failed);
   } else {
     std::FILE* f = std::fopen(path.c_str(), "rb");
-    std::string buf(kChunk, '\0');
-    size_t n = 0;
-    while (f && (n = std::fread(buf.data(), 1, kChunk, f)) > 0) MPI_Send(buf.data(), static_cast<int>(n), MPI_BYTE, 0, 7, MPI_COMM_WORLD);
-    MPI_Send(buf.data(), 0, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+    send_chunks(f, UINT64_MAX, 7, buf);
     if (f) std::fclose(f);
   }
   std::remove(path.c_str());
   io::unregister_temporary_file(slot);
   steps_.agree([&] {
-    if (failed) throw IoError(final_out->path() + ": cannot write the output");
+    if (failed) std::rethrow_exception(failed);
   });
 }
 
