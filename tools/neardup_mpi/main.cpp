@@ -236,7 +236,7 @@ class Run {
   void write_piece(const std::string& final_path, io::AtomicFile* piece, io::AtomicFile* final_out);
   bool compressed(size_t s) const;
   void append_kept(const std::vector<std::string>& got, uint64_t bytes_follow, const std::string& piece,
-                   const std::vector<uint64_t>& piece_bytes, io::AtomicFile& final_out);
+                   const std::vector<uint64_t>& piece_bytes, int piece_slot, io::AtomicFile& final_out);
   std::string piece_path(const char* what) const;
 
   Comm& c_;
@@ -1046,10 +1046,11 @@ bool Run::compressed(size_t s) const { return inputs_->read_from_copy(s) || !spl
 // -o of JSONL: rank 0 writes every rank's kept records in rank order, each rank's sources in
 // order: by copying the ranges a rank sent from the inputs, or, for a source flagged
 // `bytes_follow`, by receiving its bytes from that rank, which sends them from its piece
-// (`piece`, per source `piece_bytes`), a chunk at a time and an empty message after each source.
+// (`piece`, per source `piece_bytes`; listed for removal on a signal as `piece_slot`), a chunk at
+// a time and an empty message after each source.
 // Rank 0 keeps receiving after a failed write, so that no rank is left blocked in a send.
 void Run::append_kept(const std::vector<std::string>& got, uint64_t bytes_follow, const std::string& piece,
-                      const std::vector<uint64_t>& piece_bytes, io::AtomicFile& final_out) {
+                      const std::vector<uint64_t>& piece_bytes, int piece_slot, io::AtomicFile& final_out) {
   constexpr int kTag = 8;
   std::exception_ptr failed;  // the first error, raised once every byte was received
   std::string buf;
@@ -1077,7 +1078,6 @@ void Run::append_kept(const std::vector<std::string>& got, uint64_t bytes_follow
   } else if (!piece.empty()) {
     // Each source's bytes end with an empty message, even from a short piece, whose error then
     // fails the run on every rank below.
-    const int slot = io::register_temporary_file(piece);  // removed on a signal from here on
     std::FILE* f = std::fopen(piece.c_str(), "rb");
     if (!f) failed = std::make_exception_ptr(IoError(piece + ": cannot open a piece of the output"));
     for (const uint64_t bytes : piece_bytes)
@@ -1085,7 +1085,7 @@ void Run::append_kept(const std::vector<std::string>& got, uint64_t bytes_follow
         failed = std::make_exception_ptr(IoError(piece + ": a piece of the output is shorter than was written"));
     if (f) std::fclose(f);
     std::remove(piece.c_str());
-    io::unregister_temporary_file(slot);
+    io::unregister_temporary_file(piece_slot);
   }
   steps_.agree([&] {
     if (failed) std::rethrow_exception(failed);
@@ -1136,6 +1136,8 @@ int Run::go() {
   try {
     return run();
   } catch (const Failed& f) {
+    // The pieces committed for rank 0 and not yet read are listed as temporary files: gone too.
+    io::remove_temporary_files();
     return f.code;
   }
 }
@@ -1347,6 +1349,7 @@ int Run::run() {
   constexpr uint64_t kBytesFollow = uint64_t{1} << 63;  // in kept_ranges: a source sent as bytes
   std::unique_ptr<io::AtomicFile> kept_piece;
   std::vector<uint64_t> kept_piece_bytes;  // per source in the piece, in order
+  int kept_slot = -1;
   if (dedup_) steps_.agree([&] {
         std::sort(my_removed.begin(), my_removed.end());
         size_t ri = 0;
@@ -1387,6 +1390,7 @@ int Run::run() {
             }
           }
           if (kept_piece) kept_piece->commit();
+          if (kept_piece) kept_slot = io::register_temporary_file(kept_piece->path());  // removed on a signal until sent
         } else {
           for (size_t i = 0; i < local_.size(); ++i)
             if (kept(i)) {
@@ -1399,7 +1403,7 @@ int Run::run() {
     std::vector<std::string> send(static_cast<size_t>(c_.size()));
     send[0] = std::move(kept_ranges.bytes());
     const auto got = c_.exchange(std::move(send));
-    append_kept(got, kBytesFollow, kept_piece ? kept_piece->path() : std::string(), kept_piece_bytes, *out);
+    append_kept(got, kBytesFollow, kept_piece ? kept_piece->path() : std::string(), kept_piece_bytes, kept_slot, *out);
   }
   if (piece) write_piece(piece->path(), piece.get(), out.get());
   if (removed_piece) write_piece(removed_piece->path(), removed_piece.get(), removed.get());
