@@ -331,7 +331,7 @@ class Sampler {
     const Source& src = inputs_.sources()[s];
     const double by_ratio = ratio_[static_cast<int>(c)].of(file_size(src.path));
     if (c == Compression::None) return by_ratio;
-    const std::optional<uint64_t> stated = stated_decompressed_size(src.path, c);
+    const std::optional<uint64_t> stated = stated_decompressed_size(src.path);
     if (!stated) return by_ratio;
     double size = static_cast<double>(*stated);
     if (c == Compression::Gzip) {

@@ -408,36 +408,41 @@ uint64_t ByteStream::skip(uint64_t n) {
   return done;
 }
 
+Compression compression_of_magic(const unsigned char* m, size_t n) noexcept {
+  if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) return Compression::Gzip;
+  if (n >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) return Compression::Zstd;
+  if (n >= 6 && std::memcmp(m, "\xFD" "7zXZ\0", 6) == 0) return Compression::Xz;
+  if (n >= 4 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' && m[3] <= '9') return Compression::Bzip2;
+  return Compression::None;
+}
+
 std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::string& display) {
   auto file = std::make_unique<File>(path, display);
   Prefix p;
   p.size = file->read_full(p.data, sizeof(p.data));
-  const auto* m = reinterpret_cast<const unsigned char*>(p.data);
-  if (p.size >= 2 && m[0] == 0x1f && m[1] == 0x8b) return std::make_unique<GzipStream>(std::move(file), p);
-  if (p.size >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd)
-    return std::make_unique<ZstdStream>(std::move(file), p);
-  if (p.size >= 6 && std::memcmp(p.data, "\xFD" "7zXZ\0", 6) == 0) return std::make_unique<XzStream>(std::move(file), p);
-  if (p.size >= 4 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' && m[3] <= '9')
-    return std::make_unique<Bzip2Stream>(std::move(file), p);
+  switch (compression_of_magic(reinterpret_cast<const unsigned char*>(p.data), p.size)) {
+    case Compression::Gzip: return std::make_unique<GzipStream>(std::move(file), p);
+    case Compression::Zstd: return std::make_unique<ZstdStream>(std::move(file), p);
+    case Compression::Xz: return std::make_unique<XzStream>(std::move(file), p);
+    case Compression::Bzip2: return std::make_unique<Bzip2Stream>(std::move(file), p);
+    case Compression::None: break;
+  }
   return std::make_unique<PlainStream>(std::move(file), p);
 }
 
-std::optional<uint64_t> stated_decompressed_size(const std::string& path, Compression c) {
-  if (c != Compression::Zstd && c != Compression::Gzip) return std::nullopt;
+std::optional<uint64_t> stated_decompressed_size(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   struct stat st {};
   unsigned char b[18] = {};  // the longest zstd frame header (ZSTD_FRAMEHEADERSIZE_MAX)
   std::optional<uint64_t> size;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    if (c == Compression::Zstd) {
-      const ssize_t n = ::pread(fd, b, sizeof b, 0);
-      const unsigned long long z = n > 0 ? ZSTD_getFrameContentSize(b, static_cast<size_t>(n)) : ZSTD_CONTENTSIZE_ERROR;
-      if (z != ZSTD_CONTENTSIZE_UNKNOWN && z != ZSTD_CONTENTSIZE_ERROR) size = static_cast<uint64_t>(z);
-    } else if (st.st_size >= 18 && ::pread(fd, b, 2, 0) == 2 && b[0] == 0x1f && b[1] == 0x8b &&
-               ::pread(fd, b, 4, st.st_size - 4) == 4) {
-      size = uint64_t{b[0]} | uint64_t{b[1]} << 8 | uint64_t{b[2]} << 16 | uint64_t{b[3]} << 24;
-    }
+  const ssize_t n = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::pread(fd, b, sizeof b, 0) : -1;
+  const Compression c = n > 0 ? compression_of_magic(b, static_cast<size_t>(n)) : Compression::None;
+  if (c == Compression::Zstd) {
+    const unsigned long long z = ZSTD_getFrameContentSize(b, static_cast<size_t>(n));
+    if (z != ZSTD_CONTENTSIZE_UNKNOWN && z != ZSTD_CONTENTSIZE_ERROR) size = static_cast<uint64_t>(z);
+  } else if (c == Compression::Gzip && st.st_size >= 18 && ::pread(fd, b, 4, st.st_size - 4) == 4) {
+    size = uint64_t{b[0]} | uint64_t{b[1]} << 8 | uint64_t{b[2]} << 16 | uint64_t{b[3]} << 24;
   }
   ::close(fd);
   return size;

@@ -97,6 +97,18 @@ TEST(Reader, CustomFields) {
   EXPECT_EQ(r[0].text, "abc");
 }
 
+TEST(Reader, CompressionOfMagic) {
+  const auto of = [](std::string_view b) { return compression_of_magic(reinterpret_cast<const unsigned char*>(b.data()), b.size()); };
+  EXPECT_EQ(of(std::string_view("\x1f\x8b\x08", 3)), Compression::Gzip);
+  EXPECT_EQ(of(std::string_view("\x28\xb5\x2f\xfd\x00", 5)), Compression::Zstd);
+  EXPECT_EQ(of(std::string_view("\xfd" "7zXZ\0", 6)), Compression::Xz);
+  EXPECT_EQ(of("BZh9"), Compression::Bzip2);
+  EXPECT_EQ(of("BZh "), Compression::None);  // not a block size
+  EXPECT_EQ(of(std::string_view("\x28\xb5\x2f", 3)), Compression::None);  // too short to tell
+  EXPECT_EQ(of("{\"id\": 1}"), Compression::None);
+  EXPECT_EQ(of(""), Compression::None);
+}
+
 TEST(Reader, GzipAndZstdByMagicNotName) {
   test::TempDir d;
   test::write_file(d.file("a.jsonl.gz"), gzip(kJsonl));
@@ -1481,9 +1493,10 @@ TEST(Reader, SampleTakesTheDecompressedSizeACompressedFileStates) {
   const double two_members = size_of("c.jsonl.gz");
   EXPECT_GT(two_members, n);  // by the ratio of the start, which compresses better
   EXPECT_LT(two_members, 4 * n);
-  EXPECT_EQ(stated_decompressed_size(d.file("c.jsonl.gz"), Compression::Gzip), std::optional<uint64_t>(46));
-  EXPECT_EQ(stated_decompressed_size(d.file("a.jsonl.zst"), Compression::Gzip), std::nullopt);  // no gzip magic
-  EXPECT_EQ(stated_decompressed_size(d.file("b.jsonl.gz"), Compression::Xz), std::nullopt);
+  EXPECT_EQ(stated_decompressed_size(d.file("c.jsonl.gz")), std::optional<uint64_t>(46));
+  EXPECT_EQ(stated_decompressed_size(d.file("a.jsonl.zst")), std::optional<uint64_t>(data.size()));
+  test::write_file(d.file("plain.jsonl"), data.substr(0, 1000));
+  EXPECT_EQ(stated_decompressed_size(d.file("plain.jsonl")), std::nullopt);  // no magic: states nothing
 }
 
 TEST(Reader, SampleOfRecordsLongerThanItCanReadCountsTheirText) {

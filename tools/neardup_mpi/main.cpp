@@ -99,11 +99,7 @@ bool splittable(const io::Source& src) {
   if (!f) return false;
   const size_t n = std::fread(magic, 1, sizeof magic, f);
   std::fclose(f);
-  const bool gzip = n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-  const bool zstd = n >= 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd;
-  const bool xz = n >= 6 && magic[0] == 0xfd && magic[1] == '7' && magic[2] == 'z' && magic[3] == 'X' && magic[4] == 'Z' && magic[5] == 0;
-  const bool bzip2 = n >= 3 && magic[0] == 'B' && magic[1] == 'Z' && magic[2] == 'h';
-  return !(gzip || zstd || xz || bzip2);
+  return io::compression_of_magic(magic, n) == io::Compression::None;
 }
 
 // The inputs laid end to end are cut into N runs of about total / N bytes: position p belongs to

@@ -14,6 +14,9 @@ namespace neardup::io {
 enum class Compression { None, Gzip, Zstd, Xz, Bzip2 };
 inline constexpr int kCompressionKinds = 5;
 const char* compression_name(Compression c) noexcept;
+/// The compression a file's first bytes announce by their magic number (gzip, zstd, xz, bzip2),
+/// or None; `n` may be short (at most 6 bytes are looked at).
+Compression compression_of_magic(const unsigned char* b, size_t n) noexcept;
 
 class ByteStream {
  public:
@@ -49,7 +52,7 @@ void ask_for_pages(int fd, uint64_t from, uint64_t to) noexcept;
 /// knows its input's size), or the ISIZE at the end of a gzip file (the size of its last member
 /// modulo 2^32). Only a hint: a file of several frames or members states its first frame's or
 /// last member's. std::nullopt for other files, or where it cannot be read.
-std::optional<uint64_t> stated_decompressed_size(const std::string& path, Compression c);
+std::optional<uint64_t> stated_decompressed_size(const std::string& path);
 
 /// Reads the whole (decompressed) content of `path`.
 std::string read_all(const std::string& path, const std::string& display);
