@@ -56,7 +56,7 @@ TEST(AtomicFile, WithoutCommitNothingChangesAndNoTempIsLeft) {
 // named only by commit(). Half a direct write's buffers and 2 MiB through stdio were on disk.
 TEST(AtomicFile, KilledWhileWritingLeavesNothing) {
   test::TempDir d;
-  const int probe = ::open(d.path().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  const int probe = io::open_unnamed(d.path());
   if (probe < 0) GTEST_SKIP() << "no O_TMPFILE in " << d.path();
   ::close(probe);
   test::write_file(d.file("out.txt"), "old");
