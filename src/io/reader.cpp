@@ -44,21 +44,14 @@ struct Spooled {
 
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-// Format from the file name: .jsonl/.ndjson/.json, optionally followed by .gz/.zst/.zstd.
+// Format from the file name: .jsonl/.ndjson/.json, optionally followed by a compression's suffix
+// (compression_of_name).
 SourceKind kind_from_name(std::string_view name, InputFormat format) {
   if (format == InputFormat::Jsonl) return SourceKind::Jsonl;
   if (format == InputFormat::Text) return SourceKind::TextFile;
-  for (std::string_view c : {".gz", ".zst", ".zstd", ".xz", ".bz2"})
-    if (ends_with(name, c)) {
-      name.remove_suffix(c.size());
-      break;
-    }
+  if (compression_of_name(name) != Compression::None) name.remove_suffix(name.size() - name.rfind('.'));
   for (std::string_view j : {".jsonl", ".ndjson", ".json"})
-    if (ends_with(name, j)) return SourceKind::Jsonl;
+    if (name.ends_with(j)) return SourceKind::Jsonl;
   return SourceKind::TextFile;
 }
 

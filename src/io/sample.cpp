@@ -267,15 +267,8 @@ class Sampler {
       const Source& src = sources[s];
       if (!src.problem.empty() || src.kind == SourceKind::Memory) continue;  // memory: counted exactly
       double size = whole_size_[s];
-      Compression c = Compression::None;
-      if (kind_[s]) {
-        c = *kind_[s];
-      } else {  // a file past the budget, not opened: by its name
-        if (src.path.ends_with(".gz")) c = Compression::Gzip;
-        if (src.path.ends_with(".zst")) c = Compression::Zstd;
-        if (src.path.ends_with(".xz")) c = Compression::Xz;
-        if (src.path.ends_with(".bz2")) c = Compression::Bzip2;
-      }
+      // A text file past the budget is not opened: its compression by its name.
+      const Compression c = kind_[s] ? *kind_[s] : compression_of_name(src.path);
       if (size < 0) size = decompressed_size(s, c);
       out_.data_bytes += size;
       if (src.kind == SourceKind::Jsonl && c != Compression::None) out_.compressed_jsonl_bytes += size;

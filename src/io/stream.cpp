@@ -416,6 +416,14 @@ Compression compression_of_magic(const unsigned char* m, size_t n) noexcept {
   return Compression::None;
 }
 
+Compression compression_of_name(std::string_view name) noexcept {
+  if (name.ends_with(".gz")) return Compression::Gzip;
+  if (name.ends_with(".zst") || name.ends_with(".zstd")) return Compression::Zstd;
+  if (name.ends_with(".xz")) return Compression::Xz;
+  if (name.ends_with(".bz2")) return Compression::Bzip2;
+  return Compression::None;
+}
+
 std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::string& display) {
   auto file = std::make_unique<File>(path, display);
   Prefix p;

@@ -109,6 +109,16 @@ TEST(Reader, CompressionOfMagic) {
   EXPECT_EQ(of(""), Compression::None);
 }
 
+TEST(Reader, CompressionOfName) {
+  EXPECT_EQ(compression_of_name("a.jsonl.gz"), Compression::Gzip);
+  EXPECT_EQ(compression_of_name("a.jsonl.zst"), Compression::Zstd);
+  EXPECT_EQ(compression_of_name("a.jsonl.zstd"), Compression::Zstd);
+  EXPECT_EQ(compression_of_name("notes.txt.xz"), Compression::Xz);
+  EXPECT_EQ(compression_of_name("notes.txt.bz2"), Compression::Bzip2);
+  EXPECT_EQ(compression_of_name("a.jsonl"), Compression::None);
+  EXPECT_EQ(compression_of_name("gz"), Compression::None);
+}
+
 TEST(Reader, GzipAndZstdByMagicNotName) {
   test::TempDir d;
   test::write_file(d.file("a.jsonl.gz"), gzip(kJsonl));
@@ -1497,6 +1507,21 @@ TEST(Reader, SampleTakesTheDecompressedSizeACompressedFileStates) {
   EXPECT_EQ(stated_decompressed_size(d.file("a.jsonl.zst")), std::optional<uint64_t>(data.size()));
   test::write_file(d.file("plain.jsonl"), data.substr(0, 1000));
   EXPECT_EQ(stated_decompressed_size(d.file("plain.jsonl")), std::nullopt);  // no magic: states nothing
+}
+
+TEST(Reader, SampleScalesTextFilesPastItsBudgetByTheCompressionTheirNamesSay) {
+  // Three zstd text files named .zstd; the sample reads 64 KB of the first, and the other two,
+  // past its budget, are not opened: each counts as its decompressed size (as the file states
+  // it), not as its compressed one.
+  std::mt19937_64 rng(17);
+  const std::string text = test::join(test::random_words(rng, 40000));
+  test::TempDir d;
+  std::filesystem::create_directories(d.file("texts"));
+  for (const char* name : {"a", "b", "c"}) test::write_file(d.file(std::string("texts/") + name + ".txt.zstd"), zstd(text));
+  InputSet in({d.file("texts")}, InputFormat::Auto);
+  const InputSample s = sample_inputs(in, {}, 64 << 10, [](std::string_view, std::string_view) {});
+  EXPECT_FALSE(s.whole);
+  EXPECT_DOUBLE_EQ(s.data_bytes, 3.0 * static_cast<double>(text.size()));
 }
 
 TEST(Reader, SampleOfRecordsLongerThanItCanReadCountsTheirText) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace neardup::io {
 
@@ -17,6 +18,9 @@ const char* compression_name(Compression c) noexcept;
 /// The compression a file's first bytes announce by their magic number (gzip, zstd, xz, bzip2),
 /// or None; `n` may be short (at most 6 bytes are looked at).
 Compression compression_of_magic(const unsigned char* b, size_t n) noexcept;
+/// The compression a file name's suffix stands for (.gz, .zst or .zstd, .xz, .bz2), or None: what
+/// is known of a file not opened. Reading goes by the magic, whatever the name.
+Compression compression_of_name(std::string_view name) noexcept;
 
 class ByteStream {
  public:
