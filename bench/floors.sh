@@ -54,7 +54,7 @@ echo "$est_line"
 to_mib() { awk -v v="$1" -v u="$2" 'BEGIN { f = u == "KB" ? 1e3 : u == "MB" ? 1e6 : u == "GB" ? 1e9 : 1; printf "%.6f", v * f / 1048576 }'; }
 read -r ev eu < <(sed -E 's/.*expected memory ([0-9.]+) ([KMGT]?B).*/\1 \2/' <<<"$est_line")
 read -r pv pu < <(sed -E 's/.*verification then adds ([0-9.]+) ([KMGT]?B) per document.*/\1 \2/' <<<"$est_line")
-read -r reread kept < <(sed -nE 's/.*\(([0-9]+) documents re-read, ([0-9]+) sets from the first pass.*/\1 \2/p' "$OUT/stats")
+read -r reread kept < <(sed -nE 's/.*\(([0-9]+) documents re-read, [0-9]+ of them copies of a text read before, ([0-9]+) sets from the first pass.*/\1 \2/p' "$OUT/stats")
 est=$(awk -v e="$(to_mib "$ev" "$eu")" -v p="$(to_mib "$pv" "$pu")" -v n=$((reread + kept)) 'BEGIN { printf "%.0f", e + n * p }')
 peaks=""; for r in ${R[dedup]}; do peaks+="$((r / 1024)) "; done
 echo "dedup peak memory: $peaks MiB against the estimate $est MiB ($ev $eu + $((reread + kept)) candidate documents x $pv $pu)"

@@ -38,7 +38,7 @@ for f in "${inputs[@]}"; do
     run=$( { /usr/bin/time -f 'peak %M' "$bin" dedup --stats --method "$m" "${extra[@]}" -o "$out/kept" "$f" >/dev/null; } 2>&1)
     peak_kb=$(sed -nE 's/^peak ([0-9]+)$/\1/p' <<<"$run")
     # Documents in candidate pairs: read again, or their sets kept from the first pass.
-    verified=$(sed -nE 's/.*verify [0-9.]+ s \(([0-9]+) documents re-read, ([0-9]+) sets from the first pass.*/\1 \2/p' <<<"$run" |
+    verified=$(sed -nE 's/.*verify [0-9.]+ s \(([0-9]+) documents re-read, [0-9]+ of them copies of a text read before, ([0-9]+) sets from the first pass.*/\1 \2/p' <<<"$run" |
       awk '{ print $1 + $2 }')
     # The estimate of the run: before verification, plus the documents it verified.
     est=$(awk -v e="$est" -v n="${verified:-0}" -v p="$per_verified" 'BEGIN { printf "%.1f", e + n * p }')

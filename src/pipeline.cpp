@@ -667,14 +667,20 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
   }
   shingle_set_records(reader, *inputs_, spec_, options_.reader, threads_, [&](ShingledRecord& r) {
     DocId doc = r.ordinal;
+    DocId same_as = r.same_as;
     if (!pos_.empty()) {
       if (doc >= docs.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
       doc = docs[doc];
+      if (same_as != ShingledRecord::kNone) same_as = docs[same_as];
       if (r.text_length != lengths_[doc])
         throw IoError(std::string("the record at byte ") + std::to_string(r.offset) +
                       " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
     }
-    sets_->set(doc, std::move(r.set));
+    if (same_as != ShingledRecord::kNone) {
+      sets_->share(doc, same_as);
+      ++stats_.verify_copies;
+    } else
+      sets_->set(doc, std::move(r.set));
   }, filter, progress ? &options_.progress : nullptr);
 }
 

@@ -4,8 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 
 #include "internal/scratch.h"
 #include "internal/hash.h"
@@ -20,6 +24,38 @@
 
 namespace neardup {
 namespace {
+
+// The texts of a pass, each numbered by the first record to claim it, by the text's 128-bit hash;
+// safe to claim from many threads (in shards, so that the workers seldom wait for each other).
+class FirstTexts {
+ public:
+  /// The number of `text` in the pass, and whether it is new (the caller is its first record).
+  std::pair<uint32_t, bool> claim(std::string_view text) {
+    const XXH128_hash_t h = XXH3_128bits_withSeed(text.data(), text.size(), kSeed);
+    Shard& s = shards_[h.high64 % kShards];
+    std::lock_guard lock(s.m);
+    const auto [it, fresh] = s.numbers.try_emplace(Text{h.low64, h.high64}, 0);
+    if (fresh) it->second = count_.fetch_add(1, std::memory_order_relaxed);
+    return {it->second, fresh};
+  }
+
+ private:
+  static constexpr uint64_t kSeed = 0x6E65617264757031ull;  // "neardup1"
+  static constexpr size_t kShards = 16;
+  struct Text {
+    uint64_t lo, hi;
+    bool operator==(const Text&) const noexcept = default;
+  };
+  struct TextHash {
+    size_t operator()(const Text& t) const noexcept { return t.lo; }
+  };
+  struct Shard {
+    std::mutex m;
+    std::unordered_map<Text, uint32_t, TextHash> numbers;
+  };
+  std::array<Shard, kShards> shards_;
+  std::atomic<uint32_t> count_{0};
+};
 
 }  // namespace
 
@@ -291,14 +327,47 @@ void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, c
   pass.start = [&](internal::Batch& b, size_t slot) {
     if (!shinglers[slot]) shinglers[slot].emplace(spec.shingle);
     b.sets.resize(b.size());
+    b.same_text.assign(b.size(), 0);
+    b.text_number.assign(b.size(), ShingledRecord::kNone);
   };
+  // A crowded corpus holds many copies of one text (licences, generated files), and a copy's set
+  // is its original's: of the pass's records with one text, only the first to reach a worker is
+  // shingled, and the others share its set. The texts are told apart by their XXH3-128 hashes: two different texts
+  // taken for one need a 128-bit collision, far rarer than a collision of the 64-bit shingle
+  // hashes that every set here already stands on.
+  FirstTexts texts;
   pass.process = [&](internal::Batch& b, size_t i, std::string_view text, size_t slot) {
+    if (!text.empty()) {
+      const auto [number, fresh] = texts.claim(text);
+      b.text_number[i] = number;
+      if (!fresh) {
+        b.same_text[i] = 1;
+        return;
+      }
+    }
     Shingler& sh = *shinglers[slot];
     b.sets[i] = text.size() >= DocumentSketcher::kSplitBytes && sh.splits_at_spaces() ? piecewise_shingle_set(sh, text, threads)
                                                                                       : sh.shingle_set(text);
   };
+  struct Later {
+    DocId ordinal;
+    std::string id;
+    uint32_t source, text_number;
+    uint64_t offset, text_length;
+  };
+  std::vector<Later> later;            // records with a text shingled for another, in input order
+  std::vector<DocId> ordinal_of_text;  // by text number: the record with its set
   pass.consume = [&](internal::Batch& b, size_t i, DocId ordinal) {
     const internal::Batch::Entry& e = b.entries[i];
+    const uint32_t number = b.text_number[i];
+    if (b.same_text[i]) {
+      later.push_back({ordinal, std::string(b.id_of(i)), e.source, number, e.offset, b.text_length[i]});
+      return;
+    }
+    if (number != ShingledRecord::kNone) {
+      if (number >= ordinal_of_text.size()) ordinal_of_text.resize(static_cast<size_t>(number) + 1, ShingledRecord::kNone);
+      ordinal_of_text[number] = ordinal;
+    }
     ShingledRecord r;
     r.ordinal = ordinal;
     r.id = b.id_of(i);
@@ -309,6 +378,16 @@ void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, c
     take(r);
   };
   internal::run_pass(reader, inputs, threads, pass);
+  for (const Later& l : later) {
+    ShingledRecord r;
+    r.ordinal = l.ordinal;
+    r.id = l.id;
+    r.source = l.source;
+    r.offset = l.offset;
+    r.text_length = l.text_length;
+    r.same_as = ordinal_of_text.at(l.text_number);
+    take(r);
+  }
 }
 
 bool DocumentSketcher::can_split() const noexcept { return impl_->hasher && impl_->shingler.splits_at_spaces(); }

@@ -48,6 +48,16 @@ void ShingleSets::set(DocId doc, std::vector<ShingleHash> set) {
   if (shareable) by_digest_.emplace(digest, slot);
 }
 
+void ShingleSets::share(DocId doc, DocId from) {
+  if (!has(from) || doc == from) throw UsageError("ShingleSets::share: the document to share with has no set");
+  if (doc >= slot_.size()) slot_.resize(static_cast<size_t>(doc) + 1, kNone);
+  forget(doc);
+  const uint32_t slot = slot_[from];
+  slot_[doc] = slot;
+  ++users_[slot];
+  ++shared_docs_;
+}
+
 // A slot one fewer document uses; its copy is let go with the last.
 void ShingleSets::drop(uint32_t slot) noexcept {
   if (--users_[slot] > 0) {

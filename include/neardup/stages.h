@@ -143,13 +143,20 @@ struct ShingledRecord {
   uint64_t offset = 0;       ///< of the record in its source's (decompressed) bytes
   uint64_t text_length = 0;  ///< the bytes of its text (decoded)
   std::vector<ShingleHash> set;  ///< sorted, distinct; the callee may move it away
+  /// The ordinal of a record handed over before, with the same text, whose set this one has
+  /// (`set` is then empty); kNone otherwise.
+  static constexpr DocId kNone = 0xFFFFFFFFu;
+  DocId same_as = kNone;
 };
 
 /// Pipeline's reading for exact verification, for a host that keeps the sets: the records
 /// `reader` gives (its selection by position; or, with `filter`, every record, parsed on the
 /// calling thread, and those it accepts by record and ordinal) are shingled on `threads`
 /// threads of the current pool (a text of DocumentSketcher::kSplitBytes or more in pieces on all
-/// of them), and each set is handed to `take` in input order on the calling thread. A bad record
+/// of them), and each set is handed to `take` in input order on the calling thread. Of records with
+/// the same text, only the first to be shingled (not always the first read) gets a set: the others
+/// are handed over after every record with a set, in input order, with ShingledRecord::same_as
+/// naming it. A bad record
 /// read again means an input changed since the first pass: IoError naming it.
 void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
                          const io::ReaderOptions& options, int threads, const std::function<void(ShingledRecord&)>& take,

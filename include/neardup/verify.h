@@ -34,6 +34,8 @@ class ShingleSets {
   /// count given so far). Shares the stored copy of an identical set of another document. Not
   /// thread-safe.
   void set(DocId doc, std::vector<ShingleHash> set);
+  /// Stores for `doc` the set of `from`, which has one, shared (the set of a copy of its text).
+  void share(DocId doc, DocId from);
   bool has(DocId doc) const noexcept { return doc < slot_.size() && slot_[doc] != kNone; }
   /// The set of `doc`; empty if none was stored. Two documents with a shared copy get the same
   /// span (the same data()).

@@ -67,6 +67,10 @@ struct Batch {
   std::vector<uint8_t> empty;
   std::vector<uint32_t> fp_slot;  // bottomk: the entry's fingerprint in `fps`
   std::vector<std::vector<ShingleHash>> sets;
+  // shingle_set_records: the number of the entry's text in the pass, and whether another entry
+  // with that text makes the set.
+  std::vector<uint32_t> text_number;
+  std::vector<uint8_t> same_text;
   // The keep-by field of each entry (when asked for): kind, number, string in keys_text.
   std::vector<uint8_t> keys_kind;
   std::vector<double> keys_num;

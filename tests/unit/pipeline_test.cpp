@@ -519,6 +519,8 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
           EXPECT_EQ(st.verify_docs, read_all);
           EXPECT_GT(read_all, 100u);
           EXPECT_GE(st.verify_shared, 25u) << spec << " budget " << budget;
+          EXPECT_GE(st.verify_copies, 25u) << spec << " budget " << budget;  // not shingled again
+          EXPECT_LE(st.verify_copies, st.verify_shared);
           EXPECT_GT(st.largest_bucket, 64u) << spec;  // the join's part
           const std::string got = decided_outputs(p, d);
           if (want.empty()) want = got;

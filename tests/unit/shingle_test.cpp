@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -390,6 +391,31 @@ TEST(ShingleSets, SharesIdenticalSetsByContent) {
   s.keep_only(std::vector<uint8_t>(2, 1));
   EXPECT_FALSE(s.has(6));
   EXPECT_EQ(s.total_hashes(), 0u);
+}
+
+// A copy of a text takes its original's set without a set of its own; it lives as long as a
+// document uses it, whichever goes first.
+TEST(ShingleSets, ShareGivesAnotherDocumentsSet) {
+  std::vector<ShingleHash> a(10);
+  std::iota(a.begin(), a.end(), ShingleHash{100});  // short: never found by content
+  ShingleSets s;
+  s.set(1, a);
+  s.share(4, 1);
+  EXPECT_EQ(s.get(4).data(), s.get(1).data());
+  EXPECT_EQ(s.shared_docs(), 1u);
+  EXPECT_EQ(s.total_hashes(), a.size());
+  s.set(2, {});
+  s.share(3, 2);  // an empty set is a set
+  EXPECT_TRUE(s.has(3));
+  EXPECT_TRUE(s.get(3).empty());
+  s.release(std::vector<DocId>{1});
+  EXPECT_TRUE(std::ranges::equal(s.get(4), a));
+  EXPECT_EQ(s.total_hashes(), a.size());
+  s.share(4, 3);  // replaces 4's share: the copy of `a` goes with its last user
+  EXPECT_EQ(s.total_hashes(), 0u);
+  EXPECT_EQ(s.shared_docs(), 2u);
+  EXPECT_THROW(s.share(5, 1), UsageError);  // 1 has no set any more
+  EXPECT_THROW(s.share(3, 3), UsageError);
 }
 
 TEST(Shingle, RejectsBadK) {

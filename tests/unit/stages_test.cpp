@@ -429,6 +429,66 @@ TEST(Stages, SplitSignatureEqualsTheWhole) {
 // sketch_records is the first pass of Pipeline for a host that keeps the results: in input
 // order, the signatures sketch_documents gives the same texts (a text of 4 MiB or more in
 // pieces), the --keep-by values, the positions, and bad records counted and skipped.
+// Copies of a text read again for verification are not shingled: each is handed over after the
+// other records, in input order, naming the first record read with its text, whose set it has.
+// A text spelled with other JSON escapes is the same text; one differing word is not.
+TEST(Stages, ShingleSetRecordsHandsCopiesLastWithTheirFirst) {
+  test::TempDir d;
+  std::mt19937_64 rng(78);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 6; ++i) texts.push_back(test::join(test::random_words(rng, 40 + 20 * i, 5000)));
+  texts.push_back(test::join(test::random_words(rng, 700000, 20000)));  // one text over 4 MiB
+  ASSERT_GE(texts.back().size(), DocumentSketcher::kSplitBytes);
+  std::vector<std::string> near = {texts[1] + " extra", "caf\\u00e9 " + texts[2]};
+  // Records: each text, then copies of some, a near copy, and an escaped spelling of "café".
+  std::vector<std::pair<std::string, int>> records;  // JSON text, the text it is a copy of (-1: new)
+  for (int i = 0; i < 7; ++i) records.push_back({texts[i], -1});
+  records.push_back({texts[6], 6});
+  records.push_back({near[0], -1});
+  records.push_back({texts[1], 1});
+  records.push_back({near[1], -1});
+  records.push_back({"café " + texts[2], 10});
+  records.push_back({texts[1], 1});
+  std::string jsonl;
+  for (size_t i = 0; i < records.size(); ++i) jsonl += "{\"id\": \"r" + std::to_string(i) + "\", \"text\": \"" + records[i].first + "\"}\n";
+  test::write_file(d.file("in.jsonl"), jsonl);
+  const PipelineSpec spec = PipelineSpec::parse("words:3 oph:64 verify:0.8").resolved();
+  for (const int threads : {1, 2}) {
+    io::InputSet in({d.file("in.jsonl")}, io::InputFormat::Auto);
+    io::RecordReader reader(in, io::ReaderOptions{});
+    std::vector<ShingledRecord> got;
+    shingle_set_records(reader, in, spec, io::ReaderOptions{}, threads, [&](ShingledRecord& r) {
+      got.push_back(std::move(r));
+      got.back().id = {};
+    });
+    ASSERT_EQ(got.size(), records.size());
+    // Of each text's records, the first shingled (any of them, with threads) has the set, and
+    // the others name it, handed over after every record with a set, each part in input order.
+    auto text_of = [&](DocId r) { return records[r].second < 0 ? static_cast<int>(r) : records[r].second; };
+    Shingler sh(spec.shingle);
+    std::map<int, DocId> first;  // a text -> the record with its set
+    std::vector<DocId> with_set, copies;
+    for (const auto& r : got) {
+      if (r.same_as == ShingledRecord::kNone) {
+        EXPECT_TRUE(copies.empty()) << r.ordinal << " handed after a copy";
+        with_set.push_back(r.ordinal);
+        EXPECT_TRUE(first.emplace(text_of(r.ordinal), r.ordinal).second) << r.ordinal << " was shingled again";
+        const std::string& json = records[r.ordinal].first;
+        const std::string text = json.starts_with("caf\\u00e9") ? "café" + json.substr(9) : json;
+        EXPECT_EQ(r.set, sh.shingle_set(text)) << r.ordinal;
+      } else {
+        copies.push_back(r.ordinal);
+        EXPECT_TRUE(r.set.empty()) << r.ordinal;
+        EXPECT_EQ(r.same_as, first.at(text_of(r.ordinal))) << r.ordinal;
+      }
+    }
+    EXPECT_TRUE(std::ranges::is_sorted(with_set));
+    EXPECT_TRUE(std::ranges::is_sorted(copies));
+    EXPECT_EQ(with_set.size(), 9u) << threads;  // texts 0-6, the near copy and the escaped spelling
+    EXPECT_EQ(copies.size(), 4u) << threads;
+  }
+}
+
 TEST(Stages, SketchRecordsGivesThePipelinesFirstPassInOrder) {
   test::TempDir d;
   std::mt19937_64 rng(77);

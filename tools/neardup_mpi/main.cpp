@@ -567,7 +567,9 @@ void Run::load_sets(std::vector<DocId> docs) {
       const DocId d = read_docs[r.ordinal];
       if (r.text_length != local_.lengths[d - local_.base])
         throw IoError("the record changed while neardup-mpi was running (do not modify inputs during a run)", local_place(d - local_.base));
-      set_cache_.emplace(d, std::move(r.set));
+      // A copy of the text of a record handed over before: its set.
+      std::vector<ShingleHash> set = r.same_as != ShingledRecord::kNone ? set_cache_.at(read_docs[r.same_as]) : std::move(r.set);
+      set_cache_.emplace(d, std::move(set));
     });
     if (!read_docs.empty() && set_cache_.count(read_docs.back()) == 0)
       throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)", local_place(read_docs.back() - local_.base));
