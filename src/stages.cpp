@@ -334,7 +334,11 @@ void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, c
   // is its original's: of the pass's records with one text, only the first to reach a worker is
   // shingled, and the others share its set. The texts are told apart by their XXH3-128 hashes: two different texts
   // taken for one need a 128-bit collision, far rarer than a collision of the 64-bit shingle
-  // hashes that every set here already stands on.
+  // hashes that every set here already stands on. A JSONL text reaches the workers as word text
+  // or decoded, by the path its parser took for the line (which depends on the lines it parsed
+  // before), and the two forms of one text differ where it has more than words and single spaces:
+  // such a copy is shingled again, to the same set, so the copies found can vary by a few from
+  // one run to the next while the results cannot.
   FirstTexts texts;
   pass.process = [&](internal::Batch& b, size_t i, std::string_view text, size_t slot) {
     if (!text.empty()) {

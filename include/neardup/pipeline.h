@@ -114,7 +114,10 @@ struct RunStats {
   uint64_t verify_kept = 0;    ///< documents verified with the set the first pass made (not read again)
   uint64_t set_bytes = 0;      ///< the most bytes of shingle sets held at once for exact verification (8 per distinct shingle, a shared copy once)
   uint64_t verify_shared = 0;  ///< documents whose set was identical to another's and shares its copy (ShingleSets)
-  uint64_t verify_copies = 0;  ///< of verify_docs, those whose text was read before in the same reading: not shingled, their set shared
+  /// Of verify_docs, those whose text another document of the same reading had: not shingled,
+  /// its set shared. A copy whose text the parser handed over in the other form (word text or
+  /// decoded, shingle_set_records) is not found, so this can vary by a few between runs.
+  uint64_t verify_copies = 0;
   uint64_t largest_bucket = 0;
   /// Decompressed bytes of compressed inputs kept by the first pass and read again from there
   /// (RunOptions::decompressed_copies), and why none or not all were kept (empty: all were, or
