@@ -331,14 +331,14 @@ void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, c
     b.text_number.assign(b.size(), ShingledRecord::kNone);
   };
   // A crowded corpus holds many copies of one text (licences, generated files), and a copy's set
-  // is its original's: of the pass's records with one text, only the first to reach a worker is
-  // shingled, and the others share its set. The texts are told apart by their XXH3-128 hashes: two different texts
-  // taken for one need a 128-bit collision, far rarer than a collision of the 64-bit shingle
-  // hashes that every set here already stands on. A JSONL text reaches the workers as word text
-  // or decoded, by the path its parser took for the line (which depends on the lines it parsed
-  // before), and the two forms of one text differ where it has more than words and single spaces:
-  // such a copy is shingled again, to the same set, so the copies found can vary by a few from
-  // one run to the next while the results cannot.
+  // is its original's: of the pass's records with one text, only the first to claim it on a
+  // worker is shingled, and the others share its set. The texts are told apart by their XXH3-128
+  // hashes: two different texts taken for one need a 128-bit collision, far rarer than a
+  // collision of the 64-bit shingle hashes that every set here already stands on. A JSONL text
+  // reaches the workers as word text or decoded, by the path its parser took for the line (which
+  // depends on the lines it parsed before), and the two forms of one text differ where it has
+  // more than words and single spaces: such a copy is shingled again, to the same set, so the
+  // copies found can vary by a few from one run to the next while the results cannot.
   FirstTexts texts;
   pass.process = [&](internal::Batch& b, size_t i, std::string_view text, size_t slot) {
     if (!text.empty()) {
@@ -389,7 +389,8 @@ void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, c
     r.source = l.source;
     r.offset = l.offset;
     r.text_length = l.text_length;
-    r.same_as = ordinal_of_text.at(l.text_number);
+    r.same_as = ordinal_of_text.at(l.text_number);  // every processed record is handed over
+    NEARDUP_ASSERT(r.same_as != ShingledRecord::kNone);
     take(r);
   }
 }
