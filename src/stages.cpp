@@ -31,7 +31,7 @@ class FirstTexts {
  public:
   /// The number of `text` in the pass, and whether it is new (the caller is its first record).
   std::pair<uint32_t, bool> claim(std::string_view text) {
-    const XXH128_hash_t h = XXH3_128bits_withSeed(text.data(), text.size(), kSeed);
+    const XXH128_hash_t h = internal::hash_bytes128(text.data(), text.size(), kSeed);
     Shard& s = shards_[h.high64 % kShards];
     std::lock_guard lock(s.m);
     const auto [it, fresh] = s.numbers.try_emplace(Text{h.low64, h.high64}, 0);
