@@ -9,7 +9,7 @@
 # With COLD=1 the input is dropped from the page cache before each timed command (as a corpus
 # larger than memory is read), instead of read once into it beforehand.
 set -euo pipefail
-IN=$1 REPS=${2:-3}
+IN=$(realpath "$1") REPS=${2:-3}  # a link resolved: zstd skips links, and the copies go beside the file itself
 ND=${NEARDUP:-build/neardup}
 OUT=${OUT:-$(mktemp -d -p "$(dirname "$IN")")}  # beside the input: the same file system for cp
 trap 'rm -rf "$OUT"' EXIT
