@@ -335,10 +335,10 @@ void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, c
   // worker is shingled, and the others share its set. The texts are told apart by their XXH3-128
   // hashes: two different texts taken for one need a 128-bit collision, far rarer than a
   // collision of the 64-bit shingle hashes that every set here already stands on. A JSONL text
-  // reaches the workers as word text or decoded, by the path its parser took for the line (which
-  // depends on the lines it parsed before), and the two forms of one text differ where it has
-  // more than words and single spaces: such a copy is shingled again, to the same set, so the
-  // copies found can vary by a few from one run to the next while the results cannot.
+  // reaches the workers as word text or decoded, by its line alone (io::JsonlParser), so the same
+  // line is the same text in every run and on every thread. Two spellings of one text (with other
+  // JSON escapes) may come in different forms, which differ where the text has more than words
+  // and single spaces: such a copy is shingled again, to the same set.
   FirstTexts texts;
   pass.process = [&](internal::Batch& b, size_t i, std::string_view text, size_t slot) {
     if (!text.empty()) {

@@ -115,8 +115,8 @@ struct RunStats {
   uint64_t set_bytes = 0;      ///< the most bytes of shingle sets held at once for exact verification (8 per distinct shingle, a shared copy once)
   uint64_t verify_shared = 0;  ///< documents whose set was identical to another's and shares its copy (ShingleSets)
   /// Of verify_docs, those whose text another document of the same reading had: not shingled,
-  /// its set shared. A copy whose text the parser handed over in the other form (word text or
-  /// decoded, shingle_set_records) is not found, so this can vary by a few between runs.
+  /// its set shared. Copies are told by their texts as parsed (shingle_set_records): the same
+  /// text spelled with other JSON escapes may not be found, but the count is the same in every run.
   uint64_t verify_copies = 0;
   uint64_t largest_bucket = 0;
   /// Decompressed bytes of compressed inputs kept by the first pass and read again from there

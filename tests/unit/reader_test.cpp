@@ -1771,11 +1771,30 @@ TEST(Reader, WordTextParserAgreesWithTheFullParser) {
       R"({"id": "x", "text": "two "quotes" and \" an end"})",
       "{\"long\": \"" + std::string(5000, 'z') + "\", \"text\": \"after a long field\\n\"}",
       "{\"id\": \"y\", \"text\": \"caf\xC3\xA9\\n cr\xC3\xA8me\", \"bad\": \"\xC3\"}",  // invalid UTF-8 after the text
+      R"({"id": "z", "text": "caf\u00e9\n\tna\u00efve \"x\""})",  // a few \u escapes: word text, its block decoded
+      R"({"id": "z2", "text": "\u4e2d\u6587\u4e2d\u6587\u4e2d\u6587\u4e2d\u6587\n"})",  // dense: for the full parse
+      R"({"id": "a", "text": "int main() {\n\treturn \"x\\y\";\n}", "q": 3})",  // word text again, after \u escapes
   };
-  // A fresh word-text parser for each line: one that met a \u escape parses the next lines whole.
+  // A fresh word-text parser for each line, and one parser for them all: a line's text is the
+  // same whatever lines its parser met before (a \u escape does not send the next lines to the
+  // full parse).
+  io::JsonlParser shared(opt, true);
   for (const std::string& line : lines) {
     io::JsonlParser words(opt, true);
     expect_same_record(full, words, line);
+    const Parsed fresh = parse_with(words, line), again = parse_with(shared, line);
+    EXPECT_EQ(fresh.ok, again.ok) << line;
+    EXPECT_EQ(fresh.text, again.text) << line;
+  }
+  // A short line with a \u escape takes word text: the 64-byte block that holds the escape is
+  // decoded, the escapes of the other blocks are blanked (the full parse would decode them all).
+  {
+    io::ReaderOptions plain;
+    io::JsonlParser words(plain, true), whole(plain);
+    const std::string filler(70, 'a');
+    const std::string line = R"({"id": "z", "text": "caf\u00e9 )" + filler + R"(\n\tend"})";
+    expect_same_record(whole, words, line);
+    EXPECT_EQ(parse_with(words, line).text, "caf\xC3\xA9 " + filler + "    end");
   }
   // These take word text (their escapes come as spaces, not decoded), so the agreement above is
   // the fast path's, not the full parse's with itself.

@@ -304,9 +304,10 @@ InputSample sample_inputs(const InputSet& inputs, const ReaderOptions& options, 
 class JsonlParser {
  public:
   /// With word_text, a text whose words are all that is needed (word or character shingles
-  /// without normalisation) may come as its JSON string's contents with each escape but \uXXXX
-  /// turned into two spaces: the same words, found without decoding (kernels/json_text_kernels.h).
-  /// text_length() is then the decoded length.
+  /// without normalisation) may come as its JSON string's contents with each escape turned into
+  /// two spaces but in the 64-byte blocks that hold a \uXXXX escape, which are decoded: the same
+  /// words, found without decoding the rest (kernels/json_text_kernels.h). Whether a text comes so
+  /// or decoded depends on its line alone. text_length() is the decoded length either way.
   /// A line of kWordTextMaxLine or more is made word text in parts on up to `threads` threads of
   /// the current pool (neardup/thread_pool.h).
   explicit JsonlParser(const ReaderOptions& options, bool word_text = false, int threads = 1);
