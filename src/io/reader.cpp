@@ -528,7 +528,7 @@ struct JsonlParser::Impl {
   bool fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out, std::string& problem);
   bool parse_word_text(std::string_view line, bool long_line, char* in_place, const Source& source, uint64_t line_no, Record& out);
   int word_text_copy(std::string_view line, size_t begin, uint64_t& blanked, size_t& n);
-  int word_text_decoding(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded);
+  int word_text_decoding(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded);  // after word_text_copy
   void cut_parts(std::string_view line, size_t begin);
   void run_parts(std::string_view line, size_t begin, size_t parts, char* to);
   int settle_parts(size_t begin, size_t& n, size_t& text, uint64_t& decoded);
@@ -815,8 +815,8 @@ static bool dense_escapes(std::string_view rest) noexcept {
 // where the full parse must decide: anything it would reject or decode differently (a lone
 // surrogate, a text over max_doc_bytes, a field name written with escapes).
 //
-// A short line's word text is a copy of the contents in `words`, made again with its \u escapes
-// decoded if it has any (word_text_decoding). A long line's is made in parts
+// A short line's word text is a copy of the contents in `words`, taken on past its first \u
+// escape with the blocks that hold them decoded (word_text_decoding). A long line's is made in parts
 // (word_text_run: the 64-byte blocks holding \u escapes decoded, which only shortens them): given
 // `in_place` (line.data() as memory the caller lets the parser overwrite), the contents
 // themselves with their escapes blanked, so that a text of tens of MB costs no second buffer of
@@ -962,21 +962,23 @@ uint8_t* word_text_scratch() {
 
 }  // namespace
 
-// A short line's contents from line[begin] as word text in `words` (which word_text_copy sized to
-// hold them), with the 64-byte blocks that hold \u escapes decoded (word_text_run): made again
-// from the start once the copy met the first such escape, which only decoding can turn into the
-// text's own characters. Before, a parser that met such a line parsed the next 15 whole, so a
-// text's form hung on the lines before it. On the crowded mix's 641 lines with \u escapes, five
+// A short line's word text taken on where word_text_copy stopped, at the 64-byte block holding the
+// first \u escape (n: the bytes copied; text and decoded: what they gave): the rest, with each
+// block that holds such an escape decoded (word_text_run), goes into `words` (which word_text_copy
+// sized to hold the contents) after them. Before, a parser that met such a line parsed the next
+// 15 whole, so a text's form hung on the lines before it. On the crowded mix's 641 lines with \u escapes, five
 // times over (67 MB), the first pass's parse took 0.015 s of CPU against 0.025 s. On the kernel's
 // Documentation/translations written with ASCII only, 30 times over (153 MB: Chinese, Japanese,
 // Korean, whose every character is an escape), decoding every line here took 0.30 s against
 // 0.17-0.18 s; with dense_escapes sending those lines to the full parse, 0.18 s.
 int JsonlParser::Impl::word_text_decoding(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded) {
-  const WordTextRun r = word_text_run(line, begin, line.size(), opt.max_doc_bytes, word_text_scratch(), words.data());
+  if (decoded > opt.max_doc_bytes) return internal::kJsonWordTextInvalid;  // the full parse cuts it
+  const WordTextRun r =
+      word_text_run(line, begin + n, line.size(), opt.max_doc_bytes - decoded, word_text_scratch(), words.data() + text);
   if (r.status != internal::kJsonWordTextOk) return internal::kJsonWordTextInvalid;  // unclosed, or for the full parse to judge
   n = r.end - begin;
-  text = r.text;
-  decoded = r.decoded;
+  text += r.text;
+  decoded += r.decoded;
   return internal::kJsonWordTextOk;
 }
 
