@@ -42,6 +42,19 @@ struct Spooled {
   int keep_fd = -1;  ///< the unnamed file, to close when it is no longer read
 };
 
+void write_copy(int fd, const char* p, size_t n, const std::string& display, const std::string& dir) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw IoError(std::string("cannot write its temporary copy in ") + temp_directory(dir) + ": " + std::strerror(errno) +
+                    "; free space or set TMPDIR to another directory", ErrorPlace{display});
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
 namespace {
 
 // Format from the file name: .jsonl/.ndjson/.json, optionally followed by a compression's suffix
@@ -55,12 +68,12 @@ SourceKind kind_from_name(std::string_view name, InputFormat format) {
   return SourceKind::TextFile;
 }
 
-// Copies what can be read only once (stdin, a pipe or process substitution such as
-// <(zcat x.gz)) to a temporary file, so that later passes can read it again. Where the file
-// system can make one, the file has no name (O_TMPFILE): it is read by /proc/self/fd/N, kept
-// open by the caller, and nothing is left of it however the process ends. Otherwise it is
-// listed for removal by a signal handler. `in` is the descriptor, `display` its name in messages.
-Spooled spool_once(int in, const std::string& display, const std::string& dir_in) {
+// Makes a temporary file and has `fill` write a copy of what can be read only once (stdin, a
+// pipe or process substitution such as <(zcat x.gz)) into it, so that later passes can read it
+// again. Where the file system can make one, the file has no name (O_TMPFILE): it is read by
+// /proc/self/fd/N, kept open by the caller, and nothing is left of it however the process ends.
+// Otherwise it is listed for removal by a signal handler. `display` names the input in messages.
+Spooled spool(const std::string& display, const std::string& dir_in, const std::function<void(int)>& fill) {
   const std::string dir = temp_directory(dir_in);
   Spooled out;
   int fd = open_unnamed(dir);
@@ -75,37 +88,34 @@ Spooled spool_once(int in, const std::string& display, const std::string& dir_in
                     "; set TMPDIR to a writable directory", ErrorPlace{display});
     out.slot = register_temporary_file(out.path);
   }
-  const auto give_up = [&] {
+  try {
+    fill(fd);
+  } catch (...) {
     ::close(fd);
     if (out.keep_fd < 0) {
       ::unlink(out.path.c_str());
       unregister_temporary_file(out.slot);
     }
-  };
-  std::vector<char> buf(1 << 20);
-  for (;;) {
-    const ssize_t r = ::read(in, buf.data(), buf.size());
-    if (r == 0) break;
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      give_up();
-      throw IoError(std::string("cannot read: ") + std::strerror(e), ErrorPlace{display});
-    }
-    for (ssize_t off = 0; off < r;) {
-      const ssize_t w = ::write(fd, buf.data() + off, static_cast<size_t>(r - off));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        const int e = errno;
-        give_up();
-        throw IoError(std::string("cannot write its temporary copy in ") + dir + ": " + std::strerror(e) +
-                      "; free space or set TMPDIR to another directory", ErrorPlace{display});
-      }
-      off += w;
-    }
+    throw;
   }
   if (out.keep_fd < 0) ::close(fd);
   return out;
+}
+
+// spool() with the bytes read from descriptor `in`.
+Spooled spool_once(int in, const std::string& display, const std::string& dir_in) {
+  return spool(display, dir_in, [&](int fd) {
+    std::vector<char> buf(1 << 20);
+    for (;;) {
+      const ssize_t r = ::read(in, buf.data(), buf.size());
+      if (r == 0) break;
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        throw IoError(std::string("cannot read: ") + std::strerror(errno), ErrorPlace{display});
+      }
+      write_copy(fd, buf.data(), static_cast<size_t>(r), display, dir_in);
+    }
+  });
 }
 
 }  // namespace
@@ -184,6 +194,22 @@ InputSet::InputSet(std::vector<Document> documents) : documents_(std::move(docum
   for (const Document& d : documents_) total_bytes_ += d.text.size();
 }
 
+OnceCopy::OnceCopy(const std::string& display, const std::string& dir, const std::function<void(int)>& fill) {
+  Spooled s = spool(display, dir, fill);
+  path_ = std::move(s.path);
+  slot_ = s.slot;
+  fd_ = s.keep_fd;
+}
+
+OnceCopy::~OnceCopy() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+  } else {
+    ::unlink(path_.c_str());
+    unregister_temporary_file(slot_);
+  }
+}
+
 // Standard input, spooled to a temporary file so that later passes can read it again.
 void InputSet::add_stdin(InputFormat format, const std::string& stdin_dir) {
   Source s;
@@ -192,6 +218,30 @@ void InputSet::add_stdin(InputFormat format, const std::string& stdin_dir) {
   s.kind = format == InputFormat::Text ? SourceKind::TextFile : SourceKind::Jsonl;
   s.doc_id = "-";  // as the user named it: never the temporary copy's path
   s.name = "stdin.jsonl";
+  sources_.push_back(std::move(s));
+}
+
+// An input read once already, by the caller (ReaderOptions::copied_once): named as the user
+// named it, read from `copy`, which the caller owns.
+void InputSet::add_copied(const std::string& p, const std::string& copy, InputFormat format) {
+  Source s;
+  s.path = copy;
+  if (p == "-") {
+    s.display = "<stdin>";
+    s.doc_id = "-";
+    s.name = "stdin.jsonl";
+    s.kind = format == InputFormat::Text ? SourceKind::TextFile : SourceKind::Jsonl;
+  } else {
+    s.display = p;
+    s.doc_id = p;
+    s.name = fs::path(p).filename().string();
+    s.kind = kind_from_name(p, format);
+    if (format == InputFormat::Auto && s.kind == SourceKind::TextFile && looks_like_jsonl(copy, p)) s.kind = SourceKind::Jsonl;
+    if (s.kind == SourceKind::TextFile && bad_id_char(s.doc_id)) {
+      s.problem = "the file name holds a TAB or line break, which would corrupt the TSV outputs; rename it";
+      s.problem_kind = "bad id";
+    }
+  }
   sources_.push_back(std::move(s));
 }
 
@@ -308,6 +358,12 @@ void InputSet::add_file(const std::string& p, bool regular, InputFormat format, 
 void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir) {
   try {
     for (const std::string& p : paths) {
+      if (const auto copy = std::find_if(options.copied_once.begin(), options.copied_once.end(),
+                                         [&](const auto& c) { return c.first == p; });
+          copy != options.copied_once.end()) {
+        add_copied(p, copy->second, options.format);
+        continue;
+      }
       if (p == "-") {
         add_stdin(options.format, stdin_dir);
         continue;

@@ -62,6 +62,29 @@ same_dedup planted-keep-by 3 all.jsonl --keep-by score:asc
 same_dedup planted-keep-by-leader 4 shard*.jsonl --keep-by score --cluster leader
 same_pairs planted-one-file 3 all.jsonl -k 3
 
+# Inputs that can be read only once: standard input (mpirun gives it to rank 0 alone) and a FIFO
+# are read by rank 0 and sent to every rank, with one process's outputs; a process substitution,
+# whose descriptor mpirun does not pass on, is refused before any work with the usage exit code.
+"$ND" dedup all.jsonl -o one.out --removed one.rem -q
+"$ND" pairs all.jsonl -o one.tsv -q
+for np in 2 3; do
+  mpi "$np" dedup - -o mpi.out --removed mpi.rem -q < all.jsonl
+  cmp -s one.out mpi.out && cmp -s one.rem mpi.rem || fail "stdin, $np ranks: dedup differs ($(wc -l < mpi.out) kept)"
+  cat all.jsonl | mpi "$np" pairs - -o mpi.tsv -q
+  cmp -s one.tsv mpi.tsv || fail "stdin through a pipe, $np ranks: pairs differ"
+done
+mkfifo planted.fifo
+(cat all.jsonl > planted.fifo &)
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 3 "$MPI" pairs --format jsonl planted.fifo -o mpi.tsv -q ||
+  fail "FIFO, 3 ranks: failed or hung"
+cmp -s one.tsv mpi.tsv || fail "FIFO, 3 ranks: pairs differ"
+set +e
+mpi 2 dedup <(cat all.jsonl) -o subst.out -q 2> mpi.err; got=$?
+set -e
+[ "$got" = 2 ] && grep -q "process substitution" mpi.err && [ ! -e subst.out ] ||
+  fail "process substitution: exit $got, $(head -1 mpi.err)"
+rm -f one.* mpi.* planted.fifo
+
 # --output-dir: one file per shard, compressed as named, written by the rank that read it.
 for f in shard*.jsonl; do zstd -q "$f" -o "$f.zst"; done
 "$ND" dedup shard*.jsonl.zst --output-dir one.d -q

@@ -102,7 +102,34 @@ struct ReaderOptions {
   /// mapped makes the process die of SIGBUS (the command-line programs report it as an I/O
   /// error); Never reads such files like any other stream.
   MemoryMap memory_map = MemoryMap::Auto;
+  /// Inputs that were read once already by the caller (neardup-mpi: rank 0 reads standard input
+  /// or a FIFO and sends its bytes to every rank): the path as given (`-` for standard input)
+  /// and the copy to read instead (OnceCopy::path). Messages and ids name the path as given.
+  std::vector<std::pair<std::string, std::string>> copied_once;
 };
+
+/// A copy of an input that can be read only once (standard input, a pipe, a FIFO) in a temporary
+/// file that later passes read again: without a name where the file system can make one
+/// (O_TMPFILE), otherwise listed for removal by the signal handlers; gone when destroyed.
+class OnceCopy {
+ public:
+  /// `fill(fd)` writes every byte of the input to fd (write_copy), or throws; the copy is then
+  /// removed. `display` names the input in messages; `dir` is the folder ("": $TMPDIR or /tmp).
+  OnceCopy(const std::string& display, const std::string& dir, const std::function<void(int fd)>& fill);
+  ~OnceCopy();
+  OnceCopy(const OnceCopy&) = delete;
+  OnceCopy& operator=(const OnceCopy&) = delete;
+  /// The name to read it by.
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+  int slot_ = -1, fd_ = -1;
+};
+
+/// Writes n bytes to a copy's descriptor, retrying interrupted and short writes; IoError naming
+/// `display` and the folder `dir` ("": $TMPDIR) when the disk is full or the write fails.
+void write_copy(int fd, const char* p, size_t n, const std::string& display, const std::string& dir);
 
 
 /// The input file that a reader has mapped (ReaderOptions::memory_map) at `address`, its display
@@ -184,6 +211,7 @@ class InputSet {
  private:
   void expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir);
   void add_stdin(InputFormat format, const std::string& stdin_dir);
+  void add_copied(const std::string& path, const std::string& copy, InputFormat format);
   void add_directory(const std::string& path, const ReaderOptions& options);
   void add_file(const std::string& path, bool regular, InputFormat format, const std::string& stdin_dir);
   WalkCounts left_out_;
