@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "index_file.h"
@@ -91,11 +93,20 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open(const std::string& path, bool p
   idx->identity_ = c.identity;
   idx->map_ = std::move(map);
   if (!pending_log_ok) {
-    if (const uint64_t pending = internal::unfolded_log_bytes(path, idx->identity_))
+    if (const uint64_t pending = internal::unfolded_log_bytes(path, idx->identity_)) {
+      // Served now (the service holds the lock and folds its log as it ends), or left by a
+      // service that did not finish.
+      const std::string holder = IndexLock::holder(path);
+      if (!holder.empty())
+        throw IoError("the index is served by " + holder + ", whose log " + internal::log_path(path) + " holds " +
+                          std::to_string(pending) + " bytes of changes not yet in the file; ask the service (POST "
+                          "/v1/query), or stop it (it folds its log as it ends) and try again",
+                      ErrorPlace{path});
       throw FormatError("its log " + internal::log_path(path) + " holds " + std::to_string(pending) +
                             " bytes of changes not yet folded into it (a 'neardup serve' that did not finish); fold them "
                             "with 'neardup index fold " + path + "'",
                         ErrorPlace{path});
+    }
   }
   return idx;
 }
@@ -359,7 +370,7 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
   return st;
 }
 
-std::unique_ptr<NearDupIndex> NearDupIndex::open_for_update(const std::string& path, bool wait, bool pending_log_ok) {
+std::unique_ptr<NearDupIndex> NearDupIndex::open_for_update(const std::string& path, const LockWait& wait, bool pending_log_ok) {
   auto lock = std::make_unique<IndexLock>(path, wait);
   auto idx = open(path, pending_log_ok);
   idx->lock_ = std::move(lock);
@@ -367,8 +378,8 @@ std::unique_ptr<NearDupIndex> NearDupIndex::open_for_update(const std::string& p
   return idx;
 }
 
-std::unique_ptr<NearDupIndex> NearDupIndex::create(const std::string& path, const PipelineSpec& spec) {
-  auto lock = std::make_unique<IndexLock>(path);
+std::unique_ptr<NearDupIndex> NearDupIndex::create(const std::string& path, const PipelineSpec& spec, const LockWait& wait) {
+  auto lock = std::make_unique<IndexLock>(path, wait);
   auto idx = std::make_unique<NearDupIndex>(spec);
   idx->save(path);
   // A log left by a service on the index replaced here describes the old index, not this one.
@@ -396,18 +407,87 @@ void NearDupIndex::save() const {
   save(update_path_);
 }
 
-IndexLock::IndexLock(const std::string& index_path, bool wait) {
+namespace {
+
+// This process's command line, its arguments joined by spaces (at most 200 bytes): what the lock
+// file says of its holder.
+std::string own_command_line() {
+  std::string cmd;
+  if (std::FILE* f = std::fopen("/proc/self/cmdline", "rb")) {
+    char buf[256];
+    const size_t n = std::fread(buf, 1, sizeof buf, f);
+    std::fclose(f);
+    cmd.assign(buf, n);
+    while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
+    for (char& c : cmd)
+      if (c == '\0' || c == '\n' || c == '\t') c = ' ';
+    if (const size_t slash = cmd.find_last_of('/', cmd.find(' ')); slash != std::string::npos) cmd.erase(0, slash + 1);
+    if (cmd.size() > 200) cmd.resize(200);
+  }
+  return cmd;
+}
+
+// The holder as its lock file names it: "process PID (COMMAND)", or "this process (...)".
+std::string describe_holder(int fd) {
+  char buf[512];
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  const std::string text(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  const size_t space = text.find(' ');
+  const long pid = std::strtol(text.c_str(), nullptr, 10);
+  if (pid <= 0) return "another process";
+  const std::string cmd = space == std::string::npos ? std::string() : " (" + text.substr(space + 1) + ")";
+  if (pid == ::getpid()) return "this process" + cmd + ", through another open index";
+  return "process " + std::to_string(pid) + cmd;
+}
+
+}  // namespace
+
+std::string IndexLock::holder(const std::string& index_path) {
+  const int fd = ::open((index_path + ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  // A lock of our own would be released by closing this descriptor: flock's locks belong to the
+  // open file, so a second one of this process conflicts with it like another process's.
+  std::string who;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) who = describe_holder(fd);
+  ::close(fd);
+  return who;
+}
+
+IndexLock::IndexLock(const std::string& index_path, const LockWait& wait) {
   const std::string p = index_path + ".lock";
   fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd_ < 0) throw IoError(std::string("cannot create the index lock file: ") + std::strerror(errno), ErrorPlace{p});
-  if (::flock(fd_, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
+  for (;;) {
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) break;
     const int e = errno;
-    ::close(fd_);
-    if (e == EWOULDBLOCK)
-      throw IoError("the index is being changed by another process (neardup serve, or index add); stop it, or wait for it",
+    if (e == EINTR) continue;
+    if (e != EWOULDBLOCK) {
+      ::close(fd_);
+      throw IoError(std::string("cannot lock the index: ") + std::strerror(e), ErrorPlace{p});
+    }
+    const std::string who = describe_holder(fd_);
+    if (!wait.wait) {
+      ::close(fd_);
+      const bool self = who.starts_with("this process");
+      throw IoError("the index is being changed by " + who +
+                        (self ? "; close that index first (only one may be open for update)"
+                              : "; stop it or let it finish, or pass --wait to wait for it (Python: wait=True)"),
                     ErrorPlace{index_path});
-    throw IoError(std::string("cannot lock the index: ") + std::strerror(e), ErrorPlace{p});
+    }
+    if (wait.waiting) {
+      try {
+        wait.waiting(who);
+      } catch (...) {
+        ::close(fd_);
+        throw;
+      }
+    }
+    ::usleep(100 * 1000);
   }
+  // Who holds it now, for whoever finds it taken.
+  const std::string me = std::to_string(::getpid()) + " " + own_command_line();
+  // Best effort: only the message of a process that finds the lock taken depends on it.
+  if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);
 }
 
 IndexLock::~IndexLock() {

@@ -442,12 +442,12 @@ const PipelineSpec& LiveIndex::spec() const noexcept { return s_->spec; }
 
 LiveIndex::LiveIndex(std::unique_ptr<State> state) : s_(std::move(state)) {}
 
-std::unique_ptr<LiveIndex> LiveIndex::open(const std::string& path, const LiveIndexOptions& options) {
+std::unique_ptr<LiveIndex> LiveIndex::open(const std::string& path, const LiveIndexOptions& options, const LockWait& wait) {
   auto s = std::make_unique<State>();
   s->log_path = log_path(path);
   s->options = options;
   if (s->options.max_batch == 0) s->options.max_batch = 1;
-  s->index = NearDupIndex::open_for_update(path, /*wait=*/false, /*pending_log_ok=*/true);
+  s->index = NearDupIndex::open_for_update(path, wait, /*pending_log_ok=*/true);
   s->spec = s->index->spec();
   s->replay();
   s->index_stats = s->index->stats();

@@ -234,6 +234,7 @@ struct Pipeline::Impl {
   void check_duplicate_ids();
   std::string where_of(DocId doc) const;
   ErrorPlace place_of(DocId doc) const;
+  bool same_file(size_t a, size_t b) const;
   /// Throws IoError naming the file if an input's size or modification time changed since the
   /// first pass.
   void check_inputs_unchanged() const;
@@ -1102,8 +1103,14 @@ void Pipeline::Impl::find_pairs_simhash() {
 }
 
 ErrorPlace Pipeline::Impl::place_of(DocId doc) const {
-  // A plain-text document is named by its id, which is its path (or - for standard input).
-  if (pos_.empty()) return {std::string(id(doc).substr(0, 200)), 0};
+  if (pos_.empty()) {
+    // Documents given in memory: by their number, while it is their record's (none skipped).
+    const auto& sources = inputs_->sources();
+    if (sources.size() == 1 && sources.front().kind == io::SourceKind::Memory)
+      return {sources.front().display, stats_.reader.skipped == 0 ? uint64_t{doc} + 1 : 0};
+    // A plain-text document is named by its id, which is its path (or - for standard input).
+    return {std::string(id(doc).substr(0, 200)), 0};
+  }
   // Found by position: the line number is counted now, for this message.
   const io::Source& src = inputs_->sources()[pos_[doc].source];
   return {src.display, io::line_number_at(src, pos_[doc].offset)};
@@ -1112,6 +1119,15 @@ ErrorPlace Pipeline::Impl::place_of(DocId doc) const {
 std::string Pipeline::Impl::where_of(DocId doc) const {
   const ErrorPlace p = place_of(doc);
   return p.line ? p.source + ":" + std::to_string(p.line) : p.source;
+}
+
+// Whether two sources are one file given twice (by the same or another name).
+bool Pipeline::Impl::same_file(size_t a, size_t b) const {
+  if (a == b) return false;
+  const auto& sources = inputs_->sources();
+  struct stat sa {}, sb {};
+  return ::stat(sources[a].path.c_str(), &sa) == 0 && ::stat(sources[b].path.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
 }
 
 // Ids name documents in every output, so two records with one id make them ambiguous. Found by
@@ -1155,6 +1171,9 @@ void Pipeline::Impl::check_duplicate_ids() {
   stats_.duplicate_ids = dups;
   if (dups > 0 && options_.duplicate_ids == DuplicateIds::Error) {
     std::string shown(id(first_later).substr(0, 200));
+    if (!pos_.empty() && same_file(pos_[first_later].source, pos_[first_earlier].source))
+      throw FormatError("the same file is given twice; give each file once, or pass " NEARDUP_OPT_IS("on_duplicate_id", "keep") " to "
+                        "treat the copies as separate documents", ErrorPlace{inputs_->sources()[pos_[first_later].source].display});
     if (pos_.empty() && inputs_->all_text())
       throw FormatError("the same file is given twice (directly or inside a folder); give each file once, or pass "
                         NEARDUP_OPT_IS("on_duplicate_id", "keep") " to treat the copies as separate documents", ErrorPlace{shown});

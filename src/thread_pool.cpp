@@ -13,6 +13,7 @@ namespace neardup {
 namespace {
 
 thread_local ThreadPool* tls_pool = nullptr;
+thread_local const std::atomic<bool>* tls_cancel = nullptr;
 
 // One parallel loop: shared with the helper tasks, which may start after the loop is over (the
 // pool was busy) and must then find it finished rather than freed.
@@ -112,7 +113,16 @@ void ThreadPool::submit(std::function<void()> task) {
 
 int ThreadPool::workers() const noexcept { return forked_ ? 0 : static_cast<int>(threads_.size()); }
 
-void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(size_t, size_t)>& fn) {
+void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(size_t, size_t)>& fn_in) {
+  // Under a Cancel scope, each item first checks the flag, and runs under the same scope (its
+  // nested loops check it too, on whichever thread runs them).
+  const std::atomic<bool>* cancel = tls_cancel;
+  const std::function<void(size_t, size_t)> checked = [&fn_in, cancel](size_t i, size_t slot) {
+    if (cancel->load(std::memory_order_relaxed)) throw Interrupted();
+    const Cancel scope(cancel);
+    fn_in(i, slot);
+  };
+  const std::function<void(size_t, size_t)>& fn = cancel ? checked : fn_in;
   const size_t helpers =
       std::min({static_cast<size_t>(std::max(threads, 1)) - 1, static_cast<size_t>(workers()), n > 0 ? n - 1 : 0});
   if (helpers == 0) {
@@ -179,6 +189,13 @@ ThreadPool& ThreadPool::io() {
 }
 
 ThreadPool& ThreadPool::current() { return tls_pool ? *tls_pool : shared(); }
+
+Cancel::Cancel(const std::atomic<bool>* flag) noexcept : previous_(tls_cancel) { tls_cancel = flag; }
+Cancel::~Cancel() { tls_cancel = previous_; }
+void Cancel::check() {
+  if (tls_cancel && tls_cancel->load(std::memory_order_relaxed)) throw Interrupted();
+}
+const std::atomic<bool>* Cancel::flag() noexcept { return tls_cancel; }
 
 ThreadPool::Use::Use(ThreadPool* pool) noexcept : previous_(tls_pool), active_(pool != nullptr) {
   if (active_) tls_pool = pool;

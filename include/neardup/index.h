@@ -69,6 +69,17 @@ struct IndexStats {
 
 class IndexLock;
 
+/// How to take an index's update lock that another process (or another open index of this
+/// process) holds.
+struct LockWait {
+  /// false: refuse at once (IoError naming the holder); true: wait until it is free.
+  bool wait = false;
+  /// While waiting: called at once, then about every 100 ms, with the holder's description
+  /// (IndexLock::holder). It may throw to stop waiting (an interrupted Python caller).
+  std::function<void(const std::string& holder)> waiting;
+};
+
+
 class NearDupIndex {
  public:
   /// An empty index for `spec` (resolved; --method minhash only). Not yet on disk.
@@ -78,14 +89,14 @@ class NearDupIndex {
   /// Refuses (FormatError) an index whose write-ahead log (LiveIndex, PATH.wal) holds changes
   /// not yet folded into it, unless `pending_log_ok`: without them it would be out of date.
   static std::unique_ptr<NearDupIndex> open(const std::string& path, bool pending_log_ok = false);
-  /// Opens `path` to change it: takes the index's update lock (PATH.lock, waiting while another
-  /// process or thread holds it) and keeps it until the index is destroyed, so updates from
-  /// several processes are serialised; save() then writes back to `path`. Throws as open().
-  /// With `wait` false, an index locked by another process is refused at once (IoError).
-  static std::unique_ptr<NearDupIndex> open_for_update(const std::string& path, bool wait = true, bool pending_log_ok = false);
+  /// Opens `path` to change it: takes the index's update lock (PATH.lock) and keeps it until the
+  /// index is destroyed, so updates from several processes are serialised; save() then writes
+  /// back to `path`. Throws as open(). An index locked by another process, or by another open
+  /// index of this one, is refused at once (IoError naming the holder) unless `wait` says to wait.
+  static std::unique_ptr<NearDupIndex> open_for_update(const std::string& path, const LockWait& wait = {}, bool pending_log_ok = false);
   /// Writes an empty index for `spec` at `path` (replacing any file there) under the update lock,
-  /// and returns it open for update.
-  static std::unique_ptr<NearDupIndex> create(const std::string& path, const PipelineSpec& spec);
+  /// and returns it open for update. The lock is taken as open_for_update takes it.
+  static std::unique_ptr<NearDupIndex> create(const std::string& path, const PipelineSpec& spec, const LockWait& wait = {});
   ~NearDupIndex();
   NearDupIndex(const NearDupIndex&) = delete;
   NearDupIndex& operator=(const NearDupIndex&) = delete;
@@ -203,15 +214,19 @@ struct WalkStats {
 WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::ReaderOptions& reader,
                      const WalkOptions& options, const std::function<void(const WalkRecord&)>& fn);
 
-/// Holds an exclusive advisory lock on PATH.lock while alive (index updates). Throws IoError if
-/// the lock file cannot be created.
+/// Holds an exclusive advisory lock on PATH.lock while alive (index updates), with the holder's
+/// process id and command line written in the file, so that whoever finds it taken can be told
+/// who holds it. Throws IoError if the lock file cannot be created, or, unless asked to wait,
+/// if the lock is held (naming the holder and what to do).
 class IndexLock {
  public:
-  /// With `wait` false, throws IoError at once if another process holds the lock.
-  explicit IndexLock(const std::string& index_path, bool wait = true);
+  explicit IndexLock(const std::string& index_path, const LockWait& wait = {});
   ~IndexLock();
   IndexLock(const IndexLock&) = delete;
   IndexLock& operator=(const IndexLock&) = delete;
+  /// Who holds the update lock of the index at `index_path`: "process 1234 (neardup serve
+  /// pages.ndx)", "this process (...)", or "" when nobody holds it.
+  static std::string holder(const std::string& index_path);
 
  private:
   int fd_ = -1;

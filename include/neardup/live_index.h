@@ -88,10 +88,10 @@ struct LiveStats {
 
 class LiveIndex {
  public:
-  /// Opens the index at `path` for update (its lock is held until close) and replays
-  /// `path`.wal. Throws IoError, or FormatError naming the file and what is wrong (a damaged
-  /// index or log).
-  static std::unique_ptr<LiveIndex> open(const std::string& path, const LiveIndexOptions& options = {});
+  /// Opens the index at `path` for update (its lock is held until close; taken as `wait` says)
+  /// and replays `path`.wal. Throws IoError, or FormatError naming the file and what is wrong (a
+  /// damaged index or log).
+  static std::unique_ptr<LiveIndex> open(const std::string& path, const LiveIndexOptions& options = {}, const LockWait& wait = {});
   /// Waits for the pending changes, syncs the log and stops the writer (see close()).
   ~LiveIndex();
   LiveIndex(const LiveIndex&) = delete;

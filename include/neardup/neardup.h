@@ -24,6 +24,7 @@
 #include "neardup/spec.h"
 #include "neardup/stages.h"
 #include "neardup/text.h"
+#include "neardup/option_rules.h"
 #include "neardup/thread_pool.h"
 #include "neardup/tune.h"
 #include "neardup/types.h"

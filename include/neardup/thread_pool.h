@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -24,6 +25,31 @@
 #include <vector>
 
 namespace neardup {
+
+/// Thrown by a run whose cancellation flag was set (Cancel): the caller asked it to stop.
+struct Interrupted : std::exception {
+  const char* what() const noexcept override { return "interrupted"; }
+};
+
+/// Cooperative cancellation of the work started on this thread: while a Cancel scope lives, the
+/// parallel loops this thread starts (and those their items start, on any thread) check `flag`
+/// before each item, as do the reading passes after each batch (Cancel::check), and throw
+/// Interrupted once it is set. A Python caller sets it on Ctrl-C, so that a long run stops
+/// within a batch of work and leaves no output behind.
+class Cancel {
+ public:
+  explicit Cancel(const std::atomic<bool>* flag) noexcept;
+  ~Cancel();
+  Cancel(const Cancel&) = delete;
+  Cancel& operator=(const Cancel&) = delete;
+  /// Throws Interrupted if this thread's flag is set.
+  static void check();
+  /// This thread's flag (null: none).
+  static const std::atomic<bool>* flag() noexcept;
+
+ private:
+  const std::atomic<bool>* previous_;
+};
 
 class ThreadPool {
  public:

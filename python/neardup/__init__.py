@@ -14,14 +14,28 @@ MinHash, LeanMinHash and MinHashLSH that gives the same values. docs/python.md h
 """
 from __future__ import annotations
 
+import numbers
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Callable, Optional, Union
 
-import numpy as np
-
-from . import _native
 from .errors import Error, FormatError, InternalError, IoError, UsageError
+
+try:
+    import numpy as np
+
+    from . import _native
+except ImportError as _e:  # another interpreter than the one the module was built for
+    try:
+        from ._build import INTERPRETER, VERSION
+    except ImportError:
+        raise _e from None
+    if os.path.realpath(sys.executable) != os.path.realpath(INTERPRETER):
+        raise ImportError(f"neardup was built for {INTERPRETER} (Python {VERSION}), and this is {sys.executable} "
+                          f"(Python {sys.version_info[0]}.{sys.version_info[1]}), which cannot load it ({_e}); run "
+                          f"{INTERPRETER}, or build for this one with cmake -DPython3_EXECUTABLE={sys.executable}") from _e
+    raise
 
 __all__ = [
     "pairs", "dedup", "sketch", "spec", "Index", "Result",
@@ -39,7 +53,20 @@ def spec(threshold: float = 0.8, method: str = "oph", shingle: int = 5, chars: O
          rows: Optional[int] = None, verify: str = "exact", seed: Optional[int] = None) -> str:
     """The one-line pipeline spec of these options (as ``neardup --spec`` takes it), resolved:
     bands and rows chosen from the threshold when not given."""
-    tokens = [f"chars:{chars}" if chars else f"words:{shingle}"]
+    _check_number("threshold", threshold)
+    _check_number("shingle", shingle)
+    _check_number("chars", chars, none_ok=True)
+    _check_number("num_perm", num_perm)
+    _check_number("sketch_size", sketch_size)
+    _check_number("hamming", hamming)
+    _check_number("bands", bands, none_ok=True)
+    _check_number("rows", rows, none_ok=True)
+    if seed is not None and (not _is_int(seed) or not 0 <= seed < 2 ** 64):
+        raise UsageError(f"seed={seed!r} is not a whole number in [0, 2**64)", option="seed")
+    _check_choice("method", method, ("oph", "minhash", "bottomk", "simhash", "exact"))
+    _check_choice("verify", verify, ("exact", "estimate"))
+    threshold = float(threshold)
+    tokens = [f"chars:{chars}" if chars is not None else f"words:{shingle}"]
     if method in ("oph", "minhash"):
         tokens.append(f"{method}:{num_perm}")
     elif method == "bottomk":
@@ -62,15 +89,57 @@ def spec(threshold: float = 0.8, method: str = "oph", shingle: int = 5, chars: O
     return _native.resolve_spec(" ".join(tokens))
 
 
+# ---- Checking arguments ----
+#
+# The ranges of the numeric options are the CLI's (neardup/option_rules.h, through the module),
+# so a value is refused alike by both, in the same words; the types are Python's to check.
+
+_RULES = {r[0]: r for r in _native.number_rules()}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _check_number(name: str, value, none_ok: bool = False) -> None:
+    if value is None and none_ok:
+        return
+    _, lo, hi, lo_open, hi_open, integer, in_range, means = _RULES[name]
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or (integer and not _is_int(value)):
+        kind = "a whole number" if integer else "a number"
+        raise UsageError(f"{name}={value!r} is a {type(value).__name__}; give {kind} {in_range}", option=name)
+    v = float(value)
+    ok = (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
+    if not ok:
+        raise UsageError(f"{name}={value!r} is not {in_range}" + (f" ({means})" if means else ""), option=name)
+
+
+def _check_choice(name: str, value, choices) -> None:
+    if not isinstance(value, str) or value not in choices:
+        raise UsageError(f"{name}={value!r} is not one of {', '.join(choices)}", option=name)
+
+
+def _check_str(name: str, value) -> None:
+    if not isinstance(value, str) or not value:
+        raise UsageError(f"{name}={value!r}: give the name of a field, a non-empty str", option=name)
+
+
 def _run_args(spec_text: str, threads: int, text_field: str, id_field: str, on_error: str,
               on_duplicate_id: str, keep: str = "first", cluster: str = "components", top: int = 0,
               memory_map: bool = True, temp_dir: Optional[str] = None):
-    if on_error not in ("fail", "skip"):
-        raise UsageError(f'on_error="{on_error}" is not one of fail, skip', option="on_error")
-    if on_duplicate_id not in ("error", "keep"):
-        raise UsageError(f'on_duplicate_id="{on_duplicate_id}" is not one of error, keep', option="on_duplicate_id")
-    if cluster not in ("components", "leader"):
-        raise UsageError(f'cluster="{cluster}" is not one of components, leader', option="cluster")
+    _check_choice("on_error", on_error, ("fail", "skip"))
+    _check_choice("on_duplicate_id", on_duplicate_id, ("error", "keep"))
+    _check_choice("cluster", cluster, ("components", "leader"))
+    _check_number("threads", threads)
+    _check_number("top", top)
+    _check_str("text_field", text_field)
+    _check_str("id_field", id_field)
+    if not isinstance(keep, str) or not keep:
+        raise UsageError(f"keep={keep!r}: give \"first\", \"longest\" or the name of a JSONL field", option="keep")
+    if temp_dir is not None and not isinstance(temp_dir, (str, os.PathLike)):
+        raise UsageError(f"temp_dir={temp_dir!r}: give a folder's path", option="temp_dir")
+    if spec_text is not None and not isinstance(spec_text, str):
+        raise UsageError(f"spec_text={spec_text!r}: give a spec such as \"words:5 oph:128 verify:0.8\"", option="spec_text")
     a = _native.RunArgs()
     a.spec = spec_text
     a.threads = int(threads)
@@ -92,6 +161,9 @@ def _progress_of(progress) -> Optional[Progress]:
         return None
     if callable(progress):
         return progress
+    if progress is not True:
+        raise UsageError(f"progress={progress!r}: give True (a tqdm bar), False, or a callable(stage, bytes_done, "
+                         "bytes_total, documents)", option="progress")
     try:
         from tqdm import tqdm  # optional
     except ImportError:
@@ -110,33 +182,57 @@ def _progress_of(progress) -> Optional[Progress]:
 
 # ---- Documents ----
 
+def _path_of(path) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise UsageError(f"path={path!r}: give a file's path (str or pathlib.Path)", option="path")
+    return os.fspath(path)
+
+
 def _is_path(x) -> bool:
     return isinstance(x, os.PathLike)
 
 
+def _id_of(value, i: int, what: str) -> str:
+    """An id as the CLI takes one from JSONL: a str, or an int written in decimal."""
+    if isinstance(value, str):
+        return value
+    if _is_int(value):
+        return str(int(value))
+    raise FormatError(f"record {i + 1}: the {what} is {type(value).__name__}, not a str or int; give every document "
+                      "an id of one line of text", "<memory>", i + 1, "id_field" if what != "id" else "")
+
+
+def _text_of(value, i: int, what: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise FormatError(f"record {i + 1}: the {what} is bytes that are not UTF-8 ({e.reason} at byte {e.start}); "
+                              "decode it first", "<memory>", i + 1) from None
+    raise FormatError(f"record {i + 1}: the {what} is {type(value).__name__}, not a str; give a text (or skip the "
+                      "record)", "<memory>", i + 1, "text_field" if what != "text" else "")
+
+
 def _documents(docs, text_field: str, id_field: str):
-    """(ids, texts) from strings, (id, text) pairs or dicts; ids default to the position."""
+    """(ids, texts) from strings, (id, text) pairs or dicts; ids default to the position. Types are
+    checked here, as the CLI checks a JSONL record's (a text is a str, an id a str or a number);
+    TAB and line breaks in ids are refused by the engine, as in every input."""
     ids, texts = [], []
     for i, d in enumerate(docs):
-        if isinstance(d, str):
+        if isinstance(d, (str, bytes)):
             ids.append(str(i))
-            texts.append(d)
-        elif isinstance(d, bytes):
-            ids.append(str(i))
-            texts.append(d.decode("utf-8", errors="replace"))
+            texts.append(_text_of(d, i, "text"))
         elif isinstance(d, Mapping):
             if text_field not in d:
                 raise FormatError(f'record {i + 1} has no text field "{text_field}"; choose another with text_field',
                                   "<memory>", i + 1, "text_field")
-            text = d[text_field]
-            if not isinstance(text, str):
-                raise FormatError(f'record {i + 1}: text field "{text_field}" is {type(text).__name__}, not a string',
-                                  "<memory>", i + 1, "text_field")
-            ids.append(str(d.get(id_field, i)))
-            texts.append(text)
+            texts.append(_text_of(d[text_field], i, f'text field "{text_field}"'))
+            ids.append(_id_of(d[id_field], i, f'id field "{id_field}"') if id_field in d else str(i))
         elif isinstance(d, tuple) and len(d) == 2:
-            ids.append(str(d[0]))
-            texts.append(d[1] if isinstance(d[1], str) else str(d[1]))
+            ids.append(_id_of(d[0], i, "id"))
+            texts.append(_text_of(d[1], i, "text"))
         else:
             raise UsageError(f"document {i + 1} is a {type(d).__name__}; give str, (id, text) or a dict with a text field")
     return ids, texts
@@ -153,6 +249,9 @@ def _run(docs, pairs_mode: bool, args, progress):
     docs = list(docs) if not isinstance(docs, list) else docs
     if docs and all(_is_path(d) for d in docs):
         return _native.run_paths([os.fspath(d) for d in docs], pairs_mode, args, cb)
+    if args.keep not in ("first", "longest"):
+        raise UsageError(f'keep="{args.keep}" names a JSONL field, which documents given in memory do not have; '
+                         'keep is "first" or "longest" here (a field applies to file inputs)', option="keep")
     ids, texts = _documents(docs, args.text_field, args.id_field)
     return _native.run_documents(ids, texts, pairs_mode, args, cb)
 
@@ -289,27 +388,50 @@ class Index:
     @classmethod
     def create(cls, path, threshold: float = 0.8, method: str = "oph", shingle: int = 5, *,
                chars: Optional[int] = None, num_perm: int = 128, bands: Optional[int] = None,
-               rows: Optional[int] = None, verify: str = "exact", seed: Optional[int] = None) -> "Index":
-        """A new empty index at ``path`` (replacing any file there), open for update."""
+               rows: Optional[int] = None, verify: str = "exact", seed: Optional[int] = None,
+               force: bool = False, wait: bool = False) -> "Index":
+        """A new empty index at ``path``, open for update. A file already there is refused unless
+        ``force=True`` (as ``neardup index create --force``). The update lock is taken at once
+        (IoError naming its holder), or with ``wait=True`` when the holder is done."""
         if method not in ("oph", "minhash"):
-            raise UsageError(f'an index uses method="oph" or "minhash", not "{method}"', option="method")
+            raise UsageError(f'an index uses method="oph" or "minhash", not {method!r}', option="method")
+        p = _path_of(path)
+        if not force and os.path.lexists(p):
+            raise UsageError(f"{p}: already exists; pass force=True to replace it with an empty index", p, 0, "force")
         s = spec(threshold, method, shingle, chars, num_perm, 128, 3, bands, rows, verify, seed)
-        return cls(_native.Index.create(os.fspath(path), s), True)
+        return cls(_native.Index.create(p, s, bool(wait)), True)
 
     @classmethod
-    def open(cls, path, update: bool = False) -> "Index":
-        return cls(_native.Index.open(os.fspath(path), bool(update)), bool(update))
+    def open(cls, path, update: bool = False, wait: bool = False) -> "Index":
+        """Opens the index at ``path``: to query it, or with ``update=True`` to change it too, which
+        takes its update lock at once (IoError naming the holder: another process, or another
+        Index of this one) or, with ``wait=True``, when the holder is done (Ctrl-C stops waiting)."""
+        return cls(_native.Index.open(_path_of(path), bool(update), bool(wait)), bool(update))
 
     def add(self, id: str, text: str) -> None:
-        self._native.add(str(id), text)
+        """Adds a document; its id is a non-empty str of one line."""
+        if not isinstance(id, str):
+            raise UsageError(f"id={id!r} is a {type(id).__name__}; index ids are str (str(id) if numbers are meant)",
+                             option="id")
+        self._native.add(id, _text_of(text, 0, "text") if not isinstance(text, str) else text)
 
     def add_many(self, docs: Iterable) -> None:
-        ids, texts = _documents(docs, "text", "id")
-        for i, t in zip(ids, texts):
-            self._native.add(i, t)
+        """Adds (id, text) pairs or dicts with "id" and "text", in order."""
+        for i, d in enumerate(docs):
+            if isinstance(d, Mapping):
+                if "id" not in d or "text" not in d:
+                    raise FormatError(f'record {i + 1} needs "id" and "text"', "<memory>", i + 1)
+                d = (d["id"], d["text"])
+            if not (isinstance(d, tuple) and len(d) == 2):
+                raise UsageError(f"document {i + 1} is a {type(d).__name__}; give (id, text) or a dict with id and text")
+            if not isinstance(d[0], str):
+                raise FormatError(f"record {i + 1}: the id is {type(d[0]).__name__}; index ids are str", "<memory>", i + 1)
+            self._native.add(d[0], _text_of(d[1], i, "text"))
 
     def query(self, text: str, threshold: Optional[float] = None) -> list:
-        return self._native.query(text, threshold)
+        """[(id, similarity), ...] of the indexed near-duplicates of ``text``, best first."""
+        _check_number("threshold", threshold, none_ok=True)
+        return self._native.query(_text_of(text, 0, "text"), None if threshold is None else float(threshold))
 
     def remove(self, ids: Iterable[str]) -> int:
         return self._native.remove([str(i) for i in ids])
@@ -332,7 +454,13 @@ class Index:
     def __enter__(self) -> "Index":
         return self
 
+    @property
+    def closed(self) -> bool:
+        return _native.is_closed(self._native)
+
     def __exit__(self, exc_type, exc, tb) -> None:
+        if self.closed:  # closed inside the block: nothing left to save
+            return
         try:
             if exc_type is None and self._updatable:
                 self.save()

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
 #include <utility>
 #include <memory>
 #include <optional>
@@ -53,13 +56,70 @@ void raise_error(const Error& e) {
 
 // ---- Documents ----
 
-// (id, text) pairs from the Python side (which turns strings, tuples and dicts into them).
+// A str's UTF-8 bytes; FormatError naming the record (1-based) when it cannot be encoded (a lone
+// surrogate, as surrogateescape decoding leaves in text read from bad bytes).
+std::string utf8_of(PyObject* text, size_t record, const char* what) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(text, &n);
+  if (!p) {
+    PyErr_Clear();
+    throw FormatError(std::string("the ") + what + " is not valid Unicode (it holds a lone surrogate, which has no UTF-8 form); clean it, "
+                          "e.g. text.encode('utf-8', 'replace').decode()",
+                      ErrorPlace{"<memory>", record});
+  }
+  return std::string(p, static_cast<size_t>(n));
+}
+
+// (id, text) pairs from the Python side (which turns strings, tuples and dicts into them and
+// checks their types).
 std::vector<io::Document> documents_of(const py::list& ids, const py::list& texts) {
   if (ids.size() != texts.size()) throw UsageError("one id per text is needed");
   std::vector<io::Document> docs;
   docs.reserve(texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) docs.push_back({ids[i].cast<std::string>(), texts[i].cast<std::string>()});
+  for (size_t i = 0; i < texts.size(); ++i) {
+    PyObject* id = PyList_GET_ITEM(ids.ptr(), static_cast<Py_ssize_t>(i));
+    PyObject* text = PyList_GET_ITEM(texts.ptr(), static_cast<Py_ssize_t>(i));
+    if (!PyUnicode_Check(id) || !PyUnicode_Check(text)) throw UsageError("ids and texts must be str (neardup checks them first)");
+    docs.push_back({utf8_of(id, i + 1, "id"), utf8_of(text, i + 1, "text")});
+  }
   return docs;
+}
+
+// Runs `fn` on a thread of its own while this (Python) thread waits for it, checking for
+// signals every 50 ms. On Ctrl-C the run is asked to stop (Cancel: at its next batch of work),
+// and KeyboardInterrupt is raised once it has stopped: no output is written, its temporary files
+// are removed. Python runs signal handlers in the main thread only, so the run cannot be the one
+// to check them.
+void run_interruptibly(const std::function<void()>& fn) {
+  std::atomic<bool> cancel{false};
+  std::exception_ptr error;
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  std::thread worker([&] {
+    const Cancel scope(&cancel);
+    try {
+      fn();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done.set_value();
+  });
+  bool interrupted = false;
+  for (;;) {
+    bool ready = false;
+    {
+      py::gil_scoped_release nogil;
+      ready = finished.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready;
+    }
+    if (ready) break;
+    if (!interrupted && PyErr_CheckSignals() != 0) {
+      interrupted = true;  // the exception stays set until the run has stopped
+      cancel = true;
+    }
+  }
+  worker.join();
+  if (interrupted) throw py::error_already_set();
+  if (error) std::rethrow_exception(error);
 }
 
 template <class T>
@@ -120,18 +180,18 @@ RunOptions options_of(const RunArgs& a, const py::object& progress) {
 py::dict run(std::unique_ptr<Pipeline> p, bool pairs_mode) {
   std::vector<uint32_t> a, b;
   std::vector<double> sim;
-  {
-    py::gil_scoped_release nogil;
+  run_interruptibly([&] {
     p->run(pairs_mode ? Pipeline::Mode::Pairs : Pipeline::Mode::Dedup);
     if (pairs_mode)
       p->each_pair([&](std::span<const ScoredPair> chunk) {
+        Cancel::check();
         for (const ScoredPair& x : chunk) {
           a.push_back(x.a);
           b.push_back(x.b);
           sim.push_back(x.similarity);
         }
       });
-  }
+  });
   const size_t n = p->size();
   py::list ids;
   for (DocId d = 0; d < n; ++d) ids.append(py::str(std::string(p->id(d))));
@@ -393,20 +453,44 @@ py::array_t<uint64_t> bulk_sha1(py::handle docs, const U64& a, const U64& b, int
 
 // ---- The persistent index ----
 
+// The update lock as Python takes it: at once (IoError naming the holder), or with wait=True
+// until it is free, Ctrl-C stopping the wait. Called without the GIL.
+LockWait python_lock_wait(bool wait) {
+  LockWait w;
+  w.wait = wait;
+  w.waiting = [](const std::string&) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  };
+  return w;
+}
+
+// An index id as the CLI's index takes one: one line of text, not empty.
+void check_index_id(const std::string& id) {
+  if (id.empty()) throw UsageError("the id is empty; give every document an id of one line of text");
+  if (io::bad_id_char(id))
+    throw UsageError("the id \"" + id.substr(0, 80) + "\" holds a TAB, CR or LF, which would corrupt the TSV outputs of "
+                     "'neardup index query'; remove them");
+}
+
 class PyIndex {
  public:
-  static std::unique_ptr<PyIndex> create(const std::string& path, const std::string& spec) {
+  static std::unique_ptr<PyIndex> create(const std::string& path, const std::string& spec, bool wait) {
     auto p = std::make_unique<PyIndex>();
-    p->idx_ = NearDupIndex::create(path, PipelineSpec::parse(spec));
+    const PipelineSpec s = PipelineSpec::parse(spec);
+    py::gil_scoped_release nogil;
+    p->idx_ = NearDupIndex::create(path, s, python_lock_wait(wait));
     return p;
   }
-  static std::unique_ptr<PyIndex> open(const std::string& path, bool update) {
+  static std::unique_ptr<PyIndex> open(const std::string& path, bool update, bool wait) {
     auto p = std::make_unique<PyIndex>();
-    p->idx_ = update ? NearDupIndex::open_for_update(path) : NearDupIndex::open(path);
+    py::gil_scoped_release nogil;
+    p->idx_ = update ? NearDupIndex::open_for_update(path, python_lock_wait(wait)) : NearDupIndex::open(path);
     return p;
   }
   void add(const std::string& id, const std::string& text) {
     check_updatable("add documents");
+    check_index_id(id);
     if (idx_->contains(id)) throw FormatError("id '" + id + "' is already in the index; remove it first, or give another id");
     IndexSketch s;
     sketcher().sketch(text, s);
@@ -454,6 +538,7 @@ class PyIndex {
     check_open();
     return idx_->size();
   }
+  bool closed() const noexcept { return !idx_; }
   void close() {
     idx_.reset();
     sketcher_.reset();
@@ -526,10 +611,17 @@ PYBIND11_MODULE(_native, m) {
   m.def("update_hashvalues", &update_hashvalues);
   m.def("bulk_sha1", &bulk_sha1, py::arg("docs"), py::arg("a"), py::arg("b"), py::arg("threads") = 0);
   m.def("version", [] { return std::string(version()); });
+  m.def("number_rules", [] {  // the ranges of the numeric options, as the CLI checks them
+    py::list out;
+    for (const NumberRule& r : number_rules())
+      out.append(py::make_tuple(std::string(r.name), r.lo, r.hi, r.lo_open, r.hi_open, r.integer, rule_range(r), std::string(r.means)));
+    return out;
+  });
+  m.def("is_closed", [](const PyIndex& i) { return i.closed(); });
   m.def("version_info", &version_info);
   py::class_<PyIndex>(m, "Index")
-      .def_static("create", &PyIndex::create)
-      .def_static("open", &PyIndex::open)
+      .def_static("create", &PyIndex::create, py::arg("path"), py::arg("spec"), py::arg("wait") = false)
+      .def_static("open", &PyIndex::open, py::arg("path"), py::arg("update") = false, py::arg("wait") = false)
       .def("add", &PyIndex::add)
       .def("query", &PyIndex::query, py::arg("text"), py::arg("threshold") = py::none())
       .def("remove", &PyIndex::remove)

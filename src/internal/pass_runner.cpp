@@ -309,6 +309,7 @@ class PassRunner {
   }
 
   void report_progress() {
+    Cancel::check();  // a caller's request to stop (Cancel), between batches
     if (pass_.progress && *pass_.progress) (*pass_.progress)({pass_.stage, reader_.bytes_read(), pass_.total_bytes, records_});
   }
 

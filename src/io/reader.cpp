@@ -171,9 +171,9 @@ bool glob_matches(const std::vector<std::string>& globs, const std::string& rel)
   return false;
 }
 
-bool bad_id_char(std::string_view id) { return id.find_first_of("\t\r\n") != std::string_view::npos; }
-
 }  // namespace
+
+bool bad_id_char(std::string_view id) noexcept { return id.find_first_of("\t\r\n") != std::string_view::npos; }
 
 InputSet::InputSet(const std::vector<std::string>& paths, InputFormat format, const std::string& stdin_dir) {
   ReaderOptions o;

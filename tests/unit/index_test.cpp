@@ -453,7 +453,7 @@ TEST(Index, OpenForUpdateSerialisesUpdaters) {
   auto first = NearDupIndex::open_for_update(path);
   EXPECT_TRUE(first->updatable());
   std::thread second([&] {
-    auto idx = NearDupIndex::open_for_update(path);  // waits for `first`
+    auto idx = NearDupIndex::open_for_update(path, LockWait{true, nullptr});  // waits for `first`
     second_saw = static_cast<int>(idx->size());
     IndexSketcher sk(idx->spec());
     IndexSketch s;
@@ -478,6 +478,34 @@ TEST(Index, OpenForUpdateSerialisesUpdaters) {
   EXPECT_EQ(both->size(), 2u);
   EXPECT_TRUE(both->contains("first"));
   EXPECT_TRUE(both->contains("second"));
+}
+
+// Without asking to wait, a held lock is refused at once, naming the holder (here this process,
+// through the other open index: flock's locks belong to an open file, so a second open in one
+// process would otherwise wait for itself); the waiting callback can stop a wait.
+TEST(Index, OpenForUpdateRefusesAHeldLockNamingItsHolder) {
+  test::TempDir dir;
+  const std::string path = dir.file("h.ndx");
+  auto first = NearDupIndex::create(path, spec_of("words:3 minhash:64 lsh:16x4 verify:0.5"));
+  EXPECT_NE(IndexLock::holder(path).find("this process"), std::string::npos);
+  try {
+    NearDupIndex::open_for_update(path);
+    ADD_FAILURE() << "a held lock was taken";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("being changed by this process"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("close that index first"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(NearDupIndex::create(path, first->spec()), IoError);
+  int calls = 0;
+  LockWait w{true, [&](const std::string& holder) {
+               EXPECT_NE(holder.find("this process"), std::string::npos);
+               if (++calls == 3) throw UsageError("interrupted");
+             }};
+  EXPECT_THROW(NearDupIndex::open_for_update(path, w), UsageError);
+  EXPECT_EQ(calls, 3);
+  first.reset();
+  EXPECT_EQ(IndexLock::holder(path), "");
+  EXPECT_TRUE(NearDupIndex::open_for_update(path)->updatable());
 }
 
 }  // namespace

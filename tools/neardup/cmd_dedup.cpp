@@ -21,9 +21,9 @@ void add_sketch_options(CLI::App* cmd, Options& o, bool index) {
   cmd->add_option("-t,--threshold", o.threshold, "Keep pairs with Jaccard similarity >= T")
       ->default_val(kDefaultThreshold)->check(unit_interval());
   cmd->add_option("-k,--shingle", o.shingle, "Words per shingle (word K-shingles)")
-      ->default_val(kDefaultShingle)->check(CLI::Range(1, 64));
+      ->default_val(kDefaultShingle)->check(rule_check("shingle"));
   cmd->add_option("--chars", o.chars, "Use character N-gram shingles instead of words (for scripts without spaces, very short texts)")
-      ->check(CLI::Range(1, 64));
+      ->check(rule_check("chars"));
   cmd->add_option("--normalize", o.normalize,
                   "nfkc: compare texts after Unicode NFKC normalisation with case and accent folding (NFC and NFD, "
                   "full-width and ASCII letters, 'café' and 'cafe' become the same words); changes the word "
@@ -45,16 +45,16 @@ void add_sketch_options(CLI::App* cmd, Options& o, bool index) {
                   "one hash per shingle), bottomk (bottom-k MinHash + exact all-pairs join), simhash (64-bit SimHash + permuted tables) or "
                   "exact (no sketch: every pair with J >= T by an exact join of the shingle sets; holds every set in memory)");
   cmd->add_option("--hamming", o.hamming, "Largest Hamming distance between SimHashes of a pair (--method simhash)")
-      ->default_val(kDefaultHamming)->check(CLI::Range(0, 16));
+      ->default_val(kDefaultHamming)->check(rule_check("hamming"));
   add_choice<SimHashWeights>(cmd, "--weights", o.weights, {{"tf", SimHashWeights::Tf}, {"set", SimHashWeights::Set}, {"logtf", SimHashWeights::LogTf}},
                             "SimHash feature weights: set (each distinct shingle once), tf (each occurrence; fastest), logtf (1 + ln tf)");
   cmd->add_option("--sketch-size", o.sketch_size, "Values per bottom-k fingerprint (--method bottomk)")
-      ->default_val(kDefaultSketchSize)->check(CLI::Range(1, 65536));
+      ->default_val(kDefaultSketchSize)->check(rule_check("sketch_size"));
   }
   cmd->add_option("--num-perm", o.num_perm, "Signature length: MinHash permutations (--method minhash) or OPH bins (--method oph)")
-      ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
-  cmd->add_option("--bands", o.bands, "LSH bands (with --rows; default: chosen from the threshold)")->check(CLI::Range(1, 4096));
-  cmd->add_option("--rows", o.rows, "LSH rows per band (with --bands)")->check(CLI::Range(1, 4096));
+      ->default_val(kDefaultNumPerm)->check(rule_check("num_perm"));
+  cmd->add_option("--bands", o.bands, "LSH bands (with --rows; default: chosen from the threshold)")->check(rule_check("bands"));
+  cmd->add_option("--rows", o.rows, "LSH rows per band (with --bands)")->check(rule_check("rows"));
   cmd->add_option("--seed", o.seed, "Seed of every hash (sketches from different seeds are not comparable)")
       ->default_val(kDefaultSeed);
   cmd->add_option("--spec", o.spec, "Pipeline spec, e.g. 'words:5 minhash:128 lsh:21x6 verify:0.8'; explicit flags override it");
@@ -108,7 +108,7 @@ void add_reader_options(CLI::App* cmd, Options& o) {
 }
 
 void add_run_options(CLI::App* cmd, Options& o) {
-  cmd->add_option("-j,--threads", o.threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  cmd->add_option("-j,--threads", o.threads, "Worker threads (default, or 0: all cores)")->check(rule_check("threads"));
   cmd->add_flag("-q,--quiet", o.quiet, "No progress bar, warnings or summary on stderr");
   cmd->add_flag("--stats", o.show_stats, "Also print the time of each stage and the kernel used");
 }
@@ -470,6 +470,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
     return run_dedup_against(cmd, o);
   }
   if (dedup && given(cmd, "--add-kept")) throw UsageError("--add-kept applies with --against IDX");
+  if (dedup && given(cmd, "--wait")) throw UsageError("--wait applies with --against IDX --add-kept (the runs that change an index)");
   if (o.on_duplicate_id != "error" && o.on_duplicate_id != "keep")
     throw UsageError("--on-duplicate-id " + o.on_duplicate_id + " applies with --against IDX; without it: error or keep");
   RunOptions ro = run_options(cmd, o);
@@ -605,6 +606,7 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
                     "or of earlier kept ones, walking the inputs in order; --removed then names the match and where "
                     "it is (index or input)");
   dedup->add_flag("--add-kept", dedup_opts->add_kept, "With --against: add the kept documents to the index");
+  add_wait_flag(dedup, dedup_opts->wait_lock);
   dedup->callback([&run, dedup, dedup_opts] { run = [=] { return run_command(dedup, *dedup_opts, true); }; });
 }
 

@@ -69,13 +69,13 @@ int run_create(const CLI::App* cmd, const IndexOptions& o) {
   struct stat st {};
   if (!o.force && ::stat(o.index.c_str(), &st) == 0)
     throw UsageError(o.index + ": already exists; pass --force to replace it with an empty index");
-  const auto idx = NearDupIndex::create(o.index, spec);
+  const auto idx = NearDupIndex::create(o.index, spec, lock_wait(o.common.wait_lock, o.common.quiet, o.index));
   if (!o.common.quiet) std::fprintf(stderr, "neardup: created %s [%s]\n", o.index.c_str(), idx->spec().to_string().c_str());
   return kExitOk;
 }
 
 int run_add(const CLI::App* cmd, const IndexOptions& o) {
-  auto idx = NearDupIndex::open_for_update(o.index);
+  auto idx = NearDupIndex::open_for_update(o.index, lock_wait(o.common.wait_lock, o.common.quiet, o.index));
   io::InputSet in(o.common.inputs, o.common.reader);
   check_output_paths(in, {{o.index, "the index"}, {o.dedup ? o.output : std::string(), "--output"}, {o.common.rejects, "--rejects"}});
   io::ReaderOptions reader = o.common.reader;
@@ -155,7 +155,7 @@ int run_remove(const IndexOptions& o) {
       if (!line.empty()) ids.push_back(line);
   }
   if (ids.empty()) throw UsageError("index remove: give the ids to remove, or --ids-from FILE");
-  auto idx = NearDupIndex::open_for_update(o.index);
+  auto idx = NearDupIndex::open_for_update(o.index, lock_wait(o.common.wait_lock, o.common.quiet, o.index));
   const size_t found = idx->remove(ids);
   idx->save();
   if (!o.common.quiet)
@@ -167,7 +167,7 @@ int run_remove(const IndexOptions& o) {
 }
 
 int run_fold(const IndexOptions& o) {
-  auto live = LiveIndex::open(o.index);
+  auto live = LiveIndex::open(o.index, LiveIndexOptions{}, lock_wait(o.common.wait_lock, o.common.quiet, o.index));
   const LiveStats before = live->stats();
   live->close();
   if (!o.common.quiet)
@@ -220,10 +220,28 @@ int run_stats(const IndexOptions& o) {
 
 }  // namespace
 
+LockWait lock_wait(bool wait, bool quiet, const std::string& index) {
+  LockWait w;
+  w.wait = wait;
+  if (wait && !quiet)
+    w.waiting = [index, told = std::make_shared<bool>(false)](const std::string& holder) {
+      if (*told) return;
+      *told = true;
+      std::fprintf(stderr, "neardup: waiting for %s, which %s is changing (Ctrl-C stops)\n", index.c_str(), holder.c_str());
+    };
+  return w;
+}
+
+void add_wait_flag(CLI::App* cmd, bool& wait) {
+  cmd->add_flag("--wait", wait,
+                "If another process is changing the index (neardup serve, index add, a Python writer), wait for it to "
+                "finish rather than stop at once with exit 4");
+}
+
 int run_dedup_against(const CLI::App* cmd, const Options& o) {
   const std::string& against = o.against;
   const bool add_kept = o.add_kept;
-  auto idx = add_kept ? NearDupIndex::open_for_update(against) : NearDupIndex::open(against);
+  auto idx = add_kept ? NearDupIndex::open_for_update(against, lock_wait(o.wait_lock, o.quiet, against)) : NearDupIndex::open(against);
   // The documents are sketched as the index's were: a flag that says otherwise is an error.
   const PipelineSpec& is = idx->spec();
   const PipelineSpec given = make_spec(cmd, o);
@@ -308,6 +326,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   create->add_option("index", c->index, "Index file")->required();
   add_sketch_options(create, c->common, true);
   create->add_flag("--force", c->force, "Replace an existing index");
+  add_wait_flag(create, c->common.wait_lock);
   create->add_flag("-q,--quiet", c->common.quiet, "No summary on stderr");
   create->callback([&run, create, c] { run = [=] { return run_create(create, *c); }; });
 
@@ -320,6 +339,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
                 "write new_id TAB indexed_id TAB similarity for the others");
   add->add_option("-o,--output", a->output, "With --dedup: where to write what duplicated what (default: stdout)");
   add_on_duplicate_id(add, a->on_duplicate_id);
+  add_wait_flag(add, a->common.wait_lock);
   add_reader_options(add, a->common);
   add_run_options(add, a->common);
   add->callback([&run, add, a] { run = [=] { return run_add(add, *a); }; });
@@ -341,6 +361,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   remove->add_option("ids", r->ids, "Document ids");
   remove->add_option("--ids-from", r->ids_from, "A file of ids, one per line");
   remove->add_flag("-q,--quiet", r->common.quiet, "No summary on stderr");
+  add_wait_flag(remove, r->common.wait_lock);
   remove->callback([&run, r] { run = [=] { return run_remove(*r); }; });
 
   auto s = std::make_shared<IndexOptions>();
@@ -353,6 +374,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   CLI::App* fold = index->add_subcommand("fold", "Fold the changes of a service's write-ahead log (INDEX.wal) into the index file");
   fold->add_option("index", f->index, "Index file")->required();
   fold->add_flag("-q,--quiet", f->common.quiet, "No summary on stderr");
+  add_wait_flag(fold, f->common.wait_lock);
   fold->callback([&run, f] { run = [=] { return run_fold(*f); }; });
 
   auto v = std::make_shared<IndexOptions>();

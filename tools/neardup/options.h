@@ -47,6 +47,7 @@ struct Options {
   bool estimate_memory = false;  ///< print the expected memory of the run and stop
   std::string against;  ///< dedup: an index to deduplicate against
   bool add_kept = false;
+  bool wait_lock = false;  ///< --wait: wait for an index's update lock held by another process
   /// --on-duplicate-id: error or keep for pairs and dedup; error, skip or replace with --against.
   std::string on_duplicate_id = "error";
 };
@@ -166,11 +167,35 @@ inline CLI::Validator interval(double lo, double hi, bool lo_open, bool hi_open)
       },
       d);
 }
+/// A numeric option checked by its rule (neardup/option_rules.h), as every driver checks it.
+inline CLI::Validator rule_check(std::string_view name) {
+  const NumberRule* r = &number_rule(name);
+  return CLI::Validator(
+      [r](std::string& s) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(s, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != s.size()) return "'" + s + "' is not a number";
+        const std::string problem = rule_problem(*r, v);
+        return problem.empty() ? problem : s + " " + problem;
+      },
+      rule_range(*r));
+}
 /// A similarity threshold: in (0, 1].
-inline CLI::Validator unit_interval() { return interval(0, 1, true, false); }
+inline CLI::Validator unit_interval() { return rule_check("threshold"); }
 
 /// --on-duplicate-id error|skip|replace.
 void add_on_duplicate_id(CLI::App* cmd, OnDuplicateId& v);
+/// How a command takes an index's update lock: at once, or with --wait, waiting with a message
+/// (unless quiet) naming the holder.
+LockWait lock_wait(bool wait, bool quiet, const std::string& index);
+/// The --wait flag of the commands that change an index.
+void add_wait_flag(CLI::App* cmd, bool& wait);
+
 /// dedup --against IDX: the online walk of NEW against the index (cmd_index.cpp).
 int run_dedup_against(const CLI::App* cmd, const Options& o);
 

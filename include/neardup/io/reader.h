@@ -127,6 +127,10 @@ class OnceCopy {
   int slot_ = -1, fd_ = -1;
 };
 
+/// Whether an id holds a TAB, CR or LF, which would corrupt the TSV outputs: refused in every
+/// input and by every driver.
+bool bad_id_char(std::string_view id) noexcept;
+
 /// Writes n bytes to a copy's descriptor, retrying interrupted and short writes; IoError naming
 /// `display` and the folder `dir` ("": $TMPDIR) when the disk is full or the write fails.
 void write_copy(int fd, const char* p, size_t n, const std::string& display, const std::string& dir);
