@@ -471,7 +471,8 @@ IndexLock::IndexLock(const std::string& index_path, const LockWait& wait) {
       const bool self = who.starts_with("this process");
       throw IoError("the index is being changed by " + who +
                         (self ? "; close that index first (only one may be open for update)"
-                              : "; stop it or let it finish, or pass --wait to wait for it (Python: wait=True)"),
+                              : "; stop it or let it finish (the commands that change an index wait for it with --wait; "
+                                "Python with wait=True)"),
                     ErrorPlace{index_path});
     }
     if (wait.waiting) {

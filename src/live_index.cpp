@@ -396,6 +396,7 @@ void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
       log_records += records;
       changes += records;
     } catch (const Error& e) {
+      std::lock_guard<std::mutex> g(q_mu);  // stats() reads it
       failed = e.what();
       error = std::current_exception();
     }
@@ -571,6 +572,7 @@ LiveStats LiveIndex::stats() const {
   {
     std::lock_guard<std::mutex> g(s_->q_mu);
     st.pending = s_->queued_changes;
+    st.log_failure = s_->failed;
   }
   st.log_bytes = s_->log_bytes;
   st.log_records = s_->log_records;

@@ -84,6 +84,9 @@ struct LiveStats {
   uint64_t pending = 0;          ///< changes waiting for the writer now
   double last_fold_seconds = 0;  ///< how long the last fold took
   IndexStats index;              ///< of the index file as last folded
+  /// Why changes are refused since a write or sync of the log failed (a full disk, an I/O
+  /// error), or "" while the log works; the acknowledged changes are all in the log.
+  std::string log_failure;
 };
 
 class LiveIndex {

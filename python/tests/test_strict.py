@@ -238,7 +238,7 @@ def test_the_import_error_names_the_interpreter_it_was_built_for(tmp_path):
     copy = tmp_path / "neardup"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("_native*", "__pycache__"))
     (copy / "_build.py").write_text('INTERPRETER = "/opt/other/bin/python3"\nVERSION = "3.99"\n')
-    r = subprocess.run([sys.executable, "-c", "import neardup"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", "import neardup"], capture_output=True, text=True, cwd=tmp_path,
                        env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]

@@ -208,6 +208,8 @@ def test_token(index, tmp_path):
             assert status == 401 and h["WWW-Authenticate"].startswith("Bearer") and json.loads(data)["field"] == "Authorization"
         assert s.request("GET", "/healthz", headers={"Authorization": ""})[0] == 200  # for load balancers
         assert s.json("GET", "/v1/docs/a")[0] == 200
+        for scheme in ("bearer", "BEARER", "BeArEr"):  # the scheme is case-insensitive (RFC 7235)
+            assert s.request("GET", "/v1/docs/a", headers={"Authorization": scheme + " " + token})[0] == 200
     finally:
         assert s.stop() == 0
     # A short token is refused at start.
@@ -439,4 +441,133 @@ def test_kill_9_under_load_loses_no_acknowledged_change(index):
 
 def test_a_second_service_on_the_same_index_is_refused(server, index):
     r = subprocess.run([CLI, "serve", str(index), "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
-    assert r.returncode == 4 and "another process" in r.stderr
+    assert r.returncode == 4 and f"being changed by process {server.proc.pid} (neardup serve" in r.stderr, r.stderr
+
+
+def raw_request(port, data, timeout=10):
+    """Bytes sent as they are (http.client would fix a bad Content-Length); the reply's bytes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as c:
+        c.sendall(data)
+        out = b""
+        while True:
+            try:
+                chunk = c.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            out += chunk
+    return out.decode(errors="replace")
+
+
+def test_bodies_are_read_whatever_their_content_type(server):
+    """curl -d sends application/x-www-form-urlencoded: bodies of any size up to the limit are
+    taken as they are, as docs/serve.md's examples send them."""
+    s = server
+    text = " ".join("word%d" % i for i in range(3000))  # over 8 KiB
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, r = s.json("POST", "/v1/add", {"id": "big", "text": text}, headers=form)
+    assert (status, r) == (201, {"id": "big", "added": True})
+    status, data, _ = s.request("POST", "/v1/add/batch", ndjson({"id": "b%d" % i, "text": text + " %d" % i, "dedup": False}
+                                                                 for i in range(5)), headers=form)
+    assert status == 200 and all(json.loads(line)["added"] for line in data.splitlines())
+    status, r = s.json("POST", "/v1/query", {"text": text}, headers=form)
+    assert status == 200 and r["matches"][0]["id"] == "big"
+    status, r = s.json("POST", "/v1/query", {"text": text}, headers={"Content-Type": "text/plain"})
+    assert status == 200
+    status, r = s.json("POST", "/v1/add", "--x\r\n", headers={"Content-Type": "multipart/form-data; boundary=x"})
+    assert status == 415 and "multipart" in r["error"]
+
+
+def test_a_bad_content_length_is_named(server):
+    s = server
+    for length in ("-5", "abc", "1e3", "12 34"):
+        reply = raw_request(s.port, ("POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: %s\r\n\r\n{}" % length).encode())
+        assert reply.startswith("HTTP/1.1 400"), reply
+        assert "is not a number of bytes" in reply and "over the limit" not in reply, reply
+    # Fewer bytes than announced, then the client hangs up: a true message, no crash.
+    reply = raw_request(s.port, b"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"te", timeout=3)
+    assert "413" not in reply.split("\r\n")[0]
+    assert s.json("GET", "/healthz") == (200, {"status": "ok"})
+
+
+def test_methods_no_endpoint_takes_are_404_in_json(server):
+    for method in ("PATCH", "PUT", "OPTIONS"):
+        status, r = server.json(method, "/v1/add", {"id": "a", "text": "b"})
+        assert status == 404 and r["error"].startswith("no endpoint %s /v1/add" % method)
+
+
+def test_quiet_with_port_0_still_says_where_it_listens(index):
+    p = subprocess.Popen([CLI, "serve", str(index), "--listen", "127.0.0.1:0", "-q"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        url = p.stdout.readline().strip()
+        m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)", url)
+        assert m, url
+        c = http.client.HTTPConnection("127.0.0.1", int(m.group(1)), timeout=10)
+        c.request("GET", "/healthz")
+        assert c.getresponse().status == 200
+    finally:
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=60) == 0
+    assert p.stderr.read() == ""
+
+
+def limited_file_size(blocks):
+    """A full disk, as far as the service's files go: writes past the size fail (EFBIG)."""
+    import resource
+
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (blocks * 1024, blocks * 1024))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    return set_limit
+
+
+def test_a_full_disk_is_reported_never_an_abort(index):
+    """The log fills: changes are refused, /healthz says why (503), SIGTERM ends with exit 4 and
+    what to do; a restart still on the full disk does the same; with room again every
+    acknowledged change is there."""
+    text = lambda i: " ".join("w%d_%d" % (i, j) for j in range(3000))
+    for attempt in range(2):
+        proc = subprocess.Popen([CLI, "serve", str(index), "--listen", "127.0.0.1:0", "-q"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, preexec_fn=limited_file_size(200))
+        port = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
+        s = Server.__new__(Server)
+        s.port, s.token, s.proc = port, None, proc
+        acked, refused = [], 0
+        for i in range(12):
+            status, r = s.json("POST", "/v1/add", {"id": "a%d-%d" % (attempt, i), "text": text(100 * attempt + i)})
+            if status == 201:
+                acked.append("a%d-%d" % (attempt, i))
+            else:
+                assert status == 500 and "log" in r["error"], (status, r)
+                refused += 1
+        assert refused > 0 and (acked or attempt == 1)
+        status, r = s.json("GET", "/healthz")
+        assert status == 503 and r["status"] == "failing" and "File too large" in r["error"], r
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 4
+        err = proc.stderr.read()
+        assert "every acknowledged change is still in" in err and "terminate" not in err, err
+        assert len(err.strip().splitlines()) == 1, err
+        if attempt == 0:
+            first_acked = acked
+    s = Server(index)
+    try:
+        for doc_id in first_acked:
+            assert s.json("GET", "/v1/docs/" + doc_id)[0] == 200
+    finally:
+        assert s.stop() == 0
+
+
+def test_the_cli_on_a_served_index_is_told_who_holds_it(server, index, tmp_path):
+    docs = tmp_path / "d.jsonl"
+    docs.write_text('{"id": "x", "text": "one two three four five six seven"}\n')
+    assert server.json("POST", "/v1/add", {"id": "y", "text": "eight nine ten eleven twelve"})[0] == 201
+    for args in (["index", "add", index, docs], ["index", "remove", index, "y"], ["index", "fold", index],
+                 ["index", "create", index, "--force"]):
+        r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 4, (args, r.stderr)
+        assert "process %d (neardup serve" % server.proc.pid in r.stderr, r.stderr
+    r = subprocess.run([CLI, "index", "query", str(index), str(docs)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 4 and "ask the service" in r.stderr and "index fold" not in r.stderr, r.stderr

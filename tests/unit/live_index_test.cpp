@@ -242,6 +242,6 @@ TEST(LiveIndex, ASecondWriterIsRefusedAtOnce) {
     LiveIndex::open(path);
     FAIL() << "a second LiveIndex opened the same index";
   } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("another process"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("being changed by this process"), std::string::npos) << e.what();
   }
 }

@@ -469,10 +469,40 @@ thread_local std::chrono::steady_clock::time_point t_request_start;
 // every thread that once met a 64 MiB body would hold them for good.
 thread_local simdjson::dom::parser t_parser;
 
-simdjson::dom::parser& request_parser(const httplib::Request& req) {
+simdjson::dom::parser& request_parser(const std::string& body) {
   constexpr size_t kLargeCapacity = size_t{4} << 20;
-  if (t_parser.capacity() > kLargeCapacity && req.body.size() <= kLargeCapacity / 4) t_parser = simdjson::dom::parser();
+  if (t_parser.capacity() > kLargeCapacity && body.size() <= kLargeCapacity / 4) t_parser = simdjson::dom::parser();
   return t_parser;
+}
+
+// A request's body, whatever its Content-Type, up to --max-body-bytes: curl -d sends
+// application/x-www-form-urlencoded, whose bodies cpp-httplib would otherwise parse as a form and
+// refuse over 8 KiB. A multipart form (curl -F) is not a JSON body.
+std::string read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader, uint64_t limit) {
+  if (req.is_multipart_form_data())
+    throw BadRequest{415, "the body is a multipart form (curl -F); send the JSON itself (curl -d @doc.json, or --data-binary)", ""};
+  std::string body;
+  if (!reader([&](const char* data, size_t n) {
+        body.append(data, n);
+        return true;
+      })) {
+    if (res.status == 413)
+      throw BadRequest{413, "the request body is over the limit of " + std::to_string(limit) + " bytes (--max-body-bytes)", ""};
+    throw BadRequest{400, "the request body ended before its Content-Length (" + req.get_header_value("Content-Length") +
+                              " bytes) or could not be decoded", ""};
+  }
+  return body;
+}
+
+// Content-Length, when given, is one decimal number of bytes: cpp-httplib would read "-5" as a
+// huge number and answer 413.
+std::string content_length_problem(const httplib::Request& req) {
+  if (!req.has_header("Content-Length")) return "";
+  if (req.get_header_value_count("Content-Length") > 1) return "the request has more than one Content-Length header";
+  const std::string v = req.get_header_value("Content-Length");
+  if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos)
+    return "Content-Length '" + v.substr(0, 40) + "' is not a number of bytes";
+  return "";
 }
 
 int run_serve(const ServeOptions& o) {
@@ -522,9 +552,16 @@ int run_serve(const ServeOptions& o) {
       reply(res, 503, error_json("every worker is busy; retry after a second"));
       return httplib::Server::HandlerResponse::Handled;
     }
+    if (const std::string problem = content_length_problem(req); !problem.empty()) {
+      res.set_header("Connection", "close");  // the body's end is unknown: the connection cannot go on
+      reply(res, 400, error_json(problem + "; send the body's length in bytes, or no Content-Length"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!token.empty() && req.path != "/healthz") {
       const std::string auth = req.get_header_value("Authorization");
-      if (!auth.starts_with("Bearer ") || !constant_time_equal(std::string_view(auth).substr(7), token)) {
+      // The scheme is case-insensitive (RFC 7235 section 2.1): Bearer, bearer, BEARER.
+      const bool bearer = auth.size() > 7 && ::strncasecmp(auth.c_str(), "bearer ", 7) == 0;
+      if (!bearer || !constant_time_equal(std::string_view(auth).substr(7), token)) {
         res.set_header("WWW-Authenticate", "Bearer realm=\"neardup\"");
         reply(res, 401, error_json("missing or wrong bearer token (send 'Authorization: Bearer TOKEN')", "Authorization"));
         return httplib::Server::HandlerResponse::Handled;
@@ -561,19 +598,34 @@ int run_serve(const ServeOptions& o) {
     }
   });
 
+  // POST endpoints read their bodies themselves (read_body); a BadRequest is answered as the
+  // exception handler answers the others.
+  const auto post = [&](const char* path,
+                        std::function<void(const httplib::Request&, httplib::Response&, const std::string& body)> fn) {
+    svr.Post(path, [&o, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      std::string body;
+      try {
+        body = read_body(req, res, reader, o.max_body_bytes);
+      } catch (const BadRequest& e) {
+        res.set_header("Connection", "close");  // what is left of the body is not read
+        return reply_error(res, e);
+      }
+      fn(req, res, body);
+    });
+  };
   const auto busy = [](httplib::Response& res) {
     res.set_header("Retry-After", "1");
     reply(res, 503, error_json("too many changes are waiting to be logged; retry after a second"));
   };
 
-  svr.Post("/v1/query", [&](const httplib::Request& req, httplib::Response& res) {
-    const QueryRequest q = parse_query(request_parser(req), req.body, limits);
+  post("/v1/query", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
+    const QueryRequest q = parse_query(request_parser(body), body, limits);
     reply(res, 200, query_json(idx->query(q.text, q.threshold, q.id), q.threshold, *idx) + "\n");
   });
-  svr.Post("/v1/query/batch", [&](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/query/batch", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
     std::vector<QueryRequest> qs;
-    simdjson::dom::parser& parser = request_parser(req);
-    for (const auto& [n, line] : ndjson_lines(req.body)) {
+    simdjson::dom::parser& parser = request_parser(body);
+    for (const auto& [n, line] : ndjson_lines(body)) {
       try {
         qs.push_back(parse_query(parser, line, limits));
       } catch (const BadRequest& e) {
@@ -588,19 +640,19 @@ int run_serve(const ServeOptions& o) {
     res.status = 200;
     res.set_content(std::move(out), "application/x-ndjson");
   });
-  svr.Post("/v1/add", [&](const httplib::Request& req, httplib::Response& res) {
-    LiveChange c = parse_add(request_parser(req), req.body, limits);
+  post("/v1/add", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
+    LiveChange c = parse_add(request_parser(body), body, limits);
     const std::string id = c.id;
     const LiveResult r = idx->apply(std::move(c));
     if (r.outcome == LiveResult::Outcome::Busy) return busy(res);
-    auto [status, body] = add_json(id, r);
-    reply(res, status, body + "\n");
+    auto [status, answer] = add_json(id, r);
+    reply(res, status, answer + "\n");
   });
-  svr.Post("/v1/add/batch", [&](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/add/batch", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
     std::vector<LiveChange> cs;
     std::vector<std::string> ids;
-    simdjson::dom::parser& parser = request_parser(req);
-    for (const auto& [n, line] : ndjson_lines(req.body)) {
+    simdjson::dom::parser& parser = request_parser(body);
+    for (const auto& [n, line] : ndjson_lines(body)) {
       try {
         cs.push_back(parse_add(parser, line, limits));
       } catch (const BadRequest& e) {
@@ -645,7 +697,21 @@ int run_serve(const ServeOptions& o) {
     reply(res, removed ? 200 : 404, out);
   });
   svr.Get("/v1/stats", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, stats_json(idx->stats(), *idx, o.index)); });
-  svr.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, "{\"status\":\"ok\"}\n"); });
+  svr.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
+    // Unhealthy once the log cannot be written: changes are refused until a restart.
+    const std::string failure = idx->stats().log_failure;
+    if (failure.empty()) return reply(res, 200, "{\"status\":\"ok\"}\n");
+    std::string out = "{\"status\":\"failing\",\"error\":";
+    append_json_string(out, "changes are refused: the log cannot be written (" + failure + "); free space and restart");
+    reply(res, 503, out + "}\n");
+  });
+  // Methods no endpoint takes: answered as an unknown endpoint is, in JSON.
+  const auto no_endpoint = [](const httplib::Request& req, httplib::Response& res) {
+    reply(res, 404, error_json("no endpoint " + req.method + " " + req.path + " (see docs/serve.md)"));
+  };
+  svr.Patch(".*", no_endpoint);
+  svr.Put(".*", no_endpoint);
+  svr.Options(".*", no_endpoint);
   svr.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
     res.set_content(metrics_text(metrics, idx->stats()), "text/plain; version=0.0.4");
@@ -659,6 +725,11 @@ int run_serve(const ServeOptions& o) {
     throw IoError("cannot listen on " + o.listen + ": " + std::strerror(errno) + " (is another service on that port?)");
   }
   svr.deepen_backlog();
+  // Port 0: the port chosen is the command's output, even with -q (a script needs it).
+  if (port == 0) {
+    std::printf("http://%s:%d\n", host.find(':') != std::string::npos ? ("[" + host + "]").c_str() : host.c_str(), bound);
+    std::fflush(stdout);
+  }
   if (!o.quiet) {
     if (!is_loopback(host))
       std::fprintf(stderr, "neardup: warning: listening on %s, reachable from other machines%s\n", host.c_str(),
@@ -688,11 +759,22 @@ int run_serve(const ServeOptions& o) {
   const bool listened = svr.listen_after_bind();
   const int sig = got_signal.load();
   if (!o.quiet && sig) std::fprintf(stderr, "neardup: %s: finishing: folding the log into %s\n", strsignal(sig), o.index.c_str());
-  idx->close();
+  // The last fold can fail (a full disk): every acknowledged change is still in the synced log,
+  // so that is reported, after the threads are stopped, not left to end the process.
+  std::string fold_error;
+  try {
+    idx->close();
+  } catch (const std::exception& e) {
+    fold_error = e.what();
+  }
   idx.reset();
   finished = true;
   pthread_kill(sig_thread.native_handle(), SIGUSR2);  // in the thread's set only to end it
   sig_thread.join();
+  if (!fold_error.empty())
+    throw IoError("cannot fold the log into the index (" + fold_error + "); every acknowledged change is still in " +
+                  LiveIndex::log_path(o.index) + ", replayed at the next start: free space, then start the service again "
+                  "or run 'neardup index fold " + o.index + "'");
   if (!listened && !sig) throw IoError("the service stopped: cannot accept connections on " + o.listen);
   if (!o.quiet) std::fprintf(stderr, "neardup: stopped; %s is up to date\n", o.index.c_str());
   return kExitOk;

@@ -233,9 +233,9 @@ namespace neardup::cli {
 // Whether /proc/self/exe is the file this code was loaded from: not so when the program was
 // started through the dynamic loader (`ld.so ./neardup ...`) or under a tool that runs it
 // itself, where executing /proc/self/exe again would start the loader or the tool instead.
-static bool runs_as_its_own_file() noexcept {
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+// `exe` receives the file's path (at least 4096 bytes).
+static bool runs_as_its_own_file(char* exe) noexcept {
+  const ssize_t n = ::readlink("/proc/self/exe", exe, 4095);
   if (n <= 0) return false;
   exe[n] = '\0';
   const auto here = reinterpret_cast<uintptr_t>(&runs_as_its_own_file);
@@ -269,11 +269,14 @@ void ask_huge_pages_for_the_heaps(char** argv) {
   }
   if (!std::strstr(mode, "[madvise]")) return;
   if (page_fault_microseconds() < kDearFaultMicroseconds) return;
-  if (!runs_as_its_own_file()) return;
+  char exe[4096];
+  if (!runs_as_its_own_file(exe)) return;
   const std::string saved = old ? old : "";
   const std::string value = saved.empty() ? "glibc.malloc.hugetlb=1" : saved + ":glibc.malloc.hugetlb=1";
   if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  ::execv("/proc/self/exe", argv);
+  // By its own path, not /proc/self/exe: the kernel names the process after the file executed,
+  // and `ps` or `pgrep -x neardup` would see "exe".
+  ::execv(exe, argv);
   // Not started again (no /proc): the program goes on as it is.
   if (old) {
     ::setenv("GLIBC_TUNABLES", saved.c_str(), 1);
