@@ -122,11 +122,14 @@ void similarity_chart(std::string& o, const std::vector<uint64_t>& bins, const c
     o += "<p class=\"note\">No " + std::string(what) + ".</p>";
     return;
   }
+  // Every bin labelled by its lower end, or every step-th one when there are more than ten (the
+  // labels, 0.02 apart, would run into each other).
+  const size_t step = (bins.size() - first + 9) / 10;
   for (size_t i = first; i < bins.size(); ++i) {
     const double lo = static_cast<double>(i) / kSimilarityBins, hi = static_cast<double>(i + 1) / kSimilarityBins;
     Bar b;
     b.value = static_cast<double>(bins[i]);
-    b.label = (i - first) % 5 == 0 ? num(lo, 2) : "";
+    b.label = (i - first) % step == 0 ? num(lo, 2) : "";
     b.title = num(lo, 2) + "-" + num(hi, 2) + ": " + count(bins[i]);
     b.data = "data-lo=\"" + num(lo, 2) + "\" data-count=\"" + std::to_string(bins[i]) + "\"";
     bars.push_back(b);

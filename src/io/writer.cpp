@@ -391,6 +391,26 @@ struct AtomicFile::Direct {
   }
 };
 
+namespace {
+
+// Why a temporary file could not be made in `dir` (errno `e`), with what to do: the directory is
+// missing, not writable, or on a file system that makes no new files (/proc, /sys), where ENOENT
+// would read as if the file itself were missing.
+std::string why_no_temporary(const std::string& dir, int e) {
+  struct stat st {};
+  const std::string shown = dir.empty() ? "." : dir;
+  if (::stat(shown.c_str(), &st) != 0) return "cannot create output file: the directory " + shown + " does not exist; create it first";
+  if (!S_ISDIR(st.st_mode)) return "cannot create output file: " + shown + " is not a directory";
+  if (e == EACCES || e == EPERM || e == EROFS)
+    return std::string("cannot create output file: ") + std::strerror(e) + " in " + shown + "; choose a writable directory";
+  if (e == ENOENT)
+    return "cannot create output file: " + shown + " takes no new files (a virtual file system such as /proc or /sys); write the "
+           "output elsewhere";
+  return std::string("cannot create output file: ") + std::strerror(e) + "; check that " + shown + " is writable and has room";
+}
+
+}  // namespace
+
 AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) : path_(path) {
   if (compression == OutputCompression::ByName) {
     const std::string c = output_compression_of(path);
@@ -426,9 +446,7 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
       if (fd < 0) {
         temp_ = temp_template_;
         fd = ::mkstemp(temp_.data());
-        if (fd < 0)
-          throw IoError(std::string("cannot create output file: ") + std::strerror(errno) +
-                        "; check that the directory exists and is writable", ErrorPlace{path});
+        if (fd < 0) throw IoError(why_no_temporary(dir_of(target_), errno), ErrorPlace{path});
         temp_slot_ = register_temporary_file(temp_);
       }
       if (exists) {

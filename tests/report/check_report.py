@@ -30,12 +30,15 @@ class Page(html.parser.HTMLParser):
         self.chart = None
         self.headings = []
         self._heading = None
+        self.ticks = collections.defaultdict(list)  # chart id -> the texts of its ticks
+        self._tick = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "svg":
             self.chart = a.get("id")
         self.elements.append((tag, a, self.chart))
+        self._tick = tag == "text" and "tick" in a.get("class", "").split() and self.chart is not None
         if tag in ("h1", "h3"):
             self._heading = ""
 
@@ -47,6 +50,9 @@ class Page(html.parser.HTMLParser):
             self._heading = None
 
     def handle_data(self, data):
+        if self._tick:
+            self.ticks[self.chart].append(data)
+            self._tick = False
         if self._heading is not None:
             self._heading += data
 
@@ -71,6 +77,15 @@ def bin_of(s):
     return min(BINS - 1, max(0, int(s * BINS)))
 
 
+def check_labels(page, chart, lows, name):
+    """Every bar of a histogram labelled by its lower end, or every k-th one (the first
+    included) when there are more than ten; the last tick is the y axis's largest count."""
+    ticks = page.ticks[chart][:-1]
+    step = (len(lows) + 9) // 10
+    if ticks != lows[::step]:
+        fail(f"{name}: the {chart} histogram's labels {ticks} are not its bins' {lows[::step]}")
+
+
 def check_dedup(page, removed_tsv, clusters_tsv, name):
     body = page.find("body")[0]
     removed = [line.split("\t") for line in open(removed_tsv, encoding="utf-8").read().splitlines()]
@@ -87,6 +102,7 @@ def check_dedup(page, removed_tsv, clusters_tsv, name):
     got = {round(float(b["data-lo"]) * BINS): int(b["data-count"]) for b in bars}
     if {k: v for k, v in got.items() if v} != dict(want):
         fail(f"{name}: the similarity histogram differs from --removed")
+    check_labels(page, "similarities", [f"{float(b['data-lo']):.2f}" for b in bars], name)
     # Cluster sizes: counts per size class, from --clusters.
     sizes = collections.Counter()
     for n in cluster_ids.values():
@@ -125,9 +141,11 @@ def check_pairs(page, pairs_tsv, name):
     if int(body["data-pairs"]) != len(pairs):
         fail(f"{name}: the page says {body['data-pairs']} pairs, the output has {len(pairs)}")
     want = collections.Counter(bin_of(float(p[2])) for p in pairs)
-    got = {round(float(b["data-lo"]) * BINS): int(b["data-count"]) for b in page.find("rect", "bar", "similarities")}
+    bars = page.find("rect", "bar", "similarities")
+    got = {round(float(b["data-lo"]) * BINS): int(b["data-count"]) for b in bars}
     if {k: v for k, v in got.items() if v} != dict(want):
         fail(f"{name}: the pair histogram differs from the pairs written")
+    check_labels(page, "similarities", [f"{float(b['data-lo']):.2f}" for b in bars], name)
 
 
 def render(chromium, page_path, png, tmp):

@@ -79,7 +79,7 @@ void add_reader_options(CLI::App* cmd, Options& o) {
   cmd->add_option("--text-field", o.reader.text_field, "JSONL field holding the text")->default_val("text");
   cmd->add_option("--id-field", o.reader.id_field, "JSONL field holding the id (missing: FILE:LINE)")->default_val("id");
   add_choice<io::InputFormat>(cmd, "--format", o.reader.format, {{"auto", io::InputFormat::Auto}, {"jsonl", io::InputFormat::Jsonl}, {"text", io::InputFormat::Text}},
-                            "Input format: auto (by extension), jsonl, text");
+                            "Input format: auto (by extension: .jsonl/.ndjson/.json, then .gz/.zst/.xz/.bz2, are JSONL), jsonl, text");
   cmd->add_option("--include", o.reader.include,
                   "In directories: read only files matching this glob (repeatable; without '/' it matches the name, "
                   "with '/' the path inside the directory)");
@@ -198,16 +198,21 @@ void add_keep_options(CLI::App* cmd, Options& o) {
                   "document kept in its place");
 }
 
-void add_pairs_dedup_options(CLI::App* cmd, Options& o) {
+void add_pairs_dedup_options(CLI::App* cmd, Options& o, bool against) {
   cmd->add_option("inputs", o.inputs,
-                  "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), plain-text files, directories, or - for stdin")
+                  "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst/.xz/.bz2), plain-text files, directories, or - for stdin")
       ->required();
   add_sketch_options(cmd, o);
-  cmd->add_option("--on-duplicate-id", o.on_duplicate_id,
-                  "Two records with one id: error (stop, naming both) or keep (separate documents). With --against: "
-                  "a document whose id is already indexed: error, skip (keep the indexed one) or replace it")
-      ->check(CLI::IsMember({"error", "keep", "skip", "replace"}))
-      ->default_str("error");
+  if (against)
+    cmd->add_option("--on-duplicate-id", o.on_duplicate_id,
+                    "Two records with one id: error (stop, naming both) or keep (separate documents). With --against: "
+                    "a document whose id is already indexed: error, skip (keep the indexed one) or replace it")
+        ->check(CLI::IsMember({"error", "keep", "skip", "replace"}))
+        ->default_str("error");
+  else
+    cmd->add_option("--on-duplicate-id", o.on_duplicate_id, "Two records with one id: error (stop, naming both) or keep (separate documents)")
+        ->check(CLI::IsMember({"error", "keep"}))
+        ->default_str("error");
   add_reader_options(cmd, o);
   add_run_options(cmd, o);
   cmd->add_option("--report", o.report,
@@ -394,10 +399,28 @@ void print_memory_estimate(const MemoryEstimate& m) {
                  human_bytes(avail).c_str());
 }
 
+}  // namespace
+
+std::string summary_counts(const SummaryCounts& c, bool pairs_mode) {
+  const auto n = [](uint64_t v) { return std::to_string(v); };
+  std::string out = n(c.documents) + " documents (" + n(c.empty) + " empty, " + n(c.skipped) + " skipped), ";
+  if (c.shingles != UINT64_MAX) out += n(c.shingles) + " shingles, ";
+  out += n(c.candidates) + " candidates, ";
+  // pairs: what was written (a pairs run neither clusters nor removes; the pairs verified to
+  // link clusters are the engine's, not the user's); dedup: what was verified and removed.
+  if (pairs_mode) return out + n(c.pairs) + " pairs reported";
+  out += n(c.verified) + " verified pairs, " + n(c.clusters) + " clusters, " + n(c.removed) + " removed";
+  if (c.below > 0)
+    out += " (" + n(c.below) + " less similar than the threshold to their kept document, through a chain; --cluster leader avoids it)";
+  return out;
+}
+
+namespace {
+
 // sync_seconds: the time the outputs took to commit (their fsync and rename), after the
 // pipeline's own write stage: part of the run's time, and on a slow disk much of it.
 void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::App* cmd, const io::ReaderOptions& reader,
-                   double sync_seconds) {
+                   double sync_seconds, size_t top) {
   {
     const RunStats& r = p.stats();
     print_input_warnings(r.reader, r.documents, r.left_out, cmd, reader);
@@ -415,19 +438,12 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
   if (s.duplicate_ids > 0)
     std::fprintf(stderr, "neardup: warning: %llu records reuse the id of an earlier one (kept as separate documents)\n",
                  static_cast<unsigned long long>(s.duplicate_ids));
-  std::fprintf(stderr,
-               "neardup: %llu documents (%llu empty, %llu skipped), %llu shingles, %llu candidates, "
-               "%llu verified pairs, ",
-               static_cast<unsigned long long>(s.documents), static_cast<unsigned long long>(s.empty),
-               static_cast<unsigned long long>(s.reader.skipped), static_cast<unsigned long long>(s.shingles),
-               static_cast<unsigned long long>(s.candidates), static_cast<unsigned long long>(s.verified));
-  if (pairs_mode) std::fprintf(stderr, "%llu pairs reported, ", static_cast<unsigned long long>(s.pairs));
-  std::fprintf(stderr, "%llu clusters, %llu removed", static_cast<unsigned long long>(s.clusters),
-               static_cast<unsigned long long>(s.removed));
-  if (s.removed_below_threshold > 0)
-    std::fprintf(stderr, " (%llu less similar than the threshold to their kept document, through a chain; --cluster leader avoids it)",
-                 static_cast<unsigned long long>(s.removed_below_threshold));
-  std::fprintf(stderr, ", %.2f s [%s]\n", s.seconds + s.times.write + sync_seconds, p.spec().to_string().c_str());
+  const SummaryCounts c{s.documents, s.empty, s.reader.skipped, s.shingles, s.candidates, s.verified, s.pairs,
+                        s.clusters, s.removed, s.removed_below_threshold};
+  // The spec and, with --top (not a part of it), the flag: what reproduces the run.
+  const std::string how = p.spec().to_string() + (top > 0 ? "] --top " + std::to_string(top) : "]");
+  std::fprintf(stderr, "neardup: %s, %.2f s [%s\n", summary_counts(c, pairs_mode).c_str(), s.seconds + s.times.write + sync_seconds,
+               how.c_str());
   if (!stages) return;
   const double mb = static_cast<double>(s.text_bytes) / 1e6;
   const StageTimes& t = s.times;
@@ -573,7 +589,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   if (report) report->commit();
   const double sync_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sync).count();
   bar.clear();
-  if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats, cmd, o.reader, sync_seconds);
+  if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats, cmd, o.reader, sync_seconds, o.top);
   return kExitOk;
 }
 
@@ -593,7 +609,7 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
   auto dedup_opts = std::make_shared<Options>();
   CLI::App* dedup = app.add_subcommand(
       "dedup", "Remove near-duplicates: write the kept records exactly as they were (JSONL) or the kept paths");
-  add_pairs_dedup_options(dedup, *dedup_opts);
+  add_pairs_dedup_options(dedup, *dedup_opts, /*against=*/true);
   add_keep_options(dedup, *dedup_opts);
   dedup->add_option("-o,--output", dedup_opts->output, "Output file for the kept records ('-' for stdout; required)");
   dedup->add_option("--output-dir", dedup_opts->output_dir,

@@ -16,6 +16,7 @@ struct EvalCliOptions {
   std::string truth, pairs, output = "-";
   double threshold = -1, floor = -1;
   bool list = false, json = false;
+  bool quiet = false;
 };
 
 std::string fmt(const char* f, double x) {
@@ -105,7 +106,7 @@ int run_eval(const EvalCliOptions& o) {
   io::AtomicFile out(o.output);
   out.write(o.json ? report_json(r) : o.list ? report_list(r) : report_text(r, o));
   out.commit();
-  if (o.list && !o.json)
+  if (o.list && !o.json && !o.quiet)
     std::fprintf(stderr, "neardup: eval: recall %.4f (%llu misses), precision %.4f (%llu false positives) at %g\n",
                  r.overall.recall(), static_cast<unsigned long long>(r.misses.size()), r.overall.precision(),
                  static_cast<unsigned long long>(r.false_positives.size()), r.threshold);
@@ -118,7 +119,7 @@ void add_eval(CLI::App& app, std::function<int()>& run) {
   auto o = std::make_shared<EvalCliOptions>();
   CLI::App* cmd = app.add_subcommand("eval", "Recall and precision of reported pairs against exact ground truth");
   cmd->add_option("pairs", o->pairs, "Reported pairs: id1 TAB id2 TAB score per line (the output of 'neardup pairs')")->required();
-  cmd->add_option("--truth", o->truth, "Every pair at or above the truth's floor: id1 TAB id2 TAB similarity (.gz/.zst read)")->required();
+  cmd->add_option("--truth", o->truth, "Every pair at or above the truth's floor: id1 TAB id2 TAB similarity (.gz/.zst/.xz/.bz2 read)")->required();
   cmd->add_option("-t,--threshold", o->threshold,
                   "Judge at T: positives are truth pairs >= T, predictions are reported pairs with score >= T (default: the floor)")
       ->check(CLI::Range(0.0, 1.0));
@@ -129,6 +130,7 @@ void add_eval(CLI::App& app, std::function<int()>& run) {
                 "Write the misses and false positives instead of the report: kind TAB id1 TAB id2 TAB score TAB truth ('-' where absent)");
   cmd->add_flag("--json", o->json, "Print the report (and with --list, the pairs) as one JSON object");
   cmd->add_option("-o,--output", o->output, "Output file (default: stdout)");
+  cmd->add_flag("-q,--quiet", o->quiet, "No summary on stderr");
   cmd->callback([&run, o] { run = [o] { return run_eval(*o); }; });
 }
 

@@ -135,10 +135,22 @@ int run_explain(const CLI::App* cmd, ExplainOptions& o) {
       if (signature_band_key(sig[0], b, spec.lsh, spec.shingle.seed) == signature_band_key(sig[1], b, spec.lsh, spec.shingle.seed))
         bands.push_back(b);
     std::printf("  sketch estimate: %.6f (%zu of %zu values equal)\n", static_cast<double>(equal) / static_cast<double>(k), equal, k);
-    std::printf("  LSH: %zu of %d bands of %d rows collide", bands.size(), spec.lsh.bands, spec.lsh.rows);
-    for (size_t i = 0; i < std::min<size_t>(bands.size(), 12); ++i) std::printf("%s%d", i ? "," : " (", bands[i]);
-    std::printf("%s; at J = %.3f a pair collides with probability %.4f)\n", bands.empty() ? "" : bands.size() > 12 ? ", ...)" : ")", j,
+    std::string which;
+    for (size_t i = 0; i < std::min<size_t>(bands.size(), 12); ++i) which += (i ? "," : " (bands ") + std::to_string(bands[i]);
+    if (!bands.empty()) which += bands.size() > 12 ? ", ...)" : ")";
+    std::printf("  LSH: %zu of %d bands of %d rows collide%s: %s; a pair at J = %.3f is a candidate with probability %.4f\n",
+                bands.size(), spec.lsh.bands, spec.lsh.rows, which.c_str(), bands.empty() ? "not a candidate" : "a candidate", j,
                 lsh_probability(j, spec.lsh.bands, spec.lsh.rows));
+  } else if (spec.method == SketchMethod::SimHash) {
+    DocumentSketcher sh[2] = {DocumentSketcher(spec), DocumentSketcher(spec)};
+    uint64_t h[2];
+    for (int i = 0; i < 2; ++i) {
+      sh[i].shingle(text[i]);
+      h[i] = sh[i].simhash();
+    }
+    const int d = hamming_distance(h[0], h[1]);
+    std::printf("  SimHash: distance %d of 64 bits (estimate 1 - d/64 = %.6f); %s --hamming %d: %s\n", d, simhash_similarity(d),
+                d <= spec.hamming ? "within" : "beyond", spec.hamming, d <= spec.hamming ? "a candidate" : "not a candidate");
   }
   // The word diff: differing words with a few words of context around each run.
   const WordDiff d = word_diff(text[0], text[1], 20000);
@@ -208,6 +220,11 @@ void add_explain(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--context", o->context, "Words shown around each difference")->default_val(6)->check(CLI::Range(0, 1000));
   add_sketch_options(cmd, o->common);
   add_reader_options(cmd, o->common);
+  // What explain does not use: it verifies exactly and shows the estimate whatever --verify
+  // says, and writes no rejects.
+  for (const char* unused : {"--verify", "--rejects"}) cmd->remove_option(cmd->get_option(unused));
+  cmd->get_option("--threshold")->description("Similarity threshold T: the pair is called near-duplicates at J >= T");
+  cmd->add_flag("-q,--quiet", o->common.quiet, "No messages on stderr (it prints none but errors)");
   cmd->callback([&run, cmd, o] { run = [=] { return run_explain(cmd, *o); }; });
 }
 

@@ -333,7 +333,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   auto a = std::make_shared<IndexOptions>();
   CLI::App* add = index->add_subcommand("add", "Add documents; with --dedup, only those that are not near-duplicates of indexed ones");
   add->add_option("index", a->index, "Index file")->required();
-  add->add_option("inputs", a->common.inputs, "JSONL files, plain-text files, directories, or - for stdin")->required();
+  add->add_option("inputs", a->common.inputs, "JSONL files (optionally .gz/.zst/.xz/.bz2), plain-text files, directories, or - for stdin")->required();
   add->add_flag("--dedup", a->dedup,
                 "Query each document first, in order, and add it only if it has no near-duplicate (the online walk); "
                 "write new_id TAB indexed_id TAB similarity for the others");
@@ -347,7 +347,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   auto q = std::make_shared<IndexOptions>();
   CLI::App* query = index->add_subcommand("query", "For each input document, its near-duplicates in the index: query_id TAB index_id TAB similarity");
   query->add_option("index", q->index, "Index file")->required();
-  query->add_option("inputs", q->common.inputs, "JSONL files, plain-text files, directories, or - for stdin")->required();
+  query->add_option("inputs", q->common.inputs, "JSONL files (optionally .gz/.zst/.xz/.bz2), plain-text files, directories, or - for stdin")->required();
   query->add_option("-t,--threshold", q->common.threshold, "Similarity threshold (default: the index's)")->check(unit_interval());
   query->add_option("-o,--output", q->output, "Output file (default: stdout)");
   query->add_flag("--skip-same-id", q->skip_same_id, "Do not report an indexed document with the query's own id");
@@ -368,6 +368,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   CLI::App* stats = index->add_subcommand("stats", "Print what an index holds and its size");
   stats->add_option("index", s->index, "Index file")->required();
   stats->add_flag("--json", s->json, "One JSON object");
+  stats->add_flag("-q,--quiet", s->common.quiet, "No messages on stderr (it prints none but errors)");
   stats->callback([&run, s] { run = [=] { return run_stats(*s); }; });
 
   auto f = std::make_shared<IndexOptions>();

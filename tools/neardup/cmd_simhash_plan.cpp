@@ -19,6 +19,7 @@ struct PlanOptions {
   uint64_t memory = 0;
   bool tables = false;
   bool json = false;
+  bool quiet = false;
 };
 
 int run_plan(const PlanOptions& o) {
@@ -60,6 +61,7 @@ void add_simhash_plan(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--memory", o->memory, "Largest memory for the tables, in bytes (default: no limit)");
   cmd->add_flag("--tables", o->tables, "Also list every table's matched bits");
   cmd->add_flag("--json", o->json, "Print the plan as one JSON object");
+  cmd->add_flag("-q,--quiet", o->quiet, "No messages on stderr (it prints none but errors)");
   cmd->callback([&run, o] { run = [o] { return run_plan(*o); }; });
 }
 

@@ -25,6 +25,7 @@ struct TuneOptions {
   std::string low, high;  // S:P
   std::string plot;
   bool json = false;
+  bool quiet = false;
   std::vector<std::string> sample;
   size_t sample_docs = 2000;
   int shingle = kDefaultShingle;
@@ -207,6 +208,16 @@ int run_tune(const CLI::App* cmd, const TuneOptions& o) {
   }
   if (std::none_of(rows.begin(), rows.end(), [&](const LshChoice& x) { return x.params == c.params; })) rows.push_back(c);
 
+  // Not met: the closest choice is printed, and stderr says so and what to change, so that a
+  // script reading only stdout or --json is told too.
+  if (!c.met && !o.quiet) {
+    if (needed)
+      std::fprintf(stderr, "neardup: warning: tune: no bands x rows of %d permutations meets both targets (the closest is printed); "
+                   "pass --num-perm %d, or relax --low/--high (--margin, --fn-rate, --fp-rate)\n", o.num_perm, needed);
+    else
+      std::fprintf(stderr, "neardup: warning: tune: no bands x rows of up to 4096 permutations meets both targets (the closest is "
+                   "printed); widen --margin or relax the rates\n");
+  }
   if (!o.plot.empty()) {
     io::AtomicFile f(o.plot);  // the name was checked before the work
     f.write(curve_svg(c, t, o.num_perm));
@@ -304,6 +315,7 @@ void add_tune(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--high", o->high, "S:P, at least probability P of a candidate at similarity S (e.g. 0.5:0.99)");
   cmd->add_option("--plot", o->plot, "Write the S-curve as an SVG file");
   cmd->add_flag("--json", o->json, "Print the choice as one JSON object");
+  cmd->add_flag("-q,--quiet", o->quiet, "No warnings on stderr");
   cmd->add_option("--sample", o->sample, "Inputs to sample: predict candidates and recall of each (b, r) from their pair similarities");
   cmd->add_option("--sample-docs", o->sample_docs, "Documents in the sample (uniform reservoir; all pairs are scored)")
       ->default_val(2000)->check(CLI::Range(size_t{2}, size_t{20000}));

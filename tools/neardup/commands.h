@@ -49,6 +49,13 @@ inline std::string flag_text(std::string_view text) { return render_options(text
 /// A library error's message with its options named as flags.
 inline std::string flag_text(const Error& e) { return e.message(flag_wording); }
 
+/// A word where a command was expected that names none: "unknown command", with the nearest one,
+/// and the usage exit code; 0 when the words are fine. `program`: "neardup" or "neardup-mpi";
+/// `quiet`: say nothing (neardup-mpi's ranks but rank 0).
+int check_command_words(CLI::App& app, int argc, char** argv, const char* program, bool quiet = false);
+/// A parse error as one line, with the nearest option for an unknown one; the usage exit code.
+int report_parse_error(CLI::App& app, const CLI::ParseError& e, const char* program);
+
 /// SIGINT, SIGTERM, SIGHUP, SIGPIPE remove the temporary outputs, print "<program>: interrupted"
 /// and end the process by the same signal; SIGXFSZ becomes an I/O error.
 void install_signal_handlers(const char* program);

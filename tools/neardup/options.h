@@ -79,8 +79,9 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
-/// The options of `pairs` and `dedup` (inputs, sketch, reader, threads), also neardup-mpi's.
-void add_pairs_dedup_options(CLI::App* cmd, Options& o);
+/// The options of `pairs` and `dedup` (inputs, sketch, reader, threads), also neardup-mpi's;
+/// `against`: dedup's --on-duplicate-id also takes skip and replace (with --against).
+void add_pairs_dedup_options(CLI::App* cmd, Options& o, bool against = false);
 /// dedup's --keep, --keep-by and --cluster.
 void add_keep_options(CLI::App* cmd, Options& o);
 /// The run's options from the parsed flags; UsageError on a bad combination.
@@ -118,6 +119,17 @@ class RejectsFile {
   std::unique_ptr<io::AtomicFile> file_;
   std::string line_;
 };
+
+/// The counts a run's summary line gives, in one wording for neardup and neardup-mpi.
+struct SummaryCounts {
+  uint64_t documents, empty, skipped;
+  uint64_t shingles;  ///< UINT64_MAX: not counted (neardup-mpi)
+  uint64_t candidates, verified, pairs, clusters, removed;
+  uint64_t below;  ///< removed documents below the threshold to their kept one (components)
+};
+/// "D documents (E empty, K skipped), S shingles, C candidates, P pairs reported" for pairs, or
+/// "..., V verified pairs, X clusters, R removed" for dedup.
+std::string summary_counts(const SummaryCounts& c, bool pairs_mode);
 
 /// The warnings after a run that read records: skipped records by kind, files left out of
 /// folders, records without the id field asked for.

@@ -1548,15 +1548,9 @@ int Run::run() {
   text_bytes = c_.all_reduce(text_bytes, MPI_SUM);
   if (c_.rank() == 0 && !o_.quiet) {
     cli::print_input_warnings(read_stats, n, inputs_->left_out(), cmd_, ro_.reader);
-    std::fprintf(stderr, "neardup: %llu documents (%llu empty, %llu skipped), %llu candidates, %llu verified pairs, ",
-                 static_cast<unsigned long long>(n), static_cast<unsigned long long>(empty), static_cast<unsigned long long>(skipped),
-                 static_cast<unsigned long long>(candidates), static_cast<unsigned long long>(verified_n));
-    if (!dedup_) std::fprintf(stderr, "%llu pairs reported, ", static_cast<unsigned long long>(pairs_n));
-    std::fprintf(stderr, "%llu clusters, %llu removed", static_cast<unsigned long long>(clusters_n), static_cast<unsigned long long>(removed_n));
-    if (below > 0)
-      std::fprintf(stderr, " (%llu less similar than the threshold to their kept document, through a chain)",
-                   static_cast<unsigned long long>(below));
-    std::fprintf(stderr, ", %.2f s on %d ranks [%s]\n", seconds_since(t_start), c_.size(), spec_.to_string().c_str());
+    const cli::SummaryCounts counts{n, empty, skipped, UINT64_MAX, candidates, verified_n, pairs_n, clusters_n, removed_n, below};
+    std::fprintf(stderr, "neardup: %s, %.2f s on %d ranks [%s]\n", cli::summary_counts(counts, !dedup_).c_str(), seconds_since(t_start),
+                 c_.size(), spec_.to_string().c_str());
     if (o_.show_stats)
       std::fprintf(stderr,
                    "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s (slowest rank); buckets %.3f s; verify %.3f s; "
@@ -1600,19 +1594,35 @@ int main(int argc, char** argv) {
     dedup->add_option("--removed", dedup_o.removed, "Write removed_id TAB kept_id TAB similarity per removed document");
     dedup->add_option("--clusters", dedup_o.clusters, "Write cluster TAB id TAB kept|removed per clustered document");
     app.footer("Exit codes as neardup's: 0 ok, 1 internal error, 2 usage error, 3 bad input data, 4 I/O error.");
+    // What runs in one process only, named as such rather than as an unknown option.
+    for (const char* one : {"--against", "--add-kept", "--top"}) {
+      (one == std::string("--top") ? pairs : dedup)
+          ->add_option_function<std::string>(one, [one](const std::string&) {
+            throw UsageError(std::string(one) + " runs in one process (neardup " + (one == std::string("--top") ? "pairs" : "dedup") +
+                             " " + one + ")");
+          })
+          ->group("");
+    }
+    // Every rank parses the same arguments: rank 0 speaks.
+    if (const int bad = cli::check_command_words(app, argc, argv, "neardup-mpi", rank != 0); bad != 0) rc = bad;
     try {
-      app.parse(argc, argv);
-      const bool is_dedup = dedup->parsed();
-      mpi::Run run(comm, is_dedup ? dedup : pairs, is_dedup ? dedup_o : pairs_o, is_dedup);
-      rc = run.go();
-    } catch (const CLI::ParseError& e) {
-      // Every rank parses the same arguments: rank 0 speaks.
-      if (rank == 0) {
-        rc = app.exit(e);
-      } else {
-        rc = e.get_exit_code() == 0 ? 0 : kExitUsage;
+      if (rc == kExitOk) {
+        app.parse(argc, argv);
+        const bool is_dedup = dedup->parsed();
+        mpi::Run run(comm, is_dedup ? dedup : pairs, is_dedup ? dedup_o : pairs_o, is_dedup);
+        rc = run.go();
       }
-      if (rc != 0) rc = kExitUsage;
+    } catch (const CLI::CallForHelp& e) {
+      rc = rank == 0 ? app.exit(e) : 0;
+    } catch (const CLI::CallForAllHelp& e) {
+      rc = rank == 0 ? app.exit(e) : 0;
+    } catch (const CLI::CallForVersion& e) {
+      rc = rank == 0 ? app.exit(e) : 0;
+    } catch (const CLI::ParseError& e) {
+      rc = rank == 0 ? cli::report_parse_error(app, e, "neardup-mpi") : kExitUsage;
+    } catch (const Error& e) {  // from the parse (one-process options): every rank the same
+      if (rank == 0) std::fprintf(stderr, "neardup-mpi: error: %s\n", cli::flag_text(e).c_str());
+      rc = cli::exit_code(e);
     }
   }
   MPI_Finalize();

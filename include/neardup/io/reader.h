@@ -73,7 +73,7 @@ enum class MemoryMap : uint8_t {
 struct ReaderOptions {
   std::string text_field = "text";
   std::string id_field = "id";
-  InputFormat format = InputFormat::Auto;  ///< Auto: .jsonl/.ndjson/.json (before .gz/.zst) and stdin are JSONL
+  InputFormat format = InputFormat::Auto;  ///< Auto: .jsonl/.ndjson/.json (before .gz/.zst/.xz/.bz2) and stdin are JSONL
   OnError on_error = OnError::Fail;
   /// The longest JSONL line, or plain-text file, read (bytes, decompressed); a longer one is a
   /// bad record (its bytes are never held). Bounds memory against a file without newlines or a
