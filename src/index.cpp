@@ -1,6 +1,7 @@
 #include "neardup/index.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -434,7 +435,9 @@ std::string describe_holder(int fd) {
   const std::string text(buf, n > 0 ? static_cast<size_t>(n) : 0);
   const size_t space = text.find(' ');
   const long pid = std::strtol(text.c_str(), nullptr, 10);
-  if (pid <= 0) return "another process";
+  // A holder that ended without releasing the lock's text (kill -9), with the lock now held by
+  // another program, is not named.
+  if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) return "another process";
   const std::string cmd = space == std::string::npos ? std::string() : " (" + text.substr(space + 1) + ")";
   if (pid == ::getpid()) return "this process" + cmd + ", through another open index";
   return "process " + std::to_string(pid) + cmd;
@@ -492,7 +495,11 @@ IndexLock::IndexLock(const std::string& index_path, const LockWait& wait) {
 }
 
 IndexLock::~IndexLock() {
-  if (fd_ >= 0) ::close(fd_);
+  // The holder's text goes with the lock, so that it never names a process that let it go.
+  if (fd_ >= 0) {
+    (void)!::ftruncate(fd_, 0);
+    ::close(fd_);
+  }
 }
 
 }  // namespace neardup
