@@ -185,6 +185,19 @@ mpi 2 dedup shard0.jsonl -o mpi.out --report r.html -q 2> mpi.err; got=$?
 [ "$got" = 2 ] && grep -q "runs in one process" mpi.err && [ ! -e mpi.out ] || fail "--report: exit $got, $(head -1 mpi.err)"
 mpi 2 pairs shard0.jsonl --method simhash -q 2> mpi.err; got=$?
 [ "$got" = 2 ] && grep -q "runs --method oph and minhash" mpi.err || fail "--method simhash: exit $got, $(head -1 mpi.err)"
+for one in "dedup shard0.jsonl -o mpi.out --against x.ndx" "dedup shard0.jsonl -o mpi.out --add-kept" "pairs shard0.jsonl --top 5"; do
+  mpi 2 $one 2> mpi.err; got=$?
+  [ "$got" = 2 ] && grep -qx "neardup-mpi: error: --[a-z-]* runs in one process (neardup .*)" mpi.err ||
+    fail "$one: exit $got, $(head -1 mpi.err)"
+done
+mpi 2 dedup shard0.jsonl -o mpi.out --bogus 2> mpi.err; got=$?
+[ "$got" = 2 ] && grep -qx "neardup-mpi: error: the following argument was not expected: --bogus; see 'neardup-mpi dedup --help'" mpi.err ||
+  fail "--bogus: exit $got, $(head -1 mpi.err)"
+# The summary of pairs names what it wrote, as one process's does (no clusters, nothing removed).
+mpi 2 pairs shard0.jsonl -o mpi.tsv 2> mpi.err
+"$ND" pairs shard0.jsonl -o one.tsv 2> one.err
+grep -q "candidates, [0-9]* pairs reported, .* on 2 ranks" mpi.err && ! grep -q "clusters" mpi.err ||
+  fail "pairs summary: $(cat mpi.err)"
 
 # A rank killed after sketching: the job fails, no output is renamed into place, and nothing is
 # left of the ranks' pieces in TMPDIR (their files have no name until they are done).

@@ -504,6 +504,8 @@ def test_quiet_with_port_0_still_says_where_it_listens(index):
         url = p.stdout.readline().strip()
         m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)", url)
         assert m, url
+        # Named after its file, also when it started itself again (never "exe"): ps, pgrep -x.
+        assert open(f"/proc/{p.pid}/comm").read().strip() == "neardup"
         c = http.client.HTTPConnection("127.0.0.1", int(m.group(1)), timeout=10)
         c.request("GET", "/healthz")
         assert c.getresponse().status == 200

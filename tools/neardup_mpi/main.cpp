@@ -1595,14 +1595,12 @@ int main(int argc, char** argv) {
     dedup->add_option("--clusters", dedup_o.clusters, "Write cluster TAB id TAB kept|removed per clustered document");
     app.footer("Exit codes as neardup's: 0 ok, 1 internal error, 2 usage error, 3 bad input data, 4 I/O error.");
     // What runs in one process only, named as such rather than as an unknown option.
-    for (const char* one : {"--against", "--add-kept", "--top"}) {
-      (one == std::string("--top") ? pairs : dedup)
-          ->add_option_function<std::string>(one, [one](const std::string&) {
-            throw UsageError(std::string(one) + " runs in one process (neardup " + (one == std::string("--top") ? "pairs" : "dedup") +
-                             " " + one + ")");
-          })
-          ->group("");
-    }
+    const auto one_process = [](const std::string& flag, const char* command) {
+      return [flag, command] { throw UsageError(flag + " runs in one process (neardup " + command + " " + flag + ")"); };
+    };
+    dedup->add_option_function<std::string>("--against", [f = one_process("--against", "dedup")](const std::string&) { f(); })->group("");
+    dedup->add_flag_callback("--add-kept", one_process("--add-kept", "dedup"))->group("");
+    pairs->add_option_function<std::string>("--top", [f = one_process("--top", "pairs")](const std::string&) { f(); })->group("");
     // Every rank parses the same arguments: rank 0 speaks.
     if (const int bad = cli::check_command_words(app, argc, argv, "neardup-mpi", rank != 0); bad != 0) rc = bad;
     try {
