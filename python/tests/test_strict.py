@@ -243,3 +243,33 @@ def test_the_import_error_names_the_interpreter_it_was_built_for(tmp_path):
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
     assert "built for /opt/other/bin/python3 (Python 3.99)" in last and sys.executable in last, last
+
+
+# ---- docs/python.md ----
+
+def test_the_documented_values_are_what_the_calls_return():
+    """docs/python.md's example of the native API: every line `EXPR  # VALUE ...` whose VALUE is
+    a Python literal gives that value (the page said 0.5555 where the call returned 0.6)."""
+    import ast
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "python.md").read_text()
+    block = doc.split("## The native API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    scope = {}
+    checked = 0
+    pending = ""
+    for line in block.splitlines():
+        code, _, comment = line.partition("#")
+        pending += code + "\n"
+        try:
+            ast.parse(pending)
+        except SyntaxError:
+            continue  # a statement over several lines
+        statement, pending = pending, ""
+        try:
+            want = ast.literal_eval(comment.strip().split("  ")[0])
+        except (ValueError, SyntaxError):
+            exec(statement, scope)
+            continue
+        got = eval(statement.strip(), scope)
+        assert got == want, (line, got)
+        checked += 1
+    assert checked >= 2

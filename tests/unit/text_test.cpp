@@ -42,7 +42,7 @@ TEST(Text, NumbersIncludeOtherNumberCategories) {
 // A combining mark belongs to its word (Unicode Standard Annex #29): an NFD accent, or the vowel
 // signs of Devanagari and Thai, never split one.
 TEST(Text, CombiningMarksStayInTheirWord) {
-  // U+0301 COMBINING ACUTE ACCENT is Mn: not a letter or number, so it separates.
+  // U+0301 COMBINING ACUTE ACCENT is Mn: a mark, part of the word it follows (docs/format.md).
   EXPECT_EQ(split_words("Cafe\xCC\x81s"), (V{"cafe\xCC\x81s"}));
   EXPECT_EQ(split_words("\xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80 x"),  // Hindi: vowel signs, virama
             (V{"\xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\xA8\xE0\xA5\x8D\xE0\xA4\xA6\xE0\xA5\x80", "x"}));
