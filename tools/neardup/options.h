@@ -159,13 +159,10 @@ CLI::Option* add_choice(CLI::App* cmd, const std::string& flags, E& target, cons
       ->default_str(current);
 }
 
-/// A number in an interval, open or closed at each end; help shows it as "in (0, 1]".
-inline CLI::Validator interval(double lo, double hi, bool lo_open, bool hi_open) {
-  char desc[64];
-  std::snprintf(desc, sizeof desc, "in %c%g, %g%c", lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']');
-  const std::string d = desc;
+/// A number checked against a rule (neardup/option_rules.h); help shows its range, "in (0, 1]".
+inline CLI::Validator rule_validator(const NumberRule& rule) {
   return CLI::Validator(
-      [=](std::string& s) -> std::string {
+      [rule](std::string& s) -> std::string {
         double v = 0;
         size_t used = 0;
         try {
@@ -174,29 +171,17 @@ inline CLI::Validator interval(double lo, double hi, bool lo_open, bool hi_open)
           used = 0;
         }
         if (used == 0 || used != s.size()) return "'" + s + "' is not a number";
-        const bool ok = (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
-        return ok ? std::string() : s + " is not " + d;
-      },
-      d);
-}
-/// A numeric option checked by its rule (neardup/option_rules.h), as every driver checks it.
-inline CLI::Validator rule_check(std::string_view name) {
-  const NumberRule* r = &number_rule(name);
-  return CLI::Validator(
-      [r](std::string& s) -> std::string {
-        double v = 0;
-        size_t used = 0;
-        try {
-          v = std::stod(s, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != s.size()) return "'" + s + "' is not a number";
-        const std::string problem = rule_problem(*r, v);
+        const std::string problem = rule_problem(rule, v);
         return problem.empty() ? problem : s + " " + problem;
       },
-      rule_range(*r));
+      rule_range(rule));
 }
+/// A number in an interval, open or closed at each end.
+inline CLI::Validator interval(double lo, double hi, bool lo_open, bool hi_open) {
+  return rule_validator(NumberRule{"", lo, hi, lo_open, hi_open, false, ""});
+}
+/// A numeric option checked by its rule, as every driver checks it.
+inline CLI::Validator rule_check(std::string_view name) { return rule_validator(number_rule(name)); }
 /// A similarity threshold: in (0, 1].
 inline CLI::Validator unit_interval() { return rule_check("threshold"); }
 
