@@ -15,7 +15,7 @@ case "$what" in
   run) ;;
   test)
     packages+=(
-      zstd gzip xz-utils bzip2 python3
+      zstd gzip xz-utils bzip2 python3 curl util-linux
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev
       pybind11-dev python3-dev python3-numpy python3-pytest
