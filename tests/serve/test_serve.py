@@ -493,8 +493,11 @@ def test_a_bad_content_length_is_named(server):
 
 def test_methods_no_endpoint_takes_are_404_in_json(server):
     for method in ("PATCH", "PUT", "OPTIONS"):
-        status, r = server.json(method, "/v1/add", {"id": "a", "text": "b"})
-        assert status == 404 and r["error"].startswith("no endpoint %s /v1/add" % method)
+        for body in ({"id": "a", "text": "b"}, None):
+            status, r = server.json(method, "/v1/add", body)
+            assert status == 404 and r["error"].startswith("no endpoint %s /v1/add" % method), (method, body, status, r)
+        reply = raw_request(server.port, ("%s /v1/add HTTP/1.1\r\nHost: x\r\n\r\n" % method).encode(), timeout=3)
+        assert reply.startswith("HTTP/1.1 404"), reply
 
 
 def test_quiet_with_port_0_still_says_where_it_listens(index):

@@ -705,12 +705,18 @@ int run_serve(const ServeOptions& o) {
     append_json_string(out, "changes are refused: the log cannot be written (" + failure + "); free space and restart");
     reply(res, 503, out + "}\n");
   });
-  // Methods no endpoint takes: answered as an unknown endpoint is, in JSON.
+  // Methods no endpoint takes: answered as an unknown endpoint is, in JSON, whether or not they
+  // carry a body (taken with a content reader so that cpp-httplib does not try to read one first
+  // and answer 400; what is left unread closes the connection).
   const auto no_endpoint = [](const httplib::Request& req, httplib::Response& res) {
     reply(res, 404, error_json("no endpoint " + req.method + " " + req.path + " (see docs/serve.md)"));
   };
-  svr.Patch(".*", no_endpoint);
-  svr.Put(".*", no_endpoint);
+  const auto no_endpoint_with_body = [no_endpoint](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader&) {
+    res.set_header("Connection", "close");
+    no_endpoint(req, res);
+  };
+  svr.Patch(".*", no_endpoint_with_body);
+  svr.Put(".*", no_endpoint_with_body);
   svr.Options(".*", no_endpoint);
   svr.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
