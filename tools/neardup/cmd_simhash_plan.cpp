@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "options.h"
 #include "neardup/neardup.h"
 
 namespace neardup::cli {
@@ -55,7 +56,7 @@ int run_plan(const PlanOptions& o) {
 void add_simhash_plan(CLI::App& app, std::function<int()>& run) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* cmd = app.add_subcommand("simhash-plan", "Print the SimHash table plan for a distance and a corpus size");
-  cmd->add_option("--hamming", o->hamming, "Largest Hamming distance to find")->required()->check(CLI::Range(0, 16));
+  cmd->add_option("--hamming", o->hamming, "Largest Hamming distance to find")->required()->check(rule_check("hamming"));
   cmd->add_option("--docs", o->docs, "Expected number of fingerprints")->required()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   cmd->add_flag("--batch", o->batch, "Plan for one batch find-all (pairs, dedup) instead of online queries");
   cmd->add_option("--memory", o->memory, "Largest memory for the tables, in bytes (default: no limit)");

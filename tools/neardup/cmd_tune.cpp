@@ -304,7 +304,7 @@ void add_tune(CLI::App& app, std::function<int()>& run) {
   auto o = std::make_shared<TuneOptions>();
   CLI::App* cmd = app.add_subcommand("tune", "Choose LSH bands and rows from target false-negative and false-positive rates");
   cmd->add_option("--num-perm", o->num_perm, "MinHash permutations available (b * r <= P)")
-      ->default_val(kDefaultNumPerm)->check(CLI::Range(1, 4096));
+      ->default_val(kDefaultNumPerm)->check(rule_check("num_perm"));
   cmd->add_option("-t,--threshold", o->threshold, "Similarity threshold t; the targets are at t - margin and t + margin")
       ->default_val(kDefaultThreshold)->check(unit_interval());
   cmd->add_option("--margin", o->margin, "Distance d from the threshold of the two target similarities")
@@ -319,13 +319,13 @@ void add_tune(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--sample", o->sample, "Inputs to sample: predict candidates and recall of each (b, r) from their pair similarities");
   cmd->add_option("--sample-docs", o->sample_docs, "Documents in the sample (uniform reservoir; all pairs are scored)")
       ->default_val(2000)->check(CLI::Range(size_t{2}, size_t{20000}));
-  cmd->add_option("-k,--shingle", o->shingle, "Words per shingle for the sample")->default_val(kDefaultShingle)->check(CLI::Range(1, 64));
-  cmd->add_option("--chars", o->chars, "Character N-gram shingles for the sample")->check(CLI::Range(1, 64));
+  cmd->add_option("-k,--shingle", o->shingle, "Words per shingle for the sample")->default_val(kDefaultShingle)->check(rule_check("shingle"));
+  cmd->add_option("--chars", o->chars, "Character N-gram shingles for the sample")->check(rule_check("chars"));
   cmd->add_option("--seed", o->seed, "Seed of the shingle hashes and of the sample");
   cmd->add_option("--text-field", o->reader.text_field, "JSONL field holding the text")->default_val("text");
   cmd->add_option("--id-field", o->reader.id_field, "JSONL field holding the id")->default_val("id");
   add_no_mmap_flag(cmd, o->reader);
-  cmd->add_option("-j,--threads", o->threads, "Worker threads for scoring the sample")->check(CLI::Range(1, 1024));
+  cmd->add_option("-j,--threads", o->threads, "Worker threads for scoring the sample")->check(rule_check("threads"));
   cmd->callback([&run, o, cmd] { run = [o, cmd] { return run_tune(cmd, *o); }; });
 }
 
