@@ -576,3 +576,11 @@ def test_the_cli_on_a_served_index_is_told_who_holds_it(server, index, tmp_path)
         assert "process %d (neardup serve" % server.proc.pid in r.stderr, r.stderr
     r = subprocess.run([CLI, "index", "query", str(index), str(docs)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 4 and "ask the service" in r.stderr and "index fold" not in r.stderr, r.stderr
+
+
+def test_starting_on_a_full_disk_is_an_error_not_an_abort(index):
+    """The log is made at start: where it cannot be written, the start fails with exit 4 and one line."""
+    r = subprocess.run([CLI, "serve", str(index), "--listen", "127.0.0.1:0", "-q"], capture_output=True, text=True,
+                       timeout=60, preexec_fn=limited_file_size(0))
+    assert r.returncode == 4, r.stderr
+    assert r.stderr.startswith("neardup: error: ") and ".wal" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
