@@ -1,8 +1,8 @@
 // Errors thrown by the neardup library.
 //
-// The library never prints or exits (DESIGN.md, habit 8). Misuse and problems of the environment
-// are reported by throwing an Error: a category, the place (source and line, where there is
-// one), and a single-line text that says what is wrong and what to do.
+// The library never prints or exits (docs/architecture.md, "Habits": a silent library). Misuse and
+// problems of the environment are reported by throwing an Error: a category, the place (source and
+// line, where there is one), and a single-line text that says what is wrong and what to do.
 //
 // The text names options in a neutral form that each front end words its own way: the CLI as
 // flags (`--on-error skip`), the Python module as keyword arguments (`on_error="skip"`), and

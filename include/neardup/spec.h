@@ -1,4 +1,4 @@
-// One way to spell a pipeline (DESIGN.md, habit 10): a one-line spec such as
+// One way to spell a pipeline (docs/architecture.md, "Habits": one spelling): a one-line spec,
 //   words:5 oph:128 lsh:21x6 verify:0.8
 // builds the whole pipeline and prints back identically. Tokens, separated by spaces:
 //   words:K | chars:N        shingles of K words or N characters (default words:5)

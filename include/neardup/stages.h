@@ -11,7 +11,7 @@
 //   cluster_documents(n, verified, policy)                             (cluster.h)
 //
 // Sketches can be written to a file and read back (write_sketches, read_sketches) so that
-// sketches made in one process are joined in another; docs/formats.md gives the layout.
+// sketches made in one process are joined in another; docs/format.md ("Sketch file") gives the layout.
 #pragma once
 
 #include <cstdint>
@@ -198,7 +198,7 @@ std::vector<uint8_t> documents_in(std::span<const DocPair> pairs, size_t num_doc
 Scorer scorer_for(const Sketches& sketches, const ShingleSets* sets);
 
 /// Writes sketches with the documents' ids (one per document, or none) to `path`, atomically.
-/// The file is checksummed; docs/formats.md gives the layout.
+/// The file is checksummed; docs/format.md ("Sketch file") gives the layout.
 void write_sketches(const std::string& path, const Sketches& sketches, std::span<const std::string> ids = {});
 
 /// What read_sketches returns.

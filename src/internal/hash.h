@@ -1,6 +1,7 @@
-// The hash functions of neardup, specified and seeded (DESIGN.md, habit 4). Their values are part
-// of the file formats and are pinned by known-answer tests (tests/unit/hash_test.cpp); changing
-// any of them is a format change. Never std::hash.
+// The hash functions of neardup, specified and seeded (docs/architecture.md, "Habits": hashes
+// specified). Their values are part of the file formats and are pinned by known-answer tests
+// (tests/unit/shingle_test.cpp, minhash_test.cpp, checked again from their written definitions
+// by tools/known_answers); changing any of them is a format change. Never std::hash.
 #pragma once
 
 #include <cstddef>

@@ -1,10 +1,11 @@
-// The block-skip merge, written once over a block comparator B (DESIGN.md, habit 3) and included
-// by one .cpp per instruction set. B provides kWidth and any_equal(a, b): whether some value of
-// a[0..kWidth) equals some value of b[0..kWidth). The walk is the reference design's JaccardTurbo with an
-// exact prefilter: a block pair without a common value advances the block whose last value is
-// smaller by kWidth (none of its values can match anything later); otherwise kWidth steps of the
-// classical merge run. s counts the values passed without a match; the abort test runs after each
-// block, and the tail (fewer than kWidth values left on a side) is merged without it.
+// The block-skip merge, written once over a block comparator B (docs/architecture.md, "Habits":
+// kernels written once) and included by one .cpp per instruction set. B provides kWidth and
+// any_equal(a, b): whether some value of a[0..kWidth) equals some value of b[0..kWidth). The walk
+// is the reference design's JaccardTurbo with an exact prefilter: a block pair without a common
+// value advances the block whose last value is smaller by kWidth (none of its values can match
+// anything later); otherwise kWidth steps of the classical merge run. s counts the values passed
+// without a match; the abort test runs after each block, and the tail (fewer than kWidth values
+// left on a side) is merged without it.
 #pragma once
 
 #include <cstddef>

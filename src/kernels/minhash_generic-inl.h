@@ -1,9 +1,9 @@
-// The SIMD MinHash kernel, written once over a vector type V (DESIGN.md, habit 3) and included
-// by one .cpp per instruction set, each compiled with its own flags. V provides, on lanes of
-// 64 bits: kLanes, load(const uint64_t*), set1(uint64_t), mul32(a, b) (low 32 x low 32 -> 64),
-// add, shl32, shr32, min (of values below 2^32) and store32(v, uint32_t* out) (the low halves).
-// Every lane computes exactly what minhash_scalar computes: (a * x mod 2^64) >> 32, with
-// a * x = lo(a) * x + (hi(a) * x << 32).
+// The SIMD MinHash kernel, written once over a vector type V (docs/architecture.md, "Habits":
+// kernels written once) and included by one .cpp per instruction set, each compiled with its own
+// flags. V provides, on lanes of 64 bits: kLanes, load(const uint64_t*), set1(uint64_t), mul32(a,
+// b) (low 32 x low 32 -> 64), add, shl32, shr32, min (of values below 2^32) and store32(v,
+// uint32_t* out) (the low halves). Every lane computes exactly what minhash_scalar computes: (a * x
+// mod 2^64) >> 32, with a * x = lo(a) * x + (hi(a) * x << 32).
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// The close-pair scans of SimHash, written once and compiled twice (DESIGN.md, habit 3): by
-// simhash_scalar.cpp for any x86-64, and by simhash_avx2.cpp with POPCNT, where
-// __builtin_popcountll is one instruction instead of a call. Internal linkage keeps the two
+// The close-pair scans of SimHash, written once and compiled twice (docs/architecture.md, "Habits":
+// kernels written once): by simhash_scalar.cpp for any x86-64, and by simhash_avx2.cpp with POPCNT,
+// where __builtin_popcountll is one instruction instead of a call. Internal linkage keeps the two
 // copies apart.
 #pragma once
 

@@ -5,7 +5,7 @@ says otherwise with a comment `# exit N`.
 
     tests/docs/run_examples.py BUILD_DIR REPO_DIR
 
-Each file runs as one session in a fresh folder, its examples in order, with the built
+Each file runs as one run in a fresh folder, its examples in order, with the built
 `neardup` and `neardup-mpi` first on PATH. Examples are taken from ```sh / ```bash blocks and
 from lines indented as code that start with `neardup`. A line is run when its first word is a
 command of this list (neardup, neardup-mpi, mpirun, zcat, curl, printf, cat); the others
@@ -20,7 +20,7 @@ was built for; `neardup serve`
 runs in the background on a free port, and `curl` lines go to it (8080 replaced by that port, a
 bearer token added when the service was started with one) and must answer 2xx with JSON;
 `mpirun -np N` runs 2 ranks (a 2-core machine), as root if need be; an absolute path outside the
-session folder (`/etc/neardup/token`) is taken inside it.
+run folder (`/etc/neardup/token`) is taken inside it.
 """
 import glob
 import http.client
@@ -262,8 +262,8 @@ def expected_exit(line):
 
 def run_file(md, bindir):
     rel = os.path.relpath(md, REPO)
-    session = tempfile.mkdtemp(prefix="neardup-docs-")
-    os.chdir(session)
+    workdir = tempfile.mkdtemp(prefix="neardup-docs-")
+    os.chdir(workdir)
     service = Service()
     ran = 0
     for lineno, line in examples(md):
@@ -287,7 +287,7 @@ def run_file(md, bindir):
         if words[0] == "srun":
             print(f"  not run: {where}: {line[:100]} (no Slurm here)")
             continue
-        # Absolute paths outside the session are taken inside it.
+        # Absolute paths outside the run folder are taken inside it.
         line = re.sub(r"(?<=\s)/etc/(\S+)", lambda m: os.makedirs(os.path.dirname("etc/" + m.group(1)), exist_ok=True)
                       or "etc/" + m.group(1), line)
         words = shlex.split(line, comments=True)
