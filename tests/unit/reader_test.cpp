@@ -895,111 +895,6 @@ TEST(Reader, SelectReadsALastLineWithoutNewline) {
   }
 }
 
-// append_ranges copies byte ranges of plain (in the kernel) and compressed data, and adds the
-// newline of a last line that had none; RangeAppender does the same a batch at a time.
-TEST(Reader, AppendRangesCopiesPlainAndCompressedData) {
-  test::TempDir d;
-  std::string data;
-  for (int i = 0; i < 20000; ++i) data += "line " + std::to_string(i) + "\n";
-  data += "last line without newline";
-  test::write_file(d.file("p.txt"), data);
-  test::write_file(d.file("g.gz"), gzip(data));
-  test::write_file(d.file("z.zst"), zstd(data));
-  const std::vector<ByteRange> ranges = {{0, 5}, {100, 1000}, {1100, 7}, {50000, 60000}, {data.size() - 25, 26}};
-  std::string want;
-  for (const auto& r : ranges) want += data.substr(r.offset, r.length);  // the last one is 1 byte short
-  want += '\n';
-  for (const std::string f : {"p.txt", "g.gz", "z.zst"}) {
-    {
-      AtomicFile out(d.file(f + ".out"));
-      out.write("head:");
-      append_ranges(d.file(f), f, ranges, out);
-      out.write(":tail");
-      out.commit();
-    }
-    const std::string got = test::read_file(d.file(f + ".out"));
-    EXPECT_TRUE(got == "head:" + want + ":tail") << f << ": " << got.size() << " bytes, want " << want.size() + 10;
-    AtomicFile out(d.file(f + ".bad"));
-    const std::vector<ByteRange> past = {{data.size() - 5, 10}};
-    EXPECT_THROW(append_ranges(d.file(f), f, past, out), IoError) << f;
-    // A batch at a time, from one appender: the same bytes (a compressed source goes on from
-    // where the last batch stopped).
-    {
-      AtomicFile batches(d.file(f + ".batches"));
-      RangeAppender appender(d.file(f), f);
-      for (const ByteRange& r : ranges) appender.append(std::span<const ByteRange>(&r, 1), batches);
-      batches.commit();
-    }
-    EXPECT_TRUE(test::read_file(d.file(f + ".batches")) == want) << f;
-    // A range after the short last line: the data ended, the input changed.
-    AtomicFile after(d.file(f + ".after"));
-    RangeAppender appender(d.file(f), f);
-    appender.append(std::span<const ByteRange>(&ranges.back(), 1), after);
-    const std::vector<ByteRange> beyond = {{data.size() + 1, 4}};
-    EXPECT_THROW(appender.append(beyond, after), IoError) << f;
-    // Out of order across batches: a programming error.
-    RangeAppender backwards(d.file(f), f);
-    backwards.append(std::span<const ByteRange>(&ranges[1], 1), after);
-    EXPECT_THROW(backwards.append(std::span<const ByteRange>(&ranges[0], 1), after), UsageError) << f;
-  }
-}
-
-// Pages of `fd`'s bytes [from, to) in the page cache (mincore on a mapping of them).
-size_t cached_pages(int fd, uint64_t from, uint64_t to) {
-  void* m = ::mmap(nullptr, to - from, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(from));
-  if (m == MAP_FAILED) return 0;
-  std::vector<unsigned char> in((to - from + 4095) / 4096);
-  size_t n = 0;
-  if (::mincore(m, to - from, in.data()) == 0)
-    for (const unsigned char c : in) n += c & 1;
-  ::munmap(m, to - from);
-  return n;
-}
-
-// A plain file read with O_DIRECT (RangeAppender's read_directly, for a ScratchCopy): the same
-// bytes as through the page cache, for ranges within, across and after its 4 MiB reads, the
-// newline of a last line that had none, and an error for a range past the end. Read directly,
-// the file's pages stay out of the page cache; read through it, they come in.
-TEST(Reader, RangeAppenderReadsDirectlyTheSameBytes) {
-  test::TempDir d;
-  std::mt19937_64 rng(61);
-  std::string data;
-  while (data.size() < (13u << 20)) data += std::string(1 + rng() % 3000, static_cast<char>('a' + rng() % 26)) + "\n";
-  data += "no newline";
-  test::write_file(d.file("p.txt"), data);
-  const uint64_t four = uint64_t{4} << 20;
-  const std::vector<ByteRange> ranges = {{3, 5000}, {four - 10, 20}, {four + 100, four + 7}, {3 * four - 1, 2}, {3 * four + 4096, 8192},
-                                         {data.size() - 10, 11}};
-  std::string want;
-  for (const auto& r : ranges) want += data.substr(r.offset, r.length);
-  want += '\n';
-  const int fd = ::open(d.file("p.txt").c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  ::fdatasync(fd);
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  const bool dropped = cached_pages(fd, 0, four) == 0;  // the page cache let go of the file
-  for (const bool direct : {true, false}) {
-    {
-      AtomicFile out(d.file("out"));
-      RangeAppender appender(d.file("p.txt"), "p.txt", direct);
-      for (const ByteRange& r : ranges) appender.append(std::span<const ByteRange>(&r, 1), out);
-      out.commit();
-    }
-    EXPECT_TRUE(test::read_file(d.file("out")) == want) << "read directly: " << direct;
-    if (dropped) {
-      if (direct)
-        EXPECT_EQ(cached_pages(fd, 0, four), 0u) << "read through the page cache";
-      else
-        EXPECT_GT(cached_pages(fd, 0, four), 0u);
-    }
-    AtomicFile bad(d.file("bad"));
-    RangeAppender appender(d.file("p.txt"), "p.txt", direct);
-    const std::vector<ByteRange> past = {{data.size() - 5, 10}};
-    EXPECT_THROW(appender.append(past, bad), IoError) << "read directly: " << direct;
-  }
-  ::close(fd);
-}
-
 // RecordReader::keep_decompressed_copies: each compressed JSONL source read to its end leaves a
 // ScratchCopy of its decompressed bytes (none for a plain one); with the copy, InputSet reads
 // the source from it, by position too. A copy in a directory without room is none.
@@ -1109,39 +1004,6 @@ TEST(Reader, DecompressedCopiesKeepToAQuarterOfTheOpenFileLimit) {
   EXPECT_NE(why.find("ulimit -n 48"), std::string::npos) << why;
 }
 
-// A ScratchCopy holds what was appended, under no name in its directory, and one given up (the
-// free space below its reserve) takes no more and holds nothing.
-TEST(Writer, ScratchCopyHoldsWhatWasAppended) {
-  test::TempDir d;
-  auto c = ScratchCopy::create(d.path());
-  if (!c) GTEST_SKIP() << "no scratch copies in " << d.path() << " (not ext4)";
-  std::mt19937_64 rng(62);
-  std::string data;
-  for (size_t n : {size_t{1}, size_t{4095}, size_t{3} << 20, size_t{5} << 20, size_t{12345}}) {
-    const size_t at = data.size();
-    data.resize(at + n);
-    for (size_t i = at; i < data.size(); ++i) data[i] = static_cast<char>(rng());
-    EXPECT_TRUE(c->append(data.data() + at, n));
-  }
-  EXPECT_TRUE(c->finish());
-  EXPECT_EQ(c->size(), data.size());
-  EXPECT_TRUE(test::read_file(c->path()) == data);
-  EXPECT_TRUE(std::filesystem::is_empty(d.path()));  // no name
-  const std::string path = c->path();
-  struct statfs fs {};
-  ASSERT_EQ(::statfs(d.path().c_str(), &fs), 0);
-  auto full = ScratchCopy::create(d.path(), uint64_t{fs.f_bavail} * static_cast<uint64_t>(fs.f_bsize) - (uint64_t{32} << 20));
-  ASSERT_TRUE(full);
-  EXPECT_FALSE(full->append(data.data(), 100));
-  EXPECT_NE(full->why().find("free space in " + d.path()), std::string::npos) << full->why();
-  EXPECT_FALSE(full->append(data.data(), 100));
-  EXPECT_FALSE(full->finish());
-  struct stat st {};
-  ASSERT_EQ(::stat(full->path().c_str(), &st), 0);
-  EXPECT_EQ(st.st_size, 0);
-  EXPECT_FALSE(ScratchCopy::create(d.path(), uint64_t{1} << 62));  // no room for any
-}
-
 // The resident kilobytes of the mapping that starts at `base` (/proc/self/smaps), or -1.
 long mapping_rss_kb(const void* base) {
   std::ifstream smaps("/proc/self/smaps");
@@ -1200,12 +1062,12 @@ TEST(Reader, FileReadInOrderIsReadAhead) {
   auto drop = [&] {
     ::fdatasync(fd);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    return cached_pages(fd, from, to) == 0;
+    return test::cached_pages(fd, from, to) == 0;
   };
   // Waits up to 5 s for the reads started to land.
   auto read_ahead = [&] {
-    for (int i = 0; i < 500 && cached_pages(fd, from, to) < pages; ++i) ::usleep(10000);
-    return cached_pages(fd, from, to);
+    for (int i = 0; i < 500 && test::cached_pages(fd, from, to) < pages; ++i) ::usleep(10000);
+    return test::cached_pages(fd, from, to);
   };
   if (!drop()) {
     ::close(fd);
@@ -1232,180 +1094,10 @@ TEST(Reader, FileReadInOrderIsReadAhead) {
       RawRecord raw;
       ASSERT_TRUE(r.next_raw(raw));
       ::usleep(200000);
-      EXPECT_EQ(cached_pages(fd, from, to), 0u);
+      EXPECT_EQ(test::cached_pages(fd, from, to), 0u);
     }
   }
   ::close(fd);
-}
-
-// append_from splits a copy at the next block boundary where the input's and the output's offsets
-// are congruent but not aligned (so that a file system with reflinks can clone the rest): the
-// bytes are the same however the ranges fall, congruent or not, within a block or across many.
-TEST(Reader, AppendFromCopiesTheSameBytesWhereverTheRangesFall) {
-  test::TempDir d;
-  std::mt19937_64 rng(41);
-  std::string data(300000, '\0');
-  for (char& c : data) c = static_cast<char>('a' + rng() % 26);
-  test::write_file(d.file("in.txt"), data);
-  const int fd = ::open(d.file("in.txt").c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  for (int round = 0; round < 4; ++round) {
-    std::string want;
-    {
-      AtomicFile out(d.file("out.txt"));
-      if (round % 2) {  // the output one byte ahead of the input: never congruent
-        out.write("#");
-        want += "#";
-      }
-      uint64_t at = 0;
-      while (at < data.size()) {
-        const uint64_t len = std::min<uint64_t>(data.size() - at, 1 + rng() % (round < 2 ? 9000 : 70));
-        EXPECT_EQ(out.append_from(fd, at, len, "in.txt"), len);
-        want += data.substr(at, len);
-        at += len + (round == 3 && rng() % 4 == 0 ? 1 + rng() % 5000 : 0);  // gaps: removed records
-      }
-      out.commit();
-    }
-    EXPECT_TRUE(test::read_file(d.file("out.txt")) == want) << "round " << round;
-  }
-  ::close(fd);
-}
-
-// The output `name` in `d` holds `want`, and on ext4 was written directly: before it is read,
-// under a tenth of its pages are in the page cache.
-void expect_written_directly(const test::TempDir& d, const std::string& name, const std::string& want) {
-  struct statfs fs {};
-  if (::statfs(d.path().c_str(), &fs) == 0 && fs.f_type == 0xEF53) {
-    const int fd = ::open(d.file(name).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    const uint64_t size = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
-    EXPECT_LT(cached_pages(fd, 0, size & ~uint64_t{4095}), size / 4096 / 10) << name << " written through the page cache";
-    ::close(fd);
-  }
-  const std::string got = test::read_file(d.file(name));
-  EXPECT_EQ(got.size(), want.size());
-  EXPECT_TRUE(got == want) << name << " differs";
-}
-
-// Into a file of its own on ext4, append_from's bytes and all written after them go to the disk
-// directly from buffers of its own: the output is the same as writing in order when copies of
-// many megabytes (more than its buffers hold) from several inputs, each closed at once, are
-// mixed with written bytes, started after written bytes that end inside a block, and paused
-// (flush_appends) and resumed; the copied output is not in the page cache. Elsewhere the same
-// bytes come by copy_file_range.
-TEST(Reader, AppendFromWrittenDirectlyGivesTheBytesInOrder) {
-  test::TempDir d;
-  std::mt19937_64 rng(43);
-  std::vector<std::string> data(3);
-  for (size_t i = 0; i < data.size(); ++i) {
-    data[i].resize((size_t{9} << 20) + 12345 * i);
-    for (char& c : data[i]) c = static_cast<char>('a' + rng() % 26);
-    test::write_file(d.file("in" + std::to_string(i)), data[i]);
-  }
-  for (const bool head : {false, true}) {
-    std::string want = head ? std::string(5000, '#') : "";
-    {
-      AtomicFile out(d.file("out.txt"));
-      out.write(want);
-      for (int round = 0; round < 40; ++round) {
-        const size_t i = rng() % data.size();
-        const int fd = ::open(d.file("in" + std::to_string(i)).c_str(), O_RDONLY | O_CLOEXEC);
-        ASSERT_GE(fd, 0);
-        const uint64_t at = rng() % data[i].size(), len = 1 + rng() % (round % 3 == 0 ? (uint64_t{6} << 20) : 5000);
-        const uint64_t got = std::min<uint64_t>(len, data[i].size() - at);
-        EXPECT_EQ(out.append_from(fd, at, len, "in"), got);  // past the end: short, as a read
-        ::close(fd);
-        want += data[i].substr(at, got);
-        if (rng() % 2) {
-          const std::string line = "line " + std::to_string(round);
-          out.write(line);
-          out.put('\n');
-          want += line + "\n";
-        }
-        if (round == 20) out.flush_appends();
-      }
-      out.commit();
-    }
-    SCOPED_TRACE(head ? "after written bytes" : "from the start");
-    expect_written_directly(d, "out.txt", want);
-  }
-}
-
-// write_directly() starts the direct writes for bytes written from memory (records decompressed):
-// after bytes written through the page cache that end inside a block, writes of every size (more
-// than the buffers hold in all) give the output of writing in order, not in the page cache on
-// ext4; paused (flush_appends) and resumed; elsewhere the same bytes as before.
-TEST(Reader, WriteDirectlyGivesTheBytesInOrder) {
-  test::TempDir d;
-  std::mt19937_64 rng(44);
-  std::string want(4097, '#');
-  {
-    AtomicFile out(d.file("out.txt"));
-    out.write(want);
-    out.write_directly();
-    std::string chunk;
-    for (int round = 0; round < 60; ++round) {
-      chunk.resize(1 + rng() % (round % 4 == 0 ? (size_t{3} << 20) : 70000));
-      for (char& c : chunk) c = static_cast<char>('a' + rng() % 26);
-      out.write(chunk);
-      out.put('\n');
-      want += chunk + "\n";
-      if (round == 30) out.flush_appends();
-    }
-    out.commit();
-  }
-  expect_written_directly(d, "out.txt", want);
-}
-
-// A failed direct write is reported by the next call, flush_appends() or commit() as the
-// output's error, with what to do, and the destination is left as it was; an input that cannot
-// be read is reported at once, by its name.
-TEST(Reader, AppendFromWrittenDirectlyReportsAFailedWrite) {
-  test::TempDir d;
-  test::write_file(d.file("dest.txt"), "before\n");
-  test::write_file(d.file("in.txt"), std::string(size_t{12} << 20, 'x'));
-  const auto attempt = [&] {
-    // A file size limit of 1 MiB fails the writes (EFBIG; SIGXFSZ ignored).
-    ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit lim {1 << 20, 1 << 20};
-    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) return 4;
-    try {
-      AtomicFile out(d.file("dest.txt"));
-      const int fd = ::open(d.file("in.txt").c_str(), O_RDONLY | O_CLOEXEC);
-      out.append_from(fd, 0, size_t{12} << 20, "in.txt");
-      ::close(fd);
-      out.commit();
-    } catch (const IoError& e) {
-      return std::string(e.what()).find("file size limit") != std::string::npos ? 0 : 2;
-    } catch (...) {
-      return 3;
-    }
-    return 1;
-  };
-  const pid_t pid = ::fork();  // the limit and the signal's disposition in a child process
-  ASSERT_GE(pid, 0);
-  if (pid == 0) ::_exit(attempt());
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 3: wrong type, 4: no limit";
-  EXPECT_EQ(test::read_file(d.file("dest.txt")), "before\n");
-  {
-    AtomicFile out(d.file("dest.txt"));
-    const int fd = ::open(d.file("in.txt").c_str(), O_WRONLY | O_CLOEXEC);  // cannot be read
-    ASSERT_GE(fd, 0);
-    try {
-      out.append_from(fd, 0, 100000, "in.txt");
-      ADD_FAILURE() << "append_from succeeded";
-    } catch (const IoError& e) {
-      EXPECT_NE(std::string(e.what()).find("in.txt"), std::string::npos) << e.what();
-    }
-    ::close(fd);
-  }
-  EXPECT_EQ(test::read_file(d.file("dest.txt")), "before\n");
-  size_t left = 0;
-  for (const auto& e : std::filesystem::directory_iterator(d.path())) left += e.path().filename().string().find("neardup-tmp") != std::string::npos;
-  EXPECT_EQ(left, 0u);
 }
 
 // ---- Sampling the inputs to plan a run (sample_inputs) ----

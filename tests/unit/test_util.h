@@ -1,6 +1,7 @@
 // Helpers shared by the unit tests.
 #pragma once
 
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -59,6 +60,18 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Pages of `fd`'s bytes [from, to) in the page cache (mincore on a mapping of them).
+inline size_t cached_pages(int fd, uint64_t from, uint64_t to) {
+  void* m = ::mmap(nullptr, to - from, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(from));
+  if (m == MAP_FAILED) return 0;
+  std::vector<unsigned char> in((to - from + 4095) / 4096);
+  size_t n = 0;
+  if (::mincore(m, to - from, in.data()) == 0)
+    for (const unsigned char c : in) n += c & 1;
+  ::munmap(m, to - from);
+  return n;
+}
 
 inline void write_file(const std::string& path, const std::string& content) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
