@@ -44,6 +44,8 @@ class File {
   File(const std::string& path, const std::string& display) : display_(display) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) throw IoError(sys_error("cannot open input", display) + "; check the path and its permissions");
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) open_size_ = static_cast<uint64_t>(st.st_size);
   }
   ~File() {
     if (fd_ >= 0) ::close(fd_);
@@ -54,6 +56,12 @@ class File {
   size_t read(char* buf, size_t n) {
     for (;;) {
       const ssize_t r = ::read(fd_, buf, n);
+      // A regular file that ends before the size it had when opened was cut while it was read:
+      // what follows would be a record cut short (a JSON error) or records missing.
+      if (r == 0 && n > 0 && consumed_ < open_size_)
+        throw IoError("the file shrank while it was read (" + std::to_string(open_size_) + " bytes when opened, " +
+                          std::to_string(consumed_) + " there now); do not modify inputs during a run",
+                      ErrorPlace{display_});
       if (r >= 0) {
         consumed_ += static_cast<uint64_t>(r);
         ask_ahead(consumed_);
@@ -122,6 +130,7 @@ class File {
   uint64_t ahead_from_ = uint64_t{1} << 20;  // ask_ahead() once the bytes in hand reach this (never: UINT64_MAX)
   uint64_t asked_to_ = 0;             // the bytes before this were asked for
   uint64_t size_ = 0;                 // once looked up: the file's size (UINT64_MAX: not a regular file)
+  uint64_t open_size_ = 0;            // a regular file's size when opened (0 for anything else)
   std::string display_;
 };
 
