@@ -35,6 +35,19 @@ class ThreadPool;
 /// Two records with the same id: an error (FormatError naming both), or kept as two documents.
 enum class DuplicateIds { Error, Keep };
 
+/// Sets `o`'s keep policy from its one spelling, as every driver takes it: "first", "longest", or
+/// a JSONL field, "FIELD" or "FIELD:desc" (the largest value kept) or "FIELD:asc" (the
+/// smallest). UsageError (naming the `keep` option) for an empty field or another order.
+struct RunOptions;
+void set_keep(RunOptions& o, std::string_view spelling);
+/// The field form alone ("FIELD[:asc|:desc]", the CLI's --keep-by): a field named first is a field.
+void set_keep_by(RunOptions& o, std::string_view spelling);
+/// Checks a keep-by field against the inputs (JSONL ones only) and points the reader at it: what
+/// a Pipeline does before it reads, and neardup-mpi too. UsageError naming the problem.
+void apply_keep(RunOptions& o, const io::InputSet& inputs);
+/// "components" or "leader"; UsageError (naming the `cluster` option) for anything else.
+ClusterMode cluster_mode(std::string_view spelling);
+
 struct RunOptions {
   PipelineSpec spec;
   io::ReaderOptions reader;

@@ -129,13 +129,13 @@ def _run_args(spec_text: str, threads: int, text_field: str, id_field: str, on_e
               memory_map: bool = True, temp_dir: Optional[str] = None):
     _check_choice("on_error", on_error, ("fail", "skip"))
     _check_choice("on_duplicate_id", on_duplicate_id, ("error", "keep"))
-    _check_choice("cluster", cluster, ("components", "leader"))
     _check_number("threads", threads)
     _check_number("top", top)
     _check_str("text_field", text_field)
     _check_str("id_field", id_field)
-    if not isinstance(keep, str) or not keep:
-        raise UsageError(f"keep={keep!r}: give \"first\", \"longest\" or the name of a JSONL field", option="keep")
+    if not isinstance(keep, str) or not isinstance(cluster, str):
+        bad = "keep" if not isinstance(keep, str) else "cluster"
+        raise UsageError(f"{bad}={locals()[bad]!r} is not a str", option=bad)
     if temp_dir is not None and not isinstance(temp_dir, (str, os.PathLike)):
         raise UsageError(f"temp_dir={temp_dir!r}: give a folder's path", option="temp_dir")
     if spec_text is not None and not isinstance(spec_text, str):
@@ -249,9 +249,6 @@ def _run(docs, pairs_mode: bool, args, progress):
     docs = list(docs) if not isinstance(docs, list) else docs
     if docs and all(_is_path(d) for d in docs):
         return _native.run_paths([os.fspath(d) for d in docs], pairs_mode, args, cb)
-    if args.keep not in ("first", "longest"):
-        raise UsageError(f'keep="{args.keep}" names a JSONL field, which documents given in memory do not have; '
-                         'keep is "first" or "longest" here (a field applies to file inputs)', option="keep")
     ids, texts = _documents(docs, args.text_field, args.id_field)
     return _native.run_documents(ids, texts, pairs_mode, args, cb)
 

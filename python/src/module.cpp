@@ -153,13 +153,8 @@ RunOptions options_of(const RunArgs& a, const py::object& progress) {
   RunOptions o;
   o.spec = PipelineSpec::parse(a.spec);
   o.threads = a.threads;
-  if (a.keep == "first")
-    o.keep = KeepPolicy::First;
-  else if (a.keep == "longest")
-    o.keep = KeepPolicy::Longest;
-  else
-    o.keep_by = a.keep;  // a JSONL field
-  o.cluster = a.cluster == "leader" ? ClusterMode::Leader : ClusterMode::Components;
+  set_keep(o, a.keep);  // the spellings every driver takes
+  o.cluster = cluster_mode(a.cluster);
   o.reader.text_field = a.text_field;
   o.reader.id_field = a.id_field;
   o.reader.on_error = a.skip_bad ? io::OnError::Skip : io::OnError::Fail;

@@ -298,16 +298,7 @@ RunOptions run_options(const CLI::App* cmd, const Options& o) {
   ro.cluster = o.cluster;
   if (!o.keep_by.empty()) {
     if (given(cmd, "--keep")) throw UsageError("--keep and --keep-by exclude each other; give one");
-    ro.keep_by = o.keep_by;
-    const size_t colon = o.keep_by.rfind(':');
-    if (colon != std::string::npos) {
-      const std::string order = o.keep_by.substr(colon + 1);
-      if (order != "asc" && order != "desc")
-        throw UsageError("--keep-by " + o.keep_by + ": the order after ':' is asc or desc (for example --keep-by score:desc)");
-      ro.keep_by = o.keep_by.substr(0, colon);
-      ro.keep_descending = order == "desc";
-    }
-    if (ro.keep_by.empty()) throw UsageError("--keep-by needs a field name (for example --keep-by score)");
+    set_keep_by(ro, o.keep_by);
   }
   ro.duplicate_ids = o.on_duplicate_id == "keep" ? DuplicateIds::Keep : DuplicateIds::Error;
   ro.top = o.top;

@@ -1298,12 +1298,7 @@ int Run::run() {
         if (dedup_ && !inputs_->all_jsonl() && !inputs_->all_text())
           throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
                            "records or a list of paths); run it once per kind, or force one with --format");
-        if (!ro_.keep_by.empty()) {  // as Pipeline does
-          if (!inputs_->all_jsonl())
-            throw UsageError("--keep-by reads a field of JSONL records; the inputs include plain-text files (use --keep first or longest)");
-          ro_.keep = KeepPolicy::Field;
-          ro_.reader.key_field = ro_.keep_by;
-        }
+        apply_keep(ro_, *inputs_);  // as Pipeline does
         // --output-dir: each file's output is written by one rank, so files are not cut.
         shares_ = split_inputs(*inputs_, c_.size(), o_.output_dir.empty());
       });
