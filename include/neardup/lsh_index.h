@@ -89,7 +89,7 @@ LshMemory lsh_search_memory(const LshParams& params, int threads, size_t band_ar
 
 /// Every pair of documents that share a bucket (what the S-curve promises to find), sorted and
 /// unique. A bucket of s documents gives s(s-1)/2 pairs: for crowded buckets the pipeline
-/// verifies star edges and joins instead (pipeline.cpp).
+/// verifies star edges and joins instead (src/pipeline/candidates.cpp).
 std::vector<DocPair> bucket_pairs(const LshBuckets& buckets);
 
 /// A bucket's s - 1 star edges, from its first document to each other one, over all buckets:

@@ -1,0 +1,324 @@
+// Candidates and their verification, one finder per method: LSH buckets (verified in groups, or
+// by estimate), the exact join, the bottom-k join, SimHash tables.
+#include "pipeline/impl.h"
+
+namespace neardup {
+
+PairFilter Pipeline::Impl::pair_filter() const { return uses_signatures(spec_.method) ? band_filter() : PairFilter(); }
+
+void Pipeline::Impl::verify_candidates(const std::vector<DocPair>& candidates, double threshold) {
+  if (spec_.verify == VerifyMode::Exact && !candidates.empty()) {
+    std::vector<uint8_t> needed(lengths_.size(), 0);
+    for (const DocPair& p : candidates) needed[p.a] = needed[p.b] = 1;
+    load_sets_pass(needed);
+  }
+  pairs_ = verify_pairs(candidates, scorer(), threshold, threads_);
+}
+
+LshBuckets Pipeline::Impl::find_buckets() {
+  CandidateStats cs;
+  std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
+  LshBuckets buckets =
+      band_keys_.empty()
+          ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs)
+          : lsh_buckets_from_keys(keys, empty_, threads_, &cs);
+  stats_.largest_bucket = cs.largest_bucket;
+  return buckets;
+}
+
+PairFilter Pipeline::Impl::band_filter() const {
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  return [this, k](DocId a, DocId b) { return share_band(a, b, k); };
+}
+
+std::unique_ptr<SetJoin> Pipeline::Impl::build_join(std::span<const DocId> docs) const {
+  return std::make_unique<SetJoin>(docs, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
+}
+
+// LSH with exact verification. Star edges first (a bucket of s documents gives s - 1, verified in
+// parallel): on clean clusters they connect everything. A bucket the stars left split (its first
+// document an outlier, or two clusters meeting in it) is completed exactly: a small one by
+// verifying its pairs across clusters, a large one by the exact join over its documents,
+// restricted to pairs that share a band, which verifies only pairs not yet connected. So every
+// pair that shares a bucket and has J >= t ends up in one cluster. Pairs mode lists every such
+// pair: all the pairs of the small buckets are verified, and the join lists those of the large
+// ones (here, or as they are written).
+void Pipeline::Impl::find_pairs_lsh() {
+  auto t = Clock::now();
+  if (spec_.verify == VerifyMode::Estimate) return find_pairs_lsh_estimate();
+  const LshBuckets buckets = find_buckets();
+  std::vector<uint8_t> in_bucket(lengths_.size(), 0);
+  for (const DocId d : buckets.members) in_bucket[d] = 1;
+  stats_.times.lsh = seconds_since(t);
+  t = Clock::now();
+  uint64_t verified = 0;
+  pairs_.clear();
+  joins_.clear();
+  // A run whose records are found again cheaply by position verifies group by group, reading
+  // each group's sets then and keeping none from the first pass (verify_in_groups); other
+  // inputs read their candidates' sets at once (see groups_pay()).
+  if (buckets.size() > 0 && !in_groups_) {
+    verified = verify_buckets(buckets, load_sets_pass(in_bucket), pairs_);
+  } else if (buckets.size() > 0) {
+    take_first_pass_sets(in_bucket);
+    verified = verify_in_groups(buckets, in_bucket);
+  }
+  stats_.candidates = verified;
+  stats_.times.verify = seconds_since(t);
+}
+
+uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<const DocId> docs, std::vector<ScoredPair>& out) {
+  std::vector<DocPair> stars = star_edges(buckets);
+  std::vector<ScoredPair> pairs = verify_pairs(stars, scorer(), spec_.threshold, threads_);
+  uint64_t verified = stars.size();
+
+  // Buckets up to this size are completed pair by pair (at most 2,016 pairs each); larger ones
+  // by the join, whose cost grows with the pairs it finds rather than with s^2.
+  constexpr size_t kDirect = 64;
+  const bool pairs_mode = mode_ == Mode::Pairs;
+  std::vector<DocId> joined;
+  std::vector<DocPair> direct;
+  {
+    // Over the buckets' documents (their places in docs), not every document of the run: one
+    // group of a dedup's verification costs its own size.
+    const auto local = [&](DocId d) { return place_in(docs, d); };
+    UnionFind uf(docs.size());
+    for (const ScoredPair& e : pairs) uf.unite(local(e.a), local(e.b));
+    std::vector<uint32_t> root;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const auto b = buckets[i];
+      root.resize(b.size());
+      bool split = false;
+      for (size_t x = 0; x < b.size(); ++x) {
+        root[x] = uf.find(local(b[x]));
+        split |= root[x] != root[0];
+      }
+      if (!split && !pairs_mode) continue;
+      if (b.size() > kDirect) {
+        joined.insert(joined.end(), b.begin(), b.end());
+        continue;
+      }
+      for (size_t y = 2; y < b.size(); ++y)  // the pairs with b[0] are stars
+        for (size_t x = 1; x < y; ++x)
+          if (pairs_mode || root[x] != root[y]) direct.push_back({b[x], b[y]});
+    }
+  }
+  internal::sort_unique_pairs(direct);
+  {  // stars already verified
+    std::vector<DocPair> rest;
+    std::set_difference(direct.begin(), direct.end(), stars.begin(), stars.end(), std::back_inserter(rest));
+    direct.swap(rest);
+  }
+  verified += direct.size();
+  if (!direct.empty()) {
+    const auto more = verify_pairs(direct, scorer(), spec_.threshold, threads_);
+    std::vector<ScoredPair> merged(pairs.size() + more.size());
+    std::merge(pairs.begin(), pairs.end(), more.begin(), more.end(), merged.begin(), by_pair);
+    pairs.swap(merged);
+  }
+  std::vector<DocPair>().swap(direct);
+  std::vector<DocPair>().swap(stars);
+  if (!joined.empty()) {
+    std::sort(joined.begin(), joined.end());
+    joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
+    std::unique_ptr<SetJoin> join = build_join(joined);
+    const std::vector<ScoredPair> more = join->connect(lengths_.size(), pairs, band_filter());
+    verified += join->stats().verified;
+    // Pairs mode lists the join's pairs with the run's verified ones (expand_pairs), which hold
+    // every pair of the small buckets.
+    if (pairs_mode) joins_.push_back(std::move(join));
+    if (!more.empty()) {
+      pairs.insert(pairs.end(), more.begin(), more.end());
+      std::sort(pairs.begin(), pairs.end(), by_pair);
+    }
+  }
+  out.insert(out.end(), pairs.begin(), pairs.end());
+  return verified;
+}
+
+// Verification in groups. A candidate component (documents joined through shared buckets) holds
+// every pair that can be verified between its documents, so its clusters depend on its own
+// pairs only: verifying a group of components at a time, in the order of their first
+// documents, gives the clusters of verifying all at once, and decides the documents of the
+// input's start first. The writer of the kept records (run_dedup) then starts while the rest is
+// verified. Pairs mode keeps each group's join (its ranks, not the sets) to list the pairs of its
+// large buckets when they are written (expand_pairs).
+uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
+  const size_t n = lengths_.size();
+  // 32 groups by the place of a component's first document (the union-find's representative)
+  // in the input, so the writer can start once the first 32nd is decided.
+  constexpr size_t kGroups = 32;
+  std::vector<size_t> start(kGroups + 1, 0);
+  std::vector<size_t> order(buckets.size());  // bucket indices, group by group
+  {
+    UnionFind uf(n);
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const auto b = buckets[i];
+      for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
+    }
+    std::vector<uint8_t> group_of(buckets.size());
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      group_of[i] = static_cast<uint8_t>(uint64_t{uf.find(buckets[i][0])} * kGroups / n);
+      ++start[group_of[i] + 1];
+    }
+    for (size_t g = 0; g < kGroups; ++g) start[g + 1] += start[g];
+    std::vector<size_t> at(start.begin(), start.end() - 1);
+    for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of[i]]++] = i;
+  }
+  clustering_.keeper.resize(n);
+  std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
+  group_similarity_.assign(n, 0.0);
+  if (!kept_outs_.empty()) {
+    decisions_ = std::make_unique<Decisions>(n);
+    for (DocId d = 0; d < n; ++d)
+      if (!in_bucket[d]) decisions_->set(d, true);  // in no bucket: alone, kept
+    decisions_->publish();
+    start_writer();
+  }
+  uint64_t verified = 0;
+  std::vector<ScoredPair> all;
+  LshBuckets group;
+  std::vector<DocId> docs;
+  std::vector<ScoredPair> found;
+  for (size_t g = 0; g < kGroups; ++g) {
+    if (start[g] == start[g + 1]) continue;
+    group.offsets.assign(1, 0);
+    group.members.clear();
+    for (size_t k = start[g]; k < start[g + 1]; ++k) {
+      const auto b = buckets[order[k]];
+      group.members.insert(group.members.end(), b.begin(), b.end());
+      group.offsets.push_back(group.members.size());
+    }
+    docs = group.members;
+    std::sort(docs.begin(), docs.end());
+    docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+    read_missing_sets(docs, false);
+    found.clear();
+    verified += verify_buckets(group, docs, found);
+    cluster_group(docs, found);
+    // A component lies in one group: its sets are not needed again (unless asked to be kept).
+    if (!options_.keep_sets) {
+      sets_->release(docs);
+      sets_released_ = true;
+    }
+    if (decisions_) throw_if_the_writer_failed();
+    all.insert(all.end(), found.begin(), found.end());
+    // Every component starting before this group's end is verified: that share of the input.
+    if (options_.progress)
+      options_.progress({"verify", inputs_->total_bytes() * (g + 1) / kGroups, inputs_->total_bytes(), n * (g + 1) / kGroups});
+  }
+  std::sort(all.begin(), all.end(), by_pair);
+  pairs_ = std::move(all);
+  return verified;
+}
+
+// Leader clustering's test: J >= t, by the run's verification.
+bool Pipeline::Impl::reaches_threshold(DocId a, DocId b) const { return similarity(a, b) + kSimilarityEpsilon >= spec_.threshold; }
+
+// LSH with estimated similarities: no sets to join, so each bucket's pairs are compared by their
+// signatures (a bucket of s documents costs up to s(s - 1)/2 estimates of num_perm values). For
+// clusters, a pair already connected is skipped; pairs mode keeps every pair.
+void Pipeline::Impl::find_pairs_lsh_estimate() {
+  auto t = Clock::now();
+  const LshBuckets buckets = find_buckets();
+  stats_.times.lsh = seconds_since(t);
+  t = Clock::now();
+  const Scorer score = scorer();
+  if (mode_ == Mode::Pairs) {
+    const std::vector<DocPair> all = bucket_pairs(buckets);
+    stats_.candidates = all.size();
+    pairs_ = verify_pairs(all, score, spec_.threshold, threads_);
+  } else {
+    UnionFind uf(lengths_.size());
+    pairs_.clear();
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const auto b = buckets[i];
+      for (size_t y = 1; y < b.size(); ++y)
+        for (size_t x = 0; x < y; ++x) {
+          if (uf.find(b[x]) == uf.find(b[y])) continue;
+          ++stats_.candidates;
+          const double sim = score(b[x], b[y]);
+          if (sim + kSimilarityEpsilon < spec_.threshold) continue;
+          uf.unite(b[x], b[y]);
+          pairs_.push_back({b[x], b[y], sim});
+        }
+    }
+    std::sort(pairs_.begin(), pairs_.end(), by_pair);
+  }
+  stats_.times.verify = seconds_since(t);
+}
+
+// No sketch: every document's shingle set was kept by the first pass; the exact join finds every
+// pair (pairs mode, when written or by expand) or connects them (clusters).
+void Pipeline::Impl::find_pairs_exact() {
+  const auto t = Clock::now();
+  std::vector<DocId> joined;
+  for (DocId d = 0; d < lengths_.size(); ++d)
+    if (!empty_[d]) joined.push_back(d);
+  joins_.clear();
+  joins_.push_back(build_join(joined));
+  const SetJoin& join = *joins_.back();
+  stats_.times.lsh = seconds_since(t);
+  const auto t2 = Clock::now();
+  pairs_ = join.connect(lengths_.size(), {}, {});
+  std::sort(pairs_.begin(), pairs_.end(), by_pair);
+  stats_.candidates = join.stats().verified;
+  stats_.verify_docs = join.size();
+  stats_.times.verify = seconds_since(t2);
+}
+
+void Pipeline::Impl::find_pairs_bottomk() {
+  // The join is exact over the fingerprints; with exact verification it runs at an estimate
+  // threshold lowered by the estimator's error, so that true pairs near t are not lost.
+  auto t = Clock::now();
+  const bool exact = spec_.verify == VerifyMode::Exact;
+  const int n = spec_.sketch_size;
+  std::vector<ScoredPair> found;
+  if (options_.top > 0) {
+    found = top_pairs(fps_, options_.top, PairScore::BottomKEstimate, threads_);
+    // Exact ranking: the M pairs found have true Jaccard >= j_low (bottomk_lower_bound of the
+    // M-th estimate), so the true M-th best does too, and every pair of the true top M has an
+    // estimate at or above the screen threshold of j_low.
+    if (exact && !found.empty())
+      found = pairs_above(fps_, bottomk_screen_threshold(bottomk_lower_bound(found.back().similarity, n), n),
+                          PairScore::BottomKEstimate, threads_);
+  } else {
+    found = pairs_above(fps_, exact ? bottomk_candidate_threshold(spec_.threshold, n) : spec_.threshold,
+                        PairScore::BottomKEstimate, threads_);
+  }
+  stats_.candidates = found.size();
+  stats_.times.lsh = seconds_since(t);
+  t = Clock::now();
+  if (exact) {
+    std::vector<DocPair> candidates(found.size());
+    for (size_t i = 0; i < found.size(); ++i) candidates[i] = {found[i].a, found[i].b};
+    found.clear();
+    found.shrink_to_fit();
+    verify_candidates(candidates, options_.top > 0 ? std::numeric_limits<double>::min() : spec_.threshold);
+  } else {
+    pairs_ = std::move(found);
+  }
+  if (options_.top > 0) {
+    std::sort(pairs_.begin(), pairs_.end(), better_pair);
+    if (pairs_.size() > options_.top) pairs_.resize(options_.top);
+  }
+  stats_.times.verify = seconds_since(t);
+}
+
+void Pipeline::Impl::find_pairs_simhash() {
+  // Every pair within the distance, by Manku's tables planned for this many fingerprints; each
+  // pair is then scored by the verification (exact Jaccard, or 1 - d / 64).
+  auto t = Clock::now();
+  const uint64_t live = stats_.documents - stats_.empty;
+  const SimHashPlan plan = plan_simhash_tables(spec_.hamming, std::max<uint64_t>(live, 1), SimHashWorkload::Batch);
+  const std::vector<HammingPair> near = simhash_find_all(simhashes_, plan, threads_, empty_);
+  stats_.candidates = near.size();
+  stats_.times.lsh = seconds_since(t);
+  t = Clock::now();
+  std::vector<DocPair> candidates(near.size());
+  for (size_t i = 0; i < near.size(); ++i) candidates[i] = {near[i].a, near[i].b};
+  verify_candidates(candidates, spec_.threshold);
+  stats_.times.verify = seconds_since(t);
+}
+
+}  // namespace neardup

@@ -1,0 +1,269 @@
+// The first pass: every record read, shingled and sketched in input order; what verification
+// needs kept (band keys, sets of documents already in a bucket, decompressed copies).
+#include "pipeline/impl.h"
+
+namespace neardup {
+
+// What the first pass computes per document under the spec, and what it keeps.
+struct Pipeline::Impl::SketchLayout {
+  explicit SketchLayout(const Impl& p)
+      : bottomk(p.spec_.method == SketchMethod::BottomK),
+        simhash(p.spec_.method == SketchMethod::SimHash),
+        exact(p.spec_.method == SketchMethod::Exact),
+        keep_by(!p.options_.reader.key_field.empty()),
+        check_unspaced(p.spec_.shingle.kind == ShingleKind::Words && p.spec_.shingle.word_break == WordBreak::Simple),
+        k(uses_signatures(p.spec_.method) ? static_cast<size_t>(p.spec_.num_perm) : 0),
+        bands(k > 0 ? static_cast<size_t>(p.spec_.lsh.bands) : 0),
+        // After the first pass, LSH needs only each document's band keys; the signatures are
+        // kept only to estimate similarities, or when they are the smaller of the two.
+        keys_only(k > 0 && p.spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue)),
+        by_position(p.reads_by_position()),
+        // With exact verification, a document that shares a band key with one sketched before it
+        // is in an LSH bucket, so its set will be verified: made now, from the shingles at hand,
+        // it need not be read, parsed and shingled again. Not where a run verifies group by
+        // group (by position): there each group's sets are read then, and let go once it is
+        // verified, so that the next group's take the same memory. On the crowded mix (2 cores,
+        // 9 alternating runs) that took dedup from 2.27 to 1.91 s and its peak from 315-326 to
+        // 232-257 MiB; with the sets kept from the first pass, the first pass took 1.3-1.7 s
+        // instead of 0.8-0.9 s, much of it in memory touched for the first time. pairs, later:
+        // 1.66-1.84 s against 1.85-2.11 s, peak 219-228 against 323-333 MiB (5 runs each).
+        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 && !p.in_groups_) {}
+  bool bottomk, simhash, exact, keep_by, check_unspaced;
+  size_t k, bands;
+  bool keys_only, by_position, early;
+};
+
+// A batch's result arrays, sized for what the layout computes.
+void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
+  const size_t n = b.size();
+  b.sigs.resize(n * l.k);
+  b.keys.resize(l.keys_only ? n * l.bands : 0);
+  b.simhashes.resize(l.simhash ? n : 0);
+  b.fp_slot.resize(l.bottomk ? n : 0);
+  b.sets.resize(l.exact || l.early ? n : 0);
+  b.size_key_fields(l.keep_by);
+  b.empty.resize(n);
+  b.fps = Fingerprints{};
+  b.fps.size = spec_.sketch_size;
+}
+
+// Shingles and sketches entry i of a batch on a worker, with that worker's sketcher. A long
+// text (kSplitBytes or more) with a signature is shingled and sketched in pieces on every thread
+// of the run (DocumentSketcher::signature_split), so that one large record does not leave the
+// other threads idle; a SimHash of set weights comes from its set made in pieces
+// (DocumentSketcher::simhash_split). The result is the same.
+void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
+                                  std::vector<SigValue>& fp) const {
+  const auto t1 = Clock::now();
+  const bool split = l.k > 0 && text.size() >= kSplitBytes && sk.can_split();
+  const bool split_simhash = l.simhash && text.size() >= kSplitBytes && sk.can_split_simhash();
+  const auto sig = l.k > 0 ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k) : std::span<SigValue>();
+  uint64_t simhash = 0;
+  const size_t shingles = split            ? sk.signature_split(text, sig, threads_)
+                          : split_simhash ? sk.simhash_split(text, simhash, threads_)
+                                          : sk.shingle(text).size();
+  const auto t2 = Clock::now();
+  if (l.bottomk) {
+    sk.fingerprint(fp);
+    b.fp_slot[i] = static_cast<uint32_t>(b.fps.count());
+    b.fps.push_back(fp);
+  } else if (l.simhash) {
+    b.simhashes[i] = split_simhash ? simhash : sk.simhash();
+  } else if (l.exact) {
+    b.sets[i] = sk.set();
+  } else {
+    if (!split) sk.signature(sig);
+    if (l.keys_only)
+      for (size_t band = 0; band < l.bands; ++band)
+        b.keys[i * l.bands + band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
+    if (l.early && shingles > 0) {
+      thread_local std::vector<uint64_t> computed;
+      std::span<const uint64_t> keys;
+      if (l.keys_only) {
+        keys = std::span<const uint64_t>(b.keys).subspan(i * l.bands, l.bands);
+      } else {
+        computed.resize(l.bands);
+        for (size_t band = 0; band < l.bands; ++band)
+          computed[band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
+        keys = computed;
+      }
+      for (const uint64_t key : keys) seen_keys_->prefetch(key);
+      bool seen = false;  // every key is inserted: a later document must find each of them
+      for (const uint64_t key : keys) seen |= seen_keys_->insert(key);
+      const uint64_t bytes = shingles * sizeof(ShingleHash);  // at most the set's
+      if (seen && early_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= options_.first_pass_set_bytes)
+        b.sets[i] = sk.set();
+    }
+  }
+  b.t_sketch += seconds_since(t2);
+  b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
+  b.shingles += shingles;
+  b.empty[i] = shingles == 0;
+  // Chinese, Japanese or Thai text under the default word definition: a run without spaces is
+  // one "word", so a long text has very few. Only such documents are scanned, to count the text
+  // the run cannot compare well.
+  if (l.check_unspaced && b.text_length[i] >= 256 && shingles * 32 < b.text_length[i]) b.unspaced += unspaced_script_bytes(text);
+  sk.trim();
+}
+
+// Keeps what the run needs of entry i, in reading order, on the reading thread.
+void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
+  const Batch::Entry& e = b.entries[i];
+  const auto doc = static_cast<DocId>(lengths_.size());
+  // Stored as they come, so that a repeated set's copy is let go for the sets after it.
+  if (l.early && !b.sets[i].empty()) early_sets_.set(doc, std::move(b.sets[i]));
+  if (l.exact) sets_->set(doc, std::move(b.sets[i]));
+  id_blob_.append(b.id_of(i));
+  id_end_.push_back(id_blob_.size());
+  lengths_.push_back(static_cast<uint32_t>(b.text_length[i]));  // <= max_doc_bytes
+  if (l.by_position) pos_.push_back({e.source, e.raw_length, e.offset});
+  if (l.keys_only)
+    for (size_t band = 0; band < l.bands; ++band) band_keys_[band].push_back(b.keys[i * l.bands + band]);
+  else
+    sigs_->append(b.sigs.data() + i * l.k, l.k);
+  if (l.bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
+  if (l.simhash) simhashes_.push_back(b.simhashes[i]);
+  if (l.keep_by) {
+    key_kind_.push_back(b.keys_kind[i]);
+    key_num_.push_back(b.keys_num[i]);
+    key_blob_.append(b.keys_text, b.keys_text_begin[i], b.keys_text_length[i]);
+    key_end_.push_back(key_blob_.size());
+  }
+  empty_.push_back(b.empty[i]);
+}
+
+// The run's statistics after the first pass; throws if every record was bad.
+void Pipeline::Impl::count_first_pass(const internal::PassTotals& totals, const io::BadRecords& bad, const io::RecordReader& reader) {
+  stats_.shingles += totals.shingles;
+  stats_.times.parse += totals.t_parse;
+  stats_.times.shingle += totals.t_shingle;
+  stats_.times.sketch += totals.t_sketch;
+  const size_t n = lengths_.size();
+  NEARDUP_ASSERT(empty_.size() == n);
+  stats_.documents = n;
+  stats_.empty = static_cast<uint64_t>(std::count(empty_.begin(), empty_.end(), 1));
+  for (const uint32_t l : lengths_) stats_.text_bytes += l;
+  stats_.unspaced_bytes = totals.unspaced;
+  stats_.left_out = inputs_->left_out();
+  io::ReaderStats& r = stats_.reader;
+  r.records = n;
+  r.invalid_utf8 = totals.invalid_utf8;
+  r.skipped = bad.skipped();
+  r.first_skips = bad.first();
+  r.skip_kinds = bad.kinds();
+  r.missing_ids = totals.missing_ids;
+  r.binary = reader.stats().binary;
+  if (n == 0 && r.skipped > 0)
+    throw FormatError("every record was bad (" + std::to_string(r.skipped) + " skipped, the first: " + r.first_skips.front() +
+                      "); nothing to deduplicate: check " NEARDUP_OPT("text_field") ", " NEARDUP_OPT("format") " and the inputs");
+}
+
+// Verifying group by group reads each group's records again: by position, which a plain file
+// does by seeking, but a compressed one only by decompressing from its start, once per group
+// (32 times). On 300 MB of the crowded mix, half of it as a .zst file, `dedup` took 1.65 s in
+// groups (1.35 s of it verifying) against 0.34 s with the file plain; reading every candidate's
+// set in one pass took `pairs` 0.48 s. So a run with a compressed input (or inputs that are not
+// JSONL, read whole) reads its candidates' sets at once, in one pass, and holds them all.
+//
+// A dedup over compressed inputs whose decompressed bytes the first pass keeps
+// (RunOptions::decompressed_copies) verifies in groups, reading each group's records from those
+// copies, so that its writer copies the kept records while it verifies. The copies are not in
+// the page cache (written directly), so each group's reading takes disk reads spread over the
+// whole copy; pairs, with no writer to overlap, reads its candidates at once from them: on the
+// crowded mix as one .zst file it took 3.0-3.3 s in groups and 2.6 s at once, and dedup 3.8 s
+// in groups and 4.2-4.3 s at once.
+bool Pipeline::Impl::groups_pay(int compressed, bool copies) const {
+  return reads_by_position() && compressed >= 0 && (compressed == 0 || (copies && mode_ == Mode::Dedup));
+}
+
+// For a run that reads its records again by position (JSONL only): whether the inputs include a
+// compressed file, 1 or 0, opening each input once to read its first bytes; -1 where one has a
+// problem or cannot be opened (the first pass reports it), and for other runs (not looked at).
+int Pipeline::Impl::compressed_inputs() const {
+  if (!reads_by_position()) return -1;
+  int compressed = 0;
+  try {
+    for (const auto& src : inputs_->sources()) {
+      if (!src.problem.empty()) return -1;
+      if (io::open_stream(src.path, src.display)->compression() != io::Compression::None) compressed = 1;
+    }
+  } catch (const std::exception&) {
+    return -1;
+  }
+  return compressed;
+}
+
+// Where the first pass keeps the decompressed bytes of the compressed JSONL inputs, or empty
+// where it keeps none: not asked, or no copy can be made there (a trial one; the reason noted).
+std::string Pipeline::Impl::copies_dir() {
+  if (!options_.decompressed_copies || !reads_by_position()) return {};
+  const std::string dir = io::temp_directory(options_.temp_dir);
+  if (io::ScratchCopy::create(dir, options_.temp_keep_free)) return dir;
+  stats_.copy_note = io::ScratchCopy::unavailable(dir);
+  return {};
+}
+
+// The first pass's copies of compressed inputs: later passes read those inputs from them. If one
+// was not kept, verification reads its candidates at once, decompressing the inputs again once.
+void Pipeline::Impl::take_copies(io::RecordReader& reader) {
+  std::string why;
+  auto copies = reader.take_decompressed_copies(&why);
+  for (size_t i = 0; i < copies.size(); ++i) {
+    if (!copies[i]) continue;
+    stats_.copied_bytes += copies[i]->size();
+    inputs_->read_again_from(i, std::move(copies[i]));
+    input_stamps_[i] = file_stamp(inputs_->sources()[i].path);
+  }
+  stats_.copy_note = why;
+  if (!why.empty()) in_groups_ = false;  // a compressed input without its copy
+}
+
+void Pipeline::Impl::sketch_pass() {
+  const auto t0 = Clock::now();
+  const int compressed = compressed_inputs();
+  const std::string copy_dir = compressed > 0 ? copies_dir() : std::string();
+  in_groups_ = groups_pay(compressed, !copy_dir.empty());
+  const SketchLayout layout(*this);
+  sigs_ = std::make_unique<internal::GrowArray<SigValue>>();
+  band_keys_.clear();
+  band_keys_.resize(layout.keys_only ? layout.bands : 0);
+  input_stamps_.clear();
+  for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
+  fps_ = Fingerprints{};
+  fps_.size = spec_.sketch_size;
+  early_sets_ = ShingleSets();
+  if (layout.exact) sets_ = std::make_unique<ShingleSets>();
+  early_bytes_ = 0;
+  if (layout.early) seen_keys_ = std::make_unique<internal::SeenKeys>();
+  io::RecordReader reader(*inputs_, options_.reader);
+  if (!copy_dir.empty()) reader.keep_decompressed_copies(copy_dir, options_.temp_keep_free);
+  io::BadRecords bad(options_.reader);
+  // One sketcher per thread of the pass (pass_runner.h), made on its first batch.
+  std::vector<std::optional<DocumentSketcher>> sketchers(internal::pass_slots(threads_));
+  std::vector<std::vector<SigValue>> fp(sketchers.size());
+  Pass pass;
+  pass.stage = "sketch";
+  pass.total_bytes = inputs_->total_bytes();
+  pass.progress = &options_.progress;
+  pass.reader = &options_.reader;
+  pass.word_text = Shingler::reads_words_only(spec_.shingle);
+  pass.on_bad = [&](const std::string& where, const io::Rejected& r) { bad.report(where, r); };
+  pass.start = [&](Batch& b, size_t slot) {
+    if (!sketchers[slot]) sketchers[slot].emplace(spec_);
+    prepare_batch(b, layout);
+  };
+  pass.process = [&](Batch& b, size_t i, std::string_view text, size_t slot) {
+    sketch_entry(b, i, text, layout, *sketchers[slot], fp[slot]);
+  };
+  pass.consume = [&](Batch& b, size_t i, DocId) { keep_entry(b, i, layout); };
+  count_first_pass(internal::run_pass(reader, *inputs_, threads_, pass), bad, reader);
+  if (!copy_dir.empty()) take_copies(reader);
+  seen_keys_.reset();
+  if (layout.exact) {
+    stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
+    stats_.verify_shared = sets_->shared_docs();
+  }
+  stats_.times.pass1 = seconds_since(t0);
+}
+
+}  // namespace neardup

@@ -1,0 +1,110 @@
+// The run's expected memory, from a sample of its inputs.
+#include "pipeline/impl.h"
+
+namespace neardup {
+
+uint64_t Pipeline::Impl::state_bytes() const noexcept {
+  uint64_t b = id_blob_.size() + id_end_.size() * sizeof(uint64_t) + lengths_.size() * sizeof(uint32_t) + empty_.size() +
+               pos_.size() * sizeof(io::RecordPos) + simhashes_.size() * sizeof(uint64_t);
+  if (sigs_) b += sigs_->size() * sizeof(SigValue);
+  for (const auto& keys : band_keys_) b += keys.size() * sizeof(uint64_t);
+  b += fps_.values.size() * sizeof(SigValue) + (fps_.offsets.size() - 1) * sizeof(uint64_t);
+  b += key_kind_.size() + key_num_.size() * sizeof(double) + key_blob_.size() + key_end_.size() * sizeof(uint64_t);
+  return b;
+}
+
+MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
+  MemoryEstimate m;
+  Shingler shingler(spec_.shingle);
+  double distinct = 0;  // shingles, distinct per document, over the sample
+  m.input = io::sample_inputs(*inputs_, options_.reader, sample_bytes,
+                              [&](std::string_view, std::string_view text) { distinct += static_cast<double>(shingler.shingle_set(text).size()); });
+  const double n = m.input.records;
+  // Distinct shingles per byte of text sampled, times the text of an average document. When no
+  // text could be sampled (no record short enough to read whole), one distinct shingle per 6
+  // bytes of text with word shingles, one per byte with character shingles: the most we have
+  // measured on real text (source code; byte n-grams of unique text).
+  const double per_byte = m.input.sampled_text_bytes > 0 ? distinct / static_cast<double>(m.input.sampled_text_bytes)
+                          : spec_.shingle.kind == ShingleKind::Words ? 1.0 / 6
+                                                                      : 1.0;
+  const double per_doc_distinct = n > 0 ? per_byte * m.input.text_bytes / n : 0;
+  double fixed = 0;  // bytes that do not grow with the documents
+  // Kept for the whole run: the id and where it ends, the text length, the empty flag, the
+  // record's position (JSONL), and the sketch (below).
+  double per_doc = (n > 0 ? m.input.id_bytes / n : 0) + sizeof(uint64_t) + sizeof(uint32_t) + 1;
+  if (inputs_->all_jsonl()) per_doc += sizeof(io::RecordPos);
+  double search_per_doc = 0;
+  const size_t k = static_cast<size_t>(spec_.num_perm);
+  switch (spec_.method) {
+    case SketchMethod::MinHash:
+    case SketchMethod::Oph: {
+      const size_t bands = static_cast<size_t>(spec_.lsh.bands);
+      const bool keys_only = spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
+      per_doc += keys_only ? static_cast<double>(bands * sizeof(uint64_t)) : static_cast<double>(k * sizeof(SigValue));
+      const LshMemory lsh = lsh_search_memory(spec_.lsh, threads_, keys_only ? bands : 1);
+      // The arrays round up to huge pages only once they pass one (internal/big_array.h).
+      const double array_bytes = n * (keys_only ? sizeof(uint64_t) : static_cast<double>(k * sizeof(SigValue)));
+      if (array_bytes > static_cast<double>(2 << 20)) fixed += lsh.fixed;
+      search_per_doc = lsh.per_document;
+      break;
+    }
+    case SketchMethod::BottomK: {
+      const double values = std::min(per_doc_distinct, static_cast<double>(spec_.sketch_size));
+      per_doc += values * sizeof(SigValue) + sizeof(uint64_t);
+      search_per_doc = fingerprint_join_bytes_per_document(values);
+      break;
+    }
+    case SketchMethod::SimHash:
+      per_doc += sizeof(uint64_t);
+      search_per_doc = kSimHashSearchBytesPerDocument;
+      // Each thread's SimHasher keeps its tables for distinct shingles: up to 20 MiB, reached
+      // only by documents of 2^18 shingles (80 B each; a document has at most one per 2 bytes).
+      fixed += static_cast<double>(threads_) *
+               std::min(static_cast<double>(SimHasher::kept_scratch_bytes(spec_.weights)), 40.0 * m.input.data_bytes);
+      break;
+    case SketchMethod::Exact:
+      break;  // the sets themselves, below (verify_per_document)
+  }
+  // The duplicate-id check sorts 2 x 16 bytes per document before the search starts.
+  search_per_doc = std::max(search_per_doc, 32.0);
+  // The program, and per thread the batches of about 1 MiB of records (raw, parsed, sketched)
+  // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
+  fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * m.input.data_bytes);
+  // The reader's free buffers kept for reuse, where files are read with read(2) rather than mapped
+  // (io::MemoryMap): on the kernel tree the peak was 13 MB higher read than mapped. Where they are
+  // mapped, the parsers keep as much in all for long lines' word text instead (io::JsonlParser).
+  fixed += std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes);
+  // The buffers of kept records written directly to the disk (io::AtomicFile::append_from).
+  fixed += std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes);
+  // Word text (io::JsonlParser): each thread keeps the copy of the longest text below 4 MiB it
+  // has read, escapes blanked; records of that size are likely among many shorter ones.
+  constexpr auto kWordTextLine = static_cast<double>(io::kWordTextMaxLine);
+  if (inputs_->all_jsonl() && Shingler::reads_words_only(spec_.shingle) && n > 0 && m.input.data_bytes / n < kWordTextLine)
+    fixed += std::min(kWordTextLine * threads_, m.input.data_bytes);
+  // Texts of kSplitBytes or more are shingled in pieces, and each thread keeps its pieces' word
+  // and shingle buffers from one such text to the next (up to about 6 x kPieceBytes, measured:
+  // BENCHMARKS.md). Only inputs that can hold such a text pay it.
+  if (shingler.splits_at_spaces() && m.input.data_bytes >= static_cast<double>(kSplitBytes))
+    fixed += 6.0 * static_cast<double>(DocumentSketcher::kPieceBytes) * threads_;
+  // A record being worked holds its line, its parsed text and its shingling's scratch: per byte of
+  // the record, 1.35 with minhash and oph (a long text is shingled a piece at a time), 3.0 with
+  // SimHash and 3.8 with bottom-k, measured on one record of 55 MB against 55 records of 1 MB
+  // (BENCHMARKS.md), and counted here with a margin. For the average record, on as many threads
+  // as work at once; the sample cannot see a few records much longer than the rest
+  // (docs/robustness.md).
+  if (n > 0) {
+    const double per_byte_in_flight = spec_.method == SketchMethod::SimHash ? 3.2 : spec_.method == SketchMethod::BottomK ? 4.0 : 1.5;
+    fixed += per_byte_in_flight * (m.input.data_bytes / n) * std::min(static_cast<double>(threads_), std::ceil(n));
+  }
+  m.per_document = per_doc;
+  m.state = n * per_doc + fixed;
+  m.search = n * search_per_doc;
+  if (spec_.verify == VerifyMode::Exact) {
+    // A sorted vector of 8-byte hashes per document (plus its header and heap overhead).
+    m.verify_per_document = per_doc_distinct * sizeof(ShingleHash) + 40;
+    m.verify_all = n * (m.verify_per_document + 5);
+  }
+  return m;
+}
+
+}  // namespace neardup

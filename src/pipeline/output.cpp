@@ -1,0 +1,223 @@
+// The outputs: pairs (held or streamed), kept records (written while verification runs, by a
+// writer thread), removed documents and clusters.
+#include "pipeline/impl.h"
+
+namespace neardup {
+
+void Pipeline::Impl::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) {
+  const ThreadPool::Use use(options_.pool);
+  if (!expand_on_write_) {
+    emit(pairs_);
+    return;
+  }
+  // Pairs streamed from the join are verified as they are handed out: what the caller does with
+  // them (write_pairs: the write stage) is not verification.
+  const auto t = Clock::now();
+  uint64_t n = 0;
+  double in_emit = 0;
+  expand_pairs([&](std::span<const ScoredPair> chunk) {
+    const auto t_emit = Clock::now();
+    emit(chunk);
+    in_emit += seconds_since(t_emit);
+    n += chunk.size();
+  });
+  stats_.pairs = n;
+  stats_.times.verify += seconds_since(t) - in_emit;
+}
+
+void Pipeline::Impl::expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const {
+  // pairs_ (sorted by pair) holds every pair verified directly, and the joins' connecting edges,
+  // which they list again with the same scores: the merge keeps one of each.
+  PairMerger merge(pairs_, emit);
+  std::vector<const SetJoin*> joins;
+  for (const auto& j : joins_) joins.push_back(j.get());
+  SetJoin::pairs_of(joins, pair_filter(), [&](std::span<const ScoredPair> chunk) { merge.add(chunk); });
+  merge.finish();
+}
+
+void Pipeline::Impl::write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also) {
+  const auto id_of = [this](DocId d) { return id(d); };
+  const std::span<const uint64_t> distances = spec_.method == SketchMethod::SimHash ? std::span<const uint64_t>(simhashes_) : std::span<const uint64_t>();
+  double spent = 0;
+  each_pair([&](std::span<const ScoredPair> chunk) {
+    const auto t = Clock::now();
+    io::write_pairs(out, chunk, id_of, distances);
+    if (also) also(chunk);
+    spent += seconds_since(t);
+  });
+  stats_.times.write += spent;
+}
+
+std::vector<io::AtomicFile*> Pipeline::Impl::every_source_to(io::AtomicFile& out) const {
+  return std::vector<io::AtomicFile*>(inputs_->sources().size(), &out);
+}
+
+void Pipeline::Impl::write_kept(io::AtomicFile& out) { write_kept(every_source_to(out)); }
+
+void Pipeline::Impl::write_kept(std::span<io::AtomicFile* const> outs) {
+  const ThreadPool::Use use(options_.pool);
+  const auto t = Clock::now();
+  if (outs.size() != inputs_->sources().size()) throw UsageError("write_kept: one output per source is needed");
+  write_kept_records(outs, nullptr);
+  stats_.times.write += seconds_since(t);
+}
+
+void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, Decisions* decisions) {
+  check_inputs_unchanged();
+  const auto kept = [&](DocId d) { return decisions ? decisions->kept(d) : clustering_.kept(d); };
+  // Progress from this thread when it is the run's, or counted for the run's thread to report.
+  const auto progress = [&](uint64_t bytes, uint64_t docs) {
+    if (decisions) {
+      writer_bytes_.store(bytes, std::memory_order_relaxed);
+      writer_docs_.store(docs, std::memory_order_relaxed);
+    } else if (options_.progress) {
+      options_.progress({"write", bytes, inputs_->total_bytes(), docs});
+    }
+  };
+  if (!pos_.empty()) {
+    // JSONL: the kept lines are copied by position, runs of consecutive kept lines at once,
+    // without parsing them again (a plain file is copied in the kernel). Following the decisions,
+    // what is known is appended before waiting for more, and at least every 32 MiB.
+    constexpr uint64_t kAppendBytes = uint64_t{32} << 20;
+    const auto& sources = inputs_->sources();
+    std::vector<io::ByteRange> ranges;
+    uint64_t bytes_done = 0, pending = 0;
+    size_t d = 0;
+    const size_t n = pos_.size();
+    for (uint32_t s = 0; s < sources.size(); ++s) {
+      std::optional<io::RangeAppender> appender;
+      const auto append = [&] {
+        if (ranges.empty()) return;
+        if (!appender) appender.emplace(sources[s].path, sources[s].display, inputs_->read_from_copy(s));
+        appender->append(ranges, *outs[s]);
+        ranges.clear();
+        pending = 0;
+      };
+      for (; d < n && pos_[d].source == s; ++d) {
+        const DocId doc = static_cast<DocId>(d);
+        if (decisions && !decisions->decided(doc)) {
+          append();
+          progress(bytes_done + pos_[d].offset, d);
+        }
+        if (!kept(doc)) continue;
+        const uint64_t begin = pos_[d].offset, len = uint64_t{pos_[d].length} + 1;  // with its newline
+        if (!ranges.empty() && ranges.back().offset + ranges.back().length == begin)
+          ranges.back().length += len;
+        else
+          ranges.push_back({begin, len});
+        pending += len;
+        if (decisions && pending >= kAppendBytes) {
+          append();
+          progress(bytes_done + begin + len, d + 1);
+        }
+      }
+      append();
+      // The writes still running count as writing (and their errors are this writer's); an
+      // output left for another holds no buffers.
+      if (s + 1 == sources.size() || outs[s + 1] != outs[s]) outs[s]->flush_appends();
+      bytes_done += input_stamps_[s].first;
+      progress(bytes_done, d);
+    }
+    return;
+  }
+  io::RecordReader reader(*inputs_, options_.reader);
+  io::Record rec;
+  uint64_t ordinal = 0;
+  const uint64_t n = lengths_.size();
+  while (reader.next(rec)) {
+    const DocId doc = static_cast<DocId>(ordinal++);
+    check_same_record(rec, doc);
+    if (!kept(doc)) continue;
+    io::AtomicFile& out = *outs[rec.source];
+    out.write(rec.raw);
+    out.put('\n');
+    if ((ordinal & 0x3FFF) == 0) progress(reader.bytes_read(), ordinal);
+  }
+  if (ordinal != n)
+    throw IoError("the input changed while neardup was running (" + std::to_string(ordinal) + " records instead of " +
+                  std::to_string(n) + "); do not modify inputs during a run");
+}
+
+// Dedup with the kept records written while verification still runs (verify_in_groups starts
+// the writer once the documents in no bucket are known to be kept). The writes and their disk
+// traffic then overlap the verification instead of following it. Methods and inputs that are
+// not verified in groups write after the run, as write_kept.
+void Pipeline::Impl::run_dedup(std::span<io::AtomicFile* const> outs) {
+  if (outs.size() != inputs_->sources().size()) throw UsageError("run_dedup: one output per source is needed");
+  kept_outs_.assign(outs.begin(), outs.end());
+  try {
+    run(Mode::Dedup);
+  } catch (...) {
+    stop_writer();
+    kept_outs_.clear();
+    throw;
+  }
+  if (!writer_.joinable()) {
+    kept_outs_.clear();
+    return write_kept(outs);
+  }
+  const auto t = Clock::now();
+  {
+    std::unique_lock<std::mutex> lock(writer_m_);
+    while (!writer_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return writer_done_; }))
+      if (options_.progress)
+        options_.progress({"write", writer_bytes_.load(std::memory_order_relaxed), inputs_->total_bytes(),
+                           writer_docs_.load(std::memory_order_relaxed)});
+  }
+  stats_.times.write_during_run = std::chrono::duration<double>(t - writer_start_).count();
+  join_writer();
+  stats_.times.write = seconds_since(t);
+}
+
+void Pipeline::Impl::start_writer() {
+  writer_done_ = false;
+  writer_error_ = nullptr;
+  writer_start_ = Clock::now();
+  writer_ = std::thread([this] {
+    try {
+      write_kept_records(kept_outs_, decisions_.get());
+    } catch (const Decisions::Stopped&) {
+      // the run stopped: its own error is the one reported
+    } catch (...) {
+      writer_error_ = std::current_exception();
+    }
+    {
+      const std::lock_guard<std::mutex> lock(writer_m_);
+      writer_done_ = true;
+    }
+    writer_cv_.notify_all();
+  });
+}
+
+void Pipeline::Impl::join_writer() {
+  writer_.join();
+  decisions_.reset();
+  kept_outs_.clear();
+  if (writer_error_) std::rethrow_exception(std::exchange(writer_error_, nullptr));
+}
+
+void Pipeline::Impl::throw_if_the_writer_failed() {
+  {
+    const std::lock_guard<std::mutex> lock(writer_m_);
+    if (!writer_done_ || !writer_error_) return;
+  }
+  join_writer();
+}
+
+void Pipeline::Impl::stop_writer() noexcept {
+  if (!writer_.joinable()) return;
+  decisions_->stop();
+  writer_.join();
+  decisions_.reset();
+  writer_error_ = nullptr;
+}
+
+void Pipeline::Impl::write_removed(io::AtomicFile& out) const {
+  io::write_removed(out, clustering_, removed_similarity_, [this](DocId d) { return id(d); });
+}
+
+void Pipeline::Impl::write_clusters(io::AtomicFile& out) const {
+  io::write_clusters(out, clustering_, [this](DocId d) { return id(d); });
+}
+
+}  // namespace neardup

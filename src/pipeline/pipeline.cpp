@@ -1,0 +1,167 @@
+// The pipeline: its run composed of the stages in this folder, and its public face.
+#include "pipeline/impl.h"
+
+namespace neardup {
+
+Pipeline::Impl::Impl(const std::vector<std::string>& inputs, RunOptions options)
+    : options_(std::move(options)), spec_(options_.spec.resolved()) {
+  if (inputs.empty()) throw UsageError("no input given; pass files, directories or - for stdin");
+  inputs_ = std::make_unique<io::InputSet>(inputs, options_.reader);
+  if (inputs_->sources().empty()) throw FormatError("the inputs hold no files (empty directories?); check the paths");
+  init();
+}
+
+Pipeline::Impl::Impl(std::vector<io::Document> documents, RunOptions options)
+    : options_(std::move(options)), spec_(options_.spec.resolved()) {
+  inputs_ = std::make_unique<io::InputSet>(std::move(documents));
+  init();
+}
+
+void Pipeline::Impl::init() {
+  threads_ = internal::resolve_threads(options_.threads);
+  apply_keep(options_, *inputs_);
+}
+
+
+std::span<const SigValue> Pipeline::Impl::signatures() const noexcept {
+  return sigs_ ? std::span<const SigValue>(*sigs_) : std::span<const SigValue>();
+}
+
+// Whether two documents share a band: equal band keys, or equal rows of a band.
+bool Pipeline::Impl::share_band(DocId a, DocId b, size_t k) const noexcept {
+  if (band_keys_.empty()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), spec_.lsh);
+  for (const auto& keys : band_keys_)
+    if (keys[a] == keys[b]) return true;
+  return false;
+}
+
+const std::vector<ScoredPair>& Pipeline::Impl::pairs() const {
+  if (expand_on_write_)
+    throw UsageError("the pairs of this run are not held (RunOptions::stream_pairs); take them with each_pair()");
+  return pairs_;
+}
+
+std::string_view Pipeline::Impl::id(DocId doc) const noexcept {
+  const uint64_t b = doc == 0 ? 0 : id_end_[doc - 1];
+  return std::string_view(id_blob_).substr(b, id_end_[doc] - b);
+}
+
+namespace {
+
+// Gives the heap's free pages back to the system (RunOptions::release_memory_after_first_pass).
+// A pass's large records leave free blocks in the heap once their buffers are let go (glibc
+// raises its mmap threshold after freeing a large block, so later blocks of up to 32 MiB come
+// from the heap), which would otherwise stay resident through verification, the run's peak.
+void release_free_memory() noexcept {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
+
+}  // namespace
+
+void Pipeline::Impl::run(Mode mode) {
+  const ThreadPool::Use use(options_.pool);
+  const auto t_start = Clock::now();
+  if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
+    throw UsageError(NEARDUP_OPT("top") " applies to pairs with " NEARDUP_OPT_IS("method", "bottomk") " only");
+  mode_ = mode;
+  sets_released_ = false;
+  clustering_ = Clustering{};
+  sketch_pass();
+  if (options_.release_memory_after_first_pass) release_free_memory();
+  check_duplicate_ids();
+  rank_ = keep_ranks();
+  if (spec_.method == SketchMethod::BottomK)
+    find_pairs_bottomk();
+  else if (spec_.method == SketchMethod::SimHash)
+    find_pairs_simhash();
+  else if (spec_.method == SketchMethod::Exact)
+    find_pairs_exact();
+  else
+    find_pairs_lsh();
+  stats_.verified = pairs_.size();
+
+  auto t = Clock::now();
+  cluster();
+  std::vector<uint32_t>().swap(rank_);
+  stats_.clusters = clustering_.clusters;
+  stats_.removed = clustering_.removed;
+  // Each removed document's similarity to its kept one, in input order: counted here, written by
+  // write_removed. Computed on every thread, a chunk of removed documents at a time: an exact one
+  // merges two sets, which for two long texts takes milliseconds (on the crowded mix 11,168 of
+  // them took 24 ms on one thread while the others waited).
+  std::vector<DocId> removed;
+  for (DocId i = 0; i < lengths_.size(); ++i)
+    if (!clustering_.kept(i)) removed.push_back(i);
+  removed_similarity_.assign(removed.size(), 0.0);
+  if (!group_similarity_.empty()) {  // verified group by group: taken then
+    for (size_t k = 0; k < removed.size(); ++k) removed_similarity_[k] = group_similarity_[removed[k]];
+    std::vector<double>().swap(group_similarity_);
+  } else {
+    each_removed_similarity(removed, [&](size_t k, double sim) { removed_similarity_[k] = sim; });
+  }
+  stats_.removed_below_threshold = static_cast<uint64_t>(std::count_if(
+      removed_similarity_.begin(), removed_similarity_.end(), [&](double s) { return s + kSimilarityEpsilon < spec_.threshold; }));
+  stats_.times.cluster = seconds_since(t);
+
+  // The bottomk join and the SimHash tables already found every pair, and so did LSH with
+  // estimates; with exact verification the pairs found so far only connect the clusters, and the
+  // exact join lists them all (here, or as they are written).
+  const bool expand = mode == Mode::Pairs && !joins_.empty();
+  expand_on_write_ = expand && options_.stream_pairs;
+  if (expand && !expand_on_write_) {
+    t = Clock::now();
+    std::vector<ScoredPair> all;
+    expand_pairs([&](std::span<const ScoredPair> chunk) { all.insert(all.end(), chunk.begin(), chunk.end()); });
+    pairs_ = std::move(all);
+    stats_.times.verify += seconds_since(t);
+  }
+  stats_.pairs = pairs_.size();  // with stream_pairs, write_pairs counts them
+  stats_.seconds = seconds_since(t_start);
+}
+
+// ---- The public face: each call forwards to the run's state ----
+
+Pipeline::Pipeline(const std::vector<std::string>& inputs, RunOptions options)
+    : impl_(std::make_unique<Impl>(inputs, std::move(options))) {}
+Pipeline::Pipeline(std::vector<io::Document> documents, RunOptions options)
+    : impl_(std::make_unique<Impl>(std::move(documents), std::move(options))) {}
+Pipeline::~Pipeline() = default;
+void Pipeline::run(Mode mode) { impl_->run(mode); }
+MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const { return impl_->estimate_memory(sample_bytes); }
+const PipelineSpec& Pipeline::spec() const noexcept { return impl_->spec_; }
+const RunStats& Pipeline::stats() const noexcept { return impl_->stats_; }
+size_t Pipeline::size() const noexcept { return impl_->lengths_.size(); }
+std::string_view Pipeline::id(DocId doc) const noexcept { return impl_->id(doc); }
+const std::vector<ScoredPair>& Pipeline::pairs() const { return impl_->pairs(); }
+void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) { impl_->each_pair(emit); }
+const Clustering& Pipeline::clustering() const noexcept { return impl_->clustering_; }
+std::span<const double> Pipeline::removed_similarity() const noexcept { return impl_->removed_similarity_; }
+double Pipeline::similarity(DocId a, DocId b) const {
+  if (impl_->sets_released_ && impl_->sets_ && !(impl_->sets_->has(a) && impl_->sets_->has(b)))
+    throw UsageError("the shingle sets of this run were let go once verified; set RunOptions::keep_sets to ask for similarities after the run");
+  return impl_->similarity(a, b);
+}
+std::span<const SigValue> Pipeline::signatures() const noexcept { return impl_->signatures(); }
+const Fingerprints& Pipeline::fingerprints() const noexcept { return impl_->fps_; }
+std::span<const uint64_t> Pipeline::simhashes() const noexcept { return impl_->simhashes_; }
+const io::InputSet& Pipeline::inputs() const noexcept { return *impl_->inputs_; }
+std::vector<std::string> Pipeline::texts(std::span<const DocId> docs) const { return impl_->texts(docs); }
+bool Pipeline::share_band(DocId a, DocId b) const {
+  if (!uses_signatures(impl_->spec_.method) || a >= size() || b >= size()) return false;
+  return impl_->share_band(a, b, static_cast<size_t>(impl_->spec_.num_perm));
+}
+int64_t Pipeline::source_of(DocId doc) const noexcept {
+  return doc < impl_->pos_.size() ? static_cast<int64_t>(impl_->pos_[doc].source) : -1;
+}
+uint64_t Pipeline::state_bytes() const noexcept { return impl_->state_bytes(); }
+void Pipeline::write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also) { impl_->write_pairs(out, also); }
+void Pipeline::write_kept(io::AtomicFile& out) { impl_->write_kept(out); }
+void Pipeline::write_kept(std::span<io::AtomicFile* const> outs) { impl_->write_kept(outs); }
+void Pipeline::run_dedup(io::AtomicFile& out) { impl_->run_dedup(impl_->every_source_to(out)); }
+void Pipeline::run_dedup(std::span<io::AtomicFile* const> outs) { impl_->run_dedup(outs); }
+void Pipeline::write_removed(io::AtomicFile& out) const { impl_->write_removed(out); }
+void Pipeline::write_clusters(io::AtomicFile& out) const { impl_->write_clusters(out); }
+
+}  // namespace neardup

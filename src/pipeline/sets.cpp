@@ -1,0 +1,142 @@
+// Shingle sets for verification: kept from the first pass, or read again by position; the
+// texts of documents, and the check that the inputs did not change between passes.
+#include "pipeline/impl.h"
+
+namespace neardup {
+
+std::vector<DocId> Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& needed) {
+  take_first_pass_sets(needed);
+  std::vector<DocId> docs;
+  for (DocId d = 0; d < needed.size(); ++d)
+    if (needed[d]) docs.push_back(d);
+  read_missing_sets(docs, true);
+  return docs;
+}
+
+void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
+  sets_ = std::make_unique<ShingleSets>(std::move(early_sets_));
+  early_sets_ = ShingleSets();
+  sets_->keep_only(needed);
+  stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
+  stats_.verify_shared = sets_->shared_docs();
+  uint64_t kept = 0;
+  for (DocId d = 0; d < needed.size(); ++d) kept += needed[d] && sets_->has(d);
+  stats_.verify_kept = kept;
+  stats_.verify_docs = 0;
+}
+
+void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progress) {
+  std::vector<DocId> missing;
+  for (const DocId d : docs)
+    if (!sets_->has(d)) missing.push_back(d);
+  stats_.verify_docs += missing.size();
+  const uint64_t shared_before = sets_->shared_docs();
+  if (!missing.empty()) read_sets(missing, progress);
+  // Over the run: the most bytes of sets held at once, and every document that shared a copy
+  // (a dedup lets each group's sets go before the next group's are read).
+  stats_.set_bytes = std::max<uint64_t>(stats_.set_bytes, sets_->total_hashes() * sizeof(ShingleHash));
+  stats_.verify_shared += sets_->shared_docs() - shared_before;
+}
+
+// Reads the documents again and stores their sets.
+void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
+  check_inputs_unchanged();
+  io::RecordReader reader(*inputs_, options_.reader);
+  // By position: only the needed records are read, and parsed on the workers; the k-th record
+  // read is docs[k]. Otherwise every record is read and parsed here, and only the needed ones
+  // are shingled.
+  std::function<bool(const io::Record&, DocId)> filter;
+  size_t next = 0;
+  if (!pos_.empty()) {
+    std::vector<io::RecordPos> at;
+    at.reserve(docs.size());
+    for (const DocId d : docs) at.push_back(pos_[d]);
+    reader.select(std::move(at));
+  } else {
+    filter = [&](const io::Record& r, DocId ordinal) {
+      check_same_record(r, ordinal);
+      if (next < docs.size() && docs[next] == ordinal) {
+        ++next;
+        return true;
+      }
+      return false;
+    };
+  }
+  shingle_set_records(reader, *inputs_, spec_, options_.reader, threads_, [&](ShingledRecord& r) {
+    DocId doc = r.ordinal;
+    DocId same_as = r.same_as;
+    if (!pos_.empty()) {
+      if (doc >= docs.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
+      doc = docs[doc];
+      if (same_as != ShingledRecord::kNone) same_as = docs[same_as];
+      if (r.text_length != lengths_[doc])
+        throw IoError(std::string("the record at byte ") + std::to_string(r.offset) +
+                      " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
+    }
+    if (same_as != ShingledRecord::kNone) {
+      sets_->share(doc, same_as);
+      ++stats_.verify_copies;
+    } else
+      sets_->set(doc, std::move(r.set));
+  }, filter, progress ? &options_.progress : nullptr);
+}
+
+Scorer Pipeline::Impl::scorer() const noexcept {
+  static const ShingleSets kNoSets;  // exact verification before any set was loaded: no pair to score
+  if (spec_.verify == VerifyMode::Exact) return Scorer::exact(sets_ ? *sets_ : kNoSets);
+  if (spec_.method == SketchMethod::BottomK) return Scorer::bottomk_estimate(fps_);
+  if (spec_.method == SketchMethod::SimHash) return Scorer::simhash_estimate(simhashes_);
+  return Scorer::signature_estimate(signatures(), static_cast<size_t>(spec_.num_perm));
+}
+
+void Pipeline::Impl::check_same_record(const io::Record& r, DocId doc) const {
+  if (doc >= lengths_.size() || r.id != id(doc))
+    throw IoError(std::string("the input changed while neardup was running (record ") +
+                  std::to_string(static_cast<uint64_t>(doc) + 1) +
+                  " differs from the first read); do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
+}
+
+std::vector<std::string> Pipeline::Impl::texts(std::span<const DocId> docs) const {
+  if (!std::is_sorted(docs.begin(), docs.end())) throw UsageError("Pipeline::texts: documents must be in ascending order");
+  check_inputs_unchanged();
+  std::vector<std::string> out;
+  io::RecordReader reader(*inputs_, options_.reader);
+  io::Record rec;
+  if (!pos_.empty()) {
+    std::vector<io::RecordPos> at;
+    for (const DocId d : docs) at.push_back(pos_.at(d));
+    reader.select(std::move(at));
+    for (const DocId d : docs) {
+      if (!reader.next(rec) || rec.text.size() != lengths_[d])
+        throw IoError("the input changed while neardup was running; do not modify inputs during a run", place_of(d));
+      out.emplace_back(rec.text);
+    }
+    return out;
+  }
+  DocId ordinal = 0;
+  size_t next = 0;
+  while (next < docs.size() && reader.next(rec)) {
+    check_same_record(rec, ordinal);
+    if (ordinal++ == docs[next]) {
+      out.emplace_back(rec.text);
+      ++next;
+    }
+  }
+  if (next < docs.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
+  return out;
+}
+
+void Pipeline::Impl::check_inputs_unchanged() const {
+  const auto& sources = inputs_->sources();
+  for (size_t i = 0; i < sources.size() && i < input_stamps_.size(); ++i) {
+    if (file_stamp(sources[i].path) != input_stamps_[i])
+      throw IoError(std::string("the input changed while neardup was running (its size or modification time ") +
+                    "differs from the first read); do not modify inputs during a run", ErrorPlace{sources[i].display});
+  }
+}
+
+double Pipeline::Impl::similarity(DocId a, DocId b) const {
+  return scorer()(std::min(a, b), std::max(a, b));
+}
+
+}  // namespace neardup
