@@ -1,0 +1,329 @@
+// neardup-mpi's run: its steps in order, each agreed on by every rank (run.h).
+#include "run.h"
+
+namespace neardup::mpi {
+
+std::string Run::piece_path(const char* what) const {
+  return io::temp_directory() + "/neardup-mpi-" + std::to_string(::getpid()) + "-" + what;
+}
+
+double peak_rss_mib() {
+  struct rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+int Run::go() {
+  try {
+    return run();
+  } catch (const Failed& f) {
+    // The pieces committed for rank 0 and not yet read are listed as temporary files: gone too.
+    io::remove_temporary_files();
+    return f.code;
+  }
+}
+
+int Run::run() {
+  const auto t_start = Clock::now();
+  double t_read = 0, t_lsh = 0, t_verify = 0, t_cluster = 0, t_write = 0;
+  // Options, inputs, shares and outputs: the same on every rank; only rank 0 speaks.
+  std::vector<std::string> per_source;
+  steps_.agree([&] {
+        if (dedup_ && o_.output.empty() && o_.output_dir.empty())
+          throw UsageError("dedup needs -o/--output FILE (or - for stdout) or --output-dir DIR for the kept records");
+        if (!o_.output_dir.empty() && !o_.output.empty())
+          throw UsageError("-o/--output and --output-dir exclude each other: one file for all kept records, or one per input file");
+        if (!o_.rejects.empty() && o_.reader.on_error != io::OnError::Skip)
+          throw UsageError("--rejects applies with --on-error skip (without it, the first bad record stops the run)");
+        if (!o_.against.empty()) throw UsageError("--against runs in one process (neardup dedup --against)");
+        if (!o_.report.empty()) throw UsageError("--report runs in one process (neardup dedup --report)");
+        if (o_.estimate_memory) throw UsageError("--estimate-memory runs in one process (neardup dedup --estimate-memory)");
+        ro_ = cli::run_options(cmd_, o_);
+        spec_ = ro_.spec.resolved();
+        if (!uses_signatures(spec_.method))
+          throw UsageError("neardup-mpi runs --method oph and minhash; bottomk, simhash and exact run in one process (neardup)");
+
+        if (o_.threads > 0) {
+          threads_ = o_.threads;
+        } else {
+          MPI_Comm node;
+          MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+          int here = 1;
+          MPI_Comm_size(node, &here);
+          MPI_Comm_free(&node);
+          threads_ = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / here);
+        }
+        copy_read_once_inputs();
+        inputs_ = std::make_unique<io::InputSet>(o_.inputs, ro_.reader);
+        std::vector<io::NamedPath> outputs = {{o_.output_dir.empty() ? o_.output : std::string(), "--output"},
+                                              {o_.removed, "--removed"}, {o_.clusters, "--clusters"}, {o_.rejects, "--rejects"}};
+        if (!o_.output_dir.empty()) {
+          per_source = cli::output_dir_paths(*inputs_, o_.output_dir);
+          for (const std::string& p : per_source) outputs.push_back({p, "--output-dir file"});
+          outputs.front().path.clear();
+        }
+        cli::check_output_paths(*inputs_, outputs);
+        if (dedup_ && !inputs_->all_jsonl() && !inputs_->all_text())
+          throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
+                           "records or a list of paths); run it once per kind, or force one with --format");
+        apply_keep(ro_, *inputs_);  // as Pipeline does
+        // --output-dir: each file's output is written by one rank, so files are not cut.
+        shares_ = split_inputs(*inputs_, c_.size(), o_.output_dir.empty());
+      });
+  const Share& share = shares_[static_cast<size_t>(c_.rank())];
+  const size_t my_first = share.first, my_last = share.last;
+
+  // Every output is opened before the work: rank 0 the merged ones, each rank its files.
+  std::unique_ptr<io::AtomicFile> out, removed, clusters, rejects_out;
+  std::vector<std::unique_ptr<io::AtomicFile>> dir_files(per_source.size());
+  std::unique_ptr<io::AtomicFile> piece, removed_piece;
+  cli::RejectsFile rejects;
+  const bool one_output = per_source.empty();
+  steps_.agree([&] {
+        if (c_.rank() == 0) {
+          if (one_output) out = cli::open_output(o_.output);
+          if (!o_.removed.empty()) removed = cli::open_output(o_.removed);
+          if (!o_.clusters.empty()) clusters = cli::open_output(o_.clusters);
+          if (!o_.rejects.empty()) rejects_out = cli::open_output(o_.rejects);
+        }
+        for (size_t s = my_first; s < my_last && !per_source.empty(); ++s) {
+          std::error_code ec;
+          std::filesystem::create_directories(std::filesystem::path(per_source[s]).parent_path(), ec);
+          if (ec) throw IoError(per_source[s] + ": cannot create its directory: " + ec.message() + "; check --output-dir");
+          dir_files[s] = cli::open_output(per_source[s]);
+        }
+        // -o: pairs, or the kept paths of text files, go through a piece per rank.
+        if (one_output && !(dedup_ && inputs_->all_jsonl())) piece = std::make_unique<io::AtomicFile>(piece_path("output"));
+        if (dedup_ && !o_.removed.empty()) removed_piece = std::make_unique<io::AtomicFile>(piece_path("removed"));
+        rejects.open(o_.rejects.empty() ? std::string() : piece_path("rejects"), ro_.reader);
+      });
+
+  // 1. Read and sketch the share.
+  auto t = Clock::now();
+  steps_.agree([&] { read_share(share); });
+
+  if (const char* kill = std::getenv("NEARDUP_MPI_TEST_KILL_RANK"); kill && std::atoi(kill) == c_.rank()) ::raise(SIGKILL);
+  number_documents();
+  const uint64_t n = bases_.back();
+  const uint64_t skipped = c_.all_reduce(local_.reader.skipped, MPI_SUM);
+  const io::ReaderStats read_stats = gather_reader_stats();
+  {
+    // Every record bad: the first message of the first rank that skipped one, as one process says it.
+    const int first_skipper = c_.all_reduce(local_.reader.first_skips.empty() ? c_.size() : c_.rank(), MPI_MIN);
+    steps_.agree([&] {
+          if (n == 0 && skipped > 0 && c_.rank() == first_skipper)
+            throw FormatError("every record was bad (" + std::to_string(skipped) + " skipped, the first: " +
+                              local_.reader.first_skips.front() + "); nothing to deduplicate: check --text-field, --format and the inputs");
+        });
+  }
+  check_duplicate_ids();
+  if (ro_.keep == KeepPolicy::Field) check_key_kinds();
+  t_read = seconds_since(t);
+
+  // 2. Buckets, by band key.
+  t = Clock::now();
+  const auto buckets = find_buckets();
+  t_lsh = seconds_since(t);
+
+  // 3. Verification where the buckets are.
+  t = Clock::now();
+  std::vector<ScoredPair> verified;
+  {
+    std::vector<DocId> members;
+    for (const auto& b : buckets) members.insert(members.end(), b.begin(), b.end());
+    const Payloads pl = fetch(std::move(members), false);
+    steps_.agree([&] { verified = verify_buckets(buckets, pl); });
+  }
+  t_verify = seconds_since(t);
+  const uint64_t candidates = c_.all_reduce(candidates_, MPI_SUM);
+  const uint64_t largest = c_.all_reduce(largest_bucket_, MPI_MAX);
+
+  // 4. Clusters (dedup), by label propagation over the verified edges; or the pairs, each on the
+  // rank that read its first document.
+  t = Clock::now();
+  uint64_t clusters_n = 0, removed_n = 0, below = 0, pairs_n = 0, verified_n = 0;
+  std::vector<std::pair<DocId, DocId>> my_removed;  // (removed, keeper), removed read here
+  if (dedup_) {
+    verified_n = c_.all_reduce(static_cast<uint64_t>(verified.size()), MPI_SUM);
+    const Components comp = components(verified);
+    label_rounds_ = comp.rounds;
+    const std::vector<Fate> fates = decide(comp);
+    for (const Fate& f : fates) {
+      if (f.keeper != f.doc) my_removed.push_back({f.doc, f.keeper});
+      if (f.clustered && f.keeper == f.doc) ++clusters_n;
+    }
+    removed_n = my_removed.size();
+    if (!o_.clusters.empty()) write_clusters(fates, clusters.get());
+    // Each removed document's similarity to its kept one, on the rank that read it.
+    std::vector<DocId> need;
+    for (const auto& [r, k] : my_removed) {
+      need.push_back(r);
+      need.push_back(k);
+    }
+    const Payloads pl = fetch(std::move(need), true);
+    const Scorer score = scorer(pl);
+    steps_.agree([&] {
+          std::string line;
+          for (const auto& [r, k] : my_removed) {
+            const double s = score(static_cast<DocId>(pl.index(r)), static_cast<DocId>(pl.index(k)));
+            if (s + kSimilarityEpsilon < spec_.threshold) ++below;
+            if (!removed_piece) continue;
+            line.assign(local_.ids[r - local_.base]).push_back('\t');
+            line.append(pl.ids[pl.index(k)]).push_back('\t');
+            io::append_similarity(line, s);
+            line.push_back('\n');
+            removed_piece->write(line);
+          }
+        });
+  } else {
+    // Pairs: each to the rank that read its first document, which writes them in order.
+    std::vector<std::string> send(static_cast<size_t>(c_.size()));
+    for (const ScoredPair& p : verified)
+      send[static_cast<size_t>(owner_of(bases_, p.a))].append(reinterpret_cast<const char*>(&p), sizeof p);
+    const auto got = c_.exchange(std::move(send));
+    std::vector<ScoredPair> pairs;
+    for (const std::string& g : got) {
+      const size_t at = pairs.size();
+      pairs.resize(at + g.size() / sizeof(ScoredPair));
+      std::memcpy(pairs.data() + at, g.data(), g.size());
+    }
+    std::sort(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+    pairs.erase(std::unique(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a == y.a && x.b == y.b; }),
+                pairs.end());
+    pairs_n = c_.all_reduce(static_cast<uint64_t>(pairs.size()), MPI_SUM);
+    verified_n = pairs_n;
+    std::vector<DocId> others;
+    for (const ScoredPair& p : pairs) others.push_back(p.b);
+    // The ids of the second documents read elsewhere.
+    std::sort(others.begin(), others.end());
+    others.erase(std::unique(others.begin(), others.end()), others.end());
+    Payloads names;
+    names.docs = others;
+    {
+      std::vector<std::string> storage;
+      auto told = ask_owners(others, [&](std::span<const DocId> want, Packer& p) {
+        for (const DocId d : want) p.put_string(local_.ids[d - local_.base]);
+      }, storage);
+      for (const DocId d : others) names.ids.emplace_back(told[static_cast<size_t>(owner_of(bases_, d))].get_string());
+    }
+    steps_.agree([&] {
+          io::write_pairs(*piece, pairs, [&](DocId d) {
+            return local_.has(d) ? std::string_view(local_.ids[d - local_.base]) : std::string_view(names.ids[names.index(d)]);
+          });
+        });
+  }
+  clusters_n = c_.all_reduce(clusters_n, MPI_SUM);
+  removed_n = c_.all_reduce(removed_n, MPI_SUM);
+  below = c_.all_reduce(below, MPI_SUM);
+  t_cluster = seconds_since(t);
+
+  // 5. The outputs: kept records of the files read here; then the merged files on rank 0.
+  t = Clock::now();
+  Packer kept_ranges;
+  // -o with compressed inputs: a rank other than 0 copies the kept records of its compressed
+  // files itself (from its decompressed copy) into a piece, and sends their bytes to rank 0,
+  // which would otherwise decompress every other rank's files again, one after the other.
+  constexpr uint64_t kBytesFollow = uint64_t{1} << 63;  // in kept_ranges: a source sent as bytes
+  std::unique_ptr<io::AtomicFile> kept_piece;
+  std::vector<uint64_t> kept_piece_bytes;  // per source in the piece, in order
+  int kept_slot = -1;
+  if (dedup_) steps_.agree([&] {
+        std::sort(my_removed.begin(), my_removed.end());
+        size_t ri = 0;
+        auto kept = [&](size_t i) {
+          const DocId d = static_cast<DocId>(local_.base + i);
+          while (ri < my_removed.size() && my_removed[ri].first < d) ++ri;
+          return !(ri < my_removed.size() && my_removed[ri].first == d);
+        };
+        if (inputs_->all_jsonl()) {
+          std::vector<io::ByteRange> ranges;
+          size_t i = 0;
+          for (size_t s = my_first; s < my_last; ++s) {
+            ranges.clear();
+            for (; i < local_.size() && local_.source[i] == s; ++i) {
+              if (!kept(i)) continue;
+              const uint64_t begin = local_.pos[i].offset, len = uint64_t{local_.pos[i].length} + 1;
+              if (!ranges.empty() && ranges.back().offset + ranges.back().length == begin)
+                ranges.back().length += len;
+              else
+                ranges.push_back({begin, len});
+            }
+            const io::Source& src = inputs_->sources()[s];
+            if (one_output && c_.rank() != 0 && compressed(s)) {
+              if (!kept_piece) kept_piece = std::make_unique<io::AtomicFile>(piece_path("kept"));
+              io::append_ranges(src.path, src.display, ranges, *kept_piece, inputs_->read_from_copy(s));
+              uint64_t bytes = 0;
+              for (const io::ByteRange& r : ranges) bytes += r.length;  // a last line's newline written if missing
+              kept_piece_bytes.push_back(bytes);
+              kept_ranges.put(static_cast<uint64_t>(s) | kBytesFollow);
+            } else if (one_output) {
+              // -o: rank 0 copies every rank's kept ranges from the inputs, in the kernel where
+              // it can, as one process does; only the ranges travel.
+              kept_ranges.put(static_cast<uint64_t>(s));
+              kept_ranges.put_vector(ranges);
+            } else {
+              io::append_ranges(src.path, src.display, ranges, *dir_files[s], inputs_->read_from_copy(s));
+              dir_files[s]->flush_appends();  // written whole: its buffers go to the next
+            }
+          }
+          if (kept_piece) kept_piece->commit();
+          if (kept_piece) kept_slot = io::register_temporary_file(kept_piece->path());  // removed on a signal until sent
+        } else {
+          for (size_t i = 0; i < local_.size(); ++i)
+            if (kept(i)) {
+              piece->write(local_.ids[i]);
+              piece->put('\n');
+            }
+        }
+      });
+  if (dedup_ && one_output && inputs_->all_jsonl()) {
+    std::vector<std::string> send(static_cast<size_t>(c_.size()));
+    send[0] = std::move(kept_ranges.bytes());
+    const auto got = c_.exchange(std::move(send));
+    append_kept(got, kBytesFollow, kept_piece ? kept_piece->path() : std::string(), kept_piece_bytes, kept_slot, *out);
+  }
+  if (piece) write_piece(piece->path(), piece.get(), out.get());
+  if (removed_piece) write_piece(removed_piece->path(), removed_piece.get(), removed.get());
+  if (!o_.rejects.empty()) {
+    const std::string path = piece_path("rejects");
+    steps_.agree([&] { rejects.commit(); });
+    write_piece(path, nullptr, rejects_out.get());
+  }
+  // Every rank has written everything: only now is anything renamed into place.
+  steps_.agree([] {});
+  steps_.agree([&] {
+        for (auto& f : dir_files)
+          if (f) f->commit();
+        if (out) out->commit();
+        if (removed) removed->commit();
+        if (clusters) clusters->commit();
+        if (rejects_out) rejects_out->commit();
+      });
+  t_write = seconds_since(t);
+
+  const double rss = c_.all_reduce(peak_rss_mib(), MPI_MAX);
+  const uint64_t shuffled = c_.all_reduce(c_.shuffled, MPI_SUM);
+  const double t_read_max = c_.all_reduce(t_read, MPI_MAX);
+  uint64_t empty = static_cast<uint64_t>(std::count(local_.sketches.empty.begin(), local_.sketches.empty.end(), 1));
+  empty = c_.all_reduce(empty, MPI_SUM);
+  uint64_t text_bytes = 0;
+  for (const uint32_t l : local_.lengths) text_bytes += l;
+  text_bytes = c_.all_reduce(text_bytes, MPI_SUM);
+  if (c_.rank() == 0 && !o_.quiet) {
+    cli::print_input_warnings(read_stats, n, inputs_->left_out(), cmd_, ro_.reader);
+    const cli::SummaryCounts counts{n, empty, skipped, UINT64_MAX, candidates, verified_n, pairs_n, clusters_n, removed_n, below};
+    std::fprintf(stderr, "neardup: %s, %.2f s on %d ranks [%s]\n", cli::summary_counts(counts, !dedup_).c_str(), seconds_since(t_start),
+                 c_.size(), spec_.to_string().c_str());
+    if (o_.show_stats)
+      std::fprintf(stderr,
+                   "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s (slowest rank); buckets %.3f s; verify %.3f s; "
+                   "cluster %.3f s (%d label rounds); write %.3f s; shuffled %.0f bytes per document (%.1f MB over all ranks); largest bucket %llu; "
+                   "peak memory %.0f MiB (largest rank); %d threads per rank\n",
+                   static_cast<double>(text_bytes) / 1e6, t_read_max, t_lsh, t_verify, t_cluster, label_rounds_, t_write,
+                   n ? static_cast<double>(shuffled) / static_cast<double>(n) : 0.0, static_cast<double>(shuffled) / 1e6,
+                   static_cast<unsigned long long>(largest), rss, threads_);
+  }
+  return kExitOk;
+}
+
+}  // namespace neardup::mpi

@@ -1,0 +1,224 @@
+// neardup-mpi: `neardup pairs` and `neardup dedup` over MPI ranks, with the same options and
+// byte for byte the same outputs, whatever the number of ranks. A thin driver over the engine's
+// stages (stages.h): each rank reads and sketches its share of the inputs; band keys are shuffled
+// so that each rank owns the buckets of a range of keys; each bucket is verified on its owner
+// with the shingle sets (or signatures) fetched from the ranks that read the documents; the
+// spanning edges are clustered on rank 0; each rank writes the kept records of the files it read.
+// docs/distributed.md explains the design, its limits and its cost.
+#pragma once
+
+#include <fcntl.h>
+#include <mpi.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <limits>
+#include <numeric>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "comm.h"
+#include "commands.h"
+#include "options.h"
+#include "neardup/neardup.h"
+
+namespace neardup::mpi {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// ---- Failing together ----
+//
+// Work between exchanges is local, so a rank that fails there reaches the next check while the
+// others finish theirs. There every rank learns of it; the failing rank first in input order (the
+// lowest) prints its message, as `neardup` would for the same first bad record, and every rank
+// returns its exit code, removing its temporary files on the way out.
+
+// Thrown on every rank at once, after they agreed that one failed: go() returns its code.
+struct Failed {
+  int code;
+};
+
+class Steps {
+ public:
+  explicit Steps(Comm& c) : c_(c) {}
+  /// Runs fn here, then learns from every rank whether it failed anywhere; if so, throws Failed
+  /// on every rank at once (go() returns its code).
+  void agree(const std::function<void()>& fn) {
+    int code = 0;
+    std::string msg;
+    try {
+      fn();
+    } catch (const Error& e) {
+      code = cli::exit_code(e);
+      msg = "error: " + cli::flag_text(e);
+    } catch (const std::bad_alloc&) {
+      code = kExitInternal;
+      msg = "error: out of memory on rank " + std::to_string(c_.rank()) + "; use more ranks or fewer threads per rank";
+    } catch (const std::exception& e) {
+      code = kExitInternal;
+      msg = std::string("internal error: ") + e.what() + "; please report it";
+    }
+    const int lowest = c_.all_reduce(code != 0 ? c_.rank() : c_.size(), MPI_MIN);
+    if (lowest == c_.size()) return;
+    if (c_.rank() == lowest) std::fprintf(stderr, "neardup: %s\n", msg.c_str());
+    MPI_Bcast(&code, 1, MPI_INT, lowest, MPI_COMM_WORLD);
+    throw Failed{code};
+  }
+
+ private:
+  Comm& c_;
+};
+
+// ---- The shares ----
+
+// A rank's share of the inputs: sources [first, last), the lines of `first` from byte `begin`,
+// those of last - 1 before byte `end` (io::RecordReader::read_sources).
+struct Share {
+  size_t first = 0, last = 0;
+  uint64_t begin = 0, end = UINT64_MAX;
+};
+
+// Whether a source can be split between ranks at line boundaries: an uncompressed JSONL file
+// (a compressed stream has no byte offsets to start at).
+bool splittable(const io::Source& src);
+// The inputs laid end to end are cut into N runs of about total / N bytes: position p belongs to
+// rank p * N / total. A file that cannot be split goes whole to the rank its first byte belongs
+// to; an uncompressed JSONL file (when `split`) is cut, each line going to the rank its first
+// byte belongs to. Documents are numbered in input order, so every rank's documents are a
+// contiguous range of the numbers one process gives them.
+std::vector<Share> split_inputs(const io::InputSet& inputs, int ranks, bool split);
+
+// What a rank keeps of the documents it read (global numbers base .. base + size - 1).
+struct Local {
+  DocId base = 0;
+  std::vector<std::string> ids;
+  std::vector<uint32_t> lengths;     // of the texts (at most max_doc_bytes)
+  std::vector<uint64_t> line;        // JSONL: the record's line number (1-based)
+  std::vector<io::RecordPos> pos;    // JSONL
+  std::vector<uint32_t> source;
+  // --keep-by: each record's value of the field (io::KeyValue).
+  std::vector<uint8_t> key_kind;
+  std::vector<double> key_num;
+  std::vector<std::string> key_text;
+  Sketches sketches;
+  io::ReaderStats reader;
+  size_t size() const noexcept { return ids.size(); }
+  bool has(DocId d) const noexcept { return d >= base && d - base < ids.size(); }
+};
+
+// Where messages place a document: FILE:LINE for a JSONL record, the path (its id) for a text
+// file, as one process names them.
+inline ErrorPlace place_of(const io::Source& src, uint64_t line, std::string_view id) {
+  if (src.kind == io::SourceKind::Jsonl) return ErrorPlace{src.display, line};
+  return ErrorPlace{std::string(id.substr(0, 200)), 0};
+}
+
+inline std::string where_of(const io::Source& src, uint64_t line, std::string_view id) {
+  const ErrorPlace p = place_of(src, line, id);
+  return p.line ? p.source + ":" + std::to_string(p.line) : p.source;
+}
+
+// The rank that read document d, from every rank's first document number.
+inline int owner_of(const std::vector<DocId>& bases, DocId d) {
+  return static_cast<int>(std::upper_bound(bases.begin(), bases.end(), d) - bases.begin()) - 1;
+}
+
+inline uint64_t mix64(uint64_t x) noexcept {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+// What verification compares of a document: its shingle set (exact) or its signature.
+struct Payloads {
+  std::vector<DocId> docs;  // sorted
+  ShingleSets sets;
+  std::vector<SigValue> sigs;  // docs.size() x k
+  std::vector<std::string> ids;
+  size_t index(DocId d) const { return place_in(docs, d); }
+};
+
+class Run {
+ public:
+  Run(Comm& c, const CLI::App* cmd, const cli::Options& o, bool dedup) : c_(c), steps_(c), cmd_(cmd), o_(o), dedup_(dedup) {}
+
+  int go();
+
+ private:
+  int run();
+  void read_share(const Share& share);
+  /// Every rank's reading counts, merged in input order (on rank 0; the others get their own).
+  io::ReaderStats gather_reader_stats();
+  void number_documents();
+  void check_duplicate_ids();
+  ErrorPlace local_place(size_t l) const { return place_of(inputs_->sources()[local_.source[l]], local_.line[l], local_.ids[l]); }
+  std::string local_where(size_t l) const { return where_of(inputs_->sources()[local_.source[l]], local_.line[l], local_.ids[l]); }
+  void check_key_kinds();
+  std::vector<std::vector<DocId>> find_buckets();
+  std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
+                                   std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr);
+  Payloads fetch(std::vector<DocId> docs, bool with_ids);
+  void load_sets(std::vector<DocId> docs);
+  std::unordered_map<DocId, std::vector<ShingleHash>> set_cache_;
+  std::vector<ScoredPair> verify_buckets(const std::vector<std::vector<DocId>>& buckets, const Payloads& pl);
+  Scorer scorer(const Payloads& pl) const;
+  struct Components;
+  Components components(const std::vector<ScoredPair>& edges);
+  /// A clustered document's fate: the document kept in its place (itself if kept), and the
+  /// first document of its cluster; clustered: the cluster has two documents or more.
+  struct Fate {
+    DocId doc, keeper, first;
+    bool clustered;
+  };
+  std::vector<Fate> decide(const Components& comp);
+  void write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out);
+  void write_piece(const std::string& final_path, io::AtomicFile* piece, io::AtomicFile* final_out);
+  bool compressed(size_t s) const;
+  void append_kept(const std::vector<std::string>& got, uint64_t bytes_follow, const std::string& piece,
+                   const std::vector<uint64_t>& piece_bytes, int piece_slot, io::AtomicFile& final_out);
+  std::string piece_path(const char* what) const;
+  void copy_read_once_inputs();
+  std::unique_ptr<io::OnceCopy> receive_copy(const std::string& input, int in);
+
+  Comm& c_;
+  Steps steps_;
+  const CLI::App* cmd_;
+  const cli::Options& o_;
+  bool dedup_;
+  RunOptions ro_;
+  PipelineSpec spec_;
+  int threads_ = 1;
+  std::vector<std::unique_ptr<io::OnceCopy>> once_copies_;  // outlive inputs_, which reads them
+  std::unique_ptr<io::InputSet> inputs_;
+  std::vector<Share> shares_;
+  Local local_;
+  std::vector<DocId> bases_;  // per rank, and the total at the end
+  uint64_t candidates_ = 0, largest_bucket_ = 0;
+  int label_rounds_ = 0;
+  std::vector<std::string> temp_paths_;
+};
+
+// The components of the clustered documents a rank holds (Run::components).
+struct Run::Components {
+  std::vector<DocId> docs;   // this rank's vertices, ascending
+  std::vector<DocId> first;  // per vertex: its component's first document
+  int rounds = 0;
+};
+
+}  // namespace neardup::mpi
