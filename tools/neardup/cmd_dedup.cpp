@@ -308,6 +308,15 @@ RunOptions run_options(const CLI::App* cmd, const Options& o) {
   return ro;
 }
 
+void check_output_flags(const Options& o, bool dedup) {
+  if (dedup && o.output.empty() && o.output_dir.empty() && !o.estimate_memory)
+    throw UsageError("dedup needs -o/--output FILE (or - for stdout) or --output-dir DIR for the kept records");
+  if (!o.output_dir.empty() && !o.output.empty())
+    throw UsageError("-o/--output and --output-dir exclude each other: one file for all kept records, or one per input file");
+  if (!o.rejects.empty() && o.reader.on_error != io::OnError::Skip)
+    throw UsageError("--rejects applies with --on-error skip (without it, the first bad record stops the run)");
+}
+
 std::vector<std::string> output_dir_paths(const io::InputSet& inputs, const std::string& dir) {
   if (!inputs.all_jsonl())
     throw UsageError("--output-dir writes JSONL records per input file; the inputs include plain-text files (use -o for the list of kept paths)");
@@ -461,14 +470,24 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
     std::fprintf(stderr, "neardup: compressed inputs decompressed again: %s\n", s.copy_note.c_str());
 }
 
+// pairs with --report: the pairs written, and the report's histogram and borderline pairs taken
+// as they go.
+void write_pairs_for_report(Pipeline& pipeline, io::AtomicFile& out, ReportRun& report_run) {
+  report_run.pair_bins.assign(kSimilarityBins, 0);
+  const double t = pipeline.spec().threshold;
+  std::vector<ScoredPair> near;
+  pipeline.write_pairs(out, [&](std::span<const ScoredPair> chunk) {
+    for (const ScoredPair& p : chunk) {
+      ++report_run.pair_bins[similarity_bin(p.similarity)];
+      if (p.similarity < t + 0.05 && near.size() < 1000) near.push_back(p);
+    }
+  });
+  for (size_t i = 0; i < near.size(); i += std::max<size_t>(1, near.size() / 3)) report_run.borderline.push_back(near[i]);
+}
+
 int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   const bool one_heap = one_heap_for_all_threads();
-  if (dedup && o.output.empty() && o.output_dir.empty() && !o.estimate_memory)
-    throw UsageError("dedup needs -o/--output FILE (or - for stdout) or --output-dir DIR for the kept records");
-  if (!o.output_dir.empty() && !o.output.empty())
-    throw UsageError("-o/--output and --output-dir exclude each other: one file for all kept records, or one per input file");
-  if (!o.rejects.empty() && o.reader.on_error != io::OnError::Skip)
-    throw UsageError("--rejects applies with --on-error skip (without it, the first bad record stops the run)");
+  check_output_flags(o, dedup);
   if (dedup && !o.against.empty()) {
     if (o.estimate_memory) throw UsageError("--estimate-memory applies to runs without --against (they keep no per-document state)");
     if (given(cmd, "--cluster") || given(cmd, "--keep-by"))
@@ -546,17 +565,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   ReportRun report_run;
   report_run.dedup = dedup;
   if (!dedup && report) {
-    // The report's histogram and borderline pairs, taken as the pairs are written.
-    report_run.pair_bins.assign(kSimilarityBins, 0);
-    const double t = pipeline.spec().threshold;
-    std::vector<ScoredPair> near;
-    pipeline.write_pairs(*out, [&](std::span<const ScoredPair> chunk) {
-      for (const ScoredPair& p : chunk) {
-        ++report_run.pair_bins[similarity_bin(p.similarity)];
-        if (p.similarity < t + 0.05 && near.size() < 1000) near.push_back(p);
-      }
-    });
-    for (size_t i = 0; i < near.size(); i += std::max<size_t>(1, near.size() / 3)) report_run.borderline.push_back(near[i]);
+    write_pairs_for_report(pipeline, *out, report_run);
   } else if (!dedup) {
     pipeline.write_pairs(*out);
   }

@@ -45,6 +45,63 @@ void print_list(const char* what, const std::vector<std::string>& items, size_t 
   std::printf("\n");
 }
 
+// The word diff: differing words with a few words of context around each run (coloured on a
+// terminal).
+void print_word_diff(const std::string (&text)[2], const ExplainOptions& o) {
+  const WordDiff d = word_diff(text[0], text[1], 20000);
+  const bool colour = ::isatty(1) != 0;
+  const char* del_on = colour ? "\033[31m" : "[-";
+  const char* del_off = colour ? "\033[0m" : "-]";
+  const char* add_on = colour ? "\033[32m" : "{+";
+  const char* add_off = colour ? "\033[0m" : "+}";
+  std::printf("  word diff (%s only in %s, %s only in %s):\n", colour ? "\033[31mred\033[0m" : "[-...-]", o.id1.c_str(),
+              colour ? "\033[32mgreen\033[0m" : "{+...+}", o.id2.c_str());
+  // Walk both word lists in step: common words advance both.
+  size_t i = 0, jj = 0, shown = 0;
+  std::vector<std::string> pending;  // common words since the last difference
+  bool any = false;
+  std::string line = "   ";
+  auto flush_context = [&](bool before_change) {
+    const size_t ctx = static_cast<size_t>(o.context);
+    if (pending.size() > 2 * ctx && any) {
+      for (size_t x = 0; x < ctx; ++x) line += " " + pending[x];
+      std::printf("%s ...\n", line.c_str());
+      line = "    ...";
+      for (size_t x = pending.size() - ctx; x < pending.size(); ++x) line += " " + pending[x];
+    } else if (!any && before_change) {
+      if (pending.size() > ctx) line += " ...";
+      for (size_t x = pending.size() > ctx ? pending.size() - ctx : 0; x < pending.size(); ++x) line += " " + pending[x];
+    } else {
+      for (const auto& w : pending) line += " " + w;
+    }
+    pending.clear();
+  };
+  while (i < d.a.size() || jj < d.b.size()) {
+    if (i < d.a.size() && jj < d.b.size() && !d.differ_a[i] && !d.differ_b[jj]) {
+      pending.push_back(d.a[i]);
+      ++i, ++jj;
+      continue;
+    }
+    flush_context(true);
+    any = true;
+    std::string run;
+    for (; i < d.a.size() && d.differ_a[i]; ++i) run += (run.empty() ? "" : " ") + d.a[i];
+    if (!run.empty()) line += std::string(" ") + del_on + run + del_off;
+    run.clear();
+    for (; jj < d.b.size() && d.differ_b[jj]; ++jj) run += (run.empty() ? "" : " ") + d.b[jj];
+    if (!run.empty()) line += std::string(" ") + add_on + run + add_off;
+    if (++shown == 200) break;
+  }
+  if (!any) {
+    std::printf("    (the same words)\n");
+  } else {
+    const size_t ctx = static_cast<size_t>(o.context);
+    for (size_t x = 0; x < std::min(ctx, pending.size()); ++x) line += " " + pending[x];
+    std::printf("%s%s\n", line.c_str(), pending.size() > ctx ? " ..." : "");
+  }
+  if (d.cut) std::printf("  (the diff covers the first 20,000 words of each)\n");
+}
+
 int run_explain(const CLI::App* cmd, ExplainOptions& o) {
   if (!o.pair_file.empty()) {
     // The positionals were all inputs.
@@ -152,59 +209,7 @@ int run_explain(const CLI::App* cmd, ExplainOptions& o) {
     std::printf("  SimHash: distance %d of 64 bits (estimate 1 - d/64 = %.6f); %s --hamming %d: %s\n", d, simhash_similarity(d),
                 d <= spec.hamming ? "within" : "beyond", spec.hamming, d <= spec.hamming ? "a candidate" : "not a candidate");
   }
-  // The word diff: differing words with a few words of context around each run.
-  const WordDiff d = word_diff(text[0], text[1], 20000);
-  const bool colour = ::isatty(1) != 0;
-  const char* del_on = colour ? "\033[31m" : "[-";
-  const char* del_off = colour ? "\033[0m" : "-]";
-  const char* add_on = colour ? "\033[32m" : "{+";
-  const char* add_off = colour ? "\033[0m" : "+}";
-  std::printf("  word diff (%s only in %s, %s only in %s):\n", colour ? "\033[31mred\033[0m" : "[-...-]", o.id1.c_str(),
-              colour ? "\033[32mgreen\033[0m" : "{+...+}", o.id2.c_str());
-  // Walk both word lists in step: common words advance both.
-  size_t i = 0, jj = 0, shown = 0;
-  std::vector<std::string> pending;  // common words since the last difference
-  bool any = false;
-  std::string line = "   ";
-  auto flush_context = [&](bool before_change) {
-    const size_t ctx = static_cast<size_t>(o.context);
-    if (pending.size() > 2 * ctx && any) {
-      for (size_t x = 0; x < ctx; ++x) line += " " + pending[x];
-      std::printf("%s ...\n", line.c_str());
-      line = "    ...";
-      for (size_t x = pending.size() - ctx; x < pending.size(); ++x) line += " " + pending[x];
-    } else if (!any && before_change) {
-      if (pending.size() > ctx) line += " ...";
-      for (size_t x = pending.size() > ctx ? pending.size() - ctx : 0; x < pending.size(); ++x) line += " " + pending[x];
-    } else {
-      for (const auto& w : pending) line += " " + w;
-    }
-    pending.clear();
-  };
-  while (i < d.a.size() || jj < d.b.size()) {
-    if (i < d.a.size() && jj < d.b.size() && !d.differ_a[i] && !d.differ_b[jj]) {
-      pending.push_back(d.a[i]);
-      ++i, ++jj;
-      continue;
-    }
-    flush_context(true);
-    any = true;
-    std::string run;
-    for (; i < d.a.size() && d.differ_a[i]; ++i) run += (run.empty() ? "" : " ") + d.a[i];
-    if (!run.empty()) line += std::string(" ") + del_on + run + del_off;
-    run.clear();
-    for (; jj < d.b.size() && d.differ_b[jj]; ++jj) run += (run.empty() ? "" : " ") + d.b[jj];
-    if (!run.empty()) line += std::string(" ") + add_on + run + add_off;
-    if (++shown == 200) break;
-  }
-  if (!any) {
-    std::printf("    (the same words)\n");
-  } else {
-    const size_t ctx = static_cast<size_t>(o.context);
-    for (size_t x = 0; x < std::min(ctx, pending.size()); ++x) line += " " + pending[x];
-    std::printf("%s%s\n", line.c_str(), pending.size() > ctx ? " ..." : "");
-  }
-  if (d.cut) std::printf("  (the diff covers the first 20,000 words of each)\n");
+  print_word_diff(text, o);
   return kExitOk;
 }
 

@@ -170,11 +170,9 @@ SimilaritySample read_sample(const TuneOptions& o) {
   return s;
 }
 
-int run_tune(const CLI::App* cmd, const TuneOptions& o) {
-  if (!o.plot.empty() && !o.plot.ends_with(".svg") && !o.plot.starts_with("/dev/"))
-    throw UsageError("--plot " + o.plot + ": the plot is written as SVG; name the file .svg (rsvg-convert or a browser turns it into PNG)");
+// The two points of the S-curve asked for: --low and --high, or around --threshold.
+LshTarget target_of(const CLI::App* cmd, const TuneOptions& o, bool points) {
   LshTarget t;
-  const bool points = !o.low.empty() || !o.high.empty();
   if (points) {
     if (o.low.empty() || o.high.empty()) throw UsageError("--low and --high go together, for example --low 0.05:0.001 --high 0.5:0.99");
     if (cmd->count("--margin") || cmd->count("--fn-rate") || cmd->count("--fp-rate") || cmd->count("--threshold"))
@@ -191,6 +189,14 @@ int run_tune(const CLI::App* cmd, const TuneOptions& o) {
                        " puts a target outside [0, 1]; use a smaller --margin");
   }
   t.check();
+  return t;
+}
+
+int run_tune(const CLI::App* cmd, const TuneOptions& o) {
+  if (!o.plot.empty() && !o.plot.ends_with(".svg") && !o.plot.starts_with("/dev/"))
+    throw UsageError("--plot " + o.plot + ": the plot is written as SVG; name the file .svg (rsvg-convert or a browser turns it into PNG)");
+  const bool points = !o.low.empty() || !o.high.empty();
+  const LshTarget t = target_of(cmd, o, points);
   const LshChoice c = lsh_tune(o.num_perm, t);
   const LshChoice rule = lsh_tune_threshold(points ? t.high : o.threshold, o.num_perm);
   const int needed = c.met ? 0 : lsh_min_num_perm(t);

@@ -86,6 +86,9 @@ void add_pairs_dedup_options(CLI::App* cmd, Options& o, bool against = false);
 void add_keep_options(CLI::App* cmd, Options& o);
 /// The run's options from the parsed flags; UsageError on a bad combination.
 RunOptions run_options(const CLI::App* cmd, const Options& o);
+/// The outputs asked for make sense together (dedup's -o or --output-dir, --rejects with --on-error
+/// skip); UsageError otherwise. neardup and neardup-mpi check them alike.
+void check_output_flags(const Options& o, bool dedup);
 /// --output-dir DIR: where each source's kept records go (its name inside DIR); UsageError for
 /// plain-text inputs or two sources with one name.
 std::vector<std::string> output_dir_paths(const io::InputSet& inputs, const std::string& dir);

@@ -29,15 +29,10 @@ int Run::run() {
   // Options, inputs, shares and outputs: the same on every rank; only rank 0 speaks.
   std::vector<std::string> per_source;
   steps_.agree([&] {
-        if (dedup_ && o_.output.empty() && o_.output_dir.empty())
-          throw UsageError("dedup needs -o/--output FILE (or - for stdout) or --output-dir DIR for the kept records");
-        if (!o_.output_dir.empty() && !o_.output.empty())
-          throw UsageError("-o/--output and --output-dir exclude each other: one file for all kept records, or one per input file");
-        if (!o_.rejects.empty() && o_.reader.on_error != io::OnError::Skip)
-          throw UsageError("--rejects applies with --on-error skip (without it, the first bad record stops the run)");
+        if (o_.estimate_memory) throw UsageError("--estimate-memory runs in one process (neardup dedup --estimate-memory)");
+        cli::check_output_flags(o_, dedup_);
         if (!o_.against.empty()) throw UsageError("--against runs in one process (neardup dedup --against)");
         if (!o_.report.empty()) throw UsageError("--report runs in one process (neardup dedup --report)");
-        if (o_.estimate_memory) throw UsageError("--estimate-memory runs in one process (neardup dedup --estimate-memory)");
         ro_ = cli::run_options(cmd_, o_);
         spec_ = ro_.spec.resolved();
         if (!uses_signatures(spec_.method))
