@@ -505,34 +505,38 @@ std::string content_length_problem(const httplib::Request& req) {
   return "";
 }
 
-int run_serve(const ServeOptions& o) {
-  const auto [host, port] = parse_listen(o.listen);
-  const std::string token = o.token_file.empty() ? std::string() : read_token(o.token_file);
-  // The signals end the service gracefully: blocked here, before any thread starts (threads
-  // inherit the mask), and taken by one thread with sigwait.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  for (const int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR2}) sigaddset(&stop_signals, s);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is an error on its socket, not the end of the service
+// cpp-httplib listens with the backlog it was compiled with (5 in Debian's build): a burst of
+// clients connecting at once would overflow it, and a connection whose handshake ACK is
+// dropped there can be reset. listen() again with a deep backlog once bound.
+struct Server : httplib::Server {
+  void deepen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
+};
 
-  LiveIndexOptions lo;
-  lo.max_pending = o.max_pending;
-  lo.fold_bytes = o.fold_mb << 20;
-  auto idx = LiveIndex::open(o.index, lo);
-  const LiveStats opened = idx->stats();
-  if (!o.quiet && opened.torn_bytes)
-    std::fprintf(stderr, "neardup: warning: %s: cut a torn record of %llu bytes off the log's end (a change that was never acknowledged)\n",
-                 LiveIndex::log_path(o.index).c_str(), static_cast<unsigned long long>(opened.torn_bytes));
-  const Limits limits{o.max_text_bytes, idx->spec().threshold};
-  Metrics metrics;
+// POST endpoints read their bodies themselves (read_body), whatever their Content-Type; a
+// BadRequest reading one is answered at once.
+void post(Server& svr, const ServeOptions& o, const char* path,
+          std::function<void(const httplib::Request&, httplib::Response&, const std::string& body)> fn) {
+  svr.Post(path, [&o, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    std::string body;
+    try {
+      body = read_body(req, res, reader, o.max_body_bytes);
+    } catch (const BadRequest& e) {
+      res.set_header("Connection", "close");  // what is left of the body is not read
+      return reply_error(res, e);
+    }
+    fn(req, res, body);
+  });
+}
 
-  // cpp-httplib listens with the backlog it was compiled with (5 in Debian's build): a burst of
-  // clients connecting at once would overflow it, and a connection whose handshake ACK is
-  // dropped there can be reset. listen() again with a deep backlog once bound.
-  struct Server : httplib::Server {
-    void deepen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
-  } svr;
+// 503 with Retry-After: the change queue is full.
+void busy(httplib::Response& res) {
+  res.set_header("Retry-After", "1");
+  reply(res, 503, error_json("too many changes are waiting to be logged; retry after a second"));
+}
+
+// The server's pool, timeouts and limits, and what every request goes through: the worker check,
+// Content-Length, the token, the metrics, JSON errors.
+void configure(Server& svr, const ServeOptions& o, const std::string& token, Metrics& metrics) {
   const int threads = o.threads > 0 ? o.threads : std::max(32, 8 * static_cast<int>(std::thread::hardware_concurrency()));
   const size_t max_queue = o.max_connections ? o.max_connections : static_cast<size_t>(threads) * 4;
   svr.new_task_queue = [threads, max_queue] { return new BoundedPool(static_cast<size_t>(threads), max_queue); };
@@ -598,31 +602,15 @@ int run_serve(const ServeOptions& o) {
     }
   });
 
-  // POST endpoints read their bodies themselves (read_body); a BadRequest is answered as the
-  // exception handler answers the others.
-  const auto post = [&](const char* path,
-                        std::function<void(const httplib::Request&, httplib::Response&, const std::string& body)> fn) {
-    svr.Post(path, [&o, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-      std::string body;
-      try {
-        body = read_body(req, res, reader, o.max_body_bytes);
-      } catch (const BadRequest& e) {
-        res.set_header("Connection", "close");  // what is left of the body is not read
-        return reply_error(res, e);
-      }
-      fn(req, res, body);
-    });
-  };
-  const auto busy = [](httplib::Response& res) {
-    res.set_header("Retry-After", "1");
-    reply(res, 503, error_json("too many changes are waiting to be logged; retry after a second"));
-  };
+}
 
-  post("/v1/query", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
+// Queries: one text, or an NDJSON batch.
+void add_query_routes(Server& svr, const ServeOptions& o, LiveIndex& live, const Limits& limits) {
+  post(svr, o, "/v1/query", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
     const QueryRequest q = parse_query(request_parser(body), body, limits);
-    reply(res, 200, query_json(idx->query(q.text, q.threshold, q.id), q.threshold, *idx) + "\n");
+    reply(res, 200, query_json(live.query(q.text, q.threshold, q.id), q.threshold, live) + "\n");
   });
-  post("/v1/query/batch", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
+  post(svr, o, "/v1/query/batch", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
     std::vector<QueryRequest> qs;
     simdjson::dom::parser& parser = request_parser(body);
     for (const auto& [n, line] : ndjson_lines(body)) {
@@ -634,21 +622,25 @@ int run_serve(const ServeOptions& o) {
     }
     std::string out;
     for (const QueryRequest& q : qs) {
-      out += query_json(idx->query(q.text, q.threshold, q.id), q.threshold, *idx);
+      out += query_json(live.query(q.text, q.threshold, q.id), q.threshold, live);
       out += '\n';
     }
     res.status = 200;
     res.set_content(std::move(out), "application/x-ndjson");
   });
-  post("/v1/add", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
+}
+
+// Changes: adds (one, or an NDJSON batch) and removals, each acknowledged once in the synced log.
+void add_change_routes(Server& svr, const ServeOptions& o, LiveIndex& live, const Limits& limits) {
+  post(svr, o, "/v1/add", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
     LiveChange c = parse_add(request_parser(body), body, limits);
     const std::string id = c.id;
-    const LiveResult r = idx->apply(std::move(c));
+    const LiveResult r = live.apply(std::move(c));
     if (r.outcome == LiveResult::Outcome::Busy) return busy(res);
     auto [status, answer] = add_json(id, r);
     reply(res, status, answer + "\n");
   });
-  post("/v1/add/batch", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
+  post(svr, o, "/v1/add/batch", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
     std::vector<LiveChange> cs;
     std::vector<std::string> ids;
     simdjson::dom::parser& parser = request_parser(body);
@@ -664,7 +656,7 @@ int run_serve(const ServeOptions& o) {
     if (cs.size() > o.max_pending)
       return reply(res, 413, error_json("a batch of " + std::to_string(cs.size()) + " changes is more than --max-pending " +
                                         std::to_string(o.max_pending) + "; split it"));
-    const std::vector<LiveResult> rs = idx->apply(std::move(cs));
+    const std::vector<LiveResult> rs = live.apply(std::move(cs));
     if (!rs.empty() && rs.front().outcome == LiveResult::Outcome::Busy) return busy(res);
     std::string out;
     for (size_t i = 0; i < rs.size(); ++i) {
@@ -674,15 +666,6 @@ int run_serve(const ServeOptions& o) {
     res.status = 200;
     res.set_content(std::move(out), "application/x-ndjson");
   });
-  svr.Get("/v1/docs/(.+)", [&](const httplib::Request& req, httplib::Response& res) {
-    const std::string id = req.matches[1];
-    check_id(id, "id");
-    const bool present = idx->contains(id);
-    std::string out = "{\"id\":";
-    append_json_string(out, id);
-    out += present ? ",\"present\":true}\n" : ",\"present\":false}\n";
-    reply(res, present ? 200 : 404, out);
-  });
   svr.Delete("/v1/docs/(.+)", [&](const httplib::Request& req, httplib::Response& res) {
     LiveChange c;
     c.kind = LiveChange::Kind::Remove;
@@ -690,16 +673,30 @@ int run_serve(const ServeOptions& o) {
     check_id(c.id, "id");
     std::string out = "{\"id\":";
     append_json_string(out, c.id);
-    const LiveResult r = idx->apply(std::move(c));
+    const LiveResult r = live.apply(std::move(c));
     if (r.outcome == LiveResult::Outcome::Busy) return busy(res);
     const bool removed = r.outcome == LiveResult::Outcome::Removed;
     out += removed ? ",\"removed\":true}\n" : ",\"removed\":false,\"error\":\"no document with this id\",\"field\":\"id\"}\n";
     reply(res, removed ? 200 : 404, out);
   });
-  svr.Get("/v1/stats", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, stats_json(idx->stats(), *idx, o.index)); });
+}
+
+// Lookups and the service's state: a document by id, stats, health, metrics; methods no endpoint
+// takes.
+void add_status_routes(Server& svr, const ServeOptions& o, LiveIndex& live, Metrics& metrics) {
+  svr.Get("/v1/docs/(.+)", [&](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    check_id(id, "id");
+    const bool present = live.contains(id);
+    std::string out = "{\"id\":";
+    append_json_string(out, id);
+    out += present ? ",\"present\":true}\n" : ",\"present\":false}\n";
+    reply(res, present ? 200 : 404, out);
+  });
+  svr.Get("/v1/stats", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, stats_json(live.stats(), live, o.index)); });
   svr.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
     // Unhealthy once the log cannot be written: changes are refused until a restart.
-    const std::string failure = idx->stats().log_failure;
+    const std::string failure = live.stats().log_failure;
     if (failure.empty()) return reply(res, 200, "{\"status\":\"ok\"}\n");
     std::string out = "{\"status\":\"failing\",\"error\":";
     append_json_string(out, "changes are refused: the log cannot be written (" + failure + "); free space and restart");
@@ -720,8 +717,38 @@ int run_serve(const ServeOptions& o) {
   svr.Options(".*", no_endpoint);
   svr.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
-    res.set_content(metrics_text(metrics, idx->stats()), "text/plain; version=0.0.4");
+    res.set_content(metrics_text(metrics, live.stats()), "text/plain; version=0.0.4");
   });
+
+}
+
+int run_serve(const ServeOptions& o) {
+  const auto [host, port] = parse_listen(o.listen);
+  const std::string token = o.token_file.empty() ? std::string() : read_token(o.token_file);
+  // The signals end the service gracefully: blocked here, before any thread starts (threads
+  // inherit the mask), and taken by one thread with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (const int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR2}) sigaddset(&stop_signals, s);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is an error on its socket, not the end of the service
+
+  LiveIndexOptions lo;
+  lo.max_pending = o.max_pending;
+  lo.fold_bytes = o.fold_mb << 20;
+  auto idx = LiveIndex::open(o.index, lo);
+  const LiveStats opened = idx->stats();
+  if (!o.quiet && opened.torn_bytes)
+    std::fprintf(stderr, "neardup: warning: %s: cut a torn record of %llu bytes off the log's end (a change that was never acknowledged)\n",
+                 LiveIndex::log_path(o.index).c_str(), static_cast<unsigned long long>(opened.torn_bytes));
+  const Limits limits{o.max_text_bytes, idx->spec().threshold};
+  Metrics metrics;
+
+  Server svr;
+  configure(svr, o, token, metrics);
+  add_query_routes(svr, o, *idx, limits);
+  add_change_routes(svr, o, *idx, limits);
+  add_status_routes(svr, o, *idx, metrics);
 
   int bound = port;
   if (port == 0) {
