@@ -25,100 +25,37 @@ int Run::go() {
 
 int Run::run() {
   const auto t_start = Clock::now();
-  double t_read = 0, t_lsh = 0, t_verify = 0, t_cluster = 0, t_write = 0;
-  // Options, inputs, shares and outputs: the same on every rank; only rank 0 speaks.
-  std::vector<std::string> per_source;
-  steps_.agree([&] {
-        if (o_.estimate_memory) throw UsageError("--estimate-memory runs in one process (neardup dedup --estimate-memory)");
-        cli::check_output_flags(o_, dedup_);
-        if (!o_.against.empty()) throw UsageError("--against runs in one process (neardup dedup --against)");
-        if (!o_.report.empty()) throw UsageError("--report runs in one process (neardup dedup --report)");
-        ro_ = cli::run_options(cmd_, o_);
-        spec_ = ro_.spec.resolved();
-        if (!uses_signatures(spec_.method))
-          throw UsageError("neardup-mpi runs --method oph and minhash; bottomk, simhash and exact run in one process (neardup)");
-
-        if (o_.threads > 0) {
-          threads_ = o_.threads;
-        } else {
-          MPI_Comm node;
-          MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-          int here = 1;
-          MPI_Comm_size(node, &here);
-          MPI_Comm_free(&node);
-          threads_ = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / here);
-        }
-        copy_read_once_inputs();
-        inputs_ = std::make_unique<io::InputSet>(o_.inputs, ro_.reader);
-        std::vector<io::NamedPath> outputs = {{o_.output_dir.empty() ? o_.output : std::string(), "--output"},
-                                              {o_.removed, "--removed"}, {o_.clusters, "--clusters"}, {o_.rejects, "--rejects"}};
-        if (!o_.output_dir.empty()) {
-          per_source = cli::output_dir_paths(*inputs_, o_.output_dir);
-          for (const std::string& p : per_source) outputs.push_back({p, "--output-dir file"});
-          outputs.front().path.clear();
-        }
-        cli::check_output_paths(*inputs_, outputs);
-        if (dedup_ && !inputs_->all_jsonl() && !inputs_->all_text())
-          throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
-                           "records or a list of paths); run it once per kind, or force one with --format");
-        apply_keep(ro_, *inputs_);  // as Pipeline does
-        // --output-dir: each file's output is written by one rank, so files are not cut.
-        shares_ = split_inputs(*inputs_, c_.size(), o_.output_dir.empty());
-      });
+  Outputs outs;
+  steps_.agree([&] { set_up(outs.per_source); });
   const Share& share = shares_[static_cast<size_t>(c_.rank())];
-  const size_t my_first = share.first, my_last = share.last;
-
-  // Every output is opened before the work: rank 0 the merged ones, each rank its files.
-  std::unique_ptr<io::AtomicFile> out, removed, clusters, rejects_out;
-  std::vector<std::unique_ptr<io::AtomicFile>> dir_files(per_source.size());
-  std::unique_ptr<io::AtomicFile> piece, removed_piece;
-  cli::RejectsFile rejects;
-  const bool one_output = per_source.empty();
-  steps_.agree([&] {
-        if (c_.rank() == 0) {
-          if (one_output) out = cli::open_output(o_.output);
-          if (!o_.removed.empty()) removed = cli::open_output(o_.removed);
-          if (!o_.clusters.empty()) clusters = cli::open_output(o_.clusters);
-          if (!o_.rejects.empty()) rejects_out = cli::open_output(o_.rejects);
-        }
-        for (size_t s = my_first; s < my_last && !per_source.empty(); ++s) {
-          std::error_code ec;
-          std::filesystem::create_directories(std::filesystem::path(per_source[s]).parent_path(), ec);
-          if (ec) throw IoError(per_source[s] + ": cannot create its directory: " + ec.message() + "; check --output-dir");
-          dir_files[s] = cli::open_output(per_source[s]);
-        }
-        // -o: pairs, or the kept paths of text files, go through a piece per rank.
-        if (one_output && !(dedup_ && inputs_->all_jsonl())) piece = std::make_unique<io::AtomicFile>(piece_path("output"));
-        if (dedup_ && !o_.removed.empty()) removed_piece = std::make_unique<io::AtomicFile>(piece_path("removed"));
-        rejects.open(o_.rejects.empty() ? std::string() : piece_path("rejects"), ro_.reader);
-      });
+  steps_.agree([&] { open_outputs(outs, share); });
 
   // 1. Read and sketch the share.
   auto t = Clock::now();
   steps_.agree([&] { read_share(share); });
-
   if (const char* kill = std::getenv("NEARDUP_MPI_TEST_KILL_RANK"); kill && std::atoi(kill) == c_.rank()) ::raise(SIGKILL);
   number_documents();
-  const uint64_t n = bases_.back();
-  const uint64_t skipped = c_.all_reduce(local_.reader.skipped, MPI_SUM);
+  Counts k;
+  k.documents = bases_.back();
+  k.skipped = c_.all_reduce(local_.reader.skipped, MPI_SUM);
   const io::ReaderStats read_stats = gather_reader_stats();
   {
     // Every record bad: the first message of the first rank that skipped one, as one process says it.
     const int first_skipper = c_.all_reduce(local_.reader.first_skips.empty() ? c_.size() : c_.rank(), MPI_MIN);
     steps_.agree([&] {
-          if (n == 0 && skipped > 0 && c_.rank() == first_skipper)
-            throw FormatError("every record was bad (" + std::to_string(skipped) + " skipped, the first: " +
+          if (k.documents == 0 && k.skipped > 0 && c_.rank() == first_skipper)
+            throw FormatError("every record was bad (" + std::to_string(k.skipped) + " skipped, the first: " +
                               local_.reader.first_skips.front() + "); nothing to deduplicate: check --text-field, --format and the inputs");
         });
   }
   check_duplicate_ids();
   if (ro_.keep == KeepPolicy::Field) check_key_kinds();
-  t_read = seconds_since(t);
+  k.t_read = seconds_since(t);
 
   // 2. Buckets, by band key.
   t = Clock::now();
   const auto buckets = find_buckets();
-  t_lsh = seconds_since(t);
+  k.t_lsh = seconds_since(t);
 
   // 3. Verification where the buckets are.
   t = Clock::now();
@@ -129,91 +66,178 @@ int Run::run() {
     const Payloads pl = fetch(std::move(members), false);
     steps_.agree([&] { verified = verify_buckets(buckets, pl); });
   }
-  t_verify = seconds_since(t);
-  const uint64_t candidates = c_.all_reduce(candidates_, MPI_SUM);
-  const uint64_t largest = c_.all_reduce(largest_bucket_, MPI_MAX);
+  k.t_verify = seconds_since(t);
+  k.candidates = c_.all_reduce(candidates_, MPI_SUM);
+  k.largest = c_.all_reduce(largest_bucket_, MPI_MAX);
 
   // 4. Clusters (dedup), by label propagation over the verified edges; or the pairs, each on the
   // rank that read its first document.
   t = Clock::now();
-  uint64_t clusters_n = 0, removed_n = 0, below = 0, pairs_n = 0, verified_n = 0;
   std::vector<std::pair<DocId, DocId>> my_removed;  // (removed, keeper), removed read here
-  if (dedup_) {
-    verified_n = c_.all_reduce(static_cast<uint64_t>(verified.size()), MPI_SUM);
-    const Components comp = components(verified);
-    label_rounds_ = comp.rounds;
-    const std::vector<Fate> fates = decide(comp);
-    for (const Fate& f : fates) {
-      if (f.keeper != f.doc) my_removed.push_back({f.doc, f.keeper});
-      if (f.clustered && f.keeper == f.doc) ++clusters_n;
-    }
-    removed_n = my_removed.size();
-    if (!o_.clusters.empty()) write_clusters(fates, clusters.get());
-    // Each removed document's similarity to its kept one, on the rank that read it.
-    std::vector<DocId> need;
-    for (const auto& [r, k] : my_removed) {
-      need.push_back(r);
-      need.push_back(k);
-    }
-    const Payloads pl = fetch(std::move(need), true);
-    const Scorer score = scorer(pl);
-    steps_.agree([&] {
-          std::string line;
-          for (const auto& [r, k] : my_removed) {
-            const double s = score(static_cast<DocId>(pl.index(r)), static_cast<DocId>(pl.index(k)));
-            if (s + kSimilarityEpsilon < spec_.threshold) ++below;
-            if (!removed_piece) continue;
-            line.assign(local_.ids[r - local_.base]).push_back('\t');
-            line.append(pl.ids[pl.index(k)]).push_back('\t');
-            io::append_similarity(line, s);
-            line.push_back('\n');
-            removed_piece->write(line);
-          }
-        });
-  } else {
-    // Pairs: each to the rank that read its first document, which writes them in order.
-    std::vector<std::string> send(static_cast<size_t>(c_.size()));
-    for (const ScoredPair& p : verified)
-      send[static_cast<size_t>(owner_of(bases_, p.a))].append(reinterpret_cast<const char*>(&p), sizeof p);
-    const auto got = c_.exchange(std::move(send));
-    std::vector<ScoredPair> pairs;
-    for (const std::string& g : got) {
-      const size_t at = pairs.size();
-      pairs.resize(at + g.size() / sizeof(ScoredPair));
-      std::memcpy(pairs.data() + at, g.data(), g.size());
-    }
-    std::sort(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
-    pairs.erase(std::unique(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a == y.a && x.b == y.b; }),
-                pairs.end());
-    pairs_n = c_.all_reduce(static_cast<uint64_t>(pairs.size()), MPI_SUM);
-    verified_n = pairs_n;
-    std::vector<DocId> others;
-    for (const ScoredPair& p : pairs) others.push_back(p.b);
-    // The ids of the second documents read elsewhere.
-    std::sort(others.begin(), others.end());
-    others.erase(std::unique(others.begin(), others.end()), others.end());
-    Payloads names;
-    names.docs = others;
-    {
-      std::vector<std::string> storage;
-      auto told = ask_owners(others, [&](std::span<const DocId> want, Packer& p) {
-        for (const DocId d : want) p.put_string(local_.ids[d - local_.base]);
-      }, storage);
-      for (const DocId d : others) names.ids.emplace_back(told[static_cast<size_t>(owner_of(bases_, d))].get_string());
-    }
-    steps_.agree([&] {
-          io::write_pairs(*piece, pairs, [&](DocId d) {
-            return local_.has(d) ? std::string_view(local_.ids[d - local_.base]) : std::string_view(names.ids[names.index(d)]);
-          });
-        });
-  }
-  clusters_n = c_.all_reduce(clusters_n, MPI_SUM);
-  removed_n = c_.all_reduce(removed_n, MPI_SUM);
-  below = c_.all_reduce(below, MPI_SUM);
-  t_cluster = seconds_since(t);
+  if (dedup_)
+    cluster_and_remove(verified, outs, k, my_removed);
+  else
+    send_pairs(verified, outs, k);
+  k.clusters = c_.all_reduce(k.clusters, MPI_SUM);
+  k.removed = c_.all_reduce(k.removed, MPI_SUM);
+  k.below = c_.all_reduce(k.below, MPI_SUM);
+  k.t_cluster = seconds_since(t);
 
   // 5. The outputs: kept records of the files read here; then the merged files on rank 0.
   t = Clock::now();
+  if (dedup_) write_kept(my_removed, outs, share);
+  commit_outputs(outs);
+  k.t_write = seconds_since(t);
+  print_summary(read_stats, k, seconds_since(t_start));
+  return kExitOk;
+}
+
+// Options, inputs, shares and outputs: the same on every rank; only rank 0 speaks.
+void Run::set_up(std::vector<std::string>& per_source) {
+  if (o_.estimate_memory) throw UsageError("--estimate-memory runs in one process (neardup dedup --estimate-memory)");
+  cli::check_output_flags(o_, dedup_);
+  if (!o_.against.empty()) throw UsageError("--against runs in one process (neardup dedup --against)");
+  if (!o_.report.empty()) throw UsageError("--report runs in one process (neardup dedup --report)");
+  ro_ = cli::run_options(cmd_, o_);
+  spec_ = ro_.spec.resolved();
+  if (!uses_signatures(spec_.method))
+    throw UsageError("neardup-mpi runs --method oph and minhash; bottomk, simhash and exact run in one process (neardup)");
+
+  if (o_.threads > 0) {
+    threads_ = o_.threads;
+  } else {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int here = 1;
+    MPI_Comm_size(node, &here);
+    MPI_Comm_free(&node);
+    threads_ = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / here);
+  }
+  copy_read_once_inputs();
+  inputs_ = std::make_unique<io::InputSet>(o_.inputs, ro_.reader);
+  std::vector<io::NamedPath> outputs = {{o_.output_dir.empty() ? o_.output : std::string(), "--output"},
+                                        {o_.removed, "--removed"}, {o_.clusters, "--clusters"}, {o_.rejects, "--rejects"}};
+  if (!o_.output_dir.empty()) {
+    per_source = cli::output_dir_paths(*inputs_, o_.output_dir);
+    for (const std::string& p : per_source) outputs.push_back({p, "--output-dir file"});
+    outputs.front().path.clear();
+  }
+  cli::check_output_paths(*inputs_, outputs);
+  if (dedup_ && !inputs_->all_jsonl() && !inputs_->all_text())
+    throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
+                     "records or a list of paths); run it once per kind, or force one with --format");
+  apply_keep(ro_, *inputs_);  // as Pipeline does
+  // --output-dir: each file's output is written by one rank, so files are not cut.
+  shares_ = split_inputs(*inputs_, c_.size(), o_.output_dir.empty());
+}
+
+// Every output is opened before the work: rank 0 the merged ones, each rank its files.
+void Run::open_outputs(Outputs& outs, const Share& share) {
+  const size_t my_first = share.first, my_last = share.last;
+  const auto& per_source = outs.per_source;
+  outs.dir_files.resize(per_source.size());
+  outs.one_output = per_source.empty();
+  const bool one_output = outs.one_output;
+  if (c_.rank() == 0) {
+    if (one_output) outs.out = cli::open_output(o_.output);
+    if (!o_.removed.empty()) outs.removed = cli::open_output(o_.removed);
+    if (!o_.clusters.empty()) outs.clusters = cli::open_output(o_.clusters);
+    if (!o_.rejects.empty()) outs.rejects_out = cli::open_output(o_.rejects);
+  }
+  for (size_t s = my_first; s < my_last && !per_source.empty(); ++s) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(per_source[s]).parent_path(), ec);
+    if (ec) throw IoError(per_source[s] + ": cannot create its directory: " + ec.message() + "; check --output-dir");
+    outs.dir_files[s] = cli::open_output(per_source[s]);
+  }
+  // -o: pairs, or the kept paths of text files, go through a piece per rank.
+  if (one_output && !(dedup_ && inputs_->all_jsonl())) outs.piece = std::make_unique<io::AtomicFile>(piece_path("output"));
+  if (dedup_ && !o_.removed.empty()) outs.removed_piece = std::make_unique<io::AtomicFile>(piece_path("removed"));
+  outs.rejects.open(o_.rejects.empty() ? std::string() : piece_path("rejects"), ro_.reader);
+}
+
+// dedup: the components of the verified edges, each clustered document's fate, --clusters, and
+// each removed document's line of --removed (its similarity to the kept one), on the rank that
+// read it.
+void Run::cluster_and_remove(const std::vector<ScoredPair>& verified, Outputs& outs, Counts& counts,
+                             std::vector<std::pair<DocId, DocId>>& my_removed) {
+  counts.verified = c_.all_reduce(static_cast<uint64_t>(verified.size()), MPI_SUM);
+  const Components comp = components(verified);
+  label_rounds_ = comp.rounds;
+  const std::vector<Fate> fates = decide(comp);
+  for (const Fate& f : fates) {
+    if (f.keeper != f.doc) my_removed.push_back({f.doc, f.keeper});
+    if (f.clustered && f.keeper == f.doc) ++counts.clusters;
+  }
+  counts.removed = my_removed.size();
+  if (!o_.clusters.empty()) write_clusters(fates, outs.clusters.get());
+  // Each removed document's similarity to its kept one, on the rank that read it.
+  std::vector<DocId> need;
+  for (const auto& [r, k] : my_removed) {
+    need.push_back(r);
+    need.push_back(k);
+  }
+  const Payloads pl = fetch(std::move(need), true);
+  const Scorer score = scorer(pl);
+  steps_.agree([&] {
+        std::string line;
+        for (const auto& [r, k] : my_removed) {
+          const double s = score(static_cast<DocId>(pl.index(r)), static_cast<DocId>(pl.index(k)));
+          if (s + kSimilarityEpsilon < spec_.threshold) ++counts.below;
+          if (!outs.removed_piece) continue;
+          line.assign(local_.ids[r - local_.base]).push_back('\t');
+          line.append(pl.ids[pl.index(k)]).push_back('\t');
+          io::append_similarity(line, s);
+          line.push_back('\n');
+          outs.removed_piece->write(line);
+        }
+      });
+}
+
+// pairs: each to the rank that read its first document, which writes them in order.
+void Run::send_pairs(const std::vector<ScoredPair>& verified, Outputs& outs, Counts& k) {
+  // Pairs: each to the rank that read its first document, which writes them in order.
+  std::vector<std::string> send(static_cast<size_t>(c_.size()));
+  for (const ScoredPair& p : verified)
+    send[static_cast<size_t>(owner_of(bases_, p.a))].append(reinterpret_cast<const char*>(&p), sizeof p);
+  const auto got = c_.exchange(std::move(send));
+  std::vector<ScoredPair> pairs;
+  for (const std::string& g : got) {
+    const size_t at = pairs.size();
+    pairs.resize(at + g.size() / sizeof(ScoredPair));
+    std::memcpy(pairs.data() + at, g.data(), g.size());
+  }
+  std::sort(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+  pairs.erase(std::unique(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a == y.a && x.b == y.b; }),
+              pairs.end());
+  k.pairs = c_.all_reduce(static_cast<uint64_t>(pairs.size()), MPI_SUM);
+  k.verified = k.pairs;
+  std::vector<DocId> others;
+  for (const ScoredPair& p : pairs) others.push_back(p.b);
+  // The ids of the second documents read elsewhere.
+  std::sort(others.begin(), others.end());
+  others.erase(std::unique(others.begin(), others.end()), others.end());
+  Payloads names;
+  names.docs = others;
+  {
+    std::vector<std::string> storage;
+    auto told = ask_owners(others, [&](std::span<const DocId> want, Packer& p) {
+      for (const DocId d : want) p.put_string(local_.ids[d - local_.base]);
+    }, storage);
+    for (const DocId d : others) names.ids.emplace_back(told[static_cast<size_t>(owner_of(bases_, d))].get_string());
+  }
+  steps_.agree([&] {
+        io::write_pairs(*outs.piece, pairs, [&](DocId d) {
+          return local_.has(d) ? std::string_view(local_.ids[d - local_.base]) : std::string_view(names.ids[names.index(d)]);
+        });
+      });
+}
+
+// dedup: the kept records of the files read here, into --output-dir's files, or to rank 0 for -o
+// (their byte ranges, or the bytes of compressed files).
+void Run::write_kept(std::vector<std::pair<DocId, DocId>>& my_removed, Outputs& outs, const Share& share) {
+  const size_t my_first = share.first, my_last = share.last;
+  const bool one_output = outs.one_output;
   Packer kept_ranges;
   // -o with compressed inputs: a rank other than 0 copies the kept records of its compressed
   // files itself (from its decompressed copy) into a piece, and sends their bytes to rank 0,
@@ -222,7 +246,7 @@ int Run::run() {
   std::unique_ptr<io::AtomicFile> kept_piece;
   std::vector<uint64_t> kept_piece_bytes;  // per source in the piece, in order
   int kept_slot = -1;
-  if (dedup_) steps_.agree([&] {
+  steps_.agree([&] {
         std::sort(my_removed.begin(), my_removed.end());
         size_t ri = 0;
         auto kept = [&](size_t i) {
@@ -257,8 +281,8 @@ int Run::run() {
               kept_ranges.put(static_cast<uint64_t>(s));
               kept_ranges.put_vector(ranges);
             } else {
-              io::append_ranges(src.path, src.display, ranges, *dir_files[s], inputs_->read_from_copy(s));
-              dir_files[s]->flush_appends();  // written whole: its buffers go to the next
+              io::append_ranges(src.path, src.display, ranges, *outs.dir_files[s], inputs_->read_from_copy(s));
+              outs.dir_files[s]->flush_appends();  // written whole: its buffers go to the next
             }
           }
           if (kept_piece) kept_piece->commit();
@@ -266,59 +290,65 @@ int Run::run() {
         } else {
           for (size_t i = 0; i < local_.size(); ++i)
             if (kept(i)) {
-              piece->write(local_.ids[i]);
-              piece->put('\n');
+              outs.piece->write(local_.ids[i]);
+              outs.piece->put('\n');
             }
         }
       });
-  if (dedup_ && one_output && inputs_->all_jsonl()) {
+  if (one_output && inputs_->all_jsonl()) {
     std::vector<std::string> send(static_cast<size_t>(c_.size()));
     send[0] = std::move(kept_ranges.bytes());
     const auto got = c_.exchange(std::move(send));
-    append_kept(got, kBytesFollow, kept_piece ? kept_piece->path() : std::string(), kept_piece_bytes, kept_slot, *out);
+    append_kept(got, kBytesFollow, kept_piece ? kept_piece->path() : std::string(), kept_piece_bytes, kept_slot, *outs.out);
   }
-  if (piece) write_piece(piece->path(), piece.get(), out.get());
-  if (removed_piece) write_piece(removed_piece->path(), removed_piece.get(), removed.get());
+}
+
+// The pieces merged on rank 0, then, once every rank has written everything, every output
+// renamed into place.
+void Run::commit_outputs(Outputs& outs) {
+  if (outs.piece) write_piece(outs.piece->path(), outs.piece.get(), outs.out.get());
+  if (outs.removed_piece) write_piece(outs.removed_piece->path(), outs.removed_piece.get(), outs.removed.get());
   if (!o_.rejects.empty()) {
     const std::string path = piece_path("rejects");
-    steps_.agree([&] { rejects.commit(); });
-    write_piece(path, nullptr, rejects_out.get());
+    steps_.agree([&] { outs.rejects.commit(); });
+    write_piece(path, nullptr, outs.rejects_out.get());
   }
   // Every rank has written everything: only now is anything renamed into place.
   steps_.agree([] {});
   steps_.agree([&] {
-        for (auto& f : dir_files)
+        for (auto& f : outs.dir_files)
           if (f) f->commit();
-        if (out) out->commit();
-        if (removed) removed->commit();
-        if (clusters) clusters->commit();
-        if (rejects_out) rejects_out->commit();
+        if (outs.out) outs.out->commit();
+        if (outs.removed) outs.removed->commit();
+        if (outs.clusters) outs.clusters->commit();
+        if (outs.rejects_out) outs.rejects_out->commit();
       });
-  t_write = seconds_since(t);
+}
 
+// The summary line (and --stats) on rank 0, from every rank's counts.
+void Run::print_summary(const io::ReaderStats& read_stats, const Counts& k, double seconds) {
   const double rss = c_.all_reduce(peak_rss_mib(), MPI_MAX);
   const uint64_t shuffled = c_.all_reduce(c_.shuffled, MPI_SUM);
-  const double t_read_max = c_.all_reduce(t_read, MPI_MAX);
+  const double t_read_max = c_.all_reduce(k.t_read, MPI_MAX);
   uint64_t empty = static_cast<uint64_t>(std::count(local_.sketches.empty.begin(), local_.sketches.empty.end(), 1));
   empty = c_.all_reduce(empty, MPI_SUM);
   uint64_t text_bytes = 0;
   for (const uint32_t l : local_.lengths) text_bytes += l;
   text_bytes = c_.all_reduce(text_bytes, MPI_SUM);
   if (c_.rank() == 0 && !o_.quiet) {
-    cli::print_input_warnings(read_stats, n, inputs_->left_out(), cmd_, ro_.reader);
-    const cli::SummaryCounts counts{n, empty, skipped, UINT64_MAX, candidates, verified_n, pairs_n, clusters_n, removed_n, below};
-    std::fprintf(stderr, "neardup: %s, %.2f s on %d ranks [%s]\n", cli::summary_counts(counts, !dedup_).c_str(), seconds_since(t_start),
+    cli::print_input_warnings(read_stats, k.documents, inputs_->left_out(), cmd_, ro_.reader);
+    const cli::SummaryCounts counts{k.documents, empty, k.skipped, UINT64_MAX, k.candidates, k.verified, k.pairs, k.clusters, k.removed, k.below};
+    std::fprintf(stderr, "neardup: %s, %.2f s on %d ranks [%s]\n", cli::summary_counts(counts, !dedup_).c_str(), seconds,
                  c_.size(), spec_.to_string().c_str());
     if (o_.show_stats)
       std::fprintf(stderr,
                    "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s (slowest rank); buckets %.3f s; verify %.3f s; "
                    "cluster %.3f s (%d label rounds); write %.3f s; shuffled %.0f bytes per document (%.1f MB over all ranks); largest bucket %llu; "
                    "peak memory %.0f MiB (largest rank); %d threads per rank\n",
-                   static_cast<double>(text_bytes) / 1e6, t_read_max, t_lsh, t_verify, t_cluster, label_rounds_, t_write,
-                   n ? static_cast<double>(shuffled) / static_cast<double>(n) : 0.0, static_cast<double>(shuffled) / 1e6,
-                   static_cast<unsigned long long>(largest), rss, threads_);
+                   static_cast<double>(text_bytes) / 1e6, t_read_max, k.t_lsh, k.t_verify, k.t_cluster, label_rounds_, k.t_write,
+                   k.documents ? static_cast<double>(shuffled) / static_cast<double>(k.documents) : 0.0, static_cast<double>(shuffled) / 1e6,
+                   static_cast<unsigned long long>(k.largest), rss, threads_);
   }
-  return kExitOk;
 }
 
 }  // namespace neardup::mpi

@@ -194,6 +194,30 @@ class Run {
                    const std::vector<uint64_t>& piece_bytes, int piece_slot, io::AtomicFile& final_out);
   std::string piece_path(const char* what) const;
   void copy_read_once_inputs();
+  // The outputs of a run: rank 0's merged files, each rank's --output-dir files, and the pieces
+  // each rank writes for rank 0 to merge.
+  struct Outputs {
+    std::vector<std::string> per_source;  // --output-dir: each source's file
+    std::unique_ptr<io::AtomicFile> out, removed, clusters, rejects_out;
+    std::vector<std::unique_ptr<io::AtomicFile>> dir_files;
+    std::unique_ptr<io::AtomicFile> piece, removed_piece;
+    cli::RejectsFile rejects;
+    bool one_output = true;  // -o (not --output-dir)
+  };
+  // What the summary line says, and the stages' times.
+  struct Counts {
+    uint64_t documents = 0, skipped = 0, candidates = 0, largest = 0;
+    uint64_t verified = 0, pairs = 0, clusters = 0, removed = 0, below = 0;
+    double t_read = 0, t_lsh = 0, t_verify = 0, t_cluster = 0, t_write = 0;
+  };
+  void set_up(std::vector<std::string>& per_source);
+  void open_outputs(Outputs& outs, const Share& share);
+  void cluster_and_remove(const std::vector<ScoredPair>& verified, Outputs& outs, Counts& counts,
+                          std::vector<std::pair<DocId, DocId>>& my_removed);
+  void send_pairs(const std::vector<ScoredPair>& verified, Outputs& outs, Counts& k);
+  void write_kept(std::vector<std::pair<DocId, DocId>>& my_removed, Outputs& outs, const Share& share);
+  void commit_outputs(Outputs& outs);
+  void print_summary(const io::ReaderStats& read_stats, const Counts& k, double seconds);
   std::unique_ptr<io::OnceCopy> receive_copy(const std::string& input, int in);
 
   Comm& c_;
