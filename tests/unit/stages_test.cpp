@@ -30,15 +30,6 @@
 namespace neardup {
 namespace {
 
-std::vector<io::Document> sample_documents() {
-  std::vector<io::Document> docs;
-  io::InputSet in({NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst"}, io::InputFormat::Auto);
-  io::RecordReader reader(in, io::ReaderOptions{});
-  io::Record r;
-  while (reader.next(r)) docs.push_back({std::string(r.id), std::string(r.text)});
-  return docs;
-}
-
 std::vector<std::string_view> texts_of(const std::vector<io::Document>& docs) {
   std::vector<std::string_view> t;
   for (const auto& d : docs) t.push_back(d.text);
@@ -62,7 +53,7 @@ class Stages : public ::testing::TestWithParam<const char*> {};
 // The components of the verified pairs, and so the documents removed and kept, equal the
 // pipeline's on the same texts; pairs mode gives the same pairs.
 TEST_P(Stages, ComposedByHandEqualThePipeline) {
-  static const std::vector<io::Document> docs = sample_documents();
+  static const std::vector<io::Document> docs = test::sample_documents();
   const std::vector<std::string_view> texts = texts_of(docs);
   RunOptions o;
   o.spec = PipelineSpec::parse(GetParam());
@@ -95,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(Methods, Stages,
 // Sketches made in two halves (two processes, say), written and read back, joined as one: the
 // same candidates as sketching everything at once.
 TEST(Stages, SketchFileRoundTripsAndJoinsAcrossBatches) {
-  static const std::vector<io::Document> docs = sample_documents();
+  static const std::vector<io::Document> docs = test::sample_documents();
   const std::vector<std::string_view> texts = texts_of(docs);
   test::TempDir d;
   for (const char* spec : {"words:3 oph:128 verify:0.7", "words:3 bottomk:64 verify:0.5", "words:3 simhash:6 verify:0.6"}) {
@@ -190,7 +181,7 @@ TEST(Stages, SketcherScratchIsBounded) {
 // Every kernel level, forced as NEARDUP_FORCE_ISA forces it, sketches and finds candidates
 // exactly as the scalar level does, for every method.
 TEST(Kernels, EveryLevelEqualsScalarEndToEnd) {
-  static const std::vector<io::Document> docs = sample_documents();
+  static const std::vector<io::Document> docs = test::sample_documents();
   const std::vector<std::string_view> texts = texts_of(docs);
   for (const char* spec : {"words:5 oph:128", "words:3 minhash:64", "words:3 bottomk:64", "words:3 simhash:6", "chars:5 oph:64"}) {
     const PipelineSpec s = PipelineSpec::parse(spec);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "neardup/cpu.h"
+#include "neardup/io/reader.h"
 
 namespace neardup::test {
 
@@ -71,6 +72,16 @@ inline size_t cached_pages(int fd, uint64_t from, uint64_t to) {
     for (const unsigned char c : in) n += c & 1;
   ::munmap(m, to - from);
   return n;
+}
+
+// The sample corpus's documents (data/sample), as (id, text) in input order.
+inline std::vector<io::Document> sample_documents() {
+  std::vector<io::Document> docs;
+  io::InputSet in({NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst"}, io::InputFormat::Auto);
+  io::RecordReader reader(in, io::ReaderOptions{});
+  io::Record r;
+  while (reader.next(r)) docs.push_back({std::string(r.id), std::string(r.text)});
+  return docs;
 }
 
 inline void write_file(const std::string& path, const std::string& content) {

@@ -24,15 +24,6 @@
 namespace neardup {
 namespace {
 
-std::vector<io::Document> pool_sample_documents() {
-  std::vector<io::Document> docs;
-  io::InputSet in({NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst"}, io::InputFormat::Auto);
-  io::RecordReader reader(in, io::ReaderOptions{});
-  io::Record r;
-  while (reader.next(r)) docs.push_back({std::string(r.id), std::string(r.text)});
-  return docs;
-}
-
 TEST(ThreadPool, EveryItemOnceNestedAndWithFewerWorkersThanAsked) {
   for (const int workers : {1, 3}) {
     ThreadPool pool(workers);
@@ -140,7 +131,7 @@ TEST(ThreadPool, AReadingPassWorkerHelpsAnotherWorkersLoop) {
 // A pipeline given a pool of one worker, or a pool whose workers are all busy, still finishes
 // with the same result: the calling thread does the work the pool cannot take.
 TEST(ThreadPool, PipelineFinishesOnAStarvedPool) {
-  static const std::vector<io::Document> docs = pool_sample_documents();
+  static const std::vector<io::Document> docs = test::sample_documents();
   RunOptions o;
   o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.7");
   o.threads = 4;
@@ -212,7 +203,7 @@ TEST(ThreadPool, CancelStopsLoopsAtTheirNextItem) {
 
 // A pipeline asked to stop raises Interrupted, and the same pipeline's inputs run whole again.
 TEST(ThreadPool, CancelledPipelineStopsAndAnotherRunsWhole) {
-  const std::vector<io::Document> docs = pool_sample_documents();
+  const std::vector<io::Document> docs = test::sample_documents();
   RunOptions o;
   o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.7");
   o.threads = 2;
