@@ -25,6 +25,10 @@ size_t set_large_line_bytes(size_t bytes) noexcept;
 /// on a file system without mmap: the reader then goes on reading that file as a stream.
 void fail_input_map_for_testing(size_t n) noexcept;
 
+/// How many times a reader has asked the kernel for pages ahead of its reading (ask_for_pages),
+/// in this process: what a test compares before and after a read instead of waiting to see.
+uint64_t pages_asked_for_testing() noexcept;
+
 /// MemoryMap::Auto's measured choice for this process: 0 not measured yet, 1 mapping is the
 /// faster, 2 read(2) is. Sets it to `choice` unless that is negative; returns the previous one.
 int map_choice_for_testing(int choice = -1) noexcept;

@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -400,8 +401,13 @@ const char* compression_name(Compression c) noexcept {
   return "?";
 }
 
+namespace {
+std::atomic<uint64_t> g_pages_asked{0};  // pages_asked_for_testing
+}  // namespace
+
 void ask_for_pages(int fd, uint64_t from, uint64_t to) noexcept {
   constexpr uint64_t kAdvice = uint64_t{128} << 10;
+  g_pages_asked.fetch_add(1, std::memory_order_relaxed);
   for (uint64_t at = from; at < to; at += kAdvice)
     ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(std::min(kAdvice, to - at)), POSIX_FADV_WILLNEED);
 }
@@ -492,3 +498,7 @@ std::string read_all(const std::string& path, const std::string& display) {
 }
 
 }  // namespace neardup::io
+
+namespace neardup {
+uint64_t pages_asked_for_testing() noexcept { return io::g_pages_asked.load(std::memory_order_relaxed); }
+}  // namespace neardup
