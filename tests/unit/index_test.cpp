@@ -452,8 +452,9 @@ TEST(Index, OpenForUpdateSerialisesUpdaters) {
   int first_done = -1, second_saw = -1;
   auto first = NearDupIndex::open_for_update(path);
   EXPECT_TRUE(first->updatable());
+  std::atomic<bool> waiting{false};
   std::thread second([&] {
-    auto idx = NearDupIndex::open_for_update(path, LockWait{true, nullptr});  // waits for `first`
+    auto idx = NearDupIndex::open_for_update(path, LockWait{true, [&](const std::string&) { waiting = true; }});  // waits for `first`
     second_saw = static_cast<int>(idx->size());
     IndexSketcher sk(idx->spec());
     IndexSketch s;
@@ -462,8 +463,9 @@ TEST(Index, OpenForUpdateSerialisesUpdaters) {
     idx->save();
     order = 2;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // give `second` time to block
-  EXPECT_EQ(order.load(), 0);  // it waits: this is what the lock is for, not a timing claim
+  for (int i = 0; i < 60000 && !waiting; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(waiting.load()) << "the second updater never found the lock held";
+  EXPECT_EQ(order.load(), 0);  // it waits: this is what the lock is for
   IndexSketcher sk(first->spec());
   IndexSketch s;
   sk.sketch("first updater text, other words entirely", s);

@@ -25,8 +25,8 @@ $NEARDUP dedup s.jsonl -o kept.jsonl --clusters /dev/stdout -q | cat; echo "exit
 $NEARDUP dedup s.jsonl -o /dev/null --removed /dev/null -q; echo "exit=$?"
 [ -c /dev/null ] && echo "/dev/null is still a character device"
 $NEARDUP dedup s.jsonl -o /dev/stdout -q | wc -l
-$NEARDUP dedup s.jsonl -o >(gzip > sub.gz) -q; echo "exit=$?"; sleep 0.5; zcat sub.gz | wc -l
-mkfifo fifo; (cat fifo > from-fifo &); $NEARDUP dedup s.jsonl -o fifo -q; echo "exit=$?"; sleep 0.3
+$NEARDUP dedup s.jsonl -o >(gzip > sub.gz) -q; echo "exit=$?"; wait $!; zcat sub.gz | wc -l  # $!: the substitution's gzip
+mkfifo fifo; cat fifo > from-fifo & reader=$!; $NEARDUP dedup s.jsonl -o fifo -q; echo "exit=$?"; wait $reader
 wc -l < from-fifo; [ -p fifo ] && echo "fifo is still a FIFO"
 ln -s real.jsonl link.jsonl
 $NEARDUP dedup s.jsonl -o link.jsonl -q; echo "exit=$?"; [ -L link.jsonl ] && echo "link.jsonl is still a link to $(readlink link.jsonl), $(wc -l < real.jsonl) lines"
