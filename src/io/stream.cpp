@@ -45,8 +45,10 @@ class File {
   File(const std::string& path, const std::string& display) : display_(display) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) throw IoError(sys_error("cannot open input", display) + "; check the path and its permissions");
+    // Its size, to tell a file cut while it is read; not for files that hold no blocks, whose
+    // size is not their length (sysfs states 4096 for a few bytes).
     struct stat st {};
-    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) open_size_ = static_cast<uint64_t>(st.st_size);
+    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && st.st_blocks > 0) open_size_ = static_cast<uint64_t>(st.st_size);
   }
   ~File() {
     if (fd_ >= 0) ::close(fd_);
@@ -131,7 +133,7 @@ class File {
   uint64_t ahead_from_ = uint64_t{1} << 20;  // ask_ahead() once the bytes in hand reach this (never: UINT64_MAX)
   uint64_t asked_to_ = 0;             // the bytes before this were asked for
   uint64_t size_ = 0;                 // once looked up: the file's size (UINT64_MAX: not a regular file)
-  uint64_t open_size_ = 0;            // a regular file's size when opened (0 for anything else)
+  uint64_t open_size_ = 0;            // a regular file's size when opened (0: not known)
   std::string display_;
 };
 
