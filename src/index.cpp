@@ -428,8 +428,9 @@ std::string own_command_line() {
   return cmd;
 }
 
-// The holder as its lock file names it: "process PID (COMMAND)", or "this process (...)".
-std::string describe_holder(int fd) {
+// The holder as its lock file names it: "process PID (COMMAND)", or "this process (...)";
+// `self` says whether it is this process.
+std::string describe_holder(int fd, bool* self = nullptr) {
   char buf[512];
   const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
   const std::string text(buf, n > 0 ? static_cast<size_t>(n) : 0);
@@ -439,6 +440,7 @@ std::string describe_holder(int fd) {
   // another program, is not named.
   if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) return "another process";
   const std::string cmd = space == std::string::npos ? std::string() : " (" + text.substr(space + 1) + ")";
+  if (self) *self = pid == ::getpid();
   if (pid == ::getpid()) return "this process" + cmd + ", through another open index";
   return "process " + std::to_string(pid) + cmd;
 }
@@ -468,10 +470,10 @@ IndexLock::IndexLock(const std::string& index_path, const LockWait& wait) {
       ::close(fd_);
       throw IoError(std::string("cannot lock the index: ") + std::strerror(e), ErrorPlace{p});
     }
-    const std::string who = describe_holder(fd_);
+    bool self = false;
+    const std::string who = describe_holder(fd_, &self);
     if (!wait.wait) {
       ::close(fd_);
-      const bool self = who.starts_with("this process");
       throw IoError("the index is being changed by " + who +
                         (self ? "; close that index first (only one may be open for update)"
                               : "; stop it or let it finish (the commands that change an index wait for it with --wait; "

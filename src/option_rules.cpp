@@ -8,7 +8,7 @@
 namespace neardup {
 namespace {
 
-// The bounds are those of the engine (spec.cpp refuses a spec outside them as well): shingles of
+// The bounds of the engine, which PipelineSpec::resolved checks a spec against too: shingles of
 // up to 64 words or characters, signatures and LSH of up to 4096 values, bottom-k sketches of
 // up to 65536, SimHash distances up to 16 (the permuted tables' plans, simhash_plan.h).
 constexpr NumberRule kRules[] = {

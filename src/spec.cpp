@@ -11,6 +11,7 @@
 
 #include "internal/option_text.h"
 #include "neardup/error.h"
+#include "neardup/option_rules.h"
 
 namespace neardup {
 namespace {
@@ -116,18 +117,28 @@ PipelineSpec PipelineSpec::parse(std::string_view text) {
   return s;
 }
 
+namespace {
+
+// A value against its rule in the table every driver's checks read (option_rules.h); `what`
+// names it in the message, `shown` is the value as given.
+void check_rule(std::string_view rule, double v, const std::string& what, const std::string& shown) {
+  const NumberRule& r = number_rule(rule);
+  if (rule_problem(r, v).empty()) return;
+  const std::string range = r.integer ? "between " + std::to_string(static_cast<long long>(r.lo)) + " and " +
+                                            std::to_string(static_cast<long long>(r.hi))
+                                      : rule_range(r);
+  throw UsageError(what + " must be " + range + ", got " + shown);
+}
+
+}  // namespace
+
 PipelineSpec PipelineSpec::resolved() const {
   PipelineSpec s = *this;
-  if (s.shingle.k < 1 || s.shingle.k > 64)
-    throw UsageError("shingle size must be between 1 and 64, got " + std::to_string(s.shingle.k));
-  if (s.num_perm < 1 || s.num_perm > 4096)
-    throw UsageError(std::string(s.method == SketchMethod::Oph ? "OPH bins" : "permutations") +
-                     " must be between 1 and 4096, got " + std::to_string(s.num_perm));
-  if (!(s.threshold > 0.0 && s.threshold <= 1.0))
-    throw UsageError("threshold must be in (0, 1], got " + format_double(s.threshold));
+  check_rule("shingle", s.shingle.k, "shingle size", std::to_string(s.shingle.k));
+  check_rule("num_perm", s.num_perm, s.method == SketchMethod::Oph ? "OPH bins" : "permutations", std::to_string(s.num_perm));
+  check_rule("threshold", s.threshold, "threshold", format_double(s.threshold));
   if (s.method == SketchMethod::SimHash) {
-    if (s.hamming < 0 || s.hamming > 16)
-      throw UsageError("Hamming distance must be between 0 and 16, got " + std::to_string(s.hamming));
+    check_rule("hamming", s.hamming, "Hamming distance", std::to_string(s.hamming));
     if (s.lsh.bands != 0 || s.lsh.rows != 0)
       throw UsageError("bands and rows apply to minhash and oph only; simhash finds pairs with permuted tables");
     return s;
@@ -140,8 +151,7 @@ PipelineSpec PipelineSpec::resolved() const {
     return s;
   }
   if (s.method == SketchMethod::BottomK) {
-    if (s.sketch_size < 1 || s.sketch_size > 65536)
-      throw UsageError("sketch size must be between 1 and 65536, got " + std::to_string(s.sketch_size));
+    check_rule("sketch_size", s.sketch_size, "sketch size", std::to_string(s.sketch_size));
     if (s.lsh.bands != 0 || s.lsh.rows != 0)
       throw UsageError("bands and rows apply to minhash and oph only; bottomk finds every pair with a join, without LSH");
     return s;

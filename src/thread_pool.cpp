@@ -117,11 +117,13 @@ void ThreadPool::parallel_for(size_t n, int threads, const std::function<void(si
   // Under a Cancel scope, each item first checks the flag, and runs under the same scope (its
   // nested loops check it too, on whichever thread runs them).
   const std::atomic<bool>* cancel = tls_cancel;
-  const std::function<void(size_t, size_t)> checked = [&fn_in, cancel](size_t i, size_t slot) {
-    if (cancel->load(std::memory_order_relaxed)) throw Interrupted();
-    const Cancel scope(cancel);
-    fn_in(i, slot);
-  };
+  std::function<void(size_t, size_t)> checked;
+  if (cancel)
+    checked = [&fn_in, cancel](size_t i, size_t slot) {
+      if (cancel->load(std::memory_order_relaxed)) throw Interrupted();
+      const Cancel scope(cancel);
+      fn_in(i, slot);
+    };
   const std::function<void(size_t, size_t)>& fn = cancel ? checked : fn_in;
   const size_t helpers =
       std::min({static_cast<size_t>(std::max(threads, 1)) - 1, static_cast<size_t>(workers()), n > 0 ? n - 1 : 0});

@@ -104,14 +104,13 @@ def _is_int(v) -> bool:
 def _check_number(name: str, value, none_ok: bool = False) -> None:
     if value is None and none_ok:
         return
-    _, lo, hi, lo_open, hi_open, integer, in_range, means = _RULES[name]
+    _, integer, in_range = _RULES[name]
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or (integer and not _is_int(value)):
         kind = "a whole number" if integer else "a number"
         raise UsageError(f"{name}={value!r} is a {type(value).__name__}; give {kind} {in_range}", option=name)
-    v = float(value)
-    ok = (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
-    if not ok:
-        raise UsageError(f"{name}={value!r} is not {in_range}" + (f" ({means})" if means else ""), option=name)
+    problem = _native.rule_problem(name, float(value))
+    if problem:
+        raise UsageError(f"{name}={value!r} {problem}", option=name)
 
 
 def _check_choice(name: str, value, choices) -> None:

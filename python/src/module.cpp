@@ -606,12 +606,13 @@ PYBIND11_MODULE(_native, m) {
   m.def("update_hashvalues", &update_hashvalues);
   m.def("bulk_sha1", &bulk_sha1, py::arg("docs"), py::arg("a"), py::arg("b"), py::arg("threads") = 0);
   m.def("version", [] { return std::string(version()); });
-  m.def("number_rules", [] {  // the ranges of the numeric options, as the CLI checks them
+  m.def("number_rules", [] {  // the numeric options' names, whether each is whole, and its range
     py::list out;
-    for (const NumberRule& r : number_rules())
-      out.append(py::make_tuple(std::string(r.name), r.lo, r.hi, r.lo_open, r.hi_open, r.integer, rule_range(r), std::string(r.means)));
+    for (const NumberRule& r : number_rules()) out.append(py::make_tuple(std::string(r.name), r.integer, rule_range(r)));
     return out;
   });
+  // What is wrong with `value` for option `name` ("" if nothing), as the CLI's checks say it.
+  m.def("rule_problem", [](const std::string& name, double value) { return rule_problem(number_rule(name), value); });
   m.def("is_closed", [](const PyIndex& i) { return i.closed(); });
   m.def("version_info", &version_info);
   py::class_<PyIndex>(m, "Index")

@@ -76,6 +76,11 @@ void reply_error(httplib::Response& res, const BadRequest& e, uint64_t line = 0)
   reply(res, e.status, error_json(e.message, e.field, line));
 }
 
+// 404 for a path or method no endpoint takes, in JSON like every other answer.
+void reply_no_endpoint(const httplib::Request& req, httplib::Response& res) {
+  reply(res, 404, error_json("no endpoint " + req.method + " " + req.path + " (see docs/serve.md)"));
+}
+
 // An id must be a line of a TSV output and a path segment: no control characters, bounded.
 void check_id(std::string_view id, const char* field) {
   if (id.empty()) throw BadRequest{400, std::string("'") + field + "' is empty", field};
@@ -582,7 +587,7 @@ void configure(Server& svr, const ServeOptions& o, const std::string& token, Met
   svr.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404)
-      reply(res, 404, error_json("no endpoint " + req.method + " " + req.path + " (see docs/serve.md)"));
+      reply_no_endpoint(req, res);
     else if (res.status == 413)
       reply(res, 413, error_json("the request body is over the limit of " + std::to_string(o.max_body_bytes) + " bytes (--max-body-bytes)"));
     else
@@ -705,16 +710,13 @@ void add_status_routes(Server& svr, const ServeOptions& o, LiveIndex& live, Metr
   // Methods no endpoint takes: answered as an unknown endpoint is, in JSON, whether or not they
   // carry a body (taken with a content reader so that cpp-httplib does not try to read one first
   // and answer 400; what is left unread closes the connection).
-  const auto no_endpoint = [](const httplib::Request& req, httplib::Response& res) {
-    reply(res, 404, error_json("no endpoint " + req.method + " " + req.path + " (see docs/serve.md)"));
-  };
-  const auto no_endpoint_with_body = [no_endpoint](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader&) {
+  const auto no_endpoint_with_body = [](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader&) {
     res.set_header("Connection", "close");
-    no_endpoint(req, res);
+    reply_no_endpoint(req, res);
   };
   svr.Patch(".*", no_endpoint_with_body);
   svr.Put(".*", no_endpoint_with_body);
-  svr.Options(".*", no_endpoint);
+  svr.Options(".*", reply_no_endpoint);
   svr.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
     res.set_content(metrics_text(metrics, live.stats()), "text/plain; version=0.0.4");
