@@ -38,13 +38,6 @@ namespace fs = std::filesystem;
 
 namespace neardup::io {
 
-// A copy of what can be read only once (spool_once).
-struct Spooled {
-  std::string path;
-  int slot = -1;     ///< in the list of temporary files (a named file)
-  int keep_fd = -1;  ///< the unnamed file, to close when it is no longer read
-};
-
 void write_copy(int fd, const char* p, size_t n, const std::string& display, const std::string& dir) {
   while (n > 0) {
     const ssize_t w = ::write(fd, p, n);
@@ -71,43 +64,9 @@ SourceKind kind_from_name(std::string_view name, InputFormat format) {
   return SourceKind::TextFile;
 }
 
-// Makes a temporary file and has `fill` write a copy of what can be read only once (stdin, a
-// pipe or process substitution such as <(zcat x.gz)) into it, so that later passes can read it
-// again. Where the file system can make one, the file has no name (O_TMPFILE): it is read by
-// /proc/self/fd/N, kept open by the caller, and nothing is left of it however the process ends.
-// Otherwise it is listed for removal by a signal handler. `display` names the input in messages.
-Spooled spool(const std::string& display, const std::string& dir_in, const std::function<void(int)>& fill) {
-  const std::string dir = temp_directory(dir_in);
-  Spooled out;
-  int fd = open_unnamed(dir);
-  if (fd >= 0) {
-    out.path = descriptor_path(fd);
-    out.keep_fd = fd;
-  } else {
-    out.path = dir + "/neardup-stdin-XXXXXX";
-    fd = ::mkstemp(out.path.data());
-    if (fd < 0)
-      throw IoError(std::string("cannot create a temporary copy in ") + dir + ": " + std::strerror(errno) +
-                    "; set TMPDIR to a writable directory", ErrorPlace{display});
-    out.slot = register_temporary_file(out.path);
-  }
-  try {
-    fill(fd);
-  } catch (...) {
-    ::close(fd);
-    if (out.keep_fd < 0) {
-      ::unlink(out.path.c_str());
-      unregister_temporary_file(out.slot);
-    }
-    throw;
-  }
-  if (out.keep_fd < 0) ::close(fd);
-  return out;
-}
-
-// spool() with the bytes read from descriptor `in`.
-Spooled spool_once(int in, const std::string& display, const std::string& dir_in) {
-  return spool(display, dir_in, [&](int fd) {
+// What writes a copy of descriptor `in` (read to its end) into a OnceCopy's file.
+std::function<void(int)> copy_from(int in, const std::string& display, const std::string& dir) {
+  return [in, display, dir](int fd) {
     std::vector<char> buf(1 << 20);
     for (;;) {
       const ssize_t r = ::read(in, buf.data(), buf.size());
@@ -116,9 +75,9 @@ Spooled spool_once(int in, const std::string& display, const std::string& dir_in
         if (errno == EINTR) continue;
         throw IoError(std::string("cannot read: ") + std::strerror(errno), ErrorPlace{display});
       }
-      write_copy(fd, buf.data(), static_cast<size_t>(r), display, dir_in);
+      write_copy(fd, buf.data(), static_cast<size_t>(r), display, dir);
     }
-  });
+  };
 }
 
 }  // namespace
@@ -197,11 +156,34 @@ InputSet::InputSet(std::vector<Document> documents) : documents_(std::move(docum
   for (const Document& d : documents_) total_bytes_ += d.text.size();
 }
 
-OnceCopy::OnceCopy(const std::string& display, const std::string& dir, const std::function<void(int)>& fill) {
-  Spooled s = spool(display, dir, fill);
-  path_ = std::move(s.path);
-  slot_ = s.slot;
-  fd_ = s.keep_fd;
+// Where the file system can make one, the copy has no name (O_TMPFILE): it is read by
+// /proc/self/fd/N, and nothing is left of it however the process ends. Otherwise it is listed for
+// removal by a signal handler.
+OnceCopy::OnceCopy(const std::string& display, const std::string& dir_in, const std::function<void(int)>& fill) {
+  const std::string dir = temp_directory(dir_in);
+  int fd = open_unnamed(dir);
+  if (fd >= 0) {
+    path_ = descriptor_path(fd);
+    fd_ = fd;
+  } else {
+    path_ = dir + "/neardup-stdin-XXXXXX";
+    fd = ::mkstemp(path_.data());
+    if (fd < 0)
+      throw IoError(std::string("cannot create a temporary copy in ") + dir + ": " + std::strerror(errno) +
+                    "; set TMPDIR to a writable directory", ErrorPlace{display});
+    slot_ = register_temporary_file(path_);
+  }
+  try {
+    fill(fd);
+  } catch (...) {
+    ::close(fd);  // an unnamed copy goes with its descriptor; a named one is removed
+    if (fd_ < 0) {
+      ::unlink(path_.c_str());
+      unregister_temporary_file(slot_);
+    }
+    throw;
+  }
+  if (fd_ < 0) ::close(fd);
 }
 
 OnceCopy::~OnceCopy() {
@@ -216,7 +198,7 @@ OnceCopy::~OnceCopy() {
 // Standard input, spooled to a temporary file so that later passes can read it again.
 void InputSet::add_stdin(InputFormat format, const std::string& stdin_dir) {
   Source s;
-  s.path = own_spooled(spool_once(0, "<stdin>", stdin_dir));
+  s.path = own(std::make_unique<OnceCopy>("<stdin>", stdin_dir, copy_from(0, "<stdin>", stdin_dir)));
   s.display = "<stdin>";
   s.kind = format == InputFormat::Text ? SourceKind::TextFile : SourceKind::Jsonl;
   s.doc_id = "-";  // as the user named it: never the temporary copy's path
@@ -340,15 +322,15 @@ void InputSet::add_file(const std::string& p, bool regular, InputFormat format, 
   if (!regular) {
     const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw IoError(std::string("cannot read: ") + std::strerror(errno) + "; check its permissions", ErrorPlace{p});
-    Spooled spooled;
+    std::unique_ptr<OnceCopy> copy;
     try {
-      spooled = spool_once(fd, p, stdin_dir);
+      copy = std::make_unique<OnceCopy>(p, stdin_dir, copy_from(fd, p, stdin_dir));
     } catch (...) {
       ::close(fd);
       throw;
     }
     ::close(fd);
-    s.path = own_spooled(std::move(spooled));
+    s.path = own(std::move(copy));
   }
   if (format == InputFormat::Auto && s.kind == SourceKind::TextFile && looks_like_jsonl(s.path, p)) s.kind = SourceKind::Jsonl;
   if (s.kind == SourceKind::TextFile && bad_id_char(s.doc_id)) {
@@ -358,33 +340,28 @@ void InputSet::add_file(const std::string& p, bool regular, InputFormat format, 
   sources_.push_back(std::move(s));
 }
 
+// A copy made before a later path fails goes with the set's members (once_copies_).
 void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions& options, const std::string& stdin_dir) {
-  try {
-    for (const std::string& p : paths) {
-      if (const auto copy = std::find_if(options.copied_once.begin(), options.copied_once.end(),
-                                         [&](const auto& c) { return c.first == p; });
-          copy != options.copied_once.end()) {
-        add_copied(p, copy->second, options.format);
-        continue;
-      }
-      if (p == "-") {
-        add_stdin(options.format, stdin_dir);
-        continue;
-      }
-      std::error_code ec;
-      const fs::file_status st = fs::status(p, ec);
-      if (ec && ec != std::errc::no_such_file_or_directory)
-        throw IoError(std::string("cannot access: ") + ec.message() + "; check the permissions of the path", ErrorPlace{p});
-      if (!fs::exists(st)) throw IoError("no such file or directory; check the path", ErrorPlace{p});
-      if (fs::is_directory(st))
-        add_directory(p, options);
-      else
-        add_file(p, fs::is_regular_file(st), options.format, stdin_dir);
+  for (const std::string& p : paths) {
+    if (const auto copy = std::find_if(options.copied_once.begin(), options.copied_once.end(),
+                                       [&](const auto& c) { return c.first == p; });
+        copy != options.copied_once.end()) {
+      add_copied(p, copy->second, options.format);
+      continue;
     }
-  } catch (...) {
-    for (const auto& t : temp_files_) ::unlink(t.c_str());
-    for (const int slot : temp_slots_) unregister_temporary_file(slot);
-    throw;
+    if (p == "-") {
+      add_stdin(options.format, stdin_dir);
+      continue;
+    }
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw IoError(std::string("cannot access: ") + ec.message() + "; check the permissions of the path", ErrorPlace{p});
+    if (!fs::exists(st)) throw IoError("no such file or directory; check the path", ErrorPlace{p});
+    if (fs::is_directory(st))
+      add_directory(p, options);
+    else
+      add_file(p, fs::is_regular_file(st), options.format, stdin_dir);
   }
   for (const Source& s : sources_) {
     struct stat sb;
@@ -392,21 +369,12 @@ void InputSet::expand(const std::vector<std::string>& paths, const ReaderOptions
   }
 }
 
-InputSet::~InputSet() {
-  for (const auto& t : temp_files_) ::unlink(t.c_str());
-  for (const int slot : temp_slots_) unregister_temporary_file(slot);
-  for (const int fd : temp_fds_) ::close(fd);
-}
+InputSet::~InputSet() = default;
 
-// Owns a spooled copy: its file to remove, or its unnamed file's descriptor to close; its path.
-std::string InputSet::own_spooled(Spooled spooled) {
-  if (spooled.keep_fd >= 0) {
-    temp_fds_.push_back(spooled.keep_fd);
-  } else {
-    temp_files_.push_back(spooled.path);
-    temp_slots_.push_back(spooled.slot);
-  }
-  return std::move(spooled.path);
+// Keeps a spooled copy for the set's life; its path.
+std::string InputSet::own(std::unique_ptr<OnceCopy> copy) {
+  once_copies_.push_back(std::move(copy));
+  return once_copies_.back()->path();
 }
 
 void InputSet::read_again_from(size_t source, std::unique_ptr<ScratchCopy> copy) {

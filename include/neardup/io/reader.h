@@ -35,7 +35,6 @@
 namespace neardup::io {
 
 class ScratchCopy;
-struct Spooled;
 
 enum class InputFormat { Auto, Jsonl, Text };
 enum class OnError { Fail, Skip };
@@ -221,11 +220,10 @@ class InputSet {
   WalkCounts left_out_;
   std::vector<Document> documents_;
   std::vector<Source> sources_;
-  std::vector<std::string> temp_files_;
-  std::vector<int> temp_slots_;  ///< in the list of temporary files (io/writer.h)
+
   std::vector<std::unique_ptr<ScratchCopy>> copies_;  ///< per source (read_again_from), or null
-  std::vector<int> temp_fds_;  ///< spooled copies without a name, read by /proc/self/fd/N
-  std::string own_spooled(Spooled spooled);
+  std::vector<std::unique_ptr<OnceCopy>> once_copies_;  ///< standard input, pipes and FIFOs, copied
+  std::string own(std::unique_ptr<OnceCopy> copy);
   uint64_t total_bytes_ = 0;
 };
 
