@@ -4,6 +4,7 @@
 #include <string>
 
 #include "neardup/allpairs.h"
+#include "neardup/bucket_verify.h"
 #include "neardup/bottomk.h"
 #include "neardup/cluster.h"
 #include "neardup/cpu.h"

@@ -35,14 +35,8 @@ std::unique_ptr<SetJoin> Pipeline::Impl::build_join(std::span<const DocId> docs)
   return std::make_unique<SetJoin>(docs, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
 }
 
-// LSH with exact verification. Star edges first (a bucket of s documents gives s - 1, verified in
-// parallel): on clean clusters they connect everything. A bucket the stars left split (its first
-// document an outlier, or two clusters meeting in it) is completed exactly: a small one by
-// verifying its pairs across clusters, a large one by the exact join over its documents,
-// restricted to pairs that share a band, which verifies only pairs not yet connected. So every
-// pair that shares a bucket and has J >= t ends up in one cluster. Pairs mode lists every such
-// pair: all the pairs of the small buckets are verified, and the join lists those of the large
-// ones (here, or as they are written).
+// LSH with exact verification (bucket_verify.h): every pair that shares a bucket and has J >= t
+// ends up in one cluster; pairs mode lists every such pair (here, or as they are written).
 void Pipeline::Impl::find_pairs_lsh() {
   auto t = Clock::now();
   if (spec_.verify == VerifyMode::Estimate) return find_pairs_lsh_estimate();
@@ -67,73 +61,24 @@ void Pipeline::Impl::find_pairs_lsh() {
   stats_.times.verify = seconds_since(t);
 }
 
-uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<const DocId> docs, std::vector<ScoredPair>& out) {
-  std::vector<DocPair> stars = star_edges(buckets);
-  std::vector<ScoredPair> pairs = verify_pairs(stars, scorer(), spec_.threshold, threads_);
-  uint64_t verified = stars.size();
+BucketVerification Pipeline::Impl::bucket_verification() const {
+  BucketVerification how;
+  how.threshold = spec_.threshold;
+  how.threads = threads_;
+  how.list_all = mode_ == Mode::Pairs;
+  how.num_docs = lengths_.size();
+  how.share = band_filter();
+  if (spec_.verify == VerifyMode::Exact) how.join = [this](std::span<const DocId> docs) { return build_join(docs); };
+  return how;
+}
 
-  // Buckets up to this size are completed pair by pair (at most 2,016 pairs each); larger ones
-  // by the join, whose cost grows with the pairs it finds rather than with s^2.
-  constexpr size_t kDirect = 64;
-  const bool pairs_mode = mode_ == Mode::Pairs;
-  std::vector<DocId> joined;
-  std::vector<DocPair> direct;
-  {
-    // Over the buckets' documents (their places in docs), not every document of the run: one
-    // group of a dedup's verification costs its own size.
-    const auto local = [&](DocId d) { return place_in(docs, d); };
-    UnionFind uf(docs.size());
-    for (const ScoredPair& e : pairs) uf.unite(local(e.a), local(e.b));
-    std::vector<uint32_t> root;
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      const auto b = buckets[i];
-      root.resize(b.size());
-      bool split = false;
-      for (size_t x = 0; x < b.size(); ++x) {
-        root[x] = uf.find(local(b[x]));
-        split |= root[x] != root[0];
-      }
-      if (!split && !pairs_mode) continue;
-      if (b.size() > kDirect) {
-        joined.insert(joined.end(), b.begin(), b.end());
-        continue;
-      }
-      for (size_t y = 2; y < b.size(); ++y)  // the pairs with b[0] are stars
-        for (size_t x = 1; x < y; ++x)
-          if (pairs_mode || root[x] != root[y]) direct.push_back({b[x], b[y]});
-    }
-  }
-  internal::sort_unique_pairs(direct);
-  {  // stars already verified
-    std::vector<DocPair> rest;
-    std::set_difference(direct.begin(), direct.end(), stars.begin(), stars.end(), std::back_inserter(rest));
-    direct.swap(rest);
-  }
-  verified += direct.size();
-  if (!direct.empty()) {
-    const auto more = verify_pairs(direct, scorer(), spec_.threshold, threads_);
-    std::vector<ScoredPair> merged(pairs.size() + more.size());
-    std::merge(pairs.begin(), pairs.end(), more.begin(), more.end(), merged.begin(), by_pair);
-    pairs.swap(merged);
-  }
-  std::vector<DocPair>().swap(direct);
-  std::vector<DocPair>().swap(stars);
-  if (!joined.empty()) {
-    std::sort(joined.begin(), joined.end());
-    joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
-    std::unique_ptr<SetJoin> join = build_join(joined);
-    const std::vector<ScoredPair> more = join->connect(lengths_.size(), pairs, band_filter());
-    verified += join->stats().verified;
-    // Pairs mode lists the join's pairs with the run's verified ones (expand_pairs), which hold
-    // every pair of the small buckets.
-    if (pairs_mode) joins_.push_back(std::move(join));
-    if (!more.empty()) {
-      pairs.insert(pairs.end(), more.begin(), more.end());
-      std::sort(pairs.begin(), pairs.end(), by_pair);
-    }
-  }
-  out.insert(out.end(), pairs.begin(), pairs.end());
-  return verified;
+uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<const DocId> docs, std::vector<ScoredPair>& out) {
+  VerifiedBuckets v = neardup::verify_buckets(buckets, docs, scorer(), bucket_verification());
+  // Pairs mode lists the join's pairs with the run's verified ones (expand_pairs), which hold
+  // every pair of the small buckets.
+  if (v.join) joins_.push_back(std::move(v.join));
+  out.insert(out.end(), v.pairs.begin(), v.pairs.end());
+  return v.verified;
 }
 
 // Verification in groups. A candidate component (documents joined through shared buckets) holds
@@ -215,36 +160,19 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
 // Leader clustering's test: J >= t, by the run's verification.
 bool Pipeline::Impl::reaches_threshold(DocId a, DocId b) const { return similarity(a, b) + kSimilarityEpsilon >= spec_.threshold; }
 
-// LSH with estimated similarities: no sets to join, so each bucket's pairs are compared by their
-// signatures (a bucket of s documents costs up to s(s - 1)/2 estimates of num_perm values). For
-// clusters, a pair already connected is skipped; pairs mode keeps every pair.
+// LSH with estimated similarities: no sets to read, each bucket's pairs compared by their
+// signatures (bucket_verify.h).
 void Pipeline::Impl::find_pairs_lsh_estimate() {
   auto t = Clock::now();
   const LshBuckets buckets = find_buckets();
   stats_.times.lsh = seconds_since(t);
   t = Clock::now();
-  const Scorer score = scorer();
-  if (mode_ == Mode::Pairs) {
-    const std::vector<DocPair> all = bucket_pairs(buckets);
-    stats_.candidates = all.size();
-    pairs_ = verify_pairs(all, score, spec_.threshold, threads_);
-  } else {
-    UnionFind uf(lengths_.size());
-    pairs_.clear();
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      const auto b = buckets[i];
-      for (size_t y = 1; y < b.size(); ++y)
-        for (size_t x = 0; x < y; ++x) {
-          if (uf.find(b[x]) == uf.find(b[y])) continue;
-          ++stats_.candidates;
-          const double sim = score(b[x], b[y]);
-          if (sim + kSimilarityEpsilon < spec_.threshold) continue;
-          uf.unite(b[x], b[y]);
-          pairs_.push_back({b[x], b[y], sim});
-        }
-    }
-    std::sort(pairs_.begin(), pairs_.end(), by_pair);
-  }
+  std::vector<DocId> docs(buckets.members);
+  std::sort(docs.begin(), docs.end());
+  docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+  VerifiedBuckets v = neardup::verify_buckets(buckets, docs, scorer(), bucket_verification());
+  stats_.candidates = v.verified;
+  pairs_ = std::move(v.pairs);
   stats_.times.verify = seconds_since(t);
 }
 

@@ -1,6 +1,7 @@
 // Clusters: components or leaders of the verified pairs, the keep ranking, the removed documents'
 // similarities, and the check that ids are unique.
 #include "pipeline/impl.h"
+#include "pipeline/policies.h"
 
 namespace neardup {
 
@@ -65,15 +66,6 @@ std::string Pipeline::Impl::where_of(DocId doc) const {
   return p.line ? p.source + ":" + std::to_string(p.line) : p.source;
 }
 
-// Whether two sources are one file given twice (by the same or another name).
-bool Pipeline::Impl::same_file(size_t a, size_t b) const {
-  if (a == b) return false;
-  const auto& sources = inputs_->sources();
-  struct stat sa {}, sb {};
-  return ::stat(sources[a].path.c_str(), &sa) == 0 && ::stat(sources[b].path.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
-}
-
 // Ids name documents in every output, so two records with one id make them ambiguous. Found by
 // sorting (hash of id, document) pairs: O(n) time, 2 x 16 bytes per document in mapped
 // arrays, unmapped at once (a vector would leave glibc's heap larger for the rest of the run).
@@ -114,16 +106,12 @@ void Pipeline::Impl::check_duplicate_ids() {
   }
   stats_.duplicate_ids = dups;
   if (dups > 0 && options_.duplicate_ids == DuplicateIds::Error) {
-    std::string shown(id(first_later).substr(0, 200));
-    if (!pos_.empty() && same_file(pos_[first_later].source, pos_[first_earlier].source))
-      throw FormatError("the same file is given twice; give each file once, or pass " NEARDUP_OPT_IS("on_duplicate_id", "keep") " to "
-                        "treat the copies as separate documents", ErrorPlace{inputs_->sources()[pos_[first_later].source].display});
-    if (pos_.empty() && inputs_->all_text())
-      throw FormatError("the same file is given twice (directly or inside a folder); give each file once, or pass "
-                        NEARDUP_OPT_IS("on_duplicate_id", "keep") " to treat the copies as separate documents", ErrorPlace{shown});
-    throw FormatError(std::string("id \"") + shown + "\" is already used by " + where_of(first_earlier) +
-                      " (" + std::to_string(dups) + (dups == 1 ? " record reuses" : " records reuse") + " an earlier id); ids name documents in the "
-                      "outputs, so make them unique, or pass " NEARDUP_OPT_IS("on_duplicate_id", "keep") " to treat them as separate documents", place_of(first_later));
+    ReusedIdKind kind = ReusedIdKind::Records;
+    if (!pos_.empty() && one_file_twice(*inputs_, pos_[first_later].source, pos_[first_earlier].source))
+      kind = ReusedIdKind::JsonlFileTwice;
+    else if (pos_.empty() && inputs_->all_text())
+      kind = ReusedIdKind::TextFileTwice;
+    throw reused_id_error(kind, id(first_later), dups, where_of(first_earlier), place_of(first_later));
   }
 }
 
@@ -144,20 +132,12 @@ std::vector<uint32_t> Pipeline::Impl::keep_ranks() const {
   }
   if (first_number && first_string) {
     const DocId later = std::max(*first_number, *first_string), earlier = std::min(*first_number, *first_string);
-    throw FormatError(std::string("keep-by field \"") + options_.reader.key_field + "\" is a " +
-                      (kind(later) == Kind::Number ? "number" : "string") + " here but a " +
-                      (kind(earlier) == Kind::Number ? "number" : "string") + " in " + where_of(earlier) +
-                      "; give every record the same kind of value (numbers, or strings such as ISO dates)", place_of(later));
+    throw keep_by_kinds_differ(options_, kind(later) == Kind::Number, where_of(earlier), place_of(later));
   }
-  const bool desc = options_.keep_descending;
+  auto value = [&](DocId d) { return io::KeyValue{kind(d), key_num_[d], text(d)}; };
   std::vector<uint32_t> order(n);
   for (uint32_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](DocId a, DocId b) {
-    const bool ma = kind(a) == Kind::Missing, mb = kind(b) == Kind::Missing;
-    if (ma || mb) return !ma && mb;
-    if (kind(a) == Kind::Number) return desc ? key_num_[a] > key_num_[b] : key_num_[a] < key_num_[b];
-    return desc ? text(a) > text(b) : text(a) < text(b);
-  });
+  std::stable_sort(order.begin(), order.end(), [&](DocId a, DocId b) { return keep_before(options_, 0, value(a), 0, value(b)); });
   std::vector<uint32_t> rank(n);
   for (uint32_t r = 0; r < n; ++r) rank[order[r]] = r;
   return rank;

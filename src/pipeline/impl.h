@@ -33,6 +33,7 @@
 #include "neardup/union_find.h"
 #include "internal/option_text.h"
 #include "neardup/allpairs.h"
+#include "neardup/bucket_verify.h"
 #include "neardup/error.h"
 #include "neardup/io/stream.h"
 #include "neardup/io/tsv.h"
@@ -194,6 +195,8 @@ struct Pipeline::Impl {
   /// (all of them in pairs mode), appended to `out` sorted by (a, b); returns the pairs verified.
   /// `docs`: the buckets' documents, ascending.
   uint64_t verify_buckets(const LshBuckets& buckets, std::span<const DocId> docs, std::vector<ScoredPair>& out);
+  /// How this run verifies buckets (bucket_verify.h).
+  BucketVerification bucket_verification() const;
   /// Dedup: verify_buckets a group of candidate components at a time (pairs_ set), each group's
   /// clusters decided as it is done (clustering_, and decisions_ for the writer of the kept
   /// records, writer_, that runs meanwhile).
@@ -243,7 +246,6 @@ struct Pipeline::Impl {
   void check_duplicate_ids();
   std::string where_of(DocId doc) const;
   ErrorPlace place_of(DocId doc) const;
-  bool same_file(size_t a, size_t b) const;
   /// Throws IoError naming the file if an input's size or modification time changed since the
   /// first pass.
   void check_inputs_unchanged() const;

@@ -180,6 +180,16 @@ mpi 3 dedup shard0.jsonl shard1.jsonl mixed.jsonl -o mpi.out --keep-by score -q 
 [ "$got" = "$want" ] && [ "$want" = 3 ] || fail "mixed keep-by: exit $got, one process $want"
 grep -qxF "$(cat one.err)" mpi.err || fail "mixed keep-by: message differs: $(head -1 mpi.err)"
 
+# Reused ids, and one JSONL file given twice by two names: the same exit code and message.
+ln -sf shard1.jsonl again.jsonl
+for inputs in "shard0.jsonl shard1.jsonl shard0.jsonl" "shard0.jsonl shard1.jsonl again.jsonl"; do
+  "$ND" dedup $inputs -o one.out -q 2> one.err; want=$?
+  mpi 2 dedup $inputs -o mpi.out -q 2> mpi.err; got=$?
+  [ "$got" = "$want" ] && [ "$want" = 3 ] || fail "ids reused ($inputs): exit $got, one process $want"
+  grep -qxF "$(cat one.err)" mpi.err || fail "ids reused ($inputs): message differs: $(head -1 mpi.err) against $(head -1 one.err)"
+done
+rm -f again.jsonl
+
 # What runs in one process only is refused, with the usage exit code.
 mpi 2 dedup shard0.jsonl -o mpi.out --report r.html -q 2> mpi.err; got=$?
 [ "$got" = 2 ] && grep -q "runs in one process" mpi.err && [ ! -e mpi.out ] || fail "--report: exit $got, $(head -1 mpi.err)"

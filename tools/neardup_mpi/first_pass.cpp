@@ -2,6 +2,8 @@
 // ranks; the reading counts merged; ids unique across the ranks; keep-by kinds agreed on.
 #include "run.h"
 
+#include "pipeline/policies.h"
+
 namespace neardup::mpi {
 
 // The share's records through the engine's first pass (sketch_records): read here, parsed,
@@ -143,17 +145,14 @@ void Run::check_duplicate_ids() {
   const uint64_t first = c_.all_reduce(later ? uint64_t{later->doc} : UINT64_MAX, MPI_MIN);
   steps_.agree([&] {
     if (total == 0 || ro_.duplicate_ids != DuplicateIds::Error || !later || later->doc != first) return;
-    const std::string shown(later->id.substr(0, 200));
-    if (inputs_->all_text())
-      throw FormatError("the same file is given twice (directly or inside a folder); give each file once, or pass "
-                        "--on-duplicate-id keep to treat the copies as separate documents", ErrorPlace{shown});
     const auto& sources = inputs_->sources();
-    throw FormatError(std::string("id \"") + shown + "\" is already used by " +
-                          where_of(sources[earlier->source], earlier->line, earlier->id) + " (" +
-                          std::to_string(total) + (total == 1 ? " record reuses" : " records reuse") +
-                          " an earlier id); ids name documents in the outputs, so make them unique, or pass "
-                          "--on-duplicate-id keep to treat them as separate documents",
-                      place_of(sources[later->source], later->line, later->id));
+    ReusedIdKind kind = ReusedIdKind::Records;
+    if (inputs_->all_text())
+      kind = ReusedIdKind::TextFileTwice;
+    else if (one_file_twice(*inputs_, later->source, earlier->source))
+      kind = ReusedIdKind::JsonlFileTwice;
+    throw reused_id_error(kind, later->id, total, where_of(sources[earlier->source], earlier->line, earlier->id),
+                          place_of(sources[later->source], later->line, later->id));
   });
 }
 
@@ -178,11 +177,7 @@ void Run::check_key_kinds() {
   const std::string where_earlier(told[static_cast<size_t>(owner_of(bases_, earlier))].get_string());
   steps_.agree([&] {
     if (!local_.has(later)) return;
-    const bool later_number = later == number;
-    throw FormatError(std::string("keep-by field \"") + ro_.reader.key_field + "\" is a " + (later_number ? "number" : "string") +
-                          " here but a " + (later_number ? "string" : "number") + " in " + where_earlier +
-                          "; give every record the same kind of value (numbers, or strings such as ISO dates)",
-                      local_place(later - local_.base));
+    throw keep_by_kinds_differ(ro_, later == number, where_earlier, local_place(later - local_.base));
   });
 }
 

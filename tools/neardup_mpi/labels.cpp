@@ -2,6 +2,8 @@
 // clustered document (kept, or removed in favour of which).
 #include "run.h"
 
+#include "pipeline/policies.h"
+
 namespace neardup::mpi {
 
 // The connected components of the verified edges, without gathering them: every document in an
@@ -113,58 +115,39 @@ std::vector<Run::Fate> Run::decide(const Components& comp) {
       members.push_back(mb);
     }
   }
-  // Keep order: by the policy, then input order.
-  const bool desc = ro_.keep_descending;
+  // Keep order: by the policy, then input order, as one process orders them.
   auto before = [&](const Member& a, const Member& b) {
-    if (ro_.keep == KeepPolicy::Longest && a.length != b.length) return a.length > b.length;
-    if (by_field) {
-      const bool ma = a.kind == Kind::Missing, mb = b.kind == Kind::Missing;
-      if (ma != mb) return mb;
-      if (!ma && a.kind == Kind::Number && a.num != b.num) return desc ? a.num > b.num : a.num < b.num;
-      if (!ma && a.kind == Kind::String && a.text != b.text) return desc ? a.text > b.text : a.text < b.text;
-    }
+    const io::KeyValue ka{a.kind, a.num, a.text}, kb{b.kind, b.num, b.text};
+    if (keep_before(ro_, a.length, ka, b.length, kb)) return true;
+    if (keep_before(ro_, b.length, kb, a.length, ka)) return false;
     return a.doc < b.doc;
   };
   std::sort(members.begin(), members.end(), [&](const Member& a, const Member& b) { return a.first != b.first ? a.first < b.first : before(a, b); });
-  // keeper[i] for members[i]; with --cluster leader, each member kept in favour of the first
-  // leader (in keep order) it is similar to, or a leader itself.
-  std::vector<DocId> keeper(members.size());
-  const bool leader = ro_.cluster == ClusterMode::Leader;
-  Payloads pl;
-  if (leader) {
-    std::vector<DocId> docs;
-    for (const Member& mb : members) docs.push_back(mb.doc);
-    pl = fetch(std::move(docs), false);
-  }
-  const Scorer score = scorer(pl);
-  std::vector<std::pair<size_t, size_t>> spans;  // components, in `members`
+  // The components as a Clustering over `members` (each kept by its first member in keep order,
+  // rank = place in `members`); with --cluster leader, clustered again as one process does.
+  Clustering by_component;
+  by_component.keeper.resize(members.size());
   for (size_t i = 0; i < members.size();) {
     size_t j = i + 1;
     while (j < members.size() && members[j].first == members[i].first) ++j;
-    spans.push_back({i, j});
+    for (size_t x = i; x < j; ++x) by_component.keeper[x] = static_cast<DocId>(i);
     i = j;
   }
-  ThreadPool::current().parallel_for(spans.size(), leader ? threads_ : 1, [&](size_t c, size_t) {
-    const auto [i, j] = spans[c];
-    std::vector<DocId> leaders;
-    for (size_t x = i; x < j; ++x) {
-      DocId kept = members[x].doc;
-      if (!leader) {
-        kept = members[i].doc;
-      } else {
-        const DocId lx = static_cast<DocId>(pl.index(members[x].doc));
-        for (const DocId l : leaders) {
-          const DocId ll = static_cast<DocId>(pl.index(l));
-          if (score(std::min(lx, ll), std::max(lx, ll)) + kSimilarityEpsilon >= spec_.threshold) {
-            kept = l;
-            break;
-          }
-        }
-        if (kept == members[x].doc) leaders.push_back(kept);
-      }
-      keeper[x] = kept;
-    }
-  });
+  Clustering clustering = std::move(by_component);
+  if (ro_.cluster == ClusterMode::Leader) {
+    std::vector<DocId> docs;
+    for (const Member& mb : members) docs.push_back(mb.doc);
+    const Payloads pl = fetch(std::move(docs), false);
+    const Scorer score = scorer(pl);
+    std::vector<uint32_t> rank(members.size());
+    std::iota(rank.begin(), rank.end(), 0u);
+    clustering = cluster_leaders(clustering, rank, [&](DocId x, DocId l) {
+      const DocId px = static_cast<DocId>(pl.index(members[x].doc)), pl_ = static_cast<DocId>(pl.index(members[l].doc));
+      return score(std::min(px, pl_), std::max(px, pl_)) + kSimilarityEpsilon >= spec_.threshold;
+    }, threads_);
+  }
+  std::vector<DocId> keeper(members.size());
+  for (size_t x = 0; x < members.size(); ++x) keeper[x] = members[clustering.keeper[x]].doc;
   // Each cluster (a kept document and those removed in its favour) is numbered by its first
   // document.
   std::unordered_map<DocId, DocId> group_first;

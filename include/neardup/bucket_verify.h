@@ -1,0 +1,65 @@
+// Verification of LSH buckets: the one procedure by which every driver (the pipeline, and each
+// rank of neardup-mpi over the buckets it owns) turns buckets into verified pairs.
+//
+// Exact similarities: star edges first (a bucket of s documents gives s - 1, verified in
+// parallel); on clean clusters they connect everything. A bucket the stars left split (its first
+// document an outlier, or two clusters meeting in it) is completed exactly: a small one by
+// verifying its pairs across clusters, a large one by the exact join over its documents,
+// restricted to pairs that share a band, which verifies only pairs not yet connected. So every
+// pair that shares a bucket and has J >= t ends up in one cluster. Listing every pair (pairs
+// mode) verifies all the pairs of the small buckets and hands back the join of the large ones,
+// whose pairs the caller lists (SetJoin::pairs) as it writes them.
+//
+// Estimated similarities have no sets to join: each bucket's pairs are compared by their
+// signatures (up to s(s - 1)/2 estimates), skipping a pair already connected unless every pair
+// is listed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "neardup/lsh_index.h"
+#include "neardup/setjoin.h"
+#include "neardup/types.h"
+#include "neardup/verify.h"
+
+namespace neardup {
+
+struct BucketVerification {
+  double threshold = 0.8;
+  int threads = 1;
+  /// Every pair with similarity >= threshold (pairs mode), not only those that connect.
+  bool list_all = false;
+  /// Document numbers are below this.
+  size_t num_docs = 0;
+  /// Whether two documents share an LSH band: the join proposes no pair LSH would not have.
+  PairFilter share;
+  /// The exact join over some documents (ascending, their sets at hand); empty when similarities
+  /// are estimated, which has no sets to join.
+  std::function<std::unique_ptr<SetJoin>(std::span<const DocId>)> join;
+};
+
+struct VerifiedBuckets {
+  /// Verified pairs with similarity >= threshold, sorted by (a, b): enough to connect what the
+  /// buckets' pairs connect, and with list_all every pair of the small buckets.
+  std::vector<ScoredPair> pairs;
+  /// Pairs compared.
+  uint64_t verified = 0;
+  /// list_all with large buckets: the join over them, whose pairs (with `share`) complete the
+  /// list; some of them may also be in `pairs`.
+  std::unique_ptr<SetJoin> join;
+};
+
+/// Buckets up to this size are completed pair by pair (at most 2,016 pairs each); larger ones by
+/// the join, whose cost grows with the pairs it finds rather than with s^2.
+inline constexpr size_t kDirectBucket = 64;
+
+/// Verifies `buckets` (each one's documents ascending, as lsh_buckets gives them), whose
+/// documents are `docs` (ascending), scored by `score`.
+VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId> docs, const Scorer& score,
+                               const BucketVerification& how);
+
+}  // namespace neardup

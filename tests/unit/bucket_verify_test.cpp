@@ -1,0 +1,198 @@
+// verify_buckets against brute force over every pair that shares a bucket, on messy clusters
+// (pairs on both sides of the threshold, outliers first in their buckets, buckets larger than
+// kDirectBucket so that the join completes them), with exact and estimated similarities.
+#include "neardup/bucket_verify.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "neardup/union_find.h"
+
+using namespace neardup;
+
+namespace {
+
+constexpr double kT = 0.6;
+
+// Families of documents: a base set, each member replacing 0-60% of it, some members an
+// outlier sharing little; a pool of common values makes pairs across families.
+std::vector<std::vector<ShingleHash>> messy_sets(uint64_t seed, size_t n) {
+  std::mt19937_64 rng(seed);
+  std::vector<ShingleHash> common(40);
+  for (auto& x : common) x = rng();
+  std::vector<std::vector<ShingleHash>> sets;
+  while (sets.size() < n) {
+    std::vector<ShingleHash> base(20 + rng() % 120);
+    for (auto& x : base) x = rng() % 5 == 0 ? common[rng() % common.size()] : rng();
+    const size_t members = 1 + rng() % 150;
+    for (size_t m = 0; m < members && sets.size() < n; ++m) {
+      std::vector<ShingleHash> s = base;
+      const double change = rng() % 7 == 0 ? 0.9 : static_cast<double>(rng() % 60) / 100.0;
+      for (auto& x : s)
+        if (static_cast<double>(rng() % 1000) / 1000.0 < change) x = rng();
+      std::sort(s.begin(), s.end());
+      s.erase(std::unique(s.begin(), s.end()), s.end());
+      sets.push_back(std::move(s));
+    }
+  }
+  return sets;
+}
+
+// Buckets: runs of consecutive documents (a family, often more than kDirectBucket of them), and
+// random mixtures; each ascending, as lsh_buckets gives them.
+LshBuckets random_buckets(uint64_t seed, size_t n) {
+  std::mt19937_64 rng(seed);
+  LshBuckets b;
+  for (size_t i = 0; i < 60; ++i) {
+    std::set<DocId> members;
+    if (i % 3 == 0) {
+      for (size_t m = 0; m < 2 + rng() % 20; ++m) members.insert(static_cast<DocId>(rng() % n));
+    } else {
+      const size_t start = rng() % n, len = 2 + rng() % 160;
+      for (size_t d = start; d < std::min(n, start + len); ++d) members.insert(static_cast<DocId>(d));
+    }
+    if (members.size() < 2) continue;
+    std::vector<DocId> v(members.begin(), members.end());
+    b.members.insert(b.members.end(), v.begin(), v.end());
+    b.offsets.push_back(b.members.size());
+  }
+  return b;
+}
+
+std::vector<DocId> docs_of(const LshBuckets& b) {
+  std::vector<DocId> docs(b.members);
+  std::sort(docs.begin(), docs.end());
+  docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+  return docs;
+}
+
+// Every pair that shares a bucket with score >= t, sorted.
+std::set<std::pair<DocId, DocId>> brute_force(const LshBuckets& b, const Scorer& score) {
+  std::set<std::pair<DocId, DocId>> out;
+  for (size_t i = 0; i < b.size(); ++i)
+    for (const DocId x : b[i])
+      for (const DocId y : b[i])
+        if (x < y && score(x, y) + kSimilarityEpsilon >= kT) out.insert({x, y});
+  return out;
+}
+
+std::vector<DocId> components(size_t n, const std::set<std::pair<DocId, DocId>>& pairs) {
+  UnionFind uf(n);
+  for (const auto& [a, b] : pairs) uf.unite(a, b);
+  std::vector<DocId> first(n), label(n);
+  std::iota(first.begin(), first.end(), DocId{0});
+  for (DocId d = 0; d < n; ++d) first[uf.find(d)] = std::min(first[uf.find(d)], d);
+  for (DocId d = 0; d < n; ++d) label[d] = first[uf.find(d)];
+  return label;
+}
+
+struct Case {
+  std::vector<std::vector<ShingleHash>> raw;
+  ShingleSets sets;
+  std::vector<SigValue> sigs;
+  LshBuckets buckets;
+  std::vector<DocId> docs;
+  std::set<std::pair<DocId, DocId>> together;  // pairs that share a bucket
+  static constexpr size_t kSig = 64;
+  explicit Case(uint64_t seed, size_t n = 900) : raw(messy_sets(seed, n)), sets(n), buckets(random_buckets(seed + 1, n)) {
+    docs = docs_of(buckets);
+    for (size_t i = 0; i < buckets.size(); ++i)
+      for (const DocId x : buckets[i])
+        for (const DocId y : buckets[i])
+          if (x < y) together.insert({x, y});
+    for (DocId d = 0; d < n; ++d) sets.set(d, raw[d]);
+    // Signatures: the bottom values of a hash of each element, per permutation (MinHash), so that
+    // estimates scatter around the true similarity on both sides of the threshold.
+    sigs.resize(n * kSig);
+    for (DocId d = 0; d < n; ++d)
+      for (size_t p = 0; p < kSig; ++p) {
+        SigValue lo = ~SigValue{0};
+        for (const ShingleHash h : raw[d]) lo = std::min(lo, static_cast<SigValue>((h ^ (0x9e3779b97f4a7c15ull * (p + 1))) * 0xff51afd7ed558ccdull >> 32));
+        sigs[d * kSig + p] = lo;
+      }
+  }
+  BucketVerification how(bool list_all, bool exact) {
+    BucketVerification h;
+    h.threshold = kT;
+    h.threads = 2;
+    h.list_all = list_all;
+    h.num_docs = raw.size();
+    // In a real run two documents share a band exactly when they share a bucket.
+    h.share = [this](DocId a, DocId b) { return together.count({std::min(a, b), std::max(a, b)}) != 0; };
+    if (exact) h.join = [this](std::span<const DocId> over) { return std::make_unique<SetJoin>(over, [this](DocId d) { return sets.get(d); }, kT, 2); };
+    return h;
+  }
+};
+
+void expect_listed(const std::set<std::pair<DocId, DocId>>& want, const VerifiedBuckets& v, const PairFilter& share) {
+  std::set<std::pair<DocId, DocId>> got;
+  for (const ScoredPair& p : v.pairs) got.insert({p.a, p.b});
+  if (v.join) v.join->pairs(share, [&](std::span<const ScoredPair> c) {
+      for (const ScoredPair& p : c) got.insert({p.a, p.b});
+    });
+  std::vector<std::pair<DocId, DocId>> extra, missing;
+  std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
+  std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(missing));
+  EXPECT_TRUE(extra.empty()) << extra.size() << " pairs listed that are not bucket pairs >= t, the first " << extra[0].first << " " << extra[0].second;
+  EXPECT_TRUE(missing.empty()) << missing.size() << " bucket pairs >= t missing, the first " << missing[0].first << " " << missing[0].second;
+}
+
+void expect_connects(const std::set<std::pair<DocId, DocId>>& want, const VerifiedBuckets& v, const Scorer& score, size_t n) {
+  std::set<std::pair<DocId, DocId>> got;
+  for (const ScoredPair& p : v.pairs) {
+    EXPECT_TRUE(want.count({p.a, p.b})) << p.a << " " << p.b << " is not a bucket pair with similarity >= t";
+    EXPECT_DOUBLE_EQ(p.similarity, score(p.a, p.b));
+    got.insert({p.a, p.b});
+  }
+  EXPECT_TRUE(std::is_sorted(v.pairs.begin(), v.pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; }));
+  EXPECT_EQ(components(n, got), components(n, want));
+}
+
+}  // namespace
+
+TEST(BucketVerify, ExactConnectsWhatEveryBucketPairConnects) {
+  for (uint64_t seed : {1, 2, 3}) {
+    Case c(seed);
+    const Scorer score = Scorer::exact(c.sets);
+    const auto want = brute_force(c.buckets, score);
+    ASSERT_GT(want.size(), 100u);
+    const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, c.how(false, true));
+    EXPECT_FALSE(v.join);
+    expect_connects(want, v, score, c.raw.size());
+    EXPECT_LT(v.pairs.size(), want.size()) << "connecting should not need every pair";
+  }
+}
+
+TEST(BucketVerify, ExactListsEveryBucketPair) {
+  for (uint64_t seed : {4, 5}) {
+    Case c(seed);
+    const Scorer score = Scorer::exact(c.sets);
+    const BucketVerification how = c.how(true, true);
+    const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
+    EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
+    expect_listed(brute_force(c.buckets, score), v, how.share);
+  }
+}
+
+TEST(BucketVerify, EstimatedConnectsAndListsByTheSignatures) {
+  Case c(6);
+  const Scorer score = Scorer::signature_estimate(c.sigs, Case::kSig);
+  const auto want = brute_force(c.buckets, score);
+  ASSERT_GT(want.size(), 100u);
+  expect_connects(want, verify_buckets(c.buckets, c.docs, score, c.how(false, false)), score, c.raw.size());
+  const BucketVerification how = c.how(true, false);
+  const VerifiedBuckets all = verify_buckets(c.buckets, c.docs, score, how);
+  EXPECT_FALSE(all.join);
+  expect_listed(want, all, how.share);
+}
+
+TEST(BucketVerify, NoBucketsNoPairs) {
+  Case c(7, 10);
+  const VerifiedBuckets v = verify_buckets(LshBuckets{}, {}, Scorer::exact(c.sets), c.how(true, true));
+  EXPECT_TRUE(v.pairs.empty());
+  EXPECT_EQ(v.verified, 0u);
+}
