@@ -1,6 +1,6 @@
 // The few MPI exchanges neardup-mpi makes, over byte buffers: every rank sends one buffer to each
-// rank (MPI_Alltoallv), in rounds of at most kRoundBytes from any rank so that 32-bit counts and
-// memory stay bounded; gathers and broadcasts. Values are packed with Packer and read back with
+// rank (point to point, in messages of at most kMessageBytes so that 32-bit counts hold); gathers
+// and broadcasts. Values are packed with Packer and read back with
 // Unpacker (host byte order: every rank of a job runs the same binary on the same kind of CPU).
 #pragma once
 
@@ -85,47 +85,37 @@ class Comm {
 
   /// Sends out[r] to rank r; returns what each rank sent here (in[r] from rank r). Counts the
   /// bytes sent to other ranks in `shuffled`.
+  ///
+  /// Point to point, straight from each buffer into its destination: after the sizes are known
+  /// (one MPI_Alltoall, which also keeps one exchange's messages apart from the next's), each
+  /// buffer goes in messages of at most kMessageBytes (counts are 32-bit), so memory holds what
+  /// is sent and what comes, with no staging copy of either.
   std::vector<std::string> exchange(std::vector<std::string> out) {
-    std::vector<std::string> in(static_cast<size_t>(size_));
-    std::vector<size_t> sent(static_cast<size_t>(size_), 0);
-    for (int r = 0; r < size_; ++r)
-      if (r != rank_) shuffled += out[static_cast<size_t>(r)].size();
+    const size_t n = static_cast<size_t>(size_);
+    std::vector<std::string> in(n);
+    std::vector<uint64_t> sizes(n), coming(n);
+    for (size_t r = 0; r < n; ++r) sizes[r] = out[r].size();
+    MPI_Alltoall(sizes.data(), 1, MPI_UINT64_T, coming.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
     // What stays here is moved, not copied through MPI.
     in[static_cast<size_t>(rank_)] = std::move(out[static_cast<size_t>(rank_)]);
-    out[static_cast<size_t>(rank_)].clear();
-    for (;;) {
-      // One round: up to kRoundBytes / size from each buffer not yet sent whole.
-      const size_t chunk = kRoundBytes / static_cast<size_t>(size_);
-      std::vector<int> scount(static_cast<size_t>(size_)), sdispl(static_cast<size_t>(size_)), rcount(static_cast<size_t>(size_)),
-          rdispl(static_cast<size_t>(size_));
-      std::string sendbuf;
-      int left = 0;
-      for (int r = 0; r < size_; ++r) {
-        const std::string& o = out[static_cast<size_t>(r)];
-        const size_t n = std::min(chunk, o.size() - sent[static_cast<size_t>(r)]);
-        sdispl[static_cast<size_t>(r)] = static_cast<int>(sendbuf.size());
-        scount[static_cast<size_t>(r)] = static_cast<int>(n);
-        sendbuf.append(o, sent[static_cast<size_t>(r)], n);
-        sent[static_cast<size_t>(r)] += n;
-        left |= sent[static_cast<size_t>(r)] < o.size() ? 1 : 0;
-      }
-      MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, MPI_COMM_WORLD);
-      int total = 0;
-      for (int r = 0; r < size_; ++r) {
-        rdispl[static_cast<size_t>(r)] = total;
-        total += rcount[static_cast<size_t>(r)];
-      }
-      std::string recvbuf(static_cast<size_t>(total), '\0');
-      MPI_Alltoallv(sendbuf.data(), scount.data(), sdispl.data(), MPI_BYTE, recvbuf.data(), rcount.data(), rdispl.data(),
-                    MPI_BYTE, MPI_COMM_WORLD);
-      for (int r = 0; r < size_; ++r)
-        if (r != rank_)
-          in[static_cast<size_t>(r)].append(recvbuf, static_cast<size_t>(rdispl[static_cast<size_t>(r)]),
-                                            static_cast<size_t>(rcount[static_cast<size_t>(r)]));
-      int any = 0;
-      MPI_Allreduce(&left, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      if (!any) break;
+    std::vector<MPI_Request> requests;
+    for (size_t r = 0; r < n; ++r) {
+      if (static_cast<int>(r) == rank_) continue;
+      in[r].resize(coming[r]);
+      for (uint64_t at = 0; at < coming[r]; at += kMessageBytes)
+        requests.push_back(MPI_REQUEST_NULL),
+            MPI_Irecv(in[r].data() + at, static_cast<int>(std::min<uint64_t>(kMessageBytes, coming[r] - at)), MPI_BYTE,
+                      static_cast<int>(r), kTag, MPI_COMM_WORLD, &requests.back());
     }
+    for (size_t r = 0; r < n; ++r) {
+      if (static_cast<int>(r) == rank_) continue;
+      shuffled += out[r].size();
+      for (uint64_t at = 0; at < out[r].size(); at += kMessageBytes)
+        requests.push_back(MPI_REQUEST_NULL),
+            MPI_Isend(out[r].data() + at, static_cast<int>(std::min<uint64_t>(kMessageBytes, out[r].size() - at)), MPI_BYTE,
+                      static_cast<int>(r), kTag, MPI_COMM_WORLD, &requests.back());
+    }
+    MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
     return in;
   }
 
@@ -148,7 +138,11 @@ class Comm {
   uint64_t shuffled = 0;
 
  private:
-  static constexpr size_t kRoundBytes = size_t{1} << 30;
+  // Messages of 1 GiB at most: their counts are ints. Messages between two ranks with one tag
+  // arrive in the order they were sent (MPI's non-overtaking rule), so the pieces of a buffer
+  // land in place.
+  static constexpr uint64_t kMessageBytes = uint64_t{1} << 30;
+  static constexpr int kTag = 7;
   int rank_ = 0, size_ = 1;
 };
 

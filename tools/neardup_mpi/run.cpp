@@ -57,15 +57,13 @@ int Run::run() {
   const auto buckets = find_buckets();
   k.t_lsh = seconds_since(t);
 
-  // 3. Verification where the buckets are.
+  // 3. Verification where the buckets are, a group of them at a time.
   t = Clock::now();
   std::vector<ScoredPair> verified;
-  {
-    std::vector<DocId> members;
-    for (const auto& b : buckets) members.insert(members.end(), b.begin(), b.end());
-    const Payloads pl = fetch(std::move(members), false);
-    steps_.agree([&] { verified = verify_buckets(buckets, pl); });
-  }
+  in_groups(buckets, false, [&](std::span<const std::vector<DocId>> group, const Payloads& pl) {
+    const std::vector<ScoredPair> found = verify_buckets(group, pl);
+    verified.insert(verified.end(), found.begin(), found.end());
+  });
   k.t_verify = seconds_since(t);
   k.candidates = c_.all_reduce(candidates_, MPI_SUM);
   k.largest = c_.all_reduce(largest_bucket_, MPI_MAX);
@@ -171,27 +169,26 @@ void Run::cluster_and_remove(const std::vector<ScoredPair>& verified, Outputs& o
   }
   counts.removed = my_removed.size();
   if (!o_.clusters.empty()) write_clusters(fates, outs.clusters.get());
-  // Each removed document's similarity to its kept one, on the rank that read it.
-  std::vector<DocId> need;
-  for (const auto& [r, k] : my_removed) {
-    need.push_back(r);
-    need.push_back(k);
-  }
-  const Payloads pl = fetch(std::move(need), true);
-  const Scorer score = scorer(pl);
-  steps_.agree([&] {
-        std::string line;
-        for (const auto& [r, k] : my_removed) {
-          const double s = score(static_cast<DocId>(pl.index(r)), static_cast<DocId>(pl.index(k)));
-          if (s + kSimilarityEpsilon < spec_.threshold) ++counts.below;
-          if (!outs.removed_piece) continue;
-          line.assign(local_.ids[r - local_.base]).push_back('\t');
-          line.append(pl.ids[pl.index(k)]).push_back('\t');
-          io::append_similarity(line, s);
-          line.push_back('\n');
-          outs.removed_piece->write(line);
-        }
-      });
+  // Each removed document's similarity to its kept one, on the rank that read it, a group of
+  // them at a time.
+  std::vector<std::vector<DocId>> need;
+  need.reserve(my_removed.size());
+  for (const auto& [r, k] : my_removed) need.push_back({r, k});
+  std::string line;
+  in_groups(need, true, [&](std::span<const std::vector<DocId>> group, const Payloads& pl) {
+    const Scorer score = scorer(pl);
+    for (const auto& rk : group) {
+      const DocId r = rk[0], k = rk[1];
+      const double s = score(static_cast<DocId>(pl.index(r)), static_cast<DocId>(pl.index(k)));
+      if (s + kSimilarityEpsilon < spec_.threshold) ++counts.below;
+      if (!outs.removed_piece) continue;
+      line.assign(local_.ids[r - local_.base]).push_back('\t');
+      line.append(pl.ids[pl.index(k)]).push_back('\t');
+      io::append_similarity(line, s);
+      line.push_back('\n');
+      outs.removed_piece->write(line);
+    }
+  });
 }
 
 // pairs: each to the rank that read its first document, which writes them in order.

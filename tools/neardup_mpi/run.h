@@ -172,11 +172,19 @@ class Run {
   void check_key_kinds();
   std::vector<std::vector<DocId>> find_buckets();
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
-                                   std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr);
+                                   std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr,
+                                   const std::function<void()>& answered = nullptr);
   Payloads fetch(std::vector<DocId> docs, bool with_ids);
   void load_sets(std::vector<DocId> docs);
   std::unordered_map<DocId, std::vector<ShingleHash>> set_cache_;
-  std::vector<ScoredPair> verify_buckets(const std::vector<std::vector<DocId>>& buckets, const Payloads& pl);
+  /// Where each group of `items` (lists of documents used together) ends: groups whose distinct
+  /// documents' texts stay within a budget.
+  std::vector<size_t> group_ends(std::span<const std::vector<DocId>> items);
+  /// use(group, its payloads) for each group of `items` (group_ends), the payloads of one group
+  /// at a time; every rank takes part in as many rounds as the rank with the most groups.
+  void in_groups(std::span<const std::vector<DocId>> items, bool with_ids,
+                 const std::function<void(std::span<const std::vector<DocId>>, const Payloads&)>& use);
+  std::vector<ScoredPair> verify_buckets(std::span<const std::vector<DocId>> buckets, const Payloads& pl);
   Scorer scorer(const Payloads& pl) const;
   struct Components;
   Components components(const std::vector<ScoredPair>& edges);

@@ -84,7 +84,8 @@ std::vector<std::vector<DocId>> Run::find_buckets() {
 // document; returns a reader per rank, from which the items come in the order of `docs`
 // (`storage` holds the bytes).
 std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
-                                      std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare) {
+                                      std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare,
+                                      const std::function<void()>& answered) {
   std::vector<std::string> ask(static_cast<size_t>(c_.size()));
   {
     std::vector<std::vector<DocId>> per(static_cast<size_t>(c_.size()));
@@ -111,17 +112,17 @@ std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std:
     answer(want, p);
     replies[static_cast<size_t>(r)] = std::move(p.bytes());
   }
+  if (answered) answered();
   storage = c_.exchange(std::move(replies));
   std::vector<Unpacker> readers;
   for (const std::string& g : storage) readers.emplace_back(g);
   return readers;
 }
 
-// Computes the shingle sets of documents read here (ascending) that are not cached yet, from the
-// inputs read again through the engine (shingle_set_records, as one process's verification
-// reads): JSONL records by position, text files in runs of consecutive needed files. Sets are
-// cached for the rest of the run (one process likewise keeps the sets of the documents in
-// candidate pairs).
+// Computes the shingle sets of documents read here (ascending) into set_cache_, from the inputs
+// read again through the engine (shingle_set_records, as one process's verification reads):
+// JSONL records by position, text files in runs of consecutive needed files. They stay until
+// fetch() has packed them for the ranks that asked.
 void Run::load_sets(std::vector<DocId> docs) {
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
@@ -193,7 +194,10 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
     } catch (...) {
       failed = std::current_exception();
     }
-  }) : nullptr);
+  }) : nullptr, [&] {
+    // Packed: the sets are let go (a later fetch reads again the few it needs).
+    std::unordered_map<DocId, std::vector<ShingleHash>>().swap(set_cache_);
+  });
   steps_.agree([&] {
         if (failed) std::rethrow_exception(failed);
       });
@@ -202,8 +206,13 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
   pl.sets = ShingleSets(docs.size());
   pl.sigs.resize(docs.size() * k);
   pl.ids.resize(docs.size());
+  // docs ascending: each rank's answers in turn, each let go once read.
+  size_t previous = 0;
   for (size_t i = 0; i < docs.size(); ++i) {
-    Unpacker& u = readers[static_cast<size_t>(owner_of(bases_, docs[i]))];
+    const size_t owner = static_cast<size_t>(owner_of(bases_, docs[i]));
+    if (owner != previous) std::string().swap(storage[previous]);
+    previous = owner;
+    Unpacker& u = readers[owner];
     if (exact) pl.sets.set(static_cast<DocId>(i), u.get_vector<ShingleHash>());
     const auto sig = u.get_vector<SigValue>();
     std::copy(sig.begin(), sig.end(), pl.sigs.begin() + static_cast<ptrdiff_t>(i * k));

@@ -9,10 +9,61 @@ Scorer Run::scorer(const Payloads& pl) const {
   return Scorer::signature_estimate(pl.sigs, static_cast<size_t>(spec_.num_perm));
 }
 
+// Buckets are verified a group at a time, each group's payloads fetched, used and let go before
+// the next: a rank holds the sets of one group, as one process holds those of one group of
+// components. Any grouping gives the same clusters (the edges of every group are clustered
+// together afterwards) and the same pairs. A group ends once the texts of its distinct documents
+// reach kGroupTextBytes (their sets take about as many bytes), so a rank's memory does not grow
+// with its share of the candidates; buckets come sorted, so a group's buckets share documents.
+std::vector<size_t> Run::group_ends(std::span<const std::vector<DocId>> items) {
+  constexpr uint64_t kGroupTextBytes = uint64_t{32} << 20;
+  std::vector<DocId> members;
+  for (const auto& b : items) members.insert(members.end(), b.begin(), b.end());
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  std::vector<std::string> storage;
+  auto told = ask_owners(members, [&](std::span<const DocId> want, Packer& p) {
+    for (const DocId d : want) p.put(local_.lengths[d - local_.base]);
+  }, storage);
+  std::vector<uint32_t> length(members.size());
+  for (size_t i = 0; i < members.size(); ++i) length[i] = told[static_cast<size_t>(owner_of(bases_, members[i]))].get<uint32_t>();
+  std::vector<size_t> ends;
+  std::vector<uint32_t> in_group(members.size(), UINT32_MAX);  // the last group that counted a member
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto g = static_cast<uint32_t>(ends.size());
+    for (const DocId d : items[i]) {
+      const size_t m = place_in(members, d);
+      if (in_group[m] != g) bytes += length[m];
+      in_group[m] = g;
+    }
+    if (bytes >= kGroupTextBytes || i + 1 == items.size()) {
+      ends.push_back(i + 1);
+      bytes = 0;
+    }
+  }
+  return ends;
+}
+
+void Run::in_groups(std::span<const std::vector<DocId>> items, bool with_ids,
+                    const std::function<void(std::span<const std::vector<DocId>>, const Payloads&)>& use) {
+  const std::vector<size_t> ends = group_ends(items);
+  const uint64_t rounds = c_.all_reduce(static_cast<uint64_t>(ends.size()), MPI_MAX);
+  for (size_t g = 0; g < rounds; ++g) {  // every rank takes part in every round
+    const size_t begin = g == 0 || ends.empty() ? 0 : ends[std::min(g, ends.size()) - 1];
+    const size_t end = g < ends.size() ? ends[g] : begin;
+    const auto group = items.subspan(begin, end - begin);
+    std::vector<DocId> docs;
+    for (const auto& b : group) docs.insert(docs.end(), b.begin(), b.end());
+    const Payloads pl = fetch(std::move(docs), with_ids);
+    steps_.agree([&] { use(group, pl); });
+  }
+}
+
 // This rank's buckets (global numbers), verified in the payloads' numbers (pl.index): dedup gets
 // the pairs that connect what the buckets connect, pairs every pair with similarity >= t.
 // Returns them in global numbers.
-std::vector<ScoredPair> Run::verify_buckets(const std::vector<std::vector<DocId>>& buckets, const Payloads& pl) {
+std::vector<ScoredPair> Run::verify_buckets(std::span<const std::vector<DocId>> buckets, const Payloads& pl) {
   LshBuckets local;
   for (const auto& b : buckets) {
     for (const DocId d : b) local.members.push_back(static_cast<DocId>(pl.index(d)));
