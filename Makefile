@@ -3,7 +3,8 @@
 #   make test   installs missing Debian packages, builds, runs the whole test suite, then
 #               builds again with clang, AddressSanitizer and UBSan (build-san/) and runs the
 #               suite there too, with a short run of every libFuzzer target, and last builds
-#               the library with ThreadSanitizer (build-tsan/) and runs the concurrency tests
+#               the library with ThreadSanitizer (build-tsan/) and runs the concurrency tests,
+#               and the CLI for aarch64 (build-aarch64/), checked under qemu-user against x86-64
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
@@ -13,7 +14,7 @@ FUZZ_SECONDS ?= 15
 # `make` alone builds everything (the CLI, the tests, the Python package in build/python).
 .DEFAULT_GOAL := build
 
-.PHONY: deps run-deps configure run-configure build cli run test sanitize tsan clean
+.PHONY: deps run-deps configure run-configure build cli run test sanitize tsan portable clean
 
 deps:
 	./scripts/install-deps.sh test
@@ -46,6 +47,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) sanitize
 	$(MAKE) tsan
+	$(MAKE) portable
 
 sanitize: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-san -DCMAKE_BUILD_TYPE=Release \
@@ -60,5 +62,13 @@ tsan: deps
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target neardup_concurrency_tests
 	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS)
 
+# The library and the CLI for aarch64 with Debian's cross compiler (build-aarch64/, scalar
+# kernels), run under qemu-user: every method's outputs byte-identical to the x86-64 build's.
+portable: deps
+	cmake -S . -B $(BUILD)-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
+	    -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCH=OFF -DNEARDUP_BUILD_PYTHON=OFF -DNEARDUP_BUILD_MPI=OFF -DNEARDUP_BUILD_SERVE=OFF
+	cmake --build $(BUILD)-aarch64 -j $(JOBS) --target neardup_cli
+	tests/portable/run.sh $(BUILD)/neardup $(BUILD)-aarch64/neardup
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-tsan $(BUILD)-aarch64

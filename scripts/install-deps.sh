@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages neardup needs, skipping those already present (idempotent).
 #   install-deps.sh run    what building the library and the CLI needs (make run)
-#   install-deps.sh test   that, and what the test suite needs (make test; the default)
+#   install-deps.sh test   that, and what the test suite needs (make test; the default), the
+#                          aarch64 cross compiler, qemu-user and Debian's arm64 libraries included
 # Runs apt-get as root, or through sudo when available.
 set -euo pipefail
 
@@ -20,6 +21,9 @@ case "$what" in
       clang libclang-rt-14-dev
       pybind11-dev python3-dev python3-numpy python3-pytest
       libopenmpi-dev openmpi-bin chromium wrk
+      g++-aarch64-linux-gnu qemu-user file
+      libsimdjson-dev:arm64 libxxhash-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 libicu-dev:arm64
+      liblzma-dev:arm64 libbz2-dev:arm64
     )
     ;;
   *) echo "install-deps: usage: install-deps.sh [run|test]" >&2; exit 2 ;;
@@ -45,5 +49,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# The portability check builds for aarch64 against Debian's arm64 libraries (multiarch).
+if [[ " ${missing[*]}" == *":arm64"* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

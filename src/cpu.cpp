@@ -13,6 +13,9 @@ namespace neardup {
 namespace {
 
 Isa detect() noexcept {
+#if !defined(__x86_64__)
+  return Isa::Scalar;  // the SIMD kernels are x86-64's; elsewhere the scalar ones serve
+#else
   __builtin_cpu_init();
   // The SIMD kernels are also built with POPCNT and BMI1, which every AVX2 CPU has.
   if (!__builtin_cpu_supports("popcnt") || !__builtin_cpu_supports("bmi")) return Isa::Scalar;
@@ -21,6 +24,7 @@ Isa detect() noexcept {
     return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2") ? Isa::Avx512Vbmi : Isa::Avx512;
   if (__builtin_cpu_supports("avx2")) return Isa::Avx2;
   return Isa::Scalar;
+#endif
 }
 
 std::atomic<int>& forced() {

@@ -178,6 +178,7 @@ void OphHasher::densify_with(std::span<SigValue> out, Densify how) const {
         return;
       }
   };
+#if NEARDUP_X86_KERNELS
   if (how == Densify::Auto && !pre_rows_.empty() && internal::kernels().oph_pull_vbmi) {
     // The pull, 64 rounds per step (kernels/oph_kernels.h); the rare bin without a native
     // pre-image in the first row_rounds_ rounds goes on from there.
@@ -195,7 +196,9 @@ void OphHasher::densify_with(std::span<SigValue> out, Densify how) const {
         pull(j, row_rounds_);
       }
     }
-  } else if (how != Densify::Push &&
+  } else
+#endif
+  if (how != Densify::Push &&
              (how == Densify::Pull || static_cast<double>(e) / m <= std::log(static_cast<double>(e)) + 1.0)) {
     for (uint32_t x = 0; x < e; ++x) pull(emp[x], 0);
   } else {

@@ -91,6 +91,7 @@ uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
     distinct_.resize(n);
     counts_.resize(n);
   }
+#if NEARDUP_X86_KERNELS
   if (weights_ == SimHashWeights::Set && isa == Isa::Avx512) {
     // Buckets of eight values (one cache line, compared at once) at most half full on average;
     // zeroed per document, which costs less than the stamps it saves.
@@ -102,6 +103,7 @@ uint64_t SimHasher::hash(std::span<const ShingleHash> shingles, Isa isa) {
     const size_t nd = internal::simhash_distinct_avx512(shingles.data(), n, table, buckets - 1, distinct_.data());
     return of_set(std::span<const ShingleHash>(distinct_.data(), nd), isa);
   }
+#endif
   // Distinct values (and their counts): a linear-probing table of at least four times the size,
   // much cheaper than sorting (the sums do not depend on the order). Slots carry the number of the
   // document that filled them, so the table is never cleared between documents. A slot is one

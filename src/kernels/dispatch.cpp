@@ -22,6 +22,7 @@ constexpr Kernels kScalar{Isa::Scalar,
                           json_word_text_scalar,
                           false};
 
+#if NEARDUP_X86_KERNELS
 // AVX2 machines also have POPCNT and BMI1 (cpu.cpp checks), which the popcnt kernels use.
 constexpr Kernels kAvx2{Isa::Avx2,
                         scan_text_avx2,
@@ -64,15 +65,21 @@ constexpr Kernels with_vbmi(Kernels k) {
 }
 constexpr Kernels kAvx512Vbmi = with_vbmi(kAvx512);
 
+#endif  // NEARDUP_X86_KERNELS
+
 }  // namespace
 
 const Kernels& kernels(Isa level) noexcept {
+#if NEARDUP_X86_KERNELS
   switch (level) {
     case Isa::Avx512Vbmi: return kAvx512Vbmi;
     case Isa::Avx512: return kAvx512;
     case Isa::Avx2: return kAvx2;
     case Isa::Scalar: break;
   }
+#else
+  (void)level;  // built without the x86 kernels: the scalar ones serve every level
+#endif
   return kScalar;
 }
 
