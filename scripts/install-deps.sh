@@ -22,7 +22,7 @@ case "$what" in
       pybind11-dev python3-dev python3-numpy python3-pytest
       libopenmpi-dev openmpi-bin chromium wrk
       g++-aarch64-linux-gnu qemu-user file
-      libsimdjson-dev:arm64 libxxhash-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 libicu-dev:arm64
+      libsimdjson14:arm64 libxxhash-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 libicu-dev:arm64
       liblzma-dev:arm64 libbz2-dev:arm64
     )
     ;;
@@ -49,7 +49,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-# The portability check builds for aarch64 against Debian's arm64 libraries (multiarch).
+# The portability check builds for aarch64 against Debian's arm64 libraries (multiarch; simdjson's
+# runtime library only, since its -dev package cannot be installed for two architectures at once).
 if [[ " ${missing[*]}" == *":arm64"* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
   $SUDO dpkg --add-architecture arm64
 fi

@@ -20,7 +20,6 @@
 
 #include "neardup/bottomk.h"
 #include "neardup/io/reader.h"
-#include "neardup/pipeline.h"
 #include "neardup/types.h"
 #include "internal/realloc_buffer.h"
 
