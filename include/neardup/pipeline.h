@@ -48,35 +48,26 @@ void apply_keep(RunOptions& o, const io::InputSet& inputs);
 /// "components" or "leader"; UsageError (naming the `cluster` option) for anything else.
 ClusterMode cluster_mode(std::string_view spelling);
 
-struct RunOptions {
-  PipelineSpec spec;
-  io::ReaderOptions reader;
+/// What only the speed and the memory of a run depend on: any of these settings gives the same
+/// outputs.
+struct RunTuning {
   int threads = 0;  ///< 0: all hardware threads
-  KeepPolicy keep = KeepPolicy::First;
-  /// Keep by a JSONL field (sets keep to KeepPolicy::Field): numbers or strings, the largest
-  /// first (keep_descending) or the smallest; records without it last; ties by input order.
-  std::string keep_by;
-  bool keep_descending = true;
-  ClusterMode cluster = ClusterMode::Components;
-  DuplicateIds duplicate_ids = DuplicateIds::Error;
-  /// Pairs mode with bottomk: report the `top` most similar pairs instead of those above the
-  /// threshold (0: off).
-  size_t top = 0;
   /// Pairs mode with minhash or oph: do not hold the pairs within clusters in memory (a cluster
   /// of m documents has up to m(m-1)/2, about 50 bytes each); each_pair() and write_pairs()
   /// find, verify and hand them over a chunk at a time, and set stats().pairs. pairs() then
-  /// refuses (UsageError): set this to false to hold every pair. The output is the same.
+  /// refuses (UsageError): set this to false to hold every pair.
   bool stream_pairs = true;
   /// Exact verification with minhash or oph: the first pass keeps, up to this many bytes, the
   /// shingle set of each document that shares a band key with one sketched before it (so it
   /// is in an LSH bucket and will be verified); verification reads again only the documents
-  /// whose set was not kept. 0: every needed document is read again. The output is the same.
-  /// A run over uncompressed JSONL inputs keeps none: it verifies group by group, reading each
-  /// group's sets then (see keep_sets).
+  /// whose set was not kept. 0: every needed document is read again. A run over uncompressed
+  /// JSONL inputs keeps none: it verifies group by group, reading each group's sets then (see
+  /// keep_sets).
   uint64_t first_pass_set_bytes = uint64_t{1} << 30;
   /// Keep the verified documents' shingle sets after the run, for similarity() (the HTML report
-  /// asks). Otherwise a run over uncompressed JSONL inputs lets each group's sets go once its clusters are
-  /// decided, and the next group's take their memory; similarity() then refuses (UsageError).
+  /// asks). Otherwise a run over uncompressed JSONL inputs lets each group's sets go once its
+  /// clusters are decided, and the next group's take their memory; similarity() then refuses
+  /// (UsageError).
   bool keep_sets = false;
   /// After the first pass, give the heap's free pages back to the system (glibc's malloc_trim):
   /// a pass's large records leave free blocks behind, and where threads allocate from heaps of
@@ -89,7 +80,7 @@ struct RunOptions {
   /// later passes (verification, dedup's copy of the kept records) read them from there by
   /// position instead of decompressing the inputs again. Only on ext4, and only while at least
   /// temp_keep_free bytes stay free there (0: the larger of 1 GiB and 5% of the file system);
-  /// otherwise, or with false here, the inputs are decompressed again. The output is the same.
+  /// otherwise, or with false here, the inputs are decompressed again.
   bool decompressed_copies = true;
   std::string temp_dir;  ///< empty: $TMPDIR, or /tmp
   uint64_t temp_keep_free = 0;
@@ -97,6 +88,23 @@ struct RunOptions {
   /// calling thread's current pool.
   ThreadPool* pool = nullptr;
   ProgressFn progress;  ///< called from the reading thread, after each batch
+};
+
+/// What a run's outputs depend on, and how it runs (`tuning`, which leaves them the same).
+struct RunOptions {
+  PipelineSpec spec;
+  io::ReaderOptions reader;
+  KeepPolicy keep = KeepPolicy::First;
+  /// Keep by a JSONL field (sets keep to KeepPolicy::Field): numbers or strings, the largest
+  /// first (keep_descending) or the smallest; records without it last; ties by input order.
+  std::string keep_by;
+  bool keep_descending = true;
+  ClusterMode cluster = ClusterMode::Components;
+  DuplicateIds duplicate_ids = DuplicateIds::Error;
+  /// Pairs mode with bottomk: report the `top` most similar pairs instead of those above the
+  /// threshold (0: off).
+  size_t top = 0;
+  RunTuning tuning;
 };
 
 /// Seconds per stage (lsh is the all-pairs join with bottomk, the table search with simhash).
@@ -133,7 +141,7 @@ struct RunStats {
   uint64_t verify_copies = 0;
   uint64_t largest_bucket = 0;
   /// Decompressed bytes of compressed inputs kept by the first pass and read again from there
-  /// (RunOptions::decompressed_copies), and why none or not all were kept (empty: all were, or
+  /// (RunTuning::decompressed_copies), and why none or not all were kept (empty: all were, or
   /// there were no compressed inputs).
   uint64_t copied_bytes = 0;
   std::string copy_note;
@@ -188,11 +196,11 @@ class Pipeline {
   size_t size() const noexcept;
   std::string_view id(DocId doc) const noexcept;
   /// Pairs mode: every reported pair; Dedup mode: the verified edges that connect the clusters.
-  /// Sorted by (a, b). Throws UsageError in pairs mode with RunOptions::stream_pairs and minhash
+  /// Sorted by (a, b). Throws UsageError in pairs mode with RunTuning::stream_pairs and minhash
   /// or oph, where the pairs are not held: use each_pair().
   const std::vector<ScoredPair>& pairs() const;
   /// Pairs mode: every reported pair, in (a, b) order, a chunk at a time (found and verified
-  /// now with RunOptions::stream_pairs, so memory does not grow with the number of pairs).
+  /// now with RunTuning::stream_pairs, so memory does not grow with the number of pairs).
   /// Sets stats().pairs.
   void each_pair(const std::function<void(std::span<const ScoredPair>)>& emit);
   const Clustering& clustering() const noexcept;
@@ -200,7 +208,7 @@ class Pipeline {
   /// write_removed prints).
   std::span<const double> removed_similarity() const noexcept;
   /// The similarity of two documents by the configured verification (exact needs both sets:
-  /// after a dedup, RunOptions::keep_sets).
+  /// after a dedup, RunTuning::keep_sets).
   double similarity(DocId a, DocId b) const;
   /// The signatures, row-major n x num_perm (minhash, oph), when the run keeps them: with
   /// estimated verification, or when they take less memory than the band keys. Otherwise empty:

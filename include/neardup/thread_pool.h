@@ -3,7 +3,7 @@
 // Every stage that runs in parallel (the reading passes, the LSH buckets, the joins, the
 // verification) takes its threads from a pool instead of starting threads of its own. A host
 // that has threads already (a server, a Python process) hands its pool to the engine through
-// RunOptions::pool or a ThreadPool::Use scope; otherwise the engine uses one pool shared by the
+// RunTuning::pool or a ThreadPool::Use scope; otherwise the engine uses one pool shared by the
 // process, made on first use with a worker per hardware thread.
 //
 // Work is never lost to a busy pool: the thread that asks for parallel work always takes part

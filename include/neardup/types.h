@@ -25,7 +25,7 @@ namespace neardup {
 /// document grows its buffers for its own time only (internal/scratch.h).
 inline constexpr size_t kScratchKeepBytes = size_t{1} << 20;
 
-/// How far a reading pass is, handed to a ProgressFn after each batch (RunOptions::progress).
+/// How far a reading pass is, handed to a ProgressFn after each batch (RunTuning::progress).
 struct Progress {
   const char* stage = "";  ///< "sketch", "verify", "write"
   uint64_t bytes_done = 0;

@@ -152,7 +152,7 @@ struct RunArgs {
 RunOptions options_of(const RunArgs& a, const py::object& progress) {
   RunOptions o;
   o.spec = PipelineSpec::parse(a.spec);
-  o.threads = a.threads;
+  o.tuning.threads = a.threads;
   set_keep(o, a.keep);  // the spellings every driver takes
   o.cluster = cluster_mode(a.cluster);
   o.reader.text_field = a.text_field;
@@ -161,9 +161,9 @@ RunOptions options_of(const RunArgs& a, const py::object& progress) {
   o.duplicate_ids = a.keep_duplicate_ids ? DuplicateIds::Keep : DuplicateIds::Error;
   o.top = a.top;
   o.reader.memory_map = a.memory_map ? io::MemoryMap::Auto : io::MemoryMap::Never;
-  o.temp_dir = a.temp_dir;
+  o.tuning.temp_dir = a.temp_dir;
   if (!progress.is_none()) {
-    o.progress = [progress](const Progress& p) {
+    o.tuning.progress = [progress](const Progress& p) {
       py::gil_scoped_acquire gil;
       progress(std::string(p.stage), p.bytes_done, p.bytes_total, p.documents);
     };
@@ -207,7 +207,7 @@ py::dict run(std::unique_ptr<Pipeline> p, bool pairs_mode) {
   stats["clusters"] = s.clusters;
   stats["removed"] = s.removed;
   stats["seconds"] = s.seconds;
-  stats["copied_bytes"] = s.copied_bytes;  // compressed inputs kept decompressed (RunOptions::decompressed_copies)
+  stats["copied_bytes"] = s.copied_bytes;  // compressed inputs kept decompressed (RunTuning::decompressed_copies)
   stats["spec"] = p->spec().to_string();
   py::dict out;
   out["ids"] = ids;

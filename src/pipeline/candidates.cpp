@@ -142,15 +142,15 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     verified += verify_buckets(group, docs, found);
     cluster_group(docs, found);
     // A component lies in one group: its sets are not needed again (unless asked to be kept).
-    if (!options_.keep_sets) {
+    if (!options_.tuning.keep_sets) {
       sets_->release(docs);
       sets_released_ = true;
     }
     if (decisions_) throw_if_the_writer_failed();
     all.insert(all.end(), found.begin(), found.end());
     // Every component starting before this group's end is verified: that share of the input.
-    if (options_.progress)
-      options_.progress({"verify", inputs_->total_bytes() * (g + 1) / kGroups, inputs_->total_bytes(), n * (g + 1) / kGroups});
+    if (options_.tuning.progress)
+      options_.tuning.progress({"verify", inputs_->total_bytes() * (g + 1) / kGroups, inputs_->total_bytes(), n * (g + 1) / kGroups});
   }
   std::sort(all.begin(), all.end(), by_pair);
   pairs_ = std::move(all);

@@ -27,7 +27,7 @@ struct Pipeline::Impl::SketchLayout {
         // 232-257 MiB; with the sets kept from the first pass, the first pass took 1.3-1.7 s
         // instead of 0.8-0.9 s, much of it in memory touched for the first time. pairs, later:
         // 1.66-1.84 s against 1.85-2.11 s, peak 219-228 against 323-333 MiB (5 runs each).
-        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.first_pass_set_bytes > 0 && !p.in_groups_) {}
+        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.tuning.first_pass_set_bytes > 0 && !p.in_groups_) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
   size_t k, bands;
   bool keys_only, by_position, early;
@@ -91,7 +91,7 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
       bool seen = false;  // every key is inserted: a later document must find each of them
       for (const uint64_t key : keys) seen |= seen_keys_->insert(key);
       const uint64_t bytes = shingles * sizeof(ShingleHash);  // at most the set's
-      if (seen && early_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= options_.first_pass_set_bytes)
+      if (seen && early_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= options_.tuning.first_pass_set_bytes)
         b.sets[i] = sk.set();
     }
   }
@@ -166,7 +166,7 @@ void Pipeline::Impl::count_first_pass(const internal::PassTotals& totals, const 
 // JSONL, read whole) reads its candidates' sets at once, in one pass, and holds them all.
 //
 // A dedup over compressed inputs whose decompressed bytes the first pass keeps
-// (RunOptions::decompressed_copies) verifies in groups, reading each group's records from those
+// (RunTuning::decompressed_copies) verifies in groups, reading each group's records from those
 // copies, so that its writer copies the kept records while it verifies. The copies are not in
 // the page cache (written directly), so each group's reading takes disk reads spread over the
 // whole copy; pairs, with no writer to overlap, reads its candidates at once from them: on the
@@ -196,9 +196,9 @@ int Pipeline::Impl::compressed_inputs() const {
 // Where the first pass keeps the decompressed bytes of the compressed JSONL inputs, or empty
 // where it keeps none: not asked, or no copy can be made there (a trial one; the reason noted).
 std::string Pipeline::Impl::copies_dir() {
-  if (!options_.decompressed_copies || !reads_by_position()) return {};
-  const std::string dir = io::temp_directory(options_.temp_dir);
-  if (io::ScratchCopy::create(dir, options_.temp_keep_free)) return dir;
+  if (!options_.tuning.decompressed_copies || !reads_by_position()) return {};
+  const std::string dir = io::temp_directory(options_.tuning.temp_dir);
+  if (io::ScratchCopy::create(dir, options_.tuning.temp_keep_free)) return dir;
   stats_.copy_note = io::ScratchCopy::unavailable(dir);
   return {};
 }
@@ -236,7 +236,7 @@ void Pipeline::Impl::sketch_pass() {
   early_bytes_ = 0;
   if (layout.early) seen_keys_ = std::make_unique<internal::SeenKeys>();
   io::RecordReader reader(*inputs_, options_.reader);
-  if (!copy_dir.empty()) reader.keep_decompressed_copies(copy_dir, options_.temp_keep_free);
+  if (!copy_dir.empty()) reader.keep_decompressed_copies(copy_dir, options_.tuning.temp_keep_free);
   io::BadRecords bad(options_.reader);
   // One sketcher per thread of the pass (pass_runner.h), made on its first batch.
   std::vector<std::optional<DocumentSketcher>> sketchers(internal::pass_slots(threads_));
@@ -244,7 +244,7 @@ void Pipeline::Impl::sketch_pass() {
   Pass pass;
   pass.stage = "sketch";
   pass.total_bytes = inputs_->total_bytes();
-  pass.progress = &options_.progress;
+  pass.progress = &options_.tuning.progress;
   pass.reader = &options_.reader;
   pass.word_text = Shingler::reads_words_only(spec_.shingle);
   pass.on_bad = [&](const std::string& where, const io::Rejected& r) { bad.report(where, r); };

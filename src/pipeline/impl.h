@@ -275,7 +275,7 @@ struct Pipeline::Impl {
   std::vector<uint64_t> key_end_;
   std::unique_ptr<ShingleSets> sets_;
   // The first pass's sets of the documents already in a bucket when sketched, up to
-  // RunOptions::first_pass_set_bytes; the band keys seen so far, to tell.
+  // RunTuning::first_pass_set_bytes; the band keys seen so far, to tell.
   ShingleSets early_sets_;
   mutable std::atomic<uint64_t> early_bytes_{0};
   std::unique_ptr<internal::SeenKeys> seen_keys_;
@@ -285,7 +285,7 @@ struct Pipeline::Impl {
   Mode mode_ = Mode::Dedup;
   std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order
   std::vector<double> group_similarity_;    // the same by document, while verifying group by group
-  bool sets_released_ = false;              // verified groups' sets let go (RunOptions::keep_sets)
+  bool sets_released_ = false;              // verified groups' sets let go (RunTuning::keep_sets)
   // Whether verification goes group by group (verify_in_groups): the records can be found again
   // by position, and cheaply, in files that are not compressed (see groups_pay()).
   bool in_groups_ = false;

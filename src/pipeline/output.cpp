@@ -5,7 +5,7 @@
 namespace neardup {
 
 void Pipeline::Impl::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) {
-  const ThreadPool::Use use(options_.pool);
+  const ThreadPool::Use use(options_.tuning.pool);
   if (!expand_on_write_) {
     emit(pairs_);
     return;
@@ -55,7 +55,7 @@ std::vector<io::AtomicFile*> Pipeline::Impl::every_source_to(io::AtomicFile& out
 void Pipeline::Impl::write_kept(io::AtomicFile& out) { write_kept(every_source_to(out)); }
 
 void Pipeline::Impl::write_kept(std::span<io::AtomicFile* const> outs) {
-  const ThreadPool::Use use(options_.pool);
+  const ThreadPool::Use use(options_.tuning.pool);
   const auto t = Clock::now();
   if (outs.size() != inputs_->sources().size()) throw UsageError("write_kept: one output per source is needed");
   write_kept_records(outs, nullptr);
@@ -70,8 +70,8 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
     if (decisions) {
       writer_bytes_.store(bytes, std::memory_order_relaxed);
       writer_docs_.store(docs, std::memory_order_relaxed);
-    } else if (options_.progress) {
-      options_.progress({"write", bytes, inputs_->total_bytes(), docs});
+    } else if (options_.tuning.progress) {
+      options_.tuning.progress({"write", bytes, inputs_->total_bytes(), docs});
     }
   };
   if (!pos_.empty()) {
@@ -160,8 +160,8 @@ void Pipeline::Impl::run_dedup(std::span<io::AtomicFile* const> outs) {
   {
     std::unique_lock<std::mutex> lock(writer_m_);
     while (!writer_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return writer_done_; }))
-      if (options_.progress)
-        options_.progress({"write", writer_bytes_.load(std::memory_order_relaxed), inputs_->total_bytes(),
+      if (options_.tuning.progress)
+        options_.tuning.progress({"write", writer_bytes_.load(std::memory_order_relaxed), inputs_->total_bytes(),
                            writer_docs_.load(std::memory_order_relaxed)});
   }
   stats_.times.write_during_run = std::chrono::duration<double>(t - writer_start_).count();

@@ -18,7 +18,7 @@ Pipeline::Impl::Impl(std::vector<io::Document> documents, RunOptions options)
 }
 
 void Pipeline::Impl::init() {
-  threads_ = internal::resolve_threads(options_.threads);
+  threads_ = internal::resolve_threads(options_.tuning.threads);
   apply_keep(options_, *inputs_);
 }
 
@@ -37,7 +37,7 @@ bool Pipeline::Impl::share_band(DocId a, DocId b, size_t k) const noexcept {
 
 const std::vector<ScoredPair>& Pipeline::Impl::pairs() const {
   if (expand_on_write_)
-    throw UsageError("the pairs of this run are not held (RunOptions::stream_pairs); take them with each_pair()");
+    throw UsageError("the pairs of this run are not held (RunTuning::stream_pairs); take them with each_pair()");
   return pairs_;
 }
 
@@ -48,7 +48,7 @@ std::string_view Pipeline::Impl::id(DocId doc) const noexcept {
 
 namespace {
 
-// Gives the heap's free pages back to the system (RunOptions::release_memory_after_first_pass).
+// Gives the heap's free pages back to the system (RunTuning::release_memory_after_first_pass).
 // A pass's large records leave free blocks in the heap once their buffers are let go (glibc
 // raises its mmap threshold after freeing a large block, so later blocks of up to 32 MiB come
 // from the heap), which would otherwise stay resident through verification, the run's peak.
@@ -61,7 +61,7 @@ void release_free_memory() noexcept {
 }  // namespace
 
 void Pipeline::Impl::run(Mode mode) {
-  const ThreadPool::Use use(options_.pool);
+  const ThreadPool::Use use(options_.tuning.pool);
   const auto t_start = Clock::now();
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
     throw UsageError(NEARDUP_OPT("top") " applies to pairs with " NEARDUP_OPT_IS("method", "bottomk") " only");
@@ -69,7 +69,7 @@ void Pipeline::Impl::run(Mode mode) {
   sets_released_ = false;
   clustering_ = Clustering{};
   sketch_pass();
-  if (options_.release_memory_after_first_pass) release_free_memory();
+  if (options_.tuning.release_memory_after_first_pass) release_free_memory();
   check_duplicate_ids();
   rank_ = keep_ranks();
   if (spec_.method == SketchMethod::BottomK)
@@ -109,7 +109,7 @@ void Pipeline::Impl::run(Mode mode) {
   // estimates; with exact verification the pairs found so far only connect the clusters, and the
   // exact join lists them all (here, or as they are written).
   const bool expand = mode == Mode::Pairs && !joins_.empty();
-  expand_on_write_ = expand && options_.stream_pairs;
+  expand_on_write_ = expand && options_.tuning.stream_pairs;
   if (expand && !expand_on_write_) {
     t = Clock::now();
     std::vector<ScoredPair> all;
@@ -140,7 +140,7 @@ const Clustering& Pipeline::clustering() const noexcept { return impl_->clusteri
 std::span<const double> Pipeline::removed_similarity() const noexcept { return impl_->removed_similarity_; }
 double Pipeline::similarity(DocId a, DocId b) const {
   if (impl_->sets_released_ && impl_->sets_ && !(impl_->sets_->has(a) && impl_->sets_->has(b)))
-    throw UsageError("the shingle sets of this run were let go once verified; set RunOptions::keep_sets to ask for similarities after the run");
+    throw UsageError("the shingle sets of this run were let go once verified; set RunTuning::keep_sets to ask for similarities after the run");
   return impl_->similarity(a, b);
 }
 std::span<const SigValue> Pipeline::signatures() const noexcept { return impl_->signatures(); }

@@ -78,7 +78,7 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
       ++stats_.verify_copies;
     } else
       sets_->set(doc, std::move(r.set));
-  }, filter, progress ? &options_.progress : nullptr);
+  }, filter, progress ? &options_.tuning.progress : nullptr);
 }
 
 Scorer Pipeline::Impl::scorer() const noexcept {

@@ -128,7 +128,7 @@ TEST(Index, QueryEqualsBruteForceAndBatchPairsBeforeAndAfterReopening) {
     // Batch pairs on the same data finds the same pairs with the same similarities.
     RunOptions ro;
     ro.spec = spec;
-    ro.threads = 2;
+    ro.tuning.threads = 2;
     Pipeline p({data}, ro);
     p.run(Pipeline::Mode::Pairs);
     std::map<Pair, double> batch;

@@ -45,7 +45,7 @@ std::map<PairKey, double> load_truth(const std::string& path) {
 std::map<PairKey, double> run_pairs(const std::vector<std::string>& inputs, const std::string& spec, int threads = 2) {
   RunOptions o;
   o.spec = PipelineSpec::parse(spec);
-  o.threads = threads;
+  o.tuning.threads = threads;
   Pipeline p(inputs, o);
   p.run(Pipeline::Mode::Pairs);
   std::map<PairKey, double> out;
@@ -189,7 +189,7 @@ TEST(Pipeline, BottomKEstimatePairsAreExactlyThoseAboveThreshold) {
   const std::string corpus = NEARDUP_SAMPLE_DIR "/mmds-articles-2500.jsonl.zst";
   RunOptions o;
   o.spec = PipelineSpec::parse("words:3 bottomk:64 estimate:0.3");
-  o.threads = 2;
+  o.tuning.threads = 2;
   Pipeline p({corpus}, o);
   p.run(Pipeline::Mode::Pairs);
   const Fingerprints& f = p.fingerprints();
@@ -208,7 +208,7 @@ TEST(Pipeline, BottomKTopPairs) {
     o.spec = PipelineSpec::parse("words:3 bottomk:128");
     o.spec.verify = mode;
     o.top = 15;
-    o.threads = 2;
+    o.tuning.threads = 2;
     Pipeline p({corpus}, o);
     p.run(Pipeline::Mode::Pairs);
     ASSERT_EQ(p.pairs().size(), 15u);
@@ -299,8 +299,8 @@ TEST(Pipeline, StreamedPairsEqualHeldPairs) {
       for (const bool stream : {false, true}) {
         RunOptions o;
         o.spec = PipelineSpec::parse(spec);
-        o.threads = threads;
-        o.stream_pairs = stream;
+        o.tuning.threads = threads;
+        o.tuning.stream_pairs = stream;
         Pipeline p({d.file("in.jsonl")}, o);
         p.run(Pipeline::Mode::Pairs);
         {
@@ -396,7 +396,7 @@ TEST(Pipeline, LargeLinesHandedOverWhole) {
   for (const int threads : {1, 2}) {
     RunOptions o;
     o.spec = PipelineSpec::parse("words:5 oph:128 verify:0.8");
-    o.threads = threads;
+    o.tuning.threads = threads;
     o.reader.on_error = io::OnError::Skip;
     Pipeline p({d.file("in.jsonl")}, o);
     p.run(Pipeline::Mode::Dedup);
@@ -433,9 +433,9 @@ TEST(Pipeline, LongTextsReadAgainInPiecesScoreExactly) {
     for (const bool memory : {false, true}) {
       RunOptions o;
       o.spec = PipelineSpec::parse("words:5 oph:128 verify:0.8");
-      o.threads = 2;
-      o.first_pass_set_bytes = budget;
-      o.stream_pairs = false;
+      o.tuning.threads = 2;
+      o.tuning.first_pass_set_bytes = budget;
+      o.tuning.stream_pairs = false;
       Pipeline p = memory ? Pipeline(std::vector<io::Document>{{"a", a}, {"b", b}}, o) : Pipeline({d.file("in.jsonl")}, o);
       p.run(Pipeline::Mode::Pairs);
       ASSERT_EQ(p.pairs().size(), 1u);
@@ -506,10 +506,10 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
         for (const int threads : {1, 2}) {
           RunOptions o;
           o.spec = PipelineSpec::parse(spec);
-          o.threads = threads;
-          o.first_pass_set_bytes = budget;
-          o.stream_pairs = false;
-          o.decompressed_copies = false;
+          o.tuning.threads = threads;
+          o.tuning.first_pass_set_bytes = budget;
+          o.tuning.stream_pairs = false;
+          o.tuning.decompressed_copies = false;
           Pipeline p({d.file("in.jsonl")}, o);
           p.run(mode);
           const RunStats& st = p.stats();
@@ -587,7 +587,7 @@ TEST(Pipeline, OutputsAreByteIdenticalForAnyThreadCount) {
         o.reader.on_error = io::OnError::Skip;
         std::string first;
         for (int threads = 1; threads <= 4; ++threads) {
-          o.threads = threads;
+          o.tuning.threads = threads;
           const std::string got = run_outputs(inputs, o, mode, d);
           if (threads == 1) {
             first = got;
@@ -610,7 +610,7 @@ TEST(Pipeline, OutputsAreByteIdenticalForAnyThreadCount) {
   test::write_file(d.file("late.jsonl"), late);
   for (int threads = 1; threads <= 4; ++threads) {
     RunOptions o;
-    o.threads = threads;
+    o.tuning.threads = threads;
     try {
       Pipeline p({d.file("late.jsonl")}, o);
       p.run(Pipeline::Mode::Dedup);
@@ -680,7 +680,7 @@ TEST(Pipeline, DedupOutputByPositionEqualsTheKeptRawLines) {
     RunOptions o;
     o.duplicate_ids = DuplicateIds::Keep;  // the inputs number their records alike
     o.spec = PipelineSpec::parse("words:2 verify:0.3");
-    o.threads = threads;
+    o.tuning.threads = threads;
     o.reader.on_error = io::OnError::Skip;
     Pipeline p(inputs, o);
     p.run(Pipeline::Mode::Dedup);
@@ -763,7 +763,7 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
   for (const Case& c : cases) {
     RunOptions o;
     o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.6");
-    o.threads = c.threads;
+    o.tuning.threads = c.threads;
     o.keep = c.keep;
     o.keep_by = c.keep_by;
     o.cluster = c.cluster;
@@ -786,7 +786,7 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
                              after.removed_similarity().end())) << name << " " << what;
     };
     RunOptions no_copies = o;
-    no_copies.decompressed_copies = false;
+    no_copies.tuning.decompressed_copies = false;
     Pipeline once(compressed, no_copies);
     once.run(Pipeline::Mode::Dedup);
     {
@@ -809,7 +809,7 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
     // groups, and the kept records copied from them (read with O_DIRECT) while verifying.
     if (copies_possible) {
       RunOptions copies = o;
-      copies.temp_dir = dz.path();
+      copies.tuning.temp_dir = dz.path();
       Pipeline copied(compressed, copies);
       {
         io::AtomicFile out(d.file("copied.jsonl"));
@@ -849,7 +849,7 @@ TEST(Pipeline, CompressedInputsGiveTheSameResultsWithOrWithoutTheirCopies) {
   const std::vector<std::string> compressed = spread_families(dz, true);
   RunOptions o;
   o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.6");
-  o.temp_dir = dz.path();
+  o.tuning.temp_dir = dz.path();
   const auto dedup = [&](const std::vector<std::string>& in, const RunOptions& opt, const std::string& file) {
     auto p = std::make_unique<Pipeline>(in, opt);
     io::AtomicFile out(d.file(file));
@@ -866,7 +866,7 @@ TEST(Pipeline, CompressedInputsGiveTheSameResultsWithOrWithoutTheirCopies) {
                            plain->removed_similarity().end())) << what;
   };
   RunOptions no_room = o;
-  no_room.temp_keep_free = uint64_t{1} << 62;
+  no_room.tuning.temp_keep_free = uint64_t{1} << 62;
   const auto a = dedup(compressed, no_room, "no_room.jsonl");
   same(*a, "no_room.jsonl", "no room for a copy");
   EXPECT_EQ(a->stats().copied_bytes, 0u);
@@ -874,7 +874,7 @@ TEST(Pipeline, CompressedInputsGiveTheSameResultsWithOrWithoutTheirCopies) {
   struct statfs fs {};
   if (::statfs(dz.path().c_str(), &fs) != 0 || !io::ScratchCopy::create(dz.path())) GTEST_SKIP() << "no decompressed copies in " << dz.path() << " (not ext4)";
   RunOptions tight = o;  // room for the trial copy, not for the first bytes of a real one
-  tight.temp_keep_free = uint64_t{fs.f_bavail} * static_cast<uint64_t>(fs.f_bsize) - (uint64_t{32} << 20);
+  tight.tuning.temp_keep_free = uint64_t{fs.f_bavail} * static_cast<uint64_t>(fs.f_bsize) - (uint64_t{32} << 20);
   const auto b = dedup(compressed, tight, "tight.jsonl");
   same(*b, "tight.jsonl", "copies given up");
   EXPECT_EQ(b->stats().copied_bytes, 0u);
@@ -886,7 +886,7 @@ TEST(Pipeline, CompressedInputsGiveTheSameResultsWithOrWithoutTheirCopies) {
   // Pairs: the same pairs and similarities from the copies as from the plain files.
   const auto pairs = [&](const std::vector<std::string>& in) {
     RunOptions po = o;
-    po.stream_pairs = false;
+    po.tuning.stream_pairs = false;
     Pipeline p(in, po);
     p.run(Pipeline::Mode::Pairs);
     std::vector<std::tuple<std::string, std::string, double>> got;
@@ -911,7 +911,7 @@ TEST(Pipeline, RunDedupStopsItsWriterWhenTheRunFails) {
   RunOptions o;
   o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.6");
   bool changed = false;
-  o.progress = [&](const Progress& p) {
+  o.tuning.progress = [&](const Progress& p) {
     if (!changed && std::string_view(p.stage) == "verify") {
       changed = true;
       test::write_file(inputs[0], original.substr(0, original.size() / 2));
@@ -964,7 +964,7 @@ TEST(Pipeline, SimHashPairsAreExactlyThoseWithinTheDistance) {
   for (int threads : {1, 2}) {
     RunOptions o;
     o.spec = PipelineSpec::parse("words:3 simhash:8");
-    o.threads = threads;
+    o.tuning.threads = threads;
     Pipeline p({corpus}, o);
     p.run(Pipeline::Mode::Pairs);
     const auto h = p.simhashes();
@@ -996,7 +996,7 @@ TEST(Pipeline, MemoryEstimateMatchesTheRun) {
     SCOPED_TRACE(spec);
     RunOptions o;
     o.spec = PipelineSpec::parse(spec);
-    o.threads = 2;
+    o.tuning.threads = 2;
     Pipeline p({corpus}, o);
     const MemoryEstimate whole = p.estimate_memory();
     const MemoryEstimate m = p.estimate_memory(1 << 20);
@@ -1031,7 +1031,7 @@ TEST(Pipeline, MemoryEstimateOfARecordLongerThanTheSample) {
     SCOPED_TRACE(spec);
     RunOptions o;
     o.spec = PipelineSpec::parse(spec);
-    o.threads = 2;
+    o.tuning.threads = 2;
     Pipeline p({d.file("one.jsonl")}, o);
     const MemoryEstimate m = p.estimate_memory(256 << 10);
     EXPECT_FALSE(m.input.whole);
@@ -1057,7 +1057,7 @@ TEST(Pipeline, DuplicateIdsAreNamedByFileAndLine) {
   test::write_file(d.file("a.jsonl"), a);
   test::write_file(d.file("b.jsonl.gz"), test::gzip(b));
   RunOptions o;
-  o.threads = 2;
+  o.tuning.threads = 2;
   Pipeline p({d.file("a.jsonl"), d.file("b.jsonl.gz")}, o);
   try {
     p.run(Pipeline::Mode::Dedup);
@@ -1091,7 +1091,7 @@ TEST(Pipeline, InMemoryDocumentsEqualTheFile) {
                            "words:3 simhash:6 verify:0.6", "words:3 exact verify:0.6"}) {
     RunOptions o;
     o.spec = PipelineSpec::parse(spec);
-    o.threads = 2;
+    o.tuning.threads = 2;
     std::map<std::string, std::string> from_file, from_memory;
     for (int memory = 0; memory < 2; ++memory) {
       auto p = memory ? std::make_unique<Pipeline>(docs, o) : std::make_unique<Pipeline>(std::vector<std::string>{corpus}, o);

@@ -65,7 +65,7 @@ std::string planted_corpus(const test::TempDir& dir, uint64_t seed, size_t famil
 std::vector<ScoredPair> run_pairs(const std::string& corpus, const std::string& spec) {
   RunOptions o;
   o.spec = PipelineSpec::parse(spec);
-  o.threads = 2;
+  o.tuning.threads = 2;
   Pipeline p({corpus}, o);
   p.run(Pipeline::Mode::Pairs);
   std::vector<ScoredPair> all;  // streamed (the default): the pairs within clusters are found here
@@ -179,7 +179,7 @@ TEST(Recall, DedupRemovesTheRemovableAndLeaderKeepsItsGuarantee) {
   const std::string corpus = planted_corpus(d, 31, 150);
   const auto exact = run_pairs(corpus, "words:3 exact verify:0.8");
   RunOptions o;
-  o.threads = 2;
+  o.tuning.threads = 2;
   size_t n = 0;
   {
     o.spec = PipelineSpec::parse("words:3 exact verify:0.8");
@@ -207,7 +207,7 @@ TEST(Recall, DedupRemovesTheRemovableAndLeaderKeepsItsGuarantee) {
     EXPECT_LE(p.stats().removed, removable) << spec;
 
     o.cluster = ClusterMode::Leader;
-    o.keep_sets = true;  // for similarity() after the run
+    o.tuning.keep_sets = true;  // for similarity() after the run
     Pipeline l({corpus}, o);
     l.run(Pipeline::Mode::Dedup);
     const Clustering& c = l.clustering();
@@ -225,7 +225,7 @@ TEST(Recall, DedupRemovesTheRemovableAndLeaderKeepsItsGuarantee) {
     }
     // Without keep_sets the sets are let go group by group: the same clusters and similarities,
     // and similarity() refuses rather than answer from a missing set.
-    o.keep_sets = false;
+    o.tuning.keep_sets = false;
     Pipeline r({corpus}, o);
     r.run(Pipeline::Mode::Dedup);
     EXPECT_EQ(r.clustering().keeper, c.keeper) << spec;
@@ -248,7 +248,7 @@ TEST(Recall, RemovedBelowThresholdIsCounted) {
   const std::string corpus = planted_corpus(d, 41, 120);
   RunOptions o;
   o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.8");
-  o.keep_sets = true;  // for similarity() after the run
+  o.tuning.keep_sets = true;  // for similarity() after the run
   Pipeline p({corpus}, o);
   p.run(Pipeline::Mode::Dedup);
   uint64_t below = 0;

@@ -57,7 +57,7 @@ TEST_P(Stages, ComposedByHandEqualThePipeline) {
   const std::vector<std::string_view> texts = texts_of(docs);
   RunOptions o;
   o.spec = PipelineSpec::parse(GetParam());
-  o.threads = 2;
+  o.tuning.threads = 2;
   std::vector<ScoredPair> verified;
   const Clustering by_hand = compose(texts, o.spec, &verified);
 

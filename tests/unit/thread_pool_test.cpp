@@ -134,7 +134,7 @@ TEST(ThreadPool, PipelineFinishesOnAStarvedPool) {
   static const std::vector<io::Document> docs = test::sample_documents();
   RunOptions o;
   o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.7");
-  o.threads = 4;
+  o.tuning.threads = 4;
   Pipeline reference(docs, o);
   reference.run(Pipeline::Mode::Dedup);
 
@@ -142,7 +142,7 @@ TEST(ThreadPool, PipelineFinishesOnAStarvedPool) {
   std::mutex block;
   std::unique_lock<std::mutex> held(block);
   pool.submit([&] { std::lock_guard<std::mutex> wait(block); });  // its only worker is busy
-  o.pool = &pool;
+  o.tuning.pool = &pool;
   Pipeline starved(docs, o);
   starved.run(Pipeline::Mode::Dedup);
   held.unlock();
@@ -206,7 +206,7 @@ TEST(ThreadPool, CancelledPipelineStopsAndAnotherRunsWhole) {
   const std::vector<io::Document> docs = test::sample_documents();
   RunOptions o;
   o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.7");
-  o.threads = 2;
+  o.tuning.threads = 2;
   std::atomic<bool> flag{true};
   {
     const Cancel scope(&flag);

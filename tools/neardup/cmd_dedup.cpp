@@ -293,7 +293,7 @@ RunOptions run_options(const CLI::App* cmd, const Options& o) {
   RunOptions ro;
   ro.spec = make_spec(cmd, o);
   ro.reader = o.reader;
-  ro.threads = o.threads;
+  ro.tuning.threads = o.threads;
   ro.keep = o.keep;
   ro.cluster = o.cluster;
   if (!o.keep_by.empty()) {
@@ -302,7 +302,7 @@ RunOptions run_options(const CLI::App* cmd, const Options& o) {
   }
   ro.duplicate_ids = o.on_duplicate_id == "keep" ? DuplicateIds::Keep : DuplicateIds::Error;
   ro.top = o.top;
-  ro.stream_pairs = true;  // pairs within clusters are verified as they are written, not held
+  ro.tuning.stream_pairs = true;  // pairs within clusters are verified as they are written, not held
   if (o.top > 0 && ro.spec.method != SketchMethod::BottomK)
     throw UsageError("--top needs --method bottomk (minhash and simhash find the pairs above a threshold only)");
   return ro;
@@ -503,12 +503,12 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   // With one heap for every thread (above), verification reuses the first pass's free memory,
   // which malloc_trim would give back only to fault it in again. The crowded mix, `pairs`: CPU
   // 3.17 against 3.47 s, page faults 6.1k against 15.0k, about the same peak (9 alternating runs).
-  ro.release_memory_after_first_pass = !one_heap;
-  ro.keep_sets = !o.report.empty();  // the report shows similarities within clusters
+  ro.tuning.release_memory_after_first_pass = !one_heap;
+  ro.tuning.keep_sets = !o.report.empty();  // the report shows similarities within clusters
   RejectsFile rejects;
   rejects.open(o.rejects, ro.reader);
   ProgressBar bar(!o.quiet);
-  ro.progress = [&bar](const Progress& p) { bar.update(p); };
+  ro.tuning.progress = [&bar](const Progress& p) { bar.update(p); };
 
   Pipeline pipeline(o.inputs, ro);
   // --output-dir: each input file's kept records under its own name (its path inside the folder

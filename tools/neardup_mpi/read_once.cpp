@@ -57,7 +57,7 @@ std::unique_ptr<io::OnceCopy> Run::receive_copy(const std::string& input, int in
       MPI_Bcast(buf.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
       if (fd >= 0 && !write_error) {
         try {
-          io::write_copy(fd, buf.data(), static_cast<size_t>(n), display, ro_.temp_dir);
+          io::write_copy(fd, buf.data(), static_cast<size_t>(n), display, ro_.tuning.temp_dir);
         } catch (...) {
           write_error = std::current_exception();
         }
@@ -66,7 +66,7 @@ std::unique_ptr<io::OnceCopy> Run::receive_copy(const std::string& input, int in
     if (write_error) std::rethrow_exception(write_error);
   };
   try {
-    return std::make_unique<io::OnceCopy>(display, ro_.temp_dir, stream);
+    return std::make_unique<io::OnceCopy>(display, ro_.tuning.temp_dir, stream);
   } catch (...) {
     if (!drained) stream(-1);  // the copy could not be made here: take part, then fail
     throw;
