@@ -9,6 +9,7 @@
 
 #include "internal/big_array.h"
 #include "internal/parallel.h"
+#include "internal/prefix_ranking.h"
 #include "internal/radix_sort.h"
 #include "neardup/error.h"
 #include "neardup/verify.h"
@@ -24,184 +25,14 @@ size_t min_overlap(double alpha, size_t len) noexcept {
   return x <= 0 ? 1 : std::min(len, static_cast<size_t>(std::ceil(x)));
 }
 
-// Counts per part and key, turned in place into each part's first position for each key (a key's
-// parts in part order, after every smaller key); returns each key's first position, and the total
-// at [keys]. The stable parallel counting sorts below share it.
-template <class Counts>
-std::vector<uint64_t> part_offsets(std::vector<Counts>& counts, size_t keys) {
-  std::vector<uint64_t> first(keys + 1, 0);
-  uint64_t sum = 0;
-  for (size_t k = 0; k < keys; ++k) {
-    first[k] = sum;
-    for (auto& c : counts) {
-      const uint64_t here = c[k];
-      c[k] = sum;
-      sum += here;
-    }
-  }
-  first[keys] = sum;
-  return first;
-}
-
-// The global order of the prefix filter is rarest first: by document frequency, then value.
-// A value found in one document only (most of them) can never give a candidate, so only the
-// shared values get ranks: each document keeps its count of unshared values, which come first in
-// the order, and the ranks of its shared values, ascending. One radix sort of (value, document)
-// keys gives the frequencies; walking the shared values in rank order and appending each rank to
-// its documents writes every list already sorted.
-struct SharedRanks {
-  std::vector<uint64_t> offsets;  // document d's ranks are ranks[offsets[d], offsets[d + 1])
-  internal::BigArray<uint32_t> ranks;
-  std::vector<uint32_t> unshared;  // per document: values no other document has
-  size_t num_ranks = 0;
-  std::span<const uint32_t> operator[](size_t d) const noexcept {
-    return {ranks.data() + offsets[d], static_cast<size_t>(offsets[d + 1] - offsets[d])};
-  }
-};
-
-// The (value << 32 | document) keys of every fingerprint value, grouped by the value's top 8
-// bits: a most-significant pass straight from the fingerprints, each part of the documents after
-// the earlier ones, so documents stay ascending within a value.
-struct TopByteKeys {
-  static constexpr size_t kBuckets = 256;
-  std::vector<uint64_t> bucket;  // kBuckets + 1 offsets into keys
-  internal::BigArray<uint64_t> keys;
-};
+using internal::SharedRanks;
 
 // [lo, hi) of part p of n items in `parts` parts.
 std::pair<size_t, size_t> part_range(size_t n, size_t p, size_t parts) { return {n * p / parts, n * (p + 1) / parts}; }
 
-TopByteKeys keys_by_top_byte(const Fingerprints& fps, size_t parts, int threads) {
-  constexpr size_t kBuckets = TopByteKeys::kBuckets;
-  const size_t n = fps.count();
-  std::vector<std::array<uint64_t, kBuckets>> fill(parts);
-  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    auto& c = fill[p];
-    c.fill(0);
-    const auto [lo, hi] = part_range(n, p, parts);
-    for (uint64_t i = fps.offsets[lo]; i < fps.offsets[hi]; ++i) ++c[fps.values[i] >> 24];
-  });
-  TopByteKeys out;
-  out.bucket = part_offsets(fill, kBuckets);
-  out.keys = internal::BigArray<uint64_t>(fps.values.size());
-  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    auto& f = fill[p];
-    const auto [lo, hi] = part_range(n, p, parts);
-    for (size_t d = lo; d < hi; ++d)
-      for (uint64_t i = fps.offsets[d]; i < fps.offsets[d + 1]; ++i) {
-        const SigValue v = fps.values[i];
-        out.keys[f[v >> 24]++] = (static_cast<uint64_t>(v) << 32) | d;
-      }
-  });
-  return out;
-}
-
-// A value that two or more documents hold: its keys are keys[start, start + len).
-struct Run {
-  uint64_t start;
-  uint64_t len;
-};
-
-struct SharedRuns {
-  std::vector<std::vector<Run>> by_bucket;       // in value order
-  std::vector<std::vector<uint32_t>> per_thread;  // per document: its shared values (summed over threads)
-};
-
-// Each bucket, small enough for the cache, sorted by the other 24 bits of the value, and its
-// runs of one value listed while it is still there.
-SharedRuns find_shared_runs(TopByteKeys& k, size_t n, int threads) {
-  const size_t t = static_cast<size_t>(std::max(1, threads));
-  SharedRuns out;
-  out.by_bucket.resize(TopByteKeys::kBuckets);
-  out.per_thread.resize(t);
-  std::vector<std::vector<uint64_t>> scratch(t);
-  internal::parallel_for(TopByteKeys::kBuckets, threads, [&](size_t b, size_t tid) {
-    auto& shared = out.per_thread[tid];
-    if (shared.empty()) shared.assign(n, 0);
-    const size_t lo = k.bucket[b], len = k.bucket[b + 1] - k.bucket[b];
-    uint64_t* v = k.keys.data() + lo;
-    if (scratch[tid].size() < len) scratch[tid].resize(len);
-    internal::radix_sort_u64_bits(v, scratch[tid].data(), len, 32, 56);
-    auto& runs = out.by_bucket[b];
-    for (size_t i = 0; i < len;) {
-      size_t j = i + 1;
-      while (j < len && (v[j] >> 32) == (v[i] >> 32)) ++j;
-      if (j - i > 1) {
-        runs.push_back({lo + i, j - i});
-        for (size_t x = i; x < j; ++x) ++shared[static_cast<uint32_t>(v[x])];
-      }
-      i = j;
-    }
-  });
-  return out;
-}
-
-// Ranks: by frequency, then value (runs are in value order), a counting sort done in parallel
-// over parts of the buckets: each part counts its runs per frequency, and numbers its runs of
-// one frequency after those of the earlier parts. Returns the documents of the shared values in
-// rank order (rank << 32 | document), and sets num_ranks.
-internal::BigArray<uint64_t> rank_runs(const std::vector<std::vector<Run>>& bucket_runs, const internal::BigArray<uint64_t>& keys,
-                                       int threads, size_t& num_ranks) {
-  const size_t t = static_cast<size_t>(std::max(1, threads));
-  const size_t buckets = bucket_runs.size();
-  size_t max_len = 2;
-  for (const auto& runs : bucket_runs)
-    for (const Run& r : runs) max_len = std::max<size_t>(max_len, r.len);
-  std::vector<std::vector<uint64_t>> rank_of(t);  // per part and frequency: its next rank
-  internal::parallel_for(t, threads, [&](size_t p, size_t) {
-    auto& c = rank_of[p];
-    c.assign(max_len + 1, 0);
-    const auto [lo, hi] = part_range(buckets, p, t);
-    for (size_t b = lo; b < hi; ++b)
-      for (const Run& r : bucket_runs[b]) ++c[r.len];
-  });
-  const std::vector<uint64_t> first_rank = part_offsets(rank_of, max_len + 1);  // by frequency
-  num_ranks = first_rank[max_len + 1];
-  std::vector<uint64_t> first_entry(max_len + 2, 0);
-  for (size_t f = 0; f <= max_len; ++f) first_entry[f + 1] = first_entry[f] + (first_rank[f + 1] - first_rank[f]) * f;
-  internal::BigArray<uint64_t> entries(first_entry[max_len + 1]);
-  internal::parallel_for(t, threads, [&](size_t p, size_t) {
-    auto& next = rank_of[p];
-    const auto [lo, hi] = part_range(buckets, p, t);
-    for (size_t b = lo; b < hi; ++b)
-      for (const Run& r : bucket_runs[b]) {
-        const uint64_t rank = next[r.len]++;
-        uint64_t* dst = entries.data() + first_entry[r.len] + (rank - first_rank[r.len]) * r.len;
-        for (uint64_t i = r.start; i < r.start + r.len; ++i) *dst++ = (rank << 32) | static_cast<uint32_t>(keys[i]);
-      }
-  });
-  return entries;
-}
-
+// The prefix filter's order over the fingerprints' values (internal/prefix_ranking.h).
 SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
-  const size_t n = fps.count();
-  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, std::max<size_t>(1, n));
-  TopByteKeys keys = keys_by_top_byte(fps, parts, threads);
-  const SharedRuns shared = find_shared_runs(keys, n, threads);
-  SharedRanks out;
-  const internal::BigArray<uint64_t> entries = rank_runs(shared.by_bucket, keys.keys, threads, out.num_ranks);
-  out.offsets.resize(n + 1);
-  out.unshared.resize(n);
-  out.offsets[0] = 0;
-  for (size_t d = 0; d < n; ++d) {
-    uint32_t count = 0;
-    for (const auto& s : shared.per_thread)
-      if (!s.empty()) count += s[d];
-    out.offsets[d + 1] = out.offsets[d] + count;
-    out.unshared[d] = static_cast<uint32_t>(fps.offsets[d + 1] - fps.offsets[d]) - count;
-  }
-  // Each document's ranks, ascending: the entries in rank order, appended to their documents,
-  // by parts of the documents.
-  out.ranks = internal::BigArray<uint32_t>(out.offsets[n]);
-  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part_range(n, p, parts);
-    std::vector<uint64_t> cursor(out.offsets.begin() + static_cast<ptrdiff_t>(lo), out.offsets.begin() + static_cast<ptrdiff_t>(hi));
-    for (uint64_t e : entries) {
-      const size_t d = static_cast<uint32_t>(e);
-      if (d >= lo && d < hi) out.ranks[cursor[d - lo]++] = static_cast<uint32_t>(e >> 32);
-    }
-  });
-  return out;
+  return internal::rank_shared_values<SigValue>(fps.count(), [&](size_t d) { return fps[d]; }, threads);
 }
 
 // Prefix lengths, in shared values. Each pair is found from its longer document x (from the

@@ -7,6 +7,7 @@
 
 #include "internal/big_array.h"
 #include "internal/parallel.h"
+#include "internal/prefix_ranking.h"
 #include "internal/radix_sort.h"
 #include "neardup/union_find.h"
 #include "neardup/bottomk.h"
@@ -38,197 +39,6 @@ bool ExactThreshold::reached(uint64_t common, uint64_t la, uint64_t lb) const no
 
 namespace {
 
-// The sets' shared shingles ranked rarest first; see the header.
-struct Ranked {
-  std::vector<uint32_t> len;       // per member: shingles in its set
-  std::vector<uint32_t> unshared;  // per member: shingles no other member holds
-  std::vector<uint64_t> offsets;   // member m's ranks are ranks[offsets[m], offsets[m + 1])
-  internal::BigArray<uint32_t> ranks;
-  size_t num_ranks = 0;
-  std::span<const uint32_t> operator[](size_t m) const noexcept {
-    return {ranks.data() + offsets[m], static_cast<size_t>(offsets[m + 1] - offsets[m])};
-  }
-};
-
-// One (value, member) entry of the ranking sort.
-struct Entry {
-  uint64_t value;
-  uint64_t member;
-};
-
-// Sorts one most-significant bucket by value (members stay ascending within a value): a stable
-// LSD radix sort of the 33 bits below the bucket's, then the rare runs equal in those bits but
-// not in the whole value are sorted whole.
-void sort_bucket(Entry* e, size_t len, int msd_bits, std::vector<Entry>& scratch) {
-  if (len < 2) return;
-  auto less = [](const Entry& x, const Entry& y) { return x.value != y.value ? x.value < y.value : x.member < y.member; };
-  if (len < 256) {
-    std::sort(e, e + len, less);
-    return;
-  }
-  if (scratch.size() < len) scratch.resize(len);
-  const int hi = 64 - msd_bits, lo = std::max(0, hi - 33);
-  internal::radix_sort_by_bits(e, scratch.data(), len, lo, hi, [](const Entry& x) { return x.value; }, 11);
-  if (lo == 0) return;
-  for (size_t i = 0; i < len;) {
-    size_t j = i + 1;
-    bool mixed = false;
-    while (j < len && (e[j].value >> lo) == (e[i].value >> lo)) {
-      mixed |= e[j].value != e[i].value;
-      ++j;
-    }
-    if (mixed) std::sort(e + i, e + j, less);
-    i = j;
-  }
-}
-
-// [lo, hi) of part p of n items in `parts` parts.
-std::pair<size_t, size_t> part_range(size_t n, size_t p, size_t parts) { return {n * p / parts, n * (p + 1) / parts}; }
-
-// Every (value, member) entry, grouped by the top bits of the value: a most-significant pass,
-// each part of the members after the earlier parts, so that members stay ascending within a
-// bucket.
-struct BucketedEntries {
-  int msd_bits = 8;
-  std::vector<uint64_t> bucket_start;  // buckets + 1
-  internal::BigArray<Entry> entries;
-  size_t buckets() const noexcept { return bucket_start.size() - 1; }
-};
-
-BucketedEntries bucket_entries(std::span<const DocId> docs, const SetJoin::SetOf& set_of, uint64_t total, int threads) {
-  const size_t n = docs.size();
-  BucketedEntries out;
-  out.msd_bits = total >= (uint64_t{1} << 22) ? 12 : 8;
-  const size_t buckets = size_t{1} << out.msd_bits;
-  const int shift = 64 - out.msd_bits;
-  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
-  std::vector<std::vector<uint64_t>> fill(parts, std::vector<uint64_t>(buckets, 0));
-  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto range = part_range(n, p, parts);
-    for (size_t m = range.first; m < range.second; ++m)
-      for (const ShingleHash v : set_of(docs[m])) ++fill[p][v >> shift];
-  });
-  out.bucket_start.assign(buckets + 1, 0);
-  uint64_t sum = 0;
-  for (size_t b = 0; b < buckets; ++b) {
-    out.bucket_start[b] = sum;
-    for (size_t p = 0; p < parts; ++p) {
-      const uint64_t here = fill[p][b];
-      fill[p][b] = sum;
-      sum += here;
-    }
-  }
-  out.bucket_start[buckets] = sum;
-  out.entries = internal::BigArray<Entry>(total);
-  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto range = part_range(n, p, parts);
-    auto& f = fill[p];
-    for (size_t m = range.first; m < range.second; ++m)
-      for (const ShingleHash v : set_of(docs[m])) out.entries[f[v >> shift]++] = {v, m};
-  });
-  return out;
-}
-
-// A value that two or more members hold: its entries are entries[start, start + len).
-struct Run {
-  uint64_t start;
-  uint64_t len;
-};
-
-// Each bucket sorted, and its runs of one value listed (a run of one is an unshared value);
-// counts each member's shared values into `shared` (one count per thread, summed later).
-std::vector<std::vector<Run>> shared_runs(BucketedEntries& be, size_t n, int threads, std::vector<std::vector<uint32_t>>& shared) {
-  const size_t t = static_cast<size_t>(std::max(1, threads));
-  std::vector<std::vector<Run>> bucket_runs(be.buckets());
-  shared.assign(t, {});
-  std::vector<std::vector<Entry>> scratch(t);
-  internal::parallel_for(be.buckets(), threads, [&](size_t b, size_t tid) {
-    auto& counts = shared[tid];
-    if (counts.empty()) counts.assign(n, 0);
-    const uint64_t lo = be.bucket_start[b], len = be.bucket_start[b + 1] - lo;
-    Entry* e = be.entries.data() + lo;
-    sort_bucket(e, len, be.msd_bits, scratch[tid]);
-    for (size_t i = 0; i < len;) {
-      size_t j = i + 1;
-      while (j < len && e[j].value == e[i].value) ++j;
-      if (j - i > 1) {
-        bucket_runs[b].push_back({lo + i, j - i});
-        for (size_t k = i; k < j; ++k) ++counts[e[k].member];
-      }
-      i = j;
-    }
-  });
-  return bucket_runs;
-}
-
-// The runs in rank order: by frequency, then value (the runs are in value order), by a
-// counting sort. Frees the per-bucket lists as it goes.
-std::vector<Run> runs_by_rank(std::vector<std::vector<Run>>& bucket_runs) {
-  uint64_t max_freq = 2;
-  size_t runs = 0;
-  for (const auto& br : bucket_runs) {
-    runs += br.size();
-    for (const Run& r : br) max_freq = std::max(max_freq, r.len);
-  }
-  if (runs >= UINT32_MAX) throw UsageError("more than 2^32 distinct shared shingles; split the input");
-  std::vector<uint64_t> next_rank(max_freq + 2, 0);
-  for (const auto& br : bucket_runs)
-    for (const Run& r : br) ++next_rank[r.len + 1];
-  for (size_t f = 1; f < next_rank.size(); ++f) next_rank[f] += next_rank[f - 1];
-  std::vector<Run> run_at_rank(runs);
-  for (auto& br : bucket_runs) {
-    for (const Run& r : br) run_at_rank[next_rank[r.len]++] = r;
-    std::vector<Run>().swap(br);
-  }
-  return run_at_rank;
-}
-
-Ranked rank_sets(std::span<const DocId> docs, const SetJoin::SetOf& set_of, int threads) {
-  const size_t n = docs.size();
-  Ranked out;
-  out.len.resize(n);
-  out.unshared.resize(n);
-  out.offsets.assign(n + 1, 0);
-  uint64_t total = 0;
-  for (size_t m = 0; m < n; ++m) {
-    const size_t l = set_of(docs[m]).size();
-    if (l >= UINT32_MAX) throw UsageError("a document has more than 2^32 shingles");
-    out.len[m] = static_cast<uint32_t>(l);
-    total += l;
-  }
-  if (total == 0) return out;
-  BucketedEntries be = bucket_entries(docs, set_of, total, threads);
-  std::vector<std::vector<uint32_t>> shared_by_thread;
-  std::vector<std::vector<Run>> bucket_runs = shared_runs(be, n, threads, shared_by_thread);
-  const std::vector<Run> run_at_rank = runs_by_rank(bucket_runs);
-  const size_t runs = run_at_rank.size();
-  out.num_ranks = runs;
-  for (size_t m = 0; m < n; ++m) {
-    uint32_t shared = 0;
-    for (const auto& s : shared_by_thread)
-      if (!s.empty()) shared += s[m];
-    out.offsets[m + 1] = out.offsets[m] + shared;
-    out.unshared[m] = out.len[m] - shared;
-  }
-  std::vector<std::vector<uint32_t>>().swap(shared_by_thread);
-  // Each member's ranks ascending: the runs in rank order, appended to their members, by parts
-  // of the members.
-  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
-  out.ranks = internal::BigArray<uint32_t>(out.offsets[n]);
-  internal::parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto range = part_range(n, p, parts);
-    const size_t lo = range.first, hi = range.second;
-    std::vector<uint64_t> cursor(out.offsets.begin() + static_cast<ptrdiff_t>(lo), out.offsets.begin() + static_cast<ptrdiff_t>(hi));
-    for (size_t r = 0; r < runs; ++r) {
-      const Run& run = run_at_rank[r];
-      for (uint64_t i = run.start; i < run.start + run.len; ++i) {
-        const uint64_t m = be.entries[i].member;
-        if (m >= lo && m < hi) out.ranks[cursor[m - lo]++] = static_cast<uint32_t>(r);
-      }
-    }
-  });
-  return out;
-}
 
 struct Posting {
   uint32_t member;
@@ -248,7 +58,7 @@ struct SetJoin::Impl {
   ExactThreshold thr;
   int threads = 1;
   std::vector<DocId> docs;
-  Ranked ranked;
+  internal::SharedRanks ranked;
   std::vector<uint32_t> plen;  // per member: its prefix, in shared ranks
   std::vector<uint64_t> head;  // postings of rank r: postings[head[r], head[r + 1]), ascending by member
   internal::BigArray<Posting> postings;
@@ -309,7 +119,7 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
   for (size_t i = 1; i < s.docs.size(); ++i)
     if (s.docs[i] <= s.docs[i - 1]) throw UsageError("SetJoin: documents must be ascending and distinct");
   if (s.docs.size() >= UINT32_MAX) throw UsageError("SetJoin: more than 2^32 - 1 documents");
-  s.ranked = rank_sets(s.docs, set_of, s.threads);
+  s.ranked = internal::rank_shared_values<ShingleHash>(s.docs.size(), [&](size_t m) { return set_of(s.docs[m]); }, s.threads);
   const size_t n = s.docs.size();
   s.plen.assign(n, 0);
   for (size_t m = 0; m < n; ++m) {

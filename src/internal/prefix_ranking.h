@@ -1,0 +1,246 @@
+// The global order of the prefix filter, shared by its two joins: AllPairs over bottom-k
+// fingerprints (allpairs.cpp, 32-bit values) and the exact join over shingle sets (setjoin.cpp,
+// 64-bit values).
+//
+// The prefix filter (Chaudhuri, Ganti, Kaushik, ICDE 2006; Bayardo, Ma, Srikant, WWW 2007) orders
+// every value rarest first: a pair with enough overlap shares a value among the first few of
+// either set, and rare values there make short candidate lists. A value found in one set only
+// (most of them) can never give a candidate, so only the shared values get ranks: each set keeps
+// its count of unshared values, which come first in the order, and the ranks of its shared
+// values, ascending. Ranks go by document frequency, then by value.
+//
+// How: every (value, set) entry goes to a bucket by the value's top bits, in set order; each
+// bucket, small enough for the cache, is sorted by value (sets stay ascending within a value) and
+// its runs of one value are listed while it is there; a counting sort by frequency numbers the
+// runs; each set's ranks are then appended in rank order, so every list comes out sorted.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "internal/big_array.h"
+#include "internal/parallel.h"
+#include "internal/radix_sort.h"
+#include "neardup/error.h"
+
+namespace neardup::internal {
+
+struct SharedRanks {
+  std::vector<uint32_t> len;       // per set: its values
+  std::vector<uint32_t> unshared;  // per set: values no other set holds
+  std::vector<uint64_t> offsets;   // set d's ranks are ranks[offsets[d], offsets[d + 1])
+  BigArray<uint32_t> ranks;
+  size_t num_ranks = 0;
+  std::span<const uint32_t> operator[](size_t d) const noexcept {
+    return {ranks.data() + offsets[d], static_cast<size_t>(offsets[d + 1] - offsets[d])};
+  }
+};
+
+namespace ranking_detail {
+
+// [lo, hi) of part p of n items in `parts` parts.
+inline std::pair<size_t, size_t> part(size_t n, size_t p, size_t parts) { return {n * p / parts, n * (p + 1) / parts}; }
+
+// The (value, set) entries of each kind of value, and how a bucket of them is sorted.
+template <class Value>
+struct Entries;
+
+// 32-bit values: (value << 32 | set) in one 64-bit key, a bucket sorted by one stable radix sort
+// of the value's bits below the bucket's.
+template <>
+struct Entries<uint32_t> {
+  using Entry = uint64_t;
+  static Entry make(uint32_t v, size_t set) noexcept { return (uint64_t{v} << 32) | set; }
+  static uint64_t value(Entry e) noexcept { return e >> 32; }
+  static size_t set(Entry e) noexcept { return static_cast<uint32_t>(e); }
+  static void sort(Entry* e, size_t len, int msd_bits, std::vector<Entry>& scratch) {
+    if (len < 2) return;
+    if (scratch.size() < len) scratch.resize(len);
+    radix_sort_u64_bits(e, scratch.data(), len, 32, 64 - msd_bits);
+  }
+};
+
+// 64-bit values: a stable LSD radix sort of the 33 bits below the bucket's, then the rare runs
+// equal in those bits but not in the whole value sorted whole; small buckets by comparison.
+template <>
+struct Entries<uint64_t> {
+  struct Entry {
+    uint64_t value;
+    uint64_t set;
+  };
+  static Entry make(uint64_t v, size_t set) noexcept { return {v, set}; }
+  static uint64_t value(const Entry& e) noexcept { return e.value; }
+  static size_t set(const Entry& e) noexcept { return e.set; }
+  static void sort(Entry* e, size_t len, int msd_bits, std::vector<Entry>& scratch) {
+    if (len < 2) return;
+    auto less = [](const Entry& x, const Entry& y) { return x.value != y.value ? x.value < y.value : x.set < y.set; };
+    if (len < 256) {
+      std::sort(e, e + len, less);
+      return;
+    }
+    if (scratch.size() < len) scratch.resize(len);
+    const int hi = 64 - msd_bits, lo = std::max(0, hi - 33);
+    radix_sort_by_bits(e, scratch.data(), len, lo, hi, [](const Entry& x) { return x.value; }, 11);
+    if (lo == 0) return;
+    for (size_t i = 0; i < len;) {
+      size_t j = i + 1;
+      bool mixed = false;
+      while (j < len && (e[j].value >> lo) == (e[i].value >> lo)) {
+        mixed |= e[j].value != e[i].value;
+        ++j;
+      }
+      if (mixed) std::sort(e + i, e + j, less);
+      i = j;
+    }
+  }
+};
+
+// A value that two or more sets hold: its entries are entries[start, start + len).
+struct Run {
+  uint64_t start;
+  uint64_t len;
+};
+
+// Every entry, grouped by the top msd_bits of its value: a most-significant pass, each part of
+// the sets after the earlier parts, so that sets stay ascending within a bucket.
+template <class Value, class ValuesOf>
+std::vector<uint64_t> bucket_entries(size_t n, const ValuesOf& values_of, int msd_bits, int threads,
+                                     BigArray<typename Entries<Value>::Entry>& entries) {
+  const size_t buckets = size_t{1} << msd_bits;
+  const int shift = static_cast<int>(8 * sizeof(Value)) - msd_bits;
+  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
+  std::vector<std::vector<uint64_t>> fill(parts, std::vector<uint64_t>(buckets, 0));
+  parallel_for(parts, threads, [&](size_t p, size_t) {
+    const auto [lo, hi] = part(n, p, parts);
+    for (size_t d = lo; d < hi; ++d)
+      for (const Value v : values_of(d)) ++fill[p][v >> shift];
+  });
+  std::vector<uint64_t> start(buckets + 1, 0);
+  uint64_t sum = 0;
+  for (size_t b = 0; b < buckets; ++b) {
+    start[b] = sum;
+    for (size_t p = 0; p < parts; ++p) {
+      const uint64_t here = fill[p][b];
+      fill[p][b] = sum;
+      sum += here;
+    }
+  }
+  start[buckets] = sum;
+  parallel_for(parts, threads, [&](size_t p, size_t) {
+    const auto [lo, hi] = part(n, p, parts);
+    auto& f = fill[p];
+    for (size_t d = lo; d < hi; ++d)
+      for (const Value v : values_of(d)) entries[f[v >> shift]++] = Entries<Value>::make(v, d);
+  });
+  return start;
+}
+
+// Each bucket sorted and its runs of one value listed (in value order); counts each set's shared
+// values into `shared` (one count per thread, summed later).
+template <class Value>
+std::vector<std::vector<Run>> shared_runs(BigArray<typename Entries<Value>::Entry>& entries, const std::vector<uint64_t>& start,
+                                          int msd_bits, size_t n, int threads, std::vector<std::vector<uint32_t>>& shared) {
+  using E = Entries<Value>;
+  const size_t t = static_cast<size_t>(std::max(1, threads));
+  std::vector<std::vector<Run>> bucket_runs(start.size() - 1);
+  shared.assign(t, {});
+  std::vector<std::vector<typename E::Entry>> scratch(t);
+  parallel_for(bucket_runs.size(), threads, [&](size_t b, size_t tid) {
+    auto& counts = shared[tid];
+    if (counts.empty()) counts.assign(n, 0);
+    const uint64_t lo = start[b], len = start[b + 1] - lo;
+    auto* e = entries.data() + lo;
+    E::sort(e, len, msd_bits, scratch[tid]);
+    for (size_t i = 0; i < len;) {
+      size_t j = i + 1;
+      while (j < len && E::value(e[j]) == E::value(e[i])) ++j;
+      if (j - i > 1) {
+        bucket_runs[b].push_back({lo + i, j - i});
+        for (size_t k = i; k < j; ++k) ++counts[E::set(e[k])];
+      }
+      i = j;
+    }
+  });
+  return bucket_runs;
+}
+
+// The runs in rank order: by frequency, then value (the runs are in value order), by a counting
+// sort. Frees the per-bucket lists as it goes.
+inline std::vector<Run> runs_by_rank(std::vector<std::vector<Run>>& bucket_runs) {
+  uint64_t max_freq = 2;
+  size_t runs = 0;
+  for (const auto& br : bucket_runs) {
+    runs += br.size();
+    for (const Run& r : br) max_freq = std::max(max_freq, r.len);
+  }
+  if (runs >= UINT32_MAX) throw UsageError("more than 2^32 distinct shared values; split the input");
+  std::vector<uint64_t> next_rank(max_freq + 2, 0);
+  for (const auto& br : bucket_runs)
+    for (const Run& r : br) ++next_rank[r.len + 1];
+  for (size_t f = 1; f < next_rank.size(); ++f) next_rank[f] += next_rank[f - 1];
+  std::vector<Run> run_at_rank(runs);
+  for (auto& br : bucket_runs) {
+    for (const Run& r : br) run_at_rank[next_rank[r.len]++] = r;
+    std::vector<Run>().swap(br);
+  }
+  return run_at_rank;
+}
+
+}  // namespace ranking_detail
+
+/// The ranks of the shared values of n sets; values_of(d) is set d's values (Value: uint32_t or
+/// uint64_t), sorted and distinct.
+template <class Value, class ValuesOf>
+SharedRanks rank_shared_values(size_t n, const ValuesOf& values_of, int threads) {
+  using namespace ranking_detail;
+  using E = Entries<Value>;
+  SharedRanks out;
+  out.len.resize(n);
+  out.unshared.resize(n);
+  out.offsets.assign(n + 1, 0);
+  uint64_t total = 0;
+  for (size_t d = 0; d < n; ++d) {
+    const size_t l = values_of(d).size();
+    if (l >= UINT32_MAX) throw UsageError("a document has more than 2^32 shingles");
+    out.len[d] = static_cast<uint32_t>(l);
+    total += l;
+  }
+  if (total == 0) return out;
+  // More buckets for more entries, so that each stays small enough for the cache.
+  const int msd_bits = total >= (uint64_t{1} << 22) ? 12 : 8;
+  BigArray<typename E::Entry> entries(total);
+  const std::vector<uint64_t> start = bucket_entries<Value>(n, values_of, msd_bits, threads, entries);
+  std::vector<std::vector<uint32_t>> shared_by_thread;
+  std::vector<std::vector<Run>> bucket_runs = shared_runs<Value>(entries, start, msd_bits, n, threads, shared_by_thread);
+  const std::vector<Run> run_at_rank = runs_by_rank(bucket_runs);
+  const size_t runs = run_at_rank.size();
+  out.num_ranks = runs;
+  for (size_t d = 0; d < n; ++d) {
+    uint32_t shared = 0;
+    for (const auto& s : shared_by_thread)
+      if (!s.empty()) shared += s[d];
+    out.offsets[d + 1] = out.offsets[d] + shared;
+    out.unshared[d] = out.len[d] - shared;
+  }
+  std::vector<std::vector<uint32_t>>().swap(shared_by_thread);
+  // Each set's ranks ascending: the runs in rank order, appended to their sets, by parts of the
+  // sets.
+  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
+  out.ranks = BigArray<uint32_t>(out.offsets[n]);
+  parallel_for(parts, threads, [&](size_t p, size_t) {
+    const auto [lo, hi] = part(n, p, parts);
+    std::vector<uint64_t> cursor(out.offsets.begin() + static_cast<ptrdiff_t>(lo), out.offsets.begin() + static_cast<ptrdiff_t>(hi));
+    for (size_t r = 0; r < runs; ++r) {
+      const Run& run = run_at_rank[r];
+      for (uint64_t i = run.start; i < run.start + run.len; ++i) {
+        const size_t d = E::set(entries[i]);
+        if (d >= lo && d < hi) out.ranks[cursor[d - lo]++] = static_cast<uint32_t>(r);
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace neardup::internal
