@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench_corpus.h"
+#include "io/raw_records.h"
 #include "internal/testing.h"
 #include "internal/sorted_merge.h"
 #include "kernels/dispatch.h"
@@ -65,7 +66,7 @@ void BM_ParseJsonl(benchmark::State& state) {
     io::RecordReader r(in, {});
     io::RawRecord raw;
     std::pair<std::string, std::vector<std::pair<size_t, size_t>>> out;  // lines back to back, padded
-    while (out.first.size() < limit && r.next_raw(raw)) {
+    while (out.first.size() < limit && io::next_raw(r, raw)) {
       if (raw.kind != io::RawRecord::Kind::Line) continue;
       out.second.emplace_back(out.first.size(), raw.bytes.size());
       out.first.append(raw.bytes);

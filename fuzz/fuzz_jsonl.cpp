@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
+#include "io/raw_records.h"
 #include "neardup/error.h"
 #include "neardup/io/reader.h"
 #include "neardup/text.h"
@@ -57,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string problem, word_problem;
     size_t i = 0;
     uint64_t bad = 0;
-    while (reader.next_raw(raw)) {
+    while (io::next_raw(reader, raw)) {
       if (raw.kind == io::RawRecord::Kind::Bad) {  // an empty file
         ++bad;
         continue;

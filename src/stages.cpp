@@ -1,4 +1,5 @@
 #include "neardup/stages.h"
+#include "io/raw_records.h"
 
 #include <fcntl.h>
 #include <unistd.h>

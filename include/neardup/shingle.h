@@ -65,7 +65,7 @@ class Shingler {
 
   /// Whether shingles under `options` depend only on the sequence of the text's words, not on
   /// what separates them (no normalisation, no ICU word break): a JSON string's escapes may then
-  /// be read as spaces (io::JsonlParser's word text).
+  /// be read as spaces (the JSONL reader's word text).
   static bool reads_words_only(const ShingleOptions& options) noexcept {
     return options.normalize == Normalization::None && options.word_break == WordBreak::Simple;
   }

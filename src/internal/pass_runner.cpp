@@ -269,7 +269,7 @@ class PassRunner {
         if (!pass_.filter(rec, doc)) continue;
         batch->add(Kind::Parsed, rec.text, rec.id, rec.source, rec.line, rec.offset, doc);
       } else {
-        if (!reader_.next_raw(raw)) break;
+        if (!io::next_raw(reader_, raw)) break;
         ++records_;
         if (raw.kind == Kind::Line && raw.bytes.size() >= large_line_bytes.load(std::memory_order_relaxed)) {
           // A large line goes in a batch of its own.
@@ -304,7 +304,7 @@ class PassRunner {
   // copied otherwise (as are texts and bad records).
   void add_record(Batch& b, const io::RawRecord& raw) {
     if (raw.kind == Kind::Line)
-      if (auto owner = reader_.share_line(raw)) return b.add_shared(raw, std::move(owner));
+      if (auto owner = io::share_line(reader_, raw)) return b.add_shared(raw, std::move(owner));
     b.add(raw.kind, raw.bytes, raw.kind == Kind::Parsed ? raw.id : std::string_view(), raw.source, raw.line, raw.offset, 0);
   }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "neardup/bottomk.h"
+#include "io/raw_records.h"
 #include "neardup/io/reader.h"
 #include "neardup/types.h"
 #include "internal/realloc_buffer.h"

@@ -1,6 +1,7 @@
 // The JSONL parser: a line to its id, text and key with simdjson, and the word-text path that
 // hands a text over already as the shingler reads it.
 #include "neardup/io/reader.h"
+#include "io/raw_records.h"
 
 #include "internal/parallel.h"
 #include "internal/realloc_buffer.h"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "neardup/io/reader.h"
+#include "io/raw_records.h"
 
 #include "internal/parallel.h"
 #include "internal/realloc_buffer.h"

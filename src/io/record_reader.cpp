@@ -1,6 +1,7 @@
 // The record reader: the records of every source in order, through the line buffer; decompressed
 // copies kept for later passes; records read again by position.
 #include "neardup/io/reader.h"
+#include "io/raw_records.h"
 
 #include "internal/parallel.h"
 #include "internal/realloc_buffer.h"
@@ -428,7 +429,7 @@ std::vector<std::unique_ptr<ScratchCopy>> RecordReader::take_decompressed_copies
   return std::move(m.copies);
 }
 bool RecordReader::next(Record& out) { return impl_->next(out); }
-bool RecordReader::next_raw(RawRecord& out) { return impl_->next_raw(out); }
+bool RawReading::next_raw(RecordReader& reader, RawRecord& out) { return reader.impl_->next_raw(out); }
 void RecordReader::select(std::vector<RecordPos> positions) {
   impl_->selection = std::move(positions);
   impl_->selected = 0;
@@ -451,11 +452,11 @@ void release_mapped_line(std::string_view line) noexcept {
   if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
 }
 
-std::shared_ptr<const void> RecordReader::share_line(const RawRecord& line) {
+std::shared_ptr<const void> RawReading::share_line(RecordReader& reader, const RawRecord& line) {
   // Reading by position, the reader moves to another buffer at almost every line, so a shared
   // line would hold a buffer of its own: only lines of a buffer's size or more are shared.
-  if (impl_->selecting && line.bytes.size() < LineBuffer::kShareSelectedBytes) return nullptr;
-  return impl_->lines.share();
+  if (reader.impl_->selecting && line.bytes.size() < LineBuffer::kShareSelectedBytes) return nullptr;
+  return reader.impl_->lines.share();
 }
 
 uint64_t RecordReader::bytes_read() const noexcept {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "neardup/io/reader.h"
+#include "io/raw_records.h"
 #include "neardup/io/stream.h"
 
 namespace neardup::io {

@@ -1,5 +1,6 @@
 // The run's expected memory, from a sample of its inputs.
 #include "pipeline/impl.h"
+#include "io/raw_records.h"
 
 namespace neardup {
 

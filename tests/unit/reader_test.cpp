@@ -1,4 +1,5 @@
 #include "neardup/io/reader.h"
+#include "io/raw_records.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -487,8 +488,8 @@ TEST(Reader, OverwritableLinesOverlapNoOtherLine) {
     std::vector<std::pair<const char*, const char*>> spans;  // each line with its padding
     std::vector<size_t> writable;
     RawRecord raw;
-    while (reader.next_raw(raw)) {
-      owners.push_back(reader.share_line(raw));
+    while (io::next_raw(reader, raw)) {
+      owners.push_back(io::share_line(reader, raw));
       if (raw.writable) writable.push_back(spans.size());
       spans.emplace_back(raw.bytes.data(), raw.bytes.data() + raw.bytes.size() + JsonlParser::kPadding);
       if (raw.bytes.size() > 1'000'000) {
@@ -531,10 +532,10 @@ TEST(Reader, LongLinesStayOverwritableWhenBuffersAreReused) {
   std::deque<std::shared_ptr<const void>> in_flight;
   RawRecord raw;
   size_t lines = 0, long_writable = 0;
-  while (reader.next_raw(raw)) {
+  while (io::next_raw(reader, raw)) {
     ++lines;
     if (raw.bytes.size() > 1'000'000) long_writable += raw.writable;
-    in_flight.push_back(reader.share_line(raw));
+    in_flight.push_back(io::share_line(reader, raw));
     if (in_flight.size() > 200) in_flight.pop_front();
   }
   EXPECT_EQ(lines, 3000u);
@@ -570,9 +571,9 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
   std::vector<std::pair<std::shared_ptr<const void>, std::string_view>> got;
   std::vector<RecordPos> at;
   RawRecord raw;
-  while (reader.next_raw(raw)) {
+  while (io::next_raw(reader, raw)) {
     ASSERT_EQ(raw.kind, RawRecord::Kind::Line);
-    auto owner = reader.share_line(raw);
+    auto owner = io::share_line(reader, raw);
     ASSERT_NE(owner, nullptr);
     got.emplace_back(std::move(owner), raw.bytes);
     at.push_back({static_cast<uint32_t>(raw.source), static_cast<uint32_t>(raw.bytes.size()), raw.offset});
@@ -586,8 +587,8 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
   }
   {  // and past the reader's end
     auto gone = std::make_unique<RecordReader>(inputs, ReaderOptions{});
-    ASSERT_TRUE(gone->next_raw(raw));
-    auto owner = gone->share_line(raw);
+    ASSERT_TRUE(io::next_raw(*gone, raw));
+    auto owner = io::share_line(*gone, raw);
     const std::string_view line = raw.bytes;
     gone.reset();
     EXPECT_TRUE(line == want[0]);
@@ -596,10 +597,10 @@ TEST(Reader, SharedLinesKeepTheirBytes) {
   RecordReader selected(inputs, ReaderOptions{});
   selected.select(at);
   size_t i = 0, shared = 0;
-  for (; selected.next_raw(raw); ++i) {
+  for (; io::next_raw(selected, raw); ++i) {
     ASSERT_LT(i, want.size());
     EXPECT_TRUE(raw.bytes == want[i]) << "line " << i;
-    auto owner = selected.share_line(raw);
+    auto owner = io::share_line(selected, raw);
     EXPECT_EQ(owner != nullptr, want[i].size() >= (size_t{1} << 20)) << "line " << i;
     if (owner) {
       EXPECT_TRUE(raw.bytes == want[i]);
@@ -695,7 +696,7 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
       fail_input_map_for_testing(stride == 3 ? 2 : 0);  // and by position, from the second window on
       RawRecord raw;
       size_t k = 0;
-      for (; r.next_raw(raw); ++k) {
+      for (; io::next_raw(r, raw); ++k) {
         ASSERT_LT(k, which.size());
         ASSERT_TRUE(raw.bytes == std::get<1>(mapped[which[k]])) << stride << " " << k;
       }
@@ -711,8 +712,8 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
     const InputSet in({d.file("mixed.jsonl")}, opt);
     auto reader = std::make_unique<RecordReader>(in, opt);
     RawRecord raw;
-    ASSERT_TRUE(reader->next_raw(raw));
-    auto owner = reader->share_line(raw);
+    ASSERT_TRUE(io::next_raw(*reader, raw));
+    auto owner = io::share_line(*reader, raw);
     char name[512];
     EXPECT_EQ(mapped_input_at(raw.bytes.data() + 10, name, sizeof name), map);
     if (map) {
@@ -745,7 +746,7 @@ TEST(Reader, AutoMapsUnlessMeasuredMuchDearer) {
     const InputSet in({d.file(file)}, opt);
     RecordReader r(in, opt);
     RawRecord raw;
-    EXPECT_TRUE(r.next_raw(raw));
+    EXPECT_TRUE(io::next_raw(r, raw));
     char name[512];
     return mapped_input_at(raw.bytes.data(), name, sizeof name);
   };
@@ -1110,7 +1111,7 @@ TEST(Reader, FileReadInOrderIsReadAhead) {
       r.select(std::vector<RecordPos>{{0, static_cast<uint32_t>(data.find('\n', at) - at), at}});
       RawRecord raw;
       const uint64_t asked = pages_asked_for_testing();
-      ASSERT_TRUE(r.next_raw(raw));
+      ASSERT_TRUE(io::next_raw(r, raw));
       EXPECT_EQ(pages_asked_for_testing(), asked);  // read by position: nothing asked for ahead
     }
   }
