@@ -27,6 +27,34 @@ def sample_docs(n=None):
     return docs[:n] if n else docs
 
 
+def wait_until(done, what, seconds=20):
+    """Polls done() every 10 ms until it holds; fails naming `what` after `seconds`."""
+    deadline = time.time() + seconds
+    while not done():
+        assert time.time() < deadline, "waited %d s for %s" % (seconds, what)
+        time.sleep(0.01)
+
+
+def open_sockets(pid):
+    """The sockets process `pid` holds: its listening socket and the connections it accepted."""
+    fds = "/proc/%d/fd" % pid
+    count = 0
+    for fd in os.listdir(fds):
+        try:
+            count += os.readlink(os.path.join(fds, fd)).startswith("socket:")
+        except OSError:
+            pass  # closed meanwhile
+    return count
+
+
+def refuses_connections(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+
+
 class Server:
     """A `neardup serve` process on a free loopback port."""
 
@@ -264,16 +292,14 @@ def test_back_pressure(index):
     try:
         held = []
         for _ in range(2):
+            before = open_sockets(s.proc.pid)
             held.append(socket.create_connection(("127.0.0.1", s.port)))
-            time.sleep(0.2)
+            wait_until(lambda: open_sockets(s.proc.pid) > before, "the service to accept a held connection")
         status, data, headers = s.request("GET", "/v1/stats", timeout=10)
         assert status == 503 and headers["Retry-After"] == "1" and "busy" in json.loads(data)["error"]
         for h in held:
             h.close()
-        deadline = time.time() + 15
-        while s.request("GET", "/healthz")[0] != 200:
-            assert time.time() < deadline
-            time.sleep(0.2)
+        wait_until(lambda: s.request("GET", "/healthz")[0] == 200, "the service to take connections again", 15)
         _, text, _ = s.request("GET", "/metrics")
         assert re.search(r"neardup_refused_connections_total [1-9]", text)
     finally:
@@ -336,12 +362,14 @@ def test_graceful_shutdown_finishes_requests_in_flight(index):
     docs = sample_docs(300)
     s = Server(index)
     body = ndjson({"id": d["id"], "text": d["text"], "dedup": False} for d in docs).encode()
+    before = open_sockets(s.proc.pid)
     c = socket.create_connection(("127.0.0.1", s.port))
     c.sendall(b"POST /v1/add/batch HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body[: len(body) // 2])
-    time.sleep(0.3)
+    wait_until(lambda: open_sockets(s.proc.pid) > before, "the service to accept the connection")
     s.proc.send_signal(signal.SIGTERM)  # while the request is being read
-    time.sleep(0.3)
-    assert s.proc.poll() is None  # still finishing it
+    # The signal taken: no new connection is accepted, and the one in flight is still served.
+    wait_until(lambda: refuses_connections(s.port), "the service to stop accepting after SIGTERM")
+    assert s.proc.poll() is None
     c.sendall(body[len(body) // 2:])
     c.settimeout(30)
     answer = b""
@@ -410,7 +438,9 @@ def test_kill_9_under_load_loses_no_acknowledged_change(index):
         threads = [threading.Thread(target=load, args=(k,)) for k in range(8)]
         for t in threads:
             t.start()
-        time.sleep(1.0 + round_ * 0.7)
+        # Killed after a different amount of work each round (so the kill lands elsewhere).
+        goal = len(acked) + 60 + 80 * round_
+        wait_until(lambda: len(acked) >= goal, "%d acknowledged adds" % goal, 60)
         s.proc.kill()  # SIGKILL: no chance to sync or fold
         s.proc.wait()
         stop.set()
