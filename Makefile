@@ -63,12 +63,18 @@ tsan: deps
 	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS)
 
 # The library and the CLI for aarch64 with Debian's cross compiler (build-aarch64/, scalar
-# kernels), run under qemu-user: every method's outputs byte-identical to the x86-64 build's.
+# kernels), run under qemu-user: every method's outputs byte-identical to the x86-64 build's;
+# and the Python module compiled for aarch64 (not run: Debian's arm64 interpreter would have to
+# replace the host's).
 portable: deps
 	cmake -S . -B $(BUILD)-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
 	    -DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCH=OFF -DNEARDUP_BUILD_PYTHON=OFF -DNEARDUP_BUILD_MPI=OFF -DNEARDUP_BUILD_SERVE=OFF
 	cmake --build $(BUILD)-aarch64 -j $(JOBS) --target neardup_cli
 	tests/portable/run.sh $(BUILD)/neardup $(BUILD)-aarch64/neardup
+	@# The Python module compiles for aarch64 too (its x86 kernels are left out there).
+	aarch64-linux-gnu-g++ -std=c++20 -fsyntax-only -Wall -Wextra -Wno-unused-parameter -Wno-psabi -Werror -Iinclude \
+	    -I/usr/include/python3.11 -I/usr/include/aarch64-linux-gnu/python3.11 python/src/module.cpp
+	@echo "portable: the Python module compiles for aarch64"
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-tsan $(BUILD)-aarch64

@@ -23,7 +23,7 @@ case "$what" in
       libopenmpi-dev openmpi-bin chromium wrk
       g++-aarch64-linux-gnu qemu-user file
       libsimdjson14:arm64 libxxhash-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 libicu-dev:arm64
-      liblzma-dev:arm64 libbz2-dev:arm64
+      liblzma-dev:arm64 libbz2-dev:arm64 libpython3.11-dev:arm64
     )
     ;;
   *) echo "install-deps: usage: install-deps.sh [run|test]" >&2; exit 2 ;;

@@ -22,7 +22,9 @@
 #include "neardup/neardup.h"
 #include "sha1.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 namespace py = pybind11;
 
@@ -329,7 +331,9 @@ py::array_t<uint32_t> sha1_hash32_all(py::handle values, int threads) {
 // values[i] = min(values[i], min over j of h_i(hv[j])), permutation by permutation over all the
 // values: a_i * x, with x below 2^32, is a_lo * x + (a_hi * x << 32) modulo 2^64, two 32 x 32-bit
 // products, so that the loop over the values vectorises without 64-bit multiplies.
+#if defined(__x86_64__)
 __attribute__((target_clones("avx2", "default")))
+#endif
 void apply_permutations_generic(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
   for (size_t i = 0; i < k; ++i) {
     const uint64_t a_lo = a[i] & 0xFFFFFFFFull, a_hi = a[i] >> 32, bi = b[i];
@@ -345,6 +349,7 @@ void apply_permutations_generic(const uint64_t* a, const uint64_t* b, size_t k, 
   }
 }
 
+#if defined(__x86_64__)
 // The same with AVX-512, the other way round: eight permutations per register, up to 128 of them
 // held in V registers while every value goes by once, broadcast. Per value and eight permutations:
 // a 64-bit multiply (vpmullq), the Mersenne reduction (s = (y & p) + (y >> 61) is below p + 8, and
@@ -390,12 +395,14 @@ void apply_permutations_avx512(const uint64_t* a, const uint64_t* b, size_t k, c
   }
 }
 
+#endif  // __x86_64__
+
 void apply_permutations(const uint64_t* a, const uint64_t* b, size_t k, const uint32_t* hv, size_t n, uint64_t* values) {
   if (n == 0) return;
-  if (active_isa() >= Isa::Avx512)
-    apply_permutations_avx512(a, b, k, hv, n, values, std::make_integer_sequence<int, 16>{});
-  else
-    apply_permutations_generic(a, b, k, hv, n, values);
+#if defined(__x86_64__)
+  if (active_isa() >= Isa::Avx512) return apply_permutations_avx512(a, b, k, hv, n, values, std::make_integer_sequence<int, 16>{});
+#endif
+  apply_permutations_generic(a, b, k, hv, n, values);
 }
 
 using U64 = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>;

@@ -7,7 +7,9 @@
 #include <cstring>
 #include <utility>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include "neardup/cpu.h"
 
@@ -51,6 +53,7 @@ inline void sha1_block(uint32_t h[5], const unsigned char* p) noexcept {
   h[4] += e;
 }
 
+#if defined(__x86_64__)
 // The same with the SHA extensions (Intel SHA-NI, on AMD since Zen), on N independent blocks
 // at once: each sha1rnds4 does four rounds of one block, and its latency is hidden by the other
 // blocks' (one block's 20 rnds4 form a dependent chain). sha1msg1 / sha1msg2 / sha1nexte extend
@@ -180,12 +183,18 @@ __attribute__((target("avx512f"))) inline void sha1_store_hash32_x16(const __m51
   for (int l = 0; l < count; ++l) out[idx[l]] = __builtin_bswap32(first[l]);
 }
 
+#endif  // __x86_64__
+
 inline bool cpu_has_sha() noexcept {
+#if defined(__x86_64__)
   static const bool has = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("sha") != 0;
   }();
   return has;
+#else
+  return false;  // the SHA extensions used here are x86's
+#endif
 }
 
 /// The first 32 bits of SHA-1(data), read little-endian: datasketch's sha1_hash32.
@@ -193,7 +202,12 @@ inline uint32_t sha1_hash32(const void* data, size_t n, bool sha_extensions = cp
   uint32_t h[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
   const auto* p = static_cast<const unsigned char*>(data);
   size_t left = n;
+#if defined(__x86_64__)
   void (*block)(uint32_t*, const unsigned char*) noexcept = sha_extensions ? sha1_block_ni : sha1_block;
+#else
+  (void)sha_extensions;
+  void (*block)(uint32_t*, const unsigned char*) noexcept = sha1_block;
+#endif
   for (; left >= 64; left -= 64, p += 64) block(h, p);
   // The padding: 0x80, zeros, then the length in bits, big-endian, in the last 8 bytes.
   unsigned char tail[128] = {};
@@ -245,6 +259,7 @@ void sha1_hash32_batched(const View* values, size_t n, uint32_t* out, Kernel&& k
   if (filled) flush();
 }
 
+#if defined(__x86_64__)
 // Up to 16 values of at most 55 bytes (one block each), padded in registers: a masked load reads
 // exactly the value's bytes (nothing past them, so never past the end of a page), then the 0x80
 // and the length in bits (below 448: the last two bytes) are merged under byte masks.
@@ -341,11 +356,14 @@ __attribute__((target("avx512f,avx512bw"))) void sha1_hash32_many_avx512(const V
   if (nl) sha1_hash32_long_x16(values, longs, nl, out);
 }
 
+#endif  // __x86_64__
+
 /// sha1_hash32 of every value: sixteen at a time in AVX-512 lanes, or eight interleaved with the
 /// SHA extensions (below the AVX-512 level, when the CPU has them), or one by one (at the scalar
 /// level). The level is neardup's (NEARDUP_FORCE_ISA can lower it), so that tests cover each path.
 template <class View>
 void sha1_hash32_many(const View* values, size_t n, uint32_t* out, Isa level) noexcept {
+#if defined(__x86_64__)
   if (level >= Isa::Avx512) return sha1_hash32_many_avx512(values, n, out);
   if (level > Isa::Scalar && cpu_has_sha()) {
     return sha1_hash32_batched<8>(values, n, out, [](const unsigned char* blocks, uint32_t* first) {
@@ -362,6 +380,7 @@ void sha1_hash32_many(const View* values, size_t n, uint32_t* out, Isa level) no
       for (int l = 0; l < 8; ++l) first[l] = __builtin_bswap32(state[l][0]);
     });
   }
+#endif
   for (size_t i = 0; i < n; ++i) out[i] = sha1_hash32(values[i].data(), values[i].size(), level > Isa::Scalar && cpu_has_sha());
 }
 
