@@ -347,10 +347,10 @@ def test_slow_client_times_out(index):
     try:
         slow = socket.create_connection(("127.0.0.1", s.port))
         slow.sendall(b"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"te")
-        t0 = time.time()
+        # The server gives up on the body after its 1 s timeout and closes (with or without an
+        # answer); were it to wait for ever, recv would raise at this socket's own 20 s.
         slow.settimeout(20)
-        data = slow.recv(4096)  # the server gives up on the body and closes (with or without an answer)
-        assert time.time() - t0 < 15
+        data = slow.recv(4096)
         assert data == b"" or data.startswith(b"HTTP/1.1 4")
         slow.close()
         assert s.request("GET", "/healthz")[0] == 200
