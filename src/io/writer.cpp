@@ -1,4 +1,5 @@
 #include "neardup/io/writer.h"
+#include "io/range_appender.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

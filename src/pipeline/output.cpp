@@ -1,6 +1,7 @@
 // The outputs: pairs (held or streamed), kept records (written while verification runs, by a
 // writer thread), removed documents and clusters.
 #include "pipeline/impl.h"
+#include "io/range_appender.h"
 
 namespace neardup {
 

@@ -2,6 +2,7 @@
 // ranges copied from inputs (plain and compressed, in the kernel or read directly), scratch copies
 // and direct writes.
 #include "neardup/io/writer.h"
+#include "io/range_appender.h"
 
 #include <gtest/gtest.h>
 

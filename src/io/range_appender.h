@@ -1,0 +1,47 @@
+// Appending byte ranges of a source to an output a batch at a time (the dedup writer's copy of
+// the kept records as they are decided); io::append_ranges (neardup/io/writer.h) is the
+// one-batch form the library's users call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "neardup/io/writer.h"
+
+namespace neardup::io {
+
+/// Copies byte ranges of one source's decompressed data to an output, a batch at a time, in
+/// increasing, non-overlapping order across batches: a plain file by AtomicFile::append_from
+/// (written directly on ext4, copy_file_range elsewhere), a compressed one decompressed once,
+/// skipping the gaps. So a writer can
+/// append the ranges it has as soon as it has them (a dedup writing while it still decides).
+class RangeAppender {
+ public:
+  /// Opens `path` (named `display` in errors). Throws IoError. With `read_directly`, a plain
+  /// file that is not in the page cache (a ScratchCopy) is read with O_DIRECT into a buffer of
+  /// the appender's own, where the system allows it: read through the page cache, its bytes
+  /// would each take a page cache page for nothing.
+  RangeAppender(const std::string& path, const std::string& display, bool read_directly = false);
+  ~RangeAppender();
+  RangeAppender(const RangeAppender&) = delete;
+  RangeAppender& operator=(const RangeAppender&) = delete;
+  /// Appends the ranges to `out`. If the data ends exactly one byte short of a range, a newline
+  /// is written in its place (a last line without one); any range after it, or data ending
+  /// earlier, throws IoError naming the source (the input changed).
+  void append(std::span<const ByteRange> ranges, AtomicFile& out);
+
+ private:
+  void short_of(uint64_t missing, const ByteRange& r, AtomicFile& out);
+  std::string display_;
+  std::unique_ptr<DirectReader> direct_in_;  // a plain file read with O_DIRECT
+  int fd_ = -1;                    // a plain file
+  std::unique_ptr<ByteStream> stream_;  // a compressed one
+  std::vector<char> buf_;
+  uint64_t pos_ = 0;   // where the stream is
+  bool ended_ = false;  // the last line lacked its newline
+};
+
+}  // namespace neardup::io
