@@ -3,13 +3,7 @@
 # N = 1, 2 and 4 ranks (4 oversubscribed on 2 cores), against `neardup dedup` in one process on
 # the same file; every output compared byte for byte. Medians of REPS interleaved runs.
 #   bench/mpi.sh bench/data/kernel-1000mb.jsonl [REPS]
-set -euo pipefail
-IN=$1 REPS=${2:-3}
-BUILD=${BUILD:-build}
-ND=$BUILD/neardup MPI=$BUILD/neardup-mpi
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
+source "$(dirname "$0")/mpi_setup.sh"
 declare -A times
 for rep in $(seq "$REPS"); do
   t=$( { /usr/bin/time -f "%e" "$ND" dedup "$IN" -o "$OUT/one.jsonl" -q; } 2>&1 | tail -1)

@@ -4,13 +4,7 @@
 # MPI program that does nothing (2 ranks on a 3-record file, measured in the same loop), and
 # peak memory (the largest rank's, against the one process's). Outputs are compared every run.
 #   bench/mpi_cost.sh bench/data/crowded.jsonl [REPS]
-set -euo pipefail
-IN=$1 REPS=${2:-3}
-BUILD=${BUILD:-build}
-ND=$BUILD/neardup MPI=$BUILD/neardup-mpi
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
+source "$(dirname "$0")/mpi_setup.sh"
 head -3 "$IN" > "$OUT/tiny.jsonl"
 MPIRUN=(mpirun --allow-run-as-root -np 2 "$MPI" dedup)
 one_w="" one_c="" one_m="" mpi_w="" mpi_c="" mpi_m="" empty_w="" empty_c=""
