@@ -26,9 +26,7 @@ size_t min_overlap(double alpha, size_t len) noexcept {
 }
 
 using internal::SharedRanks;
-
-// [lo, hi) of part p of n items in `parts` parts.
-std::pair<size_t, size_t> part_range(size_t n, size_t p, size_t parts) { return {n * p / parts, n * (p + 1) / parts}; }
+using internal::part_range;
 
 // The prefix filter's order over the fingerprints' values (internal/prefix_ranking.h).
 SharedRanks rank_shared_values(const Fingerprints& fps, int threads) {
@@ -237,9 +235,7 @@ std::vector<ScoredPair> concat_sorted(std::vector<std::vector<ScoredPair>>& part
   for (auto& p : parts) total += p.size();
   all.reserve(total);
   for (auto& p : parts) all.insert(all.end(), p.begin(), p.end());
-  std::sort(all.begin(), all.end(), [](const ScoredPair& x, const ScoredPair& y) {
-    return x.a != y.a ? x.a < y.a : x.b < y.b;
-  });
+  std::sort(all.begin(), all.end(), by_pair);
   return all;
 }
 

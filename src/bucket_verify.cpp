@@ -10,8 +10,6 @@ namespace neardup {
 
 namespace {
 
-bool by_pair(const ScoredPair& x, const ScoredPair& y) noexcept { return x.a != y.a ? x.a < y.a : x.b < y.b; }
-
 // Estimated similarities: every bucket pair (list_all), or those not yet connected.
 VerifiedBuckets verify_estimated(const LshBuckets& buckets, std::span<const DocId> docs, const Scorer& score,
                                  const BucketVerification& how) {

@@ -72,6 +72,9 @@ struct ScoredPair {
   friend bool operator==(const ScoredPair&, const ScoredPair&) = default;
 };
 
+/// The order of pair lists: by (a, b).
+inline bool by_pair(const ScoredPair& x, const ScoredPair& y) noexcept { return x.a != y.a ? x.a < y.a : x.b < y.b; }
+
 /// A candidate pair before scoring (a < b).
 struct DocPair {
   DocId a = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <thread>
 
 #include "neardup/thread_pool.h"
@@ -29,5 +30,8 @@ inline int hardware_threads() noexcept {
 
 /// A thread count as the library's options take it: 0 (or less) means every hardware thread.
 inline int resolve_threads(int threads) noexcept { return threads > 0 ? threads : hardware_threads(); }
+
+/// [lo, hi) of part p of n items cut into `parts` parts.
+inline std::pair<size_t, size_t> part_range(size_t n, size_t p, size_t parts) noexcept { return {n * p / parts, n * (p + 1) / parts}; }
 
 }  // namespace neardup::internal

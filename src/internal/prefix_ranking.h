@@ -40,9 +40,6 @@ struct SharedRanks {
 
 namespace ranking_detail {
 
-// [lo, hi) of part p of n items in `parts` parts.
-inline std::pair<size_t, size_t> part(size_t n, size_t p, size_t parts) { return {n * p / parts, n * (p + 1) / parts}; }
-
 // The (value, set) entries of each kind of value, and how a bucket of them is sorted.
 template <class Value>
 struct Entries;
@@ -113,7 +110,7 @@ std::vector<uint64_t> bucket_entries(size_t n, const ValuesOf& values_of, int ms
   const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
   std::vector<std::vector<uint64_t>> fill(parts, std::vector<uint64_t>(buckets, 0));
   parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part(n, p, parts);
+    const auto [lo, hi] = part_range(n, p, parts);
     for (size_t d = lo; d < hi; ++d)
       for (const Value v : values_of(d)) ++fill[p][v >> shift];
   });
@@ -129,7 +126,7 @@ std::vector<uint64_t> bucket_entries(size_t n, const ValuesOf& values_of, int ms
   }
   start[buckets] = sum;
   parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part(n, p, parts);
+    const auto [lo, hi] = part_range(n, p, parts);
     auto& f = fill[p];
     for (size_t d = lo; d < hi; ++d)
       for (const Value v : values_of(d)) entries[f[v >> shift]++] = Entries<Value>::make(v, d);
@@ -230,7 +227,7 @@ SharedRanks rank_shared_values(size_t n, const ValuesOf& values_of, int threads)
   const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
   out.ranks = BigArray<uint32_t>(out.offsets[n]);
   parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part(n, p, parts);
+    const auto [lo, hi] = part_range(n, p, parts);
     std::vector<uint64_t> cursor(out.offsets.begin() + static_cast<ptrdiff_t>(lo), out.offsets.begin() + static_cast<ptrdiff_t>(hi));
     for (size_t r = 0; r < runs; ++r) {
       const Run& run = run_at_rank[r];

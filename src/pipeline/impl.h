@@ -54,8 +54,6 @@ using internal::Pass;
 using internal::PassTotals;
 using internal::seconds_since;
 
-inline bool by_pair(const ScoredPair& x, const ScoredPair& y) noexcept { return x.a != y.a ? x.a < y.a : x.b < y.b; }
-
 // Merges pairs sorted by (a, b) into a stream sorted the same way, each pair once: the run's
 // verified pairs and those the joins list as they go.
 class PairMerger {

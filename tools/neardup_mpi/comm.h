@@ -102,18 +102,18 @@ class Comm {
     for (size_t r = 0; r < n; ++r) {
       if (static_cast<int>(r) == rank_) continue;
       in[r].resize(coming[r]);
-      for (uint64_t at = 0; at < coming[r]; at += kMessageBytes)
-        requests.push_back(MPI_REQUEST_NULL),
-            MPI_Irecv(in[r].data() + at, static_cast<int>(std::min<uint64_t>(kMessageBytes, coming[r] - at)), MPI_BYTE,
-                      static_cast<int>(r), kTag, MPI_COMM_WORLD, &requests.back());
+      for (uint64_t at = 0; at < coming[r]; at += kMessageBytes) {
+        MPI_Request& q = requests.emplace_back(MPI_REQUEST_NULL);
+        MPI_Irecv(in[r].data() + at, piece(coming[r], at), MPI_BYTE, static_cast<int>(r), kTag, MPI_COMM_WORLD, &q);
+      }
     }
     for (size_t r = 0; r < n; ++r) {
       if (static_cast<int>(r) == rank_) continue;
       shuffled += out[r].size();
-      for (uint64_t at = 0; at < out[r].size(); at += kMessageBytes)
-        requests.push_back(MPI_REQUEST_NULL),
-            MPI_Isend(out[r].data() + at, static_cast<int>(std::min<uint64_t>(kMessageBytes, out[r].size() - at)), MPI_BYTE,
-                      static_cast<int>(r), kTag, MPI_COMM_WORLD, &requests.back());
+      for (uint64_t at = 0; at < out[r].size(); at += kMessageBytes) {
+        MPI_Request& q = requests.emplace_back(MPI_REQUEST_NULL);
+        MPI_Isend(out[r].data() + at, piece(out[r].size(), at), MPI_BYTE, static_cast<int>(r), kTag, MPI_COMM_WORLD, &q);
+      }
     }
     MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
     return in;
@@ -143,6 +143,8 @@ class Comm {
   // land in place.
   static constexpr uint64_t kMessageBytes = uint64_t{1} << 30;
   static constexpr int kTag = 7;
+  // The length of the message of a buffer of `size` bytes that starts at `at`.
+  static int piece(uint64_t size, uint64_t at) noexcept { return static_cast<int>(std::min<uint64_t>(kMessageBytes, size - at)); }
   int rank_ = 0, size_ = 1;
 };
 

@@ -204,7 +204,7 @@ void Run::send_pairs(const std::vector<ScoredPair>& verified, Outputs& outs, Cou
     pairs.resize(at + g.size() / sizeof(ScoredPair));
     std::memcpy(pairs.data() + at, g.data(), g.size());
   }
-  std::sort(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+  std::sort(pairs.begin(), pairs.end(), by_pair);
   pairs.erase(std::unique(pairs.begin(), pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a == y.a && x.b == y.b; }),
               pairs.end());
   k.pairs = c_.all_reduce(static_cast<uint64_t>(pairs.size()), MPI_SUM);

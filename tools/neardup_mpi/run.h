@@ -176,7 +176,7 @@ class Run {
                                    const std::function<void()>& answered = nullptr);
   Payloads fetch(std::vector<DocId> docs, bool with_ids);
   void load_sets(std::vector<DocId> docs);
-  std::unordered_map<DocId, std::vector<ShingleHash>> set_cache_;
+  std::unordered_map<DocId, std::vector<ShingleHash>> loaded_sets_;
   /// Where each group of `items` (lists of documents used together) ends: groups whose distinct
   /// documents' texts stay within a budget.
   std::vector<size_t> group_ends(std::span<const std::vector<DocId>> items);

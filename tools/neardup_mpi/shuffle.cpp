@@ -119,14 +119,13 @@ std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std:
   return readers;
 }
 
-// Computes the shingle sets of documents read here (ascending) into set_cache_, from the inputs
+// Computes the shingle sets of documents read here (ascending) into loaded_sets_, from the inputs
 // read again through the engine (shingle_set_records, as one process's verification reads):
 // JSONL records by position, text files in runs of consecutive needed files. They stay until
 // fetch() has packed them for the ranks that asked.
 void Run::load_sets(std::vector<DocId> docs) {
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
-  std::erase_if(docs, [&](DocId d) { return set_cache_.count(d) != 0; });
   // Reads what `reader` gives, the k-th record being document read_docs[k].
   auto read = [&](io::RecordReader& reader, const std::vector<DocId>& read_docs) {
     shingle_set_records(reader, *inputs_, spec_, ro_.reader, threads_, [&](ShingledRecord& r) {
@@ -135,10 +134,10 @@ void Run::load_sets(std::vector<DocId> docs) {
       if (r.text_length != local_.lengths[d - local_.base])
         throw IoError("the record changed while neardup-mpi was running (do not modify inputs during a run)", local_place(d - local_.base));
       // A copy of the text of a record handed over before: its set.
-      std::vector<ShingleHash> set = r.same_as != ShingledRecord::kNone ? set_cache_.at(read_docs[r.same_as]) : std::move(r.set);
-      set_cache_.emplace(d, std::move(set));
+      std::vector<ShingleHash> set = r.same_as != ShingledRecord::kNone ? loaded_sets_.at(read_docs[r.same_as]) : std::move(r.set);
+      loaded_sets_.emplace(d, std::move(set));
     });
-    if (!read_docs.empty() && set_cache_.count(read_docs.back()) == 0)
+    if (!read_docs.empty() && loaded_sets_.count(read_docs.back()) == 0)
       throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)", local_place(read_docs.back() - local_.base));
   };
   std::vector<io::RecordPos> positions;
@@ -183,7 +182,7 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
     if (failed) return;
     for (size_t i = 0; i < want.size(); ++i) {
       const size_t l = want[i] - local_.base;
-      if (exact) p.put_vector(set_cache_.at(want[i]));
+      if (exact) p.put_vector(loaded_sets_.at(want[i]));
       // The signature too: the estimate, or (exact) whether two documents share a band.
       p.put_vector(local_.sketches.signature(static_cast<DocId>(l)));
       p.put_string(with_ids ? std::string_view(local_.ids[l]) : std::string_view());
@@ -196,7 +195,7 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
     }
   }) : nullptr, [&] {
     // Packed: the sets are let go (a later fetch reads again the few it needs).
-    std::unordered_map<DocId, std::vector<ShingleHash>>().swap(set_cache_);
+    std::unordered_map<DocId, std::vector<ShingleHash>>().swap(loaded_sets_);
   });
   steps_.agree([&] {
         if (failed) std::rethrow_exception(failed);
