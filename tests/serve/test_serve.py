@@ -35,18 +35,6 @@ def wait_until(done, what, seconds=20):
         time.sleep(0.01)
 
 
-def open_sockets(pid):
-    """The sockets process `pid` holds: its listening socket and the connections it accepted."""
-    fds = "/proc/%d/fd" % pid
-    count = 0
-    for fd in os.listdir(fds):
-        try:
-            count += os.readlink(os.path.join(fds, fd)).startswith("socket:")
-        except OSError:
-            pass  # closed meanwhile
-    return count
-
-
 def refuses_connections(port):
     try:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -364,10 +352,11 @@ def test_graceful_shutdown_finishes_requests_in_flight(index):
     docs = sample_docs(300)
     s = Server(index)
     body = ndjson({"id": d["id"], "text": d["text"], "dedup": False} for d in docs).encode()
-    before = open_sockets(s.proc.pid)
     c = socket.create_connection(("127.0.0.1", s.port))
     c.sendall(b"POST /v1/add/batch HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body[: len(body) // 2])
-    wait_until(lambda: open_sockets(s.proc.pid) > before, "the service to accept the connection")
+    # A pause, as in test_back_pressure: a connection accepted but not yet taken by a worker is
+    # closed by the shutdown, and the service shows no sign of a worker taking it.
+    time.sleep(0.3)
     s.proc.send_signal(signal.SIGTERM)  # while the request is being read
     # The signal taken: no new connection is accepted, and the one in flight is still served.
     wait_until(lambda: refuses_connections(s.port), "the service to stop accepting after SIGTERM")
