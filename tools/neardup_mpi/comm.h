@@ -5,7 +5,9 @@
 #pragma once
 
 #include <mpi.h>
+#include <time.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -95,7 +97,9 @@ class Comm {
     std::vector<std::string> in(n);
     std::vector<uint64_t> sizes(n), coming(n);
     for (size_t r = 0; r < n; ++r) sizes[r] = out[r].size();
-    MPI_Alltoall(sizes.data(), 1, MPI_UINT64_T, coming.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    MPI_Request sized = MPI_REQUEST_NULL;
+    MPI_Ialltoall(sizes.data(), 1, MPI_UINT64_T, coming.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &sized);
+    wait_all(std::span<MPI_Request>(&sized, 1));
     // What stays here is moved, not copied through MPI.
     in[static_cast<size_t>(rank_)] = std::move(out[static_cast<size_t>(rank_)]);
     std::vector<MPI_Request> requests;
@@ -115,7 +119,7 @@ class Comm {
         MPI_Isend(out[r].data() + at, piece(out[r].size(), at), MPI_BYTE, static_cast<int>(r), kTag, MPI_COMM_WORLD, &q);
       }
     }
-    MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    wait_all(requests);
     return in;
   }
 
@@ -130,8 +134,28 @@ class Comm {
     static_assert(std::is_same_v<T, uint64_t> || std::is_same_v<T, int> || std::is_same_v<T, double>);
     T r{};
     const MPI_Datatype type = std::is_same_v<T, uint64_t> ? MPI_UINT64_T : std::is_same_v<T, int> ? MPI_INT : MPI_DOUBLE;
-    MPI_Allreduce(&v, &r, 1, type, op, MPI_COMM_WORLD);
+    MPI_Request q = MPI_REQUEST_NULL;
+    MPI_Iallreduce(&v, &r, 1, type, op, MPI_COMM_WORLD, &q);
+    wait_all(std::span<MPI_Request>(&q, 1));
     return r;
+  }
+
+  /// Waits for `requests` without holding a core. MPI's blocking calls poll on the waiting core
+  /// (Open MPI's default), so a rank that waits for a slower one burns a core the whole time:
+  /// with as many ranks as cores, that is CPU taken from the ranks still working (and counted
+  /// as the job's). This one polls, and after a few polls sleeps between them, up to
+  /// kMaxPause: a wait ends at most that much after its messages arrived.
+  static void wait_all(std::span<MPI_Request> requests) {
+    long pause_ns = 0;
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+      if (done) return;
+      if (polls < kBusyPolls) continue;
+      pause_ns = std::min(kMaxPauseNs, pause_ns * 2 + 1000);
+      const timespec ts{0, pause_ns};
+      ::nanosleep(&ts, nullptr);
+    }
   }
 
   /// Bytes this rank sent to other ranks so far.
@@ -143,6 +167,8 @@ class Comm {
   // land in place.
   static constexpr uint64_t kMessageBytes = uint64_t{1} << 30;
   static constexpr int kTag = 7;
+  static constexpr int kBusyPolls = 100;
+  static constexpr long kMaxPauseNs = 200'000;
   // The length of the message of a buffer of `size` bytes that starts at `at`.
   static int piece(uint64_t size, uint64_t at) noexcept { return static_cast<int>(std::min<uint64_t>(kMessageBytes, size - at)); }
   int rank_ = 0, size_ = 1;

@@ -63,6 +63,14 @@ void Run::write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out) {
 // ended by an empty message.
 constexpr size_t kChunkBytes = size_t{32} << 20;
 
+// A send to rank 0 that waits without holding a core (Comm::wait_all): rank 0 takes the chunks
+// as it reaches them in input order, which can be long after they are sent.
+void send_waiting(const char* data, int n, int tag) {
+  MPI_Request q = MPI_REQUEST_NULL;
+  MPI_Isend(data, n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &q);
+  Comm::wait_all(std::span<MPI_Request>(&q, 1));
+}
+
 // Sends up to `bytes` of `f` to rank 0 with `tag`, then the empty message; false if the file
 // ended first (what was read is sent, and the empty message still ends it).
 bool send_chunks(std::FILE* f, uint64_t bytes, int tag, std::string& buf) {
@@ -74,10 +82,10 @@ bool send_chunks(std::FILE* f, uint64_t bytes, int tag, std::string& buf) {
       whole = bytes == UINT64_MAX;  // to the end of the file: not short
       break;
     }
-    MPI_Send(buf.data(), static_cast<int>(n), MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+    send_waiting(buf.data(), static_cast<int>(n), tag);
     left -= n;
   }
-  MPI_Send(buf.data(), 0, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+  send_waiting(buf.data(), 0, tag);
   return whole && f;
 }
 
