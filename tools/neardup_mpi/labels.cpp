@@ -1,12 +1,10 @@
-// Clusters across the ranks: connected components by label propagation, then the fate of each
-// clustered document (kept, or removed in favour of which).
+// Candidate components across the ranks, by label propagation, and the buckets sent to the rank
+// that verifies each component.
 #include "run.h"
-
-#include "pipeline/policies.h"
 
 namespace neardup::mpi {
 
-// The connected components of the verified edges, without gathering them: every document in an
+// The connected components of `edges`, without gathering them: every document in an
 // edge (a vertex) stays on the rank that read it, labelled with the first document of its
 // component. Each rank first joins its vertices along the edges it holds (union-find), then
 // labels cross to the other ranks along the edges between them, round after round, until no
@@ -72,104 +70,56 @@ Run::Components Run::components(const std::vector<ScoredPair>& edges) {
   return comp;
 }
 
-// Who keeps whom. Each component's members go to the rank that read its first document, with
-// what their keep order needs (length, or the --keep-by value); that rank orders them as
-// cluster.h and Pipeline do (ties by input order), then keeps the first of each component, or,
-// with --cluster leader, runs the leader clustering over them with the sets of its members
-// fetched. Each member's fate (its kept document, and the first document of its cluster for the
-// numbering of --clusters) goes back to the rank that read it.
-std::vector<Run::Fate> Run::decide(const Components& comp) {
-  using Kind = io::KeyValue::Kind;
-  const bool by_field = ro_.keep == KeepPolicy::Field;
-  std::vector<std::string> send(static_cast<size_t>(c_.size()));
-  for (size_t i = 0; i < comp.docs.size(); ++i) {
-    const size_t l = comp.docs[i] - local_.base;
+// Buckets to the ranks that verify them. A candidate component (documents joined through shared
+// buckets) holds every pair that can be verified between its documents, so its clusters depend
+// on its buckets only: all of them go to one rank, the one that read the component's first
+// document, which verifies and clusters the component as one process does (cluster_group), its
+// sets fetched once. Near-copies sit near each other in most inputs, so most of a component's
+// documents were read on that rank. The same bucket found in several bands, on several ranks,
+// arrives there more than once and is kept once.
+Buckets Run::by_component(std::vector<std::vector<DocId>> found) {
+  std::vector<ScoredPair> stars;  // each bucket's first member joined to the others
+  for (const auto& b : found)
+    for (size_t x = 1; x < b.size(); ++x) stars.push_back({b[0], b[x], 0.0});
+  const Components comp = components(stars);
+  std::vector<ScoredPair>().swap(stars);
+  // The component of each bucket's first member, from the rank that read it.
+  std::vector<DocId> heads;
+  for (const auto& b : found) heads.push_back(b[0]);
+  std::sort(heads.begin(), heads.end());
+  heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
+  std::vector<std::string> storage;
+  auto told = ask_owners(heads, [&](std::span<const DocId> want, Packer& p) {
+    for (const DocId d : want) p.put(comp.first[place_in(comp.docs, d)]);
+  }, storage);
+  std::vector<DocId> head_component(heads.size());
+  for (size_t i = 0; i < heads.size(); ++i) head_component[i] = told[static_cast<size_t>(owner_of(bases_, heads[i]))].get<DocId>();
+  std::vector<std::string> out(static_cast<size_t>(c_.size()));
+  for (const auto& b : found) {
+    const DocId component = head_component[place_in(heads, b[0])];
     Packer p;
-    p.put(comp.first[i]);
-    p.put(comp.docs[i]);
-    p.put(local_.lengths[l]);
-    p.put(by_field ? local_.key_kind[l] : uint8_t{0});
-    p.put(by_field ? local_.key_num[l] : 0.0);
-    p.put_string(by_field ? std::string_view(local_.key_text[l]) : std::string_view());
-    send[static_cast<size_t>(owner_of(bases_, comp.first[i]))] += p.bytes();
+    p.put(component);
+    p.put_vector(b);
+    out[static_cast<size_t>(owner_of(bases_, component))] += p.bytes();
   }
-  struct Member {
-    DocId first, doc;
-    uint32_t length;
-    Kind kind;
-    double num;
-    std::string_view text;
-  };
-  const auto got = c_.exchange(std::move(send));
-  std::vector<Member> members;
-  for (const std::string& g : got) {
-    Unpacker u(g);
+  std::vector<std::vector<DocId>>().swap(found);
+  std::vector<std::pair<DocId, std::vector<DocId>>> mine;
+  for (const std::string& buf : c_.exchange(std::move(out))) {
+    Unpacker u(buf);
     while (!u.done()) {
-      Member mb{};
-      mb.first = u.get<DocId>();
-      mb.doc = u.get<DocId>();
-      mb.length = u.get<uint32_t>();
-      mb.kind = static_cast<Kind>(u.get<uint8_t>());
-      mb.num = u.get<double>();
-      mb.text = u.get_string();
-      members.push_back(mb);
+      const DocId component = u.get<DocId>();
+      mine.emplace_back(component, u.get_vector<DocId>());
     }
   }
-  // Keep order: by the policy, then input order, as one process orders them.
-  auto before = [&](const Member& a, const Member& b) {
-    const io::KeyValue ka{a.kind, a.num, a.text}, kb{b.kind, b.num, b.text};
-    if (keep_before(ro_, a.length, ka, b.length, kb)) return true;
-    if (keep_before(ro_, b.length, kb, a.length, ka)) return false;
-    return a.doc < b.doc;
-  };
-  std::sort(members.begin(), members.end(), [&](const Member& a, const Member& b) { return a.first != b.first ? a.first < b.first : before(a, b); });
-  // The components as a Clustering over `members` (each kept by its first member in keep order,
-  // rank = place in `members`); with --cluster leader, clustered again as one process does.
-  Clustering by_component;
-  by_component.keeper.resize(members.size());
-  for (size_t i = 0; i < members.size();) {
-    size_t j = i + 1;
-    while (j < members.size() && members[j].first == members[i].first) ++j;
-    for (size_t x = i; x < j; ++x) by_component.keeper[x] = static_cast<DocId>(i);
-    i = j;
+  std::sort(mine.begin(), mine.end());
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  Buckets buckets;
+  for (auto& [component, b] : mine) {
+    buckets.component.push_back(component);
+    buckets.lists.push_back(std::move(b));
   }
-  Clustering clustering = std::move(by_component);
-  if (ro_.cluster == ClusterMode::Leader) {
-    std::vector<DocId> docs;
-    for (const Member& mb : members) docs.push_back(mb.doc);
-    const Payloads pl = fetch(std::move(docs), false);
-    const Scorer score = scorer(pl);
-    std::vector<uint32_t> rank(members.size());
-    std::iota(rank.begin(), rank.end(), 0u);
-    clustering = cluster_leaders(clustering, rank, [&](DocId x, DocId l) {
-      const DocId px = static_cast<DocId>(pl.index(members[x].doc)), pl_ = static_cast<DocId>(pl.index(members[l].doc));
-      return score(std::min(px, pl_), std::max(px, pl_)) + kSimilarityEpsilon >= spec_.threshold;
-    }, threads_);
-  }
-  std::vector<DocId> keeper(members.size());
-  for (size_t x = 0; x < members.size(); ++x) keeper[x] = members[clustering.keeper[x]].doc;
-  // Each cluster (a kept document and those removed in its favour) is numbered by its first
-  // document.
-  std::unordered_map<DocId, DocId> group_first;
-  for (size_t x = 0; x < members.size(); ++x) {
-    auto [it, fresh] = group_first.emplace(keeper[x], members[x].doc);
-    if (!fresh) it->second = std::min(it->second, members[x].doc);
-  }
-  std::unordered_map<DocId, uint32_t> group_size;
-  for (size_t x = 0; x < members.size(); ++x) ++group_size[keeper[x]];
-  std::vector<std::string> back(static_cast<size_t>(c_.size()));
-  for (size_t x = 0; x < members.size(); ++x) {
-    const Fate f{members[x].doc, keeper[x], group_first[keeper[x]], group_size[keeper[x]] >= 2};
-    back[static_cast<size_t>(owner_of(bases_, f.doc))].append(reinterpret_cast<const char*>(&f), sizeof f);
-  }
-  std::vector<Fate> fates;
-  for (const std::string& g : c_.exchange(std::move(back))) {
-    const size_t at = fates.size();
-    fates.resize(at + g.size() / sizeof(Fate));
-    std::memcpy(fates.data() + at, g.data(), g.size());
-  }
-  std::sort(fates.begin(), fates.end(), [](const Fate& a, const Fate& b) { return a.doc < b.doc; });
-  return fates;
+  label_rounds_ = comp.rounds;
+  return buckets;
 }
 
 }  // namespace neardup::mpi

@@ -10,7 +10,6 @@ namespace neardup::mpi {
 void Run::write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out) {
   std::vector<std::string> send(static_cast<size_t>(c_.size()));
   for (const Fate& f : fates) {
-    if (!f.clustered) continue;
     Packer p;
     p.put(f.first);
     p.put(f.doc);

@@ -59,23 +59,30 @@ int Run::run() {
 
   // 3. Verification where the buckets are, a group of them at a time.
   t = Clock::now();
-  std::vector<ScoredPair> verified;
-  in_groups(buckets, false, [&](std::span<const std::vector<DocId>> group, const Payloads& pl) {
+  std::vector<ScoredPair> verified;  // pairs
+  std::vector<Fate> fates;           // dedup
+  in_groups(buckets, [&](std::span<const std::vector<DocId>> group, const Payloads& pl) {
     const std::vector<ScoredPair> found = verify_buckets(group, pl);
-    verified.insert(verified.end(), found.begin(), found.end());
+    k.verified += found.size();
+    if (dedup_)
+      cluster_group(pl, found, fates);
+    else
+      verified.insert(verified.end(), found.begin(), found.end());
   });
   k.t_verify = seconds_since(t);
   k.candidates = c_.all_reduce(candidates_, MPI_SUM);
   k.largest = c_.all_reduce(largest_bucket_, MPI_MAX);
 
-  // 4. Clusters (dedup), by label propagation over the verified edges; or the pairs, each on the
+  // 4. Each clustered document's fate (dedup), to the rank that read it; or the pairs, each on the
   // rank that read its first document.
   t = Clock::now();
   std::vector<std::pair<DocId, DocId>> my_removed;  // (removed, keeper), removed read here
-  if (dedup_)
-    cluster_and_remove(verified, outs, k, my_removed);
-  else
+  if (dedup_) {
+    k.verified = c_.all_reduce(k.verified, MPI_SUM);
+    settle(std::move(fates), outs, k, my_removed);
+  } else {
     send_pairs(verified, outs, k);
+  }
   k.clusters = c_.all_reduce(k.clusters, MPI_SUM);
   k.removed = c_.all_reduce(k.removed, MPI_SUM);
   k.below = c_.all_reduce(k.below, MPI_SUM);
@@ -152,43 +159,6 @@ void Run::open_outputs(Outputs& outs, const Share& share) {
   if (one_output && !(dedup_ && inputs_->all_jsonl())) outs.piece = std::make_unique<io::AtomicFile>(piece_path("output"));
   if (dedup_ && !o_.removed.empty()) outs.removed_piece = std::make_unique<io::AtomicFile>(piece_path("removed"));
   outs.rejects.open(o_.rejects.empty() ? std::string() : piece_path("rejects"), ro_.reader);
-}
-
-// dedup: the components of the verified edges, each clustered document's fate, --clusters, and
-// each removed document's line of --removed (its similarity to the kept one), on the rank that
-// read it.
-void Run::cluster_and_remove(const std::vector<ScoredPair>& verified, Outputs& outs, Counts& counts,
-                             std::vector<std::pair<DocId, DocId>>& my_removed) {
-  counts.verified = c_.all_reduce(static_cast<uint64_t>(verified.size()), MPI_SUM);
-  const Components comp = components(verified);
-  label_rounds_ = comp.rounds;
-  const std::vector<Fate> fates = decide(comp);
-  for (const Fate& f : fates) {
-    if (f.keeper != f.doc) my_removed.push_back({f.doc, f.keeper});
-    if (f.clustered && f.keeper == f.doc) ++counts.clusters;
-  }
-  counts.removed = my_removed.size();
-  if (!o_.clusters.empty()) write_clusters(fates, outs.clusters.get());
-  // Each removed document's similarity to its kept one, on the rank that read it, a group of
-  // them at a time.
-  std::vector<std::vector<DocId>> need;
-  need.reserve(my_removed.size());
-  for (const auto& [r, k] : my_removed) need.push_back({r, k});
-  std::string line;
-  in_groups(need, true, [&](std::span<const std::vector<DocId>> group, const Payloads& pl) {
-    const Scorer score = scorer(pl);
-    for (const auto& rk : group) {
-      const DocId r = rk[0], k = rk[1];
-      const double s = score(static_cast<DocId>(pl.index(r)), static_cast<DocId>(pl.index(k)));
-      if (s + kSimilarityEpsilon < spec_.threshold) ++counts.below;
-      if (!outs.removed_piece) continue;
-      line.assign(local_.ids[r - local_.base]).push_back('\t');
-      line.append(pl.ids[pl.index(k)]).push_back('\t');
-      io::append_similarity(line, s);
-      line.push_back('\n');
-      outs.removed_piece->write(line);
-    }
-  });
 }
 
 // pairs: each to the rank that read its first document, which writes them in order.

@@ -145,13 +145,34 @@ inline uint64_t mix64(uint64_t x) noexcept {
   return x ^ (x >> 33);
 }
 
-// What verification compares of a document: its shingle set (exact) or its signature.
+// What verification compares of a document: its shingle set (exact) or its signature; and, for
+// clustering, what the outputs and the keep order need.
 struct Payloads {
   std::vector<DocId> docs;  // sorted
   ShingleSets sets;
   std::vector<SigValue> sigs;  // docs.size() x k
   std::vector<std::string> ids;
+  std::vector<uint32_t> lengths;
+  std::vector<uint8_t> key_kind;  // --keep-by: io::KeyValue
+  std::vector<double> key_num;
+  std::vector<std::string> key_text;
   size_t index(DocId d) const { return place_in(docs, d); }
+  io::KeyValue key(size_t i) const { return {static_cast<io::KeyValue::Kind>(key_kind[i]), key_num[i], key_text[i]}; }
+};
+
+// The buckets a rank verifies, sorted by their candidate component (its first document).
+struct Buckets {
+  std::vector<std::vector<DocId>> lists;
+  std::vector<DocId> component;
+};
+
+// A clustered document's fate, decided on the rank that verified its component and sent to the
+// rank that read it: the document kept in its place (itself if kept), the first document of its
+// cluster, and (removed) its similarity to the kept one and the kept one's id.
+struct Fate {
+  DocId doc, keeper, first;
+  double similarity;
+  std::string keeper_id;
 };
 
 class Run {
@@ -170,31 +191,26 @@ class Run {
   ErrorPlace local_place(size_t l) const { return place_of(inputs_->sources()[local_.source[l]], local_.line[l], local_.ids[l]); }
   std::string local_where(size_t l) const { return where_of(inputs_->sources()[local_.source[l]], local_.line[l], local_.ids[l]); }
   void check_key_kinds();
-  std::vector<std::vector<DocId>> find_buckets();
+  Buckets find_buckets();
+  Buckets by_component(std::vector<std::vector<DocId>> found);
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
                                    std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr,
                                    const std::function<void()>& answered = nullptr);
-  Payloads fetch(std::vector<DocId> docs, bool with_ids);
+  Payloads fetch(std::vector<DocId> docs, bool for_clusters);
   void load_sets(std::vector<DocId> docs);
   std::unordered_map<DocId, std::vector<ShingleHash>> loaded_sets_;
-  /// Where each group of `items` (lists of documents used together) ends: groups whose distinct
-  /// documents' texts stay within a budget.
-  std::vector<size_t> group_ends(std::span<const std::vector<DocId>> items);
-  /// use(group, its payloads) for each group of `items` (group_ends), the payloads of one group
+  /// Where each group of buckets ends: whole components whose distinct documents' texts stay
+  /// within a budget.
+  std::vector<size_t> group_ends(const Buckets& buckets);
+  /// use(group, its payloads) for each group of buckets (group_ends), the payloads of one group
   /// at a time; every rank takes part in as many rounds as the rank with the most groups.
-  void in_groups(std::span<const std::vector<DocId>> items, bool with_ids,
-                 const std::function<void(std::span<const std::vector<DocId>>, const Payloads&)>& use);
+  void in_groups(const Buckets& buckets, const std::function<void(std::span<const std::vector<DocId>>, const Payloads&)>& use);
   std::vector<ScoredPair> verify_buckets(std::span<const std::vector<DocId>> buckets, const Payloads& pl);
   Scorer scorer(const Payloads& pl) const;
   struct Components;
   Components components(const std::vector<ScoredPair>& edges);
-  /// A clustered document's fate: the document kept in its place (itself if kept), and the
-  /// first document of its cluster; clustered: the cluster has two documents or more.
-  struct Fate {
-    DocId doc, keeper, first;
-    bool clustered;
-  };
-  std::vector<Fate> decide(const Components& comp);
+  void cluster_group(const Payloads& pl, std::span<const ScoredPair> edges, std::vector<Fate>& fates);
+  std::vector<Fate> deliver(std::vector<Fate> fates);
   void write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out);
   void write_piece(const std::string& final_path, io::AtomicFile* piece, io::AtomicFile* final_out);
   bool compressed(size_t s) const;
@@ -220,8 +236,7 @@ class Run {
   };
   void set_up(std::vector<std::string>& per_source);
   void open_outputs(Outputs& outs, const Share& share);
-  void cluster_and_remove(const std::vector<ScoredPair>& verified, Outputs& outs, Counts& counts,
-                          std::vector<std::pair<DocId, DocId>>& my_removed);
+  void settle(std::vector<Fate> fates, Outputs& outs, Counts& counts, std::vector<std::pair<DocId, DocId>>& my_removed);
   void send_pairs(const std::vector<ScoredPair>& verified, Outputs& outs, Counts& k);
   void write_kept(std::vector<std::pair<DocId, DocId>>& my_removed, Outputs& outs, const Share& share);
   void commit_outputs(Outputs& outs);

@@ -4,11 +4,10 @@
 
 namespace neardup::mpi {
 
-// Shuffle by band key, bands in rounds of at most --shuffle-mb per rank; each rank groups the
-// entries it owns into buckets (documents whose band agrees), then sends each bucket to the
-// rank its member list hashes to, so that a bucket found in many bands (a cluster of copies)
-// is verified once.
-std::vector<std::vector<DocId>> Run::find_buckets() {
+// Shuffle by band key, bands in rounds of at most kShuffleRoundBytes per rank; each rank groups
+// the entries it owns into buckets (documents whose band agrees), which by_component() then
+// sends to the ranks that verify them.
+Buckets Run::find_buckets() {
   const LshParams lsh = spec_.lsh;
   // Bands per round so that a rank sends at most kShuffleRoundBytes of entries (16 bytes each).
   constexpr uint64_t kShuffleRoundBytes = uint64_t{512} << 20;
@@ -56,27 +55,14 @@ std::vector<std::vector<DocId>> Run::find_buckets() {
       i = j;
     }
   }
-  // The same bucket from several bands (or rounds) once, on the rank its members hash to.
+  // The same bucket from several bands (or rounds) once here; by_component() gathers the
+  // copies found on other ranks.
   std::sort(found.begin(), found.end());
   found.erase(std::unique(found.begin(), found.end()), found.end());
-  std::vector<std::string> out(static_cast<size_t>(nranks));
-  for (const auto& m : found) {
-    uint64_t h = m.size();
-    for (const DocId d : m) h = mix64(h ^ d);
-    Packer p;
-    p.put_vector(m);
-    out[static_cast<size_t>(h % static_cast<uint64_t>(nranks))] += p.bytes();
-  }
-  const auto in = c_.exchange(std::move(out));
-  std::vector<std::vector<DocId>> buckets;
-  for (const std::string& buf : in) {
-    Unpacker u(buf);
-    while (!u.done()) buckets.push_back(u.get_vector<DocId>());
-  }
-  std::sort(buckets.begin(), buckets.end());
-  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
-  for (const auto& b : buckets) largest_bucket_ = std::max<uint64_t>(largest_bucket_, b.size());
-  return buckets;
+  uint64_t largest = 0;
+  for (const auto& b : found) largest = std::max<uint64_t>(largest, b.size());
+  largest_bucket_ = largest;
+  return by_component(std::move(found));
 }
 
 // Asks the ranks that read `docs` (sorted, distinct) about them: on each, prepare(everything
@@ -167,36 +153,47 @@ void Run::load_sets(std::vector<DocId> docs) {
   }
 }
 
-// The payloads (and ids) of `docs`, from the ranks that read them: each computes the sets of
-// its documents asked for (in parallel), as the single process's verification pass does.
-Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
+// The payloads of `docs` (with what clustering needs: ids, lengths and keep-by values), from the
+// ranks that read them: each computes the sets of its documents asked for, as the single
+// process's verification pass does, and lets each set go once packed for the last rank that
+// asked for it.
+Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
   const bool exact = spec_.verify == VerifyMode::Exact;
+  const bool by_field = ro_.keep == KeepPolicy::Field;
   const size_t k = static_cast<size_t>(spec_.num_perm);
   std::vector<std::string> storage;
+  std::unordered_map<DocId, uint32_t> asks;  // per set loaded: the ranks yet to pack it
   // A failure while reading the sets again (an input changed) is agreed on after the exchange,
   // so that no rank leaves it halfway.
   std::exception_ptr failed;
   auto readers = ask_owners(docs, [&](std::span<const DocId> want, Packer& p) {
     if (failed) return;
-    for (size_t i = 0; i < want.size(); ++i) {
-      const size_t l = want[i] - local_.base;
-      if (exact) p.put_vector(loaded_sets_.at(want[i]));
+    for (const DocId d : want) {
+      const size_t l = d - local_.base;
+      if (exact) {
+        const auto it = loaded_sets_.find(d);
+        p.put_vector(it->second);
+        if (--asks[d] == 0) loaded_sets_.erase(it);
+      }
       // The signature too: the estimate, or (exact) whether two documents share a band.
       p.put_vector(local_.sketches.signature(static_cast<DocId>(l)));
-      p.put_string(with_ids ? std::string_view(local_.ids[l]) : std::string_view());
+      if (!for_clusters) continue;
+      p.put_string(local_.ids[l]);
+      p.put(local_.lengths[l]);
+      p.put(by_field ? local_.key_kind[l] : uint8_t{0});
+      p.put(by_field ? local_.key_num[l] : 0.0);
+      p.put_string(by_field ? std::string_view(local_.key_text[l]) : std::string_view());
     }
   }, storage, exact ? std::function<void(std::vector<DocId>)>([&](std::vector<DocId> all) {
+    for (const DocId d : all) ++asks[d];
     try {
       load_sets(std::move(all));
     } catch (...) {
       failed = std::current_exception();
     }
-  }) : nullptr, [&] {
-    // Packed: the sets are let go (a later fetch reads again the few it needs).
-    std::unordered_map<DocId, std::vector<ShingleHash>>().swap(loaded_sets_);
-  });
+  }) : nullptr, [&] { std::unordered_map<DocId, std::vector<ShingleHash>>().swap(loaded_sets_); });
   steps_.agree([&] {
         if (failed) std::rethrow_exception(failed);
       });
@@ -204,7 +201,13 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
   pl.docs = docs;
   pl.sets = ShingleSets(docs.size());
   pl.sigs.resize(docs.size() * k);
-  pl.ids.resize(docs.size());
+  if (for_clusters) {
+    pl.ids.resize(docs.size());
+    pl.lengths.resize(docs.size());
+    pl.key_kind.resize(docs.size());
+    pl.key_num.resize(docs.size());
+    pl.key_text.resize(docs.size());
+  }
   // docs ascending: each rank's answers in turn, each let go once read.
   size_t previous = 0;
   for (size_t i = 0; i < docs.size(); ++i) {
@@ -215,7 +218,12 @@ Payloads Run::fetch(std::vector<DocId> docs, bool with_ids) {
     if (exact) pl.sets.set(static_cast<DocId>(i), u.get_vector<ShingleHash>());
     const auto sig = u.get_vector<SigValue>();
     std::copy(sig.begin(), sig.end(), pl.sigs.begin() + static_cast<ptrdiff_t>(i * k));
+    if (!for_clusters) continue;
     pl.ids[i] = std::string(u.get_string());
+    pl.lengths[i] = u.get<uint32_t>();
+    pl.key_kind[i] = u.get<uint8_t>();
+    pl.key_num[i] = u.get<double>();
+    pl.key_text[i] = std::string(u.get_string());
   }
   return pl;
 }

@@ -9,13 +9,14 @@ Scorer Run::scorer(const Payloads& pl) const {
   return Scorer::signature_estimate(pl.sigs, static_cast<size_t>(spec_.num_perm));
 }
 
-// Buckets are verified a group at a time, each group's payloads fetched, used and let go before
-// the next: a rank holds the sets of one group, as one process holds those of one group of
-// components. Any grouping gives the same clusters (the edges of every group are clustered
-// together afterwards) and the same pairs. A group ends once the texts of its distinct documents
-// reach kGroupTextBytes (their sets take about as many bytes), so a rank's memory does not grow
-// with its share of the candidates; buckets come sorted, so a group's buckets share documents.
-std::vector<size_t> Run::group_ends(std::span<const std::vector<DocId>> items) {
+// Buckets are verified a group of candidate components at a time, each group's payloads fetched,
+// used and let go before the next: a rank holds the sets of one group, as one process holds
+// those of one group of components, and a component is whole in one group, so each document's
+// set is fetched once. A group ends once the texts of its distinct documents reach
+// kGroupTextBytes (their sets take about as many bytes), so a rank's memory does not grow with
+// its share of the candidates; a component larger than that is a group of its own.
+std::vector<size_t> Run::group_ends(const Buckets& buckets) {
+  const auto& items = buckets.lists;
   constexpr uint64_t kGroupTextBytes = uint64_t{32} << 20;
   std::vector<DocId> members;
   for (const auto& b : items) members.insert(members.end(), b.begin(), b.end());
@@ -37,7 +38,8 @@ std::vector<size_t> Run::group_ends(std::span<const std::vector<DocId>> items) {
       if (in_group[m] != g) bytes += length[m];
       in_group[m] = g;
     }
-    if (bytes >= kGroupTextBytes || i + 1 == items.size()) {
+    const bool component_ends = i + 1 == items.size() || buckets.component[i + 1] != buckets.component[i];
+    if (component_ends && (bytes >= kGroupTextBytes || i + 1 == items.size())) {
       ends.push_back(i + 1);
       bytes = 0;
     }
@@ -45,9 +47,9 @@ std::vector<size_t> Run::group_ends(std::span<const std::vector<DocId>> items) {
   return ends;
 }
 
-void Run::in_groups(std::span<const std::vector<DocId>> items, bool with_ids,
-                    const std::function<void(std::span<const std::vector<DocId>>, const Payloads&)>& use) {
-  const std::vector<size_t> ends = group_ends(items);
+void Run::in_groups(const Buckets& buckets, const std::function<void(std::span<const std::vector<DocId>>, const Payloads&)>& use) {
+  const std::span<const std::vector<DocId>> items(buckets.lists);
+  const std::vector<size_t> ends = group_ends(buckets);
   const uint64_t rounds = c_.all_reduce(static_cast<uint64_t>(ends.size()), MPI_MAX);
   for (size_t g = 0; g < rounds; ++g) {  // every rank takes part in every round
     const size_t begin = g == 0 || ends.empty() ? 0 : ends[std::min(g, ends.size()) - 1];
@@ -55,7 +57,7 @@ void Run::in_groups(std::span<const std::vector<DocId>> items, bool with_ids,
     const auto group = items.subspan(begin, end - begin);
     std::vector<DocId> docs;
     for (const auto& b : group) docs.insert(docs.end(), b.begin(), b.end());
-    const Payloads pl = fetch(std::move(docs), with_ids);
+    const Payloads pl = fetch(std::move(docs), dedup_);
     steps_.agree([&] { use(group, pl); });
   }
 }
