@@ -17,7 +17,11 @@ void Run::read_share(const Share& share) {
   // them again, as one process does (where none can be made, they are).
   reader.keep_decompressed_copies(io::temp_directory());
   io::BadRecords bad(ro_.reader);
-  local_.sketches.spec = spec_;
+  const bool exact = spec_.verify == VerifyMode::Exact;
+  const auto bands = static_cast<size_t>(spec_.lsh.bands);
+  local_.band_keys = Rows<uint64_t>(exact ? bands : 0);
+  local_.signatures = Rows<SigValue>(exact ? 0 : static_cast<size_t>(spec_.num_perm));
+  std::vector<uint64_t> keys(bands);
   const bool keep_by = !ro_.reader.key_field.empty();
   const SketchTotals totals = sketch_records(reader, *inputs_, spec_, ro_.reader, threads_, bad, [&](const SketchedRecord& r) {
     local_.line.push_back(r.line);
@@ -31,13 +35,18 @@ void Run::read_share(const Share& share) {
     }
     // The texts are not kept: verification reads them again.
     local_.lengths.push_back(static_cast<uint32_t>(r.text_length));  // <= max_doc_bytes
-    local_.sketches.signatures.insert(local_.sketches.signatures.end(), r.signature.begin(), r.signature.end());
-    local_.sketches.empty.push_back(r.empty);
+    if (exact) {
+      for (size_t b = 0; b < bands; ++b) keys[b] = signature_band_key(r.signature, static_cast<int>(b), spec_.lsh, spec_.shingle.seed);
+      local_.band_keys.append(keys);
+    } else {
+      local_.signatures.append(r.signature);
+    }
+    local_.empty.push_back(r.empty);
   });
   auto copies = reader.take_decompressed_copies();
   for (size_t i = 0; i < copies.size(); ++i)
     if (copies[i]) inputs_->read_again_from(i, std::move(copies[i]));
-  local_.sketches.shingles += totals.shingles;
+  local_.shingles += totals.shingles;
   local_.reader.invalid_utf8 += totals.invalid_utf8;
   local_.reader.missing_ids += totals.missing_ids;
   local_.reader.binary = reader.stats().binary;

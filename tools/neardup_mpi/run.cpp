@@ -184,18 +184,17 @@ void Run::send_pairs(const std::vector<ScoredPair>& verified, Outputs& outs, Cou
   // The ids of the second documents read elsewhere.
   std::sort(others.begin(), others.end());
   others.erase(std::unique(others.begin(), others.end()), others.end());
-  Payloads names;
-  names.docs = others;
+  std::vector<std::string> other_ids;
   {
     std::vector<std::string> storage;
     auto told = ask_owners(others, [&](std::span<const DocId> want, Packer& p) {
       for (const DocId d : want) p.put_string(local_.ids[d - local_.base]);
     }, storage);
-    for (const DocId d : others) names.ids.emplace_back(told[static_cast<size_t>(owner_of(bases_, d))].get_string());
+    for (const DocId d : others) other_ids.emplace_back(told[static_cast<size_t>(owner_of(bases_, d))].get_string());
   }
   steps_.agree([&] {
         io::write_pairs(*outs.piece, pairs, [&](DocId d) {
-          return local_.has(d) ? std::string_view(local_.ids[d - local_.base]) : std::string_view(names.ids[names.index(d)]);
+          return local_.has(d) ? std::string_view(local_.ids[d - local_.base]) : std::string_view(other_ids[place_in(others, d)]);
         });
       });
 }
@@ -297,7 +296,7 @@ void Run::print_summary(const io::ReaderStats& read_stats, const Counts& k, doub
   const double rss = c_.all_reduce(peak_rss_mib(), MPI_MAX);
   const uint64_t shuffled = c_.all_reduce(c_.shuffled, MPI_SUM);
   const double t_read_max = c_.all_reduce(k.t_read, MPI_MAX);
-  uint64_t empty = static_cast<uint64_t>(std::count(local_.sketches.empty.begin(), local_.sketches.empty.end(), 1));
+  uint64_t empty = static_cast<uint64_t>(std::count(local_.empty.begin(), local_.empty.end(), 1));
   empty = c_.all_reduce(empty, MPI_SUM);
   uint64_t text_bytes = 0;
   for (const uint32_t l : local_.lengths) text_bytes += l;

@@ -24,11 +24,13 @@ Buckets Run::find_buckets() {
   for (int b0 = 0; b0 < lsh.bands; b0 += bands_per_round) {
     const int b1 = std::min(lsh.bands, b0 + bands_per_round);
     std::vector<std::string> out(static_cast<size_t>(nranks));
+    const bool exact = spec_.verify == VerifyMode::Exact;
     for (size_t i = 0; i < local_.size(); ++i) {
-      if (local_.sketches.empty[i]) continue;
-      const auto sig = local_.sketches.signature(static_cast<DocId>(i));
+      if (local_.empty[i]) continue;
       for (int band = b0; band < b1; ++band) {
-        const Entry e{signature_band_key(sig, band, lsh, spec_.shingle.seed), static_cast<uint32_t>(band), static_cast<DocId>(local_.base + i)};
+        const uint64_t key = exact ? local_.band_keys[i][static_cast<size_t>(band)]
+                                   : signature_band_key(local_.signatures[i], band, lsh, spec_.shingle.seed);
+        const Entry e{key, static_cast<uint32_t>(band), static_cast<DocId>(local_.base + i)};
         out[static_cast<size_t>(mix64(e.key ^ (uint64_t{e.band} << 40)) % static_cast<uint64_t>(nranks))].append(
             reinterpret_cast<const char*>(&e), sizeof e);
       }
@@ -153,79 +155,116 @@ void Run::load_sets(std::vector<DocId> docs) {
   }
 }
 
-// The payloads of `docs` (with what clustering needs: ids, lengths and keep-by values), from the
-// ranks that read them: each computes the sets of its documents asked for, as the single
-// process's verification pass does, and lets each set go once packed for the last rank that
-// asked for it.
+// The payloads of `docs` (with what clustering needs: ids, lengths and keep-by values): from
+// this rank's own records directly, and from the ranks that read the others. Each rank computes
+// the sets asked of it and its own in one reading (load_sets, as the single process's
+// verification pass reads), lets each set go once packed for the last rank that asked for it,
+// and moves its own into the payloads without a copy.
 Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
   const bool exact = spec_.verify == VerifyMode::Exact;
-  const bool by_field = ro_.keep == KeepPolicy::Field;
-  const size_t k = static_cast<size_t>(spec_.num_perm);
+  std::vector<DocId> mine, remote;
+  for (const DocId d : docs) (local_.has(d) ? mine : remote).push_back(d);
   std::vector<std::string> storage;
-  std::unordered_map<DocId, uint32_t> asks;  // per set loaded: the ranks yet to pack it
+  std::unordered_map<DocId, uint32_t> asks;  // per set loaded for other ranks: those yet to pack it
   // A failure while reading the sets again (an input changed) is agreed on after the exchange,
   // so that no rank leaves it halfway.
   std::exception_ptr failed;
-  auto readers = ask_owners(docs, [&](std::span<const DocId> want, Packer& p) {
+  auto readers = ask_owners(remote, [&](std::span<const DocId> want, Packer& p) {
     if (failed) return;
     for (const DocId d : want) {
-      const size_t l = d - local_.base;
       if (exact) {
         const auto it = loaded_sets_.find(d);
         p.put_vector(it->second);
         if (--asks[d] == 0) loaded_sets_.erase(it);
       }
-      // The signature too: the estimate, or (exact) whether two documents share a band.
-      p.put_vector(local_.sketches.signature(static_cast<DocId>(l)));
-      if (!for_clusters) continue;
-      p.put_string(local_.ids[l]);
-      p.put(local_.lengths[l]);
-      p.put(by_field ? local_.key_kind[l] : uint8_t{0});
-      p.put(by_field ? local_.key_num[l] : 0.0);
-      p.put_string(by_field ? std::string_view(local_.key_text[l]) : std::string_view());
+      pack_payload(d - local_.base, for_clusters, p);
     }
   }, storage, exact ? std::function<void(std::vector<DocId>)>([&](std::vector<DocId> all) {
     for (const DocId d : all) ++asks[d];
+    all.insert(all.end(), mine.begin(), mine.end());
     try {
       load_sets(std::move(all));
     } catch (...) {
       failed = std::current_exception();
     }
-  }) : nullptr, [&] { std::unordered_map<DocId, std::vector<ShingleHash>>().swap(loaded_sets_); });
+  }) : nullptr);
   steps_.agree([&] {
         if (failed) std::rethrow_exception(failed);
       });
-  Payloads pl;
-  pl.docs = docs;
-  pl.sets = ShingleSets(docs.size());
-  pl.sigs.resize(docs.size() * k);
-  if (for_clusters) {
-    pl.ids.resize(docs.size());
-    pl.lengths.resize(docs.size());
-    pl.key_kind.resize(docs.size());
-    pl.key_num.resize(docs.size());
-    pl.key_text.resize(docs.size());
-  }
+  Payloads pl(docs, spec_, for_clusters);
   // docs ascending: each rank's answers in turn, each let go once read.
   size_t previous = 0;
   for (size_t i = 0; i < docs.size(); ++i) {
-    const size_t owner = static_cast<size_t>(owner_of(bases_, docs[i]));
+    const DocId d = docs[i];
+    if (local_.has(d)) {
+      if (exact) {
+        pl.sets.set(static_cast<DocId>(i), std::move(loaded_sets_.at(d)));
+        loaded_sets_.erase(d);
+      }
+      Packer p;  // the few fixed-size values, through the same packing as the others'
+      pack_payload(d - local_.base, for_clusters, p);
+      Unpacker u(p.bytes());
+      pl.take(i, u, false);
+      continue;
+    }
+    const size_t owner = static_cast<size_t>(owner_of(bases_, d));
     if (owner != previous) std::string().swap(storage[previous]);
     previous = owner;
-    Unpacker& u = readers[owner];
-    if (exact) pl.sets.set(static_cast<DocId>(i), u.get_vector<ShingleHash>());
-    const auto sig = u.get_vector<SigValue>();
-    std::copy(sig.begin(), sig.end(), pl.sigs.begin() + static_cast<ptrdiff_t>(i * k));
-    if (!for_clusters) continue;
-    pl.ids[i] = std::string(u.get_string());
-    pl.lengths[i] = u.get<uint32_t>();
-    pl.key_kind[i] = u.get<uint8_t>();
-    pl.key_num[i] = u.get<double>();
-    pl.key_text[i] = std::string(u.get_string());
+    pl.take(i, readers[owner], exact);
   }
+  std::unordered_map<DocId, std::vector<ShingleHash>>().swap(loaded_sets_);
   return pl;
+}
+
+// Document l's payload after its set: its band keys (exact: whether two documents share a band)
+// or its signature (the estimate); for clustering its id, length and keep-by value.
+void Run::pack_payload(size_t l, bool for_clusters, Packer& p) const {
+  if (spec_.verify == VerifyMode::Exact)
+    p.put_vector(local_.band_keys[l]);
+  else
+    p.put_vector(local_.signatures[l]);
+  if (!for_clusters) return;
+  const bool by_field = ro_.keep == KeepPolicy::Field;
+  p.put_string(local_.ids[l]);
+  p.put(local_.lengths[l]);
+  p.put(by_field ? local_.key_kind[l] : uint8_t{0});
+  p.put(by_field ? local_.key_num[l] : 0.0);
+  p.put_string(by_field ? std::string_view(local_.key_text[l]) : std::string_view());
+}
+
+Payloads::Payloads(std::vector<DocId> d, const PipelineSpec& spec, bool for_clusters)
+    : docs(std::move(d)), sets(docs.size()), clusters(for_clusters), bands(static_cast<size_t>(spec.lsh.bands)),
+      k(static_cast<size_t>(spec.num_perm)) {
+  if (spec.verify == VerifyMode::Exact)
+    band_keys.resize(docs.size() * bands);
+  else
+    sigs.resize(docs.size() * k);
+  if (!for_clusters) return;
+  ids.resize(docs.size());
+  lengths.resize(docs.size());
+  key_kind.resize(docs.size());
+  key_num.resize(docs.size());
+  key_text.resize(docs.size());
+}
+
+// Document i's payload from `u` (pack_payload's, after the set when with_set).
+void Payloads::take(size_t i, Unpacker& u, bool with_set) {
+  if (with_set) sets.set(static_cast<DocId>(i), u.get_vector<ShingleHash>());
+  if (!band_keys.empty()) {
+    const auto keys = u.get_vector<uint64_t>();
+    std::copy(keys.begin(), keys.end(), band_keys.begin() + static_cast<ptrdiff_t>(i * bands));
+  } else {
+    const auto sig = u.get_vector<SigValue>();
+    std::copy(sig.begin(), sig.end(), sigs.begin() + static_cast<ptrdiff_t>(i * k));
+  }
+  if (!clusters) return;
+  ids[i] = std::string(u.get_string());
+  lengths[i] = u.get<uint32_t>();
+  key_kind[i] = u.get<uint8_t>();
+  key_num[i] = u.get<double>();
+  key_text[i] = std::string(u.get_string());
 }
 
 }  // namespace neardup::mpi

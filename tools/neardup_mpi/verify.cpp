@@ -17,7 +17,7 @@ Scorer Run::scorer(const Payloads& pl) const {
 // its share of the candidates; a component larger than that is a group of its own.
 std::vector<size_t> Run::group_ends(const Buckets& buckets) {
   const auto& items = buckets.lists;
-  constexpr uint64_t kGroupTextBytes = uint64_t{32} << 20;
+  constexpr uint64_t kGroupTextBytes = uint64_t{16} << 20;
   std::vector<DocId> members;
   for (const auto& b : items) members.insert(members.end(), b.begin(), b.end());
   std::sort(members.begin(), members.end());
@@ -79,9 +79,15 @@ std::vector<ScoredPair> Run::verify_buckets(std::span<const std::vector<DocId>> 
   how.threads = threads_;
   how.list_all = !dedup_;
   how.num_docs = docs.size();
+  const size_t bands = static_cast<size_t>(spec_.lsh.bands);
   how.share = [&](DocId a, DocId b) {
-    const std::span<const SigValue> sigs(pl.sigs);
-    return share_band(sigs.subspan(a * k, k), sigs.subspan(b * k, k), spec_.lsh);
+    if (spec_.verify == VerifyMode::Estimate) {
+      const std::span<const SigValue> sigs(pl.sigs);
+      return share_band(sigs.subspan(a * k, k), sigs.subspan(b * k, k), spec_.lsh);
+    }
+    for (size_t band = 0; band < bands; ++band)  // as one process compares them (Pipeline::share_band)
+      if (pl.band_keys[a * bands + band] == pl.band_keys[b * bands + band]) return true;
+    return false;
   };
   if (spec_.verify == VerifyMode::Exact)
     how.join = [&](std::span<const DocId> over) {
