@@ -52,12 +52,12 @@ int Run::run() {
   if (ro_.keep == KeepPolicy::Field) check_key_kinds();
   k.t_read = seconds_since(t);
 
-  // 2. Buckets, by band key.
+  // 2. Buckets, by band key, each sent to the rank where its candidate component starts.
   t = Clock::now();
   const auto buckets = find_buckets();
   k.t_lsh = seconds_since(t);
 
-  // 3. Verification where the buckets are, a group of them at a time.
+  // 3. Verification (and, for dedup, clustering) of whole components, a group of them at a time.
   t = Clock::now();
   std::vector<ScoredPair> verified;  // pairs
   std::vector<Fate> fates;           // dedup
@@ -308,10 +308,10 @@ void Run::print_summary(const io::ReaderStats& read_stats, const Counts& k, doub
                  c_.size(), spec_.to_string().c_str());
     if (o_.show_stats)
       std::fprintf(stderr,
-                   "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s (slowest rank); buckets %.3f s; verify %.3f s; "
-                   "cluster %.3f s (%d label rounds); write %.3f s; shuffled %.0f bytes per document (%.1f MB over all ranks); largest bucket %llu; "
+                   "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s (slowest rank); buckets and components %.3f s (%d label rounds); "
+                   "verify and cluster %.3f s; fates %.3f s; write %.3f s; shuffled %.0f bytes per document (%.1f MB over all ranks); largest bucket %llu; "
                    "peak memory %.0f MiB (largest rank); %d threads per rank\n",
-                   static_cast<double>(text_bytes) / 1e6, t_read_max, k.t_lsh, k.t_verify, k.t_cluster, label_rounds_, k.t_write,
+                   static_cast<double>(text_bytes) / 1e6, t_read_max, k.t_lsh, label_rounds_, k.t_verify, k.t_cluster, k.t_write,
                    k.documents ? static_cast<double>(shuffled) / static_cast<double>(k.documents) : 0.0, static_cast<double>(shuffled) / 1e6,
                    static_cast<unsigned long long>(k.largest), rss, threads_);
   }

@@ -1,9 +1,10 @@
 // neardup-mpi: `neardup pairs` and `neardup dedup` over MPI ranks, with the same options and
 // byte for byte the same outputs, whatever the number of ranks. A thin driver over the engine's
 // stages (stages.h): each rank reads and sketches its share of the inputs; band keys are shuffled
-// so that each rank owns the buckets of a range of keys; each bucket is verified on its owner
-// with the shingle sets (or signatures) fetched from the ranks that read the documents; the
-// spanning edges are clustered on rank 0; each rank writes the kept records of the files it read.
+// so that each rank owns the buckets of a range of keys; the buckets' candidate components are
+// found by label propagation, and each is verified and clustered, whole, on the rank that read
+// its first document, with the shingle sets fetched from the ranks that read its documents; each
+// document's fate goes to the rank that read it, which writes its part of the outputs.
 // docs/distributed.md explains the design, its limits and its cost.
 #pragma once
 
