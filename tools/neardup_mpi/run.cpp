@@ -1,6 +1,10 @@
 // neardup-mpi's run: its steps in order, each agreed on by every rank (run.h).
 #include "run.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace neardup::mpi {
 
 std::string Run::piece_path(const char* what) const {
@@ -88,7 +92,12 @@ int Run::run() {
   k.below = c_.all_reduce(k.below, MPI_SUM);
   k.t_cluster = seconds_since(t);
 
-  // 5. The outputs: kept records of the files read here; then the merged files on rank 0.
+  // 5. The outputs: kept records of the files read here; then the merged files on rank 0. The
+  // sets verification let go stay in the heap, free, which the writing's buffers (mapped anew)
+  // would come on top of: given back first (300 MB of kernel files: 81 MiB at the peak against 66).
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
   t = Clock::now();
   if (dedup_) write_kept(my_removed, outs, share);
   commit_outputs(outs);

@@ -2,6 +2,10 @@
 // fetched from the ranks that read the documents.
 #include "run.h"
 
+#include <bit>
+
+#include "internal/radix_sort.h"
+
 namespace neardup::mpi {
 
 // Shuffle by band key, bands in rounds of at most kShuffleRoundBytes per rank; each rank groups
@@ -43,9 +47,15 @@ Buckets Run::find_buckets() {
       entries.resize(at + n);
       std::memcpy(entries.data() + at, buf.data(), n * sizeof(Entry));
     }
-    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-      return a.band != b.band ? a.band < b.band : a.key != b.key ? a.key < b.key : a.doc < b.doc;
-    });
+    // By band, then key (two stable radix sorts, the key first): entries arrive in document
+    // order (the ranks' ranges ascend, and each sent its documents in order), so each bucket's
+    // members stay ascending.
+    {
+      std::vector<Entry> scratch(entries.size());
+      internal::radix_sort_by_bits(entries.data(), scratch.data(), entries.size(), 0, 64, [](const Entry& e) { return e.key; }, 11);
+      internal::radix_sort_by_bits(entries.data(), scratch.data(), entries.size(), 0, std::bit_width(static_cast<unsigned>(lsh.bands)),
+                                   [](const Entry& e) { return uint64_t{e.band}; }, 11);
+    }
     for (size_t i = 0; i < entries.size();) {
       size_t j = i + 1;
       while (j < entries.size() && entries[j].band == entries[i].band && entries[j].key == entries[i].key) ++j;
