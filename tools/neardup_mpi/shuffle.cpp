@@ -167,9 +167,8 @@ void Run::load_sets(std::vector<DocId> docs) {
 
 // The payloads of `docs` (with what clustering needs: ids, lengths and keep-by values): from
 // this rank's own records directly, and from the ranks that read the others. Each rank computes
-// the sets asked of it and its own in one reading (load_sets, as the single process's
-// verification pass reads), lets each set go once packed for the last rank that asked for it,
-// and moves its own into the payloads without a copy.
+// the sets (load_sets, as the single process's verification pass reads) asked of it, then its
+// own, which it moves into the payloads without a copy.
 Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
@@ -178,8 +177,10 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   for (const DocId d : docs) (local_.has(d) ? mine : remote).push_back(d);
   std::vector<std::string> storage;
   std::unordered_map<DocId, uint32_t> asks;  // per set loaded for other ranks: those yet to pack it
-  // A failure while reading the sets again (an input changed) is agreed on after the exchange,
-  // so that no rank leaves it halfway.
+  // First the sets other ranks asked for, each let go once packed for the last of them (unless
+  // this rank's group needs it too) and sent; then this rank's own: a rank never holds both
+  // all it sends and all it keeps. A failure while reading the sets again (an input changed) is
+  // agreed on after the exchange, so that no rank leaves it halfway.
   std::exception_ptr failed;
   auto readers = ask_owners(remote, [&](std::span<const DocId> want, Packer& p) {
     if (failed) return;
@@ -187,13 +188,12 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
       if (exact) {
         const auto it = loaded_sets_.find(d);
         p.put_vector(it->second);
-        if (--asks[d] == 0) loaded_sets_.erase(it);
+        if (--asks[d] == 0 && !std::binary_search(mine.begin(), mine.end(), d)) loaded_sets_.erase(it);
       }
       pack_payload(d - local_.base, for_clusters, p);
     }
   }, storage, exact ? std::function<void(std::vector<DocId>)>([&](std::vector<DocId> all) {
     for (const DocId d : all) ++asks[d];
-    all.insert(all.end(), mine.begin(), mine.end());
     try {
       load_sets(std::move(all));
     } catch (...) {
@@ -202,6 +202,11 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   }) : nullptr);
   steps_.agree([&] {
         if (failed) std::rethrow_exception(failed);
+        if (!exact) return;
+        std::vector<DocId> unread;
+        for (const DocId d : mine)
+          if (!loaded_sets_.count(d)) unread.push_back(d);
+        load_sets(std::move(unread));
       });
   Payloads pl(docs, spec_, for_clusters);
   // docs ascending: each rank's answers in turn, each let go once read.

@@ -17,7 +17,7 @@ Scorer Run::scorer(const Payloads& pl) const {
 // its share of the candidates; a component larger than that is a group of its own.
 std::vector<size_t> Run::group_ends(const Buckets& buckets) {
   const auto& items = buckets.lists;
-  constexpr uint64_t kGroupTextBytes = uint64_t{16} << 20;
+  constexpr uint64_t kGroupTextBytes = uint64_t{8} << 20;
   std::vector<DocId> members;
   for (const auto& b : items) members.insert(members.end(), b.begin(), b.end());
   std::sort(members.begin(), members.end());
