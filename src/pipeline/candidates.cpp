@@ -8,7 +8,7 @@ PairFilter Pipeline::Impl::pair_filter() const { return uses_signatures(spec_.me
 
 void Pipeline::Impl::verify_candidates(const std::vector<DocPair>& candidates, double threshold) {
   if (spec_.verify == VerifyMode::Exact && !candidates.empty()) {
-    std::vector<uint8_t> needed(lengths_.size(), 0);
+    std::vector<uint8_t> needed(docs_.size(), 0);
     for (const DocPair& p : candidates) needed[p.a] = needed[p.b] = 1;
     load_sets_pass(needed);
   }
@@ -41,7 +41,7 @@ void Pipeline::Impl::find_pairs_lsh() {
   auto t = Clock::now();
   if (spec_.verify == VerifyMode::Estimate) return find_pairs_lsh_estimate();
   const LshBuckets buckets = find_buckets();
-  std::vector<uint8_t> in_bucket(lengths_.size(), 0);
+  std::vector<uint8_t> in_bucket(docs_.size(), 0);
   for (const DocId d : buckets.members) in_bucket[d] = 1;
   stats_.times.lsh = seconds_since(t);
   t = Clock::now();
@@ -66,7 +66,7 @@ BucketVerification Pipeline::Impl::bucket_verification() const {
   how.threshold = spec_.threshold;
   how.threads = threads_;
   how.list_all = mode_ == Mode::Pairs;
-  how.num_docs = lengths_.size();
+  how.num_docs = docs_.size();
   how.share = band_filter();
   if (spec_.verify == VerifyMode::Exact) how.join = [this](std::span<const DocId> docs) { return build_join(docs); };
   return how;
@@ -89,7 +89,7 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
 // verified. Pairs mode keeps each group's join (its ranks, not the sets) to list the pairs of its
 // large buckets when they are written (expand_pairs).
 uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
-  const size_t n = lengths_.size();
+  const size_t n = docs_.size();
   // 32 groups by the place of a component's first document (the union-find's representative)
   // in the input, so the writer can start once the first 32nd is decided.
   constexpr size_t kGroups = 32;
@@ -181,14 +181,14 @@ void Pipeline::Impl::find_pairs_lsh_estimate() {
 void Pipeline::Impl::find_pairs_exact() {
   const auto t = Clock::now();
   std::vector<DocId> joined;
-  for (DocId d = 0; d < lengths_.size(); ++d)
+  for (DocId d = 0; d < docs_.size(); ++d)
     if (!empty_[d]) joined.push_back(d);
   joins_.clear();
   joins_.push_back(build_join(joined));
   const SetJoin& join = *joins_.back();
   stats_.times.lsh = seconds_since(t);
   const auto t2 = Clock::now();
-  pairs_ = join.connect(lengths_.size(), {}, {});
+  pairs_ = join.connect(docs_.size(), {}, {});
   std::sort(pairs_.begin(), pairs_.end(), by_pair);
   stats_.candidates = join.stats().verified;
   stats_.verify_docs = join.size();

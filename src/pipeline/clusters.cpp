@@ -42,13 +42,13 @@ void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const 
 
 void Pipeline::Impl::cluster() {
   if (!clustering_.keeper.empty()) return;  // verify_in_groups clustered each group
-  clustering_ = cluster_components(lengths_.size(), pairs_, rank_);
+  clustering_ = cluster_components(docs_.size(), pairs_, rank_);
   if (options_.cluster == ClusterMode::Leader)
     clustering_ = cluster_leaders(clustering_, rank_, [&](DocId a, DocId b) { return reaches_threshold(a, b); }, threads_);
 }
 
 ErrorPlace Pipeline::Impl::place_of(DocId doc) const {
-  if (pos_.empty()) {
+  if (!docs_.has_positions()) {
     // Documents given in memory: by their number, while it is their record's (none skipped).
     const auto& sources = inputs_->sources();
     if (sources.size() == 1 && sources.front().kind == io::SourceKind::Memory)
@@ -57,8 +57,9 @@ ErrorPlace Pipeline::Impl::place_of(DocId doc) const {
     return {std::string(id(doc).substr(0, 200)), 0};
   }
   // Found by position: the line number is counted now, for this message.
-  const io::Source& src = inputs_->sources()[pos_[doc].source];
-  return {src.display, io::line_number_at(src, pos_[doc].offset)};
+  const io::RecordPos& pos = docs_.pos(doc);
+  const io::Source& src = inputs_->sources()[pos.source];
+  return {src.display, io::line_number_at(src, pos.offset)};
 }
 
 std::string Pipeline::Impl::where_of(DocId doc) const {
@@ -70,7 +71,7 @@ std::string Pipeline::Impl::where_of(DocId doc) const {
 // sorting (hash of id, document) pairs: O(n) time, 2 x 16 bytes per document in mapped
 // arrays, unmapped at once (a vector would leave glibc's heap larger for the rest of the run).
 void Pipeline::Impl::check_duplicate_ids() {
-  const size_t n = lengths_.size();
+  const size_t n = docs_.size();
   if (n < 2) return;
   struct Entry {
     uint64_t hash;  // of the id
@@ -107,24 +108,20 @@ void Pipeline::Impl::check_duplicate_ids() {
   stats_.duplicate_ids = dups;
   if (dups > 0 && options_.duplicate_ids == DuplicateIds::Error) {
     ReusedIdKind kind = ReusedIdKind::Records;
-    if (!pos_.empty() && one_file_twice(*inputs_, pos_[first_later].source, pos_[first_earlier].source))
+    if (docs_.has_positions() && one_file_twice(*inputs_, docs_.pos(first_later).source, docs_.pos(first_earlier).source))
       kind = ReusedIdKind::JsonlFileTwice;
-    else if (pos_.empty() && inputs_->all_text())
+    else if (!docs_.has_positions() && inputs_->all_text())
       kind = ReusedIdKind::TextFileTwice;
     throw reused_id_error(kind, id(first_later), dups, where_of(first_earlier), place_of(first_later));
   }
 }
 
 std::vector<uint32_t> Pipeline::Impl::keep_ranks() const {
-  const size_t n = lengths_.size();
-  if (options_.keep != KeepPolicy::Field) return neardup::keep_ranks(n, options_.keep, lengths_);
+  const size_t n = docs_.size();
+  if (options_.keep != KeepPolicy::Field) return neardup::keep_ranks(n, options_.keep, docs_.lengths());
   // By the field: numbers or strings (all one kind), missing values last, ties by input order.
   using Kind = io::KeyValue::Kind;
-  auto kind = [&](DocId d) { return static_cast<Kind>(key_kind_[d]); };
-  auto text = [&](DocId d) {
-    const uint64_t b = d == 0 ? 0 : key_end_[d - 1];
-    return std::string_view(key_blob_).substr(b, key_end_[d] - b);
-  };
+  auto kind = [&](DocId d) { return docs_.key(d).kind; };
   std::optional<DocId> first_number, first_string;
   for (DocId d = 0; d < n; ++d) {
     if (kind(d) == Kind::Number && !first_number) first_number = d;
@@ -134,7 +131,7 @@ std::vector<uint32_t> Pipeline::Impl::keep_ranks() const {
     const DocId later = std::max(*first_number, *first_string), earlier = std::min(*first_number, *first_string);
     throw keep_by_kinds_differ(options_, kind(later) == Kind::Number, where_of(earlier), place_of(later));
   }
-  auto value = [&](DocId d) { return io::KeyValue{kind(d), key_num_[d], text(d)}; };
+  auto value = [&](DocId d) { return docs_.key(d); };
   std::vector<uint32_t> order(n);
   for (uint32_t i = 0; i < n; ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](DocId a, DocId b) { return keep_before(options_, 0, value(a), 0, value(b)); });

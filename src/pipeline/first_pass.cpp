@@ -109,26 +109,22 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
 // Keeps what the run needs of entry i, in reading order, on the reading thread.
 void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
   const Batch::Entry& e = b.entries[i];
-  const auto doc = static_cast<DocId>(lengths_.size());
+  const auto doc = static_cast<DocId>(docs_.size());
   // Stored as they come, so that a repeated set's copy is let go for the sets after it.
   if (l.early && !b.sets[i].empty()) early_sets_.set(doc, std::move(b.sets[i]));
   if (l.exact) sets_->set(doc, std::move(b.sets[i]));
-  id_blob_.append(b.id_of(i));
-  id_end_.push_back(id_blob_.size());
-  lengths_.push_back(static_cast<uint32_t>(b.text_length[i]));  // <= max_doc_bytes
-  if (l.by_position) pos_.push_back({e.source, e.raw_length, e.offset});
+  const io::RecordPos pos{e.source, e.raw_length, e.offset};
+  io::KeyValue key;
+  if (l.keep_by)
+    key = {static_cast<io::KeyValue::Kind>(b.keys_kind[i]), b.keys_num[i],
+           std::string_view(b.keys_text).substr(b.keys_text_begin[i], b.keys_text_length[i])};
+  docs_.add(b.id_of(i), static_cast<uint32_t>(b.text_length[i]), l.by_position ? &pos : nullptr, l.keep_by ? &key : nullptr);
   if (l.keys_only)
     for (size_t band = 0; band < l.bands; ++band) band_keys_[band].push_back(b.keys[i * l.bands + band]);
   else
     sigs_->append(b.sigs.data() + i * l.k, l.k);
   if (l.bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
   if (l.simhash) simhashes_.push_back(b.simhashes[i]);
-  if (l.keep_by) {
-    key_kind_.push_back(b.keys_kind[i]);
-    key_num_.push_back(b.keys_num[i]);
-    key_blob_.append(b.keys_text, b.keys_text_begin[i], b.keys_text_length[i]);
-    key_end_.push_back(key_blob_.size());
-  }
   empty_.push_back(b.empty[i]);
 }
 
@@ -138,11 +134,11 @@ void Pipeline::Impl::count_first_pass(const internal::PassTotals& totals, const 
   stats_.times.parse += totals.t_parse;
   stats_.times.shingle += totals.t_shingle;
   stats_.times.sketch += totals.t_sketch;
-  const size_t n = lengths_.size();
+  const size_t n = docs_.size();
   NEARDUP_ASSERT(empty_.size() == n);
   stats_.documents = n;
   stats_.empty = static_cast<uint64_t>(std::count(empty_.begin(), empty_.end(), 1));
-  for (const uint32_t l : lengths_) stats_.text_bytes += l;
+  for (const uint32_t l : docs_.lengths()) stats_.text_bytes += l;
   stats_.unspaced_bytes = totals.unspaced;
   stats_.left_out = inputs_->left_out();
   io::ReaderStats& r = stats_.reader;

@@ -32,6 +32,8 @@
 #include "internal/radix_sort.h"
 #include "neardup/union_find.h"
 #include "internal/option_text.h"
+#include "pipeline/background_job.h"
+#include "pipeline/document_table.h"
 #include "neardup/allpairs.h"
 #include "neardup/bucket_verify.h"
 #include "neardup/error.h"
@@ -254,23 +256,13 @@ struct Pipeline::Impl {
   std::unique_ptr<io::InputSet> inputs_;
   RunStats stats_;
 
-  std::string id_blob_;
-  std::vector<uint64_t> id_end_;
-  std::vector<uint32_t> lengths_;  // text bytes per document (at most --max-doc-bytes < 4 GiB)
-  // JSONL inputs: where each record lies, so that later passes read only the records they
-  // need (verification) or copy the kept lines without parsing them (dedup output).
-  std::vector<io::RecordPos> pos_;
+  DocumentTable docs_;
   std::vector<std::pair<uint64_t, int64_t>> input_stamps_;  // per source: size, mtime (ns)
   std::unique_ptr<internal::GrowArray<SigValue>> sigs_;
   std::vector<internal::GrowArray<uint64_t>> band_keys_;  // per band, per document (instead of sigs_)
   Fingerprints fps_;
   std::vector<uint64_t> simhashes_;
   std::vector<uint8_t> empty_;
-  // The keep-by field per document: KeyValue::Kind, the number, the string (blob and ends).
-  std::vector<uint8_t> key_kind_;
-  std::vector<double> key_num_;
-  std::string key_blob_;
-  std::vector<uint64_t> key_end_;
   std::unique_ptr<ShingleSets> sets_;
   // The first pass's sets of the documents already in a bucket when sketched, up to
   // RunTuning::first_pass_set_bytes; the band keys seen so far, to tell.
@@ -294,13 +286,7 @@ struct Pipeline::Impl {
   // run_dedup: the outputs of the kept records, and their writer that follows verification.
   std::vector<io::AtomicFile*> kept_outs_;
   std::unique_ptr<Decisions> decisions_;
-  std::thread writer_;
-  std::exception_ptr writer_error_;
-  std::mutex writer_m_;
-  std::condition_variable writer_cv_;
-  bool writer_done_ = false;
-  std::atomic<uint64_t> writer_bytes_{0}, writer_docs_{0};
-  Clock::time_point writer_start_{};
+  BackgroundJob writer_;
 };
 
 }  // namespace neardup

@@ -5,12 +5,10 @@
 namespace neardup {
 
 uint64_t Pipeline::Impl::state_bytes() const noexcept {
-  uint64_t b = id_blob_.size() + id_end_.size() * sizeof(uint64_t) + lengths_.size() * sizeof(uint32_t) + empty_.size() +
-               pos_.size() * sizeof(io::RecordPos) + simhashes_.size() * sizeof(uint64_t);
+  uint64_t b = docs_.bytes() + empty_.size() + simhashes_.size() * sizeof(uint64_t);
   if (sigs_) b += sigs_->size() * sizeof(SigValue);
   for (const auto& keys : band_keys_) b += keys.size() * sizeof(uint64_t);
   b += fps_.values.size() * sizeof(SigValue) + (fps_.offsets.size() - 1) * sizeof(uint64_t);
-  b += key_kind_.size() + key_num_.size() * sizeof(double) + key_blob_.size() + key_end_.size() * sizeof(uint64_t);
   return b;
 }
 

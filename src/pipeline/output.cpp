@@ -69,13 +69,13 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
   // Progress from this thread when it is the run's, or counted for the run's thread to report.
   const auto progress = [&](uint64_t bytes, uint64_t docs) {
     if (decisions) {
-      writer_bytes_.store(bytes, std::memory_order_relaxed);
-      writer_docs_.store(docs, std::memory_order_relaxed);
+      writer_.bytes.store(bytes, std::memory_order_relaxed);
+      writer_.docs.store(docs, std::memory_order_relaxed);
     } else if (options_.tuning.progress) {
       options_.tuning.progress({"write", bytes, inputs_->total_bytes(), docs});
     }
   };
-  if (!pos_.empty()) {
+  if (docs_.has_positions()) {
     // JSONL: the kept lines are copied by position, runs of consecutive kept lines at once,
     // without parsing them again (a plain file is copied in the kernel). Following the decisions,
     // what is known is appended before waiting for more, and at least every 32 MiB.
@@ -84,7 +84,7 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
     std::vector<io::ByteRange> ranges;
     uint64_t bytes_done = 0, pending = 0;
     size_t d = 0;
-    const size_t n = pos_.size();
+    const size_t n = docs_.size();
     for (uint32_t s = 0; s < sources.size(); ++s) {
       std::optional<io::RangeAppender> appender;
       const auto append = [&] {
@@ -94,14 +94,14 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
         ranges.clear();
         pending = 0;
       };
-      for (; d < n && pos_[d].source == s; ++d) {
+      for (; d < n && docs_.pos(d).source == s; ++d) {
         const DocId doc = static_cast<DocId>(d);
         if (decisions && !decisions->decided(doc)) {
           append();
-          progress(bytes_done + pos_[d].offset, d);
+          progress(bytes_done + docs_.pos(d).offset, d);
         }
         if (!kept(doc)) continue;
-        const uint64_t begin = pos_[d].offset, len = uint64_t{pos_[d].length} + 1;  // with its newline
+        const uint64_t begin = docs_.pos(d).offset, len = uint64_t{docs_.pos(d).length} + 1;  // with its newline
         if (!ranges.empty() && ranges.back().offset + ranges.back().length == begin)
           ranges.back().length += len;
         else
@@ -124,7 +124,7 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
   io::RecordReader reader(*inputs_, options_.reader);
   io::Record rec;
   uint64_t ordinal = 0;
-  const uint64_t n = lengths_.size();
+  const uint64_t n = docs_.size();
   while (reader.next(rec)) {
     const DocId doc = static_cast<DocId>(ordinal++);
     check_same_record(rec, doc);
@@ -153,64 +153,52 @@ void Pipeline::Impl::run_dedup(std::span<io::AtomicFile* const> outs) {
     kept_outs_.clear();
     throw;
   }
-  if (!writer_.joinable()) {
+  if (!writer_.running()) {
     kept_outs_.clear();
     return write_kept(outs);
   }
   const auto t = Clock::now();
-  {
-    std::unique_lock<std::mutex> lock(writer_m_);
-    while (!writer_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return writer_done_; }))
-      if (options_.tuning.progress)
-        options_.tuning.progress({"write", writer_bytes_.load(std::memory_order_relaxed), inputs_->total_bytes(),
-                           writer_docs_.load(std::memory_order_relaxed)});
-  }
-  stats_.times.write_during_run = std::chrono::duration<double>(t - writer_start_).count();
+  writer_.wait(std::chrono::milliseconds(100), [&] {
+    if (options_.tuning.progress)
+      options_.tuning.progress({"write", writer_.bytes.load(std::memory_order_relaxed), inputs_->total_bytes(),
+                                writer_.docs.load(std::memory_order_relaxed)});
+  });
+  stats_.times.write_during_run = std::chrono::duration<double>(t - writer_.started).count();
   join_writer();
   stats_.times.write = seconds_since(t);
 }
 
 void Pipeline::Impl::start_writer() {
-  writer_done_ = false;
-  writer_error_ = nullptr;
-  writer_start_ = Clock::now();
-  writer_ = std::thread([this] {
+  writer_.start([this] {
     try {
       write_kept_records(kept_outs_, decisions_.get());
     } catch (const Decisions::Stopped&) {
       // the run stopped: its own error is the one reported
-    } catch (...) {
-      writer_error_ = std::current_exception();
     }
-    {
-      const std::lock_guard<std::mutex> lock(writer_m_);
-      writer_done_ = true;
-    }
-    writer_cv_.notify_all();
   });
 }
 
 void Pipeline::Impl::join_writer() {
+  // The job's error is thrown after the decisions and outputs are let go.
+  struct Release {
+    Impl& impl;
+    ~Release() {
+      impl.decisions_.reset();
+      impl.kept_outs_.clear();
+    }
+  } release{*this};
   writer_.join();
-  decisions_.reset();
-  kept_outs_.clear();
-  if (writer_error_) std::rethrow_exception(std::exchange(writer_error_, nullptr));
 }
 
 void Pipeline::Impl::throw_if_the_writer_failed() {
-  {
-    const std::lock_guard<std::mutex> lock(writer_m_);
-    if (!writer_done_ || !writer_error_) return;
-  }
-  join_writer();
+  if (writer_.failed()) join_writer();
 }
 
 void Pipeline::Impl::stop_writer() noexcept {
-  if (!writer_.joinable()) return;
+  if (!writer_.running()) return;
   decisions_->stop();
-  writer_.join();
+  writer_.join_quietly();
   decisions_.reset();
-  writer_error_ = nullptr;
 }
 
 void Pipeline::Impl::write_removed(io::AtomicFile& out) const {

@@ -42,8 +42,7 @@ const std::vector<ScoredPair>& Pipeline::Impl::pairs() const {
 }
 
 std::string_view Pipeline::Impl::id(DocId doc) const noexcept {
-  const uint64_t b = doc == 0 ? 0 : id_end_[doc - 1];
-  return std::string_view(id_blob_).substr(b, id_end_[doc] - b);
+  return docs_.id(doc);
 }
 
 namespace {
@@ -92,7 +91,7 @@ void Pipeline::Impl::run(Mode mode) {
   // merges two sets, which for two long texts takes milliseconds (on the crowded mix 11,168 of
   // them took 24 ms on one thread while the others waited).
   std::vector<DocId> removed;
-  for (DocId i = 0; i < lengths_.size(); ++i)
+  for (DocId i = 0; i < docs_.size(); ++i)
     if (!clustering_.kept(i)) removed.push_back(i);
   removed_similarity_.assign(removed.size(), 0.0);
   if (!group_similarity_.empty()) {  // verified group by group: taken then
@@ -132,7 +131,7 @@ void Pipeline::run(Mode mode) { impl_->run(mode); }
 MemoryEstimate Pipeline::estimate_memory(uint64_t sample_bytes) const { return impl_->estimate_memory(sample_bytes); }
 const PipelineSpec& Pipeline::spec() const noexcept { return impl_->spec_; }
 const RunStats& Pipeline::stats() const noexcept { return impl_->stats_; }
-size_t Pipeline::size() const noexcept { return impl_->lengths_.size(); }
+size_t Pipeline::size() const noexcept { return impl_->docs_.size(); }
 std::string_view Pipeline::id(DocId doc) const noexcept { return impl_->id(doc); }
 const std::vector<ScoredPair>& Pipeline::pairs() const { return impl_->pairs(); }
 void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) { impl_->each_pair(emit); }
@@ -153,7 +152,8 @@ bool Pipeline::share_band(DocId a, DocId b) const {
   return impl_->share_band(a, b, static_cast<size_t>(impl_->spec_.num_perm));
 }
 int64_t Pipeline::source_of(DocId doc) const noexcept {
-  return doc < impl_->pos_.size() ? static_cast<int64_t>(impl_->pos_[doc].source) : -1;
+  const DocumentTable& t = impl_->docs_;
+  return t.has_positions() && doc < t.size() ? static_cast<int64_t>(t.pos(doc).source) : -1;
 }
 uint64_t Pipeline::state_bytes() const noexcept { return impl_->state_bytes(); }
 void Pipeline::write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also) { impl_->write_pairs(out, also); }

@@ -47,10 +47,10 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
   // are shingled.
   std::function<bool(const io::Record&, DocId)> filter;
   size_t next = 0;
-  if (!pos_.empty()) {
+  if (docs_.has_positions()) {
     std::vector<io::RecordPos> at;
     at.reserve(docs.size());
-    for (const DocId d : docs) at.push_back(pos_[d]);
+    for (const DocId d : docs) at.push_back(docs_.pos(d));
     reader.select(std::move(at));
   } else {
     filter = [&](const io::Record& r, DocId ordinal) {
@@ -65,11 +65,11 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
   shingle_set_records(reader, *inputs_, spec_, options_.reader, threads_, [&](ShingledRecord& r) {
     DocId doc = r.ordinal;
     DocId same_as = r.same_as;
-    if (!pos_.empty()) {
+    if (docs_.has_positions()) {
       if (doc >= docs.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
       doc = docs[doc];
       if (same_as != ShingledRecord::kNone) same_as = docs[same_as];
-      if (r.text_length != lengths_[doc])
+      if (r.text_length != docs_.length(doc))
         throw IoError(std::string("the record at byte ") + std::to_string(r.offset) +
                       " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
     }
@@ -90,7 +90,7 @@ Scorer Pipeline::Impl::scorer() const noexcept {
 }
 
 void Pipeline::Impl::check_same_record(const io::Record& r, DocId doc) const {
-  if (doc >= lengths_.size() || r.id != id(doc))
+  if (doc >= docs_.size() || r.id != id(doc))
     throw IoError(std::string("the input changed while neardup was running (record ") +
                   std::to_string(static_cast<uint64_t>(doc) + 1) +
                   " differs from the first read); do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
@@ -102,12 +102,12 @@ std::vector<std::string> Pipeline::Impl::texts(std::span<const DocId> docs) cons
   std::vector<std::string> out;
   io::RecordReader reader(*inputs_, options_.reader);
   io::Record rec;
-  if (!pos_.empty()) {
+  if (docs_.has_positions()) {
     std::vector<io::RecordPos> at;
-    for (const DocId d : docs) at.push_back(pos_.at(d));
+    for (const DocId d : docs) at.push_back(docs_.pos(d));
     reader.select(std::move(at));
     for (const DocId d : docs) {
-      if (!reader.next(rec) || rec.text.size() != lengths_[d])
+      if (!reader.next(rec) || rec.text.size() != docs_.length(d))
         throw IoError("the input changed while neardup was running; do not modify inputs during a run", place_of(d));
       out.emplace_back(rec.text);
     }
