@@ -17,11 +17,11 @@ void Pipeline::Impl::verify_candidates(const std::vector<DocPair>& candidates, d
 
 LshBuckets Pipeline::Impl::find_buckets() {
   CandidateStats cs;
-  std::vector<std::span<const uint64_t>> keys(band_keys_.begin(), band_keys_.end());
+  std::vector<std::span<const uint64_t>> keys(sketches_.band_keys.begin(), sketches_.band_keys.end());
   LshBuckets buckets =
-      band_keys_.empty()
-          ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), empty_, spec_.lsh, spec_.shingle.seed, threads_, &cs)
-          : lsh_buckets_from_keys(keys, empty_, threads_, &cs);
+      sketches_.band_keys.empty()
+          ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), sketches_.empty, spec_.lsh, spec_.shingle.seed, threads_, &cs)
+          : lsh_buckets_from_keys(keys, sketches_.empty, threads_, &cs);
   stats_.largest_bucket = cs.largest_bucket;
   return buckets;
 }
@@ -182,7 +182,7 @@ void Pipeline::Impl::find_pairs_exact() {
   const auto t = Clock::now();
   std::vector<DocId> joined;
   for (DocId d = 0; d < docs_.size(); ++d)
-    if (!empty_[d]) joined.push_back(d);
+    if (!sketches_.empty[d]) joined.push_back(d);
   joins_.clear();
   joins_.push_back(build_join(joined));
   const SetJoin& join = *joins_.back();
@@ -203,15 +203,15 @@ void Pipeline::Impl::find_pairs_bottomk() {
   const int n = spec_.sketch_size;
   std::vector<ScoredPair> found;
   if (options_.top > 0) {
-    found = top_pairs(fps_, options_.top, PairScore::BottomKEstimate, threads_);
+    found = top_pairs(sketches_.fps, options_.top, PairScore::BottomKEstimate, threads_);
     // Exact ranking: the M pairs found have true Jaccard >= j_low (bottomk_lower_bound of the
     // M-th estimate), so the true M-th best does too, and every pair of the true top M has an
     // estimate at or above the screen threshold of j_low.
     if (exact && !found.empty())
-      found = pairs_above(fps_, bottomk_screen_threshold(bottomk_lower_bound(found.back().similarity, n), n),
+      found = pairs_above(sketches_.fps, bottomk_screen_threshold(bottomk_lower_bound(found.back().similarity, n), n),
                           PairScore::BottomKEstimate, threads_);
   } else {
-    found = pairs_above(fps_, exact ? bottomk_candidate_threshold(spec_.threshold, n) : spec_.threshold,
+    found = pairs_above(sketches_.fps, exact ? bottomk_candidate_threshold(spec_.threshold, n) : spec_.threshold,
                         PairScore::BottomKEstimate, threads_);
   }
   stats_.candidates = found.size();
@@ -239,7 +239,7 @@ void Pipeline::Impl::find_pairs_simhash() {
   auto t = Clock::now();
   const uint64_t live = stats_.documents - stats_.empty;
   const SimHashPlan plan = plan_simhash_tables(spec_.hamming, std::max<uint64_t>(live, 1), SimHashWorkload::Batch);
-  const std::vector<HammingPair> near = simhash_find_all(simhashes_, plan, threads_, empty_);
+  const std::vector<HammingPair> near = simhash_find_all(sketches_.simhashes, plan, threads_, sketches_.empty);
   stats_.candidates = near.size();
   stats_.times.lsh = seconds_since(t);
   t = Clock::now();

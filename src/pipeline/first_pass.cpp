@@ -120,12 +120,12 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
            std::string_view(b.keys_text).substr(b.keys_text_begin[i], b.keys_text_length[i])};
   docs_.add(b.id_of(i), static_cast<uint32_t>(b.text_length[i]), l.by_position ? &pos : nullptr, l.keep_by ? &key : nullptr);
   if (l.keys_only)
-    for (size_t band = 0; band < l.bands; ++band) band_keys_[band].push_back(b.keys[i * l.bands + band]);
+    for (size_t band = 0; band < l.bands; ++band) sketches_.band_keys[band].push_back(b.keys[i * l.bands + band]);
   else
-    sigs_->append(b.sigs.data() + i * l.k, l.k);
-  if (l.bottomk) fps_.push_back(b.fps[b.fp_slot[i]]);
-  if (l.simhash) simhashes_.push_back(b.simhashes[i]);
-  empty_.push_back(b.empty[i]);
+    sketches_.sigs->append(b.sigs.data() + i * l.k, l.k);
+  if (l.bottomk) sketches_.fps.push_back(b.fps[b.fp_slot[i]]);
+  if (l.simhash) sketches_.simhashes.push_back(b.simhashes[i]);
+  sketches_.empty.push_back(b.empty[i]);
 }
 
 // The run's statistics after the first pass; throws if every record was bad.
@@ -135,9 +135,9 @@ void Pipeline::Impl::count_first_pass(const internal::PassTotals& totals, const 
   stats_.times.shingle += totals.t_shingle;
   stats_.times.sketch += totals.t_sketch;
   const size_t n = docs_.size();
-  NEARDUP_ASSERT(empty_.size() == n);
+  NEARDUP_ASSERT(sketches_.empty.size() == n);
   stats_.documents = n;
-  stats_.empty = static_cast<uint64_t>(std::count(empty_.begin(), empty_.end(), 1));
+  stats_.empty = static_cast<uint64_t>(std::count(sketches_.empty.begin(), sketches_.empty.end(), 1));
   for (const uint32_t l : docs_.lengths()) stats_.text_bytes += l;
   stats_.unspaced_bytes = totals.unspaced;
   stats_.left_out = inputs_->left_out();
@@ -220,13 +220,9 @@ void Pipeline::Impl::sketch_pass() {
   const std::string copy_dir = compressed > 0 ? copies_dir() : std::string();
   in_groups_ = groups_pay(compressed, !copy_dir.empty());
   const SketchLayout layout(*this);
-  sigs_ = std::make_unique<internal::GrowArray<SigValue>>();
-  band_keys_.clear();
-  band_keys_.resize(layout.keys_only ? layout.bands : 0);
+  sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size);
   input_stamps_.clear();
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
-  fps_ = Fingerprints{};
-  fps_.size = spec_.sketch_size;
   early_sets_ = ShingleSets();
   if (layout.exact) sets_ = std::make_unique<ShingleSets>();
   early_bytes_ = 0;

@@ -34,6 +34,7 @@
 #include "internal/option_text.h"
 #include "pipeline/background_job.h"
 #include "pipeline/document_table.h"
+#include "pipeline/sketch_store.h"
 #include "neardup/allpairs.h"
 #include "neardup/bucket_verify.h"
 #include "neardup/error.h"
@@ -258,11 +259,7 @@ struct Pipeline::Impl {
 
   DocumentTable docs_;
   std::vector<std::pair<uint64_t, int64_t>> input_stamps_;  // per source: size, mtime (ns)
-  std::unique_ptr<internal::GrowArray<SigValue>> sigs_;
-  std::vector<internal::GrowArray<uint64_t>> band_keys_;  // per band, per document (instead of sigs_)
-  Fingerprints fps_;
-  std::vector<uint64_t> simhashes_;
-  std::vector<uint8_t> empty_;
+  SketchStore sketches_;
   std::unique_ptr<ShingleSets> sets_;
   // The first pass's sets of the documents already in a bucket when sketched, up to
   // RunTuning::first_pass_set_bytes; the band keys seen so far, to tell.

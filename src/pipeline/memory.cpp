@@ -5,10 +5,7 @@
 namespace neardup {
 
 uint64_t Pipeline::Impl::state_bytes() const noexcept {
-  uint64_t b = docs_.bytes() + empty_.size() + simhashes_.size() * sizeof(uint64_t);
-  if (sigs_) b += sigs_->size() * sizeof(SigValue);
-  for (const auto& keys : band_keys_) b += keys.size() * sizeof(uint64_t);
-  b += fps_.values.size() * sizeof(SigValue) + (fps_.offsets.size() - 1) * sizeof(uint64_t);
+  uint64_t b = docs_.bytes() + sketches_.bytes();
   return b;
 }
 

@@ -38,7 +38,7 @@ void Pipeline::Impl::expand_pairs(const std::function<void(std::span<const Score
 
 void Pipeline::Impl::write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also) {
   const auto id_of = [this](DocId d) { return id(d); };
-  const std::span<const uint64_t> distances = spec_.method == SketchMethod::SimHash ? std::span<const uint64_t>(simhashes_) : std::span<const uint64_t>();
+  const std::span<const uint64_t> distances = spec_.method == SketchMethod::SimHash ? std::span<const uint64_t>(sketches_.simhashes) : std::span<const uint64_t>();
   double spent = 0;
   each_pair([&](std::span<const ScoredPair> chunk) {
     const auto t = Clock::now();

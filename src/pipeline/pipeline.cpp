@@ -23,17 +23,9 @@ void Pipeline::Impl::init() {
 }
 
 
-std::span<const SigValue> Pipeline::Impl::signatures() const noexcept {
-  return sigs_ ? std::span<const SigValue>(*sigs_) : std::span<const SigValue>();
-}
+std::span<const SigValue> Pipeline::Impl::signatures() const noexcept { return sketches_.signatures(); }
 
-// Whether two documents share a band: equal band keys, or equal rows of a band.
-bool Pipeline::Impl::share_band(DocId a, DocId b, size_t k) const noexcept {
-  if (band_keys_.empty()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), spec_.lsh);
-  for (const auto& keys : band_keys_)
-    if (keys[a] == keys[b]) return true;
-  return false;
-}
+bool Pipeline::Impl::share_band(DocId a, DocId b, size_t k) const noexcept { return sketches_.share_band(a, b, k, spec_.lsh); }
 
 const std::vector<ScoredPair>& Pipeline::Impl::pairs() const {
   if (expand_on_write_)
@@ -143,8 +135,8 @@ double Pipeline::similarity(DocId a, DocId b) const {
   return impl_->similarity(a, b);
 }
 std::span<const SigValue> Pipeline::signatures() const noexcept { return impl_->signatures(); }
-const Fingerprints& Pipeline::fingerprints() const noexcept { return impl_->fps_; }
-std::span<const uint64_t> Pipeline::simhashes() const noexcept { return impl_->simhashes_; }
+const Fingerprints& Pipeline::fingerprints() const noexcept { return impl_->sketches_.fps; }
+std::span<const uint64_t> Pipeline::simhashes() const noexcept { return impl_->sketches_.simhashes; }
 const io::InputSet& Pipeline::inputs() const noexcept { return *impl_->inputs_; }
 std::vector<std::string> Pipeline::texts(std::span<const DocId> docs) const { return impl_->texts(docs); }
 bool Pipeline::share_band(DocId a, DocId b) const {

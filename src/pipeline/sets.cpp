@@ -84,8 +84,8 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
 Scorer Pipeline::Impl::scorer() const noexcept {
   static const ShingleSets kNoSets;  // exact verification before any set was loaded: no pair to score
   if (spec_.verify == VerifyMode::Exact) return Scorer::exact(sets_ ? *sets_ : kNoSets);
-  if (spec_.method == SketchMethod::BottomK) return Scorer::bottomk_estimate(fps_);
-  if (spec_.method == SketchMethod::SimHash) return Scorer::simhash_estimate(simhashes_);
+  if (spec_.method == SketchMethod::BottomK) return Scorer::bottomk_estimate(sketches_.fps);
+  if (spec_.method == SketchMethod::SimHash) return Scorer::simhash_estimate(sketches_.simhashes);
   return Scorer::signature_estimate(signatures(), static_cast<size_t>(spec_.num_perm));
 }
 
