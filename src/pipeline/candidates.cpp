@@ -32,7 +32,7 @@ PairFilter Pipeline::Impl::band_filter() const {
 }
 
 std::unique_ptr<SetJoin> Pipeline::Impl::build_join(std::span<const DocId> docs) const {
-  return std::make_unique<SetJoin>(docs, [this](DocId d) { return sets_->get(d); }, spec_.threshold, threads_);
+  return std::make_unique<SetJoin>(docs, [this](DocId d) { return sets_.sets()->get(d); }, spec_.threshold, threads_);
 }
 
 // LSH with exact verification (bucket_verify.h): every pair that shares a bucket and has J >= t
@@ -143,8 +143,7 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     cluster_group(docs, found);
     // A component lies in one group: its sets are not needed again (unless asked to be kept).
     if (!options_.tuning.keep_sets) {
-      sets_->release(docs);
-      sets_released_ = true;
+      sets_.release(docs);
     }
     if (decisions_) throw_if_the_writer_failed();
     all.insert(all.end(), found.begin(), found.end());

@@ -87,12 +87,8 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
           computed[band] = signature_band_key(sig, static_cast<int>(band), spec_.lsh, spec_.shingle.seed);
         keys = computed;
       }
-      for (const uint64_t key : keys) seen_keys_->prefetch(key);
-      bool seen = false;  // every key is inserted: a later document must find each of them
-      for (const uint64_t key : keys) seen |= seen_keys_->insert(key);
       const uint64_t bytes = shingles * sizeof(ShingleHash);  // at most the set's
-      if (seen && early_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= options_.tuning.first_pass_set_bytes)
-        b.sets[i] = sk.set();
+      if (sets_.keep_early(keys, bytes, options_.tuning.first_pass_set_bytes)) b.sets[i] = sk.set();
     }
   }
   b.t_sketch += seconds_since(t2);
@@ -110,9 +106,7 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
 void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
   const Batch::Entry& e = b.entries[i];
   const auto doc = static_cast<DocId>(docs_.size());
-  // Stored as they come, so that a repeated set's copy is let go for the sets after it.
-  if (l.early && !b.sets[i].empty()) early_sets_.set(doc, std::move(b.sets[i]));
-  if (l.exact) sets_->set(doc, std::move(b.sets[i]));
+  sets_.add(doc, std::move(b.sets[i]), l.early);
   const io::RecordPos pos{e.source, e.raw_length, e.offset};
   io::KeyValue key;
   if (l.keep_by)
@@ -223,10 +217,7 @@ void Pipeline::Impl::sketch_pass() {
   sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size);
   input_stamps_.clear();
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
-  early_sets_ = ShingleSets();
-  if (layout.exact) sets_ = std::make_unique<ShingleSets>();
-  early_bytes_ = 0;
-  if (layout.early) seen_keys_ = std::make_unique<internal::SeenKeys>();
+  sets_.start(layout.exact, layout.early);
   io::RecordReader reader(*inputs_, options_.reader);
   if (!copy_dir.empty()) reader.keep_decompressed_copies(copy_dir, options_.tuning.temp_keep_free);
   io::BadRecords bad(options_.reader);
@@ -250,10 +241,10 @@ void Pipeline::Impl::sketch_pass() {
   pass.consume = [&](Batch& b, size_t i, DocId) { keep_entry(b, i, layout); };
   count_first_pass(internal::run_pass(reader, *inputs_, threads_, pass), bad, reader);
   if (!copy_dir.empty()) take_copies(reader);
-  seen_keys_.reset();
+  sets_.end_first_pass();
   if (layout.exact) {
-    stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
-    stats_.verify_shared = sets_->shared_docs();
+    stats_.set_bytes = sets_.sets()->total_hashes() * sizeof(ShingleHash);
+    stats_.verify_shared = sets_.sets()->shared_docs();
   }
   stats_.times.pass1 = seconds_since(t0);
 }

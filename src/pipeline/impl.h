@@ -34,6 +34,7 @@
 #include "internal/option_text.h"
 #include "pipeline/background_job.h"
 #include "pipeline/document_table.h"
+#include "pipeline/set_store.h"
 #include "pipeline/sketch_store.h"
 #include "neardup/allpairs.h"
 #include "neardup/bucket_verify.h"
@@ -260,19 +261,13 @@ struct Pipeline::Impl {
   DocumentTable docs_;
   std::vector<std::pair<uint64_t, int64_t>> input_stamps_;  // per source: size, mtime (ns)
   SketchStore sketches_;
-  std::unique_ptr<ShingleSets> sets_;
-  // The first pass's sets of the documents already in a bucket when sketched, up to
-  // RunTuning::first_pass_set_bytes; the band keys seen so far, to tell.
-  ShingleSets early_sets_;
-  mutable std::atomic<uint64_t> early_bytes_{0};
-  std::unique_ptr<internal::SeenKeys> seen_keys_;
+  SetStore sets_;
   // The exact joins of the run (exact verification with minhash or oph, and the exact method):
   // one, or in pairs mode one per verified group that needed one, kept for listing the pairs.
   std::vector<std::unique_ptr<SetJoin>> joins_;
   Mode mode_ = Mode::Dedup;
   std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order
   std::vector<double> group_similarity_;    // the same by document, while verifying group by group
-  bool sets_released_ = false;              // verified groups' sets let go (RunTuning::keep_sets)
   // Whether verification goes group by group (verify_in_groups): the records can be found again
   // by position, and cheaply, in files that are not compressed (see groups_pay()).
   bool in_groups_ = false;

@@ -57,7 +57,6 @@ void Pipeline::Impl::run(Mode mode) {
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
     throw UsageError(NEARDUP_OPT("top") " applies to pairs with " NEARDUP_OPT_IS("method", "bottomk") " only");
   mode_ = mode;
-  sets_released_ = false;
   clustering_ = Clustering{};
   sketch_pass();
   if (options_.tuning.release_memory_after_first_pass) release_free_memory();
@@ -130,7 +129,8 @@ void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>&
 const Clustering& Pipeline::clustering() const noexcept { return impl_->clustering_; }
 std::span<const double> Pipeline::removed_similarity() const noexcept { return impl_->removed_similarity_; }
 double Pipeline::similarity(DocId a, DocId b) const {
-  if (impl_->sets_released_ && impl_->sets_ && !(impl_->sets_->has(a) && impl_->sets_->has(b)))
+  const SetStore& store = impl_->sets_;
+  if (store.released() && store.sets() && !(store.sets()->has(a) && store.sets()->has(b)))
     throw UsageError("the shingle sets of this run were let go once verified; set RunTuning::keep_sets to ask for similarities after the run");
   return impl_->similarity(a, b);
 }

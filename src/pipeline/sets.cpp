@@ -14,13 +14,11 @@ std::vector<DocId> Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& ne
 }
 
 void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
-  sets_ = std::make_unique<ShingleSets>(std::move(early_sets_));
-  early_sets_ = ShingleSets();
-  sets_->keep_only(needed);
-  stats_.set_bytes = sets_->total_hashes() * sizeof(ShingleHash);
-  stats_.verify_shared = sets_->shared_docs();
+  sets_.take_early(needed);
+  stats_.set_bytes = sets_.sets()->total_hashes() * sizeof(ShingleHash);
+  stats_.verify_shared = sets_.sets()->shared_docs();
   uint64_t kept = 0;
-  for (DocId d = 0; d < needed.size(); ++d) kept += needed[d] && sets_->has(d);
+  for (DocId d = 0; d < needed.size(); ++d) kept += needed[d] && sets_.sets()->has(d);
   stats_.verify_kept = kept;
   stats_.verify_docs = 0;
 }
@@ -28,14 +26,14 @@ void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
 void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progress) {
   std::vector<DocId> missing;
   for (const DocId d : docs)
-    if (!sets_->has(d)) missing.push_back(d);
+    if (!sets_.sets()->has(d)) missing.push_back(d);
   stats_.verify_docs += missing.size();
-  const uint64_t shared_before = sets_->shared_docs();
+  const uint64_t shared_before = sets_.sets()->shared_docs();
   if (!missing.empty()) read_sets(missing, progress);
   // Over the run: the most bytes of sets held at once, and every document that shared a copy
   // (a dedup lets each group's sets go before the next group's are read).
-  stats_.set_bytes = std::max<uint64_t>(stats_.set_bytes, sets_->total_hashes() * sizeof(ShingleHash));
-  stats_.verify_shared += sets_->shared_docs() - shared_before;
+  stats_.set_bytes = std::max<uint64_t>(stats_.set_bytes, sets_.sets()->total_hashes() * sizeof(ShingleHash));
+  stats_.verify_shared += sets_.sets()->shared_docs() - shared_before;
 }
 
 // Reads the documents again and stores their sets.
@@ -74,16 +72,16 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
                       " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
     }
     if (same_as != ShingledRecord::kNone) {
-      sets_->share(doc, same_as);
+      sets_.sets()->share(doc, same_as);
       ++stats_.verify_copies;
     } else
-      sets_->set(doc, std::move(r.set));
+      sets_.sets()->set(doc, std::move(r.set));
   }, filter, progress ? &options_.tuning.progress : nullptr);
 }
 
 Scorer Pipeline::Impl::scorer() const noexcept {
   static const ShingleSets kNoSets;  // exact verification before any set was loaded: no pair to score
-  if (spec_.verify == VerifyMode::Exact) return Scorer::exact(sets_ ? *sets_ : kNoSets);
+  if (spec_.verify == VerifyMode::Exact) return Scorer::exact(sets_.sets() ? *sets_.sets() : kNoSets);
   if (spec_.method == SketchMethod::BottomK) return Scorer::bottomk_estimate(sketches_.fps);
   if (spec_.method == SketchMethod::SimHash) return Scorer::simhash_estimate(sketches_.simhashes);
   return Scorer::signature_estimate(signatures(), static_cast<size_t>(spec_.num_perm));
