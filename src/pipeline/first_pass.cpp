@@ -106,7 +106,7 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
 void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
   const Batch::Entry& e = b.entries[i];
   const auto doc = static_cast<DocId>(docs_.size());
-  sets_.add(doc, std::move(b.sets[i]), l.early);
+  if (l.early || l.exact) sets_.add(doc, std::move(b.sets[i]), l.early);  // b.sets is empty otherwise
   const io::RecordPos pos{e.source, e.raw_length, e.offset};
   io::KeyValue key;
   if (l.keep_by)
