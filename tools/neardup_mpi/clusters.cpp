@@ -19,7 +19,7 @@ void Run::cluster_group(const Payloads& pl, std::span<const ScoredPair> edges, s
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);  // input order, which breaks the policy's ties
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return keep_before(ro_, pl.lengths[a], pl.key(a), pl.lengths[b], pl.key(b));
+    return keep_before(ro_, pl.table.length(a), pl.table.key(a), pl.table.length(b), pl.table.key(b));
   });
   std::vector<uint32_t> rank(n);
   for (uint32_t r = 0; r < n; ++r) rank[order[r]] = r;
@@ -42,7 +42,7 @@ void Run::cluster_group(const Payloads& pl, std::span<const ScoredPair> edges, s
     Fate f{pl.docs[i], pl.docs[keeper], first[keeper], 0.0, std::string()};
     if (keeper != i) {
       f.similarity = similarity(static_cast<DocId>(i), keeper);
-      f.keeper_id = pl.ids[keeper];
+      f.keeper_id = pl.table.id(keeper);
     }
     fates.push_back(std::move(f));
   }

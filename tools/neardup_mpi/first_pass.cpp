@@ -19,9 +19,8 @@ void Run::read_share(const Share& share) {
   io::BadRecords bad(ro_.reader);
   const bool exact = spec_.verify == VerifyMode::Exact;
   const auto bands = static_cast<size_t>(spec_.lsh.bands);
-  local_.band_keys = Rows<uint64_t>(exact ? bands : 0);
-  local_.signatures = Rows<SigValue>(exact ? 0 : static_cast<size_t>(spec_.num_perm));
-  std::vector<uint64_t> keys(bands);
+  local_.sketches.reset(exact ? bands : 0, spec_.sketch_size);
+  local_.num_perm = static_cast<size_t>(spec_.num_perm);
   const bool keep_by = !ro_.reader.key_field.empty();
   const SketchTotals totals = sketch_records(reader, *inputs_, spec_, ro_.reader, threads_, bad, [&](const SketchedRecord& r) {
     local_.line.push_back(r.line);
@@ -36,12 +35,12 @@ void Run::read_share(const Share& share) {
     // The texts are not kept: verification reads them again.
     local_.lengths.push_back(static_cast<uint32_t>(r.text_length));  // <= max_doc_bytes
     if (exact) {
-      for (size_t b = 0; b < bands; ++b) keys[b] = signature_band_key(r.signature, static_cast<int>(b), spec_.lsh, spec_.shingle.seed);
-      local_.band_keys.append(keys);
+      for (size_t b = 0; b < bands; ++b)
+        local_.sketches.band_keys[b].push_back(signature_band_key(r.signature, static_cast<int>(b), spec_.lsh, spec_.shingle.seed));
     } else {
-      local_.signatures.append(r.signature);
+      local_.sketches.sigs->append(r.signature.data(), r.signature.size());
     }
-    local_.empty.push_back(r.empty);
+    local_.sketches.empty.push_back(r.empty);
   });
   auto copies = reader.take_decompressed_copies();
   for (size_t i = 0; i < copies.size(); ++i)

@@ -314,7 +314,7 @@ void Run::print_summary(const io::ReaderStats& read_stats, const Counts& k, doub
   const double rss = c_.all_reduce(peak_rss_mib(), MPI_MAX);
   const uint64_t shuffled = c_.all_reduce(c_.shuffled, MPI_SUM);
   const double t_read_max = c_.all_reduce(k.t_read, MPI_MAX);
-  uint64_t empty = static_cast<uint64_t>(std::count(local_.empty.begin(), local_.empty.end(), 1));
+  uint64_t empty = static_cast<uint64_t>(std::count(local_.sketches.empty.begin(), local_.sketches.empty.end(), 1));
   empty = c_.all_reduce(empty, MPI_SUM);
   uint64_t text_bytes = 0;
   for (const uint32_t l : local_.lengths) text_bytes += l;

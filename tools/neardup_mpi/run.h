@@ -35,6 +35,8 @@
 #include "commands.h"
 #include "options.h"
 #include "neardup/neardup.h"
+#include "pipeline/document_table.h"
+#include "pipeline/sketch_store.h"
 
 namespace neardup::mpi {
 
@@ -103,29 +105,6 @@ bool splittable(const io::Source& src);
 // contiguous range of the numbers one process gives them.
 std::vector<Share> split_inputs(const io::InputSet& inputs, int ranks, bool split);
 
-// Rows of `width` values, stored in blocks of kBlockRows rows: appending never moves what is
-// stored (a vector that doubles would, holding up to three times the rows while it does, and
-// keep up to twice as many afterwards).
-template <class T>
-class Rows {
- public:
-  explicit Rows(size_t width = 0) : width_(width) {}
-  void append(std::span<const T> row) {
-    if (n_ % kBlockRows == 0) blocks_.emplace_back().reserve(kBlockRows * width_);
-    blocks_.back().insert(blocks_.back().end(), row.begin(), row.end());
-    ++n_;
-  }
-  std::span<const T> operator[](size_t i) const noexcept {
-    return std::span<const T>(blocks_[i / kBlockRows]).subspan((i % kBlockRows) * width_, width_);
-  }
-  size_t width() const noexcept { return width_; }
-
- private:
-  static constexpr size_t kBlockRows = 4096;
-  size_t width_ = 0, n_ = 0;
-  std::vector<std::vector<T>> blocks_;
-};
-
 // What a rank keeps of the documents it read (global numbers base .. base + size - 1).
 struct Local {
   DocId base = 0;
@@ -138,12 +117,12 @@ struct Local {
   std::vector<uint8_t> key_kind;
   std::vector<double> key_num;
   std::vector<std::string> key_text;
-  // What finds and verifies the pairs: with exact verification each document's band keys (8
-  // bytes per band, as one process keeps them); with estimated verification its signature.
-  Rows<uint64_t> band_keys;
-  Rows<SigValue> signatures;
-  std::vector<uint8_t> empty;  // 1: no shingle (never paired)
+  // What finds and verifies the pairs, as one process keeps it: with exact verification each
+  // document's band keys (8 bytes per band), with estimated verification its signature.
+  SketchStore sketches;
+  size_t num_perm = 0;
   uint64_t shingles = 0;
+  std::span<const SigValue> signatures(size_t l) const noexcept { return sketches.signatures().subspan(l * num_perm, num_perm); }
   io::ReaderStats reader;
   size_t size() const noexcept { return ids.size(); }
   bool has(DocId d) const noexcept { return d >= base && d - base < ids.size(); }
@@ -184,15 +163,10 @@ struct Payloads {
   ShingleSets sets;
   std::vector<SigValue> sigs;        // estimate: docs.size() x k
   std::vector<uint64_t> band_keys;   // exact: docs.size() x bands
-  std::vector<std::string> ids;
-  std::vector<uint32_t> lengths;
-  std::vector<uint8_t> key_kind;  // --keep-by: io::KeyValue
-  std::vector<double> key_num;
-  std::vector<std::string> key_text;
+  DocumentTable table;  // for clustering: ids, lengths, keep-by values
   bool clusters = false;
   size_t bands = 0, k = 0;
   size_t index(DocId d) const { return place_in(docs, d); }
-  io::KeyValue key(size_t i) const { return {static_cast<io::KeyValue::Kind>(key_kind[i]), key_num[i], key_text[i]}; }
 };
 
 // The buckets a rank verifies, sorted by their candidate component (its first document).

@@ -30,10 +30,10 @@ Buckets Run::find_buckets() {
     std::vector<std::string> out(static_cast<size_t>(nranks));
     const bool exact = spec_.verify == VerifyMode::Exact;
     for (size_t i = 0; i < local_.size(); ++i) {
-      if (local_.empty[i]) continue;
+      if (local_.sketches.empty[i]) continue;
       for (int band = b0; band < b1; ++band) {
-        const uint64_t key = exact ? local_.band_keys[i][static_cast<size_t>(band)]
-                                   : signature_band_key(local_.signatures[i], band, lsh, spec_.shingle.seed);
+        const uint64_t key = exact ? local_.sketches.band_keys[static_cast<size_t>(band)][i]
+                                   : signature_band_key(local_.signatures(i), band, lsh, spec_.shingle.seed);
         const Entry e{key, static_cast<uint32_t>(band), static_cast<DocId>(local_.base + i)};
         out[static_cast<size_t>(mix64(e.key ^ (uint64_t{e.band} << 40)) % static_cast<uint64_t>(nranks))].append(
             reinterpret_cast<const char*>(&e), sizeof e);
@@ -236,10 +236,13 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
 // Document l's payload after its set: its band keys (exact: whether two documents share a band)
 // or its signature (the estimate); for clustering its id, length and keep-by value.
 void Run::pack_payload(size_t l, bool for_clusters, Packer& p) const {
-  if (spec_.verify == VerifyMode::Exact)
-    p.put_vector(local_.band_keys[l]);
-  else
-    p.put_vector(local_.signatures[l]);
+  const SketchStore& sk = local_.sketches;
+  if (spec_.verify == VerifyMode::Exact) {
+    p.put(static_cast<uint64_t>(sk.band_keys.size()));  // as put_vector: the count, then the values
+    for (const auto& keys : sk.band_keys) p.put(keys[l]);
+  } else {
+    p.put_vector(local_.signatures(l));
+  }
   if (!for_clusters) return;
   const bool by_field = ro_.keep == KeepPolicy::Field;
   p.put_string(local_.ids[l]);
@@ -256,12 +259,6 @@ Payloads::Payloads(std::vector<DocId> d, const PipelineSpec& spec, bool for_clus
     band_keys.resize(docs.size() * bands);
   else
     sigs.resize(docs.size() * k);
-  if (!for_clusters) return;
-  ids.resize(docs.size());
-  lengths.resize(docs.size());
-  key_kind.resize(docs.size());
-  key_num.resize(docs.size());
-  key_text.resize(docs.size());
 }
 
 // Document i's payload from `u` (pack_payload's, after the set when with_set).
@@ -275,11 +272,14 @@ void Payloads::take(size_t i, Unpacker& u, bool with_set) {
     std::copy(sig.begin(), sig.end(), sigs.begin() + static_cast<ptrdiff_t>(i * k));
   }
   if (!clusters) return;
-  ids[i] = std::string(u.get_string());
-  lengths[i] = u.get<uint32_t>();
-  key_kind[i] = u.get<uint8_t>();
-  key_num[i] = u.get<double>();
-  key_text[i] = std::string(u.get_string());
+  // In order: document i is the table's i-th.
+  const std::string_view id = u.get_string();
+  const auto length = u.get<uint32_t>();
+  io::KeyValue key;
+  key.kind = static_cast<io::KeyValue::Kind>(u.get<uint8_t>());
+  key.number = u.get<double>();
+  key.text = u.get_string();
+  table.add(id, length, nullptr, &key);
 }
 
 }  // namespace neardup::mpi
