@@ -218,7 +218,7 @@ size_t NearDupIndex::remove(std::span<const std::string> ids) {
   return found;
 }
 
-void NearDupIndex::save(const std::string& path) const {
+std::unique_ptr<io::AtomicFile> NearDupIndex::write_file(const std::string& path) const {
   const bool sets = spec_.verify == VerifyMode::Exact;
   const int bands = spec_.lsh.bands;
   std::vector<DocId> keep;  // old slot of each saved document
@@ -273,8 +273,13 @@ void NearDupIndex::save(const std::string& path) const {
   c.set_values = values;
   c.band_keys = band_keys;
   c.band_docs = band_docs;
-  internal::write_index_file(path, c);
+  auto f = std::make_unique<io::AtomicFile>(path);
+  internal::write_index_file(*f, c);
+  f->finish();
+  return f;
 }
+
+void NearDupIndex::save(const std::string& path) const { write_file(path)->commit(); }
 
 IndexStats NearDupIndex::stats() const {
   IndexStats s;
@@ -403,10 +408,12 @@ void NearDupIndex::verify() const {
   for (DocId d = 0; d < base_n_; ++d) (void)set_of(d);
 }
 
-void NearDupIndex::save() const {
+std::unique_ptr<io::AtomicFile> NearDupIndex::write_file() const {
   if (!lock_) throw UsageError("this index was not opened for update (NearDupIndex::open_for_update); save it with save(path)");
-  save(update_path_);
+  return write_file(update_path_);
 }
+
+void NearDupIndex::save() const { write_file()->commit(); }
 
 namespace {
 

@@ -232,7 +232,7 @@ uint64_t unfolded_log_bytes(const std::string& index_path, uint64_t identity) {
   return problem.empty() && base == identity && bytes > kLogHeaderBytes ? bytes - kLogHeaderBytes : 0;
 }
 
-void write_index_file(const std::string& path, const IndexFileContents& c) {
+void write_index_file(io::AtomicFile& f, const IndexFileContents& c) {
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.version = kIndexFormatVersion;
@@ -257,7 +257,6 @@ void write_index_file(const std::string& path, const IndexFileContents& c) {
   }
   h.file_bytes = off;
   h.checksum = index_checksum(&h, offsetof(Header, checksum));
-  io::AtomicFile f(path);
   std::string page(kHeaderBytes, '\0');
   std::memcpy(page.data(), &h, sizeof h);
   f.write(page);
@@ -270,7 +269,6 @@ void write_index_file(const std::string& path, const IndexFileContents& c) {
     f.write(std::string_view(zeros.data(), pad));
     at += pad;
   }
-  f.commit();
 }
 
 }  // namespace neardup::internal

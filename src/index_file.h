@@ -4,6 +4,8 @@
 // AtomicFile (temporary name, fsync, rename).
 #pragma once
 
+#include "neardup/io/writer.h"
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -60,9 +62,9 @@ uint64_t index_checksum(const void* p, size_t n) noexcept;
 /// Whether a stored checksum disagrees with the bytes (never for the fuzz targets).
 bool index_checksum_mismatch(uint64_t stored, const void* p, size_t n) noexcept;
 
-/// Writes `c` (version set to the current one) to `path` atomically. Throws UsageError if the
-/// spec is too long to store, IoError if the file cannot be written.
-void write_index_file(const std::string& path, const IndexFileContents& c);
+/// Writes `c` (version set to the current one) to `f`, which the caller commits. Throws
+/// UsageError if the spec is too long to store, IoError if the file cannot be written.
+void write_index_file(io::AtomicFile& f, const IndexFileContents& c);
 
 /// A FormatError for a damaged index file: names the file and what to do.
 [[noreturn]] void damaged_index(const std::string& path, const std::string& what);

@@ -31,6 +31,9 @@
 #include "neardup/types.h"
 
 namespace neardup {
+namespace io {
+class AtomicFile;
+}
 
 /// Version 2 changed the MinHash definition (minhash.h); version 1 files of other methods are
 /// the same and still read (and written back as version 2).
@@ -132,6 +135,11 @@ class NearDupIndex {
   /// Writes the index back to the path it was opened for update from. Throws UsageError if it
   /// was not opened for update.
   void save() const;
+  /// The index written and synced to a temporary file beside `path` (or the path it was opened
+  /// for update from), not yet in place: commit it with a run's other outputs
+  /// (io::commit_together), so that none of them is replaced unless all are.
+  std::unique_ptr<io::AtomicFile> write_file(const std::string& path) const;
+  std::unique_ptr<io::AtomicFile> write_file() const;
   /// Whether this index holds the update lock of its file (open_for_update, create).
   bool updatable() const noexcept { return lock_ != nullptr; }
   /// Saves to the path it was opened for update from and returns that file opened again (the

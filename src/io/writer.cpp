@@ -1,4 +1,5 @@
 #include "neardup/io/writer.h"
+#include "io/paths.h"
 #include "io/range_appender.h"
 
 #include <fcntl.h>
@@ -70,12 +71,6 @@ namespace {
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 // Gives the unnamed file open as `fd` a name: `tmpl` with its last six characters (XXXXXX) made
@@ -476,10 +471,9 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
 AtomicFile::~AtomicFile() {
   direct_io_.reset();  // waits for its writes
   if (stdout_) return;
-  if (f_) {
-    std::fclose(f_);
-    if (!temp_.empty()) ::unlink(temp_.c_str());
-  }
+  if (f_) std::fclose(f_);
+  // Not moved into place (or put back: commit_together): the temporary file goes.
+  if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
   unregister_temporary_file(temp_slot_);
 }
 
@@ -520,19 +514,22 @@ void AtomicFile::write_behind() {
   synced_ = written_;
 }
 
-void AtomicFile::commit() {
-  if (committed_) return;
+void AtomicFile::finish() {
+  if (finished_) return;
   if (encoder_) encoder_->feed({}, true, [this](const char* p, size_t n) { raw_write(p, n); });
   if (direct_io_) direct_io_->finish(written_);
   if (std::fflush(f_) != 0) fail("cannot write output");
-  committed_ = true;
-  if (stdout_) return;
+  if (stdout_) {
+    finished_ = true;
+    return;
+  }
   if (direct_) {
     // Written in place: a regular file behind /dev/stdout is synced; a pipe or device cannot be.
     if (::fsync(::fileno(f_)) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP) fail("cannot sync output");
     const int rc = std::fclose(f_);
     f_ = nullptr;
     if (rc != 0) fail("cannot close output");
+    finished_ = true;
     return;
   }
   if (::fsync(::fileno(f_)) != 0 && errno != EINVAL) fail("cannot sync output");
@@ -541,26 +538,15 @@ void AtomicFile::commit() {
     if (temp_.empty()) fail("cannot move output into place");
     temp_slot_ = register_temporary_file(temp_);
   }
-  if (std::fclose(f_) != 0) {
-    f_ = nullptr;
-    ::unlink(temp_.c_str());
-    fail("cannot close output");
-  }
+  const int rc = std::fclose(f_);
   f_ = nullptr;
-  if (::rename(temp_.c_str(), target_.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(temp_.c_str());
-    errno = e;
-    fail("cannot move output into place");
-  }
-  unregister_temporary_file(temp_slot_);
-  temp_slot_ = -1;
-  // The rename is durable only once the directory is synced.
-  const int dir = ::open(dir_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  if (rc != 0) fail("cannot close output");  // the destructor removes the temporary file
+  finished_ = true;
+}
+
+void AtomicFile::commit() {
+  AtomicFile* self = this;
+  commit_together(std::span<AtomicFile* const>(&self, 1));
 }
 
 void AtomicFile::flush_appends() {

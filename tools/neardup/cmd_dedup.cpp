@@ -579,14 +579,13 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
     report_run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     write_report(*report, pipeline, report_run);
   }
-  // Commit only once everything is written: a failure leaves no partial output in place.
+  // Commit only once everything is written, every output together: a failure leaves none of them
+  // in place.
   const auto t_sync = std::chrono::steady_clock::now();
-  if (out) out->commit();
-  for (auto& f : dir_files) f->commit();
-  rejects.commit();
-  if (removed) removed->commit();
-  if (clusters) clusters->commit();
-  if (report) report->commit();
+  std::vector<io::AtomicFile*> all{out.get()};
+  for (auto& f : dir_files) all.push_back(f.get());
+  for (auto* f : {rejects.file(), removed.get(), clusters.get(), report.get()}) all.push_back(f);
+  io::commit_together(all);
   const double sync_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sync).count();
   bar.clear();
   if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats, cmd, o.reader, sync_seconds, o.top);

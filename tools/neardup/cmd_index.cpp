@@ -99,10 +99,10 @@ int run_add(const CLI::App* cmd, const IndexOptions& o) {
     line.push_back('\n');
     out->write(line);
   });
-  // The index is replaced only after the walk's output is complete.
-  if (out) out->commit();
-  rejects.commit();
-  idx->save();
+  // The index is replaced only after the walk's output is complete, together with the outputs.
+  const auto index_file = idx->write_file();
+  io::AtomicFile* const all[] = {out.get(), rejects.file(), index_file.get()};
+  io::commit_together(all);
   if (!o.common.quiet) print_input_warnings(st.reader, st.documents, in.left_out(), cmd, reader);
   print_walk("index add", st, *idx, o.index, o.common.quiet);
   return kExitOk;
@@ -136,8 +136,8 @@ int run_query(const CLI::App* cmd, const IndexOptions& o) {
       ++lines;
     }
   });
-  out.commit();
-  rejects.commit();
+  io::AtomicFile* const all[] = {&out, rejects.file()};
+  io::commit_together(all);
   if (!o.common.quiet) print_input_warnings(st.reader, st.documents, in.left_out(), cmd, reader);
   if (!o.common.quiet)
     std::fprintf(stderr, "neardup: index query: %llu documents, %llu with near-duplicates in %s (%zu documents), %llu lines\n",
@@ -304,10 +304,9 @@ int run_dedup_against(const CLI::App* cmd, const Options& o) {
     line.append(m->doc < indexed ? "\tindex\n" : "\tinput\n");
     removed->write(line);
   });
-  out.commit();
-  if (removed) removed->commit();
-  rejects.commit();
-  if (add_kept) idx->save();
+  const auto index_file = add_kept ? idx->write_file() : nullptr;
+  io::AtomicFile* const all[] = {&out, removed.get(), rejects.file(), index_file.get()};
+  io::commit_together(all);
   if (!o.quiet) print_input_warnings(st.reader, st.documents, in.left_out(), cmd, reader);
   if (!o.quiet)
     std::fprintf(stderr, "neardup: dedup --against %s: %llu documents, %llu removed, %llu kept%s\n", against.c_str(),

@@ -111,10 +111,12 @@ class RejectsFile {
   /// Hooks `path` (nothing if empty) into `reader`; the file is opened at the first rejected
   /// record, or by commit(), so check the path (check_output_paths) before the run.
   void open(const std::string& path, io::ReaderOptions& reader);
-  void commit() {
-    if (path_.empty()) return;
+  /// The file, opened now if no record was rejected (an empty file then); null without a path.
+  /// Committed with the run's other outputs (io::commit_together).
+  io::AtomicFile* file() {
+    if (path_.empty()) return nullptr;
     if (!file_) file_ = open_output(path_);
-    file_->commit();
+    return file_.get();
   }
 
  private:

@@ -294,19 +294,26 @@ void Run::commit_outputs(Outputs& outs) {
   if (outs.removed_piece) write_piece(outs.removed_piece->path(), outs.removed_piece.get(), outs.removed.get());
   if (!o_.rejects.empty()) {
     const std::string path = piece_path("rejects");
-    steps_.agree([&] { outs.rejects.commit(); });
+    steps_.agree([&] {
+      if (io::AtomicFile* f = outs.rejects.file()) f->commit();
+    });
     write_piece(path, nullptr, outs.rejects_out.get());
   }
-  // Every rank has written everything: only now is anything renamed into place.
-  steps_.agree([] {});
-  steps_.agree([&] {
-        for (auto& f : outs.dir_files)
-          if (f) f->commit();
-        if (outs.out) outs.out->commit();
-        if (outs.removed) outs.removed->commit();
-        if (outs.clusters) outs.clusters->commit();
-        if (outs.rejects_out) outs.rejects_out->commit();
-      });
+  // Every rank has written and synced everything: only then is anything moved into place, and
+  // if a rank cannot move one of its outputs, every rank puts back what it moved.
+  std::vector<io::AtomicFile*> mine;
+  for (auto& f : outs.dir_files) mine.push_back(f.get());
+  for (auto* f : {outs.out.get(), outs.removed.get(), outs.clusters.get(), outs.rejects_out.get()}) mine.push_back(f);
+  io::OutputCommit commit(mine);
+  steps_.agree([&] { commit.finish(); });
+  try {
+    steps_.agree([&] { commit.place(); });
+  } catch (const Failed&) {
+    for (const std::string& path : commit.undo())
+      std::fprintf(stderr, "neardup: rank %d: %s was replaced and its previous file could not be put back\n", c_.rank(), path.c_str());
+    throw;
+  }
+  commit.done();
 }
 
 // The summary line (and --stats) on rank 0, from every rank's counts.

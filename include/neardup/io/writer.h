@@ -2,8 +2,10 @@
 // write through.
 //
 // * A regular file (or a new one) is written to a temporary file in the destination's directory,
-//   which commit() flushes, syncs and renames over the destination, then syncs the directory so
-//   that the rename survives a crash. Where the file system allows it (O_TMPFILE), that file has
+//   which commit() flushes, syncs and moves over the destination (commit_together: exchanged
+//   with an existing file, which is then removed), then syncs the directory so that the move
+//   survives a crash. A run with several outputs commits them together: none is moved until all
+//   are synced, and one that cannot be moved puts back those moved before it. Where the file system allows it (O_TMPFILE), that file has
 //   no name until commit() gives it one just before the rename, so that a process killed while
 //   writing (kill -9, the OOM killer) leaves nothing behind. An existing file keeps its mode (and owner, where allowed).
 //   A writer destroyed without commit() (an error, an exception) removes its temporary file, so
@@ -53,8 +55,11 @@ class AtomicFile {
 
   void write(std::string_view data);
   void put(char c);
-  /// Finishes the compressed stream, flushes, fsyncs and renames into place. Throws IoError
-  /// (for example on a full disk).
+  /// Finishes the file (the compressed stream ended, flushed, synced) without moving it into
+  /// place: commit() or commit_together() does that. Throws IoError (for example on a full disk).
+  void finish();
+  /// Finishes the file and moves it into place (commit_together of this one file). Throws
+  /// IoError (for example on a full disk).
   void commit();
   /// Appends `length` bytes of the file open as `fd` from `offset` (copy_file_range, falling
   /// back to pread); returns how many there were (fewer only at its end). From the first call on,
@@ -69,12 +74,27 @@ class AtomicFile {
   /// calls it as it leaves one); throws IoError if one failed.
   void flush_appends();
   const std::string& path() const noexcept { return path_; }
+  /// Whether the file is in place (committed).
+  bool committed() const noexcept { return committed_; }
 
   /// Whether the output is written in place (standard output or a special file), not renamed.
   bool direct() const noexcept { return direct_; }
 
  private:
   friend class ScratchCopy;
+  friend class OutputCommit;
+  // What moving a finished file into place did with the file it replaced (commit_together.cpp).
+  enum class Previous : uint8_t {
+    None,       ///< there was none: the new file was renamed to the path
+    Exchanged,  ///< the two were exchanged: the previous file is at temp_ until drop_previous()
+    Replaced,   ///< renamed over it (the file system cannot exchange): the previous file is gone
+  };
+  void place();
+  /// Puts back what place() replaced, where it can; false if the previous file is gone.
+  bool unplace() noexcept;
+  void drop_previous() noexcept;
+  Previous previous_ = Previous::None;
+  bool finished_ = false;
   struct Encoder;
   struct Direct;
   [[noreturn]] void fail(const char* what);
@@ -96,6 +116,35 @@ class AtomicFile {
   std::unique_ptr<Encoder> encoder_;
   std::unique_ptr<Direct> direct_io_;  ///< the direct writes, once append_from or write_directly started them
   bool direct_tried_ = false;
+};
+
+/// Moves several outputs into place as one commit: each is finished first (flushed and synced;
+/// a failure there leaves every output's previous file untouched), then each is moved into
+/// place. An existing file is exchanged with the new one (renameat2 RENAME_EXCHANGE), so that if
+/// a later output cannot be moved, those moved before are put back and the error says that no
+/// output was replaced; on a file system that cannot exchange, the error names the outputs that
+/// were replaced and those that were not. The directories are synced at the end. Null entries
+/// are skipped. Throws IoError. The steps one at a time: OutputCommit.
+void commit_together(std::span<AtomicFile* const> files);
+
+/// commit_together's steps, for a commit that spans processes (neardup-mpi's ranks each move
+/// their own outputs once every rank has finished its own, and put them back if another failed).
+class OutputCommit {
+ public:
+  explicit OutputCommit(std::span<AtomicFile* const> files);
+  /// Finishes every file. Throws IoError, leaving every previous file untouched.
+  void finish();
+  /// Moves every file into place; on a failure, puts back those moved and throws IoError naming
+  /// what was replaced and what was not.
+  void place();
+  /// Puts back the files place() moved (another part of the commit failed); returns the paths
+  /// whose previous file could not be put back.
+  std::vector<std::string> undo() noexcept;
+  /// Lets go of the previous files and syncs the directories: the commit is durable.
+  void done() noexcept;
+
+ private:
+  std::vector<AtomicFile*> files_, moved_;
 };
 
 /// The compression an output name asks for: "gzip", "zstd", "" (none); throws UsageError for a
