@@ -21,7 +21,7 @@ case "$what" in
       clang libclang-rt-14-dev
       pybind11-dev python3-dev python3-numpy python3-pytest
       libopenmpi-dev openmpi-bin chromium wrk
-      g++-aarch64-linux-gnu qemu-user file
+      g++-aarch64-linux-gnu qemu-user file strace
       libsimdjson14:arm64 libxxhash-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 libicu-dev:arm64
       liblzma-dev:arm64 libbz2-dev:arm64 libpython3.11-dev:arm64
     )

@@ -1,4 +1,5 @@
 #include "neardup/index.h"
+#include "io/retry.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -455,7 +456,7 @@ std::string describe_holder(int fd, bool* self = nullptr) {
 }  // namespace
 
 std::string IndexLock::holder(const std::string& index_path) {
-  const int fd = ::open((index_path + ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = io::retry_eintr([&] { return ::open((index_path + ".lock").c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0) return "";
   // A lock of our own would be released by closing this descriptor: flock's locks belong to the
   // open file, so a second one of this process conflicts with it like another process's.
@@ -467,7 +468,7 @@ std::string IndexLock::holder(const std::string& index_path) {
 
 IndexLock::IndexLock(const std::string& index_path, const LockWait& wait) {
   const std::string p = index_path + ".lock";
-  fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  fd_ = io::retry_eintr([&] { return ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666); });
   if (fd_ < 0) throw IoError(std::string("cannot create the index lock file: ") + std::strerror(errno), ErrorPlace{p});
   for (;;) {
     if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) break;
@@ -500,13 +501,14 @@ IndexLock::IndexLock(const std::string& index_path, const LockWait& wait) {
   // Who holds it now, for whoever finds it taken.
   const std::string me = std::to_string(::getpid()) + " " + own_command_line();
   // Best effort: only the message of a process that finds the lock taken depends on it.
-  if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);
+  if (io::retry_eintr([&] { return ::ftruncate(fd_, 0); }) == 0)
+    (void)!io::retry_eintr([&] { return ::pwrite(fd_, me.data(), me.size(), 0); });
 }
 
 IndexLock::~IndexLock() {
   // The holder's text goes with the lock, so that it never names a process that let it go.
   if (fd_ >= 0) {
-    (void)!::ftruncate(fd_, 0);
+    (void)!io::retry_eintr([&] { return ::ftruncate(fd_, 0); });
     ::close(fd_);
   }
 }

@@ -1,4 +1,5 @@
 #include "index_file.h"
+#include "io/retry.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -126,7 +127,7 @@ bool index_checksum_mismatch(uint64_t stored, const void* p, size_t n) noexcept 
 }
 
 MappedIndexFile::MappedIndexFile(const std::string& path) : addr_(MAP_FAILED) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = io::retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0)
     throw IoError(std::string("cannot open the index: ") + std::strerror(errno) +
                       (errno == ENOENT ? "; create it with 'neardup index create'" : ""),
@@ -219,7 +220,7 @@ uint64_t parse_log_header(std::string_view bytes, std::string& problem) {
 }
 
 uint64_t unfolded_log_bytes(const std::string& index_path, uint64_t identity) {
-  const int fd = ::open(log_path(index_path).c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = io::retry_eintr([&] { return ::open(log_path(index_path).c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0) return 0;
   char h[kLogHeaderBytes];
   struct stat st {};

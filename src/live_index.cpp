@@ -1,4 +1,5 @@
 #include "neardup/live_index.h"
+#include "io/retry.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 
 #include "index_file.h"
 #include "internal/hash.h"
+#include "internal/start_thread.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
 
@@ -203,7 +205,7 @@ struct LiveIndex::State {
     io::AtomicFile f(log_path);
     f.write(internal::log_header(index->file_identity()));
     f.commit();
-    log_fd = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    log_fd = io::retry_eintr([&] { return ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); });
     if (log_fd < 0) log_io_error(log_path, "cannot open the index's log");
     log_bytes = kLogHeaderBytes;
     log_records = 0;
@@ -230,7 +232,7 @@ struct LiveIndex::State {
 // Replays the log over the index just opened: a log for another saved state was folded already
 // (a crash between the index's rename and the log's) and is started afresh.
 void LiveIndex::State::replay() {
-  const int fd = ::open(log_path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = io::retry_eintr([&] { return ::open(log_path.c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0) {
     if (errno != ENOENT) log_io_error(log_path, "cannot open the index's log");
     start_log();
@@ -309,10 +311,10 @@ void LiveIndex::State::replay() {
   replayed = records;
   log_records = records;
   torn_bytes = data.size() - at;
-  log_fd = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  log_fd = io::retry_eintr([&] { return ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); });
   if (log_fd < 0) log_io_error(log_path, "cannot open the index's log");
   if (at != data.size()) {  // cut the torn record off, durably, before appending after it
-    if (::ftruncate(log_fd, static_cast<off_t>(at)) != 0 || ::fdatasync(log_fd) != 0)
+    if (io::retry_eintr([&] { return ::ftruncate(log_fd, static_cast<off_t>(at)); }) != 0 || io::retry_eintr([&] { return ::fdatasync(log_fd); }) != 0)
       log_io_error(log_path, "cannot cut the torn end off the index's log");
   }
   log_bytes = at;
@@ -390,7 +392,7 @@ void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
   } else if (!log.empty()) {
     try {
       write_all(log_fd, log, log_path);
-      if (::fdatasync(log_fd) != 0) log_io_error(log_path, "cannot sync the index's log");
+      if (io::retry_eintr([&] { return ::fdatasync(log_fd); }) != 0) log_io_error(log_path, "cannot sync the index's log");
       ++syncs;
       log_bytes += log.size();
       log_records += records;
@@ -452,7 +454,7 @@ std::unique_ptr<LiveIndex> LiveIndex::open(const std::string& path, const LiveIn
   s->spec = s->index->spec();
   s->replay();
   s->index_stats = s->index->stats();
-  s->writer = std::thread([st = s.get()] { st->writer_loop(); });
+  s->writer = internal::start_thread([st = s.get()] { st->writer_loop(); });
   return std::unique_ptr<LiveIndex>(new LiveIndex(std::move(s)));
 }
 

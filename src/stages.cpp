@@ -1,4 +1,5 @@
 #include "neardup/stages.h"
+#include "io/retry.h"
 #include "io/raw_records.h"
 
 #include <fcntl.h>
@@ -636,7 +637,7 @@ class Cursor {
 };
 
 std::string read_whole(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = io::retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0) throw IoError(std::string("cannot open the sketch file: ") + std::strerror(errno), ErrorPlace{path});
   std::string data;
   char buf[1 << 16];

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "internal/parallel.h"
+#include "internal/start_thread.h"
 
 #include <pthread.h>
 
@@ -46,7 +47,17 @@ struct Loop {
 ThreadPool::ThreadPool(int workers) {
   const int n = workers > 0 ? workers : internal::hardware_threads();
   threads_.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run_worker(); });
+  try {
+    for (int i = 0; i < n; ++i) threads_.push_back(internal::start_thread([this] { run_worker(); }));
+  } catch (...) {  // no thread (no memory for its stack, ulimit -u): those started stop first
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+    throw;
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -87,17 +87,21 @@ def test_the_cli_is_refused_at_once_naming_the_python_writer(tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1
 
 
-def wait_for_lock_file(pid, lock):
-    """Until process `pid` has the lock file open (it then waits for the lock, or holds it)."""
+def wait_for_lock_file(proc, lock):
+    """Until process `proc` has the lock file open (it then waits for the lock, or holds it)."""
     deadline = time.time() + 60
     while time.time() < deadline:
         try:
-            if any(os.path.realpath(f"/proc/{pid}/fd/{fd}") == os.path.realpath(lock) for fd in os.listdir(f"/proc/{pid}/fd")):
+            fds = os.listdir(f"/proc/{proc.pid}/fd")
+            if any(os.path.realpath(f"/proc/{proc.pid}/fd/{fd}") == os.path.realpath(lock) for fd in fds):
                 return
         except FileNotFoundError:
-            raise AssertionError(f"process {pid} ended before it opened {lock}")
+            pass  # between fork and exec, or ended: poll() tells
+        if proc.poll() is not None:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"process {proc.pid} ended (exit {proc.returncode}) before it opened {lock}: {err}")
         time.sleep(0.01)
-    raise AssertionError(f"process {pid} did not open {lock} within a minute")
+    raise AssertionError(f"process {proc.pid} did not open {lock} within a minute")
 
 
 def test_wait_waits_for_the_holder_and_ctrl_c_stops_the_wait(tmp_path):
@@ -120,7 +124,7 @@ def test_wait_waits_for_the_holder_and_ctrl_c_stops_the_wait(tmp_path):
         except KeyboardInterrupt:
             print("interrupted", flush=True)
         """)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
-    wait_for_lock_file(waiter.pid, str(p) + ".lock")
+    wait_for_lock_file(waiter, str(p) + ".lock")
     waiter.send_signal(signal.SIGINT)
     out, err = waiter.communicate(timeout=60)
     assert "interrupted" in out or "KeyboardInterrupt" in err
@@ -129,8 +133,8 @@ def test_wait_waits_for_the_holder_and_ctrl_c_stops_the_wait(tmp_path):
         import neardup
         with neardup.Index.open({str(p)!r}, update=True, wait=True) as idx:
             idx.add("w", "added after the wait")
-        """)], env=os.environ)
-    wait_for_lock_file(waiter.pid, str(p) + ".lock")
+        """)], env=os.environ, stderr=subprocess.PIPE, text=True)
+    wait_for_lock_file(waiter, str(p) + ".lock")
     holder.stdin.write("\n")
     holder.stdin.flush()
     assert holder.wait(timeout=60) == 0

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "io/paths.h"
+#include "io/retry.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
 
@@ -34,7 +35,7 @@ namespace {
 // Exchanges two paths atomically; false (errno set) where the file system cannot.
 bool exchange(const std::string& a, const std::string& b) {
 #if defined(RENAME_EXCHANGE)
-  return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0;
+  return retry_eintr([&] { return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE); }) == 0;
 #else
   errno = ENOSYS;
   return false;
@@ -61,7 +62,7 @@ void AtomicFile::place() {
     // Only a file system that cannot exchange (EINVAL) gets a plain rename instead.
     if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) fail("cannot move output into place");
   }
-  if (::rename(temp_.c_str(), target_.c_str()) != 0) fail("cannot move output into place");
+  if (retry_eintr([&] { return ::rename(temp_.c_str(), target_.c_str()); }) != 0) fail("cannot move output into place");
   previous_ = exists ? Previous::Replaced : Previous::None;
   committed_ = true;
   unregister_temporary_file(temp_slot_);
@@ -76,7 +77,7 @@ bool AtomicFile::unplace() noexcept {
       if (!exchange(temp_, target_)) return false;
       break;  // temp_ names the new file again: the destructor removes it
     case Previous::None:
-      if (::unlink(target_.c_str()) != 0) return false;
+      if (retry_eintr([&] { return ::unlink(target_.c_str()); }) != 0) return false;
       break;
     case Previous::Replaced:
       return false;
@@ -148,9 +149,9 @@ void OutputCommit::done() noexcept {
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
   for (const std::string& d : dirs) {
-    const int dir = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int dir = retry_eintr([&] { return ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
     if (dir >= 0) {
-      ::fsync(dir);
+      retry_eintr([&] { return ::fsync(dir); });
       ::close(dir);
     }
   }

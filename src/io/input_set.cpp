@@ -1,6 +1,7 @@
 // The inputs of a run (InputSet): files, folders and standard input expanded in order; what can be
 // read only once (standard input, pipes, FIFOs) copied to a temporary file that later passes read.
 #include "neardup/io/reader.h"
+#include "io/retry.h"
 
 #include "internal/parallel.h"
 #include "internal/realloc_buffer.h"
@@ -320,7 +321,7 @@ void InputSet::add_file(const std::string& p, bool regular, InputFormat format, 
   s.name = fs::path(p).filename().string();
   s.kind = kind_from_name(p, format);
   if (!regular) {
-    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = io::retry_eintr([&] { return ::open(p.c_str(), O_RDONLY | O_CLOEXEC); });
     if (fd < 0) throw IoError(std::string("cannot read: ") + std::strerror(errno) + "; check its permissions", ErrorPlace{p});
     std::unique_ptr<OnceCopy> copy;
     try {

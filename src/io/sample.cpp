@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "io/retry.h"
 #include "neardup/io/reader.h"
 #include "io/raw_records.h"
 #include "neardup/io/stream.h"
@@ -161,7 +162,7 @@ class Sampler {
   // Windows spread over a plain file, since files are often sorted (by source, by length).
   std::vector<Window> spread_windows(const Source& src, uint64_t size, uint64_t want) {
     std::vector<Window> windows;
-    const int fd = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = io::retry_eintr([&] { return ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC); });
     if (fd < 0) return windows;  // the run reports it
     const uint64_t w = std::max<uint64_t>(want / kWindows, 1024);
     uint64_t extended = 0;  // bytes read past the windows to finish a line

@@ -1,4 +1,5 @@
 #include "neardup/io/stream.h"
+#include "io/retry.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -43,7 +44,7 @@ class File {
   static constexpr uint64_t kAheadStep = uint64_t{4} << 20;
 
   File(const std::string& path, const std::string& display) : display_(display) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = io::retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
     if (fd_ < 0) throw IoError(sys_error("cannot open input", display) + "; check the path and its permissions");
     // Its size, to tell a file cut while it is read; not for files that hold no blocks, whose
     // size is not their length (sysfs states 4096 for a few bytes).
@@ -456,7 +457,7 @@ std::unique_ptr<ByteStream> open_stream(const std::string& path, const std::stri
 }
 
 std::optional<uint64_t> stated_decompressed_size(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = io::retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0) return std::nullopt;
   struct stat st {};
   unsigned char b[18] = {};  // the longest zstd frame header (ZSTD_FRAMEHEADERSIZE_MAX)

@@ -1,5 +1,7 @@
 #include "neardup/io/writer.h"
+#include "io/fd_stream.h"
 #include "io/paths.h"
+#include "io/retry.h"
 #include "io/range_appender.h"
 
 #include <fcntl.h>
@@ -84,7 +86,7 @@ std::string link_unnamed(int fd, const std::string& tmpl) {
                  (static_cast<uint64_t>(::getpid()) << 32) ^ counter.fetch_add(1) * 0xD1B54A32D192ED03ull;
     std::string name = tmpl;
     for (size_t i = name.size() - 6; i < name.size(); ++i, r /= 62) name[i] = kChars[r % 62];
-    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) return name;
+    if (retry_eintr([&] { return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW); }) == 0) return name;
     if (errno != EEXIST) return {};
   }
   return {};
@@ -339,10 +341,19 @@ struct AtomicFile::Direct {
     ++running;
     lock.unlock();
     ThreadPool& io = ThreadPool::io();
-    if (io.workers() == 0)  // a child process forked from one that had them
+    if (io.workers() == 0) {  // a child process forked from one that had them
       write(b, at, bytes);
-    else
+      return;
+    }
+    try {
       io.submit([this, b, at, bytes] { write(b, at, bytes); });
+    } catch (...) {  // not queued (no memory): nothing will write it
+      lock.lock();
+      --running;
+      idle.push_back(b);
+      cv.notify_all();
+      throw;
+    }
   }
   void write(char* b, uint64_t at, size_t bytes) noexcept {
     try {
@@ -383,7 +394,7 @@ struct AtomicFile::Direct {
       hand_over(padded);
     }
     park();
-    if (::ftruncate(plain_fd, static_cast<off_t>(length)) != 0) throw output_error("cannot write output", errno, path, false);
+    if (retry_eintr([&] { return ::ftruncate(plain_fd, static_cast<off_t>(length)); }) != 0) throw output_error("cannot write output", errno, path, false);
   }
 };
 
@@ -416,6 +427,7 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
   if (path == "-") {
     stdout_ = direct_ = true;
     f_ = stdout;
+    fd_ = STDOUT_FILENO;
     return;
   }
   int fd = -1;
@@ -431,7 +443,7 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
       throw IoError("is a directory; name a file for the output", ErrorPlace{path});
     if (exists && !S_ISREG(st.st_mode)) {
       // A device, a FIFO or a socket: written in place (a FIFO blocks here until it has a reader).
-      fd = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
+      fd = retry_eintr([&] { return ::open(target_.c_str(), O_WRONLY | O_CLOEXEC); });
       if (fd < 0) throw IoError(std::string("cannot open for writing: ") + std::strerror(errno), ErrorPlace{path});
       direct_ = true;
     } else {
@@ -440,8 +452,10 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
                        (slash == std::string::npos ? target_ : target_.substr(slash + 1)) + ".neardup-tmp-XXXXXX";
       fd = open_unnamed(dir_of(target_));
       if (fd < 0) {
-        temp_ = temp_template_;
-        fd = ::mkstemp(temp_.data());
+        fd = retry_eintr([&] {
+          temp_ = temp_template_;
+          return ::mkstemp(temp_.data());
+        });
         if (fd < 0) throw IoError(why_no_temporary(dir_of(target_), errno), ErrorPlace{path});
         temp_slot_ = register_temporary_file(temp_);
       }
@@ -457,7 +471,7 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
       }
     }
   }
-  f_ = ::fdopen(fd, "wb");
+  f_ = open_stream(fd);
   if (!f_) {
     const int e = errno;
     ::close(fd);
@@ -465,6 +479,7 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
     unregister_temporary_file(temp_slot_);
     throw IoError(std::string("cannot open output file: ") + std::strerror(e), ErrorPlace{path});
   }
+  fd_ = fd;
   std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
 }
 
@@ -510,7 +525,7 @@ void AtomicFile::put(char c) {
 void AtomicFile::write_behind() {
   if (direct_) return;
   if (std::fflush(f_) != 0) fail("cannot write output");
-  ::sync_file_range(::fileno(f_), static_cast<off_t>(synced_), static_cast<off_t>(written_ - synced_), SYNC_FILE_RANGE_WRITE);
+  ::sync_file_range(fd_, static_cast<off_t>(synced_), static_cast<off_t>(written_ - synced_), SYNC_FILE_RANGE_WRITE);
   synced_ = written_;
 }
 
@@ -518,23 +533,26 @@ void AtomicFile::finish() {
   if (finished_) return;
   if (encoder_) encoder_->feed({}, true, [this](const char* p, size_t n) { raw_write(p, n); });
   if (direct_io_) direct_io_->finish(written_);
-  if (std::fflush(f_) != 0) fail("cannot write output");
+  if (std::fflush(f_) != 0 || std::ferror(f_)) {
+    if (errno == 0) errno = EIO;
+    fail("cannot write output");
+  }
   if (stdout_) {
     finished_ = true;
     return;
   }
   if (direct_) {
     // Written in place: a regular file behind /dev/stdout is synced; a pipe or device cannot be.
-    if (::fsync(::fileno(f_)) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP) fail("cannot sync output");
+    if (retry_eintr([&] { return ::fsync(fd_); }) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP) fail("cannot sync output");
     const int rc = std::fclose(f_);
     f_ = nullptr;
     if (rc != 0) fail("cannot close output");
     finished_ = true;
     return;
   }
-  if (::fsync(::fileno(f_)) != 0 && errno != EINVAL) fail("cannot sync output");
+  if (retry_eintr([&] { return ::fsync(fd_); }) != 0 && errno != EINVAL) fail("cannot sync output");
   if (temp_.empty()) {  // unnamed: named now, to be renamed into place
-    temp_ = link_unnamed(::fileno(f_), temp_template_);
+    temp_ = link_unnamed(fd_, temp_template_);
     if (temp_.empty()) fail("cannot move output into place");
     temp_slot_ = register_temporary_file(temp_);
   }
@@ -567,7 +585,7 @@ bool writes_directly(int fd) {
 // another process could have replaced), or -1.
 int reopen_direct(int fd) {
   const std::string self = descriptor_path(fd);
-  const int dfd = ::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  const int dfd = retry_eintr([&] { return ::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC); });
   if (dfd < 0) return -1;
   struct stat a {}, b {};
   if (::fstat(fd, &a) != 0 || ::fstat(dfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
@@ -585,11 +603,11 @@ void AtomicFile::write_directly() {
     // starting with the written bytes of the block this one starts in.
     direct_tried_ = true;
     if (std::fflush(f_) != 0) fail("cannot write output");
-    const int dfd = writes_directly(::fileno(f_)) ? reopen_direct(::fileno(f_)) : -1;
+    const int dfd = writes_directly(fd_) ? reopen_direct(fd_) : -1;
     if (dfd >= 0) {
       auto d = std::make_unique<Direct>();
       d->fd = dfd;
-      d->plain_fd = ::fileno(f_);
+      d->plain_fd = fd_;
       d->path = path_;
       d->out_at = written_ / Direct::kAlign * Direct::kAlign;
       d->tail.resize(written_ - d->out_at);
@@ -619,7 +637,7 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
     return done;
   }
   if (std::fflush(f_) != 0) fail("cannot write output");
-  const int out_fd = ::fileno(f_);
+  const int out_fd = fd_;
   uint64_t done = 0;
   bool kernel_copy = !stdout_ && !encoder_;
   // Into standard output, a special file, a compressed output or a file on another file system
@@ -682,7 +700,7 @@ std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(f
 int open_unnamed(const std::string& dir) {
 #ifdef O_TMPFILE
   // Read and write, as mkstemp's: the direct writes read back the block they start in.
-  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  const int fd = retry_eintr([&] { return ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600); });
   if (fd < 0) return -1;
   struct stat st {};
   if (::stat(descriptor_path(fd).c_str(), &st) != 0) {  // no /proc to reach it by
@@ -775,7 +793,7 @@ bool ScratchCopy::finish() noexcept {
 class DirectReader {
  public:
   static std::unique_ptr<DirectReader> open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    const int fd = retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC); });
     if (fd < 0) return nullptr;
     struct stat st {};
     void* b = MAP_FAILED;
@@ -827,7 +845,7 @@ RangeAppender::RangeAppender(const std::string& path, const std::string& display
   stream_ = open_stream(path, display);
   if (stream_->compression() == Compression::None) {
     stream_.reset();
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
     if (fd_ < 0) throw IoError(std::string("cannot open input: ") + std::strerror(errno), ErrorPlace{display});
   } else {
     buf_.resize(1 << 20);

@@ -14,6 +14,8 @@
 #include <thread>
 #include <utility>
 
+#include "internal/start_thread.h"
+
 namespace neardup {
 
 class BackgroundJob {
@@ -31,7 +33,7 @@ class BackgroundJob {
     bytes.store(0, std::memory_order_relaxed);
     docs.store(0, std::memory_order_relaxed);
     started = std::chrono::steady_clock::now();
-    thread_ = std::thread([this, job = std::move(job)] {
+    thread_ = internal::start_thread([this, job = std::move(job)] {
       try {
         job();
       } catch (...) {

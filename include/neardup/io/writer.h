@@ -110,6 +110,7 @@ class AtomicFile {
   std::string temp_template_;  ///< its name with XXXXXX for mkstemp or commit()
   int temp_slot_ = -1;  ///< in the list of temporary files
   std::FILE* f_ = nullptr;
+  int fd_ = -1;  ///< f_'s descriptor
   bool direct_ = false;   ///< written in place (stdout, a special file)
   bool stdout_ = false;
   bool committed_ = false;

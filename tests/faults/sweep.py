@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Faults injected into neardup's system calls, one per run, swept over every call.
+
+For each command (dedup with four outputs, pairs, index add --dedup) and each kind of call that
+reads, writes, syncs or moves files, the Nth call of that kind is made to fail (EIO, ENOSPC) or
+to be interrupted (EINTR), for every N the run makes, with `strace -e inject` (the calls the
+dynamic loader makes before neardup runs are left alone: they are counted on `neardup --version`).
+After each run:
+  * exit 0: every output identical to a clean run's, nothing on stderr (EINTR must end so:
+    interrupted calls are retried, never reported);
+  * otherwise: a documented exit code (4 for I/O, 1 for out of memory), a single line
+    `neardup: error: ...`, every output as it was before the run (new ones absent, existing ones
+    unchanged), no temporary file, the inputs unchanged, and the index passing `index verify`
+    and equal to its state before or after the change, never between.
+
+With --short-io LIB (tests/faults/short_io.cpp), each command also runs with every read and
+write cut short (LD_PRELOAD), and must give the clean run's outputs.
+
+  tests/faults/sweep.py NEARDUP [--every K] [--short-io LIB]   (K > 1: every Kth N only)
+"""
+import hashlib
+import http.client
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CALLS = ["openat", "read", "pread64", "write", "pwrite64", "copy_file_range", "fsync", "fdatasync", "ftruncate",
+         "fallocate", "close", "rename", "renameat2", "linkat", "mmap"]
+ERRORS = ["EIO", "ENOSPC", "EINTR"]
+NO_EINTR = {"mmap"}  # cannot be interrupted
+
+
+def corpus(path, seed, n=160, copies=50):
+    """JSONL documents of 60-120 words, with near-copies (3 words changed) of some of them."""
+    rng = random.Random(seed)
+    words = ["w%d" % i for i in range(3000)]
+    docs = [[rng.choice(words) for _ in range(rng.randint(60, 120))] for _ in range(n)]
+    for _ in range(copies):
+        d = list(rng.choice(docs))
+        for _ in range(3):
+            d[rng.randrange(len(d))] = rng.choice(words)
+        docs.insert(rng.randrange(len(docs)), d)
+    with open(path, "w") as f:
+        for i, d in enumerate(docs):
+            f.write('{"id": "%s-%d", "text": "%s"}\n' % (os.path.basename(path), i, " ".join(d)))
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def state(d):
+    """Every file of folder d with its digest, but an index's lock file (it names its last
+    holder, for messages only, and is made by the first run that takes the lock)."""
+    return {n: digest(os.path.join(d, n)) for n in sorted(os.listdir(d)) if not n.endswith(".lock")}
+
+
+def serve_and_kill(nd, index, docs):
+    """Adds the documents of `docs` and deletes one through `neardup serve`, then kills it."""
+    proc = subprocess.Popen([nd, "serve", index, "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    port = None
+    while port is None:
+        line = proc.stderr.readline()
+        if not line:
+            sys.exit("serve ended before listening")
+        m = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
+        port = int(m.group(1)) if m else None
+    body = "".join(json.dumps({"id": json.loads(l)["id"], "text": json.loads(l)["text"], "dedup": False}) + "\n"
+                   for l in open(docs))
+    for method, path, data in (("POST", "/v1/add/batch", body), ("DELETE", "/v1/docs/a.jsonl-3", None)):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c.request(method, path, body=data)
+        r = c.getresponse()
+        r.read()
+        if r.status != 200:
+            sys.exit("serve answered %d to %s %s" % (r.status, method, path))
+        c.close()
+    proc.kill()
+    proc.wait()
+
+
+class Case:
+    def __init__(self, name, args, setup):
+        self.name, self.args, self.setup = name, args, setup
+
+
+INDEX_FILES = ("idx.ndx", "idx.ndx.wal")
+
+
+def check(nd, w, r, err, before, after):
+    """What is wrong with the run r in folder w (its outputs were `before` it, a clean run leaves
+    `after`)."""
+    problems = []
+    now = state(w)
+    lines = r.stderr.strip().split("\n")
+    if r.returncode == 0:
+        if now != after:
+            problems.append("exit 0 but the outputs differ from a clean run's")
+        if r.stderr:
+            problems.append("exit 0 with a message: " + r.stderr.strip()[:200])
+    else:
+        if err == "EINTR":
+            problems.append("an interrupted call was reported: " + lines[0][:200])
+        if r.returncode not in (1, 4) or (r.returncode == 1 and not any(
+                m in lines[0] for m in ("out of memory", "cannot start a thread"))):
+            problems.append("exit %d: %s" % (r.returncode, r.stderr.strip()[:300]))
+        if len(lines) != 1 or not lines[0].startswith("neardup: error: "):
+            problems.append("not one error line: " + r.stderr.strip()[:300])
+        outputs = {n: d for n, d in now.items() if n not in INDEX_FILES}
+        if outputs != {n: d for n, d in before.items() if n not in INDEX_FILES}:
+            problems.append("the failed run changed its outputs: %s" % sorted(outputs.items())[:4])
+    if "idx.ndx" in now:
+        # The index as before the change (with the log it had), or as after it; never between.
+        as_before = all(now.get(n) == before.get(n) for n in INDEX_FILES)
+        if not as_before and now["idx.ndx"] != after["idx.ndx"]:
+            problems.append("the index is neither as before nor as after the change")
+        if not as_before or "idx.ndx.wal" not in now:
+            v = subprocess.run([nd, "index", "verify", "idx.ndx", "-q"], cwd=w, capture_output=True, text=True)
+            if v.returncode != 0:
+                problems.append("index verify fails: " + v.stderr.strip()[:200])
+    return problems
+
+
+def main():
+    nd = os.path.abspath(sys.argv[1])
+    every = int(sys.argv[sys.argv.index("--every") + 1]) if "--every" in sys.argv else 1
+    short_io = os.path.abspath(sys.argv[sys.argv.index("--short-io") + 1]) if "--short-io" in sys.argv else None
+    if not shutil.which("strace"):
+        sys.exit("strace is needed (Debian: strace; scripts/install-deps.sh installs it)")
+    top = tempfile.mkdtemp(prefix="neardup-faults-")
+    inputs = os.path.join(top, "in")
+    os.mkdir(inputs)
+    corpus(os.path.join(inputs, "a.jsonl"), 1)
+    corpus(os.path.join(inputs, "b.jsonl"), 2, n=60, copies=30)
+    ins = {n: digest(os.path.join(inputs, n)) for n in os.listdir(inputs)}
+    a, b = os.path.join(inputs, "a.jsonl"), os.path.join(inputs, "b.jsonl")
+
+    def dedup_setup(w):  # an old -o and --removed to keep or replace; --clusters and --rejects new
+        for n in ("kept.jsonl", "removed.tsv"):
+            with open(os.path.join(w, n), "w") as f:
+                f.write("old\n")
+
+    def index_setup(w):
+        subprocess.run([nd, "index", "create", os.path.join(w, "idx.ndx"), "-q"], check=True)
+        subprocess.run([nd, "index", "add", os.path.join(w, "idx.ndx"), a, "-q"], check=True)
+
+    # An index with a service's unfolded log: adds and a delete acknowledged, then the service
+    # killed (SIGKILL: no fold on the way out).
+    logged = os.path.join(top, "logged")
+    os.mkdir(logged)
+    index_setup(logged)
+    serve_and_kill(nd, os.path.join(logged, "idx.ndx"), b)
+
+    def fold_setup(w):
+        for n in ("idx.ndx", "idx.ndx.wal"):
+            shutil.copy(os.path.join(logged, n), os.path.join(w, n))
+
+    cases = [
+        Case("dedup", ["dedup", a, b, "-o", "kept.jsonl", "--removed", "removed.tsv", "--clusters", "clusters.tsv",
+                       "--rejects", "rejects.jsonl", "--on-error", "skip", "-j", "2"], dedup_setup),
+        Case("pairs", ["pairs", a, b, "-o", "pairs.tsv", "-j", "2"], lambda w: None),
+        Case("index add", ["index", "add", "idx.ndx", b, "--dedup", "-o", "added.tsv", "-j", "2"], index_setup),
+        Case("index fold", ["index", "fold", "idx.ndx"], fold_setup),
+    ]
+    problems = []
+    # Calls the loader and the C library make before neardup's own code: left alone.
+    startup = {}
+    log = os.path.join(top, "startup.trace")
+    subprocess.run(["strace", "-f", "-qq", "-o", log, "-e", "trace=" + ",".join(CALLS), nd, "--version"],
+                   stdout=subprocess.DEVNULL, check=True)
+    for line in open(log):
+        call = line.split()[1].split("(")[0] if line[0].isdigit() else line.split("(")[0]
+        startup[call] = startup.get(call, 0) + 1
+
+    runs = 0
+    for case in cases:
+        clean = os.path.join(top, "clean")
+        shutil.rmtree(clean, ignore_errors=True)
+        os.mkdir(clean)
+        case.setup(clean)
+        before = state(clean)
+        r = subprocess.run([nd] + case.args + ["-q"], cwd=clean, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("%s: the clean run failed: %s" % (case.name, r.stderr))
+        after = state(clean)
+        if short_io:  # every read and write short: the same outputs
+            w = os.path.join(top, "w")
+            shutil.rmtree(w, ignore_errors=True)
+            os.mkdir(w)
+            case.setup(w)
+            r = subprocess.run([nd] + case.args + ["-q"], cwd=w, capture_output=True, text=True,
+                               env=dict(os.environ, LD_PRELOAD=short_io))
+            problems += ["%s: short reads and writes: %s" % (case.name, p) for p in check(nd, w, r, "EINTR", before, after)]
+        for call in CALLS:
+            for err in ERRORS:
+                if err == "EINTR" and call in NO_EINTR:
+                    continue
+                n = startup.get(call, 0) + 1
+                while True:
+                    w = os.path.join(top, "w")
+                    shutil.rmtree(w, ignore_errors=True)
+                    os.mkdir(w)
+                    case.setup(w)
+                    trace = os.path.join(top, "run.trace")
+                    r = subprocess.run(["strace", "-f", "-qq", "-o", trace, "-e", "trace=" + call,
+                                        "-e", "inject=%s:error=%s:when=%d" % (call, err, n), nd] + case.args + ["-q"],
+                                       cwd=w, capture_output=True, text=True, timeout=120)
+                    injected = "INJECTED" in open(trace).read()
+                    if not injected:
+                        break
+                    runs += 1
+                    what = "%s: %s %s at call %d" % (case.name, call, err, n)
+                    problems += [what + ": " + p for p in check(nd, w, r, err, before, after)]
+                    if {n: digest(os.path.join(inputs, n)) for n in os.listdir(inputs)} != ins:
+                        problems.append(what + ": an input changed")
+                    n += every
+    shutil.rmtree(top, ignore_errors=True)
+    for p in problems:
+        print(p)
+    print("%d runs with a fault injected, %d problems" % (runs, len(problems)))
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
