@@ -399,9 +399,13 @@ std::unique_ptr<NearDupIndex> NearDupIndex::create(const std::string& path, cons
 std::unique_ptr<NearDupIndex> NearDupIndex::save_and_reopen() {
   save();
   auto fresh = open(update_path_, /*pending_log_ok=*/true);
-  fresh->lock_ = std::move(lock_);
-  fresh->update_path_ = update_path_;
+  fresh->take_update_lock(*this);
   return fresh;
+}
+
+void NearDupIndex::take_update_lock(NearDupIndex& from) noexcept {
+  lock_ = std::move(from.lock_);
+  update_path_ = std::move(from.update_path_);
 }
 
 void NearDupIndex::verify() const {

@@ -168,7 +168,8 @@ struct LiveIndex::State {
 
   // The log (the writer's alone, apart from the counters).
   int log_fd = -1;
-  std::string failed;  // why changes are refused, after a log write failed
+  std::string failed;   // why the last log write failed ("" while the log works)
+  bool stuck = false;   // the log could not be cut back after a failure: changes are refused
   std::atomic<uint64_t> log_bytes{0}, log_records{0}, replayed{0}, torn_bytes{0}, folds{0}, syncs{0}, changes{0};
   std::atomic<double> last_fold_seconds{0};
   IndexStats index_stats;  // of the file as last folded (under rw)
@@ -199,11 +200,11 @@ struct LiveIndex::State {
   }
 
   // A new empty log for the index as saved now, by rename (never half written).
-  void start_log() {
+  void start_log(const NearDupIndex* of = nullptr) {
     if (log_fd >= 0) ::close(log_fd);
     log_fd = -1;
     io::AtomicFile f(log_path);
-    f.write(internal::log_header(index->file_identity()));
+    f.write(internal::log_header((of ? *of : *index).file_identity()));
     f.commit();
     log_fd = io::retry_eintr([&] { return ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); });
     if (log_fd < 0) log_io_error(log_path, "cannot open the index's log");
@@ -211,18 +212,24 @@ struct LiveIndex::State {
     log_records = 0;
   }
 
-  void replay();
-  void apply_add(std::string_view id, IndexSketch sketch) {
-    std::lock_guard<RwLock> g(rw);
-    if (index->contains(id)) {
+  /// Replays the log over `into` (the index just opened), or over the live index.
+  void replay(NearDupIndex* into = nullptr);
+  bool recover() noexcept;
+  // A change to the live index (under the lock queries take), or to one being built (`into`).
+  void apply_add(std::string_view id, IndexSketch sketch, NearDupIndex* into = nullptr) {
+    std::unique_lock<RwLock> g(rw, std::defer_lock);
+    if (!into) g.lock();
+    NearDupIndex& to = into ? *into : *index;
+    if (to.contains(id)) {
       const std::string s(id);
-      index->remove(std::span<const std::string>(&s, 1));
+      to.remove(std::span<const std::string>(&s, 1));
     }
-    index->insert(id, std::move(sketch));
+    to.insert(id, std::move(sketch));
   }
-  void apply_remove(const std::string& id) {
-    std::lock_guard<RwLock> g(rw);
-    index->remove(std::span<const std::string>(&id, 1));
+  void apply_remove(const std::string& id, NearDupIndex* into = nullptr) {
+    std::unique_lock<RwLock> g(rw, std::defer_lock);
+    if (!into) g.lock();
+    (into ? *into : *index).remove(std::span<const std::string>(&id, 1));
   }
   void do_fold();
   void run_batch(std::vector<std::shared_ptr<Ticket>>& batch);
@@ -231,11 +238,12 @@ struct LiveIndex::State {
 
 // Replays the log over the index just opened: a log for another saved state was folded already
 // (a crash between the index's rename and the log's) and is started afresh.
-void LiveIndex::State::replay() {
+void LiveIndex::State::replay(NearDupIndex* into) {
+  NearDupIndex& target = into ? *into : *index;
   const int fd = io::retry_eintr([&] { return ::open(log_path.c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0) {
     if (errno != ENOENT) log_io_error(log_path, "cannot open the index's log");
-    start_log();
+    start_log(&target);
     return;
   }
   std::string data;
@@ -267,8 +275,8 @@ void LiveIndex::State::replay() {
   std::string problem;
   const uint64_t base = internal::parse_log_header(data, problem);
   if (!problem.empty()) damaged(problem);
-  if (base != index->file_identity()) {  // folded already
-    start_log();
+  if (base != target.file_identity()) {  // folded already
+    start_log(&target);
     return;
   }
   size_t at = kLogHeaderBytes;
@@ -295,9 +303,9 @@ void LiveIndex::State::replay() {
         if (m > payload / sizeof(ShingleHash)) damaged("record " + std::to_string(records + 1) + " is malformed");
         sk.set.resize(m);
         std::memcpy(sk.set.data(), r.bytes(m * sizeof(ShingleHash)).data(), m * sizeof(ShingleHash));
-        apply_add(id, std::move(sk));
+        apply_add(id, std::move(sk), into);
       } else if (kind == kRemoveRecord) {
-        apply_remove(id);
+        apply_remove(id, into);
       } else {
         damaged("record " + std::to_string(records + 1) + " of unknown kind " + std::to_string(kind));
       }
@@ -318,6 +326,31 @@ void LiveIndex::State::replay() {
       log_io_error(log_path, "cannot cut the torn end off the index's log");
   }
   log_bytes = at;
+}
+
+// After a failed write or sync of the log: the log cut back to what was synced, and the index
+// built again from its file and the log, so that what the failed batch applied in memory (never
+// acknowledged) is gone and the next batch can try again once there is room. Reading and
+// cutting need no room. False if it cannot: changes are then refused until a restart.
+bool LiveIndex::State::recover() noexcept {
+  try {
+    if (io::retry_eintr([&] { return ::ftruncate(log_fd, static_cast<off_t>(log_bytes.load())); }) != 0 ||
+        io::retry_eintr([&] { return ::fdatasync(log_fd); }) != 0)
+      return false;
+    auto fresh = NearDupIndex::open(index->update_path(), /*pending_log_ok=*/true);
+    const uint64_t replayed_at_start = replayed, records = log_records;
+    ::close(log_fd);
+    log_fd = -1;
+    replay(fresh.get());
+    replayed = replayed_at_start;
+    log_records = records;
+    fresh->take_update_lock(*index);
+    std::lock_guard<RwLock> g(rw);
+    index.swap(fresh);
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 void LiveIndex::State::do_fold() {
@@ -344,7 +377,7 @@ void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
   bool fold_asked = false;
   for (auto& t : batch) {
     if (t->fold) fold_asked = true;
-    if (!failed.empty()) continue;
+    if (stuck) continue;
     size_t add_i = 0;
     for (size_t i = 0; i < t->changes.size(); ++i) {
       LiveChange& c = t->changes[i];
@@ -386,9 +419,9 @@ void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
     }
   }
   std::exception_ptr error;
-  if (!failed.empty()) {
+  if (stuck) {
     error = std::make_exception_ptr(IoError("changes are refused since the index's log could not be written (" + failed +
-                                            "); restart to replay the log", ErrorPlace{log_path}));
+                                            ") nor cut back to what was synced; restart to replay the log", ErrorPlace{log_path}));
   } else if (!log.empty()) {
     try {
       write_all(log_fd, log, log_path);
@@ -397,10 +430,14 @@ void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
       log_bytes += log.size();
       log_records += records;
       changes += records;
-    } catch (const Error& e) {
       std::lock_guard<std::mutex> g(q_mu);  // stats() reads it
-      failed = e.what();
+      failed.clear();
+    } catch (const Error& e) {
       error = std::current_exception();
+      const bool recovered = recover();  // the batch's changes undone
+      std::lock_guard<std::mutex> g(q_mu);
+      failed = e.what();
+      stuck = !recovered;
     }
   }
   if (!error && (fold_asked || log_bytes >= options.fold_bytes) && log_records > 0) {
@@ -575,6 +612,7 @@ LiveStats LiveIndex::stats() const {
     std::lock_guard<std::mutex> g(s_->q_mu);
     st.pending = s_->queued_changes;
     st.log_failure = s_->failed;
+    st.log_failure_needs_restart = s_->stuck;
   }
   st.log_bytes = s_->log_bytes;
   st.log_records = s_->log_records;

@@ -146,6 +146,11 @@ class NearDupIndex {
   /// changes folded into the mapping), holding the update lock, which this object gives up. This
   /// object stays valid for queries (its mapping outlives the rename). Throws as save() and open().
   std::unique_ptr<NearDupIndex> save_and_reopen();
+  /// Takes `from`'s update lock (and the path it was opened for update from); `from` stays
+  /// valid for queries. For an index opened again from the same file (LiveIndex's recovery).
+  void take_update_lock(NearDupIndex& from) noexcept;
+  /// The path it was opened for update from ("" if not).
+  const std::string& update_path() const noexcept { return update_path_; }
   /// Names the saved state this index was opened from (the header checksum; 0 if not opened from
   /// a file): equal for two files only if their headers, and so their sections' checksums, agree.
   uint64_t file_identity() const noexcept { return identity_; }

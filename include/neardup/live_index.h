@@ -84,9 +84,12 @@ struct LiveStats {
   uint64_t pending = 0;          ///< changes waiting for the writer now
   double last_fold_seconds = 0;  ///< how long the last fold took
   IndexStats index;              ///< of the index file as last folded
-  /// Why changes are refused since a write or sync of the log failed (a full disk, an I/O
-  /// error), or "" while the log works; the acknowledged changes are all in the log.
+  /// Why the last write or sync of the log failed (a full disk, an I/O error), or "" while the
+  /// log works; the acknowledged changes are all in the log. The changes of the batch that failed
+  /// are undone and later ones are tried again as they come, unless log_failure_needs_restart
+  /// (the log could not be cut back to what was synced): then every change is refused.
   std::string log_failure;
+  bool log_failure_needs_restart = false;
 };
 
 class LiveIndex {

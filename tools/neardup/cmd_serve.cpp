@@ -27,6 +27,8 @@
 
 #include "commands.h"
 #include "json.h"
+#include "serve_connection.h"
+#include "serve_harness.h"
 #include "neardup/neardup.h"
 
 namespace neardup::cli {
@@ -381,12 +383,17 @@ class BoundedPool : public httplib::TaskQueue {
     workers_.emplace_back([this] { work(overflow_, true); });
   }
   void enqueue(std::function<void()> fn) override {
+    // The connection's deadline counts from now, however long it waits for a thread.
+    std::function<void()> job = [fn = std::move(fn), accepted = ConnectionStream::Clock::now()] {
+      ConnectionStream::set_accepted(accepted);
+      fn();
+    };
     {
       std::lock_guard<std::mutex> g(mu_);
       if (jobs_.size() < max_queue_)
-        jobs_.push_back(std::move(fn));
+        jobs_.push_back(std::move(job));
       else
-        overflow_.push_back(std::move(fn));
+        overflow_.push_back(std::move(job));
     }
     cv_.notify_all();
   }
@@ -515,6 +522,17 @@ std::string content_length_problem(const httplib::Request& req) {
 // dropped there can be reset. listen() again with a deep backlog once bound.
 struct Server : httplib::Server {
   void deepen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
+  // Each connection through a ConnectionStream: a request must arrive by its deadline
+  // (serve_connection.h), where cpp-httplib would wait for a byte-a-second client for ever.
+  int timeout = 10;
+  bool process_and_close_socket(socket_t sock) override {
+    return serve_connection(
+        sock, timeout, timeout, static_cast<int>(keep_alive_timeout_sec_), keep_alive_max_count_,
+        [this](httplib::Stream& s, bool last, bool& closed) { return process_request(s, last, closed, nullptr); },
+        [this] { return svr_sock_ == INVALID_SOCKET; });
+  }
+  /// One request read from `s` and answered there (ServeHarness); false once the connection ends.
+  bool serve_one(httplib::Stream& s, bool& closed) { return process_request(s, false, closed, nullptr); }
 };
 
 // POST endpoints read their bodies themselves (read_body), whatever their Content-Type; a
@@ -525,6 +543,7 @@ void post(Server& svr, const ServeOptions& o, const char* path,
     std::string body;
     try {
       body = read_body(req, res, reader, o.max_body_bytes);
+      if (ConnectionStream* c = ConnectionStream::current()) c->request_read();
     } catch (const BadRequest& e) {
       res.set_header("Connection", "close");  // what is left of the body is not read
       return reply_error(res, e);
@@ -549,6 +568,7 @@ void configure(Server& svr, const ServeOptions& o, const std::string& token, Met
   svr.set_keep_alive_max_count(100000);
   svr.set_keep_alive_timeout(std::min(o.timeout, 5));
   svr.set_read_timeout(o.timeout, 0);
+  svr.timeout = o.timeout;
   svr.set_write_timeout(o.timeout, 0);
   svr.set_payload_max_length(o.max_body_bytes);
 
@@ -566,6 +586,8 @@ void configure(Server& svr, const ServeOptions& o, const std::string& token, Met
       reply(res, 400, error_json(problem + "; send the body's length in bytes, or no Content-Length"));
       return httplib::Server::HandlerResponse::Handled;
     }
+    if (ConnectionStream* c = ConnectionStream::current())  // the body may take a second more per MiB
+      c->allow_body(req.has_header("Content-Length") ? std::stoull(req.get_header_value("Content-Length")) : o.max_body_bytes);
     if (!token.empty() && req.path != "/healthz") {
       const std::string auth = req.get_header_value("Authorization");
       // The scheme is case-insensitive (RFC 7235 section 2.1): Bearer, bearer, BEARER.
@@ -700,11 +722,15 @@ void add_status_routes(Server& svr, const ServeOptions& o, LiveIndex& live, Metr
   });
   svr.Get("/v1/stats", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, stats_json(live.stats(), live, o.index)); });
   svr.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
-    // Unhealthy once the log cannot be written: changes are refused until a restart.
-    const std::string failure = live.stats().log_failure;
-    if (failure.empty()) return reply(res, 200, "{\"status\":\"ok\"}\n");
+    // Unhealthy while the last write of the log failed (changes are tried again as they come), or
+    // for good once the log could not be cut back (changes refused until a restart).
+    const LiveStats st = live.stats();
+    if (st.log_failure.empty()) return reply(res, 200, "{\"status\":\"ok\"}\n");
     std::string out = "{\"status\":\"failing\",\"error\":";
-    append_json_string(out, "changes are refused: the log cannot be written (" + failure + "); free space and restart");
+    append_json_string(out, st.log_failure_needs_restart
+                                ? "changes are refused: the log cannot be written (" + st.log_failure + "); free space and restart"
+                                : "the last changes could not be logged (" + st.log_failure +
+                                      ") and were not applied; changes are tried again as they come: free space");
     reply(res, 503, out + "}\n");
   });
   // Methods no endpoint takes: answered as an unknown endpoint is, in JSON, whether or not they
@@ -815,7 +841,69 @@ int run_serve(const ServeOptions& o) {
   return kExitOk;
 }
 
+// A connection's bytes in memory (ServeHarness).
+class MemoryStream : public httplib::Stream {
+ public:
+  explicit MemoryStream(std::string_view in) : in_(in) {}
+  bool is_readable() const override { return at_ < in_.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, in_.size() - at_);
+    std::memcpy(ptr, in_.data() + at_, n);
+    at_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    out_.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 40000;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 8080;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string_view in_;
+  size_t at_ = 0;
+  std::string out_;
+};
+
 }  // namespace
+
+struct ServeHarness::Impl {
+  ServeOptions o;
+  Limits limits;
+  Metrics metrics;
+  Server svr;
+  std::string token;
+};
+
+ServeHarness::ServeHarness(LiveIndex& live, const std::string& index_path, const std::string& token) : impl_(std::make_unique<Impl>()) {
+  Impl& h = *impl_;
+  h.o.index = index_path;
+  h.token = token;
+  h.limits = Limits{h.o.max_text_bytes, live.spec().threshold};
+  configure(h.svr, h.o, h.token, h.metrics);
+  add_query_routes(h.svr, h.o, live, h.limits);
+  add_change_routes(h.svr, h.o, live, h.limits);
+  add_status_routes(h.svr, h.o, live, h.metrics);
+}
+
+ServeHarness::~ServeHarness() = default;
+
+std::string ServeHarness::serve(std::string_view bytes) {
+  MemoryStream s(bytes);
+  bool closed = false;
+  for (int i = 0; i < 64 && s.is_readable() && !closed; ++i)
+    if (!impl_->svr.serve_one(s, closed)) break;
+  return s.take();
+}
 
 void add_serve(CLI::App& app, std::function<int()>& run) {
   auto o = std::make_shared<ServeOptions>();
