@@ -3,6 +3,7 @@ byte at a time (slowly enough to be legitimate, and slowly enough to be an attac
 headers, clients that hang up mid-request. Legitimate clients keep getting answers within their
 own timeouts, the service stays healthy, and its memory does not grow with the abuse."""
 import json
+import os
 import socket
 import threading
 import time
@@ -133,9 +134,11 @@ def test_slow_connection_floods_do_not_starve_legitimate_clients(index):
         assert len(dropped) > 0  # late requests were cut off, not waited for
         assert s.json("GET", "/healthz")[0] == 200
         assert s.json("GET", "/v1/docs/x")[0] == 404  # no half-sent add was applied
-        # Memory: the abuse leaves no lasting growth beyond a few MiB of buffers per thread.
+        # Memory: the abuse leaves no lasting growth beyond a few MiB of buffers per thread (not
+        # under AddressSanitizer, whose quarantine holds freed memory by design).
         for t in threads:
             t.join(timeout=30)
-        assert rss_kib(s.proc.pid) - rss_before < 64 * 1024
+        if os.environ.get("NEARDUP_SANITIZED") != "1":
+            assert rss_kib(s.proc.pid) - rss_before < 64 * 1024
     finally:
         assert s.stop() == 0
