@@ -20,7 +20,6 @@ writes dropped, torn, or reordered as POSIX allows) and open each.
 
   tests/faults/crash_states.py NEARDUP [--every-byte]   (every cut, not a few per record)
 """
-import http.client
 import json
 import os
 import random
@@ -30,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 
+from service import Service
+
 LOG_HEADER, RECORD_HEADER = 64, 16
 
 
@@ -37,27 +38,11 @@ def words(rng, n):
     return " ".join("w%d" % rng.randrange(5000) for _ in range(n))
 
 
-class Service:
-    def __init__(self, nd, index):
-        self.proc = subprocess.Popen([nd, "serve", index, "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
-        self.port = None
-        while self.port is None:
-            line = self.proc.stderr.readline()
-            if not line:
-                sys.exit("serve ended before listening")
-            m = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
-            self.port = int(m.group(1)) if m else None
-
-    def call(self, method, path, body=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        c.request(method, path, body=json.dumps(body) if body is not None else None)
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        if r.status not in (200, 201):
-            self.proc.kill()
-            sys.exit("serve answered %d to %s %s: %s" % (r.status, method, path, data[:200]))
+def call(s, method, path, body=None):
+    status, r = s.call(method, path, body)
+    if status not in (200, 201):
+        s.kill()
+        sys.exit("serve answered %s to %s %s: %s" % (status, method, path, r))
 
 
 def run(nd, *args, cwd=None, check=True):
@@ -86,9 +71,8 @@ def check_order(nd, top):
             f.write(json.dumps({"id": "a%d" % i, "text": words(rng, 80)}) + "\n")
     run(nd, "index", "create", "idx.ndx", "-q", cwd=d)
     s = Service(nd, os.path.join(d, "idx.ndx"))
-    s.call("POST", "/v1/add", {"id": "s1", "text": words(rng, 80)})
-    s.proc.kill()
-    s.proc.wait()
+    call(s, "POST", "/v1/add", {"id": "s1", "text": words(rng, 80)})
+    s.kill()
     commands = [["index", "fold", "idx.ndx", "-q"], ["index", "add", "idx.ndx", "a.jsonl", "-q"]]
     for args in commands:
         trace = os.path.join(top, "order.trace")
@@ -163,14 +147,13 @@ def check_log(nd, top, every_byte):
     expected = [{x["id"] for x in base}]
     for kind, x in changes:
         if kind == "add":
-            s.call("POST", "/v1/add", {"id": x["id"], "text": x["text"], "dedup": False})
+            call(s, "POST", "/v1/add", {"id": x["id"], "text": x["text"], "dedup": False})
             expected.append(expected[-1] | {x["id"]})
         else:
-            s.call("DELETE", "/v1/docs/" + x["id"])
+            call(s, "DELETE", "/v1/docs/" + x["id"])
             expected.append(expected[-1] - {x["id"]})
         sizes.append(os.path.getsize(log))
-    s.proc.kill()  # power loss: nothing folded, the log as synced
-    s.proc.wait()
+    s.kill()  # power loss: nothing folded, the log as synced
     data = open(log, "rb").read()
     trial = os.path.join(top, "trial")
     garbage = bytes(random.Random(1).randrange(256) for _ in range(1 << 16))

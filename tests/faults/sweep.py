@@ -16,18 +16,19 @@ After each run:
 With --short-io LIB (tests/faults/short_io.cpp), each command also runs with every read and
 write cut short (LD_PRELOAD), and must give the clean run's outputs.
 
-  tests/faults/sweep.py NEARDUP [--every K] [--short-io LIB]   (K > 1: every Kth N only)
+  tests/faults/sweep.py NEARDUP [--every K] [--short-io LIB] [--calls openat,write,...]
+  (K > 1: every Kth N only; --calls: those kinds only)
 """
 import hashlib
-import http.client
 import json
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
+
+from service import Service
 
 CALLS = ["openat", "read", "pread64", "write", "pwrite64", "copy_file_range", "fsync", "fdatasync", "ftruncate",
          "fallocate", "close", "rename", "renameat2", "linkat", "mmap"]
@@ -63,27 +64,14 @@ def state(d):
 
 def serve_and_kill(nd, index, docs):
     """Adds the documents of `docs` and deletes one through `neardup serve`, then kills it."""
-    proc = subprocess.Popen([nd, "serve", index, "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    port = None
-    while port is None:
-        line = proc.stderr.readline()
-        if not line:
-            sys.exit("serve ended before listening")
-        m = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
-        port = int(m.group(1)) if m else None
-    body = "".join(json.dumps({"id": json.loads(l)["id"], "text": json.loads(l)["text"], "dedup": False}) + "\n"
-                   for l in open(docs))
-    for method, path, data in (("POST", "/v1/add/batch", body), ("DELETE", "/v1/docs/a.jsonl-3", None)):
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        c.request(method, path, body=data)
-        r = c.getresponse()
-        r.read()
-        if r.status != 200:
-            sys.exit("serve answered %d to %s %s" % (r.status, method, path))
-        c.close()
-    proc.kill()
-    proc.wait()
+    s = Service(nd, index)
+    body = [{"id": json.loads(l)["id"], "text": json.loads(l)["text"], "dedup": False} for l in open(docs)]
+    for method, path, data in [("POST", "/v1/add", b) for b in body] + [("DELETE", "/v1/docs/a.jsonl-3", None)]:
+        status, r = s.call(method, path, data)
+        if status not in (200, 201):
+            s.kill()
+            sys.exit("serve answered %s to %s %s: %s" % (status, method, path, r))
+    s.kill()
 
 
 class Case:
@@ -132,6 +120,7 @@ def main():
     nd = os.path.abspath(sys.argv[1])
     every = int(sys.argv[sys.argv.index("--every") + 1]) if "--every" in sys.argv else 1
     short_io = os.path.abspath(sys.argv[sys.argv.index("--short-io") + 1]) if "--short-io" in sys.argv else None
+    calls = sys.argv[sys.argv.index("--calls") + 1].split(",") if "--calls" in sys.argv else CALLS
     if not shutil.which("strace"):
         sys.exit("strace is needed (Debian: strace; scripts/install-deps.sh installs it)")
     top = tempfile.mkdtemp(prefix="neardup-faults-")
@@ -198,7 +187,7 @@ def main():
             r = subprocess.run([nd] + case.args + ["-q"], cwd=w, capture_output=True, text=True,
                                env=dict(os.environ, LD_PRELOAD=short_io))
             problems += ["%s: short reads and writes: %s" % (case.name, p) for p in check(nd, w, r, "EINTR", before, after)]
-        for call in CALLS:
+        for call in calls:
             for err in ERRORS:
                 if err == "EINTR" and call in NO_EINTR:
                     continue

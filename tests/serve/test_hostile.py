@@ -19,7 +19,7 @@ def rss_kib(pid):
     raise AssertionError("no VmRSS")
 
 
-def legit_query(s, deadline_seconds=30):
+def legit_query(s, deadline_seconds=60):
     """A client that honours Retry-After: an answer 200 within its own deadline."""
     end = time.time() + deadline_seconds
     while time.time() < end:
@@ -73,9 +73,9 @@ def test_a_request_sent_a_byte_at_a_time_within_the_deadline_is_answered(index):
 
 
 def test_slow_connection_floods_do_not_starve_legitimate_clients(index):
-    # Four threads; a hundred clients trickle their headers a byte every 0.3 s (each byte within
-    # the read timeout, the whole far beyond it), a hundred more connect and send nothing, and
-    # others send oversized headers or hang up mid-body. A legitimate client is answered all along.
+    # Four threads; forty clients trickle their headers a byte every 0.3 s (each byte within the
+    # read timeout, the whole far beyond it), forty more connect and send nothing, and others send
+    # 1 MiB headers or hang up mid-body. A legitimate client is answered all along.
     s = Server(index, "--threads", 4, "--max-connections", 64, "--timeout", 2)
     try:
         legit_query(s)
@@ -121,7 +121,7 @@ def test_slow_connection_floods_do_not_starve_legitimate_clients(index):
                 pass
 
         threads = [threading.Thread(target=f, daemon=True)
-                   for f in [trickle] * 100 + [idle] * 100 + [oversized_header] * 20 + [hang_up_mid_body] * 50]
+                   for f in [trickle] * 40 + [idle] * 40 + [oversized_header] * 10 + [hang_up_mid_body] * 20]
         for t in threads:
             t.start()
         answered = 0

@@ -788,8 +788,15 @@ int run_serve(const ServeOptions& o) {
   svr.deepen_backlog();
   // Port 0: the port chosen is the command's output, even with -q (a script needs it).
   if (port == 0) {
-    std::printf("http://%s:%d\n", host.find(':') != std::string::npos ? ("[" + host + "]").c_str() : host.c_str(), bound);
+    const std::string line = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(bound) + "\n";
     std::fflush(stdout);
+    for (size_t done = 0; done < line.size();) {  // again after EINTR, on after a short count
+      const ssize_t w = ::write(STDOUT_FILENO, line.data() + done, line.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0)  // no one would know where it listens
+        throw IoError(std::string("cannot write the port chosen to standard output: ") + std::strerror(w < 0 ? errno : EIO));
+      done += static_cast<size_t>(w);
+    }
   }
   if (!o.quiet) {
     if (!is_loopback(host))
