@@ -9,7 +9,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
 
-FUZZ_SECONDS ?= 15
+FUZZ_SECONDS ?= 10
 
 # `make` alone builds everything (the CLI, the tests, the Python package in build/python).
 .DEFAULT_GOAL := build
