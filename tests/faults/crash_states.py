@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 
+from injection import finish
 from service import Service
 
 LOG_HEADER, RECORD_HEADER = 64, 16
@@ -212,11 +213,7 @@ def main():
     problems = check_order(nd, top)
     more, states = check_log(nd, top, "--every-byte" in sys.argv)
     problems += more
-    shutil.rmtree(top, ignore_errors=True)
-    for p in problems:
-        print(p)
-    print("%d crash states opened, %d problems" % (states, len(problems)))
-    sys.exit(1 if problems else 0)
+    finish(top, problems, "%d crash states opened" % states)
 
 
 if __name__ == "__main__":

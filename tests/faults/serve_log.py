@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 
+from injection import finish, startup_calls
 from service import Service
 
 CALLS = ["openat", "write", "pwrite64", "fsync", "fdatasync", "ftruncate", "rename", "renameat2", "linkat"]
@@ -109,13 +110,7 @@ def main():
         f.writelines(json.dumps(x) + "\n" for x in base)
     subprocess.run([nd, "index", "create", "idx.ndx", "-q"], cwd=template, check=True)
     subprocess.run([nd, "index", "add", "idx.ndx", "base.jsonl", "-q"], cwd=template, check=True)
-    startup = {}
-    log = os.path.join(top, "startup.trace")
-    subprocess.run(["strace", "-f", "-qq", "-o", log, "-e", "trace=" + ",".join(CALLS), nd, "--version"],
-                   stdout=subprocess.DEVNULL, check=True)
-    for line in open(log):
-        call = line.split()[1].split("(")[0]
-        startup[call] = startup.get(call, 0) + 1
+    startup = startup_calls(nd, CALLS)
     problems, runs = [], 0
     for call in CALLS:
         for err in ERRORS:
@@ -133,11 +128,7 @@ def main():
                 runs += 1
                 problems += ["%s %s at call %d: %s" % (call, err, n, p) for p in found]
                 n += every
-    shutil.rmtree(top, ignore_errors=True)
-    for p in problems:
-        print(p)
-    print("%d runs with a fault injected, %d problems" % (runs, len(problems)))
-    sys.exit(1 if problems else 0)
+    finish(top, problems, "%d runs with a fault injected" % runs)
 
 
 if __name__ == "__main__":

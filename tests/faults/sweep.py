@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 
+from injection import finish, startup_calls
 from service import Service
 
 CALLS = ["openat", "read", "pread64", "write", "pwrite64", "copy_file_range", "fsync", "fdatasync", "ftruncate",
@@ -160,13 +161,7 @@ def main():
     ]
     problems = []
     # Calls the loader and the C library make before neardup's own code: left alone.
-    startup = {}
-    log = os.path.join(top, "startup.trace")
-    subprocess.run(["strace", "-f", "-qq", "-o", log, "-e", "trace=" + ",".join(CALLS), nd, "--version"],
-                   stdout=subprocess.DEVNULL, check=True)
-    for line in open(log):
-        call = line.split()[1].split("(")[0] if line[0].isdigit() else line.split("(")[0]
-        startup[call] = startup.get(call, 0) + 1
+    startup = startup_calls(nd, CALLS)
 
     runs = 0
     for case in cases:
@@ -210,11 +205,7 @@ def main():
                     if {n: digest(os.path.join(inputs, n)) for n in os.listdir(inputs)} != ins:
                         problems.append(what + ": an input changed")
                     n += every
-    shutil.rmtree(top, ignore_errors=True)
-    for p in problems:
-        print(p)
-    print("%d runs with a fault injected, %d problems" % (runs, len(problems)))
-    sys.exit(1 if problems else 0)
+    finish(top, problems, "%d runs with a fault injected" % runs)
 
 
 if __name__ == "__main__":

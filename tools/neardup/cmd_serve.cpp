@@ -889,6 +889,7 @@ struct ServeHarness::Impl {
   Metrics metrics;
   Server svr;
   std::string token;
+  uint64_t server_errors = 0;
 };
 
 ServeHarness::ServeHarness(LiveIndex& live, const std::string& index_path, const std::string& token) : impl_(std::make_unique<Impl>()) {
@@ -900,9 +901,15 @@ ServeHarness::ServeHarness(LiveIndex& live, const std::string& index_path, const
   add_query_routes(h.svr, h.o, live, h.limits);
   add_change_routes(h.svr, h.o, live, h.limits);
   add_status_routes(h.svr, h.o, live, h.metrics);
+  h.svr.set_logger([&h](const httplib::Request& req, const httplib::Response& res) {
+    h.metrics.observe(endpoint_of(req), res.status, 0);
+    if (res.status >= 500 && res.status != 503) ++h.server_errors;
+  });
 }
 
 ServeHarness::~ServeHarness() = default;
+
+uint64_t ServeHarness::server_errors() const noexcept { return impl_->server_errors; }
 
 std::string ServeHarness::serve(std::string_view bytes) {
   MemoryStream s(bytes);

@@ -3,6 +3,7 @@
 // target over request parsing and routing (fuzz/fuzz_serve.cpp) drives the service this way.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +25,9 @@ class ServeHarness {
   /// Serves the requests in `bytes` as one connection (keep-alive, at most 64 requests) and
   /// returns what the service answered.
   std::string serve(std::string_view bytes);
+  /// How many answers so far were server errors (5xx but 503, which asks to retry): an internal
+  /// error reached a client.
+  uint64_t server_errors() const noexcept;
 
  private:
   struct Impl;

@@ -1,0 +1,29 @@
+"""What the fault scripts share: the calls to leave alone, and how a script reports."""
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def startup_calls(nd, calls):
+    """How many calls of each kind the dynamic loader and the C library make before neardup's own
+    code runs (counted on `neardup --version`): the sweeps start after them."""
+    with tempfile.NamedTemporaryFile(mode="r", suffix=".trace") as log:
+        subprocess.run(["strace", "-f", "-qq", "-o", log.name, "-e", "trace=" + ",".join(calls), nd, "--version"],
+                       stdout=subprocess.DEVNULL, check=True)
+        lines = log.read().splitlines()
+    counts = {}
+    for line in lines:
+        words = line.split()
+        call = (words[1] if words[0].isdigit() and len(words) > 1 else words[0]).split("(")[0]
+        counts[call] = counts.get(call, 0) + 1
+    return counts
+
+
+def finish(top, problems, summary):
+    """Removes the scratch folder, prints every problem and the summary, exits 1 if any."""
+    shutil.rmtree(top, ignore_errors=True)
+    for p in problems:
+        print(p)
+    print(summary + ", %d problems" % len(problems))
+    sys.exit(1 if problems else 0)
