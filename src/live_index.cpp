@@ -1,4 +1,5 @@
 #include "neardup/live_index.h"
+#include "io/fd_stream.h"
 #include "io/retry.h"
 
 #include <fcntl.h>
@@ -98,15 +99,7 @@ class PayloadReader {
 }
 
 void write_all(int fd, const std::string& data, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t w = ::write(fd, data.data() + done, data.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      log_io_error(path, "cannot append to the index's log");
-    }
-    done += static_cast<size_t>(w);
-  }
+  if (io::write_fully(fd, data.data(), data.size()) < data.size()) log_io_error(path, "cannot append to the index's log");
 }
 
 // A reader-writer lock that prefers writers (glibc's default prefers readers, so a steady

@@ -11,21 +11,10 @@ namespace neardup::io {
 
 namespace {
 
-// The stream's write function: all n bytes, again after EINTR and on after a short count. A
-// failure returns the bytes written before it (0 if none, never a negative count: fopencookie(3)), which
-// marks the stream as failed; errno says why.
+// The stream's write function: a failure returns the bytes written before it (0 if none, never
+// a negative count: fopencookie(3)), which marks the stream as failed; errno says why.
 ssize_t write_all(void* cookie, const char* p, size_t n) {
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(cookie));
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t w = retry_eintr([&] { return ::write(fd, p + done, n - done); });
-    if (w <= 0) {
-      if (w == 0) errno = EIO;
-      break;
-    }
-    done += static_cast<size_t>(w);
-  }
-  return static_cast<ssize_t>(done);
+  return static_cast<ssize_t>(write_fully(static_cast<int>(reinterpret_cast<intptr_t>(cookie)), p, n));
 }
 
 int close_fd(void* cookie) {
@@ -35,6 +24,19 @@ int close_fd(void* cookie) {
 }
 
 }  // namespace
+
+size_t write_fully(int fd, const char* p, size_t n) noexcept {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = retry_eintr([&] { return ::write(fd, p + done, n - done); });
+    if (w <= 0) {
+      if (w == 0) errno = EIO;
+      break;
+    }
+    done += static_cast<size_t>(w);
+  }
+  return done;
+}
 
 std::FILE* open_stream(int fd) {
   cookie_io_functions_t io{};
