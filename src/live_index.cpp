@@ -18,6 +18,7 @@
 
 #include "index_file.h"
 #include "internal/hash.h"
+#include "live_log.h"
 #include "internal/start_thread.h"
 #include "neardup/error.h"
 #include "neardup/io/writer.h"
@@ -26,73 +27,12 @@ namespace neardup {
 
 namespace {
 
-// ---- The log's records (docs/format.md; the header is index_file.h's) ----
-//
-// After the header, records, each
-//   u64 checksum (of every byte after it in the record) | u32 payload bytes | u32 kind | payload
-// An add's payload: u32 id bytes, id, u32 signature values, values (u32), u64 set size, set (u64).
-// A removal's: u32 id bytes, id.
+using internal::kAddRecord;
 using internal::kLogHeaderBytes;
-constexpr size_t kRecordHeaderBytes = 16;
-constexpr uint64_t kRecordSeed = 0x4E44555057414C31ULL;  // "NDUPWAL1"
-enum RecordKind : uint32_t { kAddRecord = 1, kRemoveRecord = 2 };
-
-template <class T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-// Appends one record; `fill` writes the payload.
-template <class Fill>
-void append_record(std::string& log, RecordKind kind, Fill&& fill) {
-  const size_t at = log.size();
-  log.resize(at + kRecordHeaderBytes);
-  fill(log);
-  const auto payload = static_cast<uint32_t>(log.size() - at - kRecordHeaderBytes);
-  std::memcpy(log.data() + at + 8, &payload, 4);
-  std::memcpy(log.data() + at + 12, &kind, 4);
-  const uint64_t sum = internal::hash_bytes(log.data() + at + 8, log.size() - at - 8, kRecordSeed);
-  std::memcpy(log.data() + at, &sum, 8);
-}
-
-void put_id(std::string& out, std::string_view id) {
-  put<uint32_t>(out, static_cast<uint32_t>(id.size()));
-  out.append(id);
-}
-
-// Reads a record's payload with bounds checks: a record whose checksum holds but whose payload
-// does not parse was written by something else.
-class PayloadReader {
- public:
-  PayloadReader(const char* p, size_t n) : p_(p), end_(p + n) {}
-  template <class T>
-  T get() {
-    T v;
-    need(sizeof v);
-    std::memcpy(&v, p_, sizeof v);
-    p_ += sizeof v;
-    return v;
-  }
-  std::string_view bytes(uint64_t n) {
-    need(n);
-    std::string_view s(p_, n);
-    p_ += n;
-    return s;
-  }
-  bool done() const noexcept { return p_ == end_; }
-  bool ok() const noexcept { return ok_; }
-
- private:
-  void need(uint64_t n) {
-    if (static_cast<uint64_t>(end_ - p_) < n) {
-      ok_ = false;
-      throw std::out_of_range("record");
-    }
-  }
-  const char* p_;
-  const char* end_;
-  bool ok_ = true;
-};
+using internal::kRemoveRecord;
+using internal::LogRecord;
+using internal::put;
+using internal::put_id;
 
 [[noreturn]] void log_io_error(const std::string& path, const char* what) {
   throw IoError(std::string(what) + ": " + std::strerror(errno), ErrorPlace{path});
@@ -163,7 +103,8 @@ struct LiveIndex::State {
   int log_fd = -1;
   std::string failed;   // why the last log write failed ("" while the log works)
   bool stuck = false;   // the log could not be cut back after a failure: changes are refused
-  std::atomic<uint64_t> log_bytes{0}, log_records{0}, replayed{0}, torn_bytes{0}, folds{0}, syncs{0}, changes{0};
+  std::atomic<uint64_t> log_bytes{0}, log_records{0}, replayed{0}, torn_bytes{0}, salvaged_bytes{0}, folds{0}, syncs{0},
+      changes{0};
   std::atomic<double> last_fold_seconds{0};
   IndexStats index_stats;  // of the file as last folded (under rw)
 
@@ -207,6 +148,13 @@ struct LiveIndex::State {
 
   /// Replays the log over `into` (the index just opened), or over the live index.
   void replay(NearDupIndex* into = nullptr);
+  void replay_record(std::string_view payload, uint32_t kind, uint64_t number, NearDupIndex& into);
+  [[noreturn]] void damaged(const std::string& what) const {
+    throw FormatError(what + "; the index's log is damaged or not a neardup log (move it away to open the index "
+                             "without the changes it holds)",
+                      ErrorPlace{log_path});
+  }
+  [[noreturn]] void damaged_synced(uint64_t record, size_t at) const;
   bool recover() noexcept;
   // A change to the live index (under the lock queries take), or to one being built (`into`).
   void apply_add(std::string_view id, IndexSketch sketch, NearDupIndex* into = nullptr) {
@@ -228,6 +176,43 @@ struct LiveIndex::State {
   void run_batch(std::vector<std::shared_ptr<Ticket>>& batch);
   void writer_loop();
 };
+
+void LiveIndex::State::damaged_synced(uint64_t record, size_t at) const {
+  const std::string index_path = log_path.substr(0, log_path.size() - 4);
+  throw FormatError("record " + std::to_string(record) + " (byte " + std::to_string(at) +
+                        ") of the index's log is damaged and changes synced later follow it: the damage is to "
+                        "acknowledged changes, not a crash; `neardup index fold " + index_path +
+                        " --salvage` folds every whole record and drops the damaged bytes (the changes they held are lost)",
+                    ErrorPlace{log_path});
+}
+
+// One record's change, applied to `into`; `number` counts from 1, for messages.
+void LiveIndex::State::replay_record(std::string_view payload, uint32_t kind, uint64_t number, NearDupIndex& into) {
+  const std::string which = "record " + std::to_string(number);
+  internal::PayloadReader r(payload.data(), payload.size());
+  try {
+    const std::string id(r.bytes(r.get<uint32_t>()));
+    if (kind == kAddRecord) {
+      IndexSketch sk;
+      const uint32_t n = r.get<uint32_t>();
+      if (n != static_cast<size_t>(spec.num_perm)) damaged(which + " has a signature of another length");
+      sk.sig.resize(n);
+      std::memcpy(sk.sig.data(), r.bytes(uint64_t{n} * sizeof(SigValue)).data(), n * sizeof(SigValue));
+      const uint64_t m = r.get<uint64_t>();
+      if (m > payload.size() / sizeof(ShingleHash)) damaged(which + " is malformed");
+      sk.set.resize(m);
+      std::memcpy(sk.set.data(), r.bytes(m * sizeof(ShingleHash)).data(), m * sizeof(ShingleHash));
+      apply_add(id, std::move(sk), &into);
+    } else if (kind == kRemoveRecord) {
+      apply_remove(id, &into);
+    } else {
+      damaged(which + " of unknown kind " + std::to_string(kind));
+    }
+  } catch (const std::out_of_range&) {
+    damaged(which + " is malformed");
+  }
+  if (!r.done()) damaged(which + " is malformed");
+}
 
 // Replays the log over the index just opened: a log for another saved state was folded already
 // (a crash between the index's rename and the log's) and is started afresh.
@@ -259,54 +244,31 @@ void LiveIndex::State::replay(NearDupIndex* into) {
     }
     ::close(fd);
   }
-  const auto damaged = [&](const std::string& what) {
-    throw FormatError(what + "; the index's log is damaged or not a neardup log (move it away to open the index "
-                             "without the changes it holds)",
-                      ErrorPlace{log_path});
-  };
   // The log is created whole by rename, so a short or foreign header is damage, not a crash.
   std::string problem;
   const uint64_t base = internal::parse_log_header(data, problem);
   if (!problem.empty()) damaged(problem);
+  salvaged_bytes = 0;
   if (base != target.file_identity()) {  // folded already
     start_log(&target);
     return;
   }
   size_t at = kLogHeaderBytes;
   uint64_t records = 0;
-  const size_t num_perm = static_cast<size_t>(spec.num_perm);
-  while (data.size() - at >= kRecordHeaderBytes) {
-    uint64_t rsum;
-    uint32_t payload, kind;
-    std::memcpy(&rsum, data.data() + at, 8);
-    std::memcpy(&payload, data.data() + at + 8, 4);
-    std::memcpy(&kind, data.data() + at + 12, 4);
-    if (payload > data.size() - at - kRecordHeaderBytes) break;  // torn: the tail never completed
-    if (internal::hash_bytes(data.data() + at + 8, payload + 8, kRecordSeed) != rsum) break;
-    PayloadReader r(data.data() + at + kRecordHeaderBytes, payload);
-    try {
-      const std::string id(r.bytes(r.get<uint32_t>()));
-      if (kind == kAddRecord) {
-        IndexSketch sk;
-        const uint32_t n = r.get<uint32_t>();
-        if (n != num_perm) damaged("record " + std::to_string(records + 1) + " has a signature of another length");
-        sk.sig.resize(n);
-        std::memcpy(sk.sig.data(), r.bytes(uint64_t{n} * sizeof(SigValue)).data(), n * sizeof(SigValue));
-        const uint64_t m = r.get<uint64_t>();
-        if (m > payload / sizeof(ShingleHash)) damaged("record " + std::to_string(records + 1) + " is malformed");
-        sk.set.resize(m);
-        std::memcpy(sk.set.data(), r.bytes(m * sizeof(ShingleHash)).data(), m * sizeof(ShingleHash));
-        apply_add(id, std::move(sk), into);
-      } else if (kind == kRemoveRecord) {
-        apply_remove(id, into);
-      } else {
-        damaged("record " + std::to_string(records + 1) + " of unknown kind " + std::to_string(kind));
-      }
-      if (!r.done()) damaged("record " + std::to_string(records + 1) + " is malformed");
-    } catch (const std::out_of_range&) {
-      damaged("record " + std::to_string(records + 1) + " is malformed");
+  LogRecord rec;
+  while (at < data.size()) {
+    if (!internal::whole_record_at(data, at, rec)) {
+      // A record cut short or failing its checksum: the torn end of the last group (a crash while
+      // it was written, never acknowledged), unless a later group starts after it (live_log.h).
+      if (!internal::group_starts_after(data, at + 1)) break;
+      if (!options.salvage_log) damaged_synced(records + 1, at);
+      internal::next_whole_record(data, at + 1, rec);
+      salvaged_bytes += rec.at - at;
+      at = rec.at;
     }
-    at += kRecordHeaderBytes + payload;
+    replay_record(std::string_view(data).substr(rec.at + internal::kRecordHeaderBytes, rec.payload), rec.kind,
+                  records + 1, target);
+    at = rec.end();
     ++records;
   }
   replayed = records;
@@ -380,7 +342,7 @@ void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
           res.outcome = LiveResult::Outcome::Absent;
           continue;
         }
-        append_record(log, kRemoveRecord, [&](std::string& out) { put_id(out, c.id); });
+        internal::append_record(log, kRemoveRecord, [&](std::string& out) { put_id(out, c.id); });
         apply_remove(c.id);
         res.outcome = LiveResult::Outcome::Removed;
         ++records;
@@ -399,7 +361,7 @@ void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
           continue;
         }
       }
-      append_record(log, kAddRecord, [&](std::string& out) {
+      internal::append_record(log, kAddRecord, [&](std::string& out) {
         put_id(out, c.id);
         put<uint32_t>(out, static_cast<uint32_t>(sk.sig.size()));
         out.append(reinterpret_cast<const char*>(sk.sig.data()), sk.sig.size() * sizeof(SigValue));
@@ -416,6 +378,7 @@ void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
     error = std::make_exception_ptr(IoError("changes are refused since the index's log could not be written (" + failed +
                                             ") nor cut back to what was synced; restart to replay the log", ErrorPlace{log_path}));
   } else if (!log.empty()) {
+    internal::mark_group_start(log, 0);  // one write, one sync: a group (live_log.h)
     try {
       write_all(log_fd, log, log_path);
       if (io::retry_eintr([&] { return ::fdatasync(log_fd); }) != 0) log_io_error(log_path, "cannot sync the index's log");
@@ -483,6 +446,7 @@ std::unique_ptr<LiveIndex> LiveIndex::open(const std::string& path, const LiveIn
   s->index = NearDupIndex::open_for_update(path, wait, /*pending_log_ok=*/true);
   s->spec = s->index->spec();
   s->replay();
+  if (s->salvaged_bytes > 0) s->do_fold();  // the damaged bytes gone from the log for good
   s->index_stats = s->index->stats();
   s->writer = internal::start_thread([st = s.get()] { st->writer_loop(); });
   return std::unique_ptr<LiveIndex>(new LiveIndex(std::move(s)));
@@ -611,6 +575,7 @@ LiveStats LiveIndex::stats() const {
   st.log_records = s_->log_records;
   st.replayed = s_->replayed;
   st.torn_bytes = s_->torn_bytes;
+  st.salvaged_bytes = s_->salvaged_bytes;
   st.folds = s_->folds;
   st.syncs = s_->syncs;
   st.changes = s_->changes;

@@ -6,7 +6,8 @@
 // appended to a write-ahead log, INDEX.wal, and the log is synced (fdatasync) before the change
 // is acknowledged. Changes waiting at the same moment share one sync (group commit), so the
 // rate of changes is not bounded by the rate of syncs. On open, the log is replayed over the
-// index file; a torn record at its end (a crash while appending, never acknowledged) is cut off.
+// index file; a torn record at its end (a crash while appending, never acknowledged) is cut off,
+// and damage inside what was synced is refused (LiveIndexOptions::salvage_log).
 // When the log outgrows LiveIndexOptions::fold_bytes, it is folded into the index file: the index
 // is saved with the atomic rename of NearDupIndex::save, then a new empty log replaces the old one
 // (again by rename). The log names the saved index it applies to (the header checksum,
@@ -43,6 +44,10 @@ struct LiveIndexOptions {
   uint64_t fold_bytes = uint64_t{256} << 20;  ///< fold the log into the index file past this size
   size_t max_pending = 4096;                  ///< changes waiting for the writer; more are refused (Busy)
   size_t max_batch = 512;                     ///< changes per log sync at most
+  /// Open a log whose synced records are damaged (not by a crash: whole records of later synced
+  /// groups follow the damage) by replaying every whole record and dropping the damaged bytes,
+  /// then folding at once. Without it such a log is refused (FormatError naming the record).
+  bool salvage_log = false;
 };
 
 /// An indexed near-duplicate, by id.
@@ -78,6 +83,7 @@ struct LiveStats {
   uint64_t log_records = 0;      ///< changes in the log
   uint64_t replayed = 0;         ///< changes replayed from the log when opened
   uint64_t torn_bytes = 0;       ///< bytes of a torn record cut off the log's end when opened
+  uint64_t salvaged_bytes = 0;   ///< damaged bytes dropped from inside the log when opened (salvage_log)
   uint64_t folds = 0;            ///< folds since opened
   uint64_t syncs = 0;            ///< log syncs since opened
   uint64_t changes = 0;          ///< changes logged since opened

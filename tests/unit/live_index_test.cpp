@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -119,6 +121,80 @@ TEST(LiveIndex, ATornRecordAtTheEndIsCutOff) {
   bad[20] ^= 1;
   write_file(log, bad);
   EXPECT_THROW(LiveIndex::open(path), FormatError);
+}
+
+// Where the record `n` (from 1) of a log starts.
+size_t record_offset(const std::string& log, int n) {
+  size_t at = 64;
+  for (int i = 1; i < n; ++i) {
+    uint32_t payload;
+    std::memcpy(&payload, log.data() + at + 8, 4);
+    at += 16 + payload;
+  }
+  return at;
+}
+
+TEST(LiveIndex, DamageBeforeALaterGroupIsRefusedAndCanBeSalvaged) {
+  TempDir dir;
+  const std::string path = dir.file("i.ndx");
+  NearDupIndex::create(path, small_spec());
+  std::mt19937_64 rng(3);
+  {
+    auto live = LiveIndex::open(path);  // one change per group: each synced before the next
+    for (int i = 0; i < 6; ++i) live->apply(add("d" + std::to_string(i), text_of(rng)));
+  }
+  const std::string log = LiveIndex::log_path(path);
+  std::string bytes = read_file(log);
+  bytes[record_offset(bytes, 2) + 40] ^= 1;  // a bit of record 2 turned on the disk
+  write_file(log, bytes);
+  try {
+    LiveIndex::open(path);
+    ADD_FAILURE() << "a log damaged before later synced groups was opened";
+  } catch (const FormatError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("record 2 "), std::string::npos) << m;
+    EXPECT_NE(m.find("index fold " + path + " --salvage"), std::string::npos) << m;
+  }
+  EXPECT_EQ(read_file(log), bytes);  // refused, not cut
+  LiveIndexOptions salvage;
+  salvage.salvage_log = true;
+  auto live = LiveIndex::open(path, salvage);
+  const LiveStats st = live->stats();
+  EXPECT_EQ(st.replayed, 5u);
+  EXPECT_GT(st.salvaged_bytes, 0u);
+  EXPECT_EQ(st.torn_bytes, 0u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(live->contains("d" + std::to_string(i)), i != 1) << i;
+  EXPECT_EQ(file_size(log), 64u);  // folded at once: the damage is gone from the log
+  live.reset();
+  EXPECT_EQ(LiveIndex::open(path)->stats().documents, 5u);
+}
+
+TEST(LiveIndex, DamageInsideTheLastGroupIsATornEnd) {
+  TempDir dir;
+  const std::string path = dir.file("i.ndx");
+  NearDupIndex::create(path, small_spec());
+  std::mt19937_64 rng(4);
+  {
+    auto live = LiveIndex::open(path);
+    for (int i = 0; i < 3; ++i) live->apply(add("d" + std::to_string(i), text_of(rng)));
+    std::vector<LiveChange> group;  // one apply: one write, one sync
+    for (int i = 3; i < 6; ++i) group.push_back(add("d" + std::to_string(i), text_of(rng)));
+    live->apply(std::move(group));
+  }
+  const std::string log = LiveIndex::log_path(path);
+  const std::string bytes = read_file(log);
+  // A crash while the last group was written may leave any of its pages and not others.
+  for (const int damaged : {4, 5}) {
+    std::string b = bytes;
+    std::fill(b.begin() + static_cast<long>(record_offset(b, damaged)) + 20,
+              b.begin() + static_cast<long>(record_offset(b, damaged + 1)), '\0');
+    write_file(log, b);
+    auto live = LiveIndex::open(path);
+    EXPECT_EQ(live->stats().replayed, static_cast<uint64_t>(damaged - 1)) << damaged;
+    EXPECT_GT(live->stats().torn_bytes, 0u);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(live->contains("d" + std::to_string(i)), i < damaged - 1) << damaged << " " << i;
+    live.reset();
+  }
 }
 
 TEST(LiveIndex, ALogOfAnEarlierSaveIsNotReplayed) {

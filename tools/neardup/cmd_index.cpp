@@ -26,6 +26,7 @@ struct IndexOptions {
   std::string ids_from;
   bool json = false;
   bool skip_same_id = false;
+  bool salvage = false;
   OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
 };
 
@@ -167,13 +168,18 @@ int run_remove(const IndexOptions& o) {
 }
 
 int run_fold(const IndexOptions& o) {
-  auto live = LiveIndex::open(o.index, LiveIndexOptions{}, lock_wait(o.common.wait_lock, o.common.quiet, o.index));
+  LiveIndexOptions lo;
+  lo.salvage_log = o.salvage;
+  auto live = LiveIndex::open(o.index, lo, lock_wait(o.common.wait_lock, o.common.quiet, o.index));
   const LiveStats before = live->stats();
   live->close();
   if (!o.common.quiet)
     std::fprintf(stderr, "neardup: index fold: %llu changes from %s folded into %s (%llu documents)\n",
                  static_cast<unsigned long long>(before.replayed), LiveIndex::log_path(o.index).c_str(), o.index.c_str(),
                  static_cast<unsigned long long>(before.documents));
+  if (before.salvaged_bytes > 0)  // said even with -q: changes were lost
+    std::fprintf(stderr, "neardup: warning: %llu damaged bytes of %s were dropped; the changes they held are lost\n",
+                 static_cast<unsigned long long>(before.salvaged_bytes), LiveIndex::log_path(o.index).c_str());
   return kExitOk;
 }
 
@@ -374,6 +380,8 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   CLI::App* fold = index->add_subcommand("fold", "Fold the changes of a service's write-ahead log (INDEX.wal) into the index file");
   fold->add_option("index", f->index, "Index file")->required();
   fold->add_flag("-q,--quiet", f->common.quiet, "No summary on stderr");
+  fold->add_flag("--salvage", f->salvage,
+                 "Fold a log damaged inside its synced records: every whole record is folded, the damaged bytes dropped");
   add_wait_flag(fold, f->common.wait_lock);
   fold->callback([&run, f] { run = [=] { return run_fold(*f); }; });
 
