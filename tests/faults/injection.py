@@ -1,8 +1,17 @@
 """What the fault scripts share: the calls to leave alone, and how a script reports."""
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+
+# neardup starts itself again with glibc.malloc.hugetlb=1 when a page fault is dear at its start
+# (tools/neardup/process.cpp), which on a busy machine happens in some runs and not others: the
+# loader's calls would then be counted twice in one run and once in the next, and a fault meant for
+# neardup's own code would reach the loader of the second start (exit 127, or a crash inside the
+# loader). Set for every run of the scripts, the tunable keeps each run a single start.
+if "glibc.malloc.hugetlb=" not in os.environ.get("GLIBC_TUNABLES", ""):
+    os.environ["GLIBC_TUNABLES"] = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES"), "glibc.malloc.hugetlb=0"]))
 
 
 def startup_calls(nd, calls):

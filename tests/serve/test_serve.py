@@ -466,11 +466,12 @@ def test_a_second_service_on_the_same_index_is_refused(server, index):
 
 
 def raw_request(port, data, timeout=10):
-    """Bytes sent as they are (http.client would fix a bad Content-Length); the reply's bytes."""
+    """Bytes sent as they are (http.client would fix a bad Content-Length); the reply's bytes, up
+    to the end of its body (the connection may be kept alive), the close, or the timeout."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as c:
         c.sendall(data)
         out = b""
-        while True:
+        while not whole_reply(out):
             try:
                 chunk = c.recv(65536)
             except socket.timeout:
@@ -479,6 +480,13 @@ def raw_request(port, data, timeout=10):
                 break
             out += chunk
     return out.decode(errors="replace")
+
+
+def whole_reply(out):
+    """Whether `out` holds a reply's head and as many body bytes as its Content-Length says."""
+    head, sep, body = out.partition(b"\r\n\r\n")
+    m = re.search(rb"(?im)^content-length:\s*(\d+)\s*$", head)
+    return bool(sep) and m is not None and len(body) >= int(m.group(1))
 
 
 def test_bodies_are_read_whatever_their_content_type(server):
