@@ -64,7 +64,11 @@ class Unpacker {
   }
   template <class T>
   std::vector<T> get_vector() {
-    const auto n = get<uint64_t>();
+    return get_values<T>(get<uint64_t>());
+  }
+  /// n values (a run whose count was read already).
+  template <class T>
+  std::vector<T> get_values(uint64_t n) {
     std::vector<T> v(n);
     std::memcpy(v.data(), data_.data() + at_, n * sizeof(T));
     at_ += n * sizeof(T);

@@ -153,12 +153,56 @@ inline uint64_t mix64(uint64_t x) noexcept {
   return x ^ (x >> 33);
 }
 
+// A set in a rank's answer that repeats one sent before in the same answer: in place of the set's
+// count, kSameSet | the ordinal of the earlier document in the answer. Copies of one text (a
+// cluster of hundreds of licence files) then cross once, and are held once on either side.
+constexpr uint64_t kSameSet = uint64_t{1} << 63;
+
+// The sets this rank computed for a group, by document; the copies of one text (a cluster of
+// hundreds of licence files) share one stored set.
+class LoadedSets {
+ public:
+  bool has(DocId d) const { return slot_.count(d) != 0; }
+  void set(DocId d, std::vector<ShingleHash> s) {
+    slot_[d] = static_cast<uint32_t>(sets_.size());
+    sets_.push_back(std::move(s));
+    users_.push_back(1);
+  }
+  void share(DocId d, DocId from) {
+    const uint32_t s = slot_.at(from);
+    slot_[d] = s;
+    ++users_[s];
+  }
+  /// Which stored set d has: equal for copies.
+  uint32_t slot(DocId d) const { return slot_.at(d); }
+  std::span<const ShingleHash> get(DocId d) const { return sets_[slot_.at(d)]; }
+  /// d's set, moved out when no other document uses it (else copied); d no longer has one.
+  std::vector<ShingleHash> take(DocId d) {
+    const uint32_t s = slot_.at(d);
+    std::vector<ShingleHash> out = users_[s] == 1 ? std::move(sets_[s]) : sets_[s];
+    release(d);
+    return out;
+  }
+  void release(DocId d) {
+    const auto it = slot_.find(d);
+    if (--users_[it->second] == 0) std::vector<ShingleHash>().swap(sets_[it->second]);
+    slot_.erase(it);
+  }
+  void clear() { *this = LoadedSets(); }
+
+ private:
+  std::unordered_map<DocId, uint32_t> slot_;
+  std::vector<std::vector<ShingleHash>> sets_;
+  std::vector<uint32_t> users_;
+};
+
 // What verification compares of a document: its shingle set (exact) or its signature; and, for
 // clustering, what the outputs and the keep order need.
 struct Payloads {
   Payloads(std::vector<DocId> docs, const PipelineSpec& spec, bool for_clusters);
-  /// Document i's payload from `u` (Run::pack_payload's, after the set when with_set).
-  void take(size_t i, Unpacker& u, bool with_set);
+  /// Document i's payload from `u` (Run::pack_payload's, after the set when with_set; a set sent
+  /// as kSameSet | j is document first + j's, the answer's j-th).
+  void take(size_t i, Unpacker& u, bool with_set, size_t first);
   std::vector<DocId> docs;  // sorted
   ShingleSets sets;
   std::vector<SigValue> sigs;        // estimate: docs.size() x k
@@ -208,7 +252,7 @@ class Run {
   Payloads fetch(std::vector<DocId> docs, bool for_clusters);
   void pack_payload(size_t l, bool for_clusters, Packer& p) const;
   void load_sets(std::vector<DocId> docs);
-  std::unordered_map<DocId, std::vector<ShingleHash>> loaded_sets_;
+  LoadedSets loaded_sets_;
   /// Where each group of buckets ends: whole components whose distinct documents' texts stay
   /// within a budget.
   std::vector<size_t> group_ends(const Buckets& buckets);

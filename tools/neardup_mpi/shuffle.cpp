@@ -131,11 +131,12 @@ void Run::load_sets(std::vector<DocId> docs) {
       const DocId d = read_docs[r.ordinal];
       if (r.text_length != local_.lengths[d - local_.base])
         throw IoError("the record changed while neardup-mpi was running (do not modify inputs during a run)", local_place(d - local_.base));
-      // A copy of the text of a record handed over before: its set.
-      std::vector<ShingleHash> set = r.same_as != ShingledRecord::kNone ? loaded_sets_.at(read_docs[r.same_as]) : std::move(r.set);
-      loaded_sets_.emplace(d, std::move(set));
+      if (r.same_as != ShingledRecord::kNone)  // a copy of the text of a record handed over before
+        loaded_sets_.share(d, read_docs[r.same_as]);
+      else
+        loaded_sets_.set(d, std::move(r.set));
     });
-    if (!read_docs.empty() && loaded_sets_.count(read_docs.back()) == 0)
+    if (!read_docs.empty() && !loaded_sets_.has(read_docs.back()))
       throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)", local_place(read_docs.back() - local_.base));
   };
   std::vector<io::RecordPos> positions;
@@ -184,11 +185,16 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   std::exception_ptr failed;
   auto readers = ask_owners(remote, [&](std::span<const DocId> want, Packer& p) {
     if (failed) return;
-    for (const DocId d : want) {
+    std::unordered_map<uint32_t, uint64_t> sent;  // a stored set -> the first ordinal here that sent it
+    for (uint64_t j = 0; j < want.size(); ++j) {
+      const DocId d = want[j];
       if (exact) {
-        const auto it = loaded_sets_.find(d);
-        p.put_vector(it->second);
-        if (--asks[d] == 0 && !std::binary_search(mine.begin(), mine.end(), d)) loaded_sets_.erase(it);
+        const auto [it, first] = sent.try_emplace(loaded_sets_.slot(d), j);
+        if (first)
+          p.put_vector(loaded_sets_.get(d));
+        else
+          p.put(kSameSet | it->second);
+        if (--asks[d] == 0 && !std::binary_search(mine.begin(), mine.end(), d)) loaded_sets_.release(d);
       }
       pack_payload(d - local_.base, for_clusters, p);
     }
@@ -205,31 +211,41 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
         if (!exact) return;
         std::vector<DocId> unread;
         for (const DocId d : mine)
-          if (!loaded_sets_.count(d)) unread.push_back(d);
+          if (!loaded_sets_.has(d)) unread.push_back(d);
         load_sets(std::move(unread));
       });
   Payloads pl(docs, spec_, for_clusters);
-  // docs ascending: each rank's answers in turn, each let go once read.
-  size_t previous = 0;
+  // docs ascending: each rank's answers in turn (its documents are a run of docs from `first`),
+  // each let go once read.
+  size_t previous = 0, first = 0;
+  std::unordered_map<uint32_t, DocId> own;  // a stored set -> the first of mine that took it
   for (size_t i = 0; i < docs.size(); ++i) {
     const DocId d = docs[i];
     if (local_.has(d)) {
       if (exact) {
-        pl.sets.set(static_cast<DocId>(i), std::move(loaded_sets_.at(d)));
-        loaded_sets_.erase(d);
+        const auto [it, fresh] = own.try_emplace(loaded_sets_.slot(d), static_cast<DocId>(i));
+        if (fresh) {
+          pl.sets.set(static_cast<DocId>(i), loaded_sets_.take(d));
+        } else {
+          pl.sets.share(static_cast<DocId>(i), it->second);
+          loaded_sets_.release(d);
+        }
       }
       Packer p;  // the few fixed-size values, through the same packing as the others'
       pack_payload(d - local_.base, for_clusters, p);
       Unpacker u(p.bytes());
-      pl.take(i, u, false);
+      pl.take(i, u, false, i);
       continue;
     }
     const size_t owner = static_cast<size_t>(owner_of(bases_, d));
-    if (owner != previous) std::string().swap(storage[previous]);
+    if (owner != previous || i == 0) {
+      if (owner != previous) std::string().swap(storage[previous]);
+      first = i;
+    }
     previous = owner;
-    pl.take(i, readers[owner], exact);
+    pl.take(i, readers[owner], exact, first);
   }
-  std::unordered_map<DocId, std::vector<ShingleHash>>().swap(loaded_sets_);
+  loaded_sets_.clear();
   return pl;
 }
 
@@ -262,8 +278,14 @@ Payloads::Payloads(std::vector<DocId> d, const PipelineSpec& spec, bool for_clus
 }
 
 // Document i's payload from `u` (pack_payload's, after the set when with_set).
-void Payloads::take(size_t i, Unpacker& u, bool with_set) {
-  if (with_set) sets.set(static_cast<DocId>(i), u.get_vector<ShingleHash>());
+void Payloads::take(size_t i, Unpacker& u, bool with_set, size_t first) {
+  if (with_set) {
+    const auto n = u.get<uint64_t>();
+    if (n & kSameSet)
+      sets.share(static_cast<DocId>(i), static_cast<DocId>(first + (n & ~kSameSet)));
+    else
+      sets.set(static_cast<DocId>(i), u.get_values<ShingleHash>(n));
+  }
   if (!band_keys.empty()) {
     const auto keys = u.get_vector<uint64_t>();
     std::copy(keys.begin(), keys.end(), band_keys.begin() + static_cast<ptrdiff_t>(i * bands));
