@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "io/fd_stream.h"
 #include "json.h"
 #include "serve_connection.h"
 #include "serve_harness.h"
@@ -790,13 +791,8 @@ int run_serve(const ServeOptions& o) {
   if (port == 0) {
     const std::string line = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(bound) + "\n";
     std::fflush(stdout);
-    for (size_t done = 0; done < line.size();) {  // again after EINTR, on after a short count
-      const ssize_t w = ::write(STDOUT_FILENO, line.data() + done, line.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0)  // no one would know where it listens
-        throw IoError(std::string("cannot write the port chosen to standard output: ") + std::strerror(w < 0 ? errno : EIO));
-      done += static_cast<size_t>(w);
-    }
+    if (io::write_fully(STDOUT_FILENO, line.data(), line.size()) < line.size())  // no one would know where it listens
+      throw IoError(std::string("cannot write the port chosen to standard output: ") + std::strerror(errno));
   }
   if (!o.quiet) {
     if (!is_loopback(host))
