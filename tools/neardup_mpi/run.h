@@ -228,6 +228,9 @@ struct Fate {
   std::string keeper_id;
 };
 
+/// Gives the heap's free pages back to the system when it holds more than a bound free (run.cpp).
+void release_free_memory_past_bound() noexcept;
+
 class Run {
  public:
   Run(Comm& c, const CLI::App* cmd, const cli::Options& o, bool dedup) : c_(c), steps_(c), cmd_(cmd), o_(o), dedup_(dedup) {}

@@ -59,6 +59,7 @@ void Run::in_groups(const Buckets& buckets, const std::function<void(std::span<c
     for (const auto& b : group) docs.insert(docs.end(), b.begin(), b.end());
     const Payloads pl = fetch(std::move(docs), dedup_);
     steps_.agree([&] { use(group, pl); });
+    release_free_memory_past_bound();
   }
 }
 
