@@ -8,7 +8,8 @@ INDEXED documents of CORPUS are indexed first; the service then runs with --fold
 folds every few seconds) under two query clients and two change clients (adds of the corpus's
 later documents under new ids, and deletes of some they added, which keep each client near 3,000
 documents). Every 30 seconds: the rates, the service's own resident memory (RssAnon), the index
-file, its documents and folds. At the end the service is stopped (it folds),
+file, its documents and folds; at the end, RssAnon again after malloc_trim(0) (through gdb, if
+installed). Then the service is stopped (it folds),
 `neardup index verify` runs, and the index must hold exactly what the change clients' own record
 of acknowledged changes says: every acknowledged add not deleted since, no deleted one, and the
 documents indexed first. Exit 1 if anything is missing, extra, or any request failed (a 503 with
@@ -28,6 +29,16 @@ import time
 import neardup
 
 CLI = os.environ.get("NEARDUP_CLI", "build/neardup")
+
+
+def trimmed_rss_mib(pid):
+    """RssAnon once glibc has given back the free memory of every heap (malloc_trim(0), called in
+    the service through gdb): the samples between folds include free blocks that glibc keeps, up
+    to its trim threshold per thread's heap, and a growth that survives the trim is a leak."""
+    if not shutil.which("gdb"):
+        return None
+    subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "call (int)malloc_trim(0)"], capture_output=True)
+    return rss_mib(pid)
 
 
 def rss_mib(pid, kind="RssAnon:"):
@@ -140,6 +151,9 @@ def main():
     for t in threads:
         t.join()
     rss_end = rss_mib(proc.pid)
+    rss_trimmed = trimmed_rss_mib(proc.pid)
+    _, st = Client(port).call("GET", "/v1/stats")
+    unfolded = st["log_bytes"] / 2**20  # the changes since the last fold, held in memory too
     proc.send_signal(15)
     rc = proc.wait(timeout=600)
     verify = subprocess.run([CLI, "index", "verify", index, "-q"], capture_output=True, text=True)
@@ -148,9 +162,10 @@ def main():
     missing = [d for d in expected if d not in idx]
     extra = len(idx) - (len(expected) - len(missing))
     print("\n%d queries, %d adds, %d deletes in %.0f s; %d failed requests; service exit %d; index verify exit %d; "
-          "memory (RssAnon) %.0f -> %.0f MiB; %d documents expected, %d missing, %d extra" % (
+          "memory (RssAnon) %.0f -> %.0f MiB, %s after malloc_trim(0); %d documents expected, %d missing, %d extra" % (
               counts["query"], counts["add"], counts["delete"], time.time() - start, len(failures), rc, verify.returncode,
-              rss_start, rss_end, len(expected), len(missing), extra))
+              rss_start, rss_end, "%.0f MiB (%.0f MiB of changes not yet folded)" % (rss_trimmed, unfolded) if rss_trimmed is not None else "(no gdb)", len(expected),
+              len(missing), extra))
     for f in failures[:5]:
         print("failed:", f)
     shutil.rmtree(top, ignore_errors=True)
