@@ -39,13 +39,17 @@ Buckets Run::find_buckets() {
             reinterpret_cast<const char*>(&e), sizeof e);
       }
     }
-    const auto in = c_.exchange(std::move(out));
     std::vector<Entry> entries;
-    for (const std::string& buf : in) {
-      const size_t n = buf.size() / sizeof(Entry);
-      const size_t at = entries.size();
-      entries.resize(at + n);
-      std::memcpy(entries.data() + at, buf.data(), n * sizeof(Entry));
+    {  // what came is let go before the sort takes its scratch: a rank's peak in this stage
+      const auto in = c_.exchange(std::move(out));
+      size_t n = 0;
+      for (const std::string& buf : in) n += buf.size() / sizeof(Entry);
+      entries.reserve(n);
+      for (const std::string& buf : in) {
+        const size_t at = entries.size();
+        entries.resize(at + buf.size() / sizeof(Entry));
+        std::memcpy(entries.data() + at, buf.data(), buf.size() / sizeof(Entry) * sizeof(Entry));
+      }
     }
     // By band, then key (two stable radix sorts, the key first): entries arrive in document
     // order (the ranks' ranges ascend, and each sent its documents in order), so each bucket's
