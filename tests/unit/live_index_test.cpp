@@ -44,6 +44,21 @@ uint64_t file_size(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
+// An index at dir/i.ndx whose log holds adds of d0, d1, ... left unfolded (the live index is not
+// closed, as a crash would leave it): `singles` applied one at a time (each its own synced group),
+// then `grouped` in one apply (one write, one sync).
+std::string logged_index(TempDir& dir, uint64_t seed, int singles, int grouped = 0) {
+  const std::string path = dir.file("i.ndx");
+  NearDupIndex::create(path, small_spec());
+  std::mt19937_64 rng(seed);
+  auto live = LiveIndex::open(path);
+  for (int i = 0; i < singles; ++i) live->apply(add("d" + std::to_string(i), text_of(rng)));
+  std::vector<LiveChange> group;
+  for (int i = singles; i < singles + grouped; ++i) group.push_back(add("d" + std::to_string(i), text_of(rng)));
+  if (!group.empty()) live->apply(std::move(group));
+  return path;
+}
+
 }  // namespace
 
 TEST(LiveIndex, ChangesSurviveReopeningThroughTheLog) {
@@ -88,13 +103,7 @@ TEST(LiveIndex, ChangesSurviveReopeningThroughTheLog) {
 
 TEST(LiveIndex, ATornRecordAtTheEndIsCutOff) {
   TempDir dir;
-  const std::string path = dir.file("i.ndx");
-  NearDupIndex::create(path, small_spec());
-  std::mt19937_64 rng(2);
-  {
-    auto live = LiveIndex::open(path);
-    for (int i = 0; i < 5; ++i) live->apply(add("d" + std::to_string(i), text_of(rng)));
-  }
+  const std::string path = logged_index(dir, 2, 5);
   const std::string log = LiveIndex::log_path(path);
   const uint64_t whole = file_size(log);
   // Every prefix of the last record is a crash in the middle of appending it.
@@ -136,13 +145,7 @@ size_t record_offset(const std::string& log, int n) {
 
 TEST(LiveIndex, DamageBeforeALaterGroupIsRefusedAndCanBeSalvaged) {
   TempDir dir;
-  const std::string path = dir.file("i.ndx");
-  NearDupIndex::create(path, small_spec());
-  std::mt19937_64 rng(3);
-  {
-    auto live = LiveIndex::open(path);  // one change per group: each synced before the next
-    for (int i = 0; i < 6; ++i) live->apply(add("d" + std::to_string(i), text_of(rng)));
-  }
+  const std::string path = logged_index(dir, 3, 6);  // one change per group: each synced before the next
   const std::string log = LiveIndex::log_path(path);
   std::string bytes = read_file(log);
   bytes[record_offset(bytes, 2) + 40] ^= 1;  // a bit of record 2 turned on the disk
@@ -171,16 +174,7 @@ TEST(LiveIndex, DamageBeforeALaterGroupIsRefusedAndCanBeSalvaged) {
 
 TEST(LiveIndex, DamageInsideTheLastGroupIsATornEnd) {
   TempDir dir;
-  const std::string path = dir.file("i.ndx");
-  NearDupIndex::create(path, small_spec());
-  std::mt19937_64 rng(4);
-  {
-    auto live = LiveIndex::open(path);
-    for (int i = 0; i < 3; ++i) live->apply(add("d" + std::to_string(i), text_of(rng)));
-    std::vector<LiveChange> group;  // one apply: one write, one sync
-    for (int i = 3; i < 6; ++i) group.push_back(add("d" + std::to_string(i), text_of(rng)));
-    live->apply(std::move(group));
-  }
+  const std::string path = logged_index(dir, 4, 3, 3);
   const std::string log = LiveIndex::log_path(path);
   const std::string bytes = read_file(log);
   // A crash while the last group was written may leave any of its pages and not others.
