@@ -6,10 +6,11 @@ The method of Pillai et al., "All File Systems Are Not Created Equal" (OSDI 2014
 run writes and syncs, then build the file states a crash could leave (cut at a sync, unsynced
 writes dropped, torn, or reordered as POSIX allows) and open each.
 
-1. The order of syncs and renames (`strace -y` of `index fold` of a service's log and of
-   `index add`): every file moved into place was synced before the move, and the directory
-   is synced after it and before any later move. So a crash leaves each file old or new, and a
-   later move never persists without an earlier one (the folded index before its new log).
+1. The order of syncs and renames (`strace -y` of `index fold` of a service's log, of
+   `index add` and of a `dedup` with three outputs): every file moved into place was synced
+   before the move, and the directory is synced after it (for the index, before any later move).
+   So a crash leaves each file old or new, and a later move of the index's never persists
+   without an earlier one (the folded index before its new log).
 2. The log: a service is sent adds and deletes one at a time, each acknowledged only after the
    log was synced (its size then is a sync point). For every acknowledged change k, and for cuts
    between sync point k and k + 1 (the torn write of change k + 1, the rest dropped, or left as
@@ -74,18 +75,27 @@ def check_order(nd, top):
     s = Service(nd, os.path.join(d, "idx.ndx"))
     call(s, "POST", "/v1/add", {"id": "s1", "text": words(rng, 80)})
     s.kill()
-    commands = [["index", "fold", "idx.ndx", "-q"], ["index", "add", "idx.ndx", "a.jsonl", "-q"]]
-    for args in commands:
+    with open(os.path.join(d, "kept.jsonl"), "w") as f:
+        f.write("old\n")  # replaced (exchanged); --removed and --clusters are new
+    # The index's moves are ordered (the folded index persists before its new log); a dedup's
+    # outputs are independent files, each old or new after a crash, moved one after the other
+    # and their directory synced once after the last.
+    commands = [(["index", "fold", "idx.ndx", "-q"], True), (["index", "add", "idx.ndx", "a.jsonl", "-q"], True),
+                (["dedup", "a.jsonl", "-o", "kept.jsonl", "--removed", "removed.tsv", "--clusters", "clusters.tsv", "-q"], False)]
+    for args, ordered in commands:
         trace = os.path.join(top, "order.trace")
         subprocess.run(["strace", "-f", "-y", "-qq", "-o", trace, "-e",
                         "trace=fsync,fdatasync,rename,renameat2,linkat,write,pwrite64,ftruncate", nd, *args],
                        cwd=d, check=True, capture_output=True)
-        problems += ["%s: %s" % (" ".join(args[:2]), p) for p in order_problems(open(trace).read().splitlines())]
+        found = order_problems(open(trace).read().splitlines(), d, ordered)
+        problems += ["%s: %s" % (" ".join(args[:2]), p) for p in found]
     return problems
 
 
-def order_problems(lines):
-    """Problems in the order of an strace -y trace's writes, syncs, links and moves."""
+def order_problems(lines, cwd, ordered=True):
+    """Problems in the order of an strace -y trace's writes, syncs, links and moves (of a command
+    run in `cwd`): each file moved is synced before; with `ordered`, each move's directory is
+    synced before the next move, else once after the last."""
     synced = {}        # a file (the path strace gives its descriptor) -> whether its writes were synced
     fd_file = {}       # descriptor -> that path
     named = {}         # a name given by linkat -> the file it names
@@ -110,11 +120,12 @@ def order_problems(lines):
             if link:
                 named[os.path.join(link.group(2), link.group(3))] = fd_file.get(link.group(1))
         elif call in ("rename", "renameat2"):
-            moves = re.findall(r'AT_FDCWD<([^>]*)>, "([^"]+)"', args)
+            moves = re.findall(r'AT_FDCWD<([^>]*)>, "([^"]+)"', args) or [(cwd, p) for p in re.findall(r'"([^"]+)"', args)]
             if len(moves) != 2:
+                problems.append("a move not understood: " + line)
                 continue
-            source, target = (os.path.normpath(os.path.join(cwd, p)) for cwd, p in moves)
-            if unsynced_dir:
+            source, target = (os.path.normpath(os.path.join(at, p)) for at, p in moves)
+            if unsynced_dir and ordered:
                 problems.append("%s moved before the directory of the move before it was synced" % target)
             if not synced.get(named.get(source, source), False):
                 problems.append("%s moved into place before it was synced" % target)
