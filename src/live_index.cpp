@@ -81,7 +81,7 @@ struct Ticket {
 };
 
 struct LiveIndex::State {
-  std::string log_path;
+  std::string index_path, log_path;
   LiveIndexOptions options;
   PipelineSpec spec;
   std::unique_ptr<NearDupIndex> index;  // replaced by a fold (under the exclusive lock)
@@ -178,7 +178,6 @@ struct LiveIndex::State {
 };
 
 void LiveIndex::State::damaged_synced(uint64_t record, size_t at) const {
-  const std::string index_path = log_path.substr(0, log_path.size() - 4);
   throw FormatError("record " + std::to_string(record) + " (byte " + std::to_string(at) +
                         ") of the index's log is damaged and changes synced later follow it: the damage is to "
                         "acknowledged changes, not a crash; `neardup index fold " + index_path +
@@ -260,9 +259,8 @@ void LiveIndex::State::replay(NearDupIndex* into) {
     if (!internal::whole_record_at(data, at, rec)) {
       // A record cut short or failing its checksum: the torn end of the last group (a crash while
       // it was written, never acknowledged), unless a later group starts after it (live_log.h).
-      if (!internal::group_starts_after(data, at + 1)) break;
+      if (!internal::next_whole_record(data, at + 1, rec) || !internal::group_starts_after(data, rec.at)) break;
       if (!options.salvage_log) damaged_synced(records + 1, at);
-      internal::next_whole_record(data, at + 1, rec);
       salvaged_bytes += rec.at - at;
       at = rec.at;
     }
@@ -378,7 +376,6 @@ void LiveIndex::State::run_batch(std::vector<std::shared_ptr<Ticket>>& batch) {
     error = std::make_exception_ptr(IoError("changes are refused since the index's log could not be written (" + failed +
                                             ") nor cut back to what was synced; restart to replay the log", ErrorPlace{log_path}));
   } else if (!log.empty()) {
-    internal::mark_group_start(log, 0);  // one write, one sync: a group (live_log.h)
     try {
       write_all(log_fd, log, log_path);
       if (io::retry_eintr([&] { return ::fdatasync(log_fd); }) != 0) log_io_error(log_path, "cannot sync the index's log");
@@ -440,6 +437,7 @@ LiveIndex::LiveIndex(std::unique_ptr<State> state) : s_(std::move(state)) {}
 
 std::unique_ptr<LiveIndex> LiveIndex::open(const std::string& path, const LiveIndexOptions& options, const LockWait& wait) {
   auto s = std::make_unique<State>();
+  s->index_path = path;
   s->log_path = log_path(path);
   s->options = options;
   if (s->options.max_batch == 0) s->options.max_batch = 1;

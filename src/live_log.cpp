@@ -22,16 +22,6 @@ void seal_record(std::string& log, size_t at, uint32_t kind) {
   std::memcpy(log.data() + at, &sum, 8);
 }
 
-void mark_group_start(std::string& log, size_t at) {
-  uint32_t payload, kind;
-  std::memcpy(&payload, log.data() + at + 8, 4);
-  std::memcpy(&kind, log.data() + at + 12, 4);
-  kind |= kGroupStart;
-  std::memcpy(log.data() + at + 12, &kind, 4);
-  const uint64_t sum = record_sum(log.data() + at, payload + 8);
-  std::memcpy(log.data() + at, &sum, 8);
-}
-
 bool whole_record_at(std::string_view data, size_t at, LogRecord& out) noexcept {
   if (at > data.size() || data.size() - at < kRecordHeaderBytes) return false;
   uint64_t sum;

@@ -41,18 +41,15 @@ inline void put_id(std::string& out, std::string_view id) {
 /// Seals the record that starts at `at` and runs to the end of `log`: its length, kind and checksum.
 void seal_record(std::string& log, size_t at, uint32_t kind);
 
-/// Appends one record; `fill` writes the payload. Returns where it starts.
+/// Appends one record to `group` (the bytes of one write); `fill` writes the payload. The group's
+/// first record is marked as its start.
 template <class Fill>
-size_t append_record(std::string& log, RecordKind kind, Fill&& fill) {
-  const size_t at = log.size();
-  log.resize(at + kRecordHeaderBytes);
-  fill(log);
-  seal_record(log, at, kind);
-  return at;
+void append_record(std::string& group, RecordKind kind, Fill&& fill) {
+  const size_t at = group.size();
+  group.resize(at + kRecordHeaderBytes);
+  fill(group);
+  seal_record(group, at, at == 0 ? kind | kGroupStart : kind);
 }
-
-/// Marks the sealed record at `at` (the first of a group) as a group's start.
-void mark_group_start(std::string& log, size_t at);
 
 /// A whole record (its length within the data, its checksum holding) found in a log's bytes.
 struct LogRecord {
