@@ -277,8 +277,10 @@ struct EndpointMetrics {
 struct Metrics {
   std::array<EndpointMetrics, kEndpoints> e;
   std::atomic<uint64_t> refused_connections{0};
+  std::atomic<uint64_t> server_errors{0};  // answers 5xx but 503 (which asks to retry): an internal error
   void observe(Endpoint ep, int status, double seconds) {
     EndpointMetrics& m = e[ep];
+    if (status >= 500 && status != 503) ++server_errors;
     const int cls = status / 100;
     if (cls >= 1 && cls <= 5) ++m.by_class[cls];
     size_t b = 0;
@@ -885,7 +887,6 @@ struct ServeHarness::Impl {
   Metrics metrics;
   Server svr;
   std::string token;
-  uint64_t server_errors = 0;
 };
 
 ServeHarness::ServeHarness(LiveIndex& live, const std::string& index_path, const std::string& token) : impl_(std::make_unique<Impl>()) {
@@ -897,15 +898,11 @@ ServeHarness::ServeHarness(LiveIndex& live, const std::string& index_path, const
   add_query_routes(h.svr, h.o, live, h.limits);
   add_change_routes(h.svr, h.o, live, h.limits);
   add_status_routes(h.svr, h.o, live, h.metrics);
-  h.svr.set_logger([&h](const httplib::Request& req, const httplib::Response& res) {
-    h.metrics.observe(endpoint_of(req), res.status, 0);
-    if (res.status >= 500 && res.status != 503) ++h.server_errors;
-  });
 }
 
 ServeHarness::~ServeHarness() = default;
 
-uint64_t ServeHarness::server_errors() const noexcept { return impl_->server_errors; }
+uint64_t ServeHarness::server_errors() const noexcept { return impl_->metrics.server_errors; }
 
 std::string ServeHarness::serve(std::string_view bytes) {
   MemoryStream s(bytes);
