@@ -42,13 +42,14 @@ Buckets Run::find_buckets() {
     std::vector<Entry> entries;
     {  // what came is let go before the sort takes its scratch: a rank's peak in this stage
       const auto in = c_.exchange(std::move(out));
-      size_t n = 0;
-      for (const std::string& buf : in) n += buf.size() / sizeof(Entry);
-      entries.reserve(n);
+      size_t total = 0;
+      for (const std::string& buf : in) total += buf.size() / sizeof(Entry);
+      entries.resize(total);
+      size_t at = 0;
       for (const std::string& buf : in) {
-        const size_t at = entries.size();
-        entries.resize(at + buf.size() / sizeof(Entry));
-        std::memcpy(entries.data() + at, buf.data(), buf.size() / sizeof(Entry) * sizeof(Entry));
+        const size_t n = buf.size() / sizeof(Entry);
+        std::memcpy(entries.data() + at, buf.data(), n * sizeof(Entry));
+        at += n;
       }
     }
     // By band, then key (two stable radix sorts, the key first): entries arrive in document
@@ -221,7 +222,7 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   Payloads pl(docs, spec_, for_clusters);
   // docs ascending: each rank's answers in turn (its documents are a run of docs from `first`),
   // each let go once read.
-  size_t previous = 0, first = 0;
+  size_t owner_now = SIZE_MAX, first = 0;
   std::unordered_map<uint32_t, DocId> own;  // a stored set -> the first of mine that took it
   for (size_t i = 0; i < docs.size(); ++i) {
     const DocId d = docs[i];
@@ -242,11 +243,11 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
       continue;
     }
     const size_t owner = static_cast<size_t>(owner_of(bases_, d));
-    if (owner != previous || i == 0) {
-      if (owner != previous) std::string().swap(storage[previous]);
+    if (owner != owner_now) {
+      if (owner_now != SIZE_MAX) std::string().swap(storage[owner_now]);
+      owner_now = owner;
       first = i;
     }
-    previous = owner;
     pl.take(i, readers[owner], exact, first);
   }
   loaded_sets_.clear();
