@@ -30,21 +30,10 @@ import subprocess
 import sys
 import tempfile
 
-from injection import finish
+from injection import finish, words
 from service import Service
 
 LOG_HEADER, RECORD_HEADER = 64, 16
-
-
-def words(rng, n):
-    return " ".join("w%d" % rng.randrange(5000) for _ in range(n))
-
-
-def call(s, method, path, body=None):
-    status, r = s.call(method, path, body)
-    if status not in (200, 201):
-        s.kill()
-        sys.exit("serve answered %s to %s %s: %s" % (status, method, path, r))
 
 
 def run(nd, *args, cwd=None, check=True):
@@ -73,7 +62,7 @@ def check_order(nd, top):
             f.write(json.dumps({"id": "a%d" % i, "text": words(rng, 80)}) + "\n")
     run(nd, "index", "create", "idx.ndx", "-q", cwd=d)
     s = Service(nd, os.path.join(d, "idx.ndx"))
-    call(s, "POST", "/v1/add", {"id": "s1", "text": words(rng, 80)})
+    s.must("POST", "/v1/add", {"id": "s1", "text": words(rng, 80)})
     s.kill()
     with open(os.path.join(d, "kept.jsonl"), "w") as f:
         f.write("old\n")  # replaced (exchanged); --removed and --clusters are new
@@ -159,10 +148,10 @@ def check_log(nd, top, every_byte):
     expected = [{x["id"] for x in base}]
     for kind, x in changes:
         if kind == "add":
-            call(s, "POST", "/v1/add", {"id": x["id"], "text": x["text"], "dedup": False})
+            s.must("POST", "/v1/add", {"id": x["id"], "text": x["text"], "dedup": False})
             expected.append(expected[-1] | {x["id"]})
         else:
-            call(s, "DELETE", "/v1/docs/" + x["id"])
+            s.must("DELETE", "/v1/docs/" + x["id"])
             expected.append(expected[-1] - {x["id"]})
         sizes.append(os.path.getsize(log))
     s.kill()  # power loss: nothing folded, the log as synced

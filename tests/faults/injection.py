@@ -1,4 +1,5 @@
-"""What the fault scripts share: the calls to leave alone, and how a script reports."""
+"""What the fault scripts share: the calls to leave alone, their documents' texts, and how a
+script reports."""
 import os
 import shutil
 import subprocess
@@ -12,6 +13,11 @@ import tempfile
 # loader). Set for every run of the scripts, the tunable keeps each run a single start.
 if "glibc.malloc.hugetlb=" not in os.environ.get("GLIBC_TUNABLES", ""):
     os.environ["GLIBC_TUNABLES"] = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES"), "glibc.malloc.hugetlb=0"]))
+
+
+def words(rng, n):
+    """n words of a 5,000-word vocabulary: a document's text."""
+    return " ".join("w%d" % rng.randrange(5000) for _ in range(n))
 
 
 def startup_calls(nd, calls):

@@ -25,15 +25,11 @@ import subprocess
 import sys
 import tempfile
 
-from injection import finish, startup_calls
+from injection import finish, startup_calls, words
 from service import Service
 
 CALLS = ["openat", "write", "pwrite64", "fsync", "fdatasync", "ftruncate", "rename", "renameat2", "linkat"]
 ERRORS = ["EIO", "ENOSPC", "EINTR"]
-
-
-def words(rng, n):
-    return " ".join("w%d" % rng.randrange(5000) for _ in range(n))
 
 
 def present(nd, d, probes):

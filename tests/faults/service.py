@@ -6,6 +6,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 
 
 class Service:
@@ -32,6 +33,14 @@ class Service:
             return None, str(e)
         finally:
             c.close()
+
+    def must(self, method, path, body=None):
+        """call(), for a script's set-up: anything but a 200 or 201 ends the script."""
+        status, r = self.call(method, path, body)
+        if status not in (200, 201):
+            self.kill()
+            sys.exit("serve answered %s to %s %s: %s" % (status, method, path, r))
+        return r
 
     def pid(self):
         """The service's own process: the one started, or its child when started under another."""

@@ -68,10 +68,7 @@ def serve_and_kill(nd, index, docs):
     s = Service(nd, index)
     body = [{"id": json.loads(l)["id"], "text": json.loads(l)["text"], "dedup": False} for l in open(docs)]
     for method, path, data in [("POST", "/v1/add", b) for b in body] + [("DELETE", "/v1/docs/a.jsonl-3", None)]:
-        status, r = s.call(method, path, data)
-        if status not in (200, 201):
-            s.kill()
-            sys.exit("serve answered %s to %s %s: %s" % (status, method, path, r))
+        s.must(method, path, data)
     s.kill()
 
 

@@ -67,6 +67,17 @@ class Server:
         self.rest = []
         threading.Thread(target=lambda: self.rest.extend(self.proc.stderr), daemon=True).start()
 
+    @classmethod
+    def quiet(cls, index, preexec_fn):
+        """A `-q` service started with preexec_fn (a file size limit: a full disk), its port read
+        from its output; its stderr is the caller's to read once it has ended."""
+        s = cls.__new__(cls)
+        s.index, s.token = index, None
+        s.proc = subprocess.Popen([CLI, "serve", str(index), "--listen", "127.0.0.1:0", "-q"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+        s.port = int(s.proc.stdout.readline().strip().rsplit(":", 1)[1])
+        return s
+
     def request(self, method, path, body=None, headers=None, timeout=30):
         h = dict(headers or {})
         if self.token and "Authorization" not in h:
@@ -565,11 +576,8 @@ def test_a_full_disk_at_the_last_fold_is_reported_never_an_abort(index):
     text = lambda i: " ".join("w%d_%d" % (i, j) for j in range(3000))
     acked = []
     for attempt in range(2):
-        proc = subprocess.Popen([CLI, "serve", str(index), "--listen", "127.0.0.1:0", "-q"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, preexec_fn=limited_file_size(400))
-        port = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
-        s = Server.__new__(Server)
-        s.port, s.token, s.proc = port, None, proc
+        s = Server.quiet(index, limited_file_size(400))
+        proc = s.proc
         for i in range(3):
             doc_id = "a%d-%d" % (attempt, i)
             assert s.json("POST", "/v1/add", {"id": doc_id, "text": text(100 * attempt + i)})[0] == 201
@@ -599,11 +607,8 @@ def test_a_full_disk_recovers_without_a_restart(index):
     def soft_limit():  # 200 KiB for the service's files, a soft limit it may be given back
         resource.setrlimit(resource.RLIMIT_FSIZE, (200 * 1024, resource.RLIM_INFINITY))
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    proc = subprocess.Popen([CLI, "serve", str(index), "--listen", "127.0.0.1:0", "-q"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=soft_limit)
-    port = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
-    s = Server.__new__(Server)
-    s.port, s.token, s.proc = port, None, proc
+    s = Server.quiet(index, soft_limit)
+    proc = s.proc
     acked, refused = [], []
     for i in range(12):
         status, r = s.json("POST", "/v1/add", {"id": "r%d" % i, "text": text(i)})
