@@ -156,22 +156,11 @@ struct Pieces {
     cuts.push_back(text.size());
   }
   size_t size() const noexcept { return cuts.size() - 1; }
-  // The word buffers a thread reuses for every piece it takes, kept from one long text to the
-  // next: made afresh for each text, every thread that took a piece faulted them in again (a
-  // piece of 1 MiB of source code has about 1.4 MB of words and as much of shingles). A piece
-  // of the default size holds at most half as many words as bytes, so they stay within 8 x
-  // kPieceBytes; pieces cut larger (a caller's piece_bytes) let theirs go after the text.
+  // The word buffers a thread reuses for every piece of one text it takes.
   struct Scratch {
     HashVector before, words;
     HashVector shingles;
-    void trim() noexcept {
-      for (HashVector* v : {&before, &words, &shingles}) internal::trim_scratch(*v, 8 * DocumentSketcher::kPieceBytes);
-    }
   };
-  static Scratch& thread_scratch() {
-    thread_local Scratch scratch;
-    return scratch;
-  }
   // The shingles of the windows that end in piece i's words (its words after the k - 1 words
   // before its cut, read again from the text from a whitespace on) into scratch.shingles;
   // returns the number of its own words.
@@ -197,18 +186,21 @@ struct Pieces {
     return buf.size() - prefix;
   }
   // Shingles every piece on `threads` threads of the current pool and calls on_piece(i, its
-  // shingles) there; returns the number of words of the text. Each thread keeps its scratch
-  // (thread_scratch): freed after every piece, it was faulted in again for the next (one 50 MB
-  // record took 224 ms instead of 185).
+  // shingles) there; returns the number of words of the text. Each thread keeps its scratch for
+  // the pieces of the text (a piece of source code has about 1.4 bytes of words and as many of
+  // shingles per byte of text): freed after every piece, it would be faulted in again for the
+  // next. It goes with the text: kept in each pool thread from one text to the next, it would
+  // stay resident for the rest of the run in every thread that ever took a long text's piece,
+  // on top of the sets that verification holds.
   template <class OnPiece>
   size_t each_piece(const Shingler& sh, int threads, OnPiece&& on_piece) const {
     const size_t k = static_cast<size_t>(sh.options().k);
     std::vector<size_t> words(size());
-    internal::parallel_for(size(), threads, [&](size_t i, size_t) {
-      Scratch& own = thread_scratch();
+    std::vector<Scratch> scratch(static_cast<size_t>(std::max(1, threads)));
+    internal::parallel_for(size(), threads, [&](size_t i, size_t slot) {
+      Scratch& own = scratch[slot];
       words[i] = shingles(sh, k, i, own);
       on_piece(i, std::span<const ShingleHash>(own.shingles));
-      own.trim();
     });
     size_t total = 0;
     for (const size_t w : words) total += w;

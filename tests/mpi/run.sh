@@ -56,6 +56,15 @@ for np in 1 2 3 4; do
   same_dedup planted-one-file "$np" all.jsonl --keep longest --method minhash
   same_pairs planted "$np" shard*.jsonl
 done
+# Groups of 4 KB and batches of 64 documents: many of each, on plain files (sets read where they
+# are verified, groups of a batch taken apart) and with compressed ones (sets sent, a batch a group).
+for f in shard1 shard3; do zstd -q "$f.jsonl" -o "$f.small.jsonl.zst"; done
+export NEARDUP_MPI_TEST_SMALL_GROUPS=1
+same_dedup planted-small-groups 2 all.jsonl --keep-by score
+same_dedup planted-small-groups-mixed 3 shard0.jsonl shard1.small.jsonl.zst shard2.jsonl shard3.small.jsonl.zst shard4.jsonl
+same_pairs planted-small-groups 3 all.jsonl
+unset NEARDUP_MPI_TEST_SMALL_GROUPS
+rm -f shard*.small.jsonl.zst
 same_dedup planted-estimate 2 all.jsonl --verify estimate -t 0.7
 same_dedup planted-leader 3 shard*.jsonl --cluster leader
 same_dedup planted-keep-by 3 all.jsonl --keep-by score:asc

@@ -20,6 +20,7 @@
 #include <exception>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -157,6 +158,17 @@ inline uint64_t mix64(uint64_t x) noexcept {
 // count, kSameSet | the ordinal of the earlier document in the answer. Copies of one text (a
 // cluster of hundreds of licence files) then cross once, and are held once on either side.
 constexpr uint64_t kSameSet = uint64_t{1} << 63;
+// In place of a set: the asking rank reads it itself from the record's position (Run::at_position).
+constexpr uint64_t kAtPosition = uint64_t{1} << 62;
+
+// A set a rank reads itself: the payload's document i, where its record lies, its text's length
+// and its line (for messages).
+struct SetAt {
+  size_t i;
+  io::RecordPos pos;
+  uint32_t length;
+  uint64_t line;
+};
 
 // The sets this rank computed for a group, by document; the copies of one text (a cluster of
 // hundreds of licence files) share one stored set.
@@ -200,6 +212,9 @@ class LoadedSets {
 // clustering, what the outputs and the keep order need.
 struct Payloads {
   Payloads(std::vector<DocId> docs, const PipelineSpec& spec, bool for_clusters);
+  Payloads(std::vector<DocId> docs, size_t bands, size_t k, bool for_clusters, bool exact);
+  /// The payloads of `some` (sorted, among docs), their sets to read included (no set is copied).
+  Payloads subset(std::vector<DocId> some) const;
   /// Document i's payload from `u` (Run::pack_payload's, after the set when with_set; a set sent
   /// as kSameSet | j is document first + j's, the answer's j-th).
   void take(size_t i, Unpacker& u, bool with_set, size_t first);
@@ -208,6 +223,7 @@ struct Payloads {
   std::vector<SigValue> sigs;        // estimate: docs.size() x k
   std::vector<uint64_t> band_keys;   // exact: docs.size() x bands
   DocumentTable table;  // for clustering: ids, lengths, keep-by values
+  std::vector<SetAt> to_read;  // exact: the sets this rank reads itself (Run::read_sets_at), by i
   bool clusters = false;
   size_t bands = 0, k = 0;
   size_t index(DocId d) const { return place_in(docs, d); }
@@ -249,12 +265,19 @@ class Run {
   void check_key_kinds();
   Buckets find_buckets();
   Buckets by_component(std::vector<std::vector<DocId>> found);
+  /// The components moved between the ranks so that each verifies about as much text.
+  Buckets balance(Buckets mine);
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
                                    std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr,
                                    const std::function<void()>& answered = nullptr);
   Payloads fetch(std::vector<DocId> docs, bool for_clusters);
   void pack_payload(size_t l, bool for_clusters, Packer& p) const;
   void load_sets(std::vector<DocId> docs);
+  bool at_position(size_t l);
+  const std::vector<bool>& plain_sources();
+  bool every_set_at_position();
+  void read_sets_at(Payloads& pl);
+  std::vector<bool> plain_;  // per source: read at positions by any rank (at_position)
   LoadedSets loaded_sets_;
   /// Where each group of buckets ends: whole components whose distinct documents' texts stay
   /// within a budget.

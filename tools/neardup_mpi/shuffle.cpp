@@ -79,7 +79,7 @@ Buckets Run::find_buckets() {
   uint64_t largest = 0;
   for (const auto& b : found) largest = std::max<uint64_t>(largest, b.size());
   largest_bucket_ = largest;
-  return by_component(std::move(found));
+  return balance(by_component(std::move(found)));
 }
 
 // Asks the ranks that read `docs` (sorted, distinct) about them: on each, prepare(everything
@@ -172,9 +172,13 @@ void Run::load_sets(std::vector<DocId> docs) {
 }
 
 // The payloads of `docs` (with what clustering needs: ids, lengths and keep-by values): from
-// this rank's own records directly, and from the ranks that read the others. Each rank computes
-// the sets (load_sets, as the single process's verification pass reads) asked of it, then its
-// own, which it moves into the payloads without a copy.
+// this rank's own records directly, and from the ranks that read the others. A set whose record
+// any rank can read by position (at_position) is not sent: the owner sends where the record
+// lies, and the asking rank reads it itself (read_sets_at, after fetch), so that the re-reading
+// follows the verification, which balance() spreads evenly, not the input. The other sets
+// (compressed inputs, text files) are computed by their owner (load_sets, as the single
+// process's verification pass reads): first those other ranks asked for, then its own, which it
+// moves into the payloads without a copy.
 Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
@@ -193,7 +197,13 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
     std::unordered_map<uint32_t, uint64_t> sent;  // a stored set -> the first ordinal here that sent it
     for (uint64_t j = 0; j < want.size(); ++j) {
       const DocId d = want[j];
-      if (exact) {
+      const size_t l = d - local_.base;
+      if (exact && at_position(l)) {
+        p.put(kAtPosition);
+        p.put(local_.pos[l]);
+        p.put(local_.lengths[l]);
+        p.put(local_.line[l]);
+      } else if (exact) {
         const auto [it, first] = sent.try_emplace(loaded_sets_.slot(d), j);
         if (first)
           p.put_vector(loaded_sets_.get(d));
@@ -201,9 +211,10 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
           p.put(kSameSet | it->second);
         if (--asks[d] == 0 && !std::binary_search(mine.begin(), mine.end(), d)) loaded_sets_.release(d);
       }
-      pack_payload(d - local_.base, for_clusters, p);
+      pack_payload(l, for_clusters, p);
     }
   }, storage, exact ? std::function<void(std::vector<DocId>)>([&](std::vector<DocId> all) {
+    std::erase_if(all, [&](DocId d) { return at_position(d - local_.base); });
     for (const DocId d : all) ++asks[d];
     try {
       load_sets(std::move(all));
@@ -216,7 +227,7 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
         if (!exact) return;
         std::vector<DocId> unread;
         for (const DocId d : mine)
-          if (!loaded_sets_.has(d)) unread.push_back(d);
+          if (!at_position(d - local_.base) && !loaded_sets_.has(d)) unread.push_back(d);
         load_sets(std::move(unread));
       });
   Payloads pl(docs, spec_, for_clusters);
@@ -227,7 +238,10 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   for (size_t i = 0; i < docs.size(); ++i) {
     const DocId d = docs[i];
     if (local_.has(d)) {
-      if (exact) {
+      const size_t l = d - local_.base;
+      if (exact && at_position(l)) {
+        pl.to_read.push_back({i, local_.pos[l], local_.lengths[l], local_.line[l]});
+      } else if (exact) {
         const auto [it, fresh] = own.try_emplace(loaded_sets_.slot(d), static_cast<DocId>(i));
         if (fresh) {
           pl.sets.set(static_cast<DocId>(i), loaded_sets_.take(d));
@@ -237,7 +251,7 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
         }
       }
       Packer p;  // the few fixed-size values, through the same packing as the others'
-      pack_payload(d - local_.base, for_clusters, p);
+      pack_payload(l, for_clusters, p);
       Unpacker u(p.bytes());
       pl.take(i, u, false, i);
       continue;
@@ -252,6 +266,55 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   }
   loaded_sets_.clear();
   return pl;
+}
+
+// Whether the rank that verifies this rank's document l reads its set itself, by position: a
+// record of an uncompressed JSONL file, which every rank can read at any offset. The others (a
+// compressed file, read from this rank's decompressed copy; a text file of a folder) are read
+// here and sent.
+bool Run::at_position(size_t l) { return plain_sources()[local_.source[l]]; }
+
+const std::vector<bool>& Run::plain_sources() {
+  if (plain_.empty()) {
+    plain_.resize(inputs_->sources().size());
+    for (size_t s = 0; s < plain_.size(); ++s) plain_[s] = !compressed(s);
+  }
+  return plain_;
+}
+
+bool Run::every_set_at_position() {
+  const auto& plain = plain_sources();
+  return std::find(plain.begin(), plain.end(), false) == plain.end();
+}
+
+// Reads the sets of the payloads' documents whose records this rank reads itself (pl.to_read)
+// into pl.sets, as load_sets reads, in the order of their positions.
+void Run::read_sets_at(Payloads& pl) {
+  std::vector<SetAt> at = std::move(pl.to_read);
+  if (at.empty()) return;
+  std::sort(at.begin(), at.end(), [](const SetAt& a, const SetAt& b) {
+    return a.pos.source != b.pos.source ? a.pos.source < b.pos.source : a.pos.offset < b.pos.offset;
+  });
+  std::vector<io::RecordPos> positions;
+  for (const SetAt& a : at) positions.push_back(a.pos);
+  const auto changed = [&](const SetAt& a) {
+    return IoError("the record changed while neardup-mpi was running (do not modify inputs during a run)",
+                   ErrorPlace{inputs_->sources()[a.pos.source].display, a.line});
+  };
+  io::RecordReader reader(*inputs_, ro_.reader);
+  reader.select(std::move(positions));
+  size_t handed = 0;
+  shingle_set_records(reader, *inputs_, spec_, ro_.reader, threads_, [&](ShingledRecord& r) {
+    if (r.ordinal >= at.size()) throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)");
+    const SetAt& a = at[r.ordinal];
+    if (r.text_length != a.length) throw changed(a);
+    if (r.same_as != ShingledRecord::kNone)  // a copy of the text of a record handed over before
+      pl.sets.share(static_cast<DocId>(a.i), static_cast<DocId>(at[r.same_as].i));
+    else
+      pl.sets.set(static_cast<DocId>(a.i), std::move(r.set));
+    ++handed;
+  });
+  if (handed != at.size()) throw changed(at[handed]);
 }
 
 // Document l's payload after its set: its band keys (exact: whether two documents share a band)
@@ -274,19 +337,46 @@ void Run::pack_payload(size_t l, bool for_clusters, Packer& p) const {
 }
 
 Payloads::Payloads(std::vector<DocId> d, const PipelineSpec& spec, bool for_clusters)
-    : docs(std::move(d)), sets(docs.size()), clusters(for_clusters), bands(static_cast<size_t>(spec.lsh.bands)),
-      k(static_cast<size_t>(spec.num_perm)) {
-  if (spec.verify == VerifyMode::Exact)
+    : Payloads(std::move(d), static_cast<size_t>(spec.lsh.bands), static_cast<size_t>(spec.num_perm), for_clusters,
+               spec.verify == VerifyMode::Exact) {}
+
+Payloads::Payloads(std::vector<DocId> d, size_t bands_, size_t k_, bool for_clusters, bool exact)
+    : docs(std::move(d)), sets(docs.size()), clusters(for_clusters), bands(bands_), k(k_) {
+  if (exact)
     band_keys.resize(docs.size() * bands);
   else
     sigs.resize(docs.size() * k);
+}
+
+Payloads Payloads::subset(std::vector<DocId> some) const {
+  Payloads out(std::move(some), bands, k, clusters, !band_keys.empty());
+  size_t next = 0;  // in to_read, ascending by i
+  for (size_t j = 0; j < out.docs.size(); ++j) {
+    const size_t i = index(out.docs[j]);
+    if (!band_keys.empty())
+      std::copy_n(band_keys.begin() + static_cast<ptrdiff_t>(i * bands), bands, out.band_keys.begin() + static_cast<ptrdiff_t>(j * bands));
+    else
+      std::copy_n(sigs.begin() + static_cast<ptrdiff_t>(i * k), k, out.sigs.begin() + static_cast<ptrdiff_t>(j * k));
+    if (clusters) {
+      const io::KeyValue key = table.key(static_cast<DocId>(i));
+      out.table.add(table.id(static_cast<DocId>(i)), table.length(static_cast<DocId>(i)), nullptr, &key);
+    }
+    while (next < to_read.size() && to_read[next].i < i) ++next;
+    if (next < to_read.size() && to_read[next].i == i) out.to_read.push_back({j, to_read[next].pos, to_read[next].length, to_read[next].line});
+  }
+  return out;
 }
 
 // Document i's payload from `u` (pack_payload's, after the set when with_set).
 void Payloads::take(size_t i, Unpacker& u, bool with_set, size_t first) {
   if (with_set) {
     const auto n = u.get<uint64_t>();
-    if (n & kSameSet)
+    if (n == kAtPosition) {
+      SetAt a{i, u.get<io::RecordPos>(), 0, 0};
+      a.length = u.get<uint32_t>();
+      a.line = u.get<uint64_t>();
+      this->to_read.push_back(a);
+    } else if (n & kSameSet)
       sets.share(static_cast<DocId>(i), static_cast<DocId>(first + (n & ~kSameSet)));
     else
       sets.set(static_cast<DocId>(i), u.get_values<ShingleHash>(n));

@@ -4,6 +4,16 @@
 
 namespace neardup::mpi {
 
+// NEARDUP_MPI_TEST_SMALL_GROUPS=1 (tests/mpi/run.sh): groups of 4 KB of text and batches of 64
+// documents, so that a small corpus takes the paths of many groups and batches.
+static bool small_groups_for_tests() {
+  static const bool small = [] {
+    const char* v = std::getenv("NEARDUP_MPI_TEST_SMALL_GROUPS");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return small;
+}
+
 Scorer Run::scorer(const Payloads& pl) const {
   if (spec_.verify == VerifyMode::Exact) return Scorer::exact(pl.sets);
   return Scorer::signature_estimate(pl.sigs, static_cast<size_t>(spec_.num_perm));
@@ -17,7 +27,7 @@ Scorer Run::scorer(const Payloads& pl) const {
 // its share of the candidates; a component larger than that is a group of its own.
 std::vector<size_t> Run::group_ends(const Buckets& buckets) {
   const auto& items = buckets.lists;
-  constexpr uint64_t kGroupTextBytes = uint64_t{8} << 20;
+  const uint64_t kGroupTextBytes = small_groups_for_tests() ? 4096 : uint64_t{8} << 20;
   std::vector<DocId> members;
   for (const auto& b : items) members.insert(members.end(), b.begin(), b.end());
   std::sort(members.begin(), members.end());
@@ -47,19 +57,55 @@ std::vector<size_t> Run::group_ends(const Buckets& buckets) {
   return ends;
 }
 
+// The groups are fetched a batch at a time: one exchange brings what the owners send of the
+// batch's documents. Where no set travels (each is read by the rank that verifies it, or
+// verification compares signatures), what comes is small (band keys or a signature, an id), so a
+// batch takes groups up to kBatchDocs documents, and its groups are verified one after the other
+// without waiting on the other ranks: a rank whose groups hold more text in one place than
+// another's does not hold the others back at every group, only at the end of a batch. Where sets
+// travel, a batch is one group, so that a rank holds the sets of one group at a time.
 void Run::in_groups(const Buckets& buckets, const std::function<void(std::span<const std::vector<DocId>>, const Payloads&)>& use) {
+  const size_t kBatchDocs = small_groups_for_tests() ? 64 : size_t{1} << 17;
   const std::span<const std::vector<DocId>> items(buckets.lists);
   const std::vector<size_t> ends = group_ends(buckets);
-  const uint64_t rounds = c_.all_reduce(static_cast<uint64_t>(ends.size()), MPI_MAX);
-  for (size_t g = 0; g < rounds; ++g) {  // every rank takes part in every round
-    const size_t begin = g == 0 || ends.empty() ? 0 : ends[std::min(g, ends.size()) - 1];
-    const size_t end = g < ends.size() ? ends[g] : begin;
-    const auto group = items.subspan(begin, end - begin);
+  const auto group_begin = [&](size_t g) { return g == 0 ? 0 : ends[g - 1]; };
+  const bool sets_travel = spec_.verify == VerifyMode::Exact && c_.all_reduce(every_set_at_position() ? 1 : 0, MPI_MIN) == 0;
+  std::vector<size_t> batch_ends;  // in groups
+  size_t members = 0;              // of the batch's buckets, a document counted in each
+  for (size_t g = 0; g < ends.size(); ++g) {
+    for (size_t b = group_begin(g); b < ends[g]; ++b) members += items[b].size();
+    if (sets_travel || members >= kBatchDocs || g + 1 == ends.size()) {
+      batch_ends.push_back(g + 1);
+      members = 0;
+    }
+  }
+  const auto docs_of = [&](size_t from, size_t to) {  // of buckets [from, to), sorted and distinct
     std::vector<DocId> docs;
-    for (const auto& b : group) docs.insert(docs.end(), b.begin(), b.end());
-    const Payloads pl = fetch(std::move(docs), dedup_);
-    steps_.agree([&] { use(group, pl); });
-    release_free_memory_past_bound();
+    for (size_t b = from; b < to; ++b) docs.insert(docs.end(), items[b].begin(), items[b].end());
+    std::sort(docs.begin(), docs.end());
+    docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+    return docs;
+  };
+  const uint64_t rounds = c_.all_reduce(static_cast<uint64_t>(batch_ends.size()), MPI_MAX);
+  for (size_t r = 0; r < rounds; ++r) {  // every rank takes part in every round
+    const size_t first = r == 0 || batch_ends.empty() ? 0 : batch_ends[std::min(r, batch_ends.size()) - 1];
+    const size_t last = r < batch_ends.size() ? batch_ends[r] : first;  // groups [first, last)
+    const size_t from = first < last ? group_begin(first) : 0, to = first < last ? ends[last - 1] : 0;
+    Payloads batch = fetch(docs_of(from, to), dedup_);
+    if (r + 1 == rounds) {  // no rank asks for this rank's band keys or signatures again
+      local_.sketches.band_keys.clear();
+      local_.sketches.sigs.reset();
+    }
+    steps_.agree([&] {
+      for (size_t g = first; g < last; ++g) {
+        {
+          Payloads pl = last - first == 1 ? std::move(batch) : batch.subset(docs_of(group_begin(g), ends[g]));
+          read_sets_at(pl);
+          use(items.subspan(group_begin(g), ends[g] - group_begin(g)), pl);
+        }  // the group's sets let go before the heap is trimmed
+        release_free_memory_past_bound();
+      }
+    });
   }
 }
 
