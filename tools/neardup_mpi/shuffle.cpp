@@ -11,6 +11,44 @@ namespace neardup::mpi {
 // Shuffle by band key, bands in rounds of at most kShuffleRoundBytes per rank; each rank groups
 // the entries it owns into buckets (documents whose band agrees), which by_component() then
 // sends to the ranks that verify them.
+namespace {
+
+// Sorts shuffle entries by band, then key, stably: entries arrive in document order (the ranks'
+// ranges ascend, and each sent its documents in order), so each bucket's members stay ascending.
+// One counting pass on the band and the key's top bits, then each of those small runs by key
+// (band keys are hashes: about 2^20 entries a rank over 21 x 2048 runs at a time; equal keys, a
+// bucket's members, stay in order): two passes over the entries where a radix sort of the whole
+// key takes seven.
+template <class Entry>
+void sort_by_band_and_key(std::vector<Entry>& entries) {
+  constexpr int kTopBits = 11;
+  uint32_t bands = 0;
+  for (const Entry& e : entries) bands = std::max(bands, e.band + 1);
+  const auto run_of = [](const Entry& e) { return (size_t{e.band} << kTopBits) | static_cast<size_t>(e.key >> (64 - kTopBits)); };
+  std::vector<size_t> start((size_t{bands} << kTopBits) + 1, 0);
+  for (const Entry& e : entries) ++start[run_of(e) + 1];
+  for (size_t r = 1; r < start.size(); ++r) start[r] += start[r - 1];
+  std::vector<Entry> sorted(entries.size());
+  {
+    std::vector<size_t> at(start.begin(), start.end() - 1);
+    for (const Entry& e : entries) sorted[at[run_of(e)]++] = e;
+  }
+  const auto by_key = [](const Entry& a, const Entry& b) { return a.key < b.key; };
+  for (size_t r = 0; r + 1 < start.size(); ++r) {
+    Entry* const first = sorted.data() + start[r];
+    Entry* const last = sorted.data() + start[r + 1];
+    if (last - first <= 32) {  // insertion sort: stable, and linear on a run already in order
+      for (Entry* x = first + 1; x < last; ++x)
+        for (Entry* y = x; y > first && by_key(*y, *(y - 1)); --y) std::swap(*y, *(y - 1));
+    } else {
+      std::stable_sort(first, last, by_key);
+    }
+  }
+  entries.swap(sorted);
+}
+
+}  // namespace
+
 Buckets Run::find_buckets() {
   const LshParams lsh = spec_.lsh;
   // Bands per round so that a rank sends at most kShuffleRoundBytes of entries (16 bytes each).
@@ -28,6 +66,8 @@ Buckets Run::find_buckets() {
   for (int b0 = 0; b0 < lsh.bands; b0 += bands_per_round) {
     const int b1 = std::min(lsh.bands, b0 + bands_per_round);
     std::vector<std::string> out(static_cast<size_t>(nranks));
+    for (std::string& o : out)  // about a rank's share of the entries, without growing as it fills
+      o.reserve(local_.size() * static_cast<size_t>(b1 - b0) * sizeof(Entry) / static_cast<size_t>(nranks) * 9 / 8);
     const bool exact = spec_.verify == VerifyMode::Exact;
     for (size_t i = 0; i < local_.size(); ++i) {
       if (local_.sketches.empty[i]) continue;
@@ -52,15 +92,7 @@ Buckets Run::find_buckets() {
         at += n;
       }
     }
-    // By band, then key (two stable radix sorts, the key first): entries arrive in document
-    // order (the ranks' ranges ascend, and each sent its documents in order), so each bucket's
-    // members stay ascending.
-    {
-      std::vector<Entry> scratch(entries.size());
-      internal::radix_sort_by_bits(entries.data(), scratch.data(), entries.size(), 0, 64, [](const Entry& e) { return e.key; }, 11);
-      internal::radix_sort_by_bits(entries.data(), scratch.data(), entries.size(), 0, std::bit_width(static_cast<unsigned>(lsh.bands)),
-                                   [](const Entry& e) { return uint64_t{e.band}; }, 11);
-    }
+    sort_by_band_and_key(entries);
     for (size_t i = 0; i < entries.size();) {
       size_t j = i + 1;
       while (j < entries.size() && entries[j].band == entries[i].band && entries[j].key == entries[i].key) ++j;
