@@ -4,6 +4,22 @@
 
 namespace neardup::mpi {
 
+// The distinct documents of `lists`, ascending, and their text lengths from the ranks that read
+// them (what balance() and group_ends() weigh components and groups by).
+Run::MemberLengths Run::member_lengths(const std::vector<std::vector<DocId>>& lists) {
+  MemberLengths ml;
+  for (const auto& b : lists) ml.members.insert(ml.members.end(), b.begin(), b.end());
+  std::sort(ml.members.begin(), ml.members.end());
+  ml.members.erase(std::unique(ml.members.begin(), ml.members.end()), ml.members.end());
+  std::vector<std::string> storage;
+  auto told = ask_owners(ml.members, [&](std::span<const DocId> want, Packer& p) {
+    for (const DocId d : want) p.put(local_.lengths[d - local_.base]);
+  }, storage);
+  ml.length.resize(ml.members.size());
+  for (size_t i = 0; i < ml.members.size(); ++i) ml.length[i] = told[static_cast<size_t>(owner_of(bases_, ml.members[i]))].get<uint32_t>();
+  return ml;
+}
+
 // by_component leaves each component on the rank that read its first document, where most of
 // its documents were read. But candidates are not spread like the input: a share with many long
 // near-copies (a stretch of licence files, a mirrored tree) holds most of the candidate text,
@@ -15,16 +31,9 @@ namespace neardup::mpi {
 // they fall in, and every rank's components stay in that order.
 Buckets Run::balance(Buckets mine) {
   const auto& lists = mine.lists;
-  std::vector<DocId> members;
-  for (const auto& b : lists) members.insert(members.end(), b.begin(), b.end());
-  std::sort(members.begin(), members.end());
-  members.erase(std::unique(members.begin(), members.end()), members.end());
-  std::vector<std::string> storage;
-  auto told = ask_owners(members, [&](std::span<const DocId> want, Packer& p) {
-    for (const DocId d : want) p.put(local_.lengths[d - local_.base]);
-  }, storage);
-  std::vector<uint32_t> length(members.size());
-  for (size_t i = 0; i < members.size(); ++i) length[i] = told[static_cast<size_t>(owner_of(bases_, members[i]))].get<uint32_t>();
+  const MemberLengths ml = member_lengths(lists);
+  const std::vector<DocId>& members = ml.members;
+  const std::vector<uint32_t>& length = ml.length;
   // Each component's text: its distinct documents' lengths (+1, so that empty texts count).
   std::vector<uint64_t> bytes;  // per component, in order
   std::vector<size_t> starts;   // each component's first list

@@ -267,6 +267,11 @@ class Run {
   Buckets by_component(std::vector<std::vector<DocId>> found);
   /// The components moved between the ranks so that each verifies about as much text.
   Buckets balance(Buckets mine);
+  struct MemberLengths {
+    std::vector<DocId> members;   // distinct, ascending
+    std::vector<uint32_t> length;  // of each member's text
+  };
+  MemberLengths member_lengths(const std::vector<std::vector<DocId>>& lists);
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
                                    std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr,
                                    const std::function<void()>& answered = nullptr);

@@ -28,16 +28,9 @@ Scorer Run::scorer(const Payloads& pl) const {
 std::vector<size_t> Run::group_ends(const Buckets& buckets) {
   const auto& items = buckets.lists;
   const uint64_t kGroupTextBytes = small_groups_for_tests() ? 4096 : uint64_t{8} << 20;
-  std::vector<DocId> members;
-  for (const auto& b : items) members.insert(members.end(), b.begin(), b.end());
-  std::sort(members.begin(), members.end());
-  members.erase(std::unique(members.begin(), members.end()), members.end());
-  std::vector<std::string> storage;
-  auto told = ask_owners(members, [&](std::span<const DocId> want, Packer& p) {
-    for (const DocId d : want) p.put(local_.lengths[d - local_.base]);
-  }, storage);
-  std::vector<uint32_t> length(members.size());
-  for (size_t i = 0; i < members.size(); ++i) length[i] = told[static_cast<size_t>(owner_of(bases_, members[i]))].get<uint32_t>();
+  const MemberLengths ml = member_lengths(items);
+  const std::vector<DocId>& members = ml.members;
+  const std::vector<uint32_t>& length = ml.length;
   std::vector<size_t> ends;
   std::vector<uint32_t> in_group(members.size(), UINT32_MAX);  // the last group that counted a member
   uint64_t bytes = 0;
