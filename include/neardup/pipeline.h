@@ -139,10 +139,6 @@ struct RunStats {
   /// its set shared. Copies are told by their texts as parsed (shingle_set_records): the same
   /// text spelled with other JSON escapes may not be found, but the count is the same in every run.
   uint64_t verify_copies = 0;
-  /// Documents in candidate pairs not read again at all: an exact copy of another's text (the
-  /// same digest in the first pass, kept where verification reads group by group), sharing its
-  /// set. Not counted in verify_docs.
-  uint64_t verify_known_copies = 0;
   uint64_t largest_bucket = 0;
   /// Decompressed bytes of compressed inputs kept by the first pass and read again from there
   /// (RunTuning::decompressed_copies), and why none or not all were kept (empty: all were, or

@@ -4,7 +4,6 @@
 // by tools/known_answers); changing any of them is a format change. Never std::hash.
 #pragma once
 
-#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -53,18 +52,6 @@ inline uint64_t hash_bytes(const void* data, size_t len, uint64_t seed) noexcept
 /// equal hashes are taken for equal bytes (verification's copies). Kept in no file: not a format.
 inline XXH128_hash_t hash_bytes128(const void* data, size_t len, uint64_t seed) noexcept {
   return XXH3_128bits_withSeed(data, len, seed);
-}
-
-/// A whole text's digest (XXH3-128): two texts with equal digests are taken for the same text,
-/// as verification's copies are (a 128-bit collision is far rarer than one of the 64-bit
-/// shingle hashes every set stands on). {0, 0} stands for no text.
-struct TextDigest {
-  uint64_t lo = 0, hi = 0;
-  friend auto operator<=>(const TextDigest&, const TextDigest&) = default;
-};
-inline TextDigest text_digest(const void* data, size_t len) noexcept {
-  const XXH128_hash_t h = hash_bytes128(data, len, 0x6E65617264757031ull);  // "neardup1"
-  return {h.low64, h.high64};
 }
 
 /// The 128-bit product of a and b, folded: low half XOR high half.

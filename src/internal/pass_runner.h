@@ -18,7 +18,6 @@
 #include <string_view>
 #include <vector>
 
-#include "internal/hash.h"
 #include "neardup/bottomk.h"
 #include "io/raw_records.h"
 #include "neardup/io/reader.h"
@@ -68,7 +67,6 @@ struct Batch {
   std::vector<uint8_t> empty;
   std::vector<uint32_t> fp_slot;  // bottomk: the entry's fingerprint in `fps`
   std::vector<std::vector<ShingleHash>> sets;
-  std::vector<TextDigest> digests;  // the texts' digests, where the run keeps them (Pipeline's first pass)
   // shingle_set_records: the number of the entry's text in the pass, and whether another entry
   // with that text makes the set.
   std::vector<uint32_t> text_number;

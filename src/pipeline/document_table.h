@@ -10,7 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "internal/hash.h"
 #include "neardup/io/reader.h"
 #include "neardup/types.h"
 
@@ -39,12 +38,6 @@ class DocumentTable {
   uint32_t length(DocId d) const noexcept { return lengths_[d]; }
   std::span<const uint32_t> lengths() const noexcept { return lengths_; }
 
-  /// The digest of each document's text, where kept (add_digest after each add): verification
-  /// reads one of several exact copies again, and the others share its set.
-  void add_digest(internal::TextDigest d) { digests_.push_back(d); }
-  bool has_digests() const noexcept { return !digests_.empty(); }
-  internal::TextDigest digest(DocId d) const noexcept { return digests_[d]; }
-
   /// Whether each document's record position is kept (JSONL inputs found again by position).
   bool has_positions() const noexcept { return !pos_.empty(); }
   const io::RecordPos& pos(DocId d) const noexcept { return pos_[d]; }
@@ -59,7 +52,7 @@ class DocumentTable {
   /// The bytes the table holds (the memory estimate's state).
   uint64_t bytes() const noexcept {
     return id_blob_.size() + id_end_.size() * sizeof(uint64_t) + lengths_.size() * sizeof(uint32_t) +
-           pos_.size() * sizeof(io::RecordPos) + digests_.size() * sizeof(internal::TextDigest) + key_kind_.size() + key_num_.size() * sizeof(double) + key_blob_.size() +
+           pos_.size() * sizeof(io::RecordPos) + key_kind_.size() + key_num_.size() * sizeof(double) + key_blob_.size() +
            key_end_.size() * sizeof(uint64_t);
   }
 
@@ -73,7 +66,6 @@ class DocumentTable {
   std::vector<uint64_t> id_end_;
   std::vector<uint32_t> lengths_;
   std::vector<io::RecordPos> pos_;
-  std::vector<internal::TextDigest> digests_;
   // The keep-by field per document: KeyValue::Kind, the number, the string (blob and ends).
   std::vector<uint8_t> key_kind_;
   std::vector<double> key_num_;

@@ -27,15 +27,10 @@ struct Pipeline::Impl::SketchLayout {
         // 232-257 MiB; with the sets kept from the first pass, the first pass took 1.3-1.7 s
         // instead of 0.8-0.9 s, much of it in memory touched for the first time. pairs, later:
         // 1.66-1.84 s against 1.85-2.11 s, peak 219-228 against 323-333 MiB (5 runs each).
-        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.tuning.first_pass_set_bytes > 0 && !p.in_groups_),
-        // A run that reads its candidates' records again group by group keeps each short text's
-        // digest (16 bytes a document): of the exact copies of one text in a group only one is
-        // read again, and the others share its set. A crowded corpus of short messages repeats
-        // whole texts, and reading a short record again costs more than its set's comparisons.
-        digests(k > 0 && p.spec_.verify == VerifyMode::Exact && p.in_groups_) {}
+        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.tuning.first_pass_set_bytes > 0 && !p.in_groups_) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
   size_t k, bands;
-  bool keys_only, by_position, early, digests;
+  bool keys_only, by_position, early;
 };
 
 // A batch's result arrays, sized for what the layout computes.
@@ -46,7 +41,6 @@ void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
   b.simhashes.resize(l.simhash ? n : 0);
   b.fp_slot.resize(l.bottomk ? n : 0);
   b.sets.resize(l.exact || l.early ? n : 0);
-  b.digests.resize(l.digests ? n : 0);
   b.size_key_fields(l.keep_by);
   b.empty.resize(n);
   b.fps = Fingerprints{};
@@ -97,11 +91,6 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
       if (sets_.keep_early(keys, bytes, options_.tuning.first_pass_set_bytes)) b.sets[i] = sk.set();
     }
   }
-  // Short texts only: hashing every byte of a corpus of long ones costs more in the first pass
-  // than the copies it spares reading again (the crowded mix: 0.1 s of CPU for 1.4 GB).
-  constexpr size_t kDigestMaxBytes = 4096;
-  if (l.digests)
-    b.digests[i] = shingles > 0 && text.size() <= kDigestMaxBytes ? internal::text_digest(text.data(), text.size()) : internal::TextDigest{};
   b.t_sketch += seconds_since(t2);
   b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
   b.shingles += shingles;
@@ -124,7 +113,6 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
     key = {static_cast<io::KeyValue::Kind>(b.keys_kind[i]), b.keys_num[i],
            std::string_view(b.keys_text).substr(b.keys_text_begin[i], b.keys_text_length[i])};
   docs_.add(b.id_of(i), static_cast<uint32_t>(b.text_length[i]), l.by_position ? &pos : nullptr, l.keep_by ? &key : nullptr);
-  if (l.digests) docs_.add_digest(b.digests[i]);
   if (l.keys_only)
     for (size_t band = 0; band < l.bands; ++band) sketches_.band_keys[band].push_back(b.keys[i * l.bands + band]);
   else

@@ -193,7 +193,6 @@ struct Pipeline::Impl {
   void read_sets(std::span<const DocId> docs, bool progress);
   /// The documents of `docs` (ascending) without a set yet, read again.
   void read_missing_sets(std::span<const DocId> docs, bool progress);
-  std::vector<std::pair<DocId, DocId>> known_copies(std::vector<DocId>& docs) const;
   /// LSH with exact verification: the buckets' pairs with J >= t that connect what they connect
   /// (all of them in pairs mode), appended to `out` sorted by (a, b); returns the pairs verified.
   /// `docs`: the buckets' documents, ascending.

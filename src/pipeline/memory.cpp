@@ -37,8 +37,6 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
       const size_t bands = static_cast<size_t>(spec_.lsh.bands);
       const bool keys_only = spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
       per_doc += keys_only ? static_cast<double>(bands * sizeof(uint64_t)) : static_cast<double>(k * sizeof(SigValue));
-      // Each text's digest, where verification reads group by group by position (SketchLayout).
-      if (spec_.verify == VerifyMode::Exact && reads_by_position()) per_doc += sizeof(internal::TextDigest);
       const LshMemory lsh = lsh_search_memory(spec_.lsh, threads_, keys_only ? bands : 1);
       // The arrays round up to huge pages only once they pass one (internal/big_array.h).
       const double array_bytes = n * (keys_only ? sizeof(uint64_t) : static_cast<double>(k * sizeof(SigValue)));

@@ -27,43 +27,13 @@ void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progres
   std::vector<DocId> missing;
   for (const DocId d : docs)
     if (!sets_.sets()->has(d)) missing.push_back(d);
-  const std::vector<std::pair<DocId, DocId>> copies = known_copies(missing);
   stats_.verify_docs += missing.size();
-  stats_.verify_known_copies += copies.size();
   const uint64_t shared_before = sets_.sets()->shared_docs();
   if (!missing.empty()) read_sets(missing, progress);
-  for (const auto& [copy, first] : copies) sets_.sets()->share(copy, first);
   // Over the run: the most bytes of sets held at once, and every document that shared a copy
   // (a dedup lets each group's sets go before the next group's are read).
   stats_.set_bytes = std::max<uint64_t>(stats_.set_bytes, sets_.sets()->total_hashes() * sizeof(ShingleHash));
   stats_.verify_shared += sets_.sets()->shared_docs() - shared_before;
-}
-
-// Takes out of `docs` (ascending) the exact copies of a text that another of them has (by the
-// first pass's digests, where kept): returns each (copy, the first document with its text),
-// whose set is that document's once it is read.
-std::vector<std::pair<DocId, DocId>> Pipeline::Impl::known_copies(std::vector<DocId>& docs) const {
-  std::vector<std::pair<DocId, DocId>> copies;
-  if (!docs_.has_digests() || docs.size() < 2) return copies;
-  std::vector<uint32_t> order(docs.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return docs_.digest(docs[a]) < docs_.digest(docs[b]); });
-  std::vector<uint8_t> copy(docs.size(), 0);
-  size_t first = 0;  // in order: the run of one digest that i is in starts there (its earliest document)
-  for (size_t i = 1; i < order.size(); ++i) {
-    const internal::TextDigest d = docs_.digest(docs[order[i]]);
-    if (d == internal::TextDigest{} || d != docs_.digest(docs[order[i - 1]])) {
-      first = i;
-      continue;
-    }
-    copies.push_back({docs[order[i]], docs[order[first]]});
-    copy[order[i]] = 1;
-  }
-  size_t w = 0;
-  for (size_t i = 0; i < docs.size(); ++i)
-    if (!copy[i]) docs[w++] = docs[i];
-  docs.resize(w);
-  return copies;
 }
 
 // Reads the documents again and stores their sets.
