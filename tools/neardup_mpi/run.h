@@ -232,7 +232,8 @@ struct Payloads {
 // The buckets a rank verifies, sorted by their candidate component (its first document).
 struct Buckets {
   std::vector<std::vector<DocId>> lists;
-  std::vector<DocId> component;
+  std::vector<DocId> component;  // per list
+  std::vector<uint64_t> text;    // per component, in order: its documents' text (bytes + 1 each; Run::balance)
 };
 
 // A clustered document's fate, decided on the rank that verified its component and sent to the
@@ -267,16 +268,24 @@ class Run {
   Buckets by_component(std::vector<std::vector<DocId>> found);
   /// The components moved between the ranks so that each verifies about as much text.
   Buckets balance(Buckets mine);
-  struct MemberLengths {
-    std::vector<DocId> members;   // distinct, ascending
-    std::vector<uint32_t> length;  // of each member's text
-  };
-  MemberLengths member_lengths(const std::vector<std::vector<DocId>>& lists);
+  std::vector<uint64_t> component_text(const Buckets& mine);
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
                                    std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr,
                                    const std::function<void()>& answered = nullptr);
   Payloads fetch(std::vector<DocId> docs, bool for_clusters);
   void pack_payload(size_t l, bool for_clusters, Packer& p) const;
+  // What shingle_again hands each record over to: the k-th record's text length in the first
+  // pass and its place for messages; put(k, its set), or share(k, j) when it repeats the text of
+  // the j-th.
+  struct Reread {
+    std::function<uint64_t(size_t)> length;
+    std::function<ErrorPlace(size_t)> place;
+    std::function<void(size_t, std::vector<ShingleHash>)> put;
+    std::function<void(size_t, size_t)> share;
+  };
+  /// Shingles again the `count` records `reader` gives; throws IoError where one is not what the
+  /// first pass read (the input changed).
+  void shingle_again(io::RecordReader& reader, size_t count, const Reread& to);
   void load_sets(std::vector<DocId> docs);
   bool at_position(size_t l);
   const std::vector<bool>& plain_sources();

@@ -1,16 +1,10 @@
-// The shuffle: band keys sent to the ranks that own their buckets; sets, signatures and ids
-// fetched from the ranks that read the documents.
+// The shuffle: band keys sent to the ranks that own their buckets; the payloads (band keys or
+// signatures, ids, the sets or where their records lie) fetched from the ranks that read the
+// documents.
 #include "run.h"
-
-#include <bit>
-
-#include "internal/radix_sort.h"
 
 namespace neardup::mpi {
 
-// Shuffle by band key, bands in rounds of at most kShuffleRoundBytes per rank; each rank groups
-// the entries it owns into buckets (documents whose band agrees), which by_component() then
-// sends to the ranks that verify them.
 namespace {
 
 // Sorts shuffle entries by band, then key, stably: entries arrive in document order (the ranks'
@@ -49,6 +43,9 @@ void sort_by_band_and_key(std::vector<Entry>& entries) {
 
 }  // namespace
 
+// Shuffle by band key, bands in rounds of at most kShuffleRoundBytes per rank; each rank groups
+// the entries it owns into buckets (documents whose band agrees), which by_component() then
+// sends to the ranks that verify them.
 Buckets Run::find_buckets() {
   const LshParams lsh = spec_.lsh;
   // Bands per round so that a rank sends at most kShuffleRoundBytes of entries (16 bytes each).
@@ -154,55 +151,6 @@ std::vector<Unpacker> Run::ask_owners(const std::vector<DocId>& docs, const std:
   return readers;
 }
 
-// Computes the shingle sets of documents read here (ascending) into loaded_sets_, from the inputs
-// read again through the engine (shingle_set_records, as one process's verification reads):
-// JSONL records by position, text files in runs of consecutive needed files. They stay until
-// fetch() has packed them for the ranks that asked.
-void Run::load_sets(std::vector<DocId> docs) {
-  std::sort(docs.begin(), docs.end());
-  docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
-  // Reads what `reader` gives, the k-th record being document read_docs[k].
-  auto read = [&](io::RecordReader& reader, const std::vector<DocId>& read_docs) {
-    shingle_set_records(reader, *inputs_, spec_, ro_.reader, threads_, [&](ShingledRecord& r) {
-      if (r.ordinal >= read_docs.size()) throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)");
-      const DocId d = read_docs[r.ordinal];
-      if (r.text_length != local_.lengths[d - local_.base])
-        throw IoError("the record changed while neardup-mpi was running (do not modify inputs during a run)", local_place(d - local_.base));
-      if (r.same_as != ShingledRecord::kNone)  // a copy of the text of a record handed over before
-        loaded_sets_.share(d, read_docs[r.same_as]);
-      else
-        loaded_sets_.set(d, std::move(r.set));
-    });
-    if (!read_docs.empty() && !loaded_sets_.has(read_docs.back()))
-      throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)", local_place(read_docs.back() - local_.base));
-  };
-  std::vector<io::RecordPos> positions;
-  std::vector<DocId> by_position, files;
-  for (const DocId d : docs) {
-    const size_t l = d - local_.base;
-    if (inputs_->sources()[local_.source[l]].kind == io::SourceKind::Jsonl) {
-      positions.push_back(local_.pos[l]);
-      by_position.push_back(d);
-    } else {
-      files.push_back(d);  // a text file: its one record
-    }
-  }
-  if (!positions.empty()) {
-    io::RecordReader reader(*inputs_, ro_.reader);
-    reader.select(std::move(positions));
-    read(reader, by_position);
-  }
-  for (size_t i = 0; i < files.size();) {
-    size_t j = i + 1;
-    const uint32_t first = local_.source[files[i] - local_.base];
-    while (j < files.size() && local_.source[files[j] - local_.base] == first + (j - i)) ++j;
-    io::RecordReader reader(*inputs_, ro_.reader);
-    reader.read_sources(first, first + (j - i));
-    read(reader, std::vector<DocId>(files.begin() + static_cast<ptrdiff_t>(i), files.begin() + static_cast<ptrdiff_t>(j)));
-    i = j;
-  }
-}
-
 // The payloads of `docs` (with what clustering needs: ids, lengths and keep-by values): from
 // this rank's own records directly, and from the ranks that read the others. A set whose record
 // any rank can read by position (at_position) is not sent: the owner sends where the record
@@ -298,55 +246,6 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
   }
   loaded_sets_.clear();
   return pl;
-}
-
-// Whether the rank that verifies this rank's document l reads its set itself, by position: a
-// record of an uncompressed JSONL file, which every rank can read at any offset. The others (a
-// compressed file, read from this rank's decompressed copy; a text file of a folder) are read
-// here and sent.
-bool Run::at_position(size_t l) { return plain_sources()[local_.source[l]]; }
-
-const std::vector<bool>& Run::plain_sources() {
-  if (plain_.empty()) {
-    plain_.resize(inputs_->sources().size());
-    for (size_t s = 0; s < plain_.size(); ++s) plain_[s] = !compressed(s);
-  }
-  return plain_;
-}
-
-bool Run::every_set_at_position() {
-  const auto& plain = plain_sources();
-  return std::find(plain.begin(), plain.end(), false) == plain.end();
-}
-
-// Reads the sets of the payloads' documents whose records this rank reads itself (pl.to_read)
-// into pl.sets, as load_sets reads, in the order of their positions.
-void Run::read_sets_at(Payloads& pl) {
-  std::vector<SetAt> at = std::move(pl.to_read);
-  if (at.empty()) return;
-  std::sort(at.begin(), at.end(), [](const SetAt& a, const SetAt& b) {
-    return a.pos.source != b.pos.source ? a.pos.source < b.pos.source : a.pos.offset < b.pos.offset;
-  });
-  std::vector<io::RecordPos> positions;
-  for (const SetAt& a : at) positions.push_back(a.pos);
-  const auto changed = [&](const SetAt& a) {
-    return IoError("the record changed while neardup-mpi was running (do not modify inputs during a run)",
-                   ErrorPlace{inputs_->sources()[a.pos.source].display, a.line});
-  };
-  io::RecordReader reader(*inputs_, ro_.reader);
-  reader.select(std::move(positions));
-  size_t handed = 0;
-  shingle_set_records(reader, *inputs_, spec_, ro_.reader, threads_, [&](ShingledRecord& r) {
-    if (r.ordinal >= at.size()) throw IoError("the input changed while neardup-mpi was running (do not modify inputs during a run)");
-    const SetAt& a = at[r.ordinal];
-    if (r.text_length != a.length) throw changed(a);
-    if (r.same_as != ShingledRecord::kNone)  // a copy of the text of a record handed over before
-      pl.sets.share(static_cast<DocId>(a.i), static_cast<DocId>(at[r.same_as].i));
-    else
-      pl.sets.set(static_cast<DocId>(a.i), std::move(r.set));
-    ++handed;
-  });
-  if (handed != at.size()) throw changed(at[handed]);
 }
 
 // Document l's payload after its set: its band keys (exact: whether two documents share a band)

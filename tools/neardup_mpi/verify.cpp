@@ -22,25 +22,17 @@ Scorer Run::scorer(const Payloads& pl) const {
 // Buckets are verified a group of candidate components at a time, each group's payloads fetched,
 // used and let go before the next: a rank holds the sets of one group, as one process holds
 // those of one group of components, and a component is whole in one group, so each document's
-// set is fetched once. A group ends once the texts of its distinct documents reach
+// set is fetched once. A group ends once its components' texts (Buckets::text) reach
 // kGroupTextBytes (their sets take about as many bytes), so a rank's memory does not grow with
 // its share of the candidates; a component larger than that is a group of its own.
 std::vector<size_t> Run::group_ends(const Buckets& buckets) {
   const auto& items = buckets.lists;
   const uint64_t kGroupTextBytes = small_groups_for_tests() ? 4096 : uint64_t{8} << 20;
-  const MemberLengths ml = member_lengths(items);
-  const std::vector<DocId>& members = ml.members;
-  const std::vector<uint32_t>& length = ml.length;
   std::vector<size_t> ends;
-  std::vector<uint32_t> in_group(members.size(), UINT32_MAX);  // the last group that counted a member
   uint64_t bytes = 0;
+  size_t c = 0;  // the component of list i (buckets.text's order)
   for (size_t i = 0; i < items.size(); ++i) {
-    const auto g = static_cast<uint32_t>(ends.size());
-    for (const DocId d : items[i]) {
-      const size_t m = place_in(members, d);
-      if (in_group[m] != g) bytes += length[m];
-      in_group[m] = g;
-    }
+    if (i == 0 || buckets.component[i] != buckets.component[i - 1]) bytes += buckets.text[c++];
     const bool component_ends = i + 1 == items.size() || buckets.component[i + 1] != buckets.component[i];
     if (component_ends && (bytes >= kGroupTextBytes || i + 1 == items.size())) {
       ends.push_back(i + 1);
