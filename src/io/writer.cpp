@@ -598,7 +598,7 @@ int reopen_direct(int fd) {
 }  // namespace
 
 void AtomicFile::write_directly() {
-  if (!direct_io_ && !direct_ && !encoder_ && !direct_tried_) {
+  if (!direct_io_ && !direct_ && !encoder_ && !direct_tried_ && !direct_held_) {
     // Into a file of its own on ext4: from here on every byte goes through the direct writes,
     // starting with the written bytes of the block this one starts in.
     direct_tried_ = true;

@@ -85,6 +85,7 @@ int Run::run() {
   const auto buckets = find_buckets();
   k.t_lsh = seconds_since(t);
   release_free_memory();
+  std::unique_ptr<EarlyKept> early = copy_kept_early(buckets, outs);
 
   // 3. Verification (and, for dedup, clustering) of whole components, a group of them at a time.
   t = Clock::now();
@@ -93,9 +94,11 @@ int Run::run() {
   in_groups(buckets, [&](std::span<const std::vector<DocId>> group, const Payloads& pl) {
     const std::vector<ScoredPair> found = verify_buckets(group, pl);
     k.verified += found.size();
-    if (dedup_)
+    if (dedup_) {
+      const size_t before = fates.size();
       cluster_group(pl, found, fates);
-    else
+      if (early) decided(*early, buckets, group, std::span<const Fate>(fates).subspan(before));
+    } else
       verified.insert(verified.end(), found.begin(), found.end());
   });
   k.t_verify = seconds_since(t);
@@ -120,7 +123,7 @@ int Run::run() {
   // 5. The outputs: kept records of the files read here; then the merged files on rank 0.
   release_free_memory();
   t = Clock::now();
-  if (dedup_) write_kept(my_removed, outs, share);
+  if (dedup_) write_kept(my_removed, outs, share, early.get());
   commit_outputs(outs);
   k.t_write = seconds_since(t);
   print_summary(read_stats, k, seconds_since(t_start));
@@ -229,9 +232,33 @@ void Run::send_pairs(const std::vector<ScoredPair>& verified, Outputs& outs, Cou
       });
 }
 
+// dedup -o of JSONL: rank 0 copies the kept records of its share as they are decided
+// (early_kept.h), up to the first component another rank verifies. Null elsewhere.
+std::unique_ptr<EarlyKept> Run::copy_kept_early(const Buckets& buckets, Outputs& outs) {
+  if (!dedup_ || !outs.one_output || !inputs_->all_jsonl()) return nullptr;
+  const uint64_t mine = buckets.component.empty() ? UINT64_MAX : buckets.component.front();
+  const uint64_t others = c_.all_reduce(c_.rank() == 0 ? UINT64_MAX : mine, MPI_MIN);
+  std::unique_ptr<EarlyKept> early;
+  steps_.agree([&] {
+    if (c_.rank() != 0) return;
+    early = std::make_unique<EarlyKept>(local_, *inputs_, shares_[0].first, *outs.out, others);
+    early->decided_below(mine);  // the documents before rank 0's first component are in none
+  });
+  return early;
+}
+
+// After a group of rank 0's components is clustered: its removed documents read here, and every
+// document before the next component is decided.
+void Run::decided(EarlyKept& early, const Buckets& buckets, std::span<const std::vector<DocId>> group, std::span<const Fate> fates) {
+  for (const Fate& f : fates)
+    if (f.keeper != f.doc && local_.has(f.doc)) early.removed(f.doc);
+  const auto end = static_cast<size_t>(group.data() + group.size() - buckets.lists.data());
+  early.decided_below(end < buckets.component.size() ? buckets.component[end] : UINT64_MAX);
+}
+
 // dedup: the kept records of the files read here, into --output-dir's files, or to rank 0 for -o
 // (their byte ranges, or the bytes of compressed files).
-void Run::write_kept(std::vector<std::pair<DocId, DocId>>& my_removed, Outputs& outs, const Share& share) {
+void Run::write_kept(std::vector<std::pair<DocId, DocId>>& my_removed, Outputs& outs, const Share& share, EarlyKept* early) {
   const size_t my_first = share.first, my_last = share.last;
   const bool one_output = outs.one_output;
   Packer kept_ranges;
@@ -250,7 +277,9 @@ void Run::write_kept(std::vector<std::pair<DocId, DocId>>& my_removed, Outputs& 
           while (ri < my_removed.size() && my_removed[ri].first < d) ++ri;
           return !(ri < my_removed.size() && my_removed[ri].first == d);
         };
-        if (inputs_->all_jsonl()) {
+        if (early) {
+          early->finish(kept);  // rank 0's share, after what it copied during verification
+        } else if (inputs_->all_jsonl()) {
           std::vector<io::ByteRange> ranges;
           size_t i = 0;
           for (size_t s = my_first; s < my_last; ++s) {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "comm.h"
+#include "early_kept.h"
 #include "commands.h"
 #include "options.h"
 #include "neardup/neardup.h"
@@ -332,7 +333,9 @@ class Run {
   void open_outputs(Outputs& outs, const Share& share);
   void settle(std::vector<Fate> fates, Outputs& outs, Counts& counts, std::vector<std::pair<DocId, DocId>>& my_removed);
   void send_pairs(const std::vector<ScoredPair>& verified, Outputs& outs, Counts& k);
-  void write_kept(std::vector<std::pair<DocId, DocId>>& my_removed, Outputs& outs, const Share& share);
+  std::unique_ptr<EarlyKept> copy_kept_early(const Buckets& buckets, Outputs& outs);
+  void decided(EarlyKept& early, const Buckets& buckets, std::span<const std::vector<DocId>> group, std::span<const Fate> fates);
+  void write_kept(std::vector<std::pair<DocId, DocId>>& my_removed, Outputs& outs, const Share& share, EarlyKept* early);
   void commit_outputs(Outputs& outs);
   void print_summary(const io::ReaderStats& read_stats, const Counts& k, double seconds);
   std::unique_ptr<io::OnceCopy> receive_copy(const std::string& input, int in);
