@@ -197,6 +197,45 @@ TEST(Lsh, KeysSharingTheirTopBitsMakeSeparateBuckets) {
   EXPECT_EQ(got.size(), 15u + 20u);
 }
 
+// A band whose keys are nearly all unique (a copy-free corpus) is filtered before its sort
+// (keep_repeated_keys): the buckets are still every repeated key's documents, in order, also
+// where unique keys share their top bits with each other or with a repeated key; the counts are
+// over every entry.
+TEST(Lsh, MostlyUniqueKeysGiveTheBucketsOfTheRepeatedOnes) {
+  std::mt19937_64 rng(91);
+  const size_t n = 50000;
+  std::vector<std::vector<uint64_t>> keys(3, std::vector<uint64_t>(n));
+  for (auto& band : keys)
+    for (auto& k : band) k = rng();
+  for (size_t i = 0; i < n; i += 50) keys[0][i] = keys[0][i / 7];  // repeats of earlier keys
+  for (size_t i = 1; i < n; i += 400) keys[1][i] = keys[1][i - 1] ^ 1;  // same top bits, unique
+  for (size_t i = 2; i < n; i += 300) keys[1][i] = keys[1][i - 2] = keys[1][i - 1] ^ 2;  // top bits shared with a pair
+  for (size_t i = 0; i < 700; ++i) keys[2][n - 1 - i] = 0xABCDEF;  // one large bucket
+  std::vector<uint8_t> skip(n, 0);
+  for (size_t i = 0; i < n; i += 101) skip[i] = 1;
+  std::set<std::vector<DocId>> want;
+  size_t largest = 1;
+  for (const auto& band : keys) {
+    std::map<uint64_t, std::vector<DocId>> by_key;
+    for (size_t i = 0; i < n; ++i)
+      if (!skip[i]) by_key[band[i]].push_back(static_cast<DocId>(i));
+    for (auto& [key, docs] : by_key) {
+      largest = std::max(largest, docs.size());
+      if (docs.size() > 1) want.insert(docs);
+    }
+  }
+  std::vector<std::span<const uint64_t>> views(keys.begin(), keys.end());
+  CandidateStats stats;
+  const LshBuckets got = lsh_buckets_from_keys(views, skip, 2, &stats);
+  std::set<std::vector<DocId>> seen;
+  for (size_t i = 0; i < got.size(); ++i) seen.insert(std::vector<DocId>(got[i].begin(), got[i].end()));
+  EXPECT_EQ(seen.size(), got.size());
+  EXPECT_EQ(seen, want);
+  EXPECT_GT(want.size(), 300u);
+  EXPECT_EQ(stats.largest_bucket, largest);
+  EXPECT_EQ(stats.bucket_entries, 3 * (n - (n + 100) / 101));
+}
+
 // The radix sort of candidate pairs gives what std::sort and std::unique give, at every size
 // (below 4,096 pairs std::sort itself) and with ids of any width.
 TEST(Lsh, PairsSortedAndMadeDistinct) {
