@@ -136,6 +136,14 @@ void OphHasher::densify(std::span<SigValue> bins) const {
 void OphHasher::densify_with(std::span<SigValue> out, Densify how) const {
   const uint32_t k = kk_;
   SigValue* o = out.data();
+#if NEARDUP_X86_KERNELS
+  // Up to 128 bins, the whole densification in one kernel (kernels/oph_kernels.h): a short
+  // text leaves most bins empty (41 shingles in 128 bins: 93), and the scalar classification
+  // of the bins below cost more than the vectorised pull itself.
+  if (how == Densify::Auto && !pre_rows_.empty() && internal::kernels().oph_pull_vbmi &&
+      internal::oph_densify_vbmi(o, k, pre_rows_.data(), row_rounds_))
+    return;
+#endif
   uint32_t e = 0;
   for (uint32_t j = 0; j < k; ++j) e += o[j] == kEmptySigValue;
   if (e == 0 || e == k) return;  // dense already, or an empty document

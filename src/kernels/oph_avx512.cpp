@@ -25,4 +25,38 @@ void oph_pull_vbmi(const uint8_t* pre, size_t rounds, const uint8_t* native, con
   }
 }
 
+bool oph_densify_vbmi(uint32_t* o, uint32_t k, const uint8_t* pre, size_t rounds) noexcept {
+  // Per half of the bins (0-63, 64-127): which are empty, which exist.
+  uint64_t empty[2] = {0, 0}, valid[2] = {0, 0};
+  const __m512i none = _mm512_set1_epi32(-1);
+  for (uint32_t j = 0; j < k; j += 16) {
+    const __mmask16 lanes = k - j >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (k - j)) - 1);
+    const __mmask16 e = _mm512_mask_cmpeq_epi32_mask(lanes, _mm512_maskz_loadu_epi32(lanes, o + j), none);
+    empty[j >> 6] |= uint64_t{e} << (j & 63);
+    valid[j >> 6] |= uint64_t{lanes} << (j & 63);
+  }
+  const int count = __builtin_popcountll(empty[0]) + __builtin_popcountll(empty[1]);
+  if (count == 0 || count == static_cast<int>(k)) return true;
+  const __m512i lo = _mm512_movm_epi8(valid[0] & ~empty[0]), hi = _mm512_movm_epi8(valid[1] & ~empty[1]);
+  uint8_t bins[128], from[128];
+  int n = 0;
+  for (int half = 0; half < 2; ++half)
+    for (uint64_t m = empty[half]; m != 0; m &= m - 1) {
+      const uint32_t j = static_cast<uint32_t>(half * 64 + __builtin_ctzll(m));
+      const uint8_t* row = pre + size_t{j} * rounds;
+      size_t t = 0;
+      for (; t < rounds; t += 64) {
+        const __mmask64 hit = _mm512_movepi8_mask(_mm512_permutex2var_epi8(lo, _mm512_loadu_si512(row + t), hi));
+        if (hit) {
+          from[n] = row[t + static_cast<size_t>(__builtin_ctzll(hit))];
+          break;
+        }
+      }
+      if (t >= rounds) return false;
+      bins[n++] = static_cast<uint8_t>(j);
+    }
+  for (int x = 0; x < n; ++x) o[bins[x]] = o[from[x]];  // a native bin's value: no write changes one
+  return true;
+}
+
 }  // namespace neardup::internal

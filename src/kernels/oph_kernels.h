@@ -15,4 +15,12 @@ namespace neardup::internal {
 void oph_pull_vbmi(const uint8_t* pre, size_t rounds, const uint8_t* native, const uint32_t* empty, uint32_t count,
                    uint32_t* from) noexcept;
 
+/// The whole densification of OphHasher for k <= 128 bins o[0, k) (kEmptySigValue marks an empty
+/// bin), with the pull over the first `rounds` rounds of `pre` as oph_pull_vbmi: the empty bins
+/// found 16 at a time, the native flags made from their mask, each empty bin pulled and filled.
+/// Returns false, leaving o as it was, when an empty bin has no native pre-image in these
+/// rounds (the caller goes on from the rounds after them); a dense bin set or an empty document
+/// is left as it is. Needs AVX512-VBMI as oph_pull_vbmi.
+bool oph_densify_vbmi(uint32_t* o, uint32_t k, const uint8_t* pre, size_t rounds) noexcept;
+
 }  // namespace neardup::internal
