@@ -228,7 +228,8 @@ class PassRunner {
   bool parse(Batch& b, size_t i, io::JsonlParser& parser, io::Record& rec, std::string& problem) {
     Batch::Entry& e = b.entries[i];
     const std::string_view line = b.raw_of(e);
-    const auto t = Clock::now();
+    const double weight = timing_weight(i, line.size());
+    const auto t = weight > 0 ? Clock::now() : Clock::time_point();
     // The line is this batch's alone (its copy, or its place in a reader's buffer handed over):
     // a long one's text may be made word text where it is.
     char* const overwritable = e.at ? (e.writable ? const_cast<char*>(e.at) : nullptr) : b.raw.data() + e.raw_begin;
@@ -236,7 +237,7 @@ class PassRunner {
     // A long mapped line's record now lies in the parser's copy: its pages are let go before the
     // record is shingled (on the crowded mix, two records of 15-25 MB worked at once held theirs).
     if (good && e.mapped && line.size() >= io::kWordTextMaxLine) io::release_mapped_line(line);
-    b.t_parse += seconds_since(t);
+    if (weight > 0) b.t_parse += weight * seconds_since(t);
     if (!good) {
       b.problems.push_back({i, problem, parser.problem_kind(), pass_.reader->on_reject ? std::string(line) : std::string()});
       return false;

@@ -54,7 +54,8 @@ void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
 // (DocumentSketcher::simhash_split). The result is the same.
 void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
                                   std::vector<SigValue>& fp) const {
-  const auto t1 = Clock::now();
+  const double weight = internal::timing_weight(i, text.size());
+  const auto t1 = weight > 0 ? Clock::now() : Clock::time_point();
   const bool split = l.k > 0 && text.size() >= kSplitBytes && sk.can_split();
   const bool split_simhash = l.simhash && text.size() >= kSplitBytes && sk.can_split_simhash();
   const auto sig = l.k > 0 ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k) : std::span<SigValue>();
@@ -62,7 +63,7 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
   const size_t shingles = split            ? sk.signature_split(text, sig, threads_)
                           : split_simhash ? sk.simhash_split(text, simhash, threads_)
                                           : sk.shingle(text).size();
-  const auto t2 = Clock::now();
+  const auto t2 = weight > 0 ? Clock::now() : Clock::time_point();
   if (l.bottomk) {
     sk.fingerprint(fp);
     b.fp_slot[i] = static_cast<uint32_t>(b.fps.count());
@@ -91,8 +92,10 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
       if (sets_.keep_early(keys, bytes, options_.tuning.first_pass_set_bytes)) b.sets[i] = sk.set();
     }
   }
-  b.t_sketch += seconds_since(t2);
-  b.t_shingle += std::chrono::duration<double>(t2 - t1).count();
+  if (weight > 0) {
+    b.t_sketch += weight * seconds_since(t2);
+    b.t_shingle += weight * std::chrono::duration<double>(t2 - t1).count();
+  }
   b.shingles += shingles;
   b.empty[i] = shingles == 0;
   // Chinese, Japanese or Thai text under the default word definition: a run without spaces is
