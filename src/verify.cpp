@@ -142,25 +142,44 @@ void Scorer::prefetch(DocId a, DocId b) const noexcept {
   }
 }
 
-std::vector<ScoredPair> verify_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double threshold,
-                                     int threads) {
-  constexpr size_t kChunk = 4096;
-  // Out of the cache, the exact merge of a pair of sets of 100-2,000 hashes at t = 0.8 waits on
-  // memory for most of its time: prefetching the pair two ahead, 1.1-1.2x (BM_SetCommon). A set
-  // is reached through its document's slot and the slot's entry, two more dependent loads: they
-  // are started four and six pairs ahead, so that each is in the cache when the next needs it.
+namespace {
+
+constexpr size_t kScoreChunk = 4096;
+
+// Scores the candidates of each chunk of kScoreChunk (in parallel over the chunks), calling
+// use(chunk, i, similarity or a value below floor). Out of the cache, the exact merge of a pair
+// of sets of 100-2,000 hashes at t = 0.8 waits on memory for most of its time: prefetching the
+// pair two ahead, 1.1-1.2x (BM_SetCommon). A set is reached through its document's slot and the
+// slot's entry, two more dependent loads: they are started four and six pairs ahead, so that
+// each is in the cache when the next needs it.
+template <class Use>
+void score_chunks(std::span<const DocPair> candidates, const Scorer& scorer, double floor, int threads, Use&& use) {
   constexpr size_t kAhead = 2;
-  const size_t chunks = (candidates.size() + kChunk - 1) / kChunk;
-  std::vector<std::vector<ScoredPair>> out(chunks);
+  const size_t chunks = (candidates.size() + kScoreChunk - 1) / kScoreChunk;
   internal::parallel_for(chunks, threads, [&](size_t c, size_t) {
-    const size_t end = std::min(candidates.size(), (c + 1) * kChunk);
-    for (size_t i = c * kChunk; i < end; ++i) {
+    const size_t end = std::min(candidates.size(), (c + 1) * kScoreChunk);
+    for (size_t i = c * kScoreChunk; i < end; ++i) {
       if (i + 3 * kAhead < end) scorer.prefetch_lookup(candidates[i + 3 * kAhead].a, candidates[i + 3 * kAhead].b, 0);
       if (i + 2 * kAhead < end) scorer.prefetch_lookup(candidates[i + 2 * kAhead].a, candidates[i + 2 * kAhead].b, 1);
       if (i + kAhead < end) scorer.prefetch(candidates[i + kAhead].a, candidates[i + kAhead].b);
-      const double s = scorer.at_least(candidates[i].a, candidates[i].b, threshold - kSimilarityEpsilon);
-      if (s + kSimilarityEpsilon >= threshold) out[c].push_back({candidates[i].a, candidates[i].b, s});
+      use(c, i, scorer.at_least(candidates[i].a, candidates[i].b, floor));
     }
+  });
+}
+
+}  // namespace
+
+std::vector<double> score_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double floor, int threads) {
+  std::vector<double> out(candidates.size());
+  score_chunks(candidates, scorer, floor, threads, [&](size_t, size_t i, double s) { out[i] = s; });
+  return out;
+}
+
+std::vector<ScoredPair> verify_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double threshold,
+                                     int threads) {
+  std::vector<std::vector<ScoredPair>> out((candidates.size() + kScoreChunk - 1) / kScoreChunk);
+  score_chunks(candidates, scorer, threshold - kSimilarityEpsilon, threads, [&](size_t c, size_t i, double s) {
+    if (s + kSimilarityEpsilon >= threshold) out[c].push_back({candidates[i].a, candidates[i].b, s});
   });
   std::vector<ScoredPair> all;
   for (auto& v : out) all.insert(all.end(), v.begin(), v.end());

@@ -4,7 +4,9 @@
 // Exact similarities: star edges first (a bucket of s documents gives s - 1, verified in
 // parallel); on clean clusters they connect everything. A bucket the stars left split (its first
 // document an outlier, or two clusters meeting in it) is completed exactly: a small one by
-// verifying its pairs across clusters, a large one by the exact join over its documents,
+// verifying its pairs across clusters, save those that the stars prove below the threshold
+// (Jaccard distance is a metric, so two documents whose similarities to the bucket's first
+// differ by more than 1 - t are less than t alike), a large one by the exact join over its documents,
 // restricted to pairs that share a band, which verifies only pairs not yet connected. So every
 // pair that shares a bucket and has J >= t ends up in one cluster. Listing every pair (pairs
 // mode) verifies all the pairs of the small buckets and hands back the join of the large ones,
@@ -53,9 +55,10 @@ struct VerifiedBuckets {
   std::unique_ptr<SetJoin> join;
 };
 
-/// Buckets up to this size are completed pair by pair (at most 2,016 pairs each); larger ones by
-/// the join, whose cost grows with the pairs it finds rather than with s^2.
-inline constexpr size_t kDirectBucket = 64;
+/// Buckets up to this size are completed pair by pair, of the pairs the stars' bound leaves (at
+/// most 32,385 each); larger ones by the join, whose cost grows with the pairs it finds rather
+/// than with s^2.
+inline constexpr size_t kDirectBucket = 256;
 
 /// Verifies `buckets` (each one's documents ascending, as lsh_buckets gives them), whose
 /// documents are `docs` (ascending), scored by `score`.

@@ -122,6 +122,10 @@ class Scorer {
 std::vector<ScoredPair> verify_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double threshold,
                                      int threads);
 
+/// Scores `candidates` in parallel: each pair's similarity when it is at least `floor` (every
+/// one with floor 0), otherwise a value below `floor` (Scorer::at_least), in their order.
+std::vector<double> score_pairs(std::span<const DocPair> candidates, const Scorer& scorer, double floor, int threads);
+
 /// A small tolerance so that a similarity printed as the threshold (for example 4/5 = 0.8) is
 /// not lost to rounding.
 inline constexpr double kSimilarityEpsilon = 1e-12;

@@ -52,7 +52,7 @@ LshBuckets random_buckets(uint64_t seed, size_t n) {
     if (i % 3 == 0) {
       for (size_t m = 0; m < 2 + rng() % 20; ++m) members.insert(static_cast<DocId>(rng() % n));
     } else {
-      const size_t start = rng() % n, len = 2 + rng() % 160;
+      const size_t start = rng() % n, len = 2 + rng() % (i % 4 == 1 ? 400 : 160);
       for (size_t d = start; d < std::min(n, start + len); ++d) members.insert(static_cast<DocId>(d));
     }
     if (members.size() < 2) continue;
@@ -176,6 +176,56 @@ TEST(BucketVerify, ExactListsEveryBucketPair) {
     EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
     expect_listed(brute_force(c.buckets, score), v, how.share);
   }
+}
+
+// Pivot filtering (pairs_left): of the pairs of the small buckets past their first documents,
+// those whose similarities to the first document differ by more than 1 - t are not compared;
+// the listing is still complete, with fewer comparisons than the pairs the buckets hold.
+TEST(BucketVerify, ExactListingComparesFewerPairsThanTheBucketsHold) {
+  Case c(8);
+  const Scorer score = Scorer::exact(c.sets);
+  const BucketVerification how = c.how(true, true);
+  const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
+  const uint64_t joined = v.join ? v.join->stats().verified : 0;  // before listing its pairs adds to it
+  expect_listed(brute_force(c.buckets, score), v, how.share);
+  const std::vector<DocPair> stars = star_edges(c.buckets);
+  std::set<std::pair<DocId, DocId>> rest;  // pairs of the small buckets that are not stars
+  for (size_t i = 0; i < c.buckets.size(); ++i) {
+    const auto b = c.buckets[i];
+    if (b.size() > kDirectBucket) continue;
+    for (size_t y = 2; y < b.size(); ++y)
+      for (size_t x = 1; x < y; ++x)
+        if (!std::binary_search(stars.begin(), stars.end(), DocPair{b[x], b[y]})) rest.insert({b[x], b[y]});
+  }
+  const uint64_t compared = v.verified - stars.size() - joined;
+  EXPECT_LT(compared, rest.size());
+}
+
+// The pivot bound at its edge: J(0, 1) = 1 and J(0, 2) = 0.6 differ by exactly 1 - t, and
+// J(1, 2) = 0.6 = t, so the pair must still be compared and listed.
+TEST(BucketVerify, PairAtThePivotBoundIsKept) {
+  ShingleSets sets(3);
+  std::vector<ShingleHash> ten(10);
+  std::iota(ten.begin(), ten.end(), ShingleHash{100});
+  sets.set(0, ten);
+  sets.set(1, ten);
+  sets.set(2, std::vector<ShingleHash>(ten.begin(), ten.begin() + 6));
+  LshBuckets b;
+  b.members = {0, 1, 2};
+  b.offsets = {0, 3};
+  const Scorer score = Scorer::exact(sets);
+  ASSERT_DOUBLE_EQ(score(1, 2), kT);
+  BucketVerification how;
+  how.threshold = kT;
+  how.list_all = true;
+  how.num_docs = 3;
+  how.share = [](DocId, DocId) { return true; };
+  how.join = [&](std::span<const DocId> over) { return std::make_unique<SetJoin>(over, [&](DocId d) { return sets.get(d); }, kT, 1); };
+  const std::vector<DocId> docs = {0, 1, 2};
+  const VerifiedBuckets v = verify_buckets(b, docs, score, how);
+  ASSERT_EQ(v.pairs.size(), 3u);
+  EXPECT_EQ(v.pairs[2].a, 1u);
+  EXPECT_EQ(v.pairs[2].b, 2u);
 }
 
 TEST(BucketVerify, EstimatedConnectsAndListsByTheSignatures) {
