@@ -4,12 +4,30 @@
 #include <cmath>
 #include <iterator>
 
+#include "internal/big_array.h"
 #include "internal/radix_sort.h"
 #include "neardup/union_find.h"
 
 namespace neardup {
 
 namespace {
+
+// Each document's place in `docs` (ascending): a table over the range of docs, written only at
+// their entries, since every document looked up is one of them. Buckets hold millions of
+// members, and a binary search for each, several times over, cost more than the pairs it led
+// to.
+class Places {
+ public:
+  explicit Places(std::span<const DocId> docs)
+      : first_(docs.empty() ? 0 : docs.front()), at_(docs.empty() ? 0 : size_t{docs.back()} - first_ + 1) {
+    for (size_t i = 0; i < docs.size(); ++i) at_[docs[i] - first_] = static_cast<uint32_t>(i);
+  }
+  uint32_t operator()(DocId d) const noexcept { return at_[d - first_]; }
+
+ private:
+  DocId first_;
+  internal::BigArray<uint32_t> at_;  // uninitialised
+};
 
 // Estimated similarities: every bucket pair (list_all), or those not yet connected.
 VerifiedBuckets verify_estimated(const LshBuckets& buckets, std::span<const DocId> docs, const Scorer& score,
@@ -45,17 +63,18 @@ size_t star_of(std::span<const DocPair> stars, DocId a, DocId b) noexcept {
   return static_cast<size_t>(std::lower_bound(stars.begin(), stars.end(), DocPair{a, b}) - stars.begin());
 }
 
-// The buckets that need more than their stars: those the stars left split (`uf` holds the
-// verified stars), or every one with list_all. A small one's pairs are verified one by one
+// The buckets that need more than their stars: those whose documents past the first the stars
+// left in different clusters (`uf` holds the verified stars), or every one with list_all. A small one's pairs are verified one by one
 // (`small`, bucket indices); the documents of a large one go to the join (`joined`).
-void buckets_left(const LshBuckets& buckets, std::span<const DocId> docs, UnionFind& uf, bool list_all,
-                  std::vector<size_t>& small, std::vector<DocId>& joined) {
-  const auto local = [&](DocId d) { return place_in(docs, d); };
+void buckets_left(const LshBuckets& buckets, const Places& local, UnionFind& uf, bool list_all, std::vector<size_t>& small,
+                  std::vector<DocId>& joined) {
   for (size_t i = 0; i < buckets.size(); ++i) {
     const auto b = buckets[i];
+    // Split past its first document: the first one's pairs are its stars, all verified, so
+    // only two of the others in different clusters can still connect anything.
     bool split = list_all;
-    const uint32_t r0 = uf.find(local(b[0]));
-    for (size_t x = 1; x < b.size() && !split; ++x) split = uf.find(local(b[x])) != r0;
+    const uint32_t r1 = b.size() > 2 ? uf.find(local(b[1])) : 0;
+    for (size_t x = 2; x < b.size() && !split; ++x) split = uf.find(local(b[x])) != r1;
     if (!split) continue;
     if (b.size() > kDirectBucket)
       joined.insert(joined.end(), b.begin(), b.end());
@@ -75,36 +94,73 @@ void star_indices(std::span<const DocId> b, std::span<const DocPair> stars, std:
   }
 }
 
+// A bucket's documents past the first, with their stars' similarity and their cluster.
+struct Member {
+  double sim;
+  DocId doc;
+  uint32_t root;
+};
+
+// The cluster most of `m` are in.
+uint32_t largest_cluster(std::span<const Member> m, std::vector<uint32_t>& roots) {
+  roots.clear();
+  for (const Member& x : m) roots.push_back(x.root);
+  std::sort(roots.begin(), roots.end());
+  uint32_t best = roots.empty() ? 0 : roots[0];
+  size_t best_run = 0;
+  for (size_t i = 0; i < roots.size();) {
+    size_t j = i + 1;
+    while (j < roots.size() && roots[j] == roots[i]) ++j;
+    if (j - i > best_run) best = roots[i], best_run = j - i;
+    i = j;
+  }
+  return best;
+}
+
+// The pairs of m (sorted by sim) within `bound` of each other: every one with list_all, else
+// those across clusters. Without list_all, only the documents outside the largest cluster look
+// for partners (forward among all, backward among the largest cluster's), so that a bucket of
+// one large cluster and a few others costs those few scans, not the large cluster's pairs.
+void pairs_within(std::span<const Member> m, double bound, bool list_all, std::vector<uint32_t>& roots, std::vector<DocPair>& direct) {
+  const auto add = [&](const Member& x, const Member& y) { direct.push_back({std::min(x.doc, y.doc), std::max(x.doc, y.doc)}); };
+  if (list_all) {
+    for (size_t x = 0; x < m.size(); ++x)
+      for (size_t y = x + 1; y < m.size() && m[y].sim - m[x].sim <= bound; ++y) add(m[x], m[y]);
+    return;
+  }
+  const uint32_t big = largest_cluster(m, roots);
+  for (size_t x = 0; x < m.size(); ++x) {
+    if (m[x].root == big) continue;
+    for (size_t y = x + 1; y < m.size() && m[y].sim - m[x].sim <= bound; ++y)
+      if (m[y].root != m[x].root) add(m[x], m[y]);
+    for (size_t y = x; y-- > 0 && m[x].sim - m[y].sim <= bound;)
+      if (m[y].root == big) add(m[y], m[x]);
+  }
+}
+
 // The pairs that complete the small buckets, x and y past the first document (whose pairs are
 // the stars): every pair with list_all, else those the stars left in different clusters. Only
 // pairs whose similarities to the bucket's first document differ by at most 1 - t can reach t:
 // Jaccard distance 1 - J is a metric (Levandowsky and Winter 1971), so
 // 1 - J(x, y) >= |J(0, x) - J(0, y)| (pivot filtering, as in LAESA: Mico, Oncina and Vidal
-// 1994). Each bucket's documents are sorted by that similarity, and each is paired with those
-// that follow it within the bound. `star_sim` holds each star's exact similarity.
-void pairs_left(const LshBuckets& buckets, std::span<const DocId> docs, UnionFind& uf, std::span<const size_t> small,
+// 1994). Each bucket's documents are sorted by that similarity and paired within the bound
+// (pairs_within). `star_sim` holds each star's exact similarity.
+void pairs_left(const LshBuckets& buckets, const Places& local, UnionFind& uf, std::span<const size_t> small,
                 std::span<const DocPair> stars, std::span<const double> star_sim, const BucketVerification& how,
                 std::vector<DocPair>& direct) {
-  const auto local = [&](DocId d) { return place_in(docs, d); };
   // Beyond 1 - t by the threshold's own tolerance and a margin for the rounding of the
   // similarities compared: a pair left out is surely below t.
   const double bound = 1 - how.threshold + kSimilarityEpsilon + 1e-9;
-  struct Member {
-    double sim;
-    DocId doc;
-    uint32_t root;
-  };
   std::vector<size_t> at;
   std::vector<Member> m;
+  std::vector<uint32_t> roots;
   for (const size_t i : small) {
     const auto b = buckets[i];
     star_indices(b, stars, at);
     m.clear();
     for (size_t x = 1; x < b.size(); ++x) m.push_back({star_sim[at[x]], b[x], how.list_all ? 0 : uf.find(local(b[x]))});
     std::sort(m.begin(), m.end(), [](const Member& p, const Member& q) { return p.sim < q.sim; });
-    for (size_t x = 0; x < m.size(); ++x)
-      for (size_t y = x + 1; y < m.size() && m[y].sim - m[x].sim <= bound; ++y)
-        if (how.list_all || m[x].root != m[y].root) direct.push_back({std::min(m[x].doc, m[y].doc), std::max(m[x].doc, m[y].doc)});
+    pairs_within(m, bound, how.list_all, roots, direct);
   }
 }
 
@@ -146,14 +202,15 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
   for (size_t k = 0; k < stars.size(); ++k)
     if (star_sim[k] + kSimilarityEpsilon >= how.threshold) pairs.push_back({stars[k].a, stars[k].b, star_sim[k]});
   r.verified = stars.size();
+  const Places local(docs);
   UnionFind uf(docs.size());
-  for (const ScoredPair& e : pairs) uf.unite(place_in(docs, e.a), place_in(docs, e.b));
+  for (const ScoredPair& e : pairs) uf.unite(local(e.a), local(e.b));
   std::vector<size_t> small;
   std::vector<DocId> joined;
-  buckets_left(buckets, docs, uf, how.list_all, small, joined);
+  buckets_left(buckets, local, uf, how.list_all, small, joined);
   exact_star_similarities(buckets, small, stars, star_sim, score, how);
   std::vector<DocPair> direct;
-  pairs_left(buckets, docs, uf, small, stars, star_sim, how, direct);
+  pairs_left(buckets, local, uf, small, stars, star_sim, how, direct);
   internal::sort_unique_pairs(direct);
   direct = minus(direct, stars);  // already verified
   r.verified += direct.size();

@@ -81,6 +81,77 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
   return v.verified;
 }
 
+namespace {
+
+// The verification's groups: components by the place of their first document in the input, in
+// kParts parts, so the writer can start once the first part is decided; consecutive parts are
+// one group while it holds fewer than kGroupDocs documents and kGroupText bytes of their text.
+// Each group reads its records again wherever they lie in the input, and a group of a few
+// short records scattered over a large input costs page faults over all of it for little work;
+// a group's sets take about as many bytes as its text.
+constexpr size_t kParts = 32, kGroupDocs = 65536;
+constexpr uint64_t kGroupText = uint64_t{16} << 20;
+
+}  // namespace
+
+// The documents of `group`'s buckets, ascending and distinct: marked in `seen` (all clear, left
+// clear) as they are met, then sorted.
+void Pipeline::Impl::distinct_members(const LshBuckets& group, std::vector<uint8_t>& seen, std::vector<DocId>& docs) {
+  docs.clear();
+  for (const DocId d : group.members)
+    if (!seen[d]) {
+      seen[d] = 1;
+      docs.push_back(d);
+    }
+  for (const DocId d : docs) seen[d] = 0;
+  std::sort(docs.begin(), docs.end());
+}
+
+// Splits the buckets into groups of whole components (kParts parts, merged as above): `order`
+// lists the bucket indices group by group, group g being [start[g], start[g + 1]). Returns for
+// each group the parts done once it is verified (for progress).
+std::vector<uint32_t> Pipeline::Impl::group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket,
+                                                    std::vector<size_t>& start, std::vector<size_t>& order) const {
+  const size_t n = docs_.size();
+  UnionFind uf(n);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const auto b = buckets[i];
+    for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
+  }
+  const auto part_of = [&](DocId d) { return static_cast<size_t>(uint64_t{uf.find(d)} * kParts / n); };
+  std::vector<uint64_t> part_docs(kParts, 0), part_text(kParts, 0);
+  for (DocId d = 0; d < n; ++d)
+    if (in_bucket[d]) {
+      ++part_docs[part_of(d)];
+      part_text[part_of(d)] += docs_.length(d);
+    }
+  std::vector<uint32_t> group_of_part(kParts), parts_done;
+  uint64_t docs = 0, text = 0;
+  for (size_t p = 0; p < kParts; ++p) {
+    const bool full = docs + part_docs[p] > kGroupDocs || text + part_text[p] > kGroupText;
+    if (parts_done.empty() || (full && docs > 0)) {
+      parts_done.push_back(0);
+      docs = text = 0;
+    }
+    docs += part_docs[p];
+    text += part_text[p];
+    group_of_part[p] = static_cast<uint32_t>(parts_done.size() - 1);
+    parts_done.back() = static_cast<uint32_t>(p + 1);
+  }
+  const size_t groups = parts_done.size();
+  start.assign(groups + 1, 0);
+  std::vector<uint32_t> group_of(buckets.size());
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    group_of[i] = group_of_part[part_of(buckets[i][0])];
+    ++start[group_of[i] + 1];
+  }
+  for (size_t g = 0; g < groups; ++g) start[g + 1] += start[g];
+  std::vector<size_t> at(start.begin(), start.end() - 1);
+  order.assign(buckets.size(), 0);
+  for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of[i]]++] = i;
+  return parts_done;
+}
+
 // Verification in groups. A candidate component (documents joined through shared buckets) holds
 // every pair that can be verified between its documents, so its clusters depend on its own
 // pairs only: verifying a group of components at a time, in the order of their first
@@ -90,26 +161,9 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
 // large buckets when they are written (expand_pairs).
 uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
   const size_t n = docs_.size();
-  // 32 groups by the place of a component's first document (the union-find's representative)
-  // in the input, so the writer can start once the first 32nd is decided.
-  constexpr size_t kGroups = 32;
-  std::vector<size_t> start(kGroups + 1, 0);
-  std::vector<size_t> order(buckets.size());  // bucket indices, group by group
-  {
-    UnionFind uf(n);
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      const auto b = buckets[i];
-      for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
-    }
-    std::vector<uint8_t> group_of(buckets.size());
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      group_of[i] = static_cast<uint8_t>(uint64_t{uf.find(buckets[i][0])} * kGroups / n);
-      ++start[group_of[i] + 1];
-    }
-    for (size_t g = 0; g < kGroups; ++g) start[g + 1] += start[g];
-    std::vector<size_t> at(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of[i]]++] = i;
-  }
+  std::vector<size_t> start, order;  // bucket indices, group by group; group g is [start[g], start[g + 1])
+  const std::vector<uint32_t> parts_done = group_buckets(buckets, in_bucket, start, order);
+  const size_t groups = start.size() - 1;
   clustering_.keeper.resize(n);
   std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
   group_similarity_.assign(n, 0.0);
@@ -121,11 +175,13 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     start_writer();
   }
   uint64_t verified = 0;
+  double T[6] = {}; auto t0 = Clock::now(); auto lap = [&](int k) { auto n = Clock::now(); T[k] += std::chrono::duration<double>(n - t0).count(); t0 = n; };
   std::vector<ScoredPair> all;
   LshBuckets group;
   std::vector<DocId> docs;
+  std::vector<uint8_t> seen(n, 0);
   std::vector<ScoredPair> found;
-  for (size_t g = 0; g < kGroups; ++g) {
+  for (size_t g = 0; g < groups; ++g) {
     if (start[g] == start[g + 1]) continue;
     group.offsets.assign(1, 0);
     group.members.clear();
@@ -134,13 +190,15 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
       group.members.insert(group.members.end(), b.begin(), b.end());
       group.offsets.push_back(group.members.size());
     }
-    docs = group.members;
-    std::sort(docs.begin(), docs.end());
-    docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+    distinct_members(group, seen, docs);
+    lap(0);
     read_missing_sets(docs, false);
+    lap(1);
     found.clear();
     verified += verify_buckets(group, docs, found);
+    lap(2);
     cluster_group(docs, found);
+    lap(3);
     // A component lies in one group: its sets are not needed again (unless asked to be kept).
     if (!options_.tuning.keep_sets) {
       sets_.release(docs);
@@ -149,10 +207,12 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     all.insert(all.end(), found.begin(), found.end());
     // Every component starting before this group's end is verified: that share of the input.
     if (options_.tuning.progress)
-      options_.tuning.progress({"verify", inputs_->total_bytes() * (g + 1) / kGroups, inputs_->total_bytes(), n * (g + 1) / kGroups});
+      options_.tuning.progress({"verify", inputs_->total_bytes() * parts_done[g] / kParts, inputs_->total_bytes(), n * parts_done[g] / kParts});
   }
+  lap(4);
   std::sort(all.begin(), all.end(), by_pair);
   pairs_ = std::move(all);
+  if (std::getenv("XX_DEBUG")) std::fprintf(stderr, "groups %zu gather %.3f read %.3f verify %.3f cluster %.3f rest %.3f\n", groups, T[0], T[1], T[2], T[3], T[4]);
   return verified;
 }
 

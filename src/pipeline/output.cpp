@@ -165,6 +165,9 @@ void Pipeline::Impl::run_dedup(std::span<io::AtomicFile* const> outs) {
   });
   stats_.times.write_during_run = std::chrono::duration<double>(t - writer_.started).count();
   join_writer();
+  // The writer may have copied its last records before verification ended: an input changed
+  // since (its size or time) fails the run here, before the output is put in place.
+  check_inputs_unchanged();
   stats_.times.write = seconds_since(t);
 }
 
