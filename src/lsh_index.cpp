@@ -8,6 +8,7 @@
 #include "internal/hash.h"
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
+#include "internal/repeated_keys.h"
 #include "neardup/error.h"
 #include "neardup/tune.h"
 
@@ -37,38 +38,12 @@ namespace {
 // doc) entries of the documents not skipped are sorted by key (a stable radix sort from 4K
 // entries: documents of a bucket stay in increasing order), and visit(band, docs) is called for
 // each bucket, on the thread that sorted the band (a band of many entries first drops those whose
-// key is surely unique: keep_repeated_keys). Returns the entries per band and the largest
+// key is surely unique: internal::keep_repeated_keys). Returns the entries per band and the largest
 // bucket per band.
 struct BandEntry {
   uint64_t key;
   uint64_t doc;
 };
-
-// Keeps, in order, only the entries of e[0, m) whose key may occur twice: a key's top bits pick
-// a bit of a table `seen` (set at its first sight) and of `twice` (set at a later one); an entry
-// whose `twice` bit stays clear has a key no other entry has, so it is in no bucket. Most keys
-// of a band are unique (a copy-free corpus: all but a few), and the sort that finds the buckets
-// then orders the few that remain instead of every document. The table has 8 to 16 bits per
-// entry (at most 2^27), so an unrelated key shares a unique one's bit for about 1 entry in 8 to
-// 16; a key that does occur twice always keeps its entries. Returns how many remain.
-size_t keep_repeated_keys(BandEntry* e, size_t m, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
-  int bits = 16;
-  while (bits < 27 && (size_t{1} << bits) < m * 8) ++bits;
-  seen.assign((size_t{1} << bits) / 64, 0);
-  twice.assign(seen.size(), 0);
-  const int shift = 64 - bits;
-  for (size_t i = 0; i < m; ++i) {
-    const uint64_t h = e[i].key >> shift, bit = uint64_t{1} << (h & 63);
-    twice[h >> 6] |= seen[h >> 6] & bit;
-    seen[h >> 6] |= bit;
-  }
-  size_t kept = 0;
-  for (size_t i = 0; i < m; ++i) {
-    const uint64_t h = e[i].key >> shift;
-    if (twice[h >> 6] >> (h & 63) & 1) e[kept++] = e[i];
-  }
-  return kept;
-}
 
 template <class KeyOf, class Visit>
 void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats, KeyOf&& key_of,
@@ -91,7 +66,7 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
       if (skip.empty() || !skip[i]) e[all++] = {key_of(band, i), i};
     entries[band] = all;
     if (all > 0) largest[band] = 1;
-    const size_t m = all < 4096 ? all : keep_repeated_keys(e.data(), all, seen[tid], twice[tid]);
+    const size_t m = all < 4096 ? all : internal::keep_repeated_keys(e.data(), all, [](const BandEntry& x) { return x.key; }, seen[tid], twice[tid]);
     // The buckets among e[lo, hi), which is in order of key.
     auto visit_runs = [&](size_t lo, size_t hi) {
       for (size_t i = lo; i < hi;) {

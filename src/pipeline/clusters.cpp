@@ -1,6 +1,7 @@
 // Clusters: components or leaders of the verified pairs, the keep ranking, the removed documents'
 // similarities, and the check that ids are unique.
 #include "pipeline/impl.h"
+#include "internal/repeated_keys.h"
 #include "pipeline/policies.h"
 
 namespace neardup {
@@ -82,16 +83,22 @@ void Pipeline::Impl::check_duplicate_ids() {
     const std::string_view s = id(d);
     h[d] = Entry{internal::hash_bytes(s.data(), s.size(), 0x49445321ull), d};
   }
+  // Ids are nearly always distinct: only the entries whose hash may repeat are sorted.
+  std::vector<uint64_t> seen, twice;
+  const size_t m = internal::keep_repeated_keys(h.data(), n, [](const Entry& x) { return x.hash; }, seen, twice);
+  std::vector<uint64_t>().swap(seen);
+  std::vector<uint64_t>().swap(twice);
   {
-    internal::BigArray<Entry> tmp(n);
-    internal::radix_sort_by_bits(h.data(), tmp.data(), n, 0, 64, [](const Entry& x) { return x.hash; }, n >= 200000 ? 16 : 11);
+    internal::BigArray<Entry> tmp(m);
+    internal::radix_sort_by_bits(h.data(), tmp.data(), m, 0, 64, [](const Entry& x) { return x.hash; }, m >= 200000 ? 16 : 11);
   }
+  const size_t n_sorted = m;
   uint64_t dups = 0;
   DocId first_later = 0, first_earlier = 0;
   bool found = false;
-  for (size_t i = 0; i < n;) {
+  for (size_t i = 0; i < n_sorted;) {
     size_t j = i + 1;
-    while (j < n && h[j].hash == h[i].hash) ++j;
+    while (j < n_sorted && h[j].hash == h[i].hash) ++j;
     for (size_t a = i + 1; a < j; ++a)  // each in input order (the sort is stable)
       for (size_t b = i; b < a; ++b)
         if (id(h[b].doc) == id(h[a].doc)) {
