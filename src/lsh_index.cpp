@@ -123,16 +123,30 @@ LshBuckets band_buckets(size_t n, int bands, std::span<const uint8_t> skip, int 
     const uint64_t hash = internal::hash_bytes(d.data() + start, b.size() * sizeof(DocId), 0x42554b54ull);
     refs[band].push_back({d[start], static_cast<uint32_t>(band), hash, start, b.size()});
   });
-  std::vector<Ref> all;
-  for (const auto& v : refs) all.insert(all.end(), v.begin(), v.end());
-  std::vector<std::vector<Ref>>().swap(refs);
   auto members = [&](const Ref& r) { return std::span<const DocId>(docs[r.band]).subspan(r.start, r.size); };
-  std::sort(all.begin(), all.end(), [&](const Ref& x, const Ref& y) {
-    if (x.first != y.first) return x.first < y.first;
-    if (x.hash != y.hash) return x.hash < y.hash;
-    const auto a = members(x), b = members(y);
-    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
-  });
+  // By first document with one counting pass (a bucket's first document is below n), then each
+  // first document's few buckets by hash and members.
+  std::vector<uint32_t> at(n + 1, 0);
+  size_t count = 0;
+  for (const auto& v : refs) {
+    count += v.size();
+    for (const Ref& r : v) ++at[r.first + 1];
+  }
+  for (size_t d = 0; d < n; ++d) at[d + 1] += at[d];
+  std::vector<Ref> all(count);
+  {
+    std::vector<uint32_t> next(at.begin(), at.end() - 1);
+    for (const auto& v : refs)
+      for (const Ref& r : v) all[next[r.first]++] = r;
+  }
+  std::vector<std::vector<Ref>>().swap(refs);
+  for (size_t d = 0; d < n; ++d)
+    if (at[d + 1] - at[d] > 1)
+      std::sort(all.begin() + at[d], all.begin() + at[d + 1], [&](const Ref& x, const Ref& y) {
+        if (x.hash != y.hash) return x.hash < y.hash;
+        const auto a = members(x), b = members(y);
+        return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+      });
   LshBuckets out;
   uint64_t total = 0;
   for (const Ref& r : all) total += r.size;
