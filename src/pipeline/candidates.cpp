@@ -175,7 +175,6 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     start_writer();
   }
   uint64_t verified = 0;
-  double T[6] = {}; auto t0 = Clock::now(); auto lap = [&](int k) { auto n = Clock::now(); T[k] += std::chrono::duration<double>(n - t0).count(); t0 = n; };
   std::vector<ScoredPair> all;
   LshBuckets group;
   std::vector<DocId> docs;
@@ -191,14 +190,10 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
       group.offsets.push_back(group.members.size());
     }
     distinct_members(group, seen, docs);
-    lap(0);
     read_missing_sets(docs, false);
-    lap(1);
     found.clear();
     verified += verify_buckets(group, docs, found);
-    lap(2);
     cluster_group(docs, found);
-    lap(3);
     // A component lies in one group: its sets are not needed again (unless asked to be kept).
     if (!options_.tuning.keep_sets) {
       sets_.release(docs);
@@ -209,10 +204,8 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     if (options_.tuning.progress)
       options_.tuning.progress({"verify", inputs_->total_bytes() * parts_done[g] / kParts, inputs_->total_bytes(), n * parts_done[g] / kParts});
   }
-  lap(4);
   std::sort(all.begin(), all.end(), by_pair);
   pairs_ = std::move(all);
-  if (std::getenv("XX_DEBUG")) std::fprintf(stderr, "groups %zu gather %.3f read %.3f verify %.3f cluster %.3f rest %.3f\n", groups, T[0], T[1], T[2], T[3], T[4]);
   return verified;
 }
 
