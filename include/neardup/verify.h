@@ -60,9 +60,11 @@ class ShingleSets {
   /// Documents whose set is a shared copy of an earlier document's.
   uint64_t shared_docs() const noexcept { return shared_docs_; }
 
-  /// Sets shorter than this are stored for each document: an entry of the table that finds
-  /// identical sets would cost more than their hashes.
-  static constexpr size_t kShareMin = 32;
+  /// Sets shorter than this are stored for each document: finding identical sets takes a digest
+  /// and an entry of a node-based table per set, which for the sets of short texts cost more
+  /// time than sharing saves memory (the copies of one text share their set anyway, through
+  /// share()).
+  static constexpr size_t kShareMin = 128;
 
  private:
   static constexpr uint32_t kNone = 0xFFFFFFFFu;

@@ -344,9 +344,9 @@ TEST(ShingleSets, SharesIdenticalSetsByContent) {
     for (auto& x : v) x = rng();
     return sorted_set(v);
   };
-  const std::vector<ShingleHash> a = random_set(100), small = random_set(ShingleSets::kShareMin - 1);
+  const std::vector<ShingleHash> a = random_set(ShingleSets::kShareMin + 40), small = random_set(ShingleSets::kShareMin - 1);
   std::vector<ShingleHash> near = a;
-  near[50] ^= 1;  // same size, one hash apart
+  near[a.size() / 2] ^= 1;  // same size, one hash apart
   near = sorted_set(near);
   ShingleSets s(3);
   s.set(0, a);
