@@ -36,24 +36,39 @@ class FirstTexts {
     const XXH128_hash_t h = internal::hash_bytes128(text.data(), text.size(), kSeed);
     Shard& s = shards_[h.high64 % kShards];
     std::lock_guard lock(s.m);
-    const auto [it, fresh] = s.numbers.try_emplace(Text{h.low64, h.high64}, 0);
-    if (fresh) it->second = count_.fetch_add(1, std::memory_order_relaxed);
-    return {it->second, fresh};
+    if ((s.used + 1) * 2 > s.slots.size()) s.grow();
+    Slot& slot = s.find(h.low64, h.high64);
+    if (slot.number != kNone) return {slot.number, false};
+    slot = {h.low64, h.high64, count_.fetch_add(1, std::memory_order_relaxed)};
+    ++s.used;
+    return {slot.number, true};
   }
 
  private:
   static constexpr uint64_t kSeed = 0x6E65617264757031ull;  // "neardup1"
   static constexpr size_t kShards = 16;
-  struct Text {
-    uint64_t lo, hi;
-    bool operator==(const Text&) const noexcept = default;
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct Slot {
+    uint64_t lo = 0, hi = 0;
+    uint32_t number = kNone;
   };
-  struct TextHash {
-    size_t operator()(const Text& t) const noexcept { return t.lo; }
-  };
+  // An open-addressing table (linear probing, at most half full): a node-based map chased a
+  // pointer per record, which for short records cost as much as shingling them.
   struct Shard {
     std::mutex m;
-    std::unordered_map<Text, uint32_t, TextHash> numbers;
+    std::vector<Slot> slots = std::vector<Slot>(1024);
+    size_t used = 0;
+    Slot& find(uint64_t lo, uint64_t hi) {
+      const size_t mask = slots.size() - 1;
+      for (size_t i = static_cast<size_t>(lo) & mask;; i = (i + 1) & mask)
+        if (slots[i].number == kNone || (slots[i].lo == lo && slots[i].hi == hi)) return slots[i];
+    }
+    void grow() {
+      std::vector<Slot> old(slots.size() * 2);
+      old.swap(slots);
+      for (const Slot& x : old)
+        if (x.number != kNone) find(x.lo, x.hi) = x;
+    }
   };
   std::array<Shard, kShards> shards_;
   std::atomic<uint32_t> count_{0};
