@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "neardup/io/reader.h"
 #include "neardup/io/writer.h"
 
 namespace neardup::io {
@@ -18,6 +19,17 @@ namespace neardup::io {
 /// (written directly on ext4, copy_file_range elsewhere), a compressed one decompressed once,
 /// skipping the gaps. So a writer can
 /// append the ranges it has as soon as it has them (a dedup writing while it still decides).
+/// Adds the line of the record at `pos`, its newline included, to `ranges` (the records given in
+/// increasing order), extending the last range when the record follows it. Returns its bytes.
+inline uint64_t add_record_line(std::vector<ByteRange>& ranges, const RecordPos& pos) {
+  const uint64_t begin = pos.offset, len = uint64_t{pos.length} + 1;
+  if (!ranges.empty() && ranges.back().offset + ranges.back().length == begin)
+    ranges.back().length += len;
+  else
+    ranges.push_back({begin, len});
+  return len;
+}
+
 class RangeAppender {
  public:
   /// Opens `path` (named `display` in errors). Throws IoError. With `read_directly`, a plain

@@ -122,8 +122,9 @@ std::vector<uint32_t> Pipeline::Impl::group_buckets(const LshBuckets& buckets, c
   std::vector<uint64_t> part_docs(kParts, 0), part_text(kParts, 0);
   for (DocId d = 0; d < n; ++d)
     if (in_bucket[d]) {
-      ++part_docs[part_of(d)];
-      part_text[part_of(d)] += docs_.length(d);
+      const size_t p = part_of(d);
+      ++part_docs[p];
+      part_text[p] += docs_.length(d);
     }
   std::vector<uint32_t> group_of_part(kParts), parts_done;
   uint64_t docs = 0, text = 0;

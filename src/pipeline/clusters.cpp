@@ -92,13 +92,12 @@ void Pipeline::Impl::check_duplicate_ids() {
     internal::BigArray<Entry> tmp(m);
     internal::radix_sort_by_bits(h.data(), tmp.data(), m, 0, 64, [](const Entry& x) { return x.hash; }, m >= 200000 ? 16 : 11);
   }
-  const size_t n_sorted = m;
   uint64_t dups = 0;
   DocId first_later = 0, first_earlier = 0;
   bool found = false;
-  for (size_t i = 0; i < n_sorted;) {
+  for (size_t i = 0; i < m;) {
     size_t j = i + 1;
-    while (j < n_sorted && h[j].hash == h[i].hash) ++j;
+    while (j < m && h[j].hash == h[i].hash) ++j;
     for (size_t a = i + 1; a < j; ++a)  // each in input order (the sort is stable)
       for (size_t b = i; b < a; ++b)
         if (id(h[b].doc) == id(h[a].doc)) {

@@ -101,15 +101,10 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
           progress(bytes_done + docs_.pos(d).offset, d);
         }
         if (!kept(doc)) continue;
-        const uint64_t begin = docs_.pos(d).offset, len = uint64_t{docs_.pos(d).length} + 1;  // with its newline
-        if (!ranges.empty() && ranges.back().offset + ranges.back().length == begin)
-          ranges.back().length += len;
-        else
-          ranges.push_back({begin, len});
-        pending += len;
+        pending += io::add_record_line(ranges, docs_.pos(d));
         if (decisions && pending >= kAppendBytes) {
           append();
-          progress(bytes_done + begin + len, d + 1);
+          progress(bytes_done + docs_.pos(d).offset + docs_.pos(d).length + 1, d + 1);
         }
       }
       append();

@@ -61,12 +61,7 @@ void EarlyKept::copy(size_t to, const std::function<bool(size_t)>& kept) {
       appender_.reset();
       source_ = local_.source[next_];
     }
-    if (!kept(next_)) continue;
-    const uint64_t begin = local_.pos[next_].offset, len = uint64_t{local_.pos[next_].length} + 1;  // with its newline
-    if (!ranges_.empty() && ranges_.back().offset + ranges_.back().length == begin)
-      ranges_.back().length += len;
-    else
-      ranges_.push_back({begin, len});
+    if (kept(next_)) io::add_record_line(ranges_, local_.pos[next_]);
   }
   append();
 }

@@ -285,12 +285,7 @@ void Run::write_kept(std::vector<std::pair<DocId, DocId>>& my_removed, Outputs& 
           for (size_t s = my_first; s < my_last; ++s) {
             ranges.clear();
             for (; i < local_.size() && local_.source[i] == s; ++i) {
-              if (!kept(i)) continue;
-              const uint64_t begin = local_.pos[i].offset, len = uint64_t{local_.pos[i].length} + 1;
-              if (!ranges.empty() && ranges.back().offset + ranges.back().length == begin)
-                ranges.back().length += len;
-              else
-                ranges.push_back({begin, len});
+              if (kept(i)) io::add_record_line(ranges, local_.pos[i]);
             }
             const io::Source& src = inputs_->sources()[s];
             if (one_output && c_.rank() != 0 && compressed(s)) {
