@@ -265,7 +265,9 @@ class DirectBufferPool {
 // read it again has no use for. File systems with reflinks (Btrfs, XFS) keep copy_file_range,
 // which clones there.
 struct AtomicFile::Direct {
-  static constexpr size_t kBuffer = kDirectBufferBytes, kAlign = 4096, kBuffers = kDirectBuffers;
+  static constexpr size_t kBuffer = kDirectBufferBytes, kAlign = 4096;
+  size_t max_owned = kDirectBuffers;  // AtomicFile::limit_direct_buffers
+  size_t used = kBuffer;              // of each buffer (its first bytes: the pages touched)
   int fd = -1;       // the temporary file opened again with O_DIRECT
   int plain_fd = -1;  // and as it was (where a direct write is refused)
   std::string path;
@@ -296,10 +298,10 @@ struct AtomicFile::Direct {
   }
   // Room in the current buffer, taking one (and the parked block's bytes) first if needed.
   std::span<char> room() {
-    if (cur && fill == kBuffer) hand_over(kBuffer);
+    if (cur && fill >= used) hand_over(fill / kAlign * kAlign);
     if (!cur) {
       std::unique_lock lock(m);
-      if (idle.empty() && owned < kBuffers) {
+      if (idle.empty() && owned < max_owned) {
         idle.push_back(DirectBufferPool::get().take());
         ++owned;
       }
@@ -311,7 +313,7 @@ struct AtomicFile::Direct {
       fill = tail.size();
       tail.clear();
     }
-    return {cur + fill, kBuffer - fill};
+    return {cur + fill, std::max(used, fill) - fill};
   }
   void put(const char* p, size_t n) {
     while (n > 0) {
@@ -597,8 +599,17 @@ int reopen_direct(int fd) {
 
 }  // namespace
 
+void AtomicFile::limit_direct_buffers(size_t n, size_t bytes) noexcept {
+  direct_buffers_ = n;
+  direct_buffer_bytes_ = std::clamp<size_t>(bytes / Direct::kAlign * Direct::kAlign, Direct::kAlign, kDirectBufferBytes);
+  if (!direct_io_ || n == 0) return;  // started direct writes go on
+  const std::lock_guard lock(direct_io_->m);
+  direct_io_->max_owned = n;  // a lower limit stops it taking more; what it holds stays until it parks
+  direct_io_->used = direct_buffer_bytes_;
+}
+
 void AtomicFile::write_directly() {
-  if (!direct_io_ && !direct_ && !encoder_ && !direct_tried_ && !direct_held_) {
+  if (!direct_io_ && !direct_ && !encoder_ && !direct_tried_ && direct_buffers_ > 0) {
     // Into a file of its own on ext4: from here on every byte goes through the direct writes,
     // starting with the written bytes of the block this one starts in.
     direct_tried_ = true;
@@ -609,6 +620,8 @@ void AtomicFile::write_directly() {
       d->fd = dfd;
       d->plain_fd = fd_;
       d->path = path_;
+      d->max_owned = direct_buffers_;
+      d->used = direct_buffer_bytes_;
       d->out_at = written_ / Direct::kAlign * Direct::kAlign;
       d->tail.resize(written_ - d->out_at);
       if (!d->tail.empty() && ::pread(d->plain_fd, d->tail.data(), d->tail.size(), static_cast<off_t>(d->out_at)) != static_cast<ssize_t>(d->tail.size()))

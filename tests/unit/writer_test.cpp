@@ -406,6 +406,68 @@ TEST(Writer, AppendFromWrittenDirectlyGivesTheBytesInOrder) {
   }
 }
 
+// limit_direct_buffers: with fewer and smaller buffers (down to one block each) the direct
+// writes give the same bytes; with none, append_from copies through the page cache (the output
+// is then in it), and once the limit is raised the copies after it are written directly.
+TEST(Writer, LimitedDirectBuffersGiveTheSameBytes) {
+  test::TempDir d;
+  std::mt19937_64 rng(45);
+  std::string data((size_t{5} << 20) + 777, ' ');
+  for (char& c : data) c = static_cast<char>('a' + rng() % 26);
+  test::write_file(d.file("in"), data);
+  struct Limit {
+    size_t buffers, bytes;
+  };
+  for (const Limit limit : {Limit{2, size_t{2} << 20}, Limit{1, 4096}, Limit{3, 10000}}) {
+    std::string want = "head";
+    {
+      AtomicFile out(d.file("out.txt"));
+      out.limit_direct_buffers(limit.buffers, limit.bytes);
+      out.write(want);
+      const int fd = ::open(d.file("in").c_str(), O_RDONLY | O_CLOEXEC);
+      ASSERT_GE(fd, 0);
+      for (int round = 0; round < 12; ++round) {
+        const uint64_t at = rng() % data.size(), len = 1 + rng() % (round % 2 ? 5000 : (uint64_t{3} << 20));
+        const uint64_t got = std::min<uint64_t>(len, data.size() - at);
+        EXPECT_EQ(out.append_from(fd, at, len, "in"), got);
+        want += data.substr(at, got);
+      }
+      ::close(fd);
+      out.commit();
+    }
+    SCOPED_TRACE(std::to_string(limit.buffers) + " buffers of " + std::to_string(limit.bytes) + " bytes");
+    expect_written_directly(d, "out.txt", want);
+  }
+  struct statfs fs {};
+  const bool ext4 = ::statfs(d.path().c_str(), &fs) == 0 && fs.f_type == 0xEF53;
+  {
+    AtomicFile out(d.file("held.txt"));
+    out.limit_direct_buffers(0);
+    const int fd = ::open(d.file("in").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(out.append_from(fd, 0, data.size(), "in"), data.size());
+    out.commit();
+    const int held = ::open(d.file("held.txt").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(held, 0);
+    if (ext4) EXPECT_GT(test::cached_pages(held, 0, data.size() & ~uint64_t{4095}), data.size() / 4096 / 2) << "not through the page cache";
+    ::close(held);
+    ::close(fd);
+  }
+  EXPECT_TRUE(test::read_file(d.file("held.txt")) == data);
+  {
+    AtomicFile out(d.file("raised.txt"));
+    out.limit_direct_buffers(0);
+    const int fd = ::open(d.file("in").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(out.append_from(fd, 0, 10000, "in"), 10000u);
+    out.limit_direct_buffers(2);
+    EXPECT_EQ(out.append_from(fd, 10000, data.size(), "in"), data.size() - 10000);
+    ::close(fd);
+    out.commit();
+  }
+  expect_written_directly(d, "raised.txt", data);
+}
+
 // write_directly() starts the direct writes for bytes written from memory (records decompressed):
 // after bytes written through the page cache that end inside a block, writes of every size (more
 // than the buffers hold in all) give the output of writing in order, not in the page cache on

@@ -7,7 +7,7 @@ namespace neardup::mpi {
 
 EarlyKept::EarlyKept(const Local& local, const io::InputSet& inputs, size_t first_source, io::AtomicFile& out, uint64_t limit)
     : local_(local), inputs_(inputs), out_(out), base_(local.base), limit_(limit), removed_(local.size()), source_(first_source) {
-  out_.hold_direct_writes(true);
+  out_.limit_direct_buffers(kEarlyDirectBuffers, kEarlyDirectBufferBytes);
   job_.start([this] { follow(); });
 }
 
@@ -69,7 +69,6 @@ void EarlyKept::copy(size_t to, const std::function<bool(size_t)>& kept) {
 void EarlyKept::finish(const std::function<bool(size_t)>& kept) {
   decided_below(limit_);  // the thread copies to its limit, if verification ended before it
   job_.join();
-  out_.hold_direct_writes(false);
   copy(local_.size(), kept);
   out_.flush_appends();
 }

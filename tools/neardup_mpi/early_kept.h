@@ -25,13 +25,18 @@ namespace neardup::mpi {
 
 struct Local;
 
+// Two buffers of the direct writes, 2 MiB of each used: one fills while the other is written
+// (one process's output takes four of 4 MiB). Writing through the page cache instead costs a
+// fresh page per 4 KiB, CPU that verification on the same cores is short of.
+constexpr size_t kEarlyDirectBuffers = 2, kEarlyDirectBufferBytes = size_t{2} << 20;
+
 class EarlyKept {
  public:
   /// Copies the kept records of `local`'s documents (rank 0's share, sources from
   /// `first_source` on, read with `inputs`) to `out` as they are decided, on a thread of its own,
   /// up to document `limit` (global number: the first component another rank verifies). The
-  /// output is written through the page cache meanwhile (AtomicFile::hold_direct_writes): its
-  /// direct writes' buffers would come on top of verification's peak.
+  /// direct writes take kEarlyDirectBuffers (AtomicFile::limit_direct_buffers): their buffers
+  /// come on top of verification's peak.
   EarlyKept(const Local& local, const io::InputSet& inputs, size_t first_source, io::AtomicFile& out, uint64_t limit);
   ~EarlyKept() { stop(); }
   EarlyKept(const EarlyKept&) = delete;

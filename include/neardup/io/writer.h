@@ -70,11 +70,12 @@ class AtomicFile {
   /// Large writes follow: a file of its own on ext4 is written directly to the disk from here on,
   /// as after append_from(); elsewhere nothing changes.
   void write_directly();
-  /// While held, append_from copies through the page cache (copy_file_range, written behind)
-  /// instead of starting direct writes, so the output holds no buffers of its own: for a writer
-  /// that runs beside a stage at its memory peak. Once released, the next append_from starts
-  /// the direct writes where they can be.
-  void hold_direct_writes(bool hold) noexcept { direct_held_ = hold; }
+  /// The direct writes take at most `n` buffers and fill `bytes` of each (kDirectBuffers of
+  /// kDirectBufferBytes unless set): less for a writer that runs beside a stage at its memory
+  /// peak. With n = 0, append_from copies through the page cache (copy_file_range, written
+  /// behind) instead of starting direct writes; once raised, the next append_from starts them
+  /// where they can be.
+  void limit_direct_buffers(size_t n, size_t bytes = kDirectBufferBytes) noexcept;
   /// Waits for the direct writes and frees their buffers (a writer of several outputs in turn
   /// calls it as it leaves one); throws IoError if one failed.
   void flush_appends();
@@ -122,7 +123,7 @@ class AtomicFile {
   std::unique_ptr<Encoder> encoder_;
   std::unique_ptr<Direct> direct_io_;  ///< the direct writes, once append_from or write_directly started them
   bool direct_tried_ = false;
-  bool direct_held_ = false;  ///< hold_direct_writes
+  size_t direct_buffers_ = kDirectBuffers, direct_buffer_bytes_ = kDirectBufferBytes;  ///< limit_direct_buffers
 };
 
 /// Moves several outputs into place as one commit: each is finished first (flushed and synced;
