@@ -57,6 +57,7 @@ struct SetJoinStats {
   uint64_t filtered = 0;    ///< candidates the PairFilter dropped, or already connected (connect)
   uint64_t verified = 0;    ///< candidates whose overlap was computed (the merge may abort early)
   uint64_t results = 0;     ///< pairs with J >= t
+  uint64_t by_delta = 0;    ///< verified candidates counted on their differences from a shared pivot
 };
 
 class SetJoin {

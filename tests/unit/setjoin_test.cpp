@@ -111,6 +111,7 @@ TEST(SetJoin, EqualsBruteForceOnMessyClusters) {
   for (const uint64_t seed : {1u, 2u, 3u}) {
     const Sets sets = messy(seed, 120);
     const auto docs = all_docs(sets);
+    uint64_t by_delta = 0;
     for (const double t : {0.3, 0.5, 0.7, 0.8, 0.9, 1.0}) {
       const auto expected = brute_force(sets, t);
       for (const int threads : {1, 3}) {
@@ -119,9 +120,43 @@ TEST(SetJoin, EqualsBruteForceOnMessyClusters) {
         ASSERT_EQ(got, expected) << "seed " << seed << " t " << t << " threads " << threads;
         // The join compared far fewer pairs than all of them.
         EXPECT_LT(join.stats().verified, sets.size() * (sets.size() - 1) / 2) << t;
+        by_delta += join.stats().by_delta;
       }
       ASSERT_FALSE(expected.empty()) << "the corpus must hold pairs at " << t;
     }
+    EXPECT_GT(by_delta, 0u) << "no pair was counted on its differences from a pivot";
+  }
+}
+
+// Families of near-copies, their members interleaved (a licence in thousands of files): most
+// pairs are counted on their differences from a shared pivot, with the counts of a merge, so
+// the pairs, their similarities and connect's components are brute force's.
+TEST(SetJoin, NearCopiesAreCountedOnTheirDifferencesFromAPivot) {
+  std::mt19937_64 rng(11);
+  std::vector<std::vector<ShingleHash>> bases(12);
+  for (auto& b : bases) {
+    b.resize(300 + rng() % 900);
+    for (auto& x : b) x = rng() % 4 == 0 ? rng() % 5000 : rng();  // values shared across families too
+  }
+  Sets sets;
+  for (size_t i = 0; i < 400; ++i) {
+    auto doc = bases[rng() % bases.size()];
+    const double change = 0.02 * static_cast<double>(rng() % 8);
+    for (auto& x : doc)
+      if (std::uniform_real_distribution<double>(0, 1)(rng) < change) x = rng();
+    for (size_t k = rng() % 30; k > 0; --k) doc.push_back(rng());
+    if (rng() % 5 == 0) doc.resize(doc.size() * 9 / 10);
+    sets.push_back(sorted_set(doc));
+  }
+  const auto docs = all_docs(sets);
+  for (const double t : {0.7, 0.8, 0.9}) {
+    const auto expected = brute_force(sets, t);
+    ASSERT_GT(expected.size(), 200u) << t;
+    SetJoin join(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, 2);
+    ASSERT_EQ(join.all_pairs(), expected) << t;
+    EXPECT_GT(join.stats().by_delta * 2, join.stats().verified) << "most pairs on their differences at " << t;
+    SetJoin again(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, 2);
+    EXPECT_EQ(components(sets.size(), again.connect(sets.size(), {}, {})), components(sets.size(), expected)) << t;
   }
 }
 
