@@ -8,6 +8,7 @@
 
 #include "internal/big_array.h"
 #include "internal/parallel.h"
+#include "internal/pivot_delta.h"
 #include "internal/prefix_ranking.h"
 #include "internal/radix_sort.h"
 #include "neardup/union_find.h"
@@ -64,34 +65,17 @@ struct SetJoin::Impl {
   std::vector<uint64_t> head;  // postings of rank r: postings[head[r], head[r + 1]), ascending by member
   internal::BigArray<Posting> postings;
   mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0};
-  // Members stored as differences from a pivot (pick_pivots): the pivot's ranks a member lacks
-  // (removed) and its ranks the pivot lacks (added), deltas[delta_at[m], delta_at[m + 1]), the
-  // first removed[m] of them removed.
-  static constexpr uint32_t kNoPivot = UINT32_MAX;
-  std::vector<uint32_t> pivot, removed;
-  std::vector<uint64_t> delta_at;
-  std::vector<uint32_t> deltas;
-
-  std::span<const uint32_t> removed_of(uint32_t m) const noexcept { return {deltas.data() + delta_at[m], removed[m]}; }
-  std::span<const uint32_t> added_of(uint32_t m) const noexcept {
-    return {deltas.data() + delta_at[m] + removed[m], static_cast<size_t>(delta_at[m + 1] - delta_at[m] - removed[m])};
-  }
-
-  // Near-copies of one text (a licence in thousands of files, a page crawled many times) share
-  // most of their shingles, and a large bucket is mostly such families: the overlap of two
-  // members of one family is counted on what each lacks of, and adds to, a pivot p of the family,
-  //   |x & y| = |p| - |Dx| - |Dy| + |Dx & Dy| + |Ax & Ay|,  Dx = p \ x, Ax = x \ p,
-  // which are short lists where x and y are long ones (x = (p \ Dx) + Ax, and Ax, Ay lie outside
-  // p, so x & y = (p \ (Dx + Dy)) + (Ax & Ay)). The same exact count, a fraction of the merge.
-  // Pivots are chosen in member order, leader clustering style: a member whose prefix shares a
-  // rank with a pivot within kDeltaShare of its length is stored against it, else it becomes a
-  // pivot (Sahni and Gonzalez's greedy k-centre idea; any choice gives the same counts).
-  static constexpr size_t kDeltaShare = 4, kPivotTries = 4;
+  // Members stored as their differences from a pivot of their family (internal/pivot_delta.h),
+  // picked in member order, leader clustering style: a member whose prefix shares a rank with a
+  // pivot, and that differs from it in at most 1/kDeltaShare of its length, is stored against
+  // it; else it becomes a pivot (up to kPivotTries pivots are tried per member).
+  static constexpr size_t kPivotTries = 4;
+  internal::DeltaStore<uint32_t> deltas;
   void pick_pivots();
   long delta_common(uint32_t x, uint32_t y) const noexcept {
-    const long p = static_cast<long>(ranked[pivot[x]].size());
-    const auto dx = removed_of(x), dy = removed_of(y), ax = added_of(x), ay = added_of(y);
-    return p - static_cast<long>(dx.size() + dy.size()) + count_common_abort(dx, dy, LONG_MAX / 2) + count_common_abort(ax, ay, LONG_MAX / 2);
+    return deltas.common(x, y, ranked[deltas.pivot(x)].size(), [](std::span<const uint32_t> a, std::span<const uint32_t> b) {
+      return count_common_abort(a, b, LONG_MAX / 2);
+    });
   }
 
   // The candidates of member x among the members after it (later) or before it: every member
@@ -123,11 +107,13 @@ struct SetJoin::Impl {
 
   // The common shingles of x and a candidate, or -1 when they are certainly fewer than J >= t
   // needs; the shingles before the first common one (unshared ones included) count as passed.
-  long overlap(uint32_t x, const Candidate& c) const {
+  // `by_pivot` counts the pairs counted on their differences.
+  long overlap(uint32_t x, const Candidate& c, uint64_t& by_pivot) const {
     const auto rx = ranked[x], ry = ranked[c.y];
-    if (pivot[x] != kNoPivot && pivot[x] == pivot[c.y] &&
-        delta_at[x + 1] - delta_at[x] + delta_at[c.y + 1] - delta_at[c.y] < rx.size() - c.ix + ry.size() - c.iy) {
-      ++by_delta;
+    const uint32_t p = deltas.pivot(x);
+    if (p != internal::DeltaStore<uint32_t>::kNoPivot && p == deltas.pivot(c.y) &&
+        deltas.size(x) + deltas.size(c.y) < rx.size() - c.ix + ry.size() - c.iy) {
+      ++by_pivot;
       return delta_common(x, c.y);
     }
     const uint64_t lx = ranked.len[x], ly = ranked.len[c.y];
@@ -144,59 +130,31 @@ struct SetJoin::Impl {
   }
 };
 
-// The differences of sorted lists x and p into d (p's values x lacks) and a (x's values p
-// lacks); false once there are more than `budget` in all.
-static bool differences_within(std::span<const uint32_t> x, std::span<const uint32_t> p, size_t budget, std::vector<uint32_t>& d,
-                               std::vector<uint32_t>& a) {
-  d.clear();
-  a.clear();
-  size_t i = 0, j = 0;
-  while (i < x.size() && j < p.size()) {
-    if (x[i] == p[j]) {
-      ++i, ++j;
-      continue;
-    }
-    if (x[i] < p[j])
-      a.push_back(x[i++]);
-    else
-      d.push_back(p[j++]);
-    if (a.size() + d.size() > budget) return false;
-  }
-  a.insert(a.end(), x.begin() + static_cast<ptrdiff_t>(i), x.end());
-  d.insert(d.end(), p.begin() + static_cast<ptrdiff_t>(j), p.end());
-  return a.size() + d.size() <= budget;
-}
-
 void SetJoin::Impl::pick_pivots() {
   const size_t n = docs.size();
-  pivot.assign(n, kNoPivot);
-  removed.assign(n, 0);
-  delta_at.assign(n + 1, 0);
+  deltas = internal::DeltaStore<uint32_t>(n);
   std::unordered_map<uint32_t, std::vector<uint32_t>> pivots_by_rank;  // a pivot's prefix ranks
   std::vector<uint32_t> tried, d, a;
   for (uint32_t x = 0; x < n; ++x) {
-    delta_at[x + 1] = delta_at[x];
     const auto rx = ranked[x];
     if (rx.empty()) continue;
     tried.clear();
-    for (uint32_t i = 0; i < plen[x] && pivot[x] == kNoPivot && tried.size() < kPivotTries; ++i) {
+    bool stored = false;
+    for (uint32_t i = 0; i < plen[x] && !stored && tried.size() < kPivotTries; ++i) {
       const auto it = pivots_by_rank.find(rx[i]);
       if (it == pivots_by_rank.end()) continue;
       for (const uint32_t p : it->second) {
         if (tried.size() == kPivotTries) break;
         if (std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
         tried.push_back(p);
-        if (!differences_within(rx, ranked[p], rx.size() / kDeltaShare, d, a)) continue;
-        pivot[x] = p;
-        removed[x] = static_cast<uint32_t>(d.size());
-        deltas.insert(deltas.end(), d.begin(), d.end());
-        deltas.insert(deltas.end(), a.begin(), a.end());
-        delta_at[x + 1] = deltas.size();
+        if (!internal::differences_within<uint32_t>(rx, ranked[p], rx.size() / internal::kDeltaShare, d, a)) continue;
+        deltas.add(x, p, d, a);
+        stored = true;
         break;
       }
     }
-    if (pivot[x] != kNoPivot) continue;
-    pivot[x] = x;  // a pivot: no differences from itself
+    if (stored) continue;
+    deltas.add(x, x, {}, {});  // a pivot: no differences from itself
     for (uint32_t i = 0; i < plen[x]; ++i) pivots_by_rank[rx[i]].push_back(x);
   }
 }
@@ -314,16 +272,17 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
       const size_t lo = (w0 + c) * kChunk, hi = std::min(n, lo + kChunk);
       // The counters, summed here and added to a join's once its run of the chunk ends.
       const Impl* counted = nullptr;
-      uint64_t st_cand = 0, st_filtered = 0, st_verified = 0, st_results = 0;
+      uint64_t st_cand = 0, st_filtered = 0, st_verified = 0, st_results = 0, st_delta = 0;
       const auto count = [&](const Impl* next) {
         if (counted != nullptr) {
           counted->candidates += st_cand;
           counted->filtered += st_filtered;
           counted->verified += st_verified;
           counted->results += st_results;
+          counted->by_delta += st_delta;
         }
         counted = next;
-        st_cand = st_filtered = st_verified = st_results = 0;
+        st_cand = st_filtered = st_verified = st_results = st_delta = 0;
       };
       for (size_t i = lo; i < hi; ++i) {
         const Impl& s = *joins[order[i].join]->impl_;
@@ -341,7 +300,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
             continue;
           }
           ++st_verified;
-          const long common = s.overlap(x, k);
+          const long common = s.overlap(x, k, st_delta);
           const uint64_t la = s.ranked.len[x], lb = s.ranked.len[k.y];
           if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb))
             res.push_back({a, b, jaccard_from_common(common, la, lb)});
@@ -390,7 +349,7 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   };
   UnionFind uf(n + others.size());
   for (const ScoredPair& e : known) uf.unite(local(e.a), local(e.b));
-  uint64_t st_cand = 0, st_filtered = 0, st_verified = 0;
+  uint64_t st_cand = 0, st_filtered = 0, st_verified = 0, st_delta = 0;
   // In document order, each with the earlier ones: once x is connected to a cluster, its other
   // candidates in that cluster are skipped, so a cluster costs about one verification per
   // document plus the failed ones. The candidates do not depend on what is connected: they are
@@ -416,7 +375,7 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
           continue;
         }
         ++st_verified;
-        const long common = s.overlap(static_cast<uint32_t>(x), k);
+        const long common = s.overlap(static_cast<uint32_t>(x), k, st_delta);
         const uint64_t la = s.ranked.len[k.y], lb = s.ranked.len[x];
         if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb)) {
           uf.unite(k.y, static_cast<uint32_t>(x));
@@ -429,6 +388,7 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   s.filtered += st_filtered;
   s.verified += st_verified;
   s.results += edges.size();
+  s.by_delta += st_delta;
   return edges;
 }
 
