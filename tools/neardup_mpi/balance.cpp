@@ -4,34 +4,6 @@
 
 namespace neardup::mpi {
 
-// Each component's text (the lists of one component are consecutive): its documents' text
-// lengths, from the ranks that read them, each document once (+1, so that empty texts count).
-std::vector<uint64_t> Run::component_text(const Buckets& mine) {
-  const auto& lists = mine.lists;
-  std::vector<DocId> members;
-  for (const auto& b : lists) members.insert(members.end(), b.begin(), b.end());
-  std::sort(members.begin(), members.end());
-  members.erase(std::unique(members.begin(), members.end()), members.end());
-  std::vector<std::string> storage;
-  auto told = ask_owners(members, [&](std::span<const DocId> want, Packer& p) {
-    for (const DocId d : want) p.put(local_.lengths[d - local_.base]);
-  }, storage);
-  std::vector<uint32_t> length(members.size());
-  for (size_t i = 0; i < members.size(); ++i) length[i] = told[static_cast<size_t>(owner_of(bases_, members[i]))].get<uint32_t>();
-  std::vector<uint64_t> bytes;
-  std::vector<uint32_t> counted(members.size(), UINT32_MAX);  // the last component that counted a member
-  for (size_t i = 0; i < lists.size(); ++i) {
-    if (i == 0 || mine.component[i] != mine.component[i - 1]) bytes.push_back(0);
-    const auto c = static_cast<uint32_t>(bytes.size() - 1);
-    for (const DocId d : lists[i]) {
-      const size_t m = place_in(members, d);
-      if (counted[m] != c) bytes.back() += uint64_t{length[m]} + 1;
-      counted[m] = c;
-    }
-  }
-  return bytes;
-}
-
 // by_component leaves each component on the rank that read its first document, where most of
 // its documents were read. But candidates are not spread like the input: a share with many long
 // near-copies (a stretch of licence files, a mirrored tree) holds most of the candidate text,
@@ -43,7 +15,7 @@ std::vector<uint64_t> Run::component_text(const Buckets& mine) {
 // they fall in, and every rank's components stay in that order.
 Buckets Run::balance(Buckets mine) {
   const auto& lists = mine.lists;
-  const std::vector<uint64_t> bytes = component_text(mine);
+  const std::vector<uint64_t>& bytes = mine.text;
   uint64_t here = 0;
   for (const uint64_t b : bytes) here += b;
   uint64_t before = 0;

@@ -2,6 +2,8 @@
 // that verifies each component.
 #include "run.h"
 
+#include "internal/radix_sort.h"
+
 namespace neardup::mpi {
 
 // The connected components of `edges`, without gathering them: every document in an
@@ -10,12 +12,11 @@ namespace neardup::mpi {
 // labels cross to the other ranks along the edges between them, round after round, until no
 // label changes anywhere: as many rounds as the longest chain of ranks a component crosses, plus
 // one.
-Run::Components Run::components(const std::vector<ScoredPair>& edges) {
+Run::Components Run::components(const std::vector<DocPair>& edges) {
   // Each edge to the ranks that read its two documents.
   std::vector<std::string> out(static_cast<size_t>(c_.size()));
-  for (const ScoredPair& e : edges) {
-    const int ra = owner_of(bases_, e.a), rb = owner_of(bases_, e.b);
-    const DocPair p{e.a, e.b};
+  for (const DocPair& p : edges) {
+    const int ra = owner_of(bases_, p.a), rb = owner_of(bases_, p.b);
     out[static_cast<size_t>(ra)].append(reinterpret_cast<const char*>(&p), sizeof p);
     if (rb != ra) out[static_cast<size_t>(rb)].append(reinterpret_cast<const char*>(&p), sizeof p);
   }
@@ -78,11 +79,19 @@ Run::Components Run::components(const std::vector<ScoredPair>& edges) {
 // documents were read on that rank. The same bucket found in several bands, on several ranks,
 // arrives there more than once and is kept once.
 Buckets Run::by_component(std::vector<std::vector<DocId>> found) {
-  std::vector<ScoredPair> stars;  // each bucket's first member joined to the others
+  // Each bucket's first member joined to the others, each such edge once: the bands find one
+  // cluster many times over, with the same first member (1M short documents in clusters, 2
+  // ranks: a rank's 2.28M edges are 0.50M distinct, and took 80 MiB more than the rest of the
+  // stage as 16-byte pairs).
+  std::vector<DocPair> stars;
+  size_t edges = 0;
+  for (const auto& b : found) edges += b.size() - 1;
+  stars.reserve(edges);
   for (const auto& b : found)
-    for (size_t x = 1; x < b.size(); ++x) stars.push_back({b[0], b[x], 0.0});
+    for (size_t x = 1; x < b.size(); ++x) stars.push_back({b[0], b[x]});
+  internal::sort_unique_pairs(stars);
   const Components comp = components(stars);
-  std::vector<ScoredPair>().swap(stars);
+  std::vector<DocPair>().swap(stars);
   // The component of each bucket's first member, from the rank that read it.
   std::vector<DocId> heads;
   for (const auto& b : found) heads.push_back(b[0]);
@@ -94,7 +103,27 @@ Buckets Run::by_component(std::vector<std::vector<DocId>> found) {
   }, storage);
   std::vector<DocId> head_component(heads.size());
   for (size_t i = 0; i < heads.size(); ++i) head_component[i] = told[static_cast<size_t>(owner_of(bases_, heads[i]))].get<DocId>();
+  // Each component's text (Buckets::text), summed where its documents were read (each document
+  // once: every bucket member is a vertex here, labelled with its component) and sent ahead of
+  // its buckets to the rank they go to.
+  std::vector<std::vector<ComponentText>> texts(static_cast<size_t>(c_.size()));
+  {
+    std::vector<ComponentText> sums;
+    for (size_t i = 0; i < comp.docs.size(); ++i) sums.push_back({comp.first[i], uint64_t{local_.lengths[comp.docs[i] - local_.base]} + 1});
+    std::sort(sums.begin(), sums.end(), [](const ComponentText& a, const ComponentText& b) { return a.component < b.component; });
+    for (size_t i = 0; i < sums.size();) {
+      ComponentText t{sums[i].component, 0};
+      for (; i < sums.size() && sums[i].component == t.component; ++i) t.bytes += sums[i].bytes;
+      texts[static_cast<size_t>(owner_of(bases_, static_cast<DocId>(t.component)))].push_back(t);
+    }
+  }
   std::vector<std::string> out(static_cast<size_t>(c_.size()));
+  for (size_t r = 0; r < out.size(); ++r) {
+    Packer p;
+    p.put_vector(texts[r]);
+    out[r] = std::move(p.bytes());
+  }
+  std::vector<std::vector<ComponentText>>().swap(texts);
   for (const auto& b : found) {
     const DocId component = head_component[place_in(heads, b[0])];
     Packer p;
@@ -104,8 +133,11 @@ Buckets Run::by_component(std::vector<std::vector<DocId>> found) {
   }
   std::vector<std::vector<DocId>>().swap(found);
   std::vector<std::pair<DocId, std::vector<DocId>>> mine;
+  std::vector<ComponentText> text;  // of the components whose buckets come here, in parts
   for (const std::string& buf : c_.exchange(std::move(out))) {
     Unpacker u(buf);
+    const auto part = u.get_vector<ComponentText>();
+    text.insert(text.end(), part.begin(), part.end());
     while (!u.done()) {
       const DocId component = u.get<DocId>();
       mine.emplace_back(component, u.get_vector<DocId>());
@@ -113,8 +145,15 @@ Buckets Run::by_component(std::vector<std::vector<DocId>> found) {
   }
   std::sort(mine.begin(), mine.end());
   mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  std::sort(text.begin(), text.end(), [](const ComponentText& a, const ComponentText& b) { return a.component < b.component; });
   Buckets buckets;
+  size_t t = 0;
   for (auto& [component, b] : mine) {
+    if (buckets.component.empty() || buckets.component.back() != component) {
+      buckets.text.push_back(0);
+      for (; t < text.size() && text[t].component <= component; ++t)
+        if (text[t].component == component) buckets.text.back() += text[t].bytes;
+    }
     buckets.component.push_back(component);
     buckets.lists.push_back(std::move(b));
   }

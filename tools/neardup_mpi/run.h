@@ -230,11 +230,16 @@ struct Payloads {
   size_t index(DocId d) const { return place_in(docs, d); }
 };
 
+// A component's text (Buckets::text), or the part of it read on one rank.
+struct ComponentText {
+  uint64_t component, bytes;
+};
+
 // The buckets a rank verifies, sorted by their candidate component (its first document).
 struct Buckets {
   std::vector<std::vector<DocId>> lists;
   std::vector<DocId> component;  // per list
-  std::vector<uint64_t> text;    // per component, in order: its documents' text (bytes + 1 each; Run::balance)
+  std::vector<uint64_t> text;    // per component, in order: its documents' text (bytes + 1 each; Run::by_component)
 };
 
 // A clustered document's fate, decided on the rank that verified its component and sent to the
@@ -269,7 +274,6 @@ class Run {
   Buckets by_component(std::vector<std::vector<DocId>> found);
   /// The components moved between the ranks so that each verifies about as much text.
   Buckets balance(Buckets mine);
-  std::vector<uint64_t> component_text(const Buckets& mine);
   std::vector<Unpacker> ask_owners(const std::vector<DocId>& docs, const std::function<void(std::span<const DocId>, Packer&)>& answer,
                                    std::vector<std::string>& storage, const std::function<void(std::vector<DocId>)>& prepare = nullptr,
                                    const std::function<void()>& answered = nullptr);
@@ -303,7 +307,7 @@ class Run {
   std::vector<ScoredPair> verify_buckets(std::span<const std::vector<DocId>> buckets, const Payloads& pl);
   Scorer scorer(const Payloads& pl) const;
   struct Components;
-  Components components(const std::vector<ScoredPair>& edges);
+  Components components(const std::vector<DocPair>& edges);
   void cluster_group(const Payloads& pl, std::span<const ScoredPair> edges, std::vector<Fate>& fates);
   std::vector<Fate> deliver(std::vector<Fate> fates);
   void write_clusters(const std::vector<Fate>& fates, io::AtomicFile* out);

@@ -48,8 +48,11 @@ void sort_by_band_and_key(std::vector<Entry>& entries) {
 // sends to the ranks that verify them.
 Buckets Run::find_buckets() {
   const LshParams lsh = spec_.lsh;
-  // Bands per round so that a rank sends at most kShuffleRoundBytes of entries (16 bytes each).
-  constexpr uint64_t kShuffleRoundBytes = uint64_t{512} << 20;
+  // Bands per round so that a rank sends at most kShuffleRoundBytes of entries (16 bytes each):
+  // what it sends, what it receives and the sorted copy each take that much at the stage's peak
+  // (1M short documents on 2 ranks: 64 MiB rounds peak at 274 MiB a rank, one round of all 21
+  // bands at 357 MiB, and take no longer).
+  constexpr uint64_t kShuffleRoundBytes = uint64_t{64} << 20;
   const uint64_t budget = kShuffleRoundBytes;
   const size_t per_band = std::max<size_t>(1, local_.size()) * 16;
   const int bands_per_round = static_cast<int>(std::clamp<uint64_t>(budget / per_band, 1, static_cast<uint64_t>(lsh.bands)));
