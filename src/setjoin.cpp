@@ -39,17 +39,18 @@ bool ExactThreshold::reached(uint64_t common, uint64_t la, uint64_t lb) const no
   return common > 0 && common * (num + den) >= num * (la + lb);
 }
 
+// Named apart from allpairs.cpp's, whose postings and candidates differ: the two files may be
+// compiled as one (CMAKE_UNITY_BUILD).
 namespace {
 
-
-struct Posting {
+struct JoinPosting {
   uint32_t member;
   uint32_t len;   // of the member's set
   uint32_t pos;   // of the shingle among the member's ranks
   uint32_t rest;  // the member's ranks after it
 };
 
-struct Candidate {
+struct JoinCandidate {
   uint32_t y;       // member
   uint32_t ix, iy;  // the first common shingle: ranks[x][ix] == ranks[y][iy]
 };
@@ -63,7 +64,7 @@ struct SetJoin::Impl {
   internal::SharedRanks ranked;
   std::vector<uint32_t> plen;  // per member: its prefix, in shared ranks
   std::vector<uint64_t> head;  // postings of rank r: postings[head[r], head[r + 1]), ascending by member
-  internal::BigArray<Posting> postings;
+  internal::BigArray<JoinPosting> postings;
   mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0};
   // Members stored as their differences from a pivot of their family (internal/pivot_delta.h),
   // picked in member order, leader clustering style: a member whose prefix shares a rank with a
@@ -80,18 +81,18 @@ struct SetJoin::Impl {
 
   // The candidates of member x among the members after it (later) or before it: every member
   // with J >= t is among them, found at its first common shingle with x.
-  void probe(uint32_t x, bool later, std::vector<uint32_t>& mark, std::vector<Candidate>& out) const {
+  void probe(uint32_t x, bool later, std::vector<uint32_t>& mark, std::vector<JoinCandidate>& out) const {
     out.clear();
     const auto rx = ranked[x];
     const uint64_t lx = ranked.len[x];
     const uint64_t min_len = thr.min_overlap(lx);
     const uint64_t max_len = lx * thr.den / thr.num;  // |y| <= |x| / t
     for (uint32_t i = 0; i < plen[x]; ++i) {
-      const Posting* first = postings.data() + head[rx[i]];
-      const Posting* last = postings.data() + head[rx[i] + 1];
-      const Posting* split = std::partition_point(first, last, [&](const Posting& p) { return p.member <= x; });
-      const Posting* k = later ? split : first;
-      const Posting* stop = later ? last : split;
+      const JoinPosting* first = postings.data() + head[rx[i]];
+      const JoinPosting* last = postings.data() + head[rx[i] + 1];
+      const JoinPosting* split = std::partition_point(first, last, [&](const JoinPosting& p) { return p.member <= x; });
+      const JoinPosting* k = later ? split : first;
+      const JoinPosting* stop = later ? last : split;
       for (; k < stop; ++k) {
         const uint32_t y = k->member;
         if (y == x || mark[y] == x) continue;
@@ -108,7 +109,7 @@ struct SetJoin::Impl {
   // The common shingles of x and a candidate, or -1 when they are certainly fewer than J >= t
   // needs; the shingles before the first common one (unshared ones included) count as passed.
   // `by_pivot` counts the pairs counted on their differences.
-  long overlap(uint32_t x, const Candidate& c, uint64_t& by_pivot) const {
+  long overlap(uint32_t x, const JoinCandidate& c, uint64_t& by_pivot) const {
     const auto rx = ranked[x], ry = ranked[c.y];
     const uint32_t p = deltas.pivot(x);
     if (p != internal::DeltaStore<uint32_t>::kNoPivot && p == deltas.pivot(c.y) &&
@@ -196,7 +197,7 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
     for_indexed(p, [&](size_t, uint32_t, uint32_t r) { ++s.head[r + 1]; });
   });
   for (size_t r = 1; r <= num_ranks; ++r) s.head[r] += s.head[r - 1];
-  s.postings = internal::BigArray<Posting>(s.head[num_ranks]);
+  s.postings = internal::BigArray<JoinPosting>(s.head[num_ranks]);
   internal::parallel_for(parts, s.threads, [&](size_t p, size_t) {
     const size_t lo = num_ranks * p / parts;
     std::vector<uint64_t> cursor(s.head.begin() + static_cast<ptrdiff_t>(lo),
@@ -261,7 +262,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
   // Per thread and join, the member last probed that found each member (probe's mark): a join's
   // members are numbered from 0, so each join needs its own.
   std::vector<std::vector<std::vector<uint32_t>>> marks(static_cast<size_t>(threads), std::vector<std::vector<uint32_t>>(joins.size()));
-  std::vector<std::vector<Candidate>> cands(static_cast<size_t>(threads));
+  std::vector<std::vector<JoinCandidate>> cands(static_cast<size_t>(threads));
   std::vector<std::vector<ScoredPair>> out(window);
   for (size_t w0 = 0; w0 < chunks; w0 += window) {
     const size_t wn = std::min(window, chunks - w0);
@@ -293,7 +294,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         s.probe(x, true, mark, cand);
         st_cand += cand.size();
         const size_t before = res.size();
-        for (const Candidate& k : cand) {
+        for (const JoinCandidate& k : cand) {
           const DocId a = s.docs[x], b = s.docs[k.y];
           if (keep && !keep(a, b)) {
             ++st_filtered;
@@ -358,17 +359,17 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   constexpr size_t kWindow = 256;
   const size_t threads = static_cast<size_t>(std::max(1, s.threads));
   std::vector<std::vector<uint32_t>> marks(threads, std::vector<uint32_t>(n, UINT32_MAX));
-  std::vector<std::vector<Candidate>> window(kWindow);
+  std::vector<std::vector<JoinCandidate>> window(kWindow);
   for (size_t w0 = 0; w0 < n; w0 += kWindow) {
     const size_t w1 = std::min(n, w0 + kWindow);
     internal::parallel_for(w1 - w0, s.threads, [&](size_t i, size_t slot) {
       s.probe(static_cast<uint32_t>(w0 + i), false, marks[slot], window[i]);
     });
     for (size_t x = w0; x < w1; ++x) {
-      const std::vector<Candidate>& cand = window[x - w0];
+      const std::vector<JoinCandidate>& cand = window[x - w0];
       st_cand += cand.size();
       const DocId b = s.docs[x];
-      for (const Candidate& k : cand) {
+      for (const JoinCandidate& k : cand) {
         const DocId a = s.docs[k.y];
         if (uf.find(k.y) == uf.find(static_cast<uint32_t>(x)) || (keep && !keep(a, b))) {
           ++st_filtered;
