@@ -4,7 +4,6 @@
 #include <atomic>
 #include <climits>
 #include <cmath>
-#include <unordered_map>
 
 #include "internal/big_array.h"
 #include "internal/parallel.h"
@@ -134,29 +133,27 @@ struct SetJoin::Impl {
 void SetJoin::Impl::pick_pivots() {
   const size_t n = docs.size();
   deltas = internal::DeltaStore<uint32_t>(n);
-  std::unordered_map<uint32_t, std::vector<uint32_t>> pivots_by_rank;  // a pivot's prefix ranks
+  constexpr size_t kLook = 16;  // postings looked at per prefix rank: a family's pivot is among its first members
   std::vector<uint32_t> tried, d, a;
   for (uint32_t x = 0; x < n; ++x) {
     const auto rx = ranked[x];
     if (rx.empty()) continue;
     tried.clear();
     bool stored = false;
+    // The pivots before x that share a prefix rank with it, through the prefix index.
     for (uint32_t i = 0; i < plen[x] && !stored && tried.size() < kPivotTries; ++i) {
-      const auto it = pivots_by_rank.find(rx[i]);
-      if (it == pivots_by_rank.end()) continue;
-      for (const uint32_t p : it->second) {
-        if (tried.size() == kPivotTries) break;
-        if (std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
+      const JoinPosting* k = postings.data() + head[rx[i]];
+      const JoinPosting* const stop = postings.data() + std::min(head[rx[i] + 1], head[rx[i]] + kLook);
+      for (; k < stop && k->member < x && !stored && tried.size() < kPivotTries; ++k) {
+        const uint32_t p = k->member;
+        if (deltas.pivot(p) != p || std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
         tried.push_back(p);
         if (!internal::differences_within<uint32_t>(rx, ranked[p], rx.size() / internal::kDeltaShare, d, a)) continue;
         deltas.add(x, p, d, a);
         stored = true;
-        break;
       }
     }
-    if (stored) continue;
-    deltas.add(x, x, {}, {});  // a pivot: no differences from itself
-    for (uint32_t i = 0; i < plen[x]; ++i) pivots_by_rank[rx[i]].push_back(x);
+    if (!stored) deltas.add(x, x, {}, {});  // a pivot: no differences from itself
   }
 }
 

@@ -313,7 +313,7 @@ struct AtomicFile::Direct {
       fill = tail.size();
       tail.clear();
     }
-    return {cur + fill, std::max(used, fill) - fill};
+    return {cur + fill, used - fill};  // fill < used: a buffer that reached it was handed over
   }
   void put(const char* p, size_t n) {
     while (n > 0) {

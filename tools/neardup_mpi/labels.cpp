@@ -71,6 +71,19 @@ Run::Components Run::components(const std::vector<DocPair>& edges) {
   return comp;
 }
 
+// Parts of components' texts summed per component, in the order of the components.
+static std::vector<ComponentText> sum_by_component(std::vector<ComponentText> parts) {
+  std::sort(parts.begin(), parts.end(), [](const ComponentText& a, const ComponentText& b) { return a.component < b.component; });
+  std::vector<ComponentText> sums;
+  for (const ComponentText& p : parts) {
+    if (sums.empty() || sums.back().component != p.component)
+      sums.push_back(p);
+    else
+      sums.back().bytes += p.bytes;
+  }
+  return sums;
+}
+
 // Buckets to the ranks that verify them. A candidate component (documents joined through shared
 // buckets) holds every pair that can be verified between its documents, so its clusters depend
 // on its buckets only: all of them go to one rank, the one that read the component's first
@@ -110,12 +123,7 @@ Buckets Run::by_component(std::vector<std::vector<DocId>> found) {
   {
     std::vector<ComponentText> sums;
     for (size_t i = 0; i < comp.docs.size(); ++i) sums.push_back({comp.first[i], uint64_t{local_.lengths[comp.docs[i] - local_.base]} + 1});
-    std::sort(sums.begin(), sums.end(), [](const ComponentText& a, const ComponentText& b) { return a.component < b.component; });
-    for (size_t i = 0; i < sums.size();) {
-      ComponentText t{sums[i].component, 0};
-      for (; i < sums.size() && sums[i].component == t.component; ++i) t.bytes += sums[i].bytes;
-      texts[static_cast<size_t>(owner_of(bases_, static_cast<DocId>(t.component)))].push_back(t);
-    }
+    for (const ComponentText& t : sum_by_component(std::move(sums))) texts[static_cast<size_t>(owner_of(bases_, static_cast<DocId>(t.component)))].push_back(t);
   }
   std::vector<std::string> out(static_cast<size_t>(c_.size()));
   for (size_t r = 0; r < out.size(); ++r) {
@@ -145,14 +153,13 @@ Buckets Run::by_component(std::vector<std::vector<DocId>> found) {
   }
   std::sort(mine.begin(), mine.end());
   mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-  std::sort(text.begin(), text.end(), [](const ComponentText& a, const ComponentText& b) { return a.component < b.component; });
+  text = sum_by_component(std::move(text));  // every component of `mine` once, in order
   Buckets buckets;
   size_t t = 0;
   for (auto& [component, b] : mine) {
     if (buckets.component.empty() || buckets.component.back() != component) {
-      buckets.text.push_back(0);
-      for (; t < text.size() && text[t].component <= component; ++t)
-        if (text[t].component == component) buckets.text.back() += text[t].bytes;
+      while (text[t].component != component) ++t;
+      buckets.text.push_back(text[t].bytes);
     }
     buckets.component.push_back(component);
     buckets.lists.push_back(std::move(b));

@@ -232,7 +232,7 @@ struct Payloads {
 
 // A component's text (Buckets::text), or the part of it read on one rank.
 struct ComponentText {
-  uint64_t component, bytes;
+  uint64_t component, bytes;  // its first document (64 bits: no padding travels)
 };
 
 // The buckets a rank verifies, sorted by their candidate component (its first document).
