@@ -82,6 +82,10 @@ struct RunTuning {
   /// temp_keep_free bytes stay free there (0: the larger of 1 GiB and 5% of the file system);
   /// otherwise, or with false here, the inputs are decompressed again.
   bool decompressed_copies = true;
+  /// Dedup with minhash or oph and exact verification: a document whose text is a copy of an
+  /// earlier one's (by their XXH3-128 hashes) stays out of the LSH buckets and is verified
+  /// through its original, in a bucket of the original and its copies (shared set, J = 1).
+  bool collapse_copies = true;
   std::string temp_dir;  ///< empty: $TMPDIR, or /tmp
   uint64_t temp_keep_free = 0;
   /// The pool the run's parallel work takes its threads from (thread_pool.h); null: the
@@ -139,6 +143,9 @@ struct RunStats {
   /// its set shared. Copies are told by their texts as parsed (shingle_set_records): the same
   /// text spelled with other JSON escapes may not be found, but the count is the same in every run.
   uint64_t verify_copies = 0;
+  /// Dedup (RunTuning::collapse_copies): documents whose text an earlier document had, left out
+  /// of the LSH buckets and verified through that one.
+  uint64_t text_copies = 0;
   uint64_t largest_bucket = 0;
   /// Decompressed bytes of compressed inputs kept by the first pass and read again from there
   /// (RunTuning::decompressed_copies), and why none or not all were kept (empty: all were, or

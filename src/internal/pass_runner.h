@@ -39,6 +39,11 @@ inline double timing_weight(size_t i, size_t bytes) noexcept {
 }
 
 /// A batch of records gathered on the reading thread and parsed and processed by one thread.
+// A text's XXH3-128 hash, in two halves; all zero: none taken.
+struct TextHash {
+  uint64_t lo = 0, hi = 0;
+};
+
 struct Batch {
   struct Entry {
     io::RawRecord::Kind kind = io::RawRecord::Kind::Line;
@@ -80,6 +85,7 @@ struct Batch {
   // with that text makes the set.
   std::vector<uint32_t> text_number;
   std::vector<uint8_t> same_text;
+  std::vector<TextHash> text_hash;  // the Pipeline's first pass of a dedup
   // The keep-by field of each entry (when asked for): kind, number, string in keys_text.
   std::vector<uint8_t> keys_kind;
   std::vector<double> keys_num;

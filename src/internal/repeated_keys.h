@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "internal/big_array.h"
+#include "internal/radix_sort.h"
+
 namespace neardup::internal {
 
 /// Keeps, in order, only the entries of e[0, m) whose key (key_of(entry), a hash: its top bits
@@ -33,6 +36,21 @@ size_t keep_repeated_keys(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>&
     if (twice[h >> 6] >> (h & 63) & 1) e[kept++] = e[i];
   }
   return kept;
+}
+
+/// The entries of e[0, m) whose key may repeat (keep_repeated_keys), sorted by key, entries with
+/// one key in their order before: e[0, returned) holds them. Equal keys found this way take O(m)
+/// time and, for the sort, a copy of the entries that remain (mapped, let go at once: a vector
+/// would leave glibc's heap larger for the rest of the run).
+template <class T, class KeyOf>
+size_t sort_repeated_keys(T* e, size_t m, KeyOf&& key_of) {
+  std::vector<uint64_t> seen, twice;
+  m = keep_repeated_keys(e, m, key_of, seen, twice);
+  std::vector<uint64_t>().swap(seen);
+  std::vector<uint64_t>().swap(twice);
+  BigArray<T> tmp(m);
+  radix_sort_by_bits(e, tmp.data(), m, 0, 64, key_of, m >= 200000 ? 16 : 11);
+  return m;
 }
 
 }  // namespace neardup::internal

@@ -22,8 +22,32 @@ LshBuckets Pipeline::Impl::find_buckets() {
       sketches_.band_keys.empty()
           ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), sketches_.empty, spec_.lsh, spec_.shingle.seed, threads_, &cs)
           : lsh_buckets_from_keys(keys, sketches_.empty, threads_, &cs);
+  const size_t from_lsh = buckets.size();
+  add_copy_buckets(buckets);
   stats_.largest_bucket = cs.largest_bucket;
+  for (size_t i = from_lsh; i < buckets.size(); ++i) stats_.largest_bucket = std::max<uint64_t>(stats_.largest_bucket, buckets[i].size());
   return buckets;
+}
+
+// A copy's pairs are its original's (the same set), so verifying the original's bucket pairs
+// and the star from the original to each copy (J = 1, their set shared: read_missing_sets)
+// gives the components of verifying every copy in every bucket. Members ascending, as LSH's.
+void Pipeline::Impl::add_copy_buckets(LshBuckets& buckets) const {
+  std::vector<DocPair> by_original(text_copies_);
+  internal::sort_unique_pairs(by_original);
+  for (size_t i = 0; i < by_original.size();) {
+    buckets.members.push_back(by_original[i].a);
+    size_t j = i;
+    for (; j < by_original.size() && by_original[j].a == by_original[i].a; ++j) buckets.members.push_back(by_original[j].b);
+    buckets.offsets.push_back(buckets.members.size());
+    i = j;
+  }
+}
+
+DocId Pipeline::Impl::original_of(DocId doc) const noexcept {
+  if (sketches_.empty[doc] != SketchStore::kCopy) return doc;
+  const auto it = std::lower_bound(text_copies_.begin(), text_copies_.end(), doc, [](const DocPair& p, DocId d) { return p.b < d; });
+  return it->a;
 }
 
 PairFilter Pipeline::Impl::band_filter() const {

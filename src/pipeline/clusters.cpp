@@ -84,14 +84,7 @@ void Pipeline::Impl::check_duplicate_ids() {
     h[d] = Entry{internal::hash_bytes(s.data(), s.size(), 0x49445321ull), d};
   }
   // Ids are nearly always distinct: only the entries whose hash may repeat are sorted.
-  std::vector<uint64_t> seen, twice;
-  const size_t m = internal::keep_repeated_keys(h.data(), n, [](const Entry& x) { return x.hash; }, seen, twice);
-  std::vector<uint64_t>().swap(seen);
-  std::vector<uint64_t>().swap(twice);
-  {
-    internal::BigArray<Entry> tmp(m);
-    internal::radix_sort_by_bits(h.data(), tmp.data(), m, 0, 64, [](const Entry& x) { return x.hash; }, m >= 200000 ? 16 : 11);
-  }
+  const size_t m = internal::sort_repeated_keys(h.data(), n, [](const Entry& x) { return x.hash; });
   uint64_t dups = 0;
   DocId first_later = 0, first_earlier = 0;
   bool found = false;

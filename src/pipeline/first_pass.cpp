@@ -1,6 +1,7 @@
 // The first pass: every record read, shingled and sketched in input order; what verification
 // needs kept (band keys, sets of documents already in a bucket, decompressed copies).
 #include "pipeline/impl.h"
+#include "internal/repeated_keys.h"
 
 namespace neardup {
 
@@ -27,10 +28,16 @@ struct Pipeline::Impl::SketchLayout {
         // 232-257 MiB; with the sets kept from the first pass, the first pass took 1.3-1.7 s
         // instead of 0.8-0.9 s, much of it in memory touched for the first time. pairs, later:
         // 1.66-1.84 s against 1.85-2.11 s, peak 219-228 against 323-333 MiB (5 runs each).
-        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.tuning.first_pass_set_bytes > 0 && !p.in_groups_) {}
+        early(k > 0 && p.spec_.verify == VerifyMode::Exact && p.options_.tuning.first_pass_set_bytes > 0 && !p.in_groups_),
+        // A dedup needs only the components of the verified pairs, and a copy of a text is in its
+        // original's component (J = 1) and shares every pair of it: the copies are told apart
+        // after this pass by their texts' hashes (find_text_copies) and verified through their
+        // originals (add_copy_buckets). Pairs mode lists every pair of each copy, so it keeps
+        // them in the buckets.
+        copies(k > 0 && p.spec_.verify == VerifyMode::Exact && p.mode_ == Mode::Dedup && p.options_.tuning.collapse_copies) {}
   bool bottomk, simhash, exact, keep_by, check_unspaced;
   size_t k, bands;
-  bool keys_only, by_position, early;
+  bool keys_only, by_position, early, copies;
 };
 
 // A batch's result arrays, sized for what the layout computes.
@@ -41,6 +48,7 @@ void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
   b.simhashes.resize(l.simhash ? n : 0);
   b.fp_slot.resize(l.bottomk ? n : 0);
   b.sets.resize(l.exact || l.early ? n : 0);
+  b.text_hash.resize(l.copies ? n : 0);
   b.size_key_fields(l.keep_by);
   b.empty.resize(n);
   b.fps = Fingerprints{};
@@ -56,6 +64,11 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
                                   std::vector<SigValue>& fp) const {
   const double weight = internal::timing_weight(i, text.size());
   const auto t1 = weight > 0 ? Clock::now() : Clock::time_point();
+  if (l.copies) {
+    const bool hashed = !text.empty() && text.size() <= kCopyTextBytes;
+    const XXH128_hash_t h = hashed ? internal::hash_bytes128(text.data(), text.size(), kTextHashSeed) : XXH128_hash_t{};
+    b.text_hash[i] = {h.low64, h.high64};
+  }
   const bool split = l.k > 0 && text.size() >= kSplitBytes && sk.can_split();
   const bool split_simhash = l.simhash && text.size() >= kSplitBytes && sk.can_split_simhash();
   const auto sig = l.k > 0 ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k) : std::span<SigValue>();
@@ -123,6 +136,41 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
   if (l.bottomk) sketches_.fps.push_back(b.fps[b.fp_slot[i]]);
   if (l.simhash) sketches_.simhashes.push_back(b.simhashes[i]);
   sketches_.empty.push_back(b.empty[i]);
+  if (l.copies) text_hashes_.push_back(b.empty[i] ? TextHash{} : b.text_hash[i]);
+}
+
+// A dedup's documents whose text an earlier document had (up to kCopyTextBytes): equal XXH3-128
+// hashes are taken for equal texts, which two different texts would need a 128-bit collision to
+// break, far rarer than a collision of the 64-bit shingle hashes every set stands on. Found by
+// sorting the hashes that repeat (internal/repeated_keys.h), a text's original being its first
+// document. Each copy stays out of the LSH buckets (SketchStore::kCopy).
+void Pipeline::Impl::find_text_copies() {
+  text_copies_.clear();
+  const size_t n = text_hashes_.size();
+  struct Entry {
+    TextHash h;
+    DocId doc;
+  };
+  internal::BigArray<Entry> e(n);
+  size_t m = 0;
+  for (DocId d = 0; d < n; ++d)
+    if (text_hashes_[d].hi != 0 || text_hashes_[d].lo != 0) e[m++] = {text_hashes_[d], d};
+  internal::GrowArray<TextHash>().swap(text_hashes_);
+  m = internal::sort_repeated_keys(e.data(), m, [](const Entry& x) { return x.h.hi; });
+  for (size_t i = 0; i < m;) {
+    size_t j = i + 1;
+    while (j < m && e[j].h.hi == e[i].h.hi) ++j;
+    for (size_t a = i + 1; a < j; ++a)  // each in input order (the sort is stable); its first equal one is the original
+      for (size_t b = i; b < a; ++b)
+        if (e[b].h.lo == e[a].h.lo) {
+          text_copies_.push_back({e[b].doc, e[a].doc});
+          break;
+        }
+    i = j;
+  }
+  std::sort(text_copies_.begin(), text_copies_.end(), [](const DocPair& x, const DocPair& y) { return x.b < y.b; });
+  for (const DocPair& c : text_copies_) sketches_.empty[c.b] = SketchStore::kCopy;
+  stats_.text_copies = text_copies_.size();
 }
 
 // The run's statistics after the first pass; throws if every record was bad.
@@ -221,6 +269,7 @@ void Pipeline::Impl::sketch_pass() {
   input_stamps_.clear();
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
   sets_.start(layout.exact, layout.early);
+  text_copies_.clear();
   io::RecordReader reader(*inputs_, options_.reader);
   if (!copy_dir.empty()) reader.keep_decompressed_copies(copy_dir, options_.tuning.temp_keep_free);
   io::BadRecords bad(options_.reader);
@@ -245,6 +294,7 @@ void Pipeline::Impl::sketch_pass() {
   count_first_pass(internal::run_pass(reader, *inputs_, threads_, pass), bad, reader);
   if (!copy_dir.empty()) take_copies(reader);
   sets_.end_first_pass();
+  if (layout.copies) find_text_copies();
   if (layout.exact) {
     stats_.set_bytes = sets_.sets()->total_hashes() * sizeof(ShingleHash);
     stats_.verify_shared = sets_.sets()->shared_docs();

@@ -137,6 +137,15 @@ class Decisions {
   bool stopped_ = false;
 };
 
+// Copies of texts up to this long are told apart after the first pass (find_text_copies). A copy saves
+// its bucket entries and its pairs, about the same for any text, and every text is hashed to find
+// them, which grows with its bytes: on the crowded mix (1.4 GB, most of it in long files) hashing
+// every text cost 4% more CPU and its 3,257 copies saved less; a longer copy is still not
+// shingled again when verification reads it (shingle_set_records).
+constexpr size_t kCopyTextBytes = 4096;
+constexpr uint64_t kTextHashSeed = 0x636F706965733031ull;  // "copies01"; kept in no file
+using internal::TextHash;
+
 // A text this long or longer is shingled and sketched in pieces on every thread.
 constexpr size_t kSplitBytes = DocumentSketcher::kSplitBytes;
 
@@ -183,6 +192,12 @@ struct Pipeline::Impl {
   void sketch_entry(internal::Batch& b, size_t i, std::string_view text, const SketchLayout& l, DocumentSketcher& sk,
                     std::vector<SigValue>& fp) const;
   void keep_entry(internal::Batch& b, size_t i, const SketchLayout& l);
+  /// Dedup: the documents whose text an earlier one had, into text_copies_ (RunTuning::collapse_copies).
+  void find_text_copies();
+  /// The buckets of each original and its copies, appended to `buckets`.
+  void add_copy_buckets(LshBuckets& buckets) const;
+  /// The original of `doc` if it is a copy (text_copies_), else `doc`.
+  DocId original_of(DocId doc) const noexcept;
   void count_first_pass(const internal::PassTotals& totals, const io::BadRecords& bad, const io::RecordReader& reader);
   /// The shingle sets of the documents with needed[d] != 0: those the first pass kept, the
   /// others read again (read_sets). Returns those documents, ascending.
@@ -275,6 +290,11 @@ struct Pipeline::Impl {
   // by position, and cheaply, in files that are not compressed (see groups_pay()).
   bool in_groups_ = false;
   std::vector<ScoredPair> pairs_;
+  // Dedup's copies of earlier texts (RunTuning::collapse_copies): during the first pass, each
+  // document's text hash; then each copy with its original, {original, copy} in the copies'
+  // input order.
+  internal::GrowArray<TextHash> text_hashes_;
+  std::vector<DocPair> text_copies_;
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
   std::vector<uint32_t> rank_;     // keep order (keep_ranks)
   Clustering clustering_;

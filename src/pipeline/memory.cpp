@@ -42,6 +42,10 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
       const double array_bytes = n * (keys_only ? sizeof(uint64_t) : static_cast<double>(k * sizeof(SigValue)));
       if (array_bytes > static_cast<double>(2 << 20)) fixed += lsh.fixed;
       search_per_doc = lsh.per_document;
+      // A dedup tells the copies of a text apart (find_text_copies): 16 B of text hash per
+      // document, then 24 B per document and as much again for the sort; let go before the
+      // search (so the larger of the two counts).
+      if (spec_.verify == VerifyMode::Exact && options_.tuning.collapse_copies) search_per_doc = std::max(search_per_doc, 64.0);
       break;
     }
     case SketchMethod::BottomK: {

@@ -14,22 +14,28 @@ std::vector<DocId> Pipeline::Impl::load_sets_pass(const std::vector<uint8_t>& ne
 }
 
 void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
-  sets_.take_early(needed);
+  // A copy of an earlier text shares its original's set (read_missing_sets): one it was given
+  // in the first pass is let go.
+  std::vector<uint8_t> own(needed);
+  for (const DocPair& c : text_copies_) own[c.b] = 0;
+  sets_.take_early(own);
   stats_.set_bytes = sets_.sets()->total_hashes() * sizeof(ShingleHash);
   stats_.verify_shared = sets_.sets()->shared_docs();
   uint64_t kept = 0;
-  for (DocId d = 0; d < needed.size(); ++d) kept += needed[d] && sets_.sets()->has(d);
+  for (DocId d = 0; d < own.size(); ++d) kept += own[d] && sets_.sets()->has(d);
   stats_.verify_kept = kept;
   stats_.verify_docs = 0;
 }
 
 void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progress) {
-  std::vector<DocId> missing;
+  std::vector<DocId> missing, copies;
   for (const DocId d : docs)
-    if (!sets_.sets()->has(d)) missing.push_back(d);
+    if (!sets_.sets()->has(d)) (original_of(d) == d ? missing : copies).push_back(d);
   stats_.verify_docs += missing.size();
   const uint64_t shared_before = sets_.sets()->shared_docs();
   if (!missing.empty()) read_sets(missing, progress);
+  // A copy of an earlier text is not read: its original is in its bucket (add_copy_buckets).
+  for (const DocId d : copies) sets_.sets()->share(d, original_of(d));
   // Over the run: the most bytes of sets held at once, and every document that shared a copy
   // (a dedup lets each group's sets go before the next group's are read).
   stats_.set_bytes = std::max<uint64_t>(stats_.set_bytes, sets_.sets()->total_hashes() * sizeof(ShingleHash));

@@ -21,7 +21,10 @@ struct SketchStore {
   std::vector<internal::GrowArray<uint64_t>> band_keys;  // per band, per document (instead of sigs)
   Fingerprints fps;
   std::vector<uint64_t> simhashes;
-  std::vector<uint8_t> empty;  // 1: no shingle (never paired)
+  // 1: no shingle (never paired); kCopy: a copy of an earlier document's text, verified through
+  // that one (RunTuning::collapse_copies). Either keeps the document out of the LSH buckets.
+  static constexpr uint8_t kCopy = 2;
+  std::vector<uint8_t> empty;
 
   /// Ready for a first pass that keeps `bands` band keys per document (0: signatures).
   void reset(size_t bands, int sketch_size) {

@@ -519,8 +519,14 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
           EXPECT_EQ(st.verify_docs, read_all);
           EXPECT_GT(read_all, 100u);
           EXPECT_GE(st.verify_shared, 25u) << spec << " budget " << budget;
-          EXPECT_GE(st.verify_copies, 25u) << spec << " budget " << budget;  // not shingled again
-          EXPECT_LE(st.verify_copies, st.verify_shared);
+          if (mode == Pipeline::Mode::Dedup) {  // a copy of a text is verified through its original, not read
+            EXPECT_GE(st.text_copies, 25u) << spec;
+            EXPECT_EQ(st.verify_copies, 0u) << spec;
+          } else {
+            EXPECT_EQ(st.text_copies, 0u) << spec;
+            EXPECT_GE(st.verify_copies, 25u) << spec << " budget " << budget;  // not shingled again
+          }
+          EXPECT_LE(st.verify_copies + st.text_copies, st.verify_shared);
           EXPECT_GT(st.largest_bucket, 64u) << spec;  // the join's part
           const std::string got = decided_outputs(p, d);
           if (want.empty()) want = got;
@@ -549,6 +555,79 @@ TEST(Pipeline, FirstPassSetsGiveTheOutputsOfReadingAgain) {
         EXPECT_EQ(big_pairs, 4005u) << spec;
       }
     }
+}
+
+// A dedup verifies each copy of an earlier text through its original (RunTuning::collapse_copies):
+// in a shuffled corpus of short texts, near-copies (some below the threshold) and exact copies of
+// both, repeated one-word and empty texts, the removed documents and the clusters are those of
+// verifying every copy itself, for each keep policy and clustering, read by position (in groups)
+// or from memory, on 1 or 2 threads.
+TEST(Pipeline, CopiesOfATextAreVerifiedThroughTheirOriginal) {
+  test::TempDir d;
+  std::mt19937_64 rng(63);
+  std::vector<io::Document> docs;
+  for (int f = 0; f < 80; ++f) {
+    const auto base = test::random_words(rng, 8 + rng() % 50, 400);
+    std::vector<std::string> family{test::join(base)};
+    for (int c = 0; c < 1 + static_cast<int>(rng() % 6); ++c) {
+      auto w = base;
+      for (int e = 0; e < 1 + static_cast<int>(rng() % 3); ++e) w[rng() % w.size()] = "e" + std::to_string(rng() % 1000);
+      if (rng() % 3 == 0) w.push_back("longer");
+      family.push_back(test::join(w));
+    }
+    for (int c = 0; c < static_cast<int>(rng() % 8); ++c) family.push_back(family[rng() % family.size()]);  // exact copies
+    for (std::string& t : family) docs.push_back({"", std::move(t)});
+  }
+  for (int c = 0; c < 6; ++c) docs.push_back({"", c % 2 ? "" : "word"});
+  std::shuffle(docs.begin(), docs.end(), rng);
+  std::string jsonl;
+  std::set<std::string> seen;
+  uint64_t planted = 0;  // documents whose text an earlier document had (not empty)
+  for (size_t i = 0; i < docs.size(); ++i) {
+    docs[i].id = "d" + std::to_string(i);
+    jsonl += "{\"id\": \"" + docs[i].id + "\", \"text\": \"" + docs[i].text + "\"}\n";
+    planted += !docs[i].text.empty() && !seen.insert(docs[i].text).second;
+  }
+  ASSERT_GT(planted, 150u);
+  test::write_file(d.file("in.jsonl"), jsonl);
+  const auto decided = [&](Pipeline& p) {
+    std::string all;
+    for (const char* name : {"removed", "clusters"}) {
+      io::AtomicFile out(d.file(name));
+      if (name[0] == 'r') p.write_removed(out);
+      else p.write_clusters(out);
+      out.commit();
+      all += test::read_file(d.file(name));
+    }
+    return all;
+  };
+  for (const char* spec : {"words:3 oph:64 verify:0.7", "words:2 minhash:64 verify:0.5"})
+    for (const KeepPolicy keep : {KeepPolicy::First, KeepPolicy::Longest})
+      for (const ClusterMode cluster : {ClusterMode::Components, ClusterMode::Leader})
+        for (const bool memory : {false, true})
+          for (const int threads : {1, 2}) {
+            std::string want;
+            uint64_t removed = 0;
+            for (const bool collapse : {false, true}) {
+              RunOptions o;
+              o.spec = PipelineSpec::parse(spec);
+              o.keep = keep;
+              o.cluster = cluster;
+              o.tuning.threads = threads;
+              o.tuning.collapse_copies = collapse;
+              Pipeline p = memory ? Pipeline(docs, o) : Pipeline({d.file("in.jsonl")}, o);
+              p.run(Pipeline::Mode::Dedup);
+              EXPECT_EQ(p.stats().text_copies, collapse ? planted : 0u) << spec;
+              const std::string got = decided(p);
+              if (!collapse) {
+                want = got;
+                removed = p.stats().removed;
+              }
+              EXPECT_TRUE(got == want) << spec << " keep " << static_cast<int>(keep) << " cluster " << static_cast<int>(cluster)
+                                       << " memory " << memory << " threads " << threads;
+            }
+            EXPECT_GT(removed, planted) << spec;  // the copies and some near-copies
+          }
 }
 
 // Many batches (records are parsed on the workers), bad records, invalid UTF-8, gzip, zstd and a
