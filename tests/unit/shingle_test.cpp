@@ -238,7 +238,7 @@ TEST(Shingle, JaccardOfSets) {
 // (generated text repeats lines).
 TEST(Shingle, MakeSetEqualsSortUnique) {
   std::mt19937_64 rng(11);
-  for (size_t n : {0, 1, 2, 5, 16, 17, 63, 64, 65, 200, 1000, 4097, 65535, 65536, 70000, (1 << 18) + 1, 600000}) {
+  for (size_t n : {0, 1, 2, 5, 16, 17, 41, 63, 64, 65, 200, 1000, 4097, 65535, 65536, 70000, (1 << 18) + 1, 600000}) {
     for (int repeats : {0, 1}) {
       std::vector<ShingleHash> v(n);
       for (auto& x : v) x = repeats && !v.empty() && rng() % 3 == 0 ? v[rng() % v.size()] : rng();
