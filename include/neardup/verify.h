@@ -40,16 +40,6 @@ class ShingleSets {
   /// The set of `doc`; empty if none was stored. Two documents with a shared copy get the same
   /// span (the same data()).
   std::span<const ShingleHash> get(DocId doc) const noexcept;
-  /// Starts loading what get(doc) reads first: its slot (stage 0), then the slot's entry, once
-  /// the slot is loaded (stage 1). Scorer::prefetch loads the set itself.
-  void prefetch(DocId doc, int stage) const noexcept {
-    if (doc >= slot_.size()) return;
-    if (stage == 0) {
-      __builtin_prefetch(&slot_[doc]);
-    } else if (slot_[doc] != kNone) {
-      __builtin_prefetch(&sets_[slot_[doc]]);
-    }
-  }
   /// Keeps the sets of the documents with needed[d] != 0 and lets the others go; afterwards the
   /// sets are for needed.size() documents.
   void keep_only(std::span<const uint8_t> needed);
@@ -95,17 +85,8 @@ class Scorer {
   /// The same when it is at least `floor`; otherwise a value below `floor`, which exact scoring
   /// finds without finishing the merge (jaccard_at_least).
   double at_least(DocId a, DocId b, double floor) const noexcept;
-  /// Starts loading the start of what scoring (a, b) reads (the two sets, for exact scoring), so
-  /// that a loop over candidate pairs overlaps the next pair's cache misses with this one's merge.
-  void prefetch(DocId a, DocId b) const noexcept;
-  /// The loads before prefetch(a, b) for exact scoring, which reaches a set through two lookups
-  /// (ShingleSets::prefetch's stages 0 and 1): a loop that starts them further ahead than
-  /// prefetch(a, b) waits on none of the three.
-  void prefetch_lookup(DocId a, DocId b, int stage) const noexcept {
-    if (kind_ != Kind::Exact) return;
-    sets_->prefetch(a, stage);
-    sets_->prefetch(b, stage);
-  }
+  /// The sets exact scoring compares (null for an estimate).
+  const ShingleSets* exact_sets() const noexcept { return kind_ == Kind::Exact ? sets_ : nullptr; }
   VerifyMode mode() const noexcept { return kind_ == Kind::Exact ? VerifyMode::Exact : VerifyMode::Estimate; }
 
  private:
