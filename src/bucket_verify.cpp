@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "internal/big_array.h"
+#include "internal/parallel.h"
 #include "internal/radix_sort.h"
 #include "neardup/union_find.h"
 
@@ -144,24 +145,32 @@ void pairs_within(std::span<const Member> m, double bound, bool list_all, std::v
 // Jaccard distance 1 - J is a metric (Levandowsky and Winter 1971), so
 // 1 - J(x, y) >= |J(0, x) - J(0, y)| (pivot filtering, as in LAESA: Mico, Oncina and Vidal
 // 1994). Each bucket's documents are sorted by that similarity and paired within the bound
-// (pairs_within). `star_sim` holds each star's exact similarity.
-void pairs_left(const LshBuckets& buckets, const Places& local, UnionFind& uf, std::span<const size_t> small,
+// (pairs_within). `star_sim` holds each star's exact similarity. On the run's threads, a run of
+// buckets each (`root`: each document's cluster by its place, read only), into `direct`, not
+// sorted.
+void pairs_left(const LshBuckets& buckets, const Places& local, std::span<const uint32_t> root, std::span<const size_t> small,
                 std::span<const DocPair> stars, std::span<const double> star_sim, const BucketVerification& how,
                 std::vector<DocPair>& direct) {
   // Beyond 1 - t by the threshold's own tolerance and a margin for the rounding of the
   // similarities compared: a pair left out is surely below t.
   const double bound = 1 - how.threshold + kSimilarityEpsilon + 1e-9;
-  std::vector<size_t> at;
-  std::vector<Member> m;
-  std::vector<uint32_t> roots;
-  for (const size_t i : small) {
-    const auto b = buckets[i];
-    star_indices(b, stars, at);
-    m.clear();
-    for (size_t x = 1; x < b.size(); ++x) m.push_back({star_sim[at[x]], b[x], how.list_all ? 0 : uf.find(local(b[x]))});
-    std::sort(m.begin(), m.end(), [](const Member& p, const Member& q) { return p.sim < q.sim; });
-    pairs_within(m, bound, how.list_all, roots, direct);
-  }
+  constexpr size_t kRun = 1024;
+  std::vector<std::vector<DocPair>> runs((small.size() + kRun - 1) / kRun);
+  internal::parallel_for(runs.size(), how.threads, [&](size_t r, size_t) {
+    std::vector<size_t> at;
+    std::vector<Member> m;
+    std::vector<uint32_t> roots;
+    for (size_t k = r * kRun; k < std::min(small.size(), (r + 1) * kRun); ++k) {
+      const auto b = buckets[small[k]];
+      star_indices(b, stars, at);
+      m.clear();
+      for (size_t x = 1; x < b.size(); ++x) m.push_back({star_sim[at[x]], b[x], how.list_all ? 0 : root[local(b[x])]});
+      std::sort(m.begin(), m.end(), [](const Member& p, const Member& q) { return p.sim < q.sim; });
+      pairs_within(m, bound, how.list_all, roots, runs[r]);
+    }
+  });
+  direct.clear();
+  for (const auto& run : runs) direct.insert(direct.end(), run.begin(), run.end());
 }
 
 // The exact similarity of each star of the small buckets whose verification stopped below the
@@ -183,11 +192,31 @@ void exact_star_similarities(const LshBuckets& buckets, std::span<const size_t> 
   for (size_t j = 0; j < below.size(); ++j) star_sim[below[j]] = exact[j];
 }
 
-// The sorted pairs of `a` not in `b` (sorted).
-std::vector<DocPair> minus(const std::vector<DocPair>& a, std::span<const DocPair> b) {
-  std::vector<DocPair> rest;
-  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(rest));
-  return rest;
+// The distinct pairs of `v` not in `stars` (sorted), sorted. On the run's threads: the pairs are
+// cut by their first document into ranges, each sorted (internal::sort_unique_pairs) and taken
+// from the stars' range there, on its own.
+std::vector<DocPair> distinct_minus(std::vector<DocPair>& v, std::span<const DocPair> stars, int threads) {
+  if (v.empty()) return {};
+  DocId lo = v[0].a, hi = v[0].a;
+  for (const DocPair& p : v) lo = std::min(lo, p.a), hi = std::max(hi, p.a);
+  const size_t parts = std::min<size_t>(static_cast<size_t>(std::max(threads, 1)) * 4, v.size() / 4096 + 1);
+  const uint64_t span = uint64_t{hi} - lo + 1;
+  const auto part_of = [&](DocId a) { return static_cast<size_t>((uint64_t{a} - lo) * parts / span); };
+  std::vector<std::vector<DocPair>> part(parts);
+  for (const DocPair& p : v) part[part_of(p.a)].push_back(p);
+  std::vector<DocPair>().swap(v);
+  internal::parallel_for(parts, threads, [&](size_t i, size_t) {
+    internal::sort_unique_pairs(part[i]);
+    if (part[i].empty()) return;
+    const auto from = std::lower_bound(stars.begin(), stars.end(), DocPair{part[i].front().a, 0});
+    const auto to = std::upper_bound(from, stars.end(), DocPair{part[i].back().a, ~DocId{0}});
+    std::vector<DocPair> rest;
+    std::set_difference(part[i].begin(), part[i].end(), from, to, std::back_inserter(rest));
+    part[i].swap(rest);
+  });
+  std::vector<DocPair> out;
+  for (const auto& p : part) out.insert(out.end(), p.begin(), p.end());
+  return out;
 }
 
 }  // namespace
@@ -209,10 +238,11 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
   std::vector<DocId> joined;
   buckets_left(buckets, local, uf, how.list_all, small, joined);
   exact_star_similarities(buckets, small, stars, star_sim, score, how);
+  std::vector<uint32_t> root(how.list_all ? 0 : docs.size());
+  for (size_t i = 0; i < root.size(); ++i) root[i] = uf.find(static_cast<uint32_t>(i));
   std::vector<DocPair> direct;
-  pairs_left(buckets, local, uf, small, stars, star_sim, how, direct);
-  internal::sort_unique_pairs(direct);
-  direct = minus(direct, stars);  // already verified
+  pairs_left(buckets, local, root, small, stars, star_sim, how, direct);
+  direct = distinct_minus(direct, stars, how.threads);  // the stars are verified already
   r.verified += direct.size();
   if (!direct.empty()) {
     const auto more = verify_pairs(direct, score, how.threshold, how.threads);
