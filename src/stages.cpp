@@ -319,7 +319,7 @@ SketchTotals sketch_records(io::RecordReader& reader, const io::InputSet& inputs
 void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
                          const io::ReaderOptions& options, int threads, const std::function<void(ShingledRecord&)>& take,
                          const std::function<bool(const io::Record&, DocId)>& filter,
-                         const ProgressFn* progress) {
+                         const ProgressFn* progress, size_t distinct_up_to) {
   std::vector<std::optional<Shingler>> shinglers(internal::pass_slots(threads));
   internal::Pass pass;
   pass.stage = "verify";
@@ -350,7 +350,7 @@ void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, c
   // and single spaces: such a copy is shingled again, to the same set.
   FirstTexts texts;
   pass.process = [&](internal::Batch& b, size_t i, std::string_view text, size_t slot) {
-    if (!text.empty()) {
+    if (text.size() > distinct_up_to) {  // not empty
       const auto [number, fresh] = texts.claim(text);
       b.text_number[i] = number;
       if (!fresh) {

@@ -156,11 +156,13 @@ struct ShingledRecord {
 /// of them), and each set is handed to `take` in input order on the calling thread. Of records with
 /// the same text, only the first to be shingled (not always the first read) gets a set: the others
 /// are handed over after every record with a set, in input order, with ShingledRecord::same_as
-/// naming it. A bad record
-/// read again means an input changed since the first pass: IoError naming it.
+/// naming it; texts of up to `distinct_up_to` bytes are not looked up, for a caller that knows
+/// them to be distinct (a dedup that told their copies apart before). A bad record read again
+/// means an input changed since the first pass: IoError naming it.
 void shingle_set_records(io::RecordReader& reader, const io::InputSet& inputs, const PipelineSpec& spec,
                          const io::ReaderOptions& options, int threads, const std::function<void(ShingledRecord&)>& take,
-                         const std::function<bool(const io::Record&, DocId)>& filter = {}, const ProgressFn* progress = nullptr);
+                         const std::function<bool(const io::Record&, DocId)>& filter = {}, const ProgressFn* progress = nullptr,
+                         size_t distinct_up_to = 0);
 
 /// Pipeline's first pass over what `reader` gives, for a host that keeps the results itself (an
 /// MPI rank over its share of the inputs): records are read on the calling thread, parsed,

@@ -294,6 +294,7 @@ void Pipeline::Impl::sketch_pass() {
   count_first_pass(internal::run_pass(reader, *inputs_, threads_, pass), bad, reader);
   if (!copy_dir.empty()) take_copies(reader);
   sets_.end_first_pass();
+  copies_told_ = layout.copies;
   if (layout.copies) find_text_copies();
   if (layout.exact) {
     stats_.set_bytes = sets_.sets()->total_hashes() * sizeof(ShingleHash);

@@ -295,6 +295,7 @@ struct Pipeline::Impl {
   // input order.
   internal::GrowArray<TextHash> text_hashes_;
   std::vector<DocPair> text_copies_;
+  bool copies_told_ = false;  // text_copies_ holds every copy of a text up to kCopyTextBytes
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
   std::vector<uint32_t> rank_;     // keep order (keep_ranks)
   Clustering clustering_;

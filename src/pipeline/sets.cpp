@@ -82,7 +82,7 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
       ++stats_.verify_copies;
     } else
       sets_.sets()->set(doc, std::move(r.set));
-  }, filter, progress ? &options_.tuning.progress : nullptr);
+  }, filter, progress ? &options_.tuning.progress : nullptr, copies_told_ ? kCopyTextBytes : 0);
 }
 
 Scorer Pipeline::Impl::scorer() const noexcept {
