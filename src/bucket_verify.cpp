@@ -226,7 +226,7 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
   if (!how.join) return verify_estimated(buckets, docs, score, how);
   VerifiedBuckets r;
   std::vector<DocPair> stars = star_edges(buckets);
-  std::vector<double> star_sim = score_pairs(stars, score, how.threshold - kSimilarityEpsilon, how.threads);
+  std::vector<double> star_sim = score_pairs(stars, score, how.whole_stars ? 0.0 : how.threshold - kSimilarityEpsilon, how.threads);
   std::vector<ScoredPair> pairs;
   for (size_t k = 0; k < stars.size(); ++k)
     if (star_sim[k] + kSimilarityEpsilon >= how.threshold) pairs.push_back({stars[k].a, stars[k].b, star_sim[k]});
@@ -237,7 +237,7 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
   std::vector<size_t> small;
   std::vector<DocId> joined;
   buckets_left(buckets, local, uf, how.list_all, small, joined);
-  exact_star_similarities(buckets, small, stars, star_sim, score, how);
+  if (!how.whole_stars) exact_star_similarities(buckets, small, stars, star_sim, score, how);
   std::vector<uint32_t> root(how.list_all ? 0 : docs.size());
   for (size_t i = 0; i < root.size(); ++i) root[i] = uf.find(static_cast<uint32_t>(i));
   std::vector<DocPair> direct;

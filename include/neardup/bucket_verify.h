@@ -42,6 +42,10 @@ struct BucketVerification {
   /// The exact join over some documents (ascending, their sets at hand); empty when similarities
   /// are estimated, which has no sets to join.
   std::function<std::unique_ptr<SetJoin>(std::span<const DocId>)> join;
+  /// Score every star exactly at once, not only those that reach the threshold: for short sets
+  /// (a few dozen hashes) a merge that stops early saves little, and the stars below the
+  /// threshold of buckets that need more than their stars are scored again otherwise.
+  bool whole_stars = false;
 };
 
 struct VerifiedBuckets {

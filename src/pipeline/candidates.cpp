@@ -92,6 +92,8 @@ BucketVerification Pipeline::Impl::bucket_verification() const {
   how.list_all = mode_ == Mode::Pairs;
   how.num_docs = docs_.size();
   how.share = band_filter();
+  // Short texts: at most kWholeStarShingles shingles on average.
+  how.whole_stars = stats_.shingles <= kWholeStarShingles * stats_.documents;
   if (spec_.verify == VerifyMode::Exact) how.join = [this](std::span<const DocId> docs) { return build_join(docs); };
   return how;
 }

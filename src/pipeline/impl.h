@@ -146,6 +146,10 @@ constexpr size_t kCopyTextBytes = 4096;
 constexpr uint64_t kTextHashSeed = 0x636F706965733031ull;  // "copies01"; kept in no file
 using internal::TextHash;
 
+// Bucket verification scores every star exactly (BucketVerification::whole_stars) where the
+// documents have at most this many shingles on average.
+constexpr uint64_t kWholeStarShingles = 64;
+
 // A text this long or longer is shingled and sketched in pieces on every thread.
 constexpr size_t kSplitBytes = DocumentSketcher::kSplitBytes;
 

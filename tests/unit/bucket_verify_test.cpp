@@ -154,28 +154,34 @@ void expect_connects(const std::set<std::pair<DocId, DocId>>& want, const Verifi
 
 }  // namespace
 
+// With or without every star scored exactly at once (whole_stars).
 TEST(BucketVerify, ExactConnectsWhatEveryBucketPairConnects) {
-  for (uint64_t seed : {1, 2, 3}) {
-    Case c(seed);
-    const Scorer score = Scorer::exact(c.sets);
-    const auto want = brute_force(c.buckets, score);
-    ASSERT_GT(want.size(), 100u);
-    const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, c.how(false, true));
-    EXPECT_FALSE(v.join);
-    expect_connects(want, v, score, c.raw.size());
-    EXPECT_LT(v.pairs.size(), want.size()) << "connecting should not need every pair";
-  }
+  for (uint64_t seed : {1, 2, 3})
+    for (const bool whole_stars : {false, true}) {
+      Case c(seed);
+      const Scorer score = Scorer::exact(c.sets);
+      const auto want = brute_force(c.buckets, score);
+      ASSERT_GT(want.size(), 100u);
+      BucketVerification how = c.how(false, true);
+      how.whole_stars = whole_stars;
+      const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
+      EXPECT_FALSE(v.join);
+      expect_connects(want, v, score, c.raw.size());
+      EXPECT_LT(v.pairs.size(), want.size()) << "connecting should not need every pair";
+    }
 }
 
 TEST(BucketVerify, ExactListsEveryBucketPair) {
-  for (uint64_t seed : {4, 5}) {
-    Case c(seed);
-    const Scorer score = Scorer::exact(c.sets);
-    const BucketVerification how = c.how(true, true);
-    const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
-    EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
-    expect_listed(brute_force(c.buckets, score), v, how.share);
-  }
+  for (uint64_t seed : {4, 5})
+    for (const bool whole_stars : {false, true}) {
+      Case c(seed);
+      const Scorer score = Scorer::exact(c.sets);
+      BucketVerification how = c.how(true, true);
+      how.whole_stars = whole_stars;
+      const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
+      EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
+      expect_listed(brute_force(c.buckets, score), v, how.share);
+    }
 }
 
 // Pivot filtering (pairs_left): of the pairs of the small buckets past their first documents,
@@ -226,6 +232,52 @@ TEST(BucketVerify, PairAtThePivotBoundIsKept) {
   ASSERT_EQ(v.pairs.size(), 3u);
   EXPECT_EQ(v.pairs[2].a, 1u);
   EXPECT_EQ(v.pairs[2].b, 2u);
+}
+
+// A star below the threshold bounds its bucket's pairs by its exact similarity, whether the
+// stars below the threshold are scored again (exact_star_similarities) or every star is scored
+// whole at once (whole_stars): x is below t from the bucket's first document p (0.54), but
+// reaches t with y (0.67), which p's star joins (0.82). A merge that stopped early (0 for x)
+// would put y beyond the pivot bound of x.
+TEST(BucketVerify, AStarBelowTheThresholdBoundsItsPairsExactly) {
+  const auto range = [](ShingleHash from, ShingleHash to) {
+    std::vector<ShingleHash> v;
+    for (ShingleHash h = from; h < to; ++h) v.push_back(h);
+    return v;
+  };
+  const auto join = [](std::vector<ShingleHash> a, const std::vector<ShingleHash>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    std::sort(a.begin(), a.end());
+    return a;
+  };
+  ShingleSets sets(3);
+  sets.set(0, range(0, 100));                                     // p
+  sets.set(1, join(join(range(30, 100), range(1000, 1010)), range(2000, 2020)));  // x
+  sets.set(2, join(range(10, 100), range(1000, 1010)));           // y
+  const Scorer score = Scorer::exact(sets);
+  ASSERT_LT(score(0, 1), kT);
+  ASSERT_GE(score(1, 2), kT);
+  ASSERT_GT(score(0, 2) - score(0, 1), 0);
+  ASSERT_GT(score(0, 2), 1 - kT);  // beyond the bound from 0
+  LshBuckets b;
+  b.members = {0, 1, 2};
+  b.offsets = {0, 3};
+  const std::vector<DocId> docs = {0, 1, 2};
+  for (const bool whole_stars : {false, true})
+    for (const bool list_all : {false, true}) {
+      BucketVerification how;
+      how.threshold = kT;
+      how.list_all = list_all;
+      how.whole_stars = whole_stars;
+      how.num_docs = 3;
+      how.share = [](DocId, DocId) { return true; };
+      how.join = [&](std::span<const DocId> over) { return std::make_unique<SetJoin>(over, [&](DocId d) { return sets.get(d); }, kT, 1); };
+      const VerifiedBuckets v = verify_buckets(b, docs, score, how);
+      ASSERT_EQ(v.pairs.size(), 2u) << "whole_stars " << whole_stars << " list_all " << list_all;
+      EXPECT_EQ(v.pairs[0].b, 2u);
+      EXPECT_EQ(v.pairs[1].a, 1u);
+      EXPECT_EQ(v.pairs[1].b, 2u);
+    }
 }
 
 TEST(BucketVerify, EstimatedConnectsAndListsByTheSignatures) {
