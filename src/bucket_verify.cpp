@@ -1,12 +1,18 @@
 #include "neardup/bucket_verify.h"
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 
 #include "internal/big_array.h"
 #include "internal/parallel.h"
+#include "internal/pivot_delta.h"
+#include "kernels/dispatch.h"
 #include "internal/radix_sort.h"
+#include "neardup/bottomk.h"
 #include "neardup/union_find.h"
 
 namespace neardup {
@@ -95,11 +101,20 @@ void star_indices(std::span<const DocId> b, std::span<const DocPair> stars, std:
   }
 }
 
-// A bucket's documents past the first, with their stars' similarity and their cluster.
+// A bucket's documents past the first, with their stars' similarity, their cluster and their
+// star's index.
 struct Member {
   double sim;
   DocId doc;
   uint32_t root;
+  uint32_t star;
+};
+
+// A pair of a small bucket past its first document p, a < b, with the indices of the stars
+// (p, a) and (p, b): what scores it on the differences of a and b from p (score_direct).
+struct DirectPair {
+  DocId a, b;
+  uint32_t star_a, star_b;
 };
 
 // The cluster most of `m` are in.
@@ -122,8 +137,10 @@ uint32_t largest_cluster(std::span<const Member> m, std::vector<uint32_t>& roots
 // those across clusters. Without list_all, only the documents outside the largest cluster look
 // for partners (forward among all, backward among the largest cluster's), so that a bucket of
 // one large cluster and a few others costs those few scans, not the large cluster's pairs.
-void pairs_within(std::span<const Member> m, double bound, bool list_all, std::vector<uint32_t>& roots, std::vector<DocPair>& direct) {
-  const auto add = [&](const Member& x, const Member& y) { direct.push_back({std::min(x.doc, y.doc), std::max(x.doc, y.doc)}); };
+void pairs_within(std::span<const Member> m, double bound, bool list_all, std::vector<uint32_t>& roots, std::vector<DirectPair>& direct) {
+  const auto add = [&](const Member& x, const Member& y) {
+    direct.push_back(x.doc < y.doc ? DirectPair{x.doc, y.doc, x.star, y.star} : DirectPair{y.doc, x.doc, y.star, x.star});
+  };
   if (list_all) {
     for (size_t x = 0; x < m.size(); ++x)
       for (size_t y = x + 1; y < m.size() && m[y].sim - m[x].sim <= bound; ++y) add(m[x], m[y]);
@@ -150,12 +167,12 @@ void pairs_within(std::span<const Member> m, double bound, bool list_all, std::v
 // sorted.
 void pairs_left(const LshBuckets& buckets, const Places& local, std::span<const uint32_t> root, std::span<const size_t> small,
                 std::span<const DocPair> stars, std::span<const double> star_sim, const BucketVerification& how,
-                std::vector<DocPair>& direct) {
+                std::vector<DirectPair>& direct) {
   // Beyond 1 - t by the threshold's own tolerance and a margin for the rounding of the
   // similarities compared: a pair left out is surely below t.
   const double bound = 1 - how.threshold + kSimilarityEpsilon + 1e-9;
   constexpr size_t kRun = 1024;
-  std::vector<std::vector<DocPair>> runs((small.size() + kRun - 1) / kRun);
+  std::vector<std::vector<DirectPair>> runs((small.size() + kRun - 1) / kRun);
   internal::parallel_for(runs.size(), how.threads, [&](size_t r, size_t) {
     std::vector<size_t> at;
     std::vector<Member> m;
@@ -164,7 +181,8 @@ void pairs_left(const LshBuckets& buckets, const Places& local, std::span<const 
       const auto b = buckets[small[k]];
       star_indices(b, stars, at);
       m.clear();
-      for (size_t x = 1; x < b.size(); ++x) m.push_back({star_sim[at[x]], b[x], how.list_all ? 0 : root[local(b[x])]});
+      for (size_t x = 1; x < b.size(); ++x)
+        m.push_back({star_sim[at[x]], b[x], how.list_all ? 0 : root[local(b[x])], static_cast<uint32_t>(at[x])});
       std::sort(m.begin(), m.end(), [](const Member& p, const Member& q) { return p.sim < q.sim; });
       pairs_within(m, bound, how.list_all, roots, runs[r]);
     }
@@ -192,31 +210,145 @@ void exact_star_similarities(const LshBuckets& buckets, std::span<const size_t> 
   for (size_t j = 0; j < below.size(); ++j) star_sim[below[j]] = exact[j];
 }
 
-// The distinct pairs of `v` not in `stars` (sorted), sorted. On the run's threads: the pairs are
-// cut by their first document into ranges, each sorted (internal::sort_unique_pairs) and taken
-// from the stars' range there, on its own.
-std::vector<DocPair> distinct_minus(std::vector<DocPair>& v, std::span<const DocPair> stars, int threads) {
+// The pairs of `v` not in `stars` (sorted), sorted by (a, b), each once (with the stars of the
+// first bucket that gave it). On the run's threads: the pairs are cut by their first document
+// into ranges, each sorted and taken from the stars' range there, on its own.
+std::vector<DirectPair> distinct_minus(std::vector<DirectPair>& v, std::span<const DocPair> stars, int threads) {
   if (v.empty()) return {};
-  DocId lo = v[0].a, hi = v[0].a;
-  for (const DocPair& p : v) lo = std::min(lo, p.a), hi = std::max(hi, p.a);
+  DocId lo = v[0].a, hi = v[0].a, max_b = 0;
+  for (const DirectPair& p : v) lo = std::min(lo, p.a), hi = std::max(hi, p.a), max_b = std::max(max_b, p.b);
   const size_t parts = std::min<size_t>(static_cast<size_t>(std::max(threads, 1)) * 4, v.size() / 4096 + 1);
   const uint64_t span = uint64_t{hi} - lo + 1;
   const auto part_of = [&](DocId a) { return static_cast<size_t>((uint64_t{a} - lo) * parts / span); };
-  std::vector<std::vector<DocPair>> part(parts);
-  for (const DocPair& p : v) part[part_of(p.a)].push_back(p);
-  std::vector<DocPair>().swap(v);
+  std::vector<std::vector<DirectPair>> part(parts);
+  for (const DirectPair& p : v) part[part_of(p.a)].push_back(p);
+  std::vector<DirectPair>().swap(v);
+  const int wb = static_cast<int>(std::bit_width(max_b)), wa = static_cast<int>(std::bit_width(hi));
+  const auto key = [wb](const DirectPair& p) { return static_cast<uint64_t>(p.a) << wb | p.b; };
+  const auto same = [](const DirectPair& x, const DirectPair& y) { return x.a == y.a && x.b == y.b; };
   internal::parallel_for(parts, threads, [&](size_t i, size_t) {
-    internal::sort_unique_pairs(part[i]);
-    if (part[i].empty()) return;
-    const auto from = std::lower_bound(stars.begin(), stars.end(), DocPair{part[i].front().a, 0});
-    const auto to = std::upper_bound(from, stars.end(), DocPair{part[i].back().a, ~DocId{0}});
-    std::vector<DocPair> rest;
-    std::set_difference(part[i].begin(), part[i].end(), from, to, std::back_inserter(rest));
-    part[i].swap(rest);
+    std::vector<DirectPair>& q = part[i];
+    if (q.empty()) return;
+    std::vector<DirectPair> tmp(q.size());
+    internal::radix_sort_by_bits(q.data(), tmp.data(), q.size(), 0, std::max(1, wa + wb), key);  // stable
+    q.erase(std::unique(q.begin(), q.end(), same), q.end());
+    auto star = std::lower_bound(stars.begin(), stars.end(), DocPair{q.front().a, 0});
+    tmp.clear();
+    for (const DirectPair& p : q) {
+      while (star != stars.end() && (star->a < p.a || (star->a == p.a && star->b < p.b))) ++star;
+      if (star == stars.end() || star->a != p.a || star->b != p.b) tmp.push_back(p);
+    }
+    q.swap(tmp);
   });
-  std::vector<DocPair> out;
+  std::vector<DirectPair> out;
   for (const auto& p : part) out.insert(out.end(), p.begin(), p.end());
   return out;
+}
+
+// The most bytes of differences StarDeltas holds at once; the pairs a star must be in for its
+// differences to be taken.
+constexpr uint64_t kDeltaBytes = uint64_t{64} << 20;
+constexpr int kDeltaUses = 4;
+constexpr size_t kDeltaMaxSet = 16384;
+
+// The differences of each star's second document from its first (internal/pivot_delta.h), for
+// the stars `needed` marks, where they are short: a pair of a bucket is then counted on its two
+// members' differences from the bucket's first document, not on a merge of their whole sets.
+class StarDeltas {
+ public:
+  StarDeltas(std::span<const DocPair> stars, std::span<const double> star_sim, std::span<const uint8_t> needed, const ShingleSets& sets,
+             size_t min_set, uint64_t max_bytes, int threads)
+      : at_(stars.size()) {
+    constexpr size_t kChunk = 256;
+    chunks_.resize((stars.size() + kChunk - 1) / kChunk);
+    std::atomic<uint64_t> bytes{0};
+    internal::parallel_for(chunks_.size(), threads, [&](size_t c, size_t) {
+      std::vector<ShingleHash> d, a;
+      for (size_t k = c * kChunk; k < std::min(stars.size(), (c + 1) * kChunk); ++k) {
+        if (!needed[k]) continue;
+        const std::span<const ShingleHash> p = sets.get(stars[k].a), x = sets.get(stars[k].b);
+        if (std::min(p.size(), x.size()) < min_set || std::max(p.size(), x.size()) > kDeltaMaxSet) continue;
+        // Differences of up to half of x, so that a pair of two such costs at most a merge of the
+        // two: known from the star's exact similarity J, as |x| + |p| - 2 |x & p| with
+        // |x & p| = J (|x| + |p|) / (1 + J), so that no merge is spent on differences too long.
+        const double total = static_cast<double>(x.size() + p.size());
+        if (total - 2 * star_sim[k] * total / (1 + star_sim[k]) > 0.5 * static_cast<double>(x.size()) + 1) continue;
+        if (!internal::differences_within(x, p, x.size() / 2, d, a)) continue;
+        // Past max_bytes in all, the rest are merged whole: which ones depends on the threads'
+        // timing, the similarities do not.
+        if (bytes.fetch_add((d.size() + a.size()) * sizeof(ShingleHash), std::memory_order_relaxed) > max_bytes) continue;
+        at_[k] = {static_cast<uint32_t>(c), chunks_[c].size(), static_cast<uint32_t>(d.size()), static_cast<uint32_t>(a.size()),
+                  static_cast<uint32_t>(p.size()), true};
+        chunks_[c].insert(chunks_[c].end(), d.begin(), d.end());
+        chunks_[c].insert(chunks_[c].end(), a.begin(), a.end());
+      }
+    });
+  }
+  bool has(uint32_t star) const noexcept { return at_[star].ok; }
+  /// J of the second documents of two stars from one first document, both with differences.
+  double jaccard(uint32_t x, uint32_t y) const noexcept {
+    const Entry &ex = at_[x], &ey = at_[y];
+    const auto count = [](std::span<const ShingleHash> u, std::span<const ShingleHash> v) {
+      return internal::kernels().set_common_at_least(u.data(), u.size(), v.data(), v.size(), 0);
+    };
+    const long common = static_cast<long>(ex.pivot) - static_cast<long>(ex.removed + ey.removed) + count(removed(ex), removed(ey)) +
+                        count(added(ex), added(ey));
+    return jaccard_from_common(common, size_t{ex.pivot} - ex.removed + ex.added, size_t{ey.pivot} - ey.removed + ey.added);
+  }
+
+ private:
+  struct Entry {
+    uint32_t chunk = 0;
+    size_t at = 0;
+    uint32_t removed = 0, added = 0, pivot = 0;
+    bool ok = false;
+  };
+  std::span<const ShingleHash> removed(const Entry& e) const noexcept { return {chunks_[e.chunk].data() + e.at, e.removed}; }
+  std::span<const ShingleHash> added(const Entry& e) const noexcept { return {chunks_[e.chunk].data() + e.at + e.removed, e.added}; }
+  std::vector<Entry> at_;
+  std::vector<std::vector<ShingleHash>> chunks_;
+};
+
+
+// Verifies the small buckets' pairs: on their differences from their bucket's first document
+// where both have short ones (StarDeltas; sets of how.delta_min_set hashes or more), by a merge
+// otherwise. The pairs with J >= t, in the order of `direct`.
+std::vector<ScoredPair> score_direct(std::span<const DirectPair> direct, std::span<const DocPair> stars, std::span<const double> star_sim,
+                                     const Scorer& score, const BucketVerification& how, uint64_t& by_delta) {
+  std::vector<DocPair> merged;
+  std::vector<ScoredPair> out;
+  const ShingleSets* sets = score.exact_sets();
+  if (!sets || how.delta_min_set == SIZE_MAX) {
+    for (const DirectPair& p : direct) merged.push_back({p.a, p.b});
+    return verify_pairs(merged, score, how.threshold, how.threads);
+  }
+  // A star's differences cost a merge of its two sets: they pay where it is in several pairs.
+  std::vector<uint8_t> uses(stars.size(), 0);
+  for (const DirectPair& p : direct)
+    for (const uint32_t k : {p.star_a, p.star_b}) uses[k] = static_cast<uint8_t>(std::min(255, uses[k] + 1));
+  std::vector<uint8_t> needed(stars.size(), 0);
+  for (size_t k = 0; k < stars.size(); ++k) needed[k] = uses[k] >= kDeltaUses;
+  std::vector<uint8_t>().swap(uses);
+  const StarDeltas deltas(stars, star_sim, needed, *sets, how.delta_min_set, kDeltaBytes, how.threads);
+  std::vector<uint8_t>().swap(needed);
+  constexpr size_t kChunk = 4096;
+  std::vector<std::vector<ScoredPair>> found((direct.size() + kChunk - 1) / kChunk);
+  internal::parallel_for(found.size(), how.threads, [&](size_t c, size_t) {
+    for (size_t i = c * kChunk; i < std::min(direct.size(), (c + 1) * kChunk); ++i) {
+      const DirectPair& p = direct[i];
+      if (!deltas.has(p.star_a) || !deltas.has(p.star_b)) continue;
+      const double sim = deltas.jaccard(p.star_a, p.star_b);
+      if (sim + kSimilarityEpsilon >= how.threshold) found[c].push_back({p.a, p.b, sim});
+    }
+  });
+  for (const DirectPair& p : direct)
+    if (!deltas.has(p.star_a) || !deltas.has(p.star_b)) merged.push_back({p.a, p.b});
+  by_delta += direct.size() - merged.size();
+  for (const auto& f : found) out.insert(out.end(), f.begin(), f.end());
+  const std::vector<ScoredPair> more = verify_pairs(merged, score, how.threshold, how.threads);
+  std::vector<ScoredPair> all(out.size() + more.size());
+  std::merge(out.begin(), out.end(), more.begin(), more.end(), all.begin(), by_pair);
+  return all;
 }
 
 }  // namespace
@@ -240,17 +372,17 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
   if (!how.whole_stars) exact_star_similarities(buckets, small, stars, star_sim, score, how);
   std::vector<uint32_t> root(how.list_all ? 0 : docs.size());
   for (size_t i = 0; i < root.size(); ++i) root[i] = uf.find(static_cast<uint32_t>(i));
-  std::vector<DocPair> direct;
+  std::vector<DirectPair> direct;
   pairs_left(buckets, local, root, small, stars, star_sim, how, direct);
   direct = distinct_minus(direct, stars, how.threads);  // the stars are verified already
   r.verified += direct.size();
   if (!direct.empty()) {
-    const auto more = verify_pairs(direct, score, how.threshold, how.threads);
+    const auto more = score_direct(direct, stars, star_sim, score, how, r.by_delta);
     std::vector<ScoredPair> merged(pairs.size() + more.size());
     std::merge(pairs.begin(), pairs.end(), more.begin(), more.end(), merged.begin(), by_pair);
     pairs.swap(merged);
   }
-  std::vector<DocPair>().swap(direct);
+  std::vector<DirectPair>().swap(direct);
   std::vector<DocPair>().swap(stars);
   if (!joined.empty()) {
     std::sort(joined.begin(), joined.end());

@@ -46,6 +46,10 @@ struct BucketVerification {
   /// (a few dozen hashes) a merge that stops early saves little, and the stars below the
   /// threshold of buckets that need more than their stars are scored again otherwise.
   bool whole_stars = false;
+  /// The pairs of a small bucket past its first document are counted on their differences from
+  /// it (when short: internal/pivot_delta.h) where both sets have at least this many hashes;
+  /// SIZE_MAX: always by a merge of the two sets.
+  size_t delta_min_set = 256;
 };
 
 struct VerifiedBuckets {
@@ -54,6 +58,8 @@ struct VerifiedBuckets {
   std::vector<ScoredPair> pairs;
   /// Pairs compared.
   uint64_t verified = 0;
+  /// Of those, pairs of a small bucket counted on their differences from its first document.
+  uint64_t by_delta = 0;
   /// list_all with large buckets: the join over them, whose pairs (with `share`) complete the
   /// list; some of them may also be in `pairs`.
   std::unique_ptr<SetJoin> join;

@@ -94,6 +94,7 @@ BucketVerification Pipeline::Impl::bucket_verification() const {
   how.share = band_filter();
   // Short texts: at most kWholeStarShingles shingles on average.
   how.whole_stars = stats_.shingles <= kWholeStarShingles * stats_.documents;
+  if (how.whole_stars) how.delta_min_set = SIZE_MAX;  // no set is long enough to gain from differences
   if (spec_.verify == VerifyMode::Exact) how.join = [this](std::span<const DocId> docs) { return build_join(docs); };
   return how;
 }

@@ -154,34 +154,43 @@ void expect_connects(const std::set<std::pair<DocId, DocId>>& want, const Verifi
 
 }  // namespace
 
-// With or without every star scored exactly at once (whole_stars).
+// With or without every star scored exactly at once (whole_stars), and with the small buckets'
+// pairs counted on their differences from the bucket's first document (delta_min_set 0: every
+// set) or merged whole (the default's 256 hashes are more than these sets hold).
 TEST(BucketVerify, ExactConnectsWhatEveryBucketPairConnects) {
   for (uint64_t seed : {1, 2, 3})
-    for (const bool whole_stars : {false, true}) {
-      Case c(seed);
-      const Scorer score = Scorer::exact(c.sets);
-      const auto want = brute_force(c.buckets, score);
-      ASSERT_GT(want.size(), 100u);
-      BucketVerification how = c.how(false, true);
-      how.whole_stars = whole_stars;
-      const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
-      EXPECT_FALSE(v.join);
-      expect_connects(want, v, score, c.raw.size());
-      EXPECT_LT(v.pairs.size(), want.size()) << "connecting should not need every pair";
-    }
+    for (const bool whole_stars : {false, true})
+      for (const size_t delta_min_set : {size_t{256}, size_t{0}}) {
+        Case c(seed);
+        const Scorer score = Scorer::exact(c.sets);
+        const auto want = brute_force(c.buckets, score);
+        ASSERT_GT(want.size(), 100u);
+        BucketVerification how = c.how(false, true);
+        how.whole_stars = whole_stars;
+        how.delta_min_set = delta_min_set;
+        const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
+        EXPECT_FALSE(v.join);
+        expect_connects(want, v, score, c.raw.size());
+        EXPECT_LT(v.pairs.size(), want.size()) << "connecting should not need every pair";
+        if (delta_min_set > 0) EXPECT_EQ(v.by_delta, 0u);
+      }
 }
 
 TEST(BucketVerify, ExactListsEveryBucketPair) {
   for (uint64_t seed : {4, 5})
-    for (const bool whole_stars : {false, true}) {
-      Case c(seed);
-      const Scorer score = Scorer::exact(c.sets);
-      BucketVerification how = c.how(true, true);
-      how.whole_stars = whole_stars;
-      const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
-      EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
-      expect_listed(brute_force(c.buckets, score), v, how.share);
-    }
+    for (const bool whole_stars : {false, true})
+      for (const size_t delta_min_set : {size_t{256}, size_t{0}}) {
+        Case c(seed);
+        const Scorer score = Scorer::exact(c.sets);
+        BucketVerification how = c.how(true, true);
+        how.whole_stars = whole_stars;
+        how.delta_min_set = delta_min_set;
+        const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
+        EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
+        expect_listed(brute_force(c.buckets, score), v, how.share);
+        for (const ScoredPair& p : v.pairs) EXPECT_EQ(p.similarity, score(p.a, p.b)) << p.a << " " << p.b;
+        if (delta_min_set == 0) EXPECT_GT(v.by_delta, 10u) << "pairs of near-copies are counted on their differences";
+      }
 }
 
 // Pivot filtering (pairs_left): of the pairs of the small buckets past their first documents,
