@@ -291,8 +291,7 @@ class StarDeltas {
     const auto count = [](std::span<const ShingleHash> u, std::span<const ShingleHash> v) {
       return internal::kernels().set_common_at_least(u.data(), u.size(), v.data(), v.size(), 0);
     };
-    const long common = static_cast<long>(ex.pivot) - static_cast<long>(ex.removed + ey.removed) + count(removed(ex), removed(ey)) +
-                        count(added(ex), added(ey));
+    const long common = internal::delta_common(removed(ex), added(ex), removed(ey), added(ey), ex.pivot, count);
     return jaccard_from_common(common, size_t{ex.pivot} - ex.removed + ex.added, size_t{ey.pivot} - ey.removed + ey.added);
   }
 
@@ -309,7 +308,6 @@ class StarDeltas {
   std::vector<std::vector<ShingleHash>> chunks_;
 };
 
-
 // Verifies the small buckets' pairs: on their differences from their bucket's first document
 // where both have short ones (StarDeltas; sets of how.delta_min_set hashes or more), by a merge
 // otherwise. The pairs with J >= t, in the order of `direct`.
@@ -323,12 +321,10 @@ std::vector<ScoredPair> score_direct(std::span<const DirectPair> direct, std::sp
     return verify_pairs(merged, score, how.threshold, how.threads);
   }
   // A star's differences cost a merge of its two sets: they pay where it is in several pairs.
-  std::vector<uint8_t> uses(stars.size(), 0);
+  std::vector<uint8_t> needed(stars.size(), 0);  // the pairs each star is in, up to kDeltaUses
   for (const DirectPair& p : direct)
-    for (const uint32_t k : {p.star_a, p.star_b}) uses[k] = static_cast<uint8_t>(std::min(255, uses[k] + 1));
-  std::vector<uint8_t> needed(stars.size(), 0);
-  for (size_t k = 0; k < stars.size(); ++k) needed[k] = uses[k] >= kDeltaUses;
-  std::vector<uint8_t>().swap(uses);
+    for (const uint32_t k : {p.star_a, p.star_b}) needed[k] = static_cast<uint8_t>(std::min(kDeltaUses, needed[k] + 1));
+  for (uint8_t& n : needed) n = n == kDeltaUses;
   const StarDeltas deltas(stars, star_sim, needed, *sets, how.delta_min_set, kDeltaBytes, how.threads);
   std::vector<uint8_t>().swap(needed);
   constexpr size_t kChunk = 4096;

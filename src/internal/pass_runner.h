@@ -38,12 +38,12 @@ inline double timing_weight(size_t i, size_t bytes) noexcept {
   return i % 8 == 0 ? 8.0 : 0.0;
 }
 
-/// A batch of records gathered on the reading thread and parsed and processed by one thread.
 // A text's XXH3-128 hash, in two halves; all zero: none taken.
 struct TextHash {
   uint64_t lo = 0, hi = 0;
 };
 
+/// A batch of records gathered on the reading thread and parsed and processed by one thread.
 struct Batch {
   struct Entry {
     io::RawRecord::Kind kind = io::RawRecord::Kind::Line;

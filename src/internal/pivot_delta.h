@@ -45,6 +45,14 @@ bool differences_within(std::span<const T> x, std::span<const T> p, size_t budge
   return true;
 }
 
+/// |x & y| from x's and y's differences from one pivot of `pivot_len` values (removed dx, dy;
+/// added ax, ay); count(u, v) counts the common values of two sorted lists.
+template <class T, class Count>
+long delta_common(std::span<const T> dx, std::span<const T> ax, std::span<const T> dy, std::span<const T> ay, size_t pivot_len,
+                  Count&& count) noexcept {
+  return static_cast<long>(pivot_len) - static_cast<long>(dx.size() + dy.size()) + count(dx, dy) + count(ax, ay);
+}
+
 /// Members' differences from their pivots: member m's removed values (its pivot's values it
 /// lacks), then its added ones, in one array.
 template <class T>
@@ -70,8 +78,7 @@ class DeltaStore {
   /// common values of two sorted lists.
   template <class Count>
   long common(uint32_t x, uint32_t y, size_t pivot_len, Count&& count) const noexcept {
-    const auto dx = removed(x), dy = removed(y), ax = added(x), ay = added(y);
-    return static_cast<long>(pivot_len) - static_cast<long>(dx.size() + dy.size()) + count(dx, dy) + count(ax, ay);
+    return delta_common(removed(x), added(x), removed(y), added(y), pivot_len, count);
   }
 
  private:
