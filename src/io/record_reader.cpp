@@ -89,6 +89,9 @@ struct RecordReader::Impl {
   std::vector<RecordPos> selection;
   size_t selected = 0;
   bool selecting = false;
+  // run_end(): the selection's index past the current run, and where the run ends.
+  size_t run_last = 0;
+  uint64_t run_until = 0;
   size_t memory_next = 0;  // the next document of a Memory source
 
   JsonlParser parser;
@@ -140,7 +143,7 @@ struct RecordReader::Impl {
         copy_why = ScratchCopy::unavailable(copy_dir);
       }
     }
-    lines.open(std::move(stream), source().display);
+    lines.open(std::move(stream), source().display, selecting);
   }
 
   void close_current() {
@@ -212,6 +215,25 @@ struct RecordReader::Impl {
     if (to != 0) lines.advise(from, to - from);
   }
 
+  // Where a read for the selected line p (the last one taken) stops: the end of the run of
+  // selected lines from p on, each starting at most kRunGap bytes after the one before it ends,
+  // and all within kRunBytes of p. A gap that small costs less copied than another read(2)
+  // (1 million short documents, 264,000 read again: gaps of 4-16 KiB verified in 0.51-0.53 s,
+  // 1 KiB or none in 0.57-0.62 s, 64 KiB in 0.52-0.56 s). A run is found at its first line; the
+  // lines after it are in the buffer by the time they are taken.
+  uint64_t run_end(const RecordPos& p) {
+    constexpr uint64_t kRunGap = uint64_t{16} << 10, kRunBytes = LineBuffer::kStartBytes / 2;
+    if (selected <= run_last) return std::max(run_until, p.offset + p.length + 1);
+    run_until = p.offset + p.length + 1;
+    for (run_last = selected; run_last < selection.size(); ++run_last) {
+      const RecordPos& q = selection[run_last];
+      const uint64_t q_end = q.offset + q.length + 1;
+      if (q.source != p.source || q.offset < run_until || q.offset > run_until + kRunGap || q_end - p.offset > kRunBytes) break;
+      run_until = q_end;
+    }
+    return run_until;
+  }
+
   // select(): the next selected line, or false after the last.
   bool next_selected_line(std::string_view& line) {
     if (selected >= selection.size()) {
@@ -232,7 +254,7 @@ struct RecordReader::Impl {
     if (inputs.read_from_copy(cur) && (advised <= selected || selection[advised - 1].offset < p.offset + (uint64_t{16} << 20)))
       advise_selected();
     if (p.offset < lines.position()) throw UsageError("RecordReader::select: positions out of reading order");
-    if (!lines.seek(p.offset, p.offset + p.length + 1)) changed("no line at byte " + std::to_string(p.offset) + " any more");
+    if (!lines.seek(p.offset, run_end(p))) changed("no line at byte " + std::to_string(p.offset) + " any more");
     if (!lines.get_line_of(p.length, line) || line.size() != p.length)
       changed("the line at byte " + std::to_string(p.offset) + " is no longer " + std::to_string(p.length) + " bytes long");
     return true;
@@ -434,6 +456,7 @@ void RecordReader::select(std::vector<RecordPos> positions) {
   impl_->selection = std::move(positions);
   impl_->selected = 0;
   impl_->selecting = true;
+  impl_->run_last = 0;
 }
 void RecordReader::read_sources(size_t first, size_t last, uint64_t begin, uint64_t end) {
   if (first > last || last > impl_->inputs.sources().size() || impl_->cur != 0 || impl_->lines.is_open())

@@ -680,16 +680,19 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
     EXPECT_EQ(std::get<1>(mapped[mapped.size() - 2]), last);
     // Every record over the limit is a skip, and the records after it keep their line numbers.
     EXPECT_EQ(mapped_skips, limit == (uint64_t{1} << 30) ? 6u : 6u + 3u) << limit;
-    // By position, one record in s, mapped: the same lines.
-    for (const size_t stride : {1, 3, 2000}) {
+    // By position, one record in s (0: a random one in 40, in runs of neighbours), mapped, or
+    // read in runs of lines close together: the same lines.
+    for (const size_t stride : {1, 3, 2000, 0})
+      for (const MemoryMap how : {MemoryMap::Always, MemoryMap::Auto, MemoryMap::Never}) {
       std::vector<RecordPos> some;
       std::vector<size_t> which;
-      for (size_t i = stride / 2; i < at.size(); i += stride) {
+      std::mt19937_64 pick(stride);
+      for (size_t i = stride / 2; i < at.size(); i += stride > 0 ? stride : 1 + pick() % 40) {
         some.push_back(at[i]);
         which.push_back(i);
       }
       ReaderOptions opt;
-      opt.memory_map = MemoryMap::Always;
+      opt.memory_map = how;
       const InputSet in({d.file("mixed.jsonl"), d.file("tiny.jsonl")}, opt);
       RecordReader r(in, opt);
       r.select(some);
@@ -698,11 +701,11 @@ TEST(Reader, MappedFilesReadAsStreamsDo) {
       size_t k = 0;
       for (; io::next_raw(r, raw); ++k) {
         ASSERT_LT(k, which.size());
-        ASSERT_TRUE(raw.bytes == std::get<1>(mapped[which[k]])) << stride << " " << k;
+        ASSERT_TRUE(raw.bytes == std::get<1>(mapped[which[k]])) << stride << " " << static_cast<int>(how) << " " << k;
       }
       fail_input_map_for_testing(0);
       EXPECT_EQ(k, which.size());
-    }
+      }
   }
   // A mapped line's address names its file (what the SIGBUS handler reports), while the line's
   // window is mapped; a file read as a stream (MemoryMap::Never) is mapped nowhere.
