@@ -10,31 +10,47 @@
 
 namespace neardup::internal {
 
-/// Keeps, in order, only the entries of e[0, m) whose key (key_of(entry), a hash: its top bits
-/// are spread) may occur twice: a key's top bits pick a bit of a table `seen` (set at its first
-/// sight) and of `twice` (set at a later one); an entry whose `twice` bit stays clear has a key no
-/// other entry has. Where most keys are unique (the band keys of a copy-free corpus, record ids),
-/// the sort that finds equal keys then orders the few that remain instead of every entry. The
-/// tables have 8 to 16 bits per entry (at most 2^27), so an unrelated key shares a unique one's
-/// bit for about 1 entry in 8 to 16; a key that does occur twice always keeps its entries.
-/// Returns how many remain. `seen` and `twice` are scratch, reused by a caller that calls again.
+/// Which of m keys (hashes: their top bits are spread) may occur twice: a key's top bits pick a
+/// bit of a table `seen` (set at its first sight) and of `twice` (set at a later one); a key whose
+/// `twice` bit stays clear is one no other key has. The tables have 8 to 16 bits per key (at most
+/// 2^27), so an unrelated key shares a unique one's bit for about 1 key in 8 to 16; a key that
+/// does occur twice always may_repeat. `seen` and `twice` are scratch, reused by a caller that
+/// builds again.
+struct RepeatedKeyBits {
+  /// Counts the keys key_at(0) ... key_at(m - 1).
+  template <class KeyAt>
+  void build(size_t m, KeyAt&& key_at, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
+    int bits = 16;
+    while (bits < 27 && (size_t{1} << bits) < m * 8) ++bits;
+    seen.assign((size_t{1} << bits) / 64, 0);
+    twice.assign(seen.size(), 0);
+    shift = 64 - bits;
+    for (size_t i = 0; i < m; ++i) {
+      const uint64_t h = key_at(i) >> shift, bit = uint64_t{1} << (h & 63);
+      twice[h >> 6] |= seen[h >> 6] & bit;
+      seen[h >> 6] |= bit;
+    }
+    table = twice.data();
+  }
+  bool may_repeat(uint64_t key) const noexcept {
+    const uint64_t h = key >> shift;
+    return table[h >> 6] >> (h & 63) & 1;
+  }
+  int shift = 64;
+  const uint64_t* table = nullptr;
+};
+
+/// Keeps, in order, only the entries of e[0, m) whose key (key_of(entry)) may occur twice
+/// (RepeatedKeyBits). Where most keys are unique (the band keys of a copy-free corpus, record
+/// ids), the sort that finds equal keys then orders the few that remain instead of every entry.
+/// Returns how many remain.
 template <class T, class KeyOf>
 size_t keep_repeated_keys(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
-  int bits = 16;
-  while (bits < 27 && (size_t{1} << bits) < m * 8) ++bits;
-  seen.assign((size_t{1} << bits) / 64, 0);
-  twice.assign(seen.size(), 0);
-  const int shift = 64 - bits;
-  for (size_t i = 0; i < m; ++i) {
-    const uint64_t h = key_of(e[i]) >> shift, bit = uint64_t{1} << (h & 63);
-    twice[h >> 6] |= seen[h >> 6] & bit;
-    seen[h >> 6] |= bit;
-  }
+  RepeatedKeyBits bits;
+  bits.build(m, [&](size_t i) { return key_of(e[i]); }, seen, twice);
   size_t kept = 0;
-  for (size_t i = 0; i < m; ++i) {
-    const uint64_t h = key_of(e[i]) >> shift;
-    if (twice[h >> 6] >> (h & 63) & 1) e[kept++] = e[i];
-  }
+  for (size_t i = 0; i < m; ++i)
+    if (bits.may_repeat(key_of(e[i]))) e[kept++] = e[i];
   return kept;
 }
 

@@ -151,10 +151,19 @@ void Pipeline::Impl::find_text_copies() {
     TextHash h;
     DocId doc;
   };
-  internal::BigArray<Entry> e(n);
+  // Only the texts whose hash may repeat are sorted: the table of every document's entry
+  // would be more memory written for the first time than the hashes themselves.
+  std::vector<uint64_t> seen, twice;
+  internal::RepeatedKeyBits bits;
+  bits.build(n, [&](size_t d) { return text_hashes_[d].hi; }, seen, twice);
   size_t m = 0;
+  for (DocId d = 0; d < n; ++d) m += bits.may_repeat(text_hashes_[d].hi);
+  internal::BigArray<Entry> e(m);
+  m = 0;
   for (DocId d = 0; d < n; ++d)
-    if (text_hashes_[d].hi != 0 || text_hashes_[d].lo != 0) e[m++] = {text_hashes_[d], d};
+    if (bits.may_repeat(text_hashes_[d].hi) && (text_hashes_[d].hi != 0 || text_hashes_[d].lo != 0)) e[m++] = {text_hashes_[d], d};
+  std::vector<uint64_t>().swap(seen);
+  std::vector<uint64_t>().swap(twice);
   internal::GrowArray<TextHash>().swap(text_hashes_);
   m = internal::sort_repeated_keys(e.data(), m, [](const Entry& x) { return x.h.hi; });
   for (size_t i = 0; i < m;) {
