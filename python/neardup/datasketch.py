@@ -80,9 +80,10 @@ def _without_collection(make):
 class MinHash:
     """MinHash of a set (Broder 1997), with datasketch's definition and values.
 
-    Args are datasketch's: ``num_perm``, ``seed``, ``gpu_mode`` (accepted and kept; the work is
-    done on the CPU), ``hashfunc``, ``hashobj`` (deprecated, ignored with a warning),
-    ``hashvalues`` and ``permutations`` (NumPy uint64 arrays).
+    Args are datasketch's: ``num_perm``, ``seed``, ``gpu_mode`` (kept, and passed on by ``copy``
+    and ``union``; the work is done on the CPU, so "always" fails in ``update_batch`` as
+    datasketch's does on a machine without a GPU), ``hashfunc``, ``hashobj`` (deprecated, ignored
+    with a warning), ``hashvalues`` and ``permutations`` (NumPy uint64 arrays).
     """
 
     def __init__(self, num_perm: int = 128, seed: int = 1, gpu_mode: str = "disable",
@@ -99,7 +100,7 @@ class MinHash:
         self.hashfunc = hashfunc
         if hashobj is not None:
             warnings.warn("hashobj is deprecated, use hashfunc instead.", DeprecationWarning, stacklevel=2)
-        self.gpu_mode = gpu_mode
+        self._gpu_mode = gpu_mode
         if hashvalues is not None:
             self.hashvalues = self._parse_hashvalues(hashvalues)
         else:
@@ -136,11 +137,19 @@ class MinHash:
         phv = np.bitwise_and((a * np.uint64(hv) + bb) % _mersenne_prime, _max_hash)
         self.hashvalues = np.minimum(phv, self.hashvalues)
 
+    @property
+    def gpu_mode(self) -> str:
+        """The gpu_mode given (datasketch keeps it as ``_gpu_mode``)."""
+        return self._gpu_mode
+
     def update_batch(self, b: Iterable, **kwargs) -> None:
         """Adds many values; in C++ with the default hashfunc and bytes values."""
         values = b if type(b) in (list, tuple) else list(b)
         if not values:
             return
+        if self._gpu_mode == "always":
+            raise RuntimeError("GPU mode 'always' requested, but neardup.datasketch runs on the CPU; "
+                               "use gpu_mode='disable' or 'detect'")
         hv = None
         if self.hashfunc is sha1_hash32:
             try:
@@ -186,7 +195,7 @@ class MinHash:
 
     def copy(self) -> "MinHash":
         return MinHash(seed=self.seed, hashfunc=self.hashfunc, hashvalues=self.digest(),
-                       permutations=self.permutations, gpu_mode=self.gpu_mode)
+                       permutations=self.permutations, gpu_mode=self._gpu_mode)
 
     def _with_hashvalues(self, hashvalues: np.ndarray) -> "MinHash":
         """A MinHash like this one with these hash values, without the constructor's checks
@@ -218,7 +227,8 @@ class MinHash:
     @classmethod
     def union(cls, *mhs: "MinHash") -> "MinHash":
         hashvalues = cls._union_values(mhs, "The unioning MinHash must have the same seed and number of permutation functions")
-        return cls(num_perm=len(mhs[0]), seed=mhs[0].seed, hashvalues=hashvalues, permutations=mhs[0].permutations)
+        return cls(num_perm=len(mhs[0]), seed=mhs[0].seed, hashfunc=mhs[0].hashfunc, hashvalues=hashvalues,
+                   permutations=mhs[0].permutations, gpu_mode=mhs[0]._gpu_mode)
 
     @classmethod
     def bulk(cls, b: Iterable, **minhash_kwargs) -> list:
@@ -228,7 +238,7 @@ class MinHash:
         # iterable is made a list once, so that the Python way can read it again.
         docs = [d if type(d) in (list, tuple) else list(d) for d in b]
         proto = cls(**minhash_kwargs)
-        if proto.hashfunc is sha1_hash32:
+        if proto.hashfunc is sha1_hash32 and proto._gpu_mode != "always":
             a, bb = proto._ab()
             try:
                 rows = _native.bulk_sha1(docs, a, bb)
@@ -254,6 +264,9 @@ class MinHash:
         return self.__dict__.copy()
 
     def __setstate__(self, state):
+        if "gpu_mode" in state:  # pickled by an earlier neardup
+            state = dict(state)
+            state["_gpu_mode"] = state.pop("gpu_mode")
         self.__dict__.update(state)
 
 
@@ -471,13 +484,14 @@ class MinHashLSH:
         self._query_buffer.append(self._band_keys(minhash))
 
     def collect_query_buffer(self) -> list:
-        """The keys every buffered query finds in some band (the intersection over the queries
-        of each band's bucket), as datasketch's dict storage gives them."""
-        sets = [set(table.get(H, ())) for Hs in self._query_buffer for H, table in zip(Hs, self.hashtables)]
+        """The keys that every buffered query finds: each query's keys are those of its bands'
+        buckets together (what ``query`` returns), and the result is what all the queries have
+        in common."""
+        per_query = [set().union(*(table.get(H, ()) for H, table in zip(Hs, self.hashtables))) for Hs in self._query_buffer]
         self._query_buffer = []
-        if not sets:
+        if not per_query:
             return []
-        result = set.intersection(*sets)
+        result = set.intersection(*per_query)
         if self.prepickle:
             return [pickle.loads(k) for k in result]
         return list(result)

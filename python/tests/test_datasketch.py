@@ -178,7 +178,24 @@ def test_minhash_surface():
     assert pickle.loads(pickle.dumps(a)) == a
     assert MinHash(hashvalues=a.hashvalues, permutations=a.permutations) == a
     m = MinHash(num_perm=8, gpu_mode="detect")
-    assert m.gpu_mode == "detect"
+    assert m.gpu_mode == "detect" and m.copy().gpu_mode == "detect"
+    with pytest.raises(RuntimeError, match="runs on the CPU"):
+        MinHash(num_perm=8, gpu_mode="always").update_batch([b"x"])
+    with pytest.raises(RuntimeError, match="runs on the CPU"):
+        MinHash.bulk([[b"x"]], num_perm=8, gpu_mode="always")
+
+
+def test_union_keeps_the_hash_function_and_gpu_mode():
+    identity = lambda v: v  # noqa: E731
+    a = MinHash(num_perm=16, seed=4, hashfunc=identity, gpu_mode="detect")
+    b = MinHash(num_perm=16, seed=4, hashfunc=identity, gpu_mode="detect")
+    b.update(12)
+    u = MinHash.union(a, b)
+    assert u.hashfunc is identity and u.gpu_mode == "detect" and u.jaccard(b) == 1.0
+    u.update(13)  # hashed by identity, as a and b would hash it
+    b.update(13)
+    assert u == b
+    assert MinHash.union(MinHash(num_perm=16), MinHash(num_perm=16)).hashfunc is sha1_hash32
 
 
 def test_lean_minhash_bytes_and_pickle():
@@ -278,8 +295,16 @@ def test_lsh_queries_equal_a_brute_force_scan():
     assert "d0" in lsh
     with pytest.raises(ValueError):
         lsh.merge(MinHashLSH(threshold=0.9, num_perm=128))
+    # A buffered query finds what query() finds; several, what they all find.
     lsh.add_to_query_buffer(mh["v2"])
-    assert set(lsh.collect_query_buffer()) <= set(lsh.query(mh["v2"]))
+    assert set(lsh.collect_query_buffer()) == set(lsh.query(mh["v2"]))
+    for pair in [("d2", "v2"), ("v2", "d3"), ("d4", "v4")]:
+        for k in pair:
+            lsh.add_to_query_buffer(mh[k])
+        both = set(lsh.query(mh[pair[0]])) & set(lsh.query(mh[pair[1]]))
+        assert set(lsh.collect_query_buffer()) == both
+    assert {"d2", "v2"} <= set(lsh.query(mh["d2"])) & set(lsh.query(mh["v2"]))
+    assert lsh.collect_query_buffer() == []  # the buffer was emptied
     with lsh.deletion_session() as s:
         s.remove("v2")
     assert "v2" not in lsh
