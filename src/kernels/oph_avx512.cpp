@@ -1,6 +1,8 @@
 // Compiled with -mavx512f/bw/vbmi only; called only when the CPU has them (oph.cpp).
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "kernels/oph_kernels.h"
 
 namespace neardup::internal {
@@ -38,24 +40,24 @@ bool oph_densify_vbmi(uint32_t* o, uint32_t k, const uint8_t* pre, size_t rounds
   const int count = __builtin_popcountll(empty[0]) + __builtin_popcountll(empty[1]);
   if (count == 0 || count == static_cast<int>(k)) return true;
   const __m512i lo = _mm512_movm_epi8(valid[0] & ~empty[0]), hi = _mm512_movm_epi8(valid[1] & ~empty[1]);
-  uint8_t bins[128], from[128];
-  int n = 0;
+  // The bins are filled in a copy, so that a bin whose rows hold no native bin (then the caller
+  // densifies the scalar way) leaves `o` as it was. Each empty bin's value is a native bin's,
+  // which no write changes, so the bins are independent: the loop has no chain but the mask's.
+  alignas(64) uint32_t filled[128];
+  std::memcpy(filled, o, k * sizeof(uint32_t));
   for (int half = 0; half < 2; ++half)
     for (uint64_t m = empty[half]; m != 0; m &= m - 1) {
       const uint32_t j = static_cast<uint32_t>(half * 64 + __builtin_ctzll(m));
       const uint8_t* row = pre + size_t{j} * rounds;
+      __mmask64 hit = _mm512_movepi8_mask(_mm512_permutex2var_epi8(lo, _mm512_loadu_si512(row), hi));
       size_t t = 0;
-      for (; t < rounds; t += 64) {
-        const __mmask64 hit = _mm512_movepi8_mask(_mm512_permutex2var_epi8(lo, _mm512_loadu_si512(row + t), hi));
-        if (hit) {
-          from[n] = row[t + static_cast<size_t>(__builtin_ctzll(hit))];
-          break;
-        }
+      while (hit == 0) {  // rare: none of the first 64 pre-images is a native bin
+        if ((t += 64) >= rounds) return false;
+        hit = _mm512_movepi8_mask(_mm512_permutex2var_epi8(lo, _mm512_loadu_si512(row + t), hi));
       }
-      if (t >= rounds) return false;
-      bins[n++] = static_cast<uint8_t>(j);
+      filled[j] = o[row[t + static_cast<size_t>(__builtin_ctzll(hit))]];
     }
-  for (int x = 0; x < n; ++x) o[bins[x]] = o[from[x]];  // a native bin's value: no write changes one
+  std::memcpy(o, filled, k * sizeof(uint32_t));
   return true;
 }
 
