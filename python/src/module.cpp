@@ -565,6 +565,10 @@ class PyIndex {
 }  // namespace
 }  // namespace neardup::python
 
+namespace neardup::python {
+void register_datasketch(py::module_& m);  // datasketch_native.cpp
+}  // namespace neardup::python
+
 PYBIND11_MODULE(_native, m) {
   using namespace neardup;
   using namespace neardup::python;
@@ -612,6 +616,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("sha1_hash32_all", &sha1_hash32_all, py::arg("values"), py::arg("threads") = 0);
   m.def("update_hashvalues", &update_hashvalues);
   m.def("bulk_sha1", &bulk_sha1, py::arg("docs"), py::arg("a"), py::arg("b"), py::arg("threads") = 0);
+  register_datasketch(m);
   m.def("version", [] { return std::string(version()); });
   m.def("number_rules", [] {  // the numeric options' names, whether each is whole, and its range
     py::list out;

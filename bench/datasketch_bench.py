@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""neardup.datasketch against datasketch itself, side by side in one process, on the same
+inputs, every value compared: the speed ratio of each class's hot path.
+
+    PYTHONPATH=build/python python3 bench/datasketch_bench.py DATASKETCH_CHECKOUT [REPS]
+
+DATASKETCH_CHECKOUT is a clone of https://github.com/ekzhu/datasketch made for the measurement
+(its code is imported from there, not copied here); SciPy (python3-scipy) for its
+WeightedMinHashGenerator. Medians of REPS runs (default 5), alternating the two.
+1. WeightedMinHashGenerator.minhash, dim 10,000, 128 samples: 200 bag-of-words vectors of 100
+   nonzero counts, and 10 dense vectors.
+2. WeightedMinHashGenerator.minhash_many: 2,000 rows of dim 10,000 with 1% nonzero, as a SciPy
+   CSR matrix.
+3. bBitMinHash of 1,000 MinHashes (num_perm 128), b = 1 and 8: made, pickled and unpickled.
+"""
+import pickle
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def side_by_side(name, theirs, ours, same, reps):
+    t_theirs, t_ours = [], []
+    for _ in range(reps):
+        a, ra = timed(theirs)
+        b, rb = timed(ours)
+        if not same(ra, rb):
+            sys.exit(f"datasketch_bench: {name}: the values differ")
+        t_theirs.append(a)
+        t_ours.append(b)
+    mt, mo = statistics.median(t_theirs), statistics.median(t_ours)
+    print(f"{name}: datasketch {mt * 1e3:.1f} ms, neardup {mo * 1e3:.2f} ms: {mt / mo:.0f}x")
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.path.insert(0, sys.argv[1])
+    import datasketch
+    sys.path.pop(0)
+    from neardup import datasketch as nd
+
+    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    print(f"datasketch from {datasketch.__file__}; {reps} runs each")
+    import scipy.sparse
+
+    rng = np.random.default_rng(1)
+    dim, samples = 10_000, 128
+    theirs, ours = datasketch.WeightedMinHashGenerator(dim, samples, 1), nd.WeightedMinHashGenerator(dim, samples, 1)
+    bags = []
+    for _ in range(200):
+        v = np.zeros(dim)
+        v[rng.choice(dim, 100, replace=False)] = rng.integers(1, 20, 100)
+        bags.append(v)
+    dense = [rng.exponential(1, dim) for _ in range(10)]
+
+    def same_lists(x, y):
+        return all(np.array_equal(p.hashvalues, q.hashvalues) if p is not None else q is None for p, q in zip(x, y))
+
+    for label, vs in (("minhash, 200 vectors of 100 nonzero weights", bags), ("minhash, 10 dense vectors", dense)):
+        side_by_side(label, lambda: [theirs.minhash(v) for v in vs], lambda: [ours.minhash(v) for v in vs], same_lists, reps)
+    X = scipy.sparse.random(2000, dim, density=0.01, format="csr", random_state=2, data_rvs=lambda n: rng.integers(1, 20, n))
+    side_by_side("minhash_many, 2,000 x 10,000 CSR, 1% nonzero", lambda: theirs.minhash_many(X), lambda: ours.minhash_many(X),
+                 same_lists, reps)
+
+    mhs = [nd.MinHash(hashvalues=rng.integers(0, 2**32, 128, dtype=np.uint64)) for _ in range(1000)]
+    for b in (1, 8):
+        def round_trip(cls):
+            return [pickle.loads(pickle.dumps(cls(m, b))) for m in mhs]
+
+        side_by_side(f"bBitMinHash b={b}, made and pickled both ways, 1,000 of 128 values", lambda: round_trip(datasketch.bBitMinHash),
+                     lambda: round_trip(nd.bBitMinHash),
+                     lambda x, y: all(np.array_equal(p.hashvalues, q.hashvalues) for p, q in zip(x, y)), reps)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""datasketch's MinHashLSH with in-memory storage, and its insertion and deletion sessions."""
+from __future__ import annotations
+
+import functools
+import pickle
+from collections.abc import Hashable
+from typing import Callable, Optional
+
+import numpy as np
+
+# Gauss-Legendre nodes and weights on [-1, 1], 20 points: exact for polynomials of degree 39.
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
+
+
+def _integrate(f, lo: float, hi: float, tol: float = 1e-13, depth: int = 0) -> float:
+    """Adaptive Gauss-Legendre quadrature: the S-curve integrals to ~1e-13, so that the choice
+    of (b, r) agrees with an accurate integrator (QUADPACK's, as scipy's quad)."""
+    def gl(a, b):
+        m, h = 0.5 * (a + b), 0.5 * (b - a)
+        return h * float(np.dot(_GL_W, f(m + h * _GL_X)))
+    whole = gl(lo, hi)
+    mid = 0.5 * (lo + hi)
+    halves = gl(lo, mid) + gl(mid, hi)
+    if abs(whole - halves) <= tol or depth >= 30:
+        return halves
+    return _integrate(f, lo, mid, tol / 2, depth + 1) + _integrate(f, mid, hi, tol / 2, depth + 1)
+
+
+def _false_positive_probability(threshold: float, b: int, r: int) -> float:
+    return _integrate(lambda s: 1 - (1 - s ** float(r)) ** float(b), 0.0, threshold)
+
+
+def _false_negative_probability(threshold: float, b: int, r: int) -> float:
+    return _integrate(lambda s: 1 - (1 - (1 - s ** float(r)) ** float(b)), threshold, 1.0)
+
+
+@functools.lru_cache(maxsize=256)
+def _optimal_param(threshold: float, num_perm: int, false_positive_weight: float, false_negative_weight: float):
+    """The (b, r) with b * r <= num_perm that minimises the weighted sum of the false positive
+    and false negative areas of the S-curve 1 - (1 - s^r)^b (Leskovec et al., MMDS ch. 3)."""
+    min_error = float("inf")
+    opt = (0, 0)
+    for b in range(1, num_perm + 1):
+        for r in range(1, num_perm // b + 1):
+            fp = _false_positive_probability(threshold, b, r)
+            fn = _false_negative_probability(threshold, b, r)
+            error = fp * false_positive_weight + fn * false_negative_weight
+            if error < min_error:
+                min_error = error
+                opt = (b, r)
+    return opt
+
+
+class MinHashLSH:
+    """The MinHash LSH index with in-memory storage, as datasketch's ``MinHashLSH`` with
+    ``storage_config={"type": "dict"}``. ``hashtables[i]`` maps band i's keys to the keys in that
+    bucket; ``keys`` maps each key to its band keys."""
+
+    def __init__(self, threshold: float = 0.9, num_perm: int = 128, weights=(0.5, 0.5), params=None,
+                 storage_config: Optional[dict] = None, prepickle: Optional[bool] = None,
+                 hashfunc: Optional[Callable[[bytes], bytes]] = None) -> None:
+        storage_config = {"type": "dict"} if not storage_config else storage_config
+        if storage_config.get("type", "dict") != "dict":
+            raise ValueError('neardup.datasketch.MinHashLSH keeps its tables in memory: storage_config type "dict" only')
+        self._buffer_size = 50000
+        if threshold > 1.0 or threshold < 0.0:
+            raise ValueError("threshold must be in [0.0, 1.0]")
+        if num_perm < 2:
+            raise ValueError("Too few permutation functions")
+        if any(w < 0.0 or w > 1.0 for w in weights):
+            raise ValueError("Weight must be in [0.0, 1.0]")
+        if sum(weights) != 1.0:
+            raise ValueError("Weights must sum to 1.0")
+        self.h = num_perm
+        if params is not None:
+            self.b, self.r = params
+            if self.b * self.r > num_perm:
+                raise ValueError(f"The product of b and r in params is {self.b} * {self.r} = {self.b * self.r} -- "
+                                 f"it must be less than num_perm {num_perm}. Did you forget to specify num_perm?")
+        else:
+            self.b, self.r = _optimal_param(float(threshold), int(num_perm), float(weights[0]), float(weights[1]))
+        if self.b < 2:
+            raise ValueError("The number of bands are too small (b < 2)")
+        self.prepickle = bool(prepickle) if prepickle is not None else False
+        self.hashfunc = hashfunc
+        self.hashtables = [dict() for _ in range(self.b)]
+        self.hashranges = [(i * self.r, (i + 1) * self.r) for i in range(self.b)]
+        self.keys = dict()
+        self._query_buffer = []
+
+    @property
+    def buffer_size(self) -> int:
+        return self._buffer_size
+
+    @buffer_size.setter
+    def buffer_size(self, value: int) -> None:
+        self._buffer_size = value
+
+    def _H(self, hs) -> bytes:
+        key = bytes(np.asarray(hs, dtype=np.uint64).byteswap().data)
+        return self.hashfunc(key) if self.hashfunc else key
+
+    def _band_keys(self, minhash):
+        hv = minhash.hashvalues
+        return [self._H(hv[start:end]) for start, end in self.hashranges]
+
+    def insert(self, key: Hashable, minhash, check_duplication: bool = True) -> None:
+        self._insert(key, minhash, check_duplication)
+
+    def _insert(self, key, minhash, check_duplication=True) -> None:
+        if len(minhash) != self.h:
+            raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
+        if self.prepickle:
+            key = pickle.dumps(key)
+        if check_duplication and key in self.keys:
+            raise ValueError("The given key already exists")
+        Hs = self._band_keys(minhash)
+        self.keys.setdefault(key, []).extend(Hs)
+        for H, table in zip(Hs, self.hashtables):
+            table.setdefault(H, []).append(key)
+
+    def insertion_session(self, buffer_size: int = 50000) -> "MinHashLSHInsertionSession":
+        return MinHashLSHInsertionSession(self, buffer_size)
+
+    def deletion_session(self, buffer_size: int = 50000) -> "MinHashLSHDeletionSession":
+        return MinHashLSHDeletionSession(self, buffer_size)
+
+    def merge(self, other: "MinHashLSH", check_overlap: bool = False) -> None:
+        if type(self) is type(other) and self.h == other.h and self.b == other.b and self.r == other.r:
+            if check_overlap and set(self.keys).intersection(set(other.keys)):
+                raise ValueError("The keys are overlapping, duplicate key exists.")
+            for key, Hs in other.keys.items():
+                self.keys.setdefault(key, []).extend(Hs)
+                for H, table in zip(Hs, self.hashtables):
+                    table.setdefault(H, []).append(key)
+        else:
+            if type(self) is not type(other):
+                raise ValueError(f"Cannot merge type MinHashLSH and type {type(other).__name__}.")
+            raise ValueError("Cannot merge MinHashLSH with different initialization parameters.")
+
+    def query(self, minhash) -> list:
+        if len(minhash) != self.h:
+            raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
+        candidates = set()
+        for H, table in zip(self._band_keys(minhash), self.hashtables):
+            candidates.update(table.get(H, ()))
+        if self.prepickle:
+            return [pickle.loads(k) for k in candidates]
+        return list(candidates)
+
+    def add_to_query_buffer(self, minhash) -> None:
+        if len(minhash) != self.h:
+            raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
+        self._query_buffer.append(self._band_keys(minhash))
+
+    def collect_query_buffer(self) -> list:
+        """The keys that every buffered query finds: each query's keys are those of its bands'
+        buckets together (what ``query`` returns), and the result is what all the queries have
+        in common."""
+        per_query = [set().union(*(table.get(H, ()) for H, table in zip(Hs, self.hashtables))) for Hs in self._query_buffer]
+        self._query_buffer = []
+        if not per_query:
+            return []
+        result = set.intersection(*per_query)
+        if self.prepickle:
+            return [pickle.loads(k) for k in result]
+        return list(result)
+
+    def __contains__(self, key) -> bool:
+        if self.prepickle:
+            key = pickle.dumps(key)
+        return key in self.keys
+
+    def remove(self, key) -> None:
+        if self.prepickle:
+            key = pickle.dumps(key)
+        if key not in self.keys:
+            raise ValueError("The given key does not exist")
+        for H, table in zip(self.keys[key], self.hashtables):
+            bucket = table.get(H)
+            if bucket is not None:
+                try:
+                    bucket.remove(key)
+                except ValueError:
+                    pass
+                if not bucket:
+                    del table[H]
+        del self.keys[key]
+
+    def is_empty(self) -> bool:
+        return any(len(t) == 0 for t in self.hashtables)
+
+    def get_counts(self) -> list:
+        return [{H: len(keys) for H, keys in t.items()} for t in self.hashtables]
+
+    def get_subset_counts(self, *keys) -> list:
+        key_set = [pickle.dumps(k) for k in set(keys)] if self.prepickle else list(set(keys))
+        tables = [dict() for _ in range(self.b)]
+        for key in key_set:
+            for H, t in zip(self.keys[key], tables):
+                t.setdefault(H, []).append(key)
+        return [{H: len(v) for H, v in t.items()} for t in tables]
+
+
+class _Session:
+    """What both sessions share: the tables are in memory, so changes are immediate and closing
+    has nothing to flush."""
+
+    def __init__(self, lsh: MinHashLSH, buffer_size: int):
+        self.lsh = lsh
+        self.lsh.buffer_size = buffer_size
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.close()
+
+    def close(self) -> None:
+        pass
+
+
+class MinHashLSHInsertionSession(_Session):
+    """Context manager for inserting many keys."""
+
+    def insert(self, key, minhash, check_duplication: bool = True) -> None:
+        self.lsh._insert(key, minhash, check_duplication)
+
+
+class MinHashLSHDeletionSession(_Session):
+    """Context manager for removing many keys."""
+
+    def remove(self, key) -> None:
+        self.lsh.remove(key)
