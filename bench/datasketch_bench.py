@@ -12,6 +12,8 @@ WeightedMinHashGenerator. Medians of REPS runs (default 5), alternating the two.
 2. WeightedMinHashGenerator.minhash_many: 2,000 rows of dim 10,000 with 1% nonzero, as a SciPy
    CSR matrix.
 3. bBitMinHash of 1,000 MinHashes (num_perm 128), b = 1 and 8: made, pickled and unpickled.
+4. HyperLogLog (p = 12) of 200,000 short bytes values: datasketch's update per value against
+   neardup's update_batch (datasketch has no batch form).
 """
 import pickle
 import statistics
@@ -79,6 +81,22 @@ def main():
         side_by_side(f"bBitMinHash b={b}, made and pickled both ways, 1,000 of 128 values", lambda: round_trip(datasketch.bBitMinHash),
                      lambda: round_trip(nd.bBitMinHash),
                      lambda x, y: all(np.array_equal(p.hashvalues, q.hashvalues) for p, q in zip(x, y)), reps)
+
+    values = [b"value-%d" % x for x in rng.integers(0, 10**9, 200_000)]
+
+    def their_hll():
+        h = datasketch.HyperLogLog(12)
+        for v in values:
+            h.update(v)
+        return h
+
+    def our_hll():
+        h = nd.HyperLogLog(12)
+        h.update_batch(values)
+        return h
+
+    side_by_side("HyperLogLog p=12, 200,000 values", their_hll, our_hll,
+                 lambda x, y: np.array_equal(x.reg, y.reg) and x.count() == y.count(), reps)
 
 
 if __name__ == "__main__":

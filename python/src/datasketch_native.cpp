@@ -1,12 +1,13 @@
 // The hot loops of neardup.datasketch's sketches other than MinHash (module.cpp has MinHash's):
 // improved consistent weighted sampling (ICWS) as datasketch's WeightedMinHashGenerator computes
-// it, and the packing of bBitMinHash's values. Compiled with -ffp-contract=off (python/CMakeLists.txt): every operation is rounded to
+// it, the packing of bBitMinHash's values, and HyperLogLog's register updates. Compiled with -ffp-contract=off (python/CMakeLists.txt): every operation is rounded to
 // float32 on its own, as NumPy's one-operation-per-pass arithmetic does, so that the values are
 // datasketch's bit for bit; a fused multiply-add would round once where NumPy rounds twice.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -222,9 +223,30 @@ py::array_t<uint32_t> bbit_unpack(const py::buffer& data, size_t count, int bits
   return out;
 }
 
+// HyperLogLog.update over many hashes: each hash's lowest p bits pick a register, which keeps
+// the largest rank max_rank - bit_length(h >> p) + 1. A rank of 0 or less (a hash wider than
+// p + max_rank bits) raises, the registers updated up to the hash before it, as a loop of
+// update() leaves them.
+void hll_update(py::array_t<int8_t, py::array::c_style> reg, const py::array_t<uint64_t, py::array::c_style | py::array::forcecast>& hashes, int p,
+                int max_rank) {
+  const size_t m = static_cast<size_t>(reg.size());
+  if (p < 0 || p > 30 || m != (size_t{1} << p)) throw py::value_error("the registers are not 2^p");
+  int8_t* r = reg.mutable_data();
+  const uint64_t* h = hashes.data();
+  const size_t n = static_cast<size_t>(hashes.size());
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t bits = h[i] >> p;
+    const int rank = max_rank - static_cast<int>(std::bit_width(bits)) + 1;
+    if (rank <= 0) throw py::value_error("Hash value overflow, maximum size is " + std::to_string(max_rank) + " bits");
+    int8_t& x = r[h[i] & (m - 1)];
+    if (rank > x) x = static_cast<int8_t>(rank);
+  }
+}
+
 }  // namespace
 
 void register_datasketch(py::module_& m) {
+  m.def("hll_update", &hll_update, py::arg("reg"), py::arg("hashes"), py::arg("p"), py::arg("max_rank"));
   m.def("bbit_pack", &bbit_pack, py::arg("values"), py::arg("bits"));
   m.def("bbit_unpack", &bbit_unpack, py::arg("data"), py::arg("count"), py::arg("bits"));
   m.def("icws_sample", &icws_sample, py::arg("rs"), py::arg("ln_cs"), py::arg("betas"), py::arg("dims"), py::arg("logs"), py::arg("many"));
