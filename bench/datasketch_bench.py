@@ -14,6 +14,8 @@ WeightedMinHashGenerator. Medians of REPS runs (default 5), alternating the two.
 3. bBitMinHash of 1,000 MinHashes (num_perm 128), b = 1 and 8: made, pickled and unpickled.
 4. HyperLogLog (p = 12) of 200,000 short bytes values: datasketch's update per value against
    neardup's update_batch (datasketch has no batch form).
+5. MinHashLSHForest (num_perm 128, l 8) of 50,000 MinHashes in clusters of near-copies: add
+   and index them, then 1,000 top-10 queries.
 """
 import pickle
 import statistics
@@ -97,6 +99,28 @@ def main():
 
     side_by_side("HyperLogLog p=12, 200,000 values", their_hll, our_hll,
                  lambda x, y: np.array_equal(x.reg, y.reg) and x.count() == y.count(), reps)
+
+    base = rng.integers(0, 2**32, (5000, 128), dtype=np.uint64)
+    sketches = []
+    for i in range(50_000):
+        hv = base[i % 5000].copy()
+        changed = rng.random(128) < 0.3
+        hv[changed] = rng.integers(0, 2**32, int(changed.sum()), dtype=np.uint64)
+        sketches.append(nd.MinHash(hashvalues=hv))
+
+    def build(cls):
+        f = cls(128, 8)
+        for i, m in enumerate(sketches):
+            f.add(i, m)
+        f.index()
+        return f
+
+    forests = {}
+    side_by_side("MinHashLSHForest, add and index 50,000", lambda: forests.setdefault("theirs", build(datasketch.MinHashLSHForest)),
+                 lambda: forests.setdefault("ours", build(nd.MinHashLSHForest)), lambda x, y: x.sorted_hashtables == y.sorted_hashtables, 1)
+    queries = [sketches[int(i)] for i in rng.integers(0, len(sketches), 1000)]
+    side_by_side("MinHashLSHForest, 1,000 top-10 queries", lambda: [forests["theirs"].query(m, 10) for m in queries],
+                 lambda: [forests["ours"].query(m, 10) for m in queries], lambda x, y: x == y, reps)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,116 @@
+"""neardup.datasketch's MinHashLSHForest against datasketch's definition (the module's
+docstring), computed here by scanning every key."""
+import pickle
+
+import numpy as np
+import pytest
+
+from neardup.datasketch import MinHash, MinHashLSHForest, WeightedMinHashGenerator
+
+
+def tree_key(values, start, r):
+    return np.ascontiguousarray(np.asarray(values)[start:start + r]).astype(">u8" if np.asarray(values).dtype.kind == "u" else ">i8").tobytes()
+
+
+def definition(added, indexed, num_perm, l, query, k):
+    """The walk: r = kk, ..., 1, trees in order; in a tree the indexed tree keys in sorted order
+    whose first r values are the query's, each with its keys in the order added (those added
+    after index() included where their tree key was indexed), until k distinct keys."""
+    kk = num_perm // l
+    results = set()
+    for r in range(kk, 0, -1):
+        for t in range(l):
+            start = t * kk
+            want = tree_key(query, start, r)
+            full = sorted({tree_key(v, start, kk) for key, v in added[:indexed]})
+            for H in full:
+                if H[:len(want)] != want:
+                    continue
+                for key, v in added:
+                    if tree_key(v, start, kk) == H:
+                        results.add(key)
+                        if len(results) >= k:
+                            return list(results)
+    return list(results)
+
+
+def sketches(rng, n, num_perm, weighted):
+    if weighted:
+        g = WeightedMinHashGenerator(20, num_perm, 3)
+        base = rng.integers(1, 4, (8, 20))
+        return [g.minhash(base[i % 8] + (rng.random(20) < 0.15)).hashvalues for i in range(n)]
+    base = rng.integers(0, 2**32, (8, num_perm), dtype=np.uint64)
+    out = []
+    for i in range(n):
+        hv = base[i % 8].copy()
+        changed = rng.random(num_perm) < rng.random()
+        hv[changed] = rng.integers(0, 2**32, int(changed.sum()), dtype=np.uint64)
+        out.append(hv)
+    return out
+
+
+@pytest.mark.parametrize("num_perm,l,weighted", [(16, 4, False), (64, 8, False), (32, 1, False), (16, 16, False), (32, 4, True)])
+def test_queries_equal_the_definition(num_perm, l, weighted):
+    rng = np.random.default_rng(num_perm + l)
+    values = sketches(rng, 60, num_perm, weighted)
+    forest = MinHashLSHForest(num_perm, l)
+    added = []
+    for i, v in enumerate(values[:45]):
+        forest.add(i if i % 2 else f"k{i}", _sketch(v, weighted))
+        added.append((i if i % 2 else f"k{i}", v))
+    forest.index()
+    for q in values[40:60:3]:
+        for k in (1, 3, 10, 50):
+            assert forest.query(_sketch(q, weighted), k) == definition(added, 45, num_perm, l, q, k)
+    # Keys added after index(): found only where their tree key was indexed already.
+    for i, v in enumerate(values[45:], start=45):
+        forest.add(i, _sketch(v, weighted))
+        added.append((i, v))
+    for q in values[45:60:2]:
+        assert forest.query(_sketch(q, weighted), 7) == definition(added, 45, num_perm, l, q, 7)
+    forest.index()
+    for q in values[:60:5]:
+        assert forest.query(_sketch(q, weighted), 5) == definition(added, 60, num_perm, l, q, 5)
+
+
+def _weighted(v):
+    from neardup.datasketch import WeightedMinHash
+    return WeightedMinHash(3, v)
+
+
+def _sketch(v, weighted):
+    return _weighted(v) if weighted else MinHash(hashvalues=v)
+
+
+def test_attributes_errors_and_pickle():
+    with pytest.raises(ValueError):
+        MinHashLSHForest(num_perm=8, l=9)
+    with pytest.raises(ValueError):
+        MinHashLSHForest(num_perm=0)
+    forest = MinHashLSHForest(num_perm=32, l=4)
+    assert forest.is_empty() and forest.k == 8 and forest.hashranges == [(0, 8), (8, 16), (16, 24), (24, 32)]
+    m = MinHash(num_perm=32)
+    m.update_batch([b"a", b"b", b"c"])
+    forest.add("a", m)
+    assert forest.keys["a"] == [m.hashvalues[s:e].astype(">u8").tobytes() for s, e in forest.hashranges]
+    assert all(forest.hashtables[i][H] == ["a"] for i, H in enumerate(forest.keys["a"]))
+    assert forest.is_empty() and forest.query(m, 3) == []  # not searchable before index()
+    forest.index()
+    assert not forest.is_empty() and forest.query(m, 3) == ["a"] and "a" in forest and "b" not in forest
+    assert forest.sorted_hashtables == [sorted(t) for t in forest.hashtables]
+    with pytest.raises(ValueError):
+        forest.add("a", m)
+    with pytest.raises(ValueError):
+        forest.add("b", MinHash(num_perm=16))
+    with pytest.raises(ValueError):
+        forest.query(m, 0)
+    with pytest.raises(ValueError):
+        forest.query(MinHash(num_perm=16), 3)
+    assert np.array_equal(forest.get_minhash_hashvalues("a"), m.hashvalues)
+    with pytest.raises(KeyError):
+        forest.get_minhash_hashvalues("zz")
+    again = pickle.loads(pickle.dumps(forest))
+    assert again.hashtables == forest.hashtables and again.keys == forest.keys and again.query(m, 3) == ["a"]
+    empty = MinHashLSHForest()
+    empty.index()
+    assert empty.query(MinHash(), 5) == []
