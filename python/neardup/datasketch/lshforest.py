@@ -22,9 +22,10 @@ from collections.abc import Hashable
 import numpy as np
 
 from .. import _native
+from ._derived import DerivedState
 
 
-class MinHashLSHForest:
+class MinHashLSHForest(DerivedState):
     """The LSH Forest of MinHashes (or weighted MinHashes) of ``num_perm`` values in ``l`` trees:
     datasketch's arguments, attributes (``hashtables``, ``keys``, ``sorted_hashtables``,
     ``hashranges``) and results."""
@@ -40,6 +41,8 @@ class MinHashLSHForest:
         self.hashranges = [(i * self.k, (i + 1) * self.k) for i in range(self.l)]
         self.keys = dict()
         self.sorted_hashtables = [[] for _ in range(self.l)]
+
+    _derived = ("_trees",)
 
     @staticmethod
     def _H(hs) -> bytes:
@@ -140,10 +143,3 @@ class MinHashLSHForest:
     def __contains__(self, key: Hashable) -> bool:
         return key in self.keys
 
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_trees", None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)

@@ -26,6 +26,7 @@ import copy as _copy
 import numpy as np
 
 from .. import _native
+from ._derived import DerivedState
 
 
 class WeightedMinHash:
@@ -61,7 +62,7 @@ class WeightedMinHash:
     __hash__ = None  # mutable, as datasketch's
 
 
-class WeightedMinHashGenerator:
+class WeightedMinHashGenerator(DerivedState):
     """Makes WeightedMinHash objects of ``dim``-dimensional weight vectors, ``sample_size``
     samples each, from ``seed``: datasketch's arguments, attributes (``rs``, ``ln_cs``,
     ``betas``) and values."""
@@ -75,6 +76,8 @@ class WeightedMinHashGenerator:
         self.ln_cs = np.log(generator.gamma(2, 1, (sample_size, dim))).astype(np.float32)
         self.betas = generator.uniform(0, 1, (sample_size, dim)).astype(np.float32)
 
+    _derived = ("_transposed",)
+
     def _tables(self):
         """The three tables transposed, (D, S) float32, so that a weight's samples are one run in
         memory: made on first use and again whenever an attribute is given another array (not
@@ -87,13 +90,6 @@ class WeightedMinHashGenerator:
             self.__dict__["_transposed"] = cached
         return cached[1]
 
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_transposed", None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
 
     def minhash(self, v) -> WeightedMinHash:
         """The weighted MinHash of the weight vector ``v`` (any sized sequence of ``dim`` numbers,
