@@ -16,6 +16,8 @@ WeightedMinHashGenerator. Medians of REPS runs (default 5), alternating the two.
    neardup's update_batch (datasketch has no batch form).
 5. MinHashLSHForest (num_perm 128, l 8) of 50,000 MinHashes in clusters of near-copies: add
    and index them, then 1,000 top-10 queries.
+6. MinHashLSHEnsemble (t 0.5, 16 partitions): index 20,000 MinHashes of sets of 1-500 items,
+   then 1,000 queries.
 """
 import pickle
 import statistics
@@ -121,6 +123,19 @@ def main():
     queries = [sketches[int(i)] for i in rng.integers(0, len(sketches), 1000)]
     side_by_side("MinHashLSHForest, 1,000 top-10 queries", lambda: [forests["theirs"].query(m, 10) for m in queries],
                  lambda: [forests["ours"].query(m, 10) for m in queries], lambda x, y: x == y, reps)
+
+    entries = [(i, sketches[i], int(rng.integers(1, 501))) for i in range(20_000)]
+    ensembles = {}
+
+    def ensemble(cls, name):
+        e = cls(threshold=0.5, num_perm=128, num_part=16)
+        e.index(list(entries))
+        return ensembles.setdefault(name, e)
+
+    side_by_side("MinHashLSHEnsemble, index 20,000 of 500 sizes", lambda: ensemble(datasketch.MinHashLSHEnsemble, "theirs"),
+                 lambda: ensemble(nd.MinHashLSHEnsemble, "ours"), lambda x, y: list(x.uppers) == list(y.uppers), 1)
+    side_by_side("MinHashLSHEnsemble, 1,000 queries", lambda: [set(ensembles["theirs"].query(m, s)) for _, m, s in entries[:1000]],
+                 lambda: [set(ensembles["ours"].query(m, s)) for _, m, s in entries[:1000]], lambda x, y: x == y, reps)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // The hot loops of neardup.datasketch's sketches other than MinHash (module.cpp has MinHash's):
 // improved consistent weighted sampling (ICWS) as datasketch's WeightedMinHashGenerator computes
-// it, the packing of bBitMinHash's values, HyperLogLog's register updates and MinHashLSHForest's
-// searches. Compiled with -ffp-contract=off (python/CMakeLists.txt): every operation is rounded to
+// it, the packing of bBitMinHash's values, HyperLogLog's register updates, MinHashLSHForest's
+// searches and MinHashLSHEnsemble's partitions. Compiled with -ffp-contract=off (python/CMakeLists.txt): every operation is rounded to
 // float32 on its own, as NumPy's one-operation-per-pass arithmetic does, so that the values are
 // datasketch's bit for bit; a fused multiply-add would round once where NumPy rounds twice.
 #include <pybind11/numpy.h>
@@ -365,9 +365,125 @@ class ForestTrees {
   std::vector<Tree> trees_;
 };
 
+// NumPy's sum of n doubles (pairwise: runs of up to 128 summed in 8 interleaved parts), so that
+// the sums below round as np.sum's do.
+double numpy_sum(const double* a, size_t n) {
+  if (n < 8) {
+    double res = 0.0;
+    for (size_t i = 0; i < n; ++i) res += a[i];
+    return res;
+  }
+  if (n <= 128) {
+    double r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a[j];
+    size_t i = 8;
+    for (; i < n - n % 8; i += 8)
+      for (size_t j = 0; j < 8; ++j) r[j] += a[i + j];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  size_t half = n / 2;
+  half -= half % 8;
+  return numpy_sum(a, half) + numpy_sum(a + half, n - half);
+}
+
+// MinHashLSHEnsemble's partitions of the set sizes (Zhu et al., VLDB 2016), as datasketch finds
+// them: nfp(l, u), the expected false positives of sizes[l..u] all taken as sizes[u], is
+// sum((s_u - s_i) / s_u * c_i) summed as np.sum does; the partitions minimise the total by
+// dynamic programming over (upper end, number of partitions), ties to the smaller split.
+// Returns (lower, upper) sizes of each partition.
+py::list ensemble_partitions(const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& sizes_in,
+                             const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& counts_in, int num_part) {
+  const size_t n = static_cast<size_t>(sizes_in.size());
+  if (n == 0 || static_cast<size_t>(counts_in.size()) != n) throw py::value_error("sizes and counts must be of one nonzero length");
+  const int64_t* sizes = sizes_in.data();
+  py::list out;
+  if (num_part < 2) {
+    out.append(py::make_tuple(sizes[0], sizes[n - 1]));
+    return out;
+  }
+  if (static_cast<size_t>(num_part) >= n) {
+    for (size_t i = 0; i < n; ++i) out.append(py::make_tuple(sizes[i], sizes[i]));
+    return out;
+  }
+  if (n > 20000) throw py::value_error("more than 20,000 distinct set sizes: round the sizes to fewer values");
+  std::vector<double> nfps(n * n, 0.0), terms(n);
+  {
+    py::gil_scoped_release nogil;
+    const int64_t* counts = counts_in.data();
+    for (size_t u = 0; u < n; ++u) {
+      const double su = static_cast<double>(sizes[u]);
+      for (size_t i = 0; i <= u; ++i) terms[i] = (su - static_cast<double>(sizes[i])) / su * static_cast<double>(counts[i]);
+      for (size_t l = 0; l <= u; ++l) nfps[l * n + u] = numpy_sum(terms.data() + l, u - l + 1);
+    }
+  }
+  const auto nfp = [&](size_t l, size_t u) { return nfps[l * n + u]; };
+  const auto p_total = static_cast<size_t>(num_part);
+  if (p_total == 2) {
+    double best = 0;
+    size_t at = 0;
+    for (size_t u1 = 0; u1 + 1 < n; ++u1) {
+      const double v = nfp(0, u1) + nfp(u1 + 1, n - 1);
+      if (u1 == 0 || v < best) best = v, at = u1;
+    }
+    out.append(py::make_tuple(sizes[0], sizes[at]));
+    out.append(py::make_tuple(sizes[at + 1], sizes[n - 1]));
+    return out;
+  }
+  // cost[u][p - 2]: the least total of p partitions of sizes[0..u].
+  std::vector<double> cost(n * (p_total - 2), 0.0);
+  const auto c = [&](size_t u, size_t p) -> double& { return cost[u * (p_total - 2) + (p - 2)]; };
+  for (size_t p = 2; p < p_total; ++p)
+    for (size_t u = p - 1; u < n; ++u) {
+      double best = 0;
+      bool any = false;
+      for (size_t u1 = p == 2 ? 0 : p - 2; u1 < u; ++u1) {
+        const double v = (p == 2 ? nfp(0, u1) : c(u1, p - 1)) + nfp(u1 + 1, u);
+        if (!any || v < best) best = v, any = true;
+      }
+      c(u, p) = best;  // 0 when no split exists, as the zeros datasketch starts from
+    }
+  // The last partition's lower end, then back to the first, each the smaller split on ties.
+  // (datasketch reads the cost of p partitions here, where p - 1 would be the count left: kept,
+  // so that the partitions are its.)
+  const auto split = [&](size_t p, size_t u) {
+    double best = 0;
+    size_t at = 0;
+    bool any = false;
+    for (size_t u1 = p - 2; u1 < u; ++u1) {
+      const double v = c(u1, p) + nfp(u1 + 1, u);
+      if (!any || v < best) best = v, at = u1, any = true;
+    }
+    if (!any) throw py::value_error("min() arg is an empty sequence");
+    return at;
+  };
+  std::vector<std::pair<int64_t, int64_t>> parts;
+  size_t u = [&] {
+    double best = 0;
+    size_t at = 0;
+    bool any = false;
+    for (size_t u1 = p_total - 2; u1 + 1 < n; ++u1) {
+      const double v = c(u1, p_total - 1) + nfp(u1 + 1, n - 1);
+      if (!any || v < best) best = v, at = u1, any = true;
+    }
+    return at;
+  }();
+  parts.push_back({sizes[u + 1], sizes[n - 1]});
+  for (size_t p = p_total - 1; p > 1; --p) {
+    const size_t u1 = split(p, u);
+    parts.insert(parts.begin(), {sizes[u1 + 1], sizes[u]});
+    u = u1;
+  }
+  parts.insert(parts.begin(), {sizes[0], sizes[u]});
+  for (const auto& [lo, hi] : parts) out.append(py::make_tuple(lo, hi));
+  return out;
+}
+
 }  // namespace
 
 void register_datasketch(py::module_& m) {
+  m.def("ensemble_partitions", &ensemble_partitions, py::arg("sizes"), py::arg("counts"), py::arg("num_part"));
   py::class_<ForestTrees>(m, "ForestTrees")
       .def(py::init<const py::list&, int, int>(), py::arg("keys"), py::arg("per_tree"), py::arg("width"))
       .def("query", &ForestTrees::query, py::arg("query"), py::arg("k"));

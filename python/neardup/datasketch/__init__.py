@@ -2,7 +2,7 @@
 the same values, with the batch paths in C++: MinHash, LeanMinHash and MinHashLSH
 (minhash.py, lsh.py), bBitMinHash (b_bit_minhash.py), WeightedMinHash and
 WeightedMinHashGenerator (weighted_minhash.py), HyperLogLog (hyperloglog.py), MinHashLSHForest
-(lshforest.py).
+(lshforest.py), MinHashLSHEnsemble (lshensemble.py).
 
     from neardup.datasketch import MinHash, MinHashLSH   # instead of: from datasketch import ...
 
@@ -27,13 +27,14 @@ value, as datasketch does, and only the permutations run in C++.
 from .b_bit_minhash import bBitMinHash
 from .hyperloglog import HyperLogLog, sha1_hash64
 from .lsh import MinHashLSH, MinHashLSHDeletionSession, MinHashLSHInsertionSession
+from .lshensemble import MinHashLSHEnsemble
 from .lshforest import MinHashLSHForest
 from .minhash import LeanMinHash, MinHash, sha1_hash32
 from .weighted_minhash import WeightedMinHash, WeightedMinHashGenerator
 
 __all__ = ["MinHash", "LeanMinHash", "MinHashLSH", "sha1_hash32", "MinHashLSHInsertionSession",
            "MinHashLSHDeletionSession", "WeightedMinHash", "WeightedMinHashGenerator", "bBitMinHash",
-           "HyperLogLog", "sha1_hash64", "MinHashLSHForest"]
+           "HyperLogLog", "sha1_hash64", "MinHashLSHForest", "MinHashLSHEnsemble"]
 
 # Pickles name the classes by this package, wherever a class is defined: a pickle made by one
 # version of neardup loads in another.

@@ -100,9 +100,17 @@ class MinHashLSH:
         key = bytes(np.asarray(hs, dtype=np.uint64).byteswap().data)
         return self.hashfunc(key) if self.hashfunc else key
 
-    def _band_keys(self, minhash):
-        hv = minhash.hashvalues
-        return [self._H(hv[start:end]) for start, end in self.hashranges]
+    def _band_keys(self, minhash, bands: Optional[int] = None):
+        """The first `bands` (all) band keys of a sketch: its values' big-endian bytes, swapped
+        once for every band (a weighted MinHash's rows of two words each), then cut."""
+        hv = np.asarray(minhash.hashvalues)
+        ranges = self.hashranges if bands is None else self.hashranges[:bands]
+        if hv.dtype.itemsize != 8 or hv.dtype.kind not in "iu" or not ranges:
+            return [self._H(hv[start:end]) for start, end in ranges]
+        row = 8 * (hv.size // max(1, len(hv)))
+        whole = hv[: ranges[-1][1]].astype(hv.dtype.newbyteorder(">")).tobytes()
+        keys = [whole[start * row:end * row] for start, end in ranges]
+        return [self.hashfunc(k) for k in keys] if self.hashfunc else keys
 
     def insert(self, key: Hashable, minhash, check_duplication: bool = True) -> None:
         self._insert(key, minhash, check_duplication)
@@ -117,7 +125,11 @@ class MinHashLSH:
         Hs = self._band_keys(minhash)
         self.keys.setdefault(key, []).extend(Hs)
         for H, table in zip(Hs, self.hashtables):
-            table.setdefault(H, []).append(key)
+            bucket = table.get(H)  # not setdefault(H, []), which makes a list for every band
+            if bucket is None:
+                table[H] = [key]
+            else:
+                bucket.append(key)
 
     def insertion_session(self, buffer_size: int = 50000) -> "MinHashLSHInsertionSession":
         return MinHashLSHInsertionSession(self, buffer_size)
@@ -147,6 +159,19 @@ class MinHashLSH:
         if self.prepickle:
             return [pickle.loads(k) for k in candidates]
         return list(candidates)
+
+    def _query_b(self, minhash, b: int) -> set:
+        """The keys of the first b bands' buckets of the sketch (MinHashLSHEnsemble's query)."""
+        if len(minhash) != self.h:
+            raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
+        if b > len(self.hashtables):
+            raise ValueError("b must be less or equal to the number of hash tables")
+        candidates = set()
+        for H, table in zip(self._band_keys(minhash, b), self.hashtables):
+            candidates.update(table.get(H, ()))
+        if self.prepickle:
+            return {pickle.loads(k) for k in candidates}
+        return candidates
 
     def add_to_query_buffer(self, minhash) -> None:
         if len(minhash) != self.h:
