@@ -49,11 +49,17 @@ IcwsTables tables_of(const F32& rs, const F32& ln_cs, const F32& betas) {
 // each sample's smallest ln_a so far in `least`, its dimension in `k` (-1: none yet) and t there
 // in `t`. minhash: ln_a = (ln_c - (t - beta) r) - r, the first smallest, NaNs skipped
 // (nanargmin). minhash_many: ln_a = ln_c - ((t - beta) + 1) r, the first smallest or else the
-// first NaN (argmin, which NaN wins): a NaN kept in `least` ends the sample's search. Compiled
-// for AVX-512, AVX2 and the baseline, the best the CPU has chosen when the module loads; the
-// loop over the samples has no branch, so that it vectorises.
+// first NaN (argmin, which NaN wins): a NaN kept in `least` ends the sample's search. On x86-64
+// compiled for AVX-512, AVX2 and the baseline, the best the CPU has chosen when the module
+// loads; the loop over the samples has no branch, so that it vectorises.
+#if defined(__x86_64__)
+#define NEARDUP_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NEARDUP_CLONES
+#endif
+
 template <bool kMany>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void icws_scan(const IcwsTables& tb, size_t lo, size_t hi, const int64_t* idx,
+inline __attribute__((always_inline)) void icws_scan(const IcwsTables& tb, size_t lo, size_t hi, const int64_t* idx,
                                                                                 const float* logs, size_t n, float* __restrict least,
                                                                                 int32_t* __restrict k, float* __restrict t) {
   const size_t samples = tb.samples, m = hi - lo;
@@ -86,15 +92,25 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void icws_scan(cons
   }
 }
 
+// The two scans as functions of their own, each compiled once per instruction set.
+NEARDUP_CLONES void icws_scan_min(const IcwsTables& tb, size_t lo, size_t hi, const int64_t* idx, const float* logs, size_t n, float* least,
+                                  int32_t* k, float* t) {
+  icws_scan<false>(tb, lo, hi, idx, logs, n, least, k, t);
+}
+NEARDUP_CLONES void icws_scan_many(const IcwsTables& tb, size_t lo, size_t hi, const int64_t* idx, const float* logs, size_t n, float* least,
+                                   int32_t* k, float* t) {
+  icws_scan<true>(tb, lo, hi, idx, logs, n, least, k, t);
+}
+
 // One vector's samples: (k, t) per sample, k = -1 where every value was NaN (minhash).
 struct Scan {
   std::vector<float> least, t;
   std::vector<int32_t> k;
   void run(const IcwsTables& tb, bool many, const int64_t* idx, const float* logs, size_t n, size_t lo, size_t hi) {
     if (many)
-      icws_scan<true>(tb, lo, hi, idx, logs, n, least.data(), k.data(), t.data());
+      icws_scan_many(tb, lo, hi, idx, logs, n, least.data(), k.data(), t.data());
     else
-      icws_scan<false>(tb, lo, hi, idx, logs, n, least.data(), k.data(), t.data());
+      icws_scan_min(tb, lo, hi, idx, logs, n, least.data(), k.data(), t.data());
   }
   void reset(size_t samples) {
     least.assign(samples, std::numeric_limits<float>::infinity());
