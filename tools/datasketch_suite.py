@@ -10,7 +10,7 @@ code is not copied into this repository). TEST_FILE defaults to the test files o
 neardup.datasketch has. The Redis, Cassandra and GPU cases are deselected: neardup keeps its
 indexes in memory and runs on the CPU. A class neardup.datasketch does not have is a stand-in
 that fails when used, so the tests that need it fail, one by one, and the others still run.
-Needs build/python (make) and python3-pytest.
+Needs neardup importable (PYTHONPATH, or build/python after make) and python3-pytest.
 """
 import os
 import shutil
@@ -73,6 +73,17 @@ def make_shim(tmp):
         f.write(MOCKREDIS)
 
 
+def neardup_path():
+    """The directory neardup is imported from: the one on the path (PYTHONPATH), else the
+    build's."""
+    try:
+        import neardup
+        return os.path.dirname(os.path.dirname(os.path.abspath(neardup.__file__)))
+    except ImportError:
+        python = os.path.join(ROOT, "build", "python")
+        return python if os.path.isdir(os.path.join(python, "neardup")) else None
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -87,9 +98,9 @@ def main(argv):
     if not os.path.isdir(src):
         print(f"datasketch_suite: {checkout} has no test/ directory; give a clone of datasketch", file=sys.stderr)
         return 2
-    python = os.path.join(ROOT, "build", "python")
-    if not os.path.isdir(os.path.join(python, "neardup")):
-        print("datasketch_suite: build/python/neardup is missing; run make first", file=sys.stderr)
+    python = neardup_path()
+    if python is None:
+        print("datasketch_suite: neardup is not importable and build/python/neardup is missing; run make first", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         make_shim(tmp)
