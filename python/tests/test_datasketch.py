@@ -185,6 +185,16 @@ def test_minhash_surface():
         MinHash.bulk([[b"x"]], num_perm=8, gpu_mode="always")
 
 
+def test_a_pickle_of_an_earlier_version_loads():
+    m = MinHash(num_perm=8, gpu_mode="detect")
+    m.update(b"x")
+    state = m.__getstate__()
+    state["gpu_mode"] = state.pop("_gpu_mode")  # as neardup kept it before
+    old = MinHash.__new__(MinHash)
+    old.__setstate__(state)
+    assert old == m and old.gpu_mode == "detect" and old.copy().gpu_mode == "detect"
+
+
 def test_union_keeps_the_hash_function_and_gpu_mode():
     identity = lambda v: v  # noqa: E731
     a = MinHash(num_perm=16, seed=4, hashfunc=identity, gpu_mode="detect")
