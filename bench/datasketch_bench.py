@@ -18,6 +18,8 @@ WeightedMinHashGenerator. Medians of REPS runs (default 5), alternating the two.
    and index them, then 1,000 top-10 queries.
 6. MinHashLSHEnsemble (t 0.5, 16 partitions): index 20,000 MinHashes of sets of 1-500 items,
    then 1,000 queries.
+7. MinHashLSH (t 0.5, num_perm 128: 25 bands of 5): insert the 50,000 MinHashes of 5, then 5,000
+   queries.
 """
 import pickle
 import statistics
@@ -123,6 +125,20 @@ def main():
     queries = [sketches[int(i)] for i in rng.integers(0, len(sketches), 1000)]
     side_by_side("MinHashLSHForest, 1,000 top-10 queries", lambda: [forests["theirs"].query(m, 10) for m in queries],
                  lambda: [forests["ours"].query(m, 10) for m in queries], lambda x, y: x == y, reps)
+
+    indexes = {}
+
+    def lsh(cls, name):
+        index = cls(threshold=0.5, num_perm=128)
+        for i, m in enumerate(sketches):
+            index.insert(i, m)
+        return indexes.setdefault(name, index)
+
+    side_by_side("MinHashLSH, insert 50,000", lambda: lsh(datasketch.MinHashLSH, "theirs"), lambda: lsh(nd.MinHashLSH, "ours"),
+                 lambda x, y: all(list(x.keys[k]) == list(y.keys[k]) for k in range(0, len(sketches), 997)), 1)
+    side_by_side("MinHashLSH, 5,000 queries", lambda: [set(indexes["theirs"].query(m)) for m in sketches[:5000]],
+                 lambda: [set(indexes["ours"].query(m)) for m in sketches[:5000]], lambda x, y: x == y, reps)
+    indexes.clear()
 
     entries = [(i, sketches[i], int(rng.integers(1, 501))) for i in range(20_000)]
     ensembles = {}

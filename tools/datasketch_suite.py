@@ -74,14 +74,12 @@ def make_shim(tmp):
 
 
 def neardup_path():
-    """The directory neardup is imported from: the one on the path (PYTHONPATH), else the
-    build's."""
-    try:
-        import neardup
-        return os.path.dirname(os.path.dirname(os.path.abspath(neardup.__file__)))
-    except ImportError:
-        python = os.path.join(ROOT, "build", "python")
-        return python if os.path.isdir(os.path.join(python, "neardup")) else None
+    """The directory neardup is imported from: the first on PYTHONPATH that holds the package,
+    else the build's (build/python after make)."""
+    for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) + [os.path.join(ROOT, "build", "python")]:
+        if path and os.path.isfile(os.path.join(path, "neardup", "__init__.py")):
+            return os.path.abspath(path)
+    return None
 
 
 def main(argv):
@@ -100,7 +98,7 @@ def main(argv):
         return 2
     python = neardup_path()
     if python is None:
-        print("datasketch_suite: neardup is not importable and build/python/neardup is missing; run make first", file=sys.stderr)
+        print("datasketch_suite: no neardup package on PYTHONPATH nor in build/python; run make first", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         make_shim(tmp)

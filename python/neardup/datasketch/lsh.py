@@ -8,6 +8,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .. import _native
+
 # Gauss-Legendre nodes and weights on [-1, 1], 20 points: exact for polynomials of degree 39.
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
 
@@ -100,17 +102,35 @@ class MinHashLSH:
         key = bytes(np.asarray(hs, dtype=np.uint64).byteswap().data)
         return self.hashfunc(key) if self.hashfunc else key
 
+    def _whole(self, minhash, bands: int):
+        """The sketch's values of its first `bands` bands as big-endian bytes (a weighted
+        MinHash's rows of two words each), and a band's bytes; (None, 0) for values of another
+        width, whose band keys are made band by band."""
+        hv = np.asarray(minhash.hashvalues)
+        if hv.dtype.itemsize != 8 or hv.dtype.kind not in "iu":
+            return None, 0
+        row = 8 * (hv.size // max(1, len(hv)))
+        return hv[: bands * self.r].astype(hv.dtype.newbyteorder(">")).tobytes(), self.r * row
+
     def _band_keys(self, minhash, bands: Optional[int] = None):
         """The first `bands` (all) band keys of a sketch: its values' big-endian bytes, swapped
-        once for every band (a weighted MinHash's rows of two words each), then cut."""
-        hv = np.asarray(minhash.hashvalues)
-        ranges = self.hashranges if bands is None else self.hashranges[:bands]
-        if hv.dtype.itemsize != 8 or hv.dtype.kind not in "iu" or not ranges:
-            return [self._H(hv[start:end]) for start, end in ranges]
-        row = 8 * (hv.size // max(1, len(hv)))
-        whole = hv[: ranges[-1][1]].astype(hv.dtype.newbyteorder(">")).tobytes()
-        keys = [whole[start * row:end * row] for start, end in ranges]
+        once for every band, then cut."""
+        n = self.b if bands is None else min(bands, self.b)
+        whole, band = self._whole(minhash, n)
+        if whole is None:
+            return [self._H(minhash.hashvalues[start:end]) for start, end in self.hashranges[:n]]
+        keys = [whole[i * band:(i + 1) * band] for i in range(n)]
         return [self.hashfunc(k) for k in keys] if self.hashfunc else keys
+
+    def _buckets_of(self, minhash, bands: int) -> set:
+        """The keys in the buckets of the sketch's first `bands` bands."""
+        whole, band = self._whole(minhash, bands)
+        if whole is not None and not self.hashfunc:  # the loop in C++ (datasketch_native.cpp)
+            return _native.lsh_query(self.hashtables, whole, band, bands)
+        candidates = set()
+        for H, table in zip(self._band_keys(minhash, bands), self.hashtables):
+            candidates.update(table.get(H, ()))
+        return candidates
 
     def insert(self, key: Hashable, minhash, check_duplication: bool = True) -> None:
         self._insert(key, minhash, check_duplication)
@@ -122,6 +142,15 @@ class MinHashLSH:
             key = pickle.dumps(key)
         if check_duplication and key in self.keys:
             raise ValueError("The given key already exists")
+        whole, band = self._whole(minhash, self.b)
+        if whole is not None and not self.hashfunc:  # the loop in C++ (datasketch_native.cpp)
+            hs = _native.lsh_insert(self.hashtables, whole, band, key)
+            known = self.keys.get(key)
+            if known is None:
+                self.keys[key] = hs
+            else:
+                known.extend(hs)
+            return
         Hs = self._band_keys(minhash)
         self.keys.setdefault(key, []).extend(Hs)
         for H, table in zip(Hs, self.hashtables):
@@ -153,9 +182,7 @@ class MinHashLSH:
     def query(self, minhash) -> list:
         if len(minhash) != self.h:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
-        candidates = set()
-        for H, table in zip(self._band_keys(minhash), self.hashtables):
-            candidates.update(table.get(H, ()))
+        candidates = self._buckets_of(minhash, self.b)
         if self.prepickle:
             return [pickle.loads(k) for k in candidates]
         return list(candidates)
@@ -166,9 +193,7 @@ class MinHashLSH:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
         if b > len(self.hashtables):
             raise ValueError("b must be less or equal to the number of hash tables")
-        candidates = set()
-        for H, table in zip(self._band_keys(minhash, b), self.hashtables):
-            candidates.update(table.get(H, ()))
+        candidates = self._buckets_of(minhash, b)
         if self.prepickle:
             return {pickle.loads(k) for k in candidates}
         return candidates

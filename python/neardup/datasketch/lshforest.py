@@ -58,10 +58,7 @@ class MinHashLSHForest(DerivedState):
         values = np.asarray(minhash.hashvalues)
         row = values.itemsize * (values.size // max(1, len(values)))
         whole = self._H(values[: self.k * self.l])
-        hs = [whole[start * row:end * row] for start, end in self.hashranges]
-        self.keys[key] = hs
-        for H, hashtable in zip(hs, self.hashtables):
-            hashtable[H].append(key)
+        self.keys[key] = _native.lsh_insert(self.hashtables, whole, self.k * row, key)  # the loop in C++
 
     def index(self) -> None:
         """Makes every key added so far searchable."""
