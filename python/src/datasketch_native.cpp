@@ -496,6 +496,18 @@ py::list ensemble_partitions(const py::array_t<int64_t, py::array::c_style | py:
   return out;
 }
 
+// bBitMinHash's values: the lowest b bits of each hash value, as uint32.
+py::array_t<uint32_t> bbit_values(const py::array_t<uint64_t, py::array::c_style | py::array::forcecast>& hashvalues, int b) {
+  if (b < 0 || b > 32) throw py::value_error("b must be an integer in [0, 32]");
+  const auto n = static_cast<size_t>(hashvalues.size());
+  py::array_t<uint32_t> out(static_cast<py::ssize_t>(n));
+  const uint64_t mask = (uint64_t{1} << b) - 1;
+  const uint64_t* h = hashvalues.data();
+  uint32_t* o = out.mutable_data();
+  for (size_t i = 0; i < n; ++i) o[i] = static_cast<uint32_t>(h[i] & mask);
+  return out;
+}
+
 // MinHashLSH's and MinHashLSHForest's tables are Python dicts (datasketch's public attributes):
 // these loops fill and read them through the C API, which costs a fraction of a Python loop's
 // dict operations. `whole` is a sketch's big-endian bytes; band i's key is its bytes
@@ -579,6 +591,7 @@ void register_datasketch(py::module_& m) {
       .def("query", &ForestTrees::query, py::arg("query"), py::arg("k"));
   m.def("hll_update", &hll_update, py::arg("reg"), py::arg("hashes"), py::arg("p"), py::arg("max_rank"));
   m.def("bbit_pack", &bbit_pack, py::arg("values"), py::arg("bits"));
+  m.def("bbit_values", &bbit_values, py::arg("hashvalues"), py::arg("b"));
   m.def("bbit_unpack", &bbit_unpack, py::arg("data"), py::arg("count"), py::arg("bits"));
   m.def("icws_sample", &icws_sample, py::arg("rs"), py::arg("ln_cs"), py::arg("betas"), py::arg("dims"), py::arg("logs"), py::arg("many"));
   m.def("icws_sample_rows", &icws_sample_rows, py::arg("rs"), py::arg("ln_cs"), py::arg("betas"), py::arg("indptr"), py::arg("indices"),

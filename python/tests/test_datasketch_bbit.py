@@ -73,6 +73,11 @@ def test_errors_and_equality():
         bBitMinHash(m, 1).jaccard(bBitMinHash(other, 1))
     assert bBitMinHash(m, 2) == bBitMinHash(m.copy(), 2)
     assert bBitMinHash(m, 2) != bBitMinHash(m, 3) and bBitMinHash(m, 2) != bBitMinHash(m, 2, 0.5)
+    # Hash values of another type (a sketch-like object) take NumPy's way, to the same values.
+    class Like:
+        seed = m.seed
+        hashvalues = m.hashvalues.astype(np.int64)
+    assert bBitMinHash(Like(), 5) == bBitMinHash(m, 5)
     # With b = 32 nothing is lost, and the correction of 2^-32 is tiny: about the MinHash's estimate.
     n = MinHash(num_perm=16)
     n.update(b"a")
