@@ -70,9 +70,9 @@ class MinHashLSHForest(DerivedState):
 
     def _search_trees(self):
         """The trees as C++ searches them (made by index(), or after unpickling by the first
-        query, from every key's tree keys in the order added). None while a key added since index() may have
-        joined an indexed tree key's list: the query then walks the lists themselves, as
-        datasketch's does."""
+        query, from every key's tree keys in the order added). None while a key added since
+        index() may have joined an indexed tree key's list: the query then walks the lists
+        themselves, as datasketch's does."""
         if self.__dict__.get("_indexed_keys") != len(self.keys):
             return None
         trees = self.__dict__.get("_trees")
