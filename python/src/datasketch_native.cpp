@@ -14,11 +14,11 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "native_threads.h"
 #include "neardup/thread_pool.h"
 
 namespace py = pybind11;
@@ -28,8 +28,6 @@ namespace {
 
 using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
 using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
-
-int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 // The generator's three tables, transposed: dimension j's samples are [j * samples, (j + 1) *
 // samples), so that a weight reads its samples in one run and the loop over them vectorises.
@@ -146,7 +144,7 @@ py::array_t<int64_t> icws_sample(const F32& rs_t, const F32& ln_cs_t, const F32&
     // In parallel over runs of samples once a vector is long enough to pay for the threads.
     constexpr size_t kRun = 64;
     const size_t runs = (tb.samples + kRun - 1) / kRun;
-    const int threads = tb.samples * n >= (size_t{1} << 18) ? hardware_threads() : 1;
+    const int threads = tb.samples * n >= (size_t{1} << 18) ? default_threads() : 1;
     ThreadPool::current().parallel_for(runs, threads, [&](size_t c, size_t) {
       scan.run(tb, many, dims.data(), logs.data(), n, c * kRun, std::min(tb.samples, (c + 1) * kRun));
     });
@@ -189,7 +187,7 @@ py::array_t<int64_t> icws_sample_rows(const F32& rs_t, const F32& ln_cs_t, const
   int64_t* o = out.mutable_data();
   {
     py::gil_scoped_release nogil;
-    ThreadPool::current().parallel_for(rows, hardware_threads(), [&](size_t d, size_t) {
+    ThreadPool::current().parallel_for(rows, default_threads(), [&](size_t d, size_t) {
       const auto begin = static_cast<size_t>(ptr[d]), n = static_cast<size_t>(ptr[d + 1] - ptr[d]);
       int64_t* row = o + d * tb.samples * 2;
       if (n == 0) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "neardup/neardup.h"
+#include "native_threads.h"
 #include "sha1.h"
 
 #if defined(__x86_64__)
@@ -301,8 +302,6 @@ bool hash_bytes_items(PyObject* const* items, size_t n, uint32_t* out, std::vect
   sha1_hash32_many(views.data(), n, out, active_isa());
   return true;
 }
-
-int default_threads(int threads) { return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 // ---- datasketch's MinHash, computed here ----
 //

@@ -87,16 +87,10 @@ class bBitMinHash:  # noqa: N801 (datasketch's name)
         div = 1 / (r1 + r2)
         return (a1 * r2 + a2 * r1) * div, (a1 * r1 + a2 * r2) * div
 
-    def _layout(self):
-        """(bits per slot, slots per block, blocks, bytes in all)."""
-        bits = _slot_bits(self.b)
-        per_block = _BLOCK_BITS // bits
-        blocks = -(-self.hashvalues.size // per_block)
-        return bits, per_block, blocks, struct.calcsize(_PARAMS) + 8 * blocks
-
     def bytesize(self) -> int:
-        """The bytes of the serialized form."""
-        return self._layout()[3]
+        """The bytes of the serialized form: the parameters, then the 64-bit blocks."""
+        per_block = _BLOCK_BITS // _slot_bits(self.b)
+        return struct.calcsize(_PARAMS) + 8 * -(-self.hashvalues.size // per_block)
 
     def __reduce__(self):
         # Unpickled by one call (_restore), not by pickle's object creation and __setstate__:

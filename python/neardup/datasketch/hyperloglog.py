@@ -90,7 +90,7 @@ class HyperLogLog:
         if not values:
             return
         hv = None
-        if self.hashfunc is sha1_hash32 and self._hash_range_bit == 32:
+        if self.hashfunc is sha1_hash32:
             try:
                 hv = _native.sha1_hash32_all(values).astype(np.uint64)
             except TypeError:  # values other than bytes

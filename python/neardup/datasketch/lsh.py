@@ -1,4 +1,5 @@
-"""datasketch's MinHashLSH with in-memory storage, and its insertion and deletion sessions."""
+"""datasketch's MinHashLSH with in-memory storage, and its batch insertion and deletion
+contexts (``insertion_session``, ``deletion_session``)."""
 from __future__ import annotations
 
 import functools
@@ -36,21 +37,36 @@ def _false_negative_probability(threshold: float, b: int, r: int) -> float:
     return _integrate(lambda s: 1 - (1 - (1 - s ** float(r)) ** float(b)), threshold, 1.0)
 
 
+def _best_bands(num_perm: int, max_r: int, error) -> tuple:
+    """The (b, r) with b * r <= num_perm and r <= max_r of least error(b, r), the first in the
+    order b, then r, ascending (datasketch's search, which MinHashLSHEnsemble shares)."""
+    min_error = float("inf")
+    opt = (0, 0)
+    for b in range(1, num_perm + 1):
+        for r in range(1, min(max_r, num_perm // b) + 1):
+            e = error(b, r)
+            if e < min_error:
+                min_error = e
+                opt = (b, r)
+    return opt
+
+
 @functools.lru_cache(maxsize=256)
 def _optimal_param(threshold: float, num_perm: int, false_positive_weight: float, false_negative_weight: float):
     """The (b, r) with b * r <= num_perm that minimises the weighted sum of the false positive
     and false negative areas of the S-curve 1 - (1 - s^r)^b (Leskovec et al., MMDS ch. 3)."""
-    min_error = float("inf")
-    opt = (0, 0)
-    for b in range(1, num_perm + 1):
-        for r in range(1, num_perm // b + 1):
-            fp = _false_positive_probability(threshold, b, r)
-            fn = _false_negative_probability(threshold, b, r)
-            error = fp * false_positive_weight + fn * false_negative_weight
-            if error < min_error:
-                min_error = error
-                opt = (b, r)
-    return opt
+    return _best_bands(num_perm, num_perm, lambda b, r: _false_positive_probability(threshold, b, r) * false_positive_weight
+                       + _false_negative_probability(threshold, b, r) * false_negative_weight)
+
+
+def big_endian(values, count: int):
+    """The first `count` values of a sketch (a weighted MinHash's rows of two words each) as
+    big-endian bytes, swapped once for all its bands or trees, and the bytes of one value; (None,
+    0) for values that are not 64-bit integers, whose keys are then made a band at a time."""
+    hv = np.asarray(values)
+    if hv.dtype.itemsize != 8 or hv.dtype.kind not in "iu":
+        return None, 0
+    return hv[:count].astype(hv.dtype.newbyteorder(">")).tobytes(), 8 * (hv.size // max(1, len(hv)))
 
 
 class MinHashLSH:
@@ -103,14 +119,9 @@ class MinHashLSH:
         return self.hashfunc(key) if self.hashfunc else key
 
     def _whole(self, minhash, bands: int):
-        """The sketch's values of its first `bands` bands as big-endian bytes (a weighted
-        MinHash's rows of two words each), and a band's bytes; (None, 0) for values of another
-        width, whose band keys are made band by band."""
-        hv = np.asarray(minhash.hashvalues)
-        if hv.dtype.itemsize != 8 or hv.dtype.kind not in "iu":
-            return None, 0
-        row = 8 * (hv.size // max(1, len(hv)))
-        return hv[: bands * self.r].astype(hv.dtype.newbyteorder(">")).tobytes(), self.r * row
+        """The sketch's first `bands` bands as big-endian bytes, and a band's bytes (big_endian)."""
+        whole, value = big_endian(minhash.hashvalues, bands * self.r)
+        return whole, self.r * value
 
     def _band_keys(self, minhash, bands: Optional[int] = None):
         """The first `bands` (all) band keys of a sketch: its values' big-endian bytes, swapped
@@ -252,9 +263,9 @@ class MinHashLSH:
         return [{H: len(v) for H, v in t.items()} for t in tables]
 
 
-class _Session:
-    """What both sessions share: the tables are in memory, so changes are immediate and closing
-    has nothing to flush."""
+class _BatchContext:
+    """What the batch insertion and deletion contexts share: the tables are in memory, so changes
+    are immediate and closing has nothing to flush."""
 
     def __init__(self, lsh: MinHashLSH, buffer_size: int):
         self.lsh = lsh
@@ -270,14 +281,14 @@ class _Session:
         pass
 
 
-class MinHashLSHInsertionSession(_Session):
+class MinHashLSHInsertionSession(_BatchContext):
     """Context manager for inserting many keys."""
 
     def insert(self, key, minhash, check_duplication: bool = True) -> None:
         self.lsh._insert(key, minhash, check_duplication)
 
 
-class MinHashLSHDeletionSession(_Session):
+class MinHashLSHDeletionSession(_BatchContext):
     """Context manager for removing many keys."""
 
     def remove(self, key) -> None:

@@ -26,7 +26,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _native
-from .lsh import MinHashLSH, _integrate
+from .lsh import MinHashLSH, _best_bands, _integrate
 
 
 def _false_positive_probability(threshold, b, r, xq):
@@ -46,18 +46,8 @@ def _false_negative_probability(threshold, b, r, xq):
 
 
 def _optimal_param(threshold, num_perm, max_r, xq, false_positive_weight, false_negative_weight):
-    min_error = float("inf")
-    opt = (0, 0)
-    for b in range(1, num_perm + 1):
-        for r in range(1, max_r + 1):
-            if b * r > num_perm:
-                continue
-            error = (_false_positive_probability(threshold, b, r, xq) * false_positive_weight
-                     + _false_negative_probability(threshold, b, r, xq) * false_negative_weight)
-            if error < min_error:
-                min_error = error
-                opt = (b, r)
-    return opt
+    return _best_bands(num_perm, max_r, lambda b, r: _false_positive_probability(threshold, b, r, xq) * false_positive_weight
+                       + _false_negative_probability(threshold, b, r, xq) * false_negative_weight)
 
 
 class MinHashLSHEnsemble:

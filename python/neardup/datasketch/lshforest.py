@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import _native
 from ._derived import DerivedState
+from .lsh import big_endian
 
 
 class MinHashLSHForest(DerivedState):
@@ -54,11 +55,11 @@ class MinHashLSHForest(DerivedState):
             raise ValueError("The num_perm of MinHash out of range")
         if key in self.keys:
             raise ValueError("The given key has already been added")
-        # One byte swap for every tree: a tree's key is its slice of the sketch's bytes.
-        values = np.asarray(minhash.hashvalues)
-        row = values.itemsize * (values.size // max(1, len(values)))
-        whole = self._H(values[: self.k * self.l])
-        self.keys[key] = _native.lsh_insert(self.hashtables, whole, self.k * row, key)  # the loop in C++
+        whole, value = big_endian(minhash.hashvalues, self.k * self.l)
+        if whole is None:  # values of another width: the tree keys a tree at a time
+            values = np.asarray(minhash.hashvalues)
+            whole, value = self._H(values[: self.k * self.l]), values.itemsize * (values.size // max(1, len(values)))
+        self.keys[key] = _native.lsh_insert(self.hashtables, whole, self.k * value, key)  # the loop in C++
 
     def index(self) -> None:
         """Makes every key added so far searchable."""
