@@ -337,7 +337,7 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
       ++st.documents;
       if (sketches[i].set.empty()) ++st.empty;
       if (options.threshold <= 1.0)
-        index.query(sketches[i], options.threshold, matches);
+        index.search(sketches[i], {options.kind, options.threshold, options.top}, matches);
       else
         matches.clear();  // nothing can be that similar: add without querying
       if (!matches.empty()) {

@@ -460,16 +460,23 @@ LiveIndex::~LiveIndex() {
 }
 
 std::vector<LiveMatch> LiveIndex::query(std::string_view text, double threshold, std::string_view skip_id) const {
+  return query(text, IndexQuery{IndexQuery::Kind::Similar, threshold, 0}, skip_id);
+}
+
+std::vector<LiveMatch> LiveIndex::query(std::string_view text, const IndexQuery& how, std::string_view skip_id) const {
   IndexSketch q;
   s_->sketch(text, q);
   std::vector<IndexMatch> m;
   std::vector<LiveMatch> out;
+  IndexQuery ask = how;
+  if (how.kind == IndexQuery::Kind::Top && !skip_id.empty()) ++ask.top;  // k others when its own id is left out
   SharedGuard g(s_->rw);
-  s_->index->query(q, threshold, m);
+  s_->index->search(q, ask, m);
   out.reserve(m.size());
   for (const IndexMatch& x : m) {
     const std::string_view id = s_->index->id(x.doc);
     if (!skip_id.empty() && id == skip_id) continue;
+    if (how.kind == IndexQuery::Kind::Top && out.size() == how.top) break;
     out.push_back({std::string(id), x.similarity});
   }
   return out;

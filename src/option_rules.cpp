@@ -13,6 +13,7 @@ namespace {
 // up to 65536, SimHash distances up to 16 (the permuted tables' plans, simhash_plan.h).
 constexpr NumberRule kRules[] = {
     {"threshold", 0, 1, true, false, false, ""},
+    {"containment", 0, 1, true, false, false, ""},
     {"shingle", 1, 64, false, false, true, ""},
     {"chars", 1, 64, false, false, true, ""},
     {"num_perm", 1, 4096, false, false, true, ""},

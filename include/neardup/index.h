@@ -26,6 +26,7 @@
 
 #include "neardup/io/reader.h"
 #include "neardup/minhash.h"
+#include "neardup/set_search.h"
 #include "neardup/shingle.h"
 #include "neardup/spec.h"
 #include "neardup/types.h"
@@ -39,10 +40,15 @@ class AtomicFile;
 /// the same and still read (and written back as version 2).
 inline constexpr uint32_t kIndexFormatVersion = 2;
 
-/// One near-duplicate found in the index.
-struct IndexMatch {
-  DocId doc = 0;  ///< the indexed document
-  double similarity = 0.0;
+/// What a query asks of the index.
+struct IndexQuery {
+  enum class Kind {
+    Similar,     ///< Jaccard >= threshold, through the LSH bands
+    Containing,  ///< the indexed documents holding at least a fraction `threshold` of the query (exact)
+    Top,         ///< the `top` indexed documents of highest Jaccard (exact)
+  } kind = Kind::Similar;
+  double threshold = 0.0;
+  size_t top = 0;
 };
 
 /// What the index needs of a document: its shingle set (sorted, distinct) and signature.
@@ -120,6 +126,11 @@ class NearDupIndex {
   /// or the signature estimate) is >= threshold, by decreasing similarity, then DocId. Throws
   /// FormatError if a stored set fails its checksum.
   void query(const IndexSketch& q, double threshold, std::vector<IndexMatch>& out) const;
+  /// What `how` asks: query() for Similar; for Containing and Top the exact answers of SetSearch
+  /// (set_search.h) over the stored sets, its inverted index built on the first such query and
+  /// again once a fifth of the documents came after it. Throws UsageError for those two if the
+  /// index keeps no sets (created with estimate verification).
+  void search(const IndexSketch& q, const IndexQuery& how, std::vector<IndexMatch>& out) const;
 
   /// Adds a document; returns its DocId. The id must not be live in the index already
   /// (contains() tells), which the caller checks so it can say what to do.
@@ -166,6 +177,7 @@ class NearDupIndex {
   std::span<const ShingleHash> set_of(DocId d) const;
   std::span<const SigValue> sig_of(DocId d) const noexcept;
   void build_id_map() const;
+  std::shared_ptr<const SetSearch> set_search() const;
 
   PipelineSpec spec_;
   size_t num_perm_ = 0;
@@ -189,6 +201,8 @@ class NearDupIndex {
   mutable std::unordered_map<std::string_view, DocId> id_map_;  // built on first need
   mutable std::once_flag id_map_once_;
   mutable std::atomic<bool> id_map_built_{false};
+  mutable std::mutex search_mu_;  // guards search_: built on a query, which may run on many threads
+  mutable std::shared_ptr<const SetSearch> search_;
   std::unique_ptr<IndexLock> lock_;  // held while open for update
   uint64_t identity_ = 0;
   std::string update_path_;
@@ -199,6 +213,10 @@ enum class OnDuplicateId { Error, Skip, Replace };
 
 struct WalkOptions {
   double threshold = 0.0;     ///< near-duplicate when the similarity is >= this; above 1: never (no query)
+  /// What each document asks (NearDupIndex::search): Similar at `threshold`, Containing at
+  /// `threshold`, or the Top `top`.
+  IndexQuery::Kind kind = IndexQuery::Kind::Similar;
+  size_t top = 0;
   bool insert_new = true;     ///< insert each document that is not a near-duplicate
   OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
   int threads = 0;            ///< sketching threads, 0: all (the walk itself is sequential)

@@ -116,6 +116,9 @@ class LiveIndex {
   /// The live documents with similarity >= threshold to `text`, best first (then the order they
   /// were added), leaving out one whose id is `skip_id` (if not empty). Safe from any thread.
   std::vector<LiveMatch> query(std::string_view text, double threshold, std::string_view skip_id = {}) const;
+  /// What `how` asks (NearDupIndex::search): near-duplicates, the documents containing `text`, or
+  /// the top k, leaving out one whose id is `skip_id`. Safe from any thread.
+  std::vector<LiveMatch> query(std::string_view text, const IndexQuery& how, std::string_view skip_id = {}) const;
   /// Whether a live document has this id. Safe from any thread.
   bool contains(std::string_view id) const;
   /// Applies the changes in order and returns when every applied one is in the synced log (one

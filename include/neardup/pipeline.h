@@ -48,6 +48,14 @@ void apply_keep(RunOptions& o, const io::InputSet& inputs);
 /// "components" or "leader"; UsageError (naming the `cluster` option) for anything else.
 ClusterMode cluster_mode(std::string_view spelling);
 
+/// What a pair's similarity is: the Jaccard similarity of the two shingle sets, or the
+/// containment of the smaller in the larger, |A ∩ B| / min(|A|, |B|) (pairs with method exact
+/// only: the exact join of containment.h; sketches estimate containment through Jaccard, which
+/// is tiny when the sizes differ).
+enum class Measure { Jaccard, Containment };
+/// "jaccard" or "containment"; UsageError (naming the `measure` option) for anything else.
+Measure measure_of(std::string_view spelling);
+
 /// What only the speed and the memory of a run depend on: any of these settings gives the same
 /// outputs.
 struct RunTuning {
@@ -108,6 +116,7 @@ struct RunOptions {
   /// Pairs mode with bottomk: report the `top` most similar pairs instead of those above the
   /// threshold (0: off).
   size_t top = 0;
+  Measure measure = Measure::Jaccard;
   RunTuning tuning;
 };
 

@@ -125,8 +125,9 @@ def _check_str(name: str, value) -> None:
 
 def _run_args(spec_text: str, threads: int, text_field: str, id_field: str, on_error: str,
               on_duplicate_id: str, keep: str = "first", cluster: str = "components", top: int = 0,
-              memory_map: bool = True, temp_dir: Optional[str] = None):
+              memory_map: bool = True, temp_dir: Optional[str] = None, measure: str = "jaccard"):
     _check_choice("on_error", on_error, ("fail", "skip"))
+    _check_choice("measure", measure, ("jaccard", "containment"))
     _check_choice("on_duplicate_id", on_duplicate_id, ("error", "keep"))
     _check_number("threads", threads)
     _check_number("top", top)
@@ -149,6 +150,7 @@ def _run_args(spec_text: str, threads: int, text_field: str, id_field: str, on_e
     a.keep = keep
     a.cluster = cluster
     a.top = int(top)
+    a.measure = measure
     a.memory_map = bool(memory_map)
     a.temp_dir = "" if temp_dir is None else str(temp_dir)
     return a
@@ -322,19 +324,24 @@ class Result:
 
 # ---- The entry points ----
 
-def pairs(docs, threshold: float = 0.8, method: str = "oph", shingle: int = 5, *, chars: Optional[int] = None,
-          num_perm: int = 128, sketch_size: int = 128, hamming: int = 3, bands: Optional[int] = None,
-          rows: Optional[int] = None, verify: str = "exact", seed: Optional[int] = None,
-          spec_text: Optional[str] = None, top: int = 0, threads: int = 0, text_field: str = "text",
-          id_field: str = "id", on_error: str = "fail", on_duplicate_id: str = "error",
+def pairs(docs, threshold: float = 0.8, method: Optional[str] = None, shingle: int = 5, *,
+          chars: Optional[int] = None, num_perm: int = 128, sketch_size: int = 128, hamming: int = 3,
+          bands: Optional[int] = None, rows: Optional[int] = None, verify: str = "exact", seed: Optional[int] = None,
+          spec_text: Optional[str] = None, top: int = 0, measure: str = "jaccard", threads: int = 0,
+          text_field: str = "text", id_field: str = "id", on_error: str = "fail", on_duplicate_id: str = "error",
           memory_map: bool = True, temp_dir: Optional[str] = None,
           progress: Union[None, bool, Progress] = None) -> Result:
     """Every pair of near-duplicate documents with its similarity (exact Jaccard of the word
     ``shingle``-grams by default). ``spec_text`` (e.g. "words:5 oph:128 verify:0.8") replaces the
-    sketch options; ``top`` with method="bottomk" gives the most similar pairs instead."""
+    sketch options; ``top`` with method="bottomk" gives the most similar pairs instead.
+    measure="containment" gives the pairs whose smaller document shares at least ``threshold`` of
+    its shingles with the larger, scored by that share (exact: method "exact", the default then;
+    method defaults to "oph" otherwise)."""
+    if method is None:
+        method = "exact" if measure == "containment" else "oph"
     s = spec_text or spec(threshold, method, shingle, chars, num_perm, sketch_size, hamming, bands, rows, verify, seed)
     args = _run_args(s, threads, text_field, id_field, on_error, on_duplicate_id, top=top, memory_map=memory_map,
-                     temp_dir=temp_dir)
+                     temp_dir=temp_dir, measure=measure)
     return Result(_run(docs, True, args, progress))
 
 
@@ -424,10 +431,24 @@ class Index:
                 raise FormatError(f"record {i + 1}: the id is {type(d[0]).__name__}; index ids are str", "<memory>", i + 1)
             self._native.add(d[0], _text_of(d[1], i, "text"))
 
-    def query(self, text: str, threshold: Optional[float] = None) -> list:
-        """[(id, similarity), ...] of the indexed near-duplicates of ``text``, best first."""
+    def query(self, text: str, threshold: Optional[float] = None, *, containment: Optional[float] = None,
+              top: Optional[int] = None) -> list:
+        """[(id, similarity), ...], best first: the indexed near-duplicates of ``text`` (Jaccard at
+        ``threshold``, the index's by default); or, exactly, the indexed documents holding at least
+        a share ``containment`` of its shingles (scored by that share), or the ``top`` indexed
+        documents of highest Jaccard. Give one of the three."""
+        if (threshold is not None) + (containment is not None) + (top is not None) > 1:
+            raise UsageError("threshold, containment and top exclude each other; give one", option="top")
+        text = _text_of(text, 0, "text")
+        if containment is not None:
+            _check_number("containment", containment)
+            return self._native.query(text, "containing", float(containment))
+        if top is not None:
+            if not _is_int(top) or not 1 <= top <= 1 << 20:
+                raise UsageError(f"top={top!r}: give a whole number from 1 to {1 << 20}", option="top")
+            return self._native.query(text, "top", None, int(top))
         _check_number("threshold", threshold, none_ok=True)
-        return self._native.query(_text_of(text, 0, "text"), None if threshold is None else float(threshold))
+        return self._native.query(text, "similar", None if threshold is None else float(threshold))
 
     def remove(self, ids: Iterable[str]) -> int:
         return self._native.remove([str(i) for i in ids])

@@ -148,6 +148,7 @@ struct RunArgs {
   bool skip_bad = false;
   bool keep_duplicate_ids = false;
   size_t top = 0;
+  std::string measure = "jaccard";
   bool memory_map = true;
   std::string temp_dir;  // compressed inputs' decompressed copies (empty: $TMPDIR, or /tmp)
 };
@@ -163,6 +164,7 @@ RunOptions options_of(const RunArgs& a, const py::object& progress) {
   o.reader.on_error = a.skip_bad ? io::OnError::Skip : io::OnError::Fail;
   o.duplicate_ids = a.keep_duplicate_ids ? DuplicateIds::Keep : DuplicateIds::Error;
   o.top = a.top;
+  o.measure = measure_of(a.measure);
   o.reader.memory_map = a.memory_map ? io::MemoryMap::Auto : io::MemoryMap::Never;
   o.tuning.temp_dir = a.temp_dir;
   if (!progress.is_none()) {
@@ -497,15 +499,19 @@ class PyIndex {
     sketcher().sketch(text, s);
     idx_->insert(id, std::move(s));
   }
-  py::list query(const std::string& text, std::optional<double> threshold) {
+  // kind: "similar" (at `threshold`, the index's if None), "containing" (at `threshold`) or "top".
+  py::list query(const std::string& text, const std::string& kind, std::optional<double> threshold, size_t top) {
     check_open();
     IndexSketch s;
     std::vector<IndexMatch> matches;
+    IndexQuery how{IndexQuery::Kind::Similar, threshold.value_or(idx_->spec().threshold), top};
+    if (kind == "containing") how.kind = IndexQuery::Kind::Containing;
+    if (kind == "top") how.kind = IndexQuery::Kind::Top;
     {
       py::gil_scoped_release nogil;
       IndexSketcher sk(idx_->spec());
       sk.sketch(text, s);
-      idx_->query(s, threshold.value_or(idx_->spec().threshold), matches);
+      idx_->search(s, how, matches);
     }
     py::list out;
     for (const IndexMatch& m : matches) out.append(py::make_tuple(std::string(idx_->id(m.doc)), m.similarity));
@@ -601,6 +607,7 @@ PYBIND11_MODULE(_native, m) {
       .def_readwrite("skip_bad", &RunArgs::skip_bad)
       .def_readwrite("keep_duplicate_ids", &RunArgs::keep_duplicate_ids)
       .def_readwrite("top", &RunArgs::top)
+      .def_readwrite("measure", &RunArgs::measure)
       .def_readwrite("memory_map", &RunArgs::memory_map)
       .def_readwrite("temp_dir", &RunArgs::temp_dir);
   m.def("run_documents", &run_documents, py::arg("ids"), py::arg("texts"), py::arg("pairs_mode"), py::arg("args"),
@@ -630,7 +637,8 @@ PYBIND11_MODULE(_native, m) {
       .def_static("create", &PyIndex::create, py::arg("path"), py::arg("spec"), py::arg("wait") = false)
       .def_static("open", &PyIndex::open, py::arg("path"), py::arg("update") = false, py::arg("wait") = false)
       .def("add", &PyIndex::add)
-      .def("query", &PyIndex::query, py::arg("text"), py::arg("threshold") = py::none())
+      .def("query", &PyIndex::query, py::arg("text"), py::arg("kind") = "similar", py::arg("threshold") = py::none(),
+           py::arg("top") = 0)
       .def("remove", &PyIndex::remove)
       .def("contains", &PyIndex::contains)
       .def("save", &PyIndex::save)

@@ -33,7 +33,7 @@ void unregister_temporary_file(int slot) noexcept;
 namespace {
 
 // Exchanges two paths atomically; false (errno set) where the file system cannot.
-bool exchange(const std::string& a, const std::string& b) {
+bool exchange_paths(const std::string& a, const std::string& b) {
 #if defined(RENAME_EXCHANGE)
   return retry_eintr([&] { return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE); }) == 0;
 #else
@@ -54,7 +54,7 @@ void AtomicFile::place() {
   struct stat st {};
   const bool exists = ::lstat(target_.c_str(), &st) == 0;
   if (exists) {
-    if (exchange(temp_, target_)) {
+    if (exchange_paths(temp_, target_)) {
       previous_ = Previous::Exchanged;  // temp_ now names the previous file
       committed_ = true;
       return;
@@ -74,7 +74,7 @@ bool AtomicFile::unplace() noexcept {
   if (!committed_ || direct_) return true;
   switch (previous_) {
     case Previous::Exchanged:
-      if (!exchange(temp_, target_)) return false;
+      if (!exchange_paths(temp_, target_)) return false;
       break;  // temp_ names the new file again: the destructor removes it
     case Previous::None:
       if (retry_eintr([&] { return ::unlink(target_.c_str()); }) != 0) return false;

@@ -2,6 +2,8 @@
 // by estimate), the exact join, the bottom-k join, SimHash tables.
 #include "pipeline/impl.h"
 
+#include "neardup/containment.h"
+
 namespace neardup {
 
 PairFilter Pipeline::Impl::pair_filter() const { return uses_signatures(spec_.method) ? band_filter() : PairFilter(); }
@@ -278,6 +280,20 @@ void Pipeline::Impl::find_pairs_exact() {
   stats_.candidates = join.stats().verified;
   stats_.verify_docs = join.size();
   stats_.times.verify = seconds_since(t2);
+}
+
+// Containment (pairs only): every document's shingle set was kept by the first pass; the exact
+// containment join lists every pair at once.
+void Pipeline::Impl::find_pairs_containment() {
+  const auto t = Clock::now();
+  std::vector<DocId> joined;
+  for (DocId d = 0; d < docs_.size(); ++d)
+    if (!sketches_.empty[d]) joined.push_back(d);
+  ContainmentStats st;
+  pairs_ = containment_pairs(joined, [this](DocId d) { return sets_.sets()->get(d); }, spec_.threshold, threads_, &st);
+  stats_.candidates = st.verified;
+  stats_.verify_docs = joined.size();
+  stats_.times.verify = seconds_since(t);
 }
 
 void Pipeline::Impl::find_pairs_bottomk() {

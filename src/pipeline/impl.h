@@ -258,6 +258,7 @@ struct Pipeline::Impl {
   void find_pairs_lsh();
   void find_pairs_lsh_estimate();
   void find_pairs_exact();
+  void find_pairs_containment();
   void find_pairs_bottomk();
   void find_pairs_simhash();
   void verify_candidates(const std::vector<DocPair>& candidates, double threshold);

@@ -56,6 +56,9 @@ void Pipeline::Impl::run(Mode mode) {
   const auto t_start = Clock::now();
   if (options_.top > 0 && (mode != Mode::Pairs || spec_.method != SketchMethod::BottomK))
     throw UsageError(NEARDUP_OPT("top") " applies to pairs with " NEARDUP_OPT_IS("method", "bottomk") " only");
+  const bool containment = options_.measure == Measure::Containment;
+  if (containment && (mode != Mode::Pairs || spec_.method != SketchMethod::Exact))
+    throw UsageError(NEARDUP_OPT_IS("measure", "containment") " applies to pairs with " NEARDUP_OPT_IS("method", "exact") " only: it is found by the exact join");
   mode_ = mode;
   clustering_ = Clustering{};
   sketch_pass();
@@ -66,6 +69,8 @@ void Pipeline::Impl::run(Mode mode) {
     find_pairs_bottomk();
   else if (spec_.method == SketchMethod::SimHash)
     find_pairs_simhash();
+  else if (containment)
+    find_pairs_containment();
   else if (spec_.method == SketchMethod::Exact)
     find_pairs_exact();
   else

@@ -53,6 +53,12 @@ ClusterMode cluster_mode(std::string_view spelling) {
   throw UsageError(option_ref("cluster", spelling) + " is not one of components, leader");
 }
 
+Measure measure_of(std::string_view spelling) {
+  if (spelling == "jaccard") return Measure::Jaccard;
+  if (spelling == "containment") return Measure::Containment;
+  throw UsageError(option_ref("measure", spelling) + " is not one of jaccard, containment");
+}
+
 
 void apply_keep(RunOptions& o, const io::InputSet& inputs) {
   if (o.keep_by.empty()) {

@@ -172,7 +172,9 @@ TEST(BucketVerify, ExactConnectsWhatEveryBucketPairConnects) {
         EXPECT_FALSE(v.join);
         expect_connects(want, v, score, c.raw.size());
         EXPECT_LT(v.pairs.size(), want.size()) << "connecting should not need every pair";
-        if (delta_min_set > 0) EXPECT_EQ(v.by_delta, 0u);
+        if (delta_min_set > 0) {
+          EXPECT_EQ(v.by_delta, 0u);
+        }
       }
 }
 
@@ -189,7 +191,9 @@ TEST(BucketVerify, ExactListsEveryBucketPair) {
         EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
         expect_listed(brute_force(c.buckets, score), v, how.share);
         for (const ScoredPair& p : v.pairs) EXPECT_EQ(p.similarity, score(p.a, p.b)) << p.a << " " << p.b;
-        if (delta_min_set == 0) EXPECT_GT(v.by_delta, 10u) << "pairs of near-copies are counted on their differences";
+        if (delta_min_set == 0) {
+          EXPECT_GT(v.by_delta, 10u) << "pairs of near-copies are counted on their differences";
+        }
       }
 }
 

@@ -449,7 +449,9 @@ TEST(Writer, LimitedDirectBuffersGiveTheSameBytes) {
     out.commit();
     const int held = ::open(d.file("held.txt").c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(held, 0);
-    if (ext4) EXPECT_GT(test::cached_pages(held, 0, data.size() & ~uint64_t{4095}), data.size() / 4096 / 2) << "not through the page cache";
+    if (ext4) {
+      EXPECT_GT(test::cached_pages(held, 0, data.size() & ~uint64_t{4095}), data.size() / 4096 / 2) << "not through the page cache";
+    }
     ::close(held);
     ::close(fd);
   }

@@ -302,6 +302,9 @@ RunOptions run_options(const CLI::App* cmd, const Options& o) {
   }
   ro.duplicate_ids = o.on_duplicate_id == "keep" ? DuplicateIds::Keep : DuplicateIds::Error;
   ro.top = o.top;
+  ro.measure = measure_of(o.measure);
+  // Containment is found by the exact join alone: it is the method unless another is named.
+  if (ro.measure == Measure::Containment && !given(cmd, "--method") && o.spec.empty()) ro.spec.method = SketchMethod::Exact;
   ro.tuning.stream_pairs = true;  // pairs within clusters are verified as they are written, not held
   if (o.top > 0 && ro.spec.method != SketchMethod::BottomK)
     throw UsageError("--top needs --method bottomk (minhash and simhash find the pairs above a threshold only)");
@@ -420,7 +423,7 @@ namespace {
 // sync_seconds: the time the outputs took to commit (their fsync and rename), after the
 // pipeline's own write stage: part of the run's time, and on a slow disk much of it.
 void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::App* cmd, const io::ReaderOptions& reader,
-                   double sync_seconds, size_t top) {
+                   double sync_seconds, const std::string& flags) {
   {
     const RunStats& r = p.stats();
     print_input_warnings(r.reader, r.documents, r.left_out, cmd, reader);
@@ -440,8 +443,8 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
                  static_cast<unsigned long long>(s.duplicate_ids));
   const SummaryCounts c{s.documents, s.empty, s.reader.skipped, s.shingles, s.candidates, s.verified, s.pairs,
                         s.clusters, s.removed, s.removed_below_threshold};
-  // The spec and, with --top (not a part of it), the flag: what reproduces the run.
-  const std::string how = p.spec().to_string() + (top > 0 ? "] --top " + std::to_string(top) : "]");
+  // The spec and the flags not a part of it (--top, --measure): what reproduces the run.
+  const std::string how = p.spec().to_string() + "]" + flags;
   std::fprintf(stderr, "neardup: %s, %.2f s [%s\n", summary_counts(c, pairs_mode).c_str(), s.seconds + s.times.write + sync_seconds,
                how.c_str());
   if (!stages) return;
@@ -588,7 +591,11 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   io::commit_together(all);
   const double sync_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sync).count();
   bar.clear();
-  if (!o.quiet) print_summary(pipeline, !dedup, o.show_stats, cmd, o.reader, sync_seconds, o.top);
+  if (!o.quiet) {
+    const std::string flags = (o.top > 0 ? " --top " + std::to_string(o.top) : "") +
+                              (o.measure != "jaccard" ? " --measure " + o.measure : "");
+    print_summary(pipeline, !dedup, o.show_stats, cmd, o.reader, sync_seconds, flags);
+  }
   return kExitOk;
 }
 
@@ -603,6 +610,11 @@ void add_pairs_and_dedup(CLI::App& app, std::function<int()>& run) {
   pairs->add_option("--top", pairs_opts->top,
                     "With --method bottomk: the M most similar pairs, best first, instead of those above --threshold")
       ->check(CLI::Range(size_t{1}, size_t{1} << 40));
+  pairs->add_option("--measure", pairs_opts->measure,
+                    "jaccard, or containment: pairs where the smaller document shares at least --threshold of its "
+                    "shingles with the larger, scored by that share (exact; --method exact)")
+      ->check(CLI::IsMember({"jaccard", "containment"}))
+      ->default_str("jaccard");
   pairs->callback([&run, pairs, pairs_opts] { run = [=] { return run_command(pairs, *pairs_opts, false); }; });
 
   auto dedup_opts = std::make_shared<Options>();

@@ -26,6 +26,8 @@ struct IndexOptions {
   std::string ids_from;
   bool json = false;
   bool skip_same_id = false;
+  double containment = 0.0;
+  size_t top = 0;
   bool salvage = false;
   OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
 };
@@ -109,10 +111,31 @@ int run_add(const CLI::App* cmd, const IndexOptions& o) {
   return kExitOk;
 }
 
+// What each input document asks: its near-duplicates at a Jaccard threshold (through the bands),
+// the indexed documents containing it, or its most similar ones (both exact).
+WalkOptions query_walk(const CLI::App* cmd, const IndexOptions& o, const NearDupIndex& idx) {
+  const size_t asks = cmd->count("--threshold") + cmd->count("--containment") + cmd->count("--top");
+  if (asks > 1) throw UsageError("index query: --threshold, --containment and --top exclude each other; give one");
+  WalkOptions w;
+  w.insert_new = false;
+  w.threads = threads_of(o.common);
+  if (cmd->count("--containment")) {
+    w.kind = IndexQuery::Kind::Containing;
+    w.threshold = o.containment;
+  } else if (cmd->count("--top")) {
+    w.kind = IndexQuery::Kind::Top;
+    // One more when the query's own id is left out, so that k others remain.
+    w.top = o.top + (o.skip_same_id ? 1 : 0);
+  } else {
+    w.threshold = cmd->count("--threshold") ? o.common.threshold : idx.spec().threshold;
+    warn_below_build_threshold(idx, o.index, w.threshold, o.common.quiet);
+  }
+  return w;
+}
+
 int run_query(const CLI::App* cmd, const IndexOptions& o) {
   auto idx = NearDupIndex::open(o.index);
-  const double threshold = cmd->count("--threshold") ? o.common.threshold : idx->spec().threshold;
-  warn_below_build_threshold(*idx, o.index, threshold, o.common.quiet);
+  const WalkOptions w = query_walk(cmd, o, *idx);
   io::InputSet in(o.common.inputs, o.common.reader);
   check_output_paths(in, {{o.output, "--output"}, {o.common.rejects, "--rejects"}}, {{o.index, "the index"}});
   io::ReaderOptions reader = o.common.reader;
@@ -120,15 +143,13 @@ int run_query(const CLI::App* cmd, const IndexOptions& o) {
   rejects.open(o.common.rejects, reader);
   const auto out_file = open_output(o.output);
   io::AtomicFile& out = *out_file;
-  WalkOptions w;
-  w.threshold = threshold;
-  w.insert_new = false;
-  w.threads = threads_of(o.common);
   std::string line;
   uint64_t lines = 0;
   const WalkStats st = index_walk(*idx, in, reader, w, [&](const WalkRecord& r) {
+    size_t listed = 0;
     for (const IndexMatch& m : r.matches) {
       if (o.skip_same_id && idx->id(m.doc) == r.record.id) continue;
+      if (w.kind == IndexQuery::Kind::Top && listed++ == o.top) break;
       line.assign(r.record.id).push_back('\t');
       line.append(idx->id(m.doc)).push_back('\t');
       io::append_similarity(line, m.similarity);
@@ -141,7 +162,7 @@ int run_query(const CLI::App* cmd, const IndexOptions& o) {
   io::commit_together(all);
   if (!o.common.quiet) print_input_warnings(st.reader, st.documents, in.left_out(), cmd, reader);
   if (!o.common.quiet)
-    std::fprintf(stderr, "neardup: index query: %llu documents, %llu with near-duplicates in %s (%zu documents), %llu lines\n",
+    std::fprintf(stderr, "neardup: index query: %llu documents, %llu with answers in %s (%zu documents), %llu lines\n",
                  static_cast<unsigned long long>(st.documents), static_cast<unsigned long long>(st.duplicates),
                  o.index.c_str(), idx->size(), static_cast<unsigned long long>(lines));
   return kExitOk;
@@ -355,6 +376,12 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   query->add_option("inputs", q->common.inputs, "JSONL files (optionally .gz/.zst/.xz/.bz2), plain-text files, directories, or - for stdin")->required();
   query->add_option("-t,--threshold", q->common.threshold, "Similarity threshold (default: the index's)")->check(unit_interval());
   query->add_option("-o,--output", q->output, "Output file (default: stdout)");
+  query->add_option("--containment", q->containment,
+                     "Instead of near-duplicates: the indexed documents holding at least this share of the query's "
+                     "shingles, scored by that share (exact)")
+      ->check(unit_interval());
+  query->add_option("--top", q->top, "Instead of near-duplicates: the K indexed documents of highest Jaccard, best first (exact)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   query->add_flag("--skip-same-id", q->skip_same_id, "Do not report an indexed document with the query's own id");
   add_reader_options(query, q->common);
   add_run_options(query, q->common);

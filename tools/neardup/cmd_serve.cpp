@@ -15,11 +15,13 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -142,13 +144,16 @@ class RequestObject {
 
 struct QueryRequest {
   std::string text, id;
-  double threshold;
+  IndexQuery how;
 };
 
 struct Limits {
   uint64_t max_text_bytes;
   double build_threshold;
 };
+
+// The most answers a top-k query may ask for: each is an id and a number in the reply.
+constexpr uint64_t kMaxTop = 10000;
 
 std::string_view text_field(const RequestObject& o, const Limits& l) {
   const std::string_view t = o.string("text", true);
@@ -158,16 +163,63 @@ std::string_view text_field(const RequestObject& o, const Limits& l) {
   return t;
 }
 
-QueryRequest parse_query(simdjson::dom::parser& p, std::string_view body, const Limits& l) {
-  RequestObject o(p, body, {"text", "id", "threshold"});
+// What a query asks, one of: near-duplicates at "threshold" (the index's unless given), the
+// indexed documents holding a share "containment" of it, or the "top" K most similar.
+struct QueryAsk {
+  std::optional<double> threshold, containment;
+  std::optional<uint64_t> top;
+  size_t count() const { return threshold.has_value() + containment.has_value() + top.has_value(); }
+};
+
+IndexQuery query_of(const QueryAsk& a, const Limits& l) {
+  if (a.count() > 1) throw BadRequest{400, "'threshold', 'containment' and 'top' exclude each other; give one", "top"};
+  if (a.containment) {
+    if (!(*a.containment > 0 && *a.containment <= 1)) throw BadRequest{400, "'containment' must be above 0 and at most 1", "containment"};
+    return {IndexQuery::Kind::Containing, *a.containment, 0};
+  }
+  if (a.top) {
+    if (*a.top < 1 || *a.top > kMaxTop) throw BadRequest{400, "'top' must be a whole number from 1 to " + std::to_string(kMaxTop), "top"};
+    return {IndexQuery::Kind::Top, 0.0, static_cast<size_t>(*a.top)};
+  }
+  const double t = a.threshold.value_or(l.build_threshold);
+  if (!(t >= 0 && t <= 1)) throw BadRequest{400, "'threshold' must be between 0 and 1", "threshold"};
+  return {IndexQuery::Kind::Similar, t, 0};
+}
+
+// The URL's ?threshold=, ?containment= or ?top=: what every query of the request asks unless its
+// body says.
+QueryAsk url_ask(const httplib::Request& req) {
+  QueryAsk a;
+  const auto number = [&](const char* name) -> std::optional<double> {
+    if (!req.has_param(name)) return std::nullopt;
+    const std::string v = req.get_param_value(name);
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !std::isfinite(d)) throw BadRequest{400, std::string("?") + name + "=" + v + " is not a number", name};
+    return d;
+  };
+  a.threshold = number("threshold");
+  a.containment = number("containment");
+  if (const auto top = number("top")) {
+    if (*top != std::floor(*top) || *top < 0 || *top > 1e18) throw BadRequest{400, "?top= must be a whole number", "top"};
+    a.top = static_cast<uint64_t>(*top);
+  }
+  return a;
+}
+
+QueryRequest parse_query(simdjson::dom::parser& p, std::string_view body, const Limits& l, const QueryAsk& url) {
+  RequestObject o(p, body, {"text", "id", "threshold", "containment", "top"});
   QueryRequest q;
   q.text = text_field(o, l);
   if (o.has("id")) {
     q.id = o.string("id", true);
     check_id(q.id, "id");
   }
-  q.threshold = o.value<double>("threshold", l.build_threshold, "a number");
-  if (!(q.threshold >= 0 && q.threshold <= 1)) throw BadRequest{400, "'threshold' must be between 0 and 1", "threshold"};
+  QueryAsk a;
+  if (o.has("threshold")) a.threshold = o.value<double>("threshold", 0.0, "a number");
+  if (o.has("containment")) a.containment = o.value<double>("containment", 0.0, "a number");
+  if (o.has("top")) a.top = o.value<uint64_t>("top", 0, "a whole number");
+  q.how = query_of(a.count() ? a : url, l);
   return q;
 }
 
@@ -212,13 +264,18 @@ void append_matches(std::string& out, const std::vector<LiveMatch>& m) {
   out += ']';
 }
 
-std::string query_json(const std::vector<LiveMatch>& m, double threshold, const LiveIndex& idx) {
+std::string query_json(const std::vector<LiveMatch>& m, const IndexQuery& how, const LiveIndex& idx) {
   std::string out = "{\"matches\":";
   append_matches(out, m);
-  out += ",\"threshold\":";
+  if (how.kind == IndexQuery::Kind::Top) {
+    out += ",\"top\":" + std::to_string(how.top) + "}";
+    return out;
+  }
+  const double threshold = how.threshold;
+  out += how.kind == IndexQuery::Kind::Containing ? ",\"containment\":" : ",\"threshold\":";
   io::append_similarity(out, threshold);
   const PipelineSpec& s = idx.spec();
-  if (threshold + kSimilarityEpsilon < s.threshold) {
+  if (how.kind == IndexQuery::Kind::Similar && threshold + kSimilarityEpsilon < s.threshold) {
     char w[256];
     std::snprintf(w, sizeof w,
                   "the index was built for threshold %g: at %g its bands find only %.1f%% of the pairs of that similarity", s.threshold,
@@ -637,22 +694,23 @@ void configure(Server& svr, const ServeOptions& o, const std::string& token, Met
 // Queries: one text, or an NDJSON batch.
 void add_query_routes(Server& svr, const ServeOptions& o, LiveIndex& live, const Limits& limits) {
   post(svr, o, "/v1/query", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
-    const QueryRequest q = parse_query(request_parser(body), body, limits);
-    reply(res, 200, query_json(live.query(q.text, q.threshold, q.id), q.threshold, live) + "\n");
+    const QueryRequest q = parse_query(request_parser(body), body, limits, url_ask(req));
+    reply(res, 200, query_json(live.query(q.text, q.how, q.id), q.how, live) + "\n");
   });
   post(svr, o, "/v1/query/batch", [&](const httplib::Request& req, httplib::Response& res, const std::string& body) {
     std::vector<QueryRequest> qs;
     simdjson::dom::parser& parser = request_parser(body);
+    const QueryAsk url = url_ask(req);
     for (const auto& [n, line] : ndjson_lines(body)) {
       try {
-        qs.push_back(parse_query(parser, line, limits));
+        qs.push_back(parse_query(parser, line, limits, url));
       } catch (const BadRequest& e) {
         return reply_error(res, e, n);
       }
     }
     std::string out;
     for (const QueryRequest& q : qs) {
-      out += query_json(live.query(q.text, q.threshold, q.id), q.threshold, live);
+      out += query_json(live.query(q.text, q.how, q.id), q.how, live);
       out += '\n';
     }
     res.status = 200;

@@ -34,6 +34,7 @@ struct Options {
   int hamming = kDefaultHamming;
   SimHashWeights weights = SimHashWeights::Set;
   size_t top = 0;
+  std::string measure = "jaccard";  ///< pairs: jaccard or containment
   int bands = 0, rows = 0;
   uint64_t seed = kDefaultSeed;
   VerifyMode verify = VerifyMode::Exact;
