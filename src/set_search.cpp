@@ -97,11 +97,13 @@ class BestMatches {
   explicit BestMatches(size_t k) : k_(k) {}
   bool full() const noexcept { return heap_.size() == k_; }
   double floor() const noexcept { return heap_.top().similarity; }
+  // Whether a document of similarity `sim` could still get in (a tie may: the lower DocId wins).
+  bool open_to(double sim) const noexcept { return !full() || sim >= floor(); }
   void offer(DocId d, double sim) {
     if (sim <= 0) return;
     if (!full()) {
       heap_.push({d, sim});
-    } else if (sim > floor()) {
+    } else if (better_match({d, sim}, heap_.top())) {
       heap_.pop();
       heap_.push({d, sim});
     }
@@ -131,12 +133,11 @@ void SetSearch::most_similar(std::span<const ShingleHash> q, size_t k, const Set
   std::unordered_set<DocId> met;
   for (uint64_t i = 0; i < qn; ++i) {
     // A document not met yet shares none of the i shingles looked up so far.
-    if (best.full() && best.floor() >= static_cast<double>(qn - i) / static_cast<double>(qn)) break;
+    if (!best.open_to(static_cast<double>(qn - i) / static_cast<double>(qn))) break;
     for (const DocId d : lists[i]) {
       if (!met.insert(d).second || skip(d)) continue;
       const uint64_t x = sizes_[d], c = std::min(qn - i, x);
-      const double bound = static_cast<double>(c) / static_cast<double>(qn + x - c);
-      if (best.full() && bound <= best.floor()) continue;
+      if (!best.open_to(static_cast<double>(c) / static_cast<double>(qn + x - c))) continue;
       best.offer(d, best.full() ? jaccard_at_least(q, set_of(d), best.floor()) : jaccard(q, set_of(d)));
     }
   }

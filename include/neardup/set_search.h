@@ -12,7 +12,7 @@
 //    The inverted index finds it every time.
 //  * top k: the k sets of highest Jaccard with Q. Q's shingles are taken rarest first; a set not
 //    met after i of them shares at most |Q| - i shingles with Q, so J <= (|Q| - i) / |Q|, and the
-//    search stops once the k-th best verified similarity reaches that bound (the bound of top-k
+//    search stops once the k-th best verified similarity exceeds that bound (the bound of top-k
 //    set similarity joins: Xiao, Wang, Lin and Shang, ICDE 2009). A set met at the i-th shingle
 //    is verified only if its size leaves it a chance, J <= c / (|Q| + |X| - c) with
 //    c = min(|Q| - i, |X|).
@@ -61,8 +61,8 @@ class SetSearch {
   /// containment |q ∩ X| / |q|, best first (better_match). An empty q contains nothing.
   void containing(std::span<const ShingleHash> q, double t, const SetOf& set_of, const Skip& skip, size_t slots,
                   std::vector<IndexMatch>& out) const;
-  /// The k documents of highest Jaccard with q (above 0), best first; ties at the k-th
-  /// similarity are broken by the order the search meets them.
+  /// The k documents of highest Jaccard with q (above 0), best first (better_match: of equal
+  /// similarities the lower DocId first, and in).
   void most_similar(std::span<const ShingleHash> q, size_t k, const SetOf& set_of, const Skip& skip, size_t slots,
                     std::vector<IndexMatch>& out) const;
 

@@ -182,6 +182,45 @@ def test_endpoints_and_the_cli_agree(index, tmp_path):
     assert cli == answers
 
 
+def test_containment_and_top_k_agree_with_the_cli(index, tmp_path):
+    docs = sample_docs(300)
+    # Passages of the first documents quoted inside others.
+    for i in range(20):
+        words = docs[i]["text"].split()
+        docs.append({"id": "quote%d" % i, "text": " ".join(words[10:70])})
+        docs.append({"id": "page%d" % i, "text": docs[100 + i]["text"] + " " + " ".join(words[10:70])})
+    s = Server(index)
+    half = len(docs) // 2
+    assert s.request("POST", "/v1/add/batch", ndjson({"id": d["id"], "text": d["text"], "dedup": False} for d in docs[:half]))[0] == 200
+    assert s.json("POST", "/v1/query?top=1", {"text": docs[0]["text"]})[0] == 200  # the search is built here
+    assert s.request("POST", "/v1/add/batch", ndjson({"id": d["id"], "text": d["text"], "dedup": False} for d in docs[half:]))[0] == 200
+    queries = [d for d in docs if d["id"].startswith("quote")] + docs[:20]
+    served = {}
+    for d in queries:
+        status, c = s.json("POST", "/v1/query", {"text": d["text"], "id": d["id"], "containment": 0.9})
+        assert status == 200 and c["containment"] == 0.9
+        status, t = s.json("POST", "/v1/query?top=3", {"text": d["text"], "id": d["id"]})
+        assert status == 200 and t["top"] == 3 and len(t["matches"]) <= 3
+        served[d["id"]] = (c["matches"], t["matches"])
+        if d["id"].startswith("quote"):  # its source and the page quoting it hold all of it
+            n = d["id"][5:]
+            assert {m["id"] for m in c["matches"]} >= {docs[int(n)]["id"], "page" + n}
+    status, data, _ = s.request("POST", "/v1/query/batch?top=3", ndjson({"text": d["text"], "id": d["id"]} for d in queries))
+    assert [json.loads(line)["matches"] for line in data.splitlines()] == [served[d["id"]][1] for d in queries]
+    assert s.stop() == 0
+
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(ndjson(queries))
+    for flag, value, which in (("--containment", "0.9", 0), ("--top", "3", 1)):
+        out = subprocess.run([CLI, "index", "query", str(index), str(qfile), flag, value, "--skip-same-id", "-q"],
+                             check=True, capture_output=True, text=True).stdout
+        cli = {d["id"]: [] for d in queries}
+        for line in out.splitlines():
+            q, i, sim = line.split("\t")
+            cli[q].append({"id": i, "similarity": float(sim)})
+        assert cli == {k: v[which] for k, v in served.items()}, flag
+
+
 def test_bad_requests_name_the_field(server):
     s = server
     cases = [
@@ -193,6 +232,12 @@ def test_bad_requests_name_the_field(server):
         ("POST", "/v1/query", {"text": "a", "threshold": 1.5}, 400, "threshold"),
         ("POST", "/v1/query", {"text": "a", "path": "/etc/passwd"}, 400, "path"),
         ("POST", "/v1/query", '{"text": "a", "text": "b"}', 400, "text"),
+        ("POST", "/v1/query", {"text": "a", "containment": 0}, 400, "containment"),
+        ("POST", "/v1/query", {"text": "a", "top": 0}, 400, "top"),
+        ("POST", "/v1/query", {"text": "a", "top": 2.5}, 400, "top"),
+        ("POST", "/v1/query", {"text": "a", "top": 2, "threshold": 0.5}, 400, "top"),
+        ("POST", "/v1/query?top=ten", {"text": "a"}, 400, "top"),
+        ("POST", "/v1/query?top=3&containment=0.5", {"text": "a"}, 400, "top"),
         ("POST", "/v1/add", {"text": "a"}, 400, "id"),
         ("POST", "/v1/add", {"id": "a"}, 400, "text"),
         ("POST", "/v1/add", {"id": 7, "text": "a"}, 400, "id"),

@@ -214,10 +214,70 @@ TEST(Index, ConcurrentContainsAndQueryAgree) {
         local.sketch("doc " + std::to_string(i) + " words here " + std::to_string(i % 50), q);
         idx.query(q, 0.99, m);
         if (std::none_of(m.begin(), m.end(), [&](const IndexMatch& x) { return idx.id(x.doc) == "d" + std::to_string(i); })) ++wrong;
+        // The first exact search builds the inverted index while the other threads wait for it.
+        idx.search(q, {IndexQuery::Kind::Top, 0, 1}, m);
+        if (m.size() != 1 || m[0].similarity != 1.0) ++wrong;
       }
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// Containment and top-k answers of an index, as its saved part, its later insertions, removals
+// and a rebuilt search change them, against comparing the query with every stored set.
+TEST(Index, ContainmentAndTopEqualBruteForce) {
+  TempDir dir;
+  const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx");
+  write_file(data, make_corpus(4, 80));
+  const PipelineSpec spec = spec_of("words:3 minhash:64 lsh:16x4 verify:0.5");
+  NearDupIndex built(spec);
+  add_all(built, data);
+  built.save(path);
+  auto idx = NearDupIndex::open(path);
+  IndexSketcher sk(spec);
+  std::vector<IndexSketch> stored;  // every document's sketch, by DocId
+  io::InputSet in({data}, io::InputFormat::Auto);
+  io::RecordReader rr(in, {});
+  for (io::Record r; rr.next(r);) sk.sketch(r.text, stored.emplace_back());
+  const auto check = [&](const char* when) {
+    for (size_t qi = 0; qi < stored.size(); qi += 7) {
+      const IndexSketch& q = stored[qi];
+      std::vector<IndexMatch> want_c, want_t, got;
+      for (DocId d = 0; d < idx->slots(); ++d) {
+        if (idx->removed(d) || q.set.empty()) continue;
+        const double j = jaccard(q.set, stored[d].set);
+        std::vector<ShingleHash> both;
+        std::set_intersection(q.set.begin(), q.set.end(), stored[d].set.begin(), stored[d].set.end(), std::back_inserter(both));
+        if (both.size() >= ExactThreshold::from(0.6).min_overlap(q.set.size()))
+          want_c.push_back({d, static_cast<double>(both.size()) / static_cast<double>(q.set.size())});
+        if (j > 0) want_t.push_back({d, j});
+      }
+      std::sort(want_c.begin(), want_c.end(), better_match);
+      std::sort(want_t.begin(), want_t.end(), better_match);
+      want_t.resize(std::min<size_t>(want_t.size(), 4));
+      idx->search(q, {IndexQuery::Kind::Containing, 0.6, 0}, got);
+      ASSERT_EQ(got, want_c) << when << ": query " << qi;
+      idx->search(q, {IndexQuery::Kind::Top, 0, 4}, got);
+      ASSERT_EQ(got, want_t) << when << ": query " << qi;
+    }
+  };
+  check("saved");
+  const size_t saved = stored.size();
+  for (size_t i = 0; i < 5; ++i) {  // a few: compared one by one
+    stored.push_back(stored[i * 3]);
+    idx->insert("again" + std::to_string(i), stored.back());
+  }
+  const std::vector<std::string> gone = {"d1", "d5", "again2"};
+  EXPECT_EQ(idx->remove(gone), 3u);
+  check("inserted and removed");
+  for (size_t i = 0; i < saved; ++i) {  // many: the search is built again
+    stored.push_back(stored[i]);
+    idx->insert("more" + std::to_string(i), stored.back());
+  }
+  check("doubled");
+  NearDupIndex estimate(spec_of("words:3 minhash:64 lsh:16x4 estimate:0.5"));
+  std::vector<IndexMatch> got;
+  EXPECT_THROW(estimate.search(stored[0], {IndexQuery::Kind::Top, 0, 4}, got), UsageError);
 }
 
 TEST(Index, RemoveAndAddAcrossSaves) {
