@@ -4,15 +4,13 @@
 #include <queue>
 #include <unordered_set>
 
-#include "internal/prefix_ranking.h"
+#include "internal/parallel.h"
 #include "kernels/dispatch.h"
 #include "neardup/setjoin.h"
 
 namespace neardup {
 
 SetSearch::SetSearch(size_t n, const SetOf& set_of, const Skip& skip, int threads) {
-  using namespace internal::ranking_detail;
-  using E = Entries<uint64_t>;
   sizes_.assign(n, 0);
   uint64_t total = 0;
   for (DocId d = 0; d < n; ++d) {
@@ -22,47 +20,62 @@ SetSearch::SetSearch(size_t n, const SetOf& set_of, const Skip& skip, int thread
     sizes_[d] = static_cast<uint32_t>(len);
     total += len;
   }
-  // Every (shingle, document) entry, by the shingle's top bits and then sorted in each bucket, as
-  // the prefix filter's ranking does: the documents stay ascending within a shingle.
-  const int msd_bits = total >= (uint64_t{1} << 22) ? 12 : 8;
-  internal::BigArray<E::Entry> entries(total);
-  const auto values_of = [&](size_t d) { return sizes_[d] ? set_of(static_cast<DocId>(d)) : std::span<const ShingleHash>{}; };
-  const std::vector<uint64_t> start = bucket_entries<uint64_t>(n, values_of, msd_bits, threads, entries);
-  std::vector<std::vector<E::Entry>> scratch(static_cast<size_t>(std::max(1, threads)));
-  internal::parallel_for(start.size() - 1, threads, [&](size_t b, size_t tid) {
-    E::sort(entries.data() + start[b], start[b + 1] - start[b], msd_bits, scratch[tid]);
+  // A list for about eight shingles (a power of two): a short scan, and starts of about a byte
+  // per shingle. At most 32 bits, so that the top bits and the low 32 are apart.
+  int bits = 8;
+  while (bits < 32 && (uint64_t{8} << (bits + 1)) <= total) ++bits;
+  shift_ = 64 - bits;
+  const size_t lists = size_t{1} << bits;
+  starts_.assign(lists + 1, 0);
+  entries_.resize(total);
+  // Each thread counts, then fills, the lists of its own range of top bits, taking the sets in
+  // DocId order, so that every list comes out ascending; a set is sorted, so its values in a range
+  // are one run, found by binary search.
+  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, 64);
+  const auto run_of = [&](DocId d, size_t lo, size_t hi) {
+    const auto s = set_of(d);
+    const auto from = std::lower_bound(s.begin(), s.end(), ShingleHash{lo} << shift_);
+    const auto to = hi == lists ? s.end() : std::lower_bound(from, s.end(), ShingleHash{hi} << shift_);
+    return std::span<const ShingleHash>(from, to);
+  };
+  const auto each_part = [&](auto&& fn) {
+    internal::parallel_for(parts, threads, [&](size_t p, size_t) {
+      const auto [lo, hi] = internal::part_range(lists, p, parts);
+      for (DocId d = 0; d < n; ++d)
+        if (sizes_[d]) fn(d, run_of(d, lo, hi));
+    });
+  };
+  each_part([&](DocId, std::span<const ShingleHash> run) {
+    for (const ShingleHash v : run) ++starts_[(v >> shift_) + 1];
   });
-  scratch.clear();
-  docs_.resize(total);
-  for (uint64_t i = 0; i < total; ++i) {
-    if (i == 0 || entries[i].value != entries[i - 1].value) {
-      values_.push_back(entries[i].value);
-      starts_.push_back(i);
-    }
-    docs_[i] = static_cast<DocId>(entries[i].set);
-  }
-  starts_.push_back(total);
+  for (size_t b = 0; b < lists; ++b) starts_[b + 1] += starts_[b];
+  // Filled with starts_[b] as list b's cursor, which ends at the next list's start: shifted back.
+  each_part([&](DocId d, std::span<const ShingleHash> run) {
+    for (const ShingleHash v : run) entries_[starts_[v >> shift_]++] = {d, static_cast<uint32_t>(v)};
+  });
+  for (size_t b = lists; b > 0; --b) starts_[b] = starts_[b - 1];
+  starts_[0] = 0;
 }
 
 uint64_t SetSearch::bytes() const noexcept {
-  return sizes_.size() * sizeof(uint32_t) + values_.size() * sizeof(ShingleHash) + starts_.size() * sizeof(uint64_t) +
-         docs_.size() * sizeof(DocId);
+  return sizes_.size() * sizeof(uint32_t) + starts_.size() * sizeof(uint64_t) + entries_.size() * sizeof(Entry);
 }
 
-std::span<const DocId> SetSearch::postings(ShingleHash h) const noexcept {
-  const auto it = std::lower_bound(values_.begin(), values_.end(), h);
-  if (it == values_.end() || *it != h) return {};
-  const auto i = static_cast<size_t>(it - values_.begin());
-  return {docs_.data() + starts_[i], static_cast<size_t>(starts_[i + 1] - starts_[i])};
-}
-
-std::vector<std::span<const DocId>> SetSearch::rarest_first(std::span<const ShingleHash> q) const {
-  std::vector<std::span<const DocId>> lists(q.size());
-  for (size_t i = 0; i < q.size(); ++i) lists[i] = postings(q[i]);
-  // Stable: of two equally rare shingles the smaller hash comes first, so the order (and the
-  // answers' order among ties) depends on the query alone.
-  std::stable_sort(lists.begin(), lists.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
-  return lists;
+SetSearch::Postings SetSearch::rarest_first(std::span<const ShingleHash> q) const {
+  Postings p;
+  p.lists.resize(q.size());
+  for (size_t i = 0; i < q.size(); ++i) {
+    const size_t b = static_cast<size_t>(q[i] >> shift_);
+    const auto low = static_cast<uint32_t>(q[i]);
+    p.lists[i].first = p.docs.size();
+    for (uint64_t e = starts_[b]; e < starts_[b + 1]; ++e)
+      if (entries_[e].low == low) p.docs.push_back(entries_[e].doc);
+    p.lists[i].second = p.docs.size() - p.lists[i].first;
+  }
+  // Stable: of two equally rare shingles the smaller hash comes first, so the order depends on
+  // the query and the index alone.
+  std::stable_sort(p.lists.begin(), p.lists.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return p;
 }
 
 void SetSearch::containing(std::span<const ShingleHash> q, double t, const SetOf& set_of, const Skip& skip, size_t slots,

@@ -18,6 +18,13 @@
 //    c = min(|Q| - i, |X|).
 //
 // Both answers are exact: the same as comparing Q with every indexed set.
+//
+// The inverted index: one entry per indexed shingle, the document and the hash's low 32 bits,
+// in lists by the hash's top bits (about eight shingles' entries a list), each list in DocId
+// order. A shingle's documents are the entries of its list with its low bits: 8 bytes per
+// shingle and about 1 for the lists' starts, against 8 for the stored sets themselves. Built
+// in two passes over the sets (count, fill), each thread taking a range of lists, with no other
+// memory.
 #pragma once
 
 #include <cstdint>
@@ -48,8 +55,7 @@ class SetSearch {
   /// Whether a document is left out (removed from the index, or never searched).
   using Skip = std::function<bool(DocId)>;
 
-  /// Indexes the sets of the documents [0, n) that skip() does not leave out. Memory: 4 bytes
-  /// per indexed shingle and 16 per distinct one (and 16 per shingle while it is built).
+  /// Indexes the sets of the documents [0, n) that skip() does not leave out.
   SetSearch(size_t n, const SetOf& set_of, const Skip& skip, int threads);
 
   /// The documents indexed: [0, covered()). A query compares the documents [covered(), slots)
@@ -67,15 +73,22 @@ class SetSearch {
                     std::vector<IndexMatch>& out) const;
 
  private:
-  /// The documents holding h, ascending (empty if none).
-  std::span<const DocId> postings(ShingleHash h) const noexcept;
-  /// q's postings, fewest documents first.
-  std::vector<std::span<const DocId>> rarest_first(std::span<const ShingleHash> q) const;
+  struct Entry {
+    DocId doc;
+    uint32_t low;  // the shingle's low 32 bits
+  };
+  /// The documents holding each of q's shingles, fewest first.
+  struct Postings {
+    std::vector<DocId> docs;
+    std::vector<std::pair<uint64_t, uint64_t>> lists;  // (start, length) in docs
+    std::span<const DocId> operator[](size_t i) const noexcept { return {docs.data() + lists[i].first, lists[i].second}; }
+  };
+  Postings rarest_first(std::span<const ShingleHash> q) const;
 
-  std::vector<uint32_t> sizes_;       // per document: its set's size (0 if left out)
-  std::vector<ShingleHash> values_;   // the distinct indexed shingles, ascending
-  std::vector<uint64_t> starts_;      // values_[i]'s documents: docs_[starts_[i], starts_[i + 1])
-  std::vector<DocId> docs_;
+  std::vector<uint32_t> sizes_;   // per document: its set's size (0 if left out)
+  int shift_ = 64;                // a shingle's list: its top 64 - shift_ bits
+  std::vector<uint64_t> starts_;  // list b: entries_[starts_[b], starts_[b + 1])
+  std::vector<Entry> entries_;
 };
 
 }  // namespace neardup
