@@ -33,8 +33,10 @@ MODULES = {
     "hyperloglog": ["HyperLogLog", "HyperLogLogPlusPlus"],
     "lsh_bloom": ["MinHashLSHBloom", "BloomTable"],
     "hashfunc": ["sha1_hash32", "sha1_hash64"],
+    "hnsw": ["HNSW"],
 }
-DEFAULT_TESTS = ["test_minhash.py", "test_lean_minhash.py", "test_lsh.py"]
+DEFAULT_TESTS = ["test_minhash.py", "test_lean_minhash.py", "test_lsh.py", "test_weighted_minhash.py", "test_lshforest.py",
+                 "test_lshensemble.py", "test_hyperloglog.py", "test_lshbloom.py"]
 
 SHIM_MODULE = '''"""datasketch.{module}, as neardup.datasketch has it (tools/datasketch_suite.py)."""
 import neardup.datasketch as _nd

@@ -329,6 +329,21 @@ py::array_t<uint32_t> sha1_hash32_all(py::handle values, int threads) {
   return to_array(std::move(out));
 }
 
+// sha1_hash64 of every value, in parallel over chunks; TypeError if one is not bytes.
+py::array_t<uint64_t> sha1_hash64_all(py::handle values, int threads) {
+  const Items it = items_of(values);
+  for (size_t i = 0; i < it.size; ++i)
+    if (!PyBytes_Check(it.items[i])) throw py::type_error("not bytes");
+  std::vector<uint64_t> out(it.size);
+  constexpr size_t kChunk = 1 << 14;
+  const size_t chunks = (it.size + kChunk - 1) / kChunk;
+  ThreadPool::current().parallel_for(chunks, chunks > 1 ? default_threads(threads) : 1, [&](size_t c, size_t) {
+    for (size_t i = c * kChunk; i < std::min(it.size, (c + 1) * kChunk); ++i)
+      out[i] = sha1_hash64(PyBytes_AS_STRING(it.items[i]), static_cast<size_t>(PyBytes_GET_SIZE(it.items[i])));
+  });
+  return to_array(std::move(out));
+}
+
 // values[i] = min(values[i], min over j of h_i(hv[j])), permutation by permutation over all the
 // values: a_i * x, with x below 2^32, is a_lo * x + (a_hi * x << 32) modulo 2^64, two 32 x 32-bit
 // products, so that the loop over the values vectorises without 64-bit multiplies.
@@ -620,6 +635,7 @@ PYBIND11_MODULE(_native, m) {
     return sha1_hash32(s.data(), s.size());
   });
   m.def("sha1_hash32_all", &sha1_hash32_all, py::arg("values"), py::arg("threads") = 0);
+  m.def("sha1_hash64_all", &sha1_hash64_all, py::arg("values"), py::arg("threads") = 0);
   m.def("update_hashvalues", &update_hashvalues);
   m.def("bulk_sha1", &bulk_sha1, py::arg("docs"), py::arg("a"), py::arg("b"), py::arg("threads") = 0);
   register_datasketch(m);

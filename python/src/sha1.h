@@ -197,9 +197,10 @@ inline bool cpu_has_sha() noexcept {
 #endif
 }
 
-/// The first 32 bits of SHA-1(data), read little-endian: datasketch's sha1_hash32.
-inline uint32_t sha1_hash32(const void* data, size_t n, bool sha_extensions = cpu_has_sha()) noexcept {
-  uint32_t h[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
+/// The SHA-1 state after all of data: h[0] holds the digest's first four bytes, big-endian.
+inline void sha1_state(const void* data, size_t n, uint32_t h[5], bool sha_extensions = cpu_has_sha()) noexcept {
+  const uint32_t init[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
+  std::memcpy(h, init, sizeof init);
   const auto* p = static_cast<const unsigned char*>(data);
   size_t left = n;
 #if defined(__x86_64__)
@@ -217,9 +218,21 @@ inline uint32_t sha1_hash32(const void* data, size_t n, bool sha_extensions = cp
   const uint64_t bits = static_cast<uint64_t>(n) * 8;
   for (int i = 0; i < 8; ++i) tail[blocks * 64 - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
   for (size_t b = 0; b < blocks; ++b) block(h, tail + 64 * b);
-  // The digest is h[0] big-endian first; its first four bytes read little-endian are h[0]
-  // with its bytes reversed.
+}
+
+/// The first 32 bits of SHA-1(data), read little-endian: datasketch's sha1_hash32. The digest is
+/// h[0] big-endian first, so its first four bytes read little-endian are h[0] byte-reversed.
+inline uint32_t sha1_hash32(const void* data, size_t n, bool sha_extensions = cpu_has_sha()) noexcept {
+  uint32_t h[5];
+  sha1_state(data, n, h, sha_extensions);
   return __builtin_bswap32(h[0]);
+}
+
+/// The first 64 bits of SHA-1(data), read little-endian: datasketch's sha1_hash64.
+inline uint64_t sha1_hash64(const void* data, size_t n, bool sha_extensions = cpu_has_sha()) noexcept {
+  uint32_t h[5];
+  sha1_state(data, n, h, sha_extensions);
+  return uint64_t{__builtin_bswap32(h[0])} | uint64_t{__builtin_bswap32(h[1])} << 32;
 }
 
 }  // namespace neardup::python

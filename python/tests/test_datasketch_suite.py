@@ -17,7 +17,8 @@ def test_the_suite_runs_tests_written_for_datasketch_on_neardup(tmp_path):
         import pytest
         import mockredis
         from datasketch import MinHash, WeightedMinHashGenerator
-        from datasketch.hyperloglog import HyperLogLog, HyperLogLogPlusPlus
+        from datasketch.hyperloglog import HyperLogLog
+        from datasketch.hnsw import HNSW
         from datasketch.lsh import MinHashLSH
         from test.utils import fake_hash_func
         import neardup.datasketch as nd
@@ -31,7 +32,7 @@ def test_the_suite_runs_tests_written_for_datasketch_on_neardup(tmp_path):
 
         def test_a_class_neardup_lacks_fails_when_used():
             with pytest.raises(NotImplementedError, match="does not have it"):
-                HyperLogLogPlusPlus()
+                HNSW()
 
         def test_redis_is_deselected():
             mockredis.mock_redis_client()

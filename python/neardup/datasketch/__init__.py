@@ -1,8 +1,9 @@
 """A drop-in for datasketch's sketches and indexes (datasketch 1.10's public surface) that gives
 the same values, with the batch paths in C++: MinHash, LeanMinHash and MinHashLSH
 (minhash.py, lsh.py), bBitMinHash (b_bit_minhash.py), WeightedMinHash and
-WeightedMinHashGenerator (weighted_minhash.py), HyperLogLog (hyperloglog.py), MinHashLSHForest
-(lshforest.py), MinHashLSHEnsemble (lshensemble.py).
+WeightedMinHashGenerator (weighted_minhash.py), HyperLogLog and HyperLogLogPlusPlus
+(hyperloglog.py), MinHashLSHForest (lshforest.py), MinHashLSHEnsemble (lshensemble.py),
+MinHashLSHBloom (lsh_bloom.py).
 
     from neardup.datasketch import MinHash, MinHashLSH   # instead of: from datasketch import ...
 
@@ -25,16 +26,18 @@ held, the permutations run without it. Any other ``hashfunc`` is called from Pyt
 value, as datasketch does, and only the permutations run in C++.
 """
 from .b_bit_minhash import bBitMinHash
-from .hyperloglog import HyperLogLog, sha1_hash64
+from .hyperloglog import HyperLogLog, HyperLogLogPlusPlus, sha1_hash64
 from .lsh import MinHashLSH, MinHashLSHDeletionSession, MinHashLSHInsertionSession
 from .lshensemble import MinHashLSHEnsemble
+from .lsh_bloom import BloomTable, MinHashLSHBloom
 from .lshforest import MinHashLSHForest
 from .minhash import LeanMinHash, MinHash, sha1_hash32
 from .weighted_minhash import WeightedMinHash, WeightedMinHashGenerator
 
 __all__ = ["MinHash", "LeanMinHash", "MinHashLSH", "sha1_hash32", "MinHashLSHInsertionSession",
            "MinHashLSHDeletionSession", "WeightedMinHash", "WeightedMinHashGenerator", "bBitMinHash",
-           "HyperLogLog", "sha1_hash64", "MinHashLSHForest", "MinHashLSHEnsemble"]
+           "HyperLogLog", "HyperLogLogPlusPlus", "sha1_hash64", "MinHashLSHForest", "MinHashLSHEnsemble",
+           "MinHashLSHBloom", "BloomTable"]
 
 # Pickles name the classes by this package, wherever a class is defined: a pickle made by one
 # version of neardup loads in another.
