@@ -6,18 +6,28 @@
 
 namespace neardup {
 
-// Built under a mutex by the first query that needs it, and again once the documents added since
-// outnumber a fifth of those it covers (a query compares those one by one). Queries hold a
-// reference of their own, so a rebuild never pulls the search from under one.
-std::shared_ptr<const SetSearch> NearDupIndex::set_search() const {
+// Built under a mutex by the first query that needs it, and extended by the first one after
+// SegmentedSearch::kTail more documents were inserted (a new segment, perhaps merged with the
+// last ones). Queries hold a reference of their own, so an extension never pulls the search from
+// under one.
+std::shared_ptr<const SegmentedSearch> NearDupIndex::set_search() const {
   std::lock_guard<std::mutex> g(search_mu_);
   const size_t n = slots();
-  if (!search_ || n - search_->covered() > std::max<size_t>(1024, search_->covered() / 5)) {
-    search_.reset();
-    search_ = std::make_shared<const SetSearch>(
-        n, [this](DocId d) { return set_of(d); }, [this](DocId d) { return removed(d); }, internal::hardware_threads());
+  if (!search_ || n - search_->end() >= SegmentedSearch::kTail) {
+    const SegmentedSearch none;
+    search_ = std::make_shared<const SegmentedSearch>((search_ ? *search_ : none).extended(
+        n, [this](DocId d) { return set_of(d); }, [this](DocId d) { return removed(d); }, internal::hardware_threads()));
   }
   return search_;
+}
+
+bool NearDupIndex::has_set_search() const {
+  std::lock_guard<std::mutex> g(search_mu_);
+  return search_ != nullptr;
+}
+
+void NearDupIndex::build_set_search() const {
+  if (spec_.verify == VerifyMode::Exact) (void)set_search();
 }
 
 void NearDupIndex::search(const IndexSketch& q, const IndexQuery& how, std::vector<IndexMatch>& out) const {

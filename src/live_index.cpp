@@ -311,6 +311,9 @@ void LiveIndex::State::do_fold() {
   // Queries go on reading the old index (its mapping outlives the rename); only the writer
   // changes it, and the writer is here.
   std::unique_ptr<NearDupIndex> fresh = index->save_and_reopen();
+  // Containment and top-k queries were asked: the folded index gets its inverted index now, not
+  // on the first such query after the swap, which would wait for it.
+  if (index->has_set_search()) fresh->build_set_search();
   const IndexStats st = fresh->stats();
   {
     std::lock_guard<RwLock> g(rw);

@@ -1,7 +1,6 @@
 #include "neardup/set_search.h"
 
 #include <algorithm>
-#include <queue>
 #include <unordered_set>
 
 #include "internal/parallel.h"
@@ -10,14 +9,14 @@
 
 namespace neardup {
 
-SetSearch::SetSearch(size_t n, const SetOf& set_of, const Skip& skip, int threads) {
-  sizes_.assign(n, 0);
+SetSearch::SetSearch(DocId first, DocId last, const SearchSetOf& set_of, const SearchSkip& skip, int threads) : first_(first) {
+  sizes_.assign(last - first, 0);
   uint64_t total = 0;
-  for (DocId d = 0; d < n; ++d) {
+  for (DocId d = first; d < last; ++d) {
     if (skip(d)) continue;
     const size_t len = set_of(d).size();
     if (len >= UINT32_MAX) throw UsageError("a document has more than 2^32 shingles");
-    sizes_[d] = static_cast<uint32_t>(len);
+    sizes_[d - first] = static_cast<uint32_t>(len);
     total += len;
   }
   // A list for about eight shingles (a power of two): a short scan, and starts of about a byte
@@ -41,8 +40,8 @@ SetSearch::SetSearch(size_t n, const SetOf& set_of, const Skip& skip, int thread
   const auto each_part = [&](auto&& fn) {
     internal::parallel_for(parts, threads, [&](size_t p, size_t) {
       const auto [lo, hi] = internal::part_range(lists, p, parts);
-      for (DocId d = 0; d < n; ++d)
-        if (sizes_[d]) fn(d, run_of(d, lo, hi));
+      for (DocId d = first; d < last; ++d)
+        if (size_of(d)) fn(d, run_of(d, lo, hi));
     });
   };
   each_part([&](DocId, std::span<const ShingleHash> run) {
@@ -78,69 +77,15 @@ SetSearch::Postings SetSearch::rarest_first(std::span<const ShingleHash> q) cons
   return p;
 }
 
-void SetSearch::containing(std::span<const ShingleHash> q, double t, const SetOf& set_of, const Skip& skip, size_t slots,
-                           std::vector<IndexMatch>& out) const {
-  out.clear();
-  if (q.empty()) return;
-  const uint64_t need = ExactThreshold::from(t).min_overlap(q.size());
-  const auto& kernels = internal::kernels();
-  const auto check = [&](DocId d) {
-    const auto x = set_of(d);
-    const long common = kernels.set_common_at_least(q.data(), q.size(), x.data(), x.size(), static_cast<long>(need));
-    if (common >= 0 && static_cast<uint64_t>(common) >= need)
-      out.push_back({d, static_cast<double>(common) / static_cast<double>(q.size())});
-  };
+void SetSearch::containment_candidates(std::span<const ShingleHash> q, uint64_t need, std::vector<DocId>& out) const {
   const auto lists = rarest_first(q);
-  std::vector<DocId> found;
-  for (size_t i = 0; i < q.size() - need + 1; ++i) found.insert(found.end(), lists[i].begin(), lists[i].end());
-  std::sort(found.begin(), found.end());
-  found.erase(std::unique(found.begin(), found.end()), found.end());
-  for (const DocId d : found)
-    if (sizes_[d] >= need && !skip(d)) check(d);
-  for (size_t d = covered(); d < slots; ++d)
-    if (!skip(static_cast<DocId>(d))) check(static_cast<DocId>(d));
-  std::sort(out.begin(), out.end(), better_match);
+  for (size_t i = 0; i < q.size() - need + 1; ++i)
+    for (const DocId d : lists[i])
+      if (size_of(d) >= need) out.push_back(d);
 }
 
-namespace {
-
-// The k best answers so far; the worst of them on top.
-class BestMatches {
- public:
-  explicit BestMatches(size_t k) : k_(k) {}
-  bool full() const noexcept { return heap_.size() == k_; }
-  double floor() const noexcept { return heap_.top().similarity; }
-  // Whether a document of similarity `sim` could still get in (a tie may: the lower DocId wins).
-  bool open_to(double sim) const noexcept { return !full() || sim >= floor(); }
-  void offer(DocId d, double sim) {
-    if (sim <= 0) return;
-    if (!full()) {
-      heap_.push({d, sim});
-    } else if (better_match({d, sim}, heap_.top())) {
-      heap_.pop();
-      heap_.push({d, sim});
-    }
-  }
-  void take(std::vector<IndexMatch>& out) {
-    for (; !heap_.empty(); heap_.pop()) out.push_back(heap_.top());
-    std::sort(out.begin(), out.end(), better_match);
-  }
-
- private:
-  size_t k_;
-  std::priority_queue<IndexMatch, std::vector<IndexMatch>, decltype(&better_match)> heap_{better_match};
-};
-
-}  // namespace
-
-void SetSearch::most_similar(std::span<const ShingleHash> q, size_t k, const SetOf& set_of, const Skip& skip, size_t slots,
-                             std::vector<IndexMatch>& out) const {
-  out.clear();
-  if (q.empty() || k == 0) return;
-  BestMatches best(k);
-  // The documents added since the search was built set the first bar.
-  for (size_t d = covered(); d < slots; ++d)
-    if (!skip(static_cast<DocId>(d))) best.offer(static_cast<DocId>(d), jaccard(q, set_of(static_cast<DocId>(d))));
+void SetSearch::offer_most_similar(std::span<const ShingleHash> q, const SearchSetOf& set_of, const SearchSkip& skip,
+                                   BestMatches& best) const {
   const auto lists = rarest_first(q);
   const uint64_t qn = q.size();
   std::unordered_set<DocId> met;
@@ -149,12 +94,84 @@ void SetSearch::most_similar(std::span<const ShingleHash> q, size_t k, const Set
     if (!best.open_to(static_cast<double>(qn - i) / static_cast<double>(qn))) break;
     for (const DocId d : lists[i]) {
       if (!met.insert(d).second || skip(d)) continue;
-      const uint64_t x = sizes_[d], c = std::min(qn - i, x);
+      const uint64_t x = size_of(d), c = std::min(qn - i, x);
       if (!best.open_to(static_cast<double>(c) / static_cast<double>(qn + x - c))) continue;
       best.offer(d, best.full() ? jaccard_at_least(q, set_of(d), best.floor()) : jaccard(q, set_of(d)));
     }
   }
-  best.take(out);
+}
+
+void BestMatches::offer(DocId d, double sim) {
+  if (sim <= 0) return;
+  if (!full()) {
+    heap_.push({d, sim});
+  } else if (better_match({d, sim}, heap_.top())) {
+    heap_.pop();
+    heap_.push({d, sim});
+  }
+}
+
+std::vector<IndexMatch> BestMatches::take() {
+  std::vector<IndexMatch> out;
+  for (; !heap_.empty(); heap_.pop()) out.push_back(heap_.top());
+  std::sort(out.begin(), out.end(), better_match);
+  return out;
+}
+
+SegmentedSearch SegmentedSearch::extended(size_t slots, const SearchSetOf& set_of, const SearchSkip& skip, int threads) const {
+  SegmentedSearch s = *this;
+  const auto first = static_cast<DocId>(end());
+  if (slots - first < kTail) return s;
+  s.parts_.push_back(std::make_shared<const SetSearch>(first, static_cast<DocId>(slots), set_of, skip, threads));
+  const auto docs = [&](size_t i) { return s.parts_[i]->last() - s.parts_[i]->first(); };
+  for (size_t n = s.parts_.size(); n >= 2 && docs(n - 2) <= 2 * docs(n - 1); n = s.parts_.size()) {
+    const DocId from = s.parts_[n - 2]->first(), to = s.parts_[n - 1]->last();
+    s.parts_.resize(n - 2);
+    s.parts_.push_back(std::make_shared<const SetSearch>(from, to, set_of, skip, threads));
+  }
+  return s;
+}
+
+uint64_t SegmentedSearch::bytes() const noexcept {
+  uint64_t b = 0;
+  for (const auto& p : parts_) b += p->bytes();
+  return b;
+}
+
+void SegmentedSearch::containing(std::span<const ShingleHash> q, double t, const SearchSetOf& set_of, const SearchSkip& skip,
+                                 size_t slots, std::vector<IndexMatch>& out) const {
+  out.clear();
+  if (q.empty()) return;
+  const uint64_t need = ExactThreshold::from(t).min_overlap(q.size());
+  // Each segment takes the rarest shingles by its own lists: a document holding `need` of q's
+  // holds one of any |q| - need + 1 of them, whichever they are.
+  std::vector<DocId> found;
+  for (const auto& p : parts_) p->containment_candidates(q, need, found);
+  for (size_t d = end(); d < slots; ++d) found.push_back(static_cast<DocId>(d));
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  const auto& kernels = internal::kernels();
+  for (const DocId d : found) {
+    if (skip(d)) continue;
+    const auto x = set_of(d);
+    const long common = kernels.set_common_at_least(q.data(), q.size(), x.data(), x.size(), static_cast<long>(need));
+    if (common >= 0 && static_cast<uint64_t>(common) >= need)
+      out.push_back({d, static_cast<double>(common) / static_cast<double>(q.size())});
+  }
+  std::sort(out.begin(), out.end(), better_match);
+}
+
+void SegmentedSearch::most_similar(std::span<const ShingleHash> q, size_t k, const SearchSetOf& set_of, const SearchSkip& skip,
+                                   size_t slots, std::vector<IndexMatch>& out) const {
+  out.clear();
+  if (q.empty() || k == 0) return;
+  BestMatches best(k);
+  // The documents after the segments first, then the newest (smallest) segments: they set a bar
+  // that lets the large one stop sooner. Each segment's bound holds for its own documents.
+  for (size_t d = end(); d < slots; ++d)
+    if (!skip(static_cast<DocId>(d))) best.offer(static_cast<DocId>(d), jaccard(q, set_of(static_cast<DocId>(d))));
+  for (auto p = parts_.rbegin(); p != parts_.rend(); ++p) (*p)->offer_most_similar(q, set_of, skip, best);
+  out = best.take();
 }
 
 }  // namespace neardup

@@ -128,9 +128,13 @@ class NearDupIndex {
   void query(const IndexSketch& q, double threshold, std::vector<IndexMatch>& out) const;
   /// What `how` asks: query() for Similar; for Containing and Top the exact answers of SetSearch
   /// (set_search.h) over the stored sets, its inverted index built on the first such query and
-  /// again once a fifth of the documents came after it. Throws UsageError for those two if the
-  /// index keeps no sets (created with estimate verification).
+  /// extended by the next one after every SegmentedSearch::kTail insertions. Throws UsageError
+  /// for those two if the index keeps no sets (created with estimate verification).
   void search(const IndexSketch& q, const IndexQuery& how, std::vector<IndexMatch>& out) const;
+  /// Whether a containment or top-k query has built the inverted index, and building it now
+  /// (LiveIndex does before it swaps a folded index in, so that no query waits for it then).
+  bool has_set_search() const;
+  void build_set_search() const;
 
   /// Adds a document; returns its DocId. The id must not be live in the index already
   /// (contains() tells), which the caller checks so it can say what to do.
@@ -177,7 +181,7 @@ class NearDupIndex {
   std::span<const ShingleHash> set_of(DocId d) const;
   std::span<const SigValue> sig_of(DocId d) const noexcept;
   void build_id_map() const;
-  std::shared_ptr<const SetSearch> set_search() const;
+  std::shared_ptr<const SegmentedSearch> set_search() const;
 
   PipelineSpec spec_;
   size_t num_perm_ = 0;
@@ -202,7 +206,7 @@ class NearDupIndex {
   mutable std::once_flag id_map_once_;
   mutable std::atomic<bool> id_map_built_{false};
   mutable std::mutex search_mu_;  // guards search_: built on a query, which may run on many threads
-  mutable std::shared_ptr<const SetSearch> search_;
+  mutable std::shared_ptr<const SegmentedSearch> search_;
   std::unique_ptr<IndexLock> lock_;  // held while open for update
   uint64_t identity_ = 0;
   std::string update_path_;

@@ -29,6 +29,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <queue>
 #include <span>
 #include <vector>
 
@@ -48,29 +50,42 @@ inline bool better_match(const IndexMatch& a, const IndexMatch& b) noexcept {
   return a.similarity != b.similarity ? a.similarity > b.similarity : a.doc < b.doc;
 }
 
+using SearchSetOf = std::function<std::span<const ShingleHash>(DocId)>;
+/// Whether a document is left out (removed from the index).
+using SearchSkip = std::function<bool(DocId)>;
+
+/// The k best answers of a top-k search so far (better_match; the worst of them on top).
+class BestMatches {
+ public:
+  explicit BestMatches(size_t k) : k_(k) {}
+  bool full() const noexcept { return heap_.size() == k_; }
+  double floor() const noexcept { return heap_.top().similarity; }
+  /// Whether a document of similarity `sim` could still get in (a tie may: the lower DocId wins).
+  bool open_to(double sim) const noexcept { return !full() || sim >= floor(); }
+  void offer(DocId d, double sim);
+  /// The answers, best first.
+  std::vector<IndexMatch> take();
+
+ private:
+  size_t k_;
+  std::priority_queue<IndexMatch, std::vector<IndexMatch>, decltype(&better_match)> heap_{better_match};
+};
+
+/// The inverted index of the sets of the documents [first, last): one segment of an index's.
 class SetSearch {
  public:
-  /// The shingle set of a document: sorted, distinct.
-  using SetOf = std::function<std::span<const ShingleHash>(DocId)>;
-  /// Whether a document is left out (removed from the index, or never searched).
-  using Skip = std::function<bool(DocId)>;
-
-  /// Indexes the sets of the documents [0, n) that skip() does not leave out.
-  SetSearch(size_t n, const SetOf& set_of, const Skip& skip, int threads);
-
-  /// The documents indexed: [0, covered()). A query compares the documents [covered(), slots)
-  /// (added since it was built) with the query one by one.
-  size_t covered() const noexcept { return sizes_.size(); }
+  /// Indexes the sets of the documents [first, last) that skip() does not leave out.
+  SetSearch(DocId first, DocId last, const SearchSetOf& set_of, const SearchSkip& skip, int threads);
+  DocId first() const noexcept { return first_; }
+  DocId last() const noexcept { return static_cast<DocId>(first_ + sizes_.size()); }
   uint64_t bytes() const noexcept;
 
-  /// Every document X, not left out by skip(), with |q ∩ X| >= ceil(t |q|), scored by the
-  /// containment |q ∩ X| / |q|, best first (better_match). An empty q contains nothing.
-  void containing(std::span<const ShingleHash> q, double t, const SetOf& set_of, const Skip& skip, size_t slots,
-                  std::vector<IndexMatch>& out) const;
-  /// The k documents of highest Jaccard with q (above 0), best first (better_match: of equal
-  /// similarities the lower DocId first, and in).
-  void most_similar(std::span<const ShingleHash> q, size_t k, const SetOf& set_of, const Skip& skip, size_t slots,
-                    std::vector<IndexMatch>& out) const;
+  /// Appends the documents that may hold `need` of q's shingles: those with that many shingles
+  /// in the lists of q's |q| - need + 1 rarest (here), perhaps twice.
+  void containment_candidates(std::span<const ShingleHash> q, uint64_t need, std::vector<DocId>& out) const;
+  /// Offers `best` every document here that may be among the k of highest Jaccard with q.
+  void offer_most_similar(std::span<const ShingleHash> q, const SearchSetOf& set_of, const SearchSkip& skip,
+                          BestMatches& best) const;
 
  private:
   struct Entry {
@@ -84,11 +99,42 @@ class SetSearch {
     std::span<const DocId> operator[](size_t i) const noexcept { return {docs.data() + lists[i].first, lists[i].second}; }
   };
   Postings rarest_first(std::span<const ShingleHash> q) const;
+  uint32_t size_of(DocId d) const noexcept { return sizes_[d - first_]; }
 
-  std::vector<uint32_t> sizes_;   // per document: its set's size (0 if left out)
+  DocId first_ = 0;
+  std::vector<uint32_t> sizes_;   // per document from first_: its set's size (0 if left out)
   int shift_ = 64;                // a shingle's list: its top 64 - shift_ bits
   std::vector<uint64_t> starts_;  // list b: entries_[starts_[b], starts_[b + 1])
   std::vector<Entry> entries_;
+};
+
+/// The exact searches over documents [0, slots) of an index: the segments cover [0, end()), and
+/// the documents after them (fewer than kTail) are compared one by one. Documents added later
+/// are indexed as a new segment once kTail of them wait, and the last two segments are merged
+/// (indexed again as one) while the older is at most twice the newer, so there are O(log n)
+/// segments and each document is indexed O(log n) times, as in a log-structured merge tree.
+class SegmentedSearch {
+ public:
+  static constexpr size_t kTail = 128;
+
+  /// The segments for documents [0, slots), from these (of fewer documents): a copy, so that a
+  /// query holding the older one reads it undisturbed.
+  SegmentedSearch extended(size_t slots, const SearchSetOf& set_of, const SearchSkip& skip, int threads) const;
+  size_t end() const noexcept { return parts_.empty() ? 0 : parts_.back()->last(); }
+  size_t segments() const noexcept { return parts_.size(); }
+  uint64_t bytes() const noexcept;
+
+  /// Every document X of [0, slots), not left out, with |q ∩ X| >= ceil(t |q|), scored by the
+  /// containment |q ∩ X| / |q|, best first (better_match). An empty q contains nothing.
+  void containing(std::span<const ShingleHash> q, double t, const SearchSetOf& set_of, const SearchSkip& skip, size_t slots,
+                  std::vector<IndexMatch>& out) const;
+  /// The k documents of highest Jaccard with q (above 0), best first (better_match: of equal
+  /// similarities the lower DocId first, and in).
+  void most_similar(std::span<const ShingleHash> q, size_t k, const SearchSetOf& set_of, const SearchSkip& skip,
+                    size_t slots, std::vector<IndexMatch>& out) const;
+
+ private:
+  std::vector<std::shared_ptr<const SetSearch>> parts_;
 };
 
 }  // namespace neardup

@@ -110,7 +110,7 @@ TEST(Containment, EdgeCases) {
 }
 
 struct Oracle {
-  const Sets& sets;
+  Sets sets;
   std::vector<uint8_t> removed;
   std::vector<IndexMatch> containing(const std::vector<ShingleHash>& q, double t) const {
     std::vector<IndexMatch> out;
@@ -136,31 +136,39 @@ struct Oracle {
 };
 
 TEST(SetSearch, ContainingAndTopEqualBruteForce) {
-  const Sets sets = planted(7, 150);
+  const Sets sets = planted(7, 300);
   Oracle oracle{sets, std::vector<uint8_t>(sets.size(), 0)};
   for (size_t d = 0; d < sets.size(); d += 13) oracle.removed[d] = 1;
   const auto set_of = [&](DocId d) { return std::span<const ShingleHash>(sets[d]); };
   const auto skip = [&](DocId d) { return oracle.removed[d] != 0; };
-  // Built over the first 80%; the rest are compared one by one, as an index's later additions.
-  const SetSearch search(sets.size() * 4 / 5, set_of, skip, 2);
+  // Extended as an index's insertions extend it: segments, merged, and a tail compared one by one.
+  SegmentedSearch search;
   std::mt19937_64 rng(11);
-  size_t found = 0;
-  for (size_t qi = 0; qi < 60; ++qi) {
-    std::vector<ShingleHash> q = sets[rng() % sets.size()];
-    if (qi % 3 == 1 && q.size() > 4) q.resize(q.size() / 3);        // a part of a set
-    if (qi % 5 == 2) q.push_back(rng()), q = sorted_set(q);        // with a value no set has
-    for (const double t : {0.4, 0.7, 1.0}) {
-      std::vector<IndexMatch> got;
-      search.containing(q, t, set_of, skip, sets.size(), got);
-      ASSERT_EQ(got, oracle.containing(q, t)) << "query " << qi << " t " << t;
-      found += got.size();
-    }
-    for (const size_t k : {1, 5, 20}) {
-      std::vector<IndexMatch> got;
-      search.most_similar(q, k, set_of, skip, sets.size(), got);
-      ASSERT_EQ(got, oracle.top(q, k)) << "query " << qi << " k " << k;
+  size_t found = 0, most_segments = 0;
+  for (const size_t slots : {size_t{40}, sets.size() * 2 / 3, sets.size() * 2 / 3 + 130, sets.size()}) {
+    search = search.extended(slots, set_of, skip, 2);
+    EXPECT_LE(search.end(), slots);
+    EXPECT_LT(slots - search.end(), SegmentedSearch::kTail);
+    most_segments = std::max(most_segments, search.segments());
+    Oracle upto{Sets(sets.begin(), sets.begin() + static_cast<ptrdiff_t>(slots)), oracle.removed};
+    for (size_t qi = 0; qi < 25; ++qi) {
+      std::vector<ShingleHash> q = sets[rng() % sets.size()];
+      if (qi % 3 == 1 && q.size() > 4) q.resize(q.size() / 3);  // a part of a set
+      if (qi % 5 == 2) q.push_back(rng()), q = sorted_set(q);  // with a value no set has
+      for (const double t : {0.4, 0.7, 1.0}) {
+        std::vector<IndexMatch> got;
+        search.containing(q, t, set_of, skip, slots, got);
+        ASSERT_EQ(got, upto.containing(q, t)) << "slots " << slots << " query " << qi << " t " << t;
+        found += got.size();
+      }
+      for (const size_t k : {1, 5, 20}) {
+        std::vector<IndexMatch> got;
+        search.most_similar(q, k, set_of, skip, slots, got);
+        ASSERT_EQ(got, upto.top(q, k)) << "slots " << slots << " query " << qi << " k " << k;
+      }
     }
   }
+  EXPECT_GE(most_segments, 2u) << "the insertions made several segments";
   EXPECT_GT(found, 100u);
 }
 

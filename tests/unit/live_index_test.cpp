@@ -267,6 +267,15 @@ TEST(LiveIndex, ConcurrentQueriesDuringAddsAndFolds) {
         }
         live->contains("d" + std::to_string(i));
         live->stats();
+        // The exact search, extended as documents are added and built again by each fold: a
+        // document added is its own best answer.
+        const auto top = live->query(texts[i], IndexQuery{IndexQuery::Kind::Top, 0.0, 1});
+        if (!top.empty() && top[0].similarity == 1.0) {
+          EXPECT_EQ(top[0].id, "d" + std::to_string(i));
+        }
+        if (!m.empty()) {
+          EXPECT_FALSE(top.empty());
+        }
       }
     });
   std::vector<std::thread> writers;
