@@ -303,6 +303,9 @@ RunOptions run_options(const CLI::App* cmd, const Options& o) {
   ro.duplicate_ids = o.on_duplicate_id == "keep" ? DuplicateIds::Keep : DuplicateIds::Error;
   ro.top = o.top;
   ro.measure = measure_of(o.measure);
+  if (ro.measure == Measure::Containment && !o.report.empty())
+    throw UsageError("--report charts Jaccard similarities and the LSH S-curve; it does not describe --measure containment "
+                     "(leave out one of the two)");
   // Containment is found by the exact join alone: it is the method unless another is named.
   if (ro.measure == Measure::Containment && !given(cmd, "--method") && o.spec.empty()) ro.spec.method = SketchMethod::Exact;
   ro.tuning.stream_pairs = true;  // pairs within clusters are verified as they are written, not held

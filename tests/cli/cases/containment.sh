@@ -21,6 +21,7 @@ $NEARDUP index query idx.ndx docs.jsonl --top 2 --skip-same-id --quiet
 echo "--- refusals"
 $NEARDUP pairs docs.jsonl --measure containment --method oph; echo "exit=$?"
 $NEARDUP pairs docs.jsonl --measure cosine; echo "exit=$?"
+$NEARDUP pairs docs.jsonl --measure containment --report r.html; echo "exit=$?"
 $NEARDUP index query idx.ndx q.jsonl --top 2 --containment 0.5; echo "exit=$?"
 $NEARDUP index create est.ndx --verify estimate --quiet
 $NEARDUP index add est.ndx docs.jsonl --quiet
