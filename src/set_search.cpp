@@ -11,10 +11,13 @@ namespace neardup {
 
 SetSearch::SetSearch(DocId first, DocId last, const SearchSetOf& set_of, const SearchSkip& skip, int threads) : first_(first) {
   sizes_.assign(last - first, 0);
+  // Each set looked up once (an index checks a set's checksum at each look-up), then read from here.
+  std::vector<std::span<const ShingleHash>> sets(last - first);
   uint64_t total = 0;
   for (DocId d = first; d < last; ++d) {
     if (skip(d)) continue;
-    const size_t len = set_of(d).size();
+    sets[d - first] = set_of(d);
+    const size_t len = sets[d - first].size();
     if (len >= UINT32_MAX) throw UsageError("a document has more than 2^32 shingles");
     sizes_[d - first] = static_cast<uint32_t>(len);
     total += len;
@@ -26,13 +29,14 @@ SetSearch::SetSearch(DocId first, DocId last, const SearchSetOf& set_of, const S
   shift_ = 64 - bits;
   const size_t lists = size_t{1} << bits;
   starts_.assign(lists + 1, 0);
-  entries_.resize(total);
+  entries_ = std::make_unique_for_overwrite<Entry[]>(total);  // no zero fill: every entry is written below
+  entry_count_ = total;
   // Each thread counts, then fills, the lists of its own range of top bits, taking the sets in
   // DocId order, so that every list comes out ascending; a set is sorted, so its values in a range
   // are one run, found by binary search.
   const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, 64);
   const auto run_of = [&](DocId d, size_t lo, size_t hi) {
-    const auto s = set_of(d);
+    const auto s = sets[d - first_];
     const auto from = std::lower_bound(s.begin(), s.end(), ShingleHash{lo} << shift_);
     const auto to = hi == lists ? s.end() : std::lower_bound(from, s.end(), ShingleHash{hi} << shift_);
     return std::span<const ShingleHash>(from, to);
@@ -57,7 +61,7 @@ SetSearch::SetSearch(DocId first, DocId last, const SearchSetOf& set_of, const S
 }
 
 uint64_t SetSearch::bytes() const noexcept {
-  return sizes_.size() * sizeof(uint32_t) + starts_.size() * sizeof(uint64_t) + entries_.size() * sizeof(Entry);
+  return sizes_.size() * sizeof(uint32_t) + starts_.size() * sizeof(uint64_t) + entry_count_ * sizeof(Entry);
 }
 
 SetSearch::Postings SetSearch::rarest_first(std::span<const ShingleHash> q) const {

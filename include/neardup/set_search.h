@@ -105,7 +105,8 @@ class SetSearch {
   std::vector<uint32_t> sizes_;   // per document from first_: its set's size (0 if left out)
   int shift_ = 64;                // a shingle's list: its top 64 - shift_ bits
   std::vector<uint64_t> starts_;  // list b: entries_[starts_[b], starts_[b + 1])
-  std::vector<Entry> entries_;
+  std::unique_ptr<Entry[]> entries_;  // uninitialised when made: every entry is written once
+  uint64_t entry_count_ = 0;
 };
 
 /// The exact searches over documents [0, slots) of an index: the segments cover [0, end()), and
