@@ -90,35 +90,22 @@ def main():
 
     values = [b"value-%d" % x for x in rng.integers(0, 10**9, 200_000)]
 
-    def their_hll():
-        h = datasketch.HyperLogLog(12)
-        for v in values:
-            h.update(v)
-        return h
+    def hll(cls, batch):
+        def run():
+            h = cls(12)
+            if batch:
+                h.update_batch(values)
+            else:
+                for v in values:
+                    h.update(v)
+            return h
+        return run
 
-    def our_hll():
-        h = nd.HyperLogLog(12)
-        h.update_batch(values)
-        return h
-
-    side_by_side("HyperLogLog p=12, 200,000 values", their_hll, our_hll,
-                 lambda x, y: np.array_equal(x.reg, y.reg) and x.count() == y.count(), reps)
-
-    def their_hllpp():
-        h = datasketch.HyperLogLogPlusPlus(12)
-        for v in values:
-            h.update(v)
-        return h
-
-    def our_hllpp():
-        h = nd.HyperLogLogPlusPlus(12)
-        h.update_batch(values)
-        return h
-
-    # The registers are the same; the counts differ within the estimator's error where the bias
-    # tables apply (neardup's are its own), and agree above 5m, as here.
-    side_by_side("HyperLogLogPlusPlus p=12, 200,000 values", their_hllpp, our_hllpp,
-                 lambda x, y: np.array_equal(x.reg, y.reg) and x.count() == y.count(), reps)
+    # HyperLogLogPlusPlus: the registers are the same; the counts differ within the estimator's
+    # error where the bias tables apply (neardup's are its own), and agree above 5m, as here.
+    for name in ("HyperLogLog", "HyperLogLogPlusPlus"):
+        side_by_side(f"{name} p=12, 200,000 values", hll(getattr(datasketch, name), False), hll(getattr(nd, name), True),
+                     lambda x, y: np.array_equal(x.reg, y.reg) and x.count() == y.count(), reps)
 
     base = rng.integers(0, 2**32, (5000, 128), dtype=np.uint64)
     sketches = []

@@ -9,18 +9,13 @@
 #include <random>
 
 #include "neardup/set_search.h"
+#include "neardup/shingle.h"
 
 using namespace neardup;
 
 namespace containment_test {
 
 using Sets = std::vector<std::vector<ShingleHash>>;
-
-std::vector<ShingleHash> sorted_set(std::vector<ShingleHash> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
 
 size_t common(const std::vector<ShingleHash>& a, const std::vector<ShingleHash>& b) {
   std::vector<ShingleHash> both;

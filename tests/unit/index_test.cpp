@@ -62,6 +62,14 @@ void add_all(NearDupIndex& idx, const std::string& path) {
   index_walk(idx, in, {}, w, [](const WalkRecord&) {});
 }
 
+// The corpus written to `data` and an index of it saved to `path`.
+void save_corpus_index(const std::string& data, const std::string& path, const std::string& corpus, const PipelineSpec& spec) {
+  write_file(data, corpus);
+  NearDupIndex idx(spec);
+  add_all(idx, data);
+  idx.save(path);
+}
+
 // Every (query id, indexed id) pair, query ids from the file, ids different.
 std::map<Pair, double> query_all(const NearDupIndex& idx, const std::string& path, double t) {
   std::map<Pair, double> out;
@@ -228,11 +236,8 @@ TEST(Index, ConcurrentContainsAndQueryAgree) {
 TEST(Index, ContainmentAndTopEqualBruteForce) {
   TempDir dir;
   const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx");
-  write_file(data, make_corpus(4, 80));
   const PipelineSpec spec = spec_of("words:3 minhash:64 lsh:16x4 verify:0.5");
-  NearDupIndex built(spec);
-  add_all(built, data);
-  built.save(path);
+  save_corpus_index(data, path, make_corpus(4, 80), spec);
   auto idx = NearDupIndex::open(path);
   IndexSketcher sk(spec);
   std::vector<IndexSketch> stored;  // every document's sketch, by DocId
@@ -283,11 +288,8 @@ TEST(Index, ContainmentAndTopEqualBruteForce) {
 TEST(Index, RemoveAndAddAcrossSaves) {
   TempDir dir;
   const std::string data = dir.file("c.jsonl"), path = dir.file("c.ndx");
-  write_file(data, make_corpus(2, 60));
   const PipelineSpec spec = spec_of("words:3 minhash:64 lsh:16x4 verify:0.5");
-  NearDupIndex idx(spec);
-  add_all(idx, data);
-  idx.save(path);
+  save_corpus_index(data, path, make_corpus(2, 60), spec);
   auto re = NearDupIndex::open(path);
   const std::vector<std::string> gone = {"d0", "d3", "d10", "nope"};
   EXPECT_EQ(re->remove(gone), 3u);

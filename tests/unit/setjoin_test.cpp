@@ -9,18 +9,13 @@
 
 #include "neardup/union_find.h"
 #include "neardup/error.h"
+#include "neardup/shingle.h"
 
 using namespace neardup;
 
 namespace {
 
 using Sets = std::vector<std::vector<ShingleHash>>;
-
-std::vector<ShingleHash> sorted_set(std::vector<ShingleHash> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
 
 // Planted families of messy clusters: each family has a base set; members replace a random
 // fraction of it (0 to 55%), so a family holds pairs on both sides of any threshold; some

@@ -59,6 +59,29 @@ def _optimal_param(threshold: float, num_perm: int, false_positive_weight: float
                        + _false_negative_probability(threshold, b, r) * false_negative_weight)
 
 
+def _bands_of(threshold: float, num_perm: int, weights, params) -> tuple:
+    """(b, r) of an LSH index, its arguments checked as datasketch checks them: ``params`` if
+    given, else the best for ``threshold`` and ``weights``."""
+    if threshold > 1.0 or threshold < 0.0:
+        raise ValueError("threshold must be in [0.0, 1.0]")
+    if num_perm < 2:
+        raise ValueError("Too few permutation functions")
+    if any(w < 0.0 or w > 1.0 for w in weights):
+        raise ValueError("Weight must be in [0.0, 1.0]")
+    if sum(weights) != 1.0:
+        raise ValueError("Weights must sum to 1.0")
+    if params is not None:
+        b, r = params
+        if b * r > num_perm:
+            raise ValueError(f"The product of b and r in params is {b} * {r} = {b * r} -- "
+                             f"it must be less than num_perm {num_perm}. Did you forget to specify num_perm?")
+    else:
+        b, r = _optimal_param(float(threshold), int(num_perm), float(weights[0]), float(weights[1]))
+    if b < 2:
+        raise ValueError("The number of bands are too small (b < 2)")
+    return b, r
+
+
 def big_endian(values, count: int):
     """The first `count` values of a sketch (a weighted MinHash's rows of two words each) as
     big-endian bytes, swapped once for all its bands or trees, and the bytes of one value; (None,
@@ -81,24 +104,8 @@ class MinHashLSH:
         if storage_config.get("type", "dict") != "dict":
             raise ValueError('neardup.datasketch.MinHashLSH keeps its tables in memory: storage_config type "dict" only')
         self._buffer_size = 50000
-        if threshold > 1.0 or threshold < 0.0:
-            raise ValueError("threshold must be in [0.0, 1.0]")
-        if num_perm < 2:
-            raise ValueError("Too few permutation functions")
-        if any(w < 0.0 or w > 1.0 for w in weights):
-            raise ValueError("Weight must be in [0.0, 1.0]")
-        if sum(weights) != 1.0:
-            raise ValueError("Weights must sum to 1.0")
         self.h = num_perm
-        if params is not None:
-            self.b, self.r = params
-            if self.b * self.r > num_perm:
-                raise ValueError(f"The product of b and r in params is {self.b} * {self.r} = {self.b * self.r} -- "
-                                 f"it must be less than num_perm {num_perm}. Did you forget to specify num_perm?")
-        else:
-            self.b, self.r = _optimal_param(float(threshold), int(num_perm), float(weights[0]), float(weights[1]))
-        if self.b < 2:
-            raise ValueError("The number of bands are too small (b < 2)")
+        self.b, self.r = _bands_of(threshold, num_perm, weights, params)
         self.prepickle = bool(prepickle) if prepickle is not None else False
         self.hashfunc = hashfunc
         self.hashtables = [dict() for _ in range(self.b)]

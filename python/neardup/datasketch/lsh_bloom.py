@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from .lsh import _optimal_param
+from .lsh import _bands_of
 
 _MERSENNE = np.uint64((1 << 61) - 1)
 _MAGIC = b"NDBLOOM1"
@@ -103,31 +103,15 @@ class MinHashLSHBloom:
 
     def __init__(self, threshold: float = 0.9, num_perm: int = 128, n: Optional[int] = None, fp: Optional[float] = None,
                  save_dir: Optional[str] = None, weights: tuple = (0.5, 0.5), params: Optional[tuple] = None) -> None:
-        if threshold > 1.0 or threshold < 0.0:
-            raise ValueError("threshold must be in [0.0, 1.0]")
-        if num_perm < 2:
-            raise ValueError("Too few permutation functions")
         if n is None or n <= 0:
             raise ValueError("n for LSHBloom must be >= 0")
         if fp is None or fp >= 1.0 or fp <= 0.0:
             raise ValueError("fp must be in (0.0, 1.0)")
+        self.h = num_perm
+        self.b, self.r = _bands_of(threshold, num_perm, weights, params)
         if save_dir is None:
             warnings.warn("Creating LSHBloom index without save directory, this index will not be persisted.",
                           RuntimeWarning, stacklevel=2)
-        if any(w < 0.0 or w > 1.0 for w in weights):
-            raise ValueError("Weight must be in [0.0, 1.0]")
-        if sum(weights) != 1.0:
-            raise ValueError("Weights must sum to 1.0")
-        self.h = num_perm
-        if params is not None:
-            self.b, self.r = params
-            if self.b * self.r > num_perm:
-                raise ValueError(f"The product of b and r in params is {self.b} * {self.r} = {self.b * self.r} -- it must "
-                                 f"be less than num_perm {num_perm}. Did you forget to specify num_perm?")
-        else:
-            self.b, self.r = _optimal_param(threshold, num_perm, weights[0], weights[1])
-        if self.b < 2:
-            raise ValueError("The number of bands are too small (b < 2)")
         if save_dir is not None:
             os.makedirs(save_dir, exist_ok=True)
         self.hashtables = [BloomTable(item_count=n, fp=fp, band_size=self.r,
