@@ -1,7 +1,6 @@
 #include "neardup/set_search.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "internal/parallel.h"
 #include "kernels/dispatch.h"
@@ -88,20 +87,74 @@ void SetSearch::containment_candidates(std::span<const ShingleHash> q, uint64_t 
       if (size_of(d) >= need) out.push_back(d);
 }
 
+namespace {
+
+// Per thread, per document of a segment: how many of the query's shingles looked up so far it
+// holds (its entries counted), and whether it was verified or left out (the top bit).
+struct MetCounts {
+  static constexpr uint32_t kDone = 0x80000000u;
+  std::vector<uint32_t> count;
+  std::vector<DocId> met;  // the documents with a count, to clear them after the query
+};
+
+}  // namespace
+
+// The k best by counting, with exact verification (a threshold algorithm over the lists): q's
+// lists are read rarest first and each document's entries counted; at checkpoints (after 8, 16,
+// 32, ... lists) the documents with the most entries are verified, which raises the floor; once
+// a document not met yet (at most |q| - i common shingles: J <= (|q| - i) / |q|) cannot get in,
+// the lists left are skipped, and each document met is verified in decreasing order of its bound
+// min(|X|, count + |q| - i) common shingles, while that bound can get in. A count only errs
+// upwards (two shingles equal in the bits an entry keeps), so every bound holds.
 void SetSearch::offer_most_similar(std::span<const ShingleHash> q, const SearchSetOf& set_of, const SearchSkip& skip,
                                    BestMatches& best) const {
   const auto lists = rarest_first(q);
   const uint64_t qn = q.size();
-  std::unordered_set<DocId> met;
-  for (uint64_t i = 0; i < qn; ++i) {
-    // A document not met yet shares none of the i shingles looked up so far.
-    if (!best.open_to(static_cast<double>(qn - i) / static_cast<double>(qn))) break;
-    for (const DocId d : lists[i]) {
-      if (!met.insert(d).second || skip(d)) continue;
-      const uint64_t x = size_of(d), c = std::min(qn - i, x);
-      if (!best.open_to(static_cast<double>(c) / static_cast<double>(qn + x - c))) continue;
-      best.offer(d, best.full() ? jaccard_at_least(q, set_of(d), best.floor()) : jaccard(q, set_of(d)));
+  thread_local MetCounts m;
+  if (m.count.size() < sizes_.size()) m.count.resize(sizes_.size(), 0);
+  m.met.clear();
+  struct Clear {  // the counts back to 0 however the search ends (a damaged set throws)
+    MetCounts& m;
+    DocId first;
+    ~Clear() {
+      for (const DocId d : m.met) m.count[d - first] = 0;
     }
+  } clear{m, first_};
+  const auto bound = [&](DocId d, uint64_t looked) {
+    const uint64_t x = size_of(d), c = std::min<uint64_t>(x, (m.count[d - first_] & ~MetCounts::kDone) + (qn - looked));
+    return static_cast<double>(c) / static_cast<double>(qn + x - c);
+  };
+  const auto verify = [&](DocId d) {
+    m.count[d - first_] |= MetCounts::kDone;
+    if (!skip(d)) best.offer(d, best.full() ? jaccard_at_least(q, set_of(d), best.floor()) : jaccard(q, set_of(d)));
+  };
+  std::vector<DocId> order;
+  uint64_t looked = 0;
+  for (uint64_t next_check = 8; looked < qn;) {
+    for (const DocId d : lists[looked])
+      if (m.count[d - first_]++ == 0) m.met.push_back(d);
+    if (++looked < next_check && looked < qn) continue;
+    next_check *= 2;
+    // The documents holding the most of the shingles looked up: likely the best, verified first.
+    order.clear();
+    for (const DocId d : m.met)
+      if (!(m.count[d - first_] & MetCounts::kDone)) order.push_back(d);
+    const auto more = [&](DocId a, DocId b) { return m.count[a - first_] != m.count[b - first_] ? m.count[a - first_] > m.count[b - first_] : a < b; };
+    const size_t take = std::min(order.size(), std::max<size_t>(best.capacity(), 8));
+    std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(take), order.end(), more);
+    for (size_t j = 0; j < take; ++j) verify(order[j]);
+    if (!best.open_to(static_cast<double>(qn - looked) / static_cast<double>(qn))) break;
+  }
+  std::vector<std::pair<double, DocId>> left;
+  for (const DocId d : m.met) {  // those that can get in now (the floor only rises)
+    if (m.count[d - first_] & MetCounts::kDone) continue;
+    const double b = bound(d, looked);
+    if (best.open_to(b)) left.emplace_back(b, d);
+  }
+  std::sort(left.begin(), left.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  for (const auto& [b, d] : left) {
+    if (!best.open_to(b)) break;
+    verify(d);
   }
 }
 

@@ -10,12 +10,14 @@
 //    through Jaccard, which is small when the sizes differ: a 50-word passage inside a 5,000-word
 //    page has J < 0.01, and at J = 0.01 128 minhashes share no value at all with probability 0.28.
 //    The inverted index finds it every time.
-//  * top k: the k sets of highest Jaccard with Q. Q's shingles are taken rarest first; a set not
-//    met after i of them shares at most |Q| - i shingles with Q, so J <= (|Q| - i) / |Q|, and the
-//    search stops once the k-th best verified similarity exceeds that bound (the bound of top-k
-//    set similarity joins: Xiao, Wang, Lin and Shang, ICDE 2009). A set met at the i-th shingle
-//    is verified only if its size leaves it a chance, J <= c / (|Q| + |X| - c) with
-//    c = min(|Q| - i, |X|).
+//  * top k: the k sets of highest Jaccard with Q, by a threshold algorithm over Q's lists
+//    taken rarest first, each set's entries counted: a set not met after i of them shares at
+//    most |Q| - i shingles with Q, so J <= (|Q| - i) / |Q|, and the lists left are skipped once
+//    the k-th best verified similarity is above that (the bound of top-k set similarity joins:
+//    Xiao, Wang, Lin and Shang, ICDE 2009); the sets with the most entries are verified at
+//    checkpoints to raise that floor, and at the end every set met is verified, in decreasing
+//    order of its bound min(|X|, count + |Q| - i) common shingles, while the bound can beat the
+//    floor. With every list read, the bound is the set's Jaccard itself, so few are merged.
 //
 // Both answers are exact: the same as comparing Q with every indexed set.
 //
@@ -59,6 +61,7 @@ class BestMatches {
  public:
   explicit BestMatches(size_t k) : k_(k) {}
   bool full() const noexcept { return heap_.size() == k_; }
+  size_t capacity() const noexcept { return k_; }
   double floor() const noexcept { return heap_.top().similarity; }
   /// Whether a document of similarity `sim` could still get in (a tie may: the lower DocId wins).
   bool open_to(double sim) const noexcept { return !full() || sim >= floor(); }
