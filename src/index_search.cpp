@@ -26,6 +26,11 @@ bool NearDupIndex::has_set_search() const {
   return search_ != nullptr;
 }
 
+uint64_t NearDupIndex::set_search_bytes() const {
+  std::lock_guard<std::mutex> g(search_mu_);
+  return search_ ? search_->bytes() : 0;
+}
+
 void NearDupIndex::build_set_search() const {
   if (spec_.verify == VerifyMode::Exact) (void)set_search();
 }

@@ -572,6 +572,7 @@ LiveStats LiveIndex::stats() const {
     SharedGuard g(s_->rw);
     st.documents = s_->index->size();
     st.index = s_->index_stats;
+    st.search_bytes = s_->index->set_search_bytes();
   }
   {
     std::lock_guard<std::mutex> g(s_->q_mu);

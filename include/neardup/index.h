@@ -135,6 +135,8 @@ class NearDupIndex {
   /// (LiveIndex does before it swaps a folded index in, so that no query waits for it then).
   bool has_set_search() const;
   void build_set_search() const;
+  /// The memory the inverted index of the exact searches takes (0 before the first such query).
+  uint64_t set_search_bytes() const;
 
   /// Adds a document; returns its DocId. The id must not be live in the index already
   /// (contains() tells), which the caller checks so it can say what to do.

@@ -89,6 +89,7 @@ struct LiveStats {
   uint64_t changes = 0;          ///< changes logged since opened
   uint64_t pending = 0;          ///< changes waiting for the writer now
   double last_fold_seconds = 0;  ///< how long the last fold took
+  uint64_t search_bytes = 0;     ///< the inverted index of containment and top-k queries (0 until one is asked)
   IndexStats index;              ///< of the index file as last folded
   /// Why the last write or sync of the log failed (a full disk, an I/O error), or "" while the
   /// log works; the acknowledged changes are all in the log. The changes of the batch that failed

@@ -205,6 +205,9 @@ def test_containment_and_top_k_agree_with_the_cli(index, tmp_path):
         if d["id"].startswith("quote"):  # its source and the page quoting it hold all of it
             n = d["id"][5:]
             assert {m["id"] for m in c["matches"]} >= {docs[int(n)]["id"], "page" + n}
+    status, st = s.json("GET", "/v1/stats")
+    assert status == 200 and st["search_bytes"] > 8 * sum(len(d["text"].split()) - 4 for d in docs[:half]) / 2
+    assert "neardup_search_bytes " in s.request("GET", "/metrics")[1]
     status, data, _ = s.request("POST", "/v1/query/batch?top=3", ndjson({"text": d["text"], "id": d["id"]} for d in queries))
     assert [json.loads(line)["matches"] for line in data.splitlines()] == [served[d["id"]][1] for d in queries]
     assert s.stop() == 0

@@ -399,6 +399,8 @@ std::string metrics_text(const Metrics& m, const LiveStats& st) {
   gauge("neardup_index_documents", "Live documents in the index.", "gauge", static_cast<double>(st.documents));
   gauge("neardup_index_file_bytes", "Size of the index file as last folded.", "gauge", static_cast<double>(st.index.file_bytes));
   gauge("neardup_log_bytes", "Size of the write-ahead log (changes since the last fold).", "gauge", static_cast<double>(st.log_bytes));
+  gauge("neardup_search_bytes", "Memory of the inverted index of containment and top-k queries.", "gauge",
+        static_cast<double>(st.search_bytes));
   gauge("neardup_pending_changes", "Changes waiting for the writer.", "gauge", static_cast<double>(st.pending));
   gauge("neardup_log_syncs_total", "Syncs of the write-ahead log (one per group of changes).", "counter", static_cast<double>(st.syncs));
   gauge("neardup_changes_total", "Changes logged since the start.", "counter", static_cast<double>(st.changes));
@@ -417,13 +419,14 @@ std::string stats_json(const LiveStats& st, const LiveIndex& idx, const std::str
   std::snprintf(buf, sizeof buf,
                 ",\"documents\":%llu,\"index_file_bytes\":%llu,\"shingles\":%llu,\"largest_bucket\":%llu,\"log_bytes\":%llu,"
                 "\"log_records\":%llu,\"replayed\":%llu,\"torn_bytes\":%llu,\"folds\":%llu,\"last_fold_seconds\":%.3f,\"syncs\":%llu,"
-                "\"changes\":%llu,\"pending\":%llu}\n",
+                "\"changes\":%llu,\"pending\":%llu,\"search_bytes\":%llu}\n",
                 static_cast<unsigned long long>(st.documents), static_cast<unsigned long long>(st.index.file_bytes),
                 static_cast<unsigned long long>(st.index.shingles), static_cast<unsigned long long>(st.index.largest_bucket),
                 static_cast<unsigned long long>(st.log_bytes), static_cast<unsigned long long>(st.log_records),
                 static_cast<unsigned long long>(st.replayed), static_cast<unsigned long long>(st.torn_bytes),
                 static_cast<unsigned long long>(st.folds), st.last_fold_seconds, static_cast<unsigned long long>(st.syncs),
-                static_cast<unsigned long long>(st.changes), static_cast<unsigned long long>(st.pending));
+                static_cast<unsigned long long>(st.changes), static_cast<unsigned long long>(st.pending),
+                static_cast<unsigned long long>(st.search_bytes));
   out += buf;
   return out;
 }
