@@ -10,7 +10,7 @@ WeightedMinHashGenerator. Medians of REPS runs (default 5), alternating the two.
 1. WeightedMinHashGenerator.minhash, dim 10,000, 128 samples: 200 bag-of-words vectors of 100
    nonzero counts, and 10 dense vectors.
 2. WeightedMinHashGenerator.minhash_many: 2,000 rows of dim 10,000 with 1% nonzero, as a SciPy
-   CSR matrix.
+   CSR matrix; 40 dense rows as a NumPy array.
 3. bBitMinHash of 1,000 MinHashes (num_perm 128), b = 1 and 8: made, pickled and unpickled.
 4. HyperLogLog and HyperLogLogPlusPlus (p = 12) of 200,000 short bytes values: datasketch's
    update per value against neardup's update_batch (datasketch has no batch form).
@@ -78,6 +78,8 @@ def main():
     X = scipy.sparse.random(2000, dim, density=0.01, format="csr", random_state=2, data_rvs=lambda n: rng.integers(1, 20, n))
     side_by_side("minhash_many, 2,000 x 10,000 CSR, 1% nonzero", lambda: theirs.minhash_many(X), lambda: ours.minhash_many(X),
                  same_lists, reps)
+    D = np.array(dense * 4, dtype=np.float32)  # datasketch gathers (samples x nonzeros) arrays: 40 rows take 1 GB
+    side_by_side("minhash_many, 40 x 10,000 dense", lambda: theirs.minhash_many(D), lambda: ours.minhash_many(D), same_lists, reps)
 
     mhs = [nd.MinHash(hashvalues=rng.integers(0, 2**32, 128, dtype=np.uint64)) for _ in range(1000)]
     for b in (1, 8):
