@@ -563,6 +563,19 @@ py::set lsh_query(const py::list& tables, const py::bytes& whole, size_t band_by
   if (bands > tables.size()) throw py::value_error("more bands than hash tables");
   const char* data = band_bytes_of(whole, bands, band_bytes);
   py::set found;
+  // A key is in the buckets of most bands of a near-copy's sketch: each object goes to the set
+  // once, told apart by its address in a small table first (the set still merges equal keys).
+  thread_local std::vector<PyObject*> seen;
+  size_t mask = 0;
+  const auto add = [&](PyObject* k) {
+    size_t i = (reinterpret_cast<uintptr_t>(k) >> 4) * 0x9E3779B97F4A7C15ull >> 7 & mask;
+    for (; seen[i] != nullptr; i = (i + 1) & mask)
+      if (seen[i] == k) return;
+    seen[i] = k;
+    if (PySet_Add(found.ptr(), k) != 0) throw py::error_already_set();
+  };
+  std::vector<PyObject*> buckets;
+  size_t total = 0;
   for (size_t i = 0; i < bands; ++i) {
     const py::object h = band_key(data, i, band_bytes);
     PyObject* table = PyList_GET_ITEM(tables.ptr(), static_cast<Py_ssize_t>(i));
@@ -572,8 +585,20 @@ py::set lsh_query(const py::list& tables, const py::bytes& whole, size_t band_by
       if (PyErr_Occurred()) throw py::error_already_set();
       continue;
     }
-    for (const py::handle k : py::reinterpret_borrow<py::iterable>(bucket))
-      if (PySet_Add(found.ptr(), k.ptr()) != 0) throw py::error_already_set();
+    buckets.push_back(bucket);
+    total += PyList_Check(bucket) ? static_cast<size_t>(PyList_GET_SIZE(bucket)) : 0;
+  }
+  size_t size = 16;
+  while (size < 2 * total) size *= 2;
+  seen.assign(size, nullptr);
+  mask = size - 1;
+  for (PyObject* bucket : buckets) {
+    if (PyList_Check(bucket)) {
+      for (Py_ssize_t j = 0; j < PyList_GET_SIZE(bucket); ++j) add(PyList_GET_ITEM(bucket, j));
+    } else {
+      for (const py::handle k : py::reinterpret_borrow<py::iterable>(bucket))
+        if (PySet_Add(found.ptr(), k.ptr()) != 0) throw py::error_already_set();
+    }
   }
   return found;
 }
