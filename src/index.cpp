@@ -318,6 +318,12 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
   std::vector<Owned> batch;
   std::vector<IndexSketch> sketches(kBatch);
   std::vector<IndexMatch> matches;
+  const IndexQuery how{options.kind, options.threshold, options.top};
+  // A walk that only asks (no insertion) asks for a whole batch at once, on every thread; an
+  // exact search is built first, with every thread, not by the first of those queries.
+  const bool ask_batch = !options.insert_new && options.threshold <= 1.0;
+  if (ask_batch && options.kind != IndexQuery::Kind::Similar) index.build_set_search();
+  std::vector<std::vector<IndexMatch>> asked;
   WalkStats st;
   io::Record r;
   bool more = true;
@@ -326,6 +332,10 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
     while (batch.size() < kBatch && (more = rr.next(r)))
       batch.push_back({std::string(r.id), std::string(r.text), std::string(r.raw), r.source, r.line});
     internal::parallel_for(batch.size(), threads, [&](size_t i, size_t t) { sketchers[t].sketch(batch[i].text, sketches[i]); });
+    if (ask_batch) {
+      asked.resize(batch.size());
+      internal::parallel_for(batch.size(), threads, [&](size_t i, size_t) { index.search(sketches[i], how, asked[i]); });
+    }
     for (size_t i = 0; i < batch.size(); ++i) {
       Owned& b = batch[i];
       WalkRecord w;
@@ -336,8 +346,10 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
       w.record.line = b.line;
       ++st.documents;
       if (sketches[i].set.empty()) ++st.empty;
-      if (options.threshold <= 1.0)
-        index.search(sketches[i], {options.kind, options.threshold, options.top}, matches);
+      if (ask_batch)
+        matches.swap(asked[i]);
+      else if (options.threshold <= 1.0)
+        index.search(sketches[i], how, matches);
       else
         matches.clear();  // nothing can be that similar: add without querying
       if (!matches.empty()) {
