@@ -587,6 +587,7 @@ class PyIndex {
 
 namespace neardup::python {
 void register_datasketch(py::module_& m);  // datasketch_native.cpp
+void register_band_store(py::module_& m);  // band_store.cpp
 }  // namespace neardup::python
 
 PYBIND11_MODULE(_native, m) {
@@ -639,6 +640,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("update_hashvalues", &update_hashvalues);
   m.def("bulk_sha1", &bulk_sha1, py::arg("docs"), py::arg("a"), py::arg("b"), py::arg("threads") = 0);
   register_datasketch(m);
+  register_band_store(m);
   m.def("version", [] { return std::string(version()); });
   m.def("number_rules", [] {  // the numeric options' names, whether each is whole, and its range
     py::list out;

@@ -95,7 +95,7 @@ def big_endian(values, count: int):
 class MinHashLSH:
     """The MinHash LSH index with in-memory storage, as datasketch's ``MinHashLSH`` with
     ``storage_config={"type": "dict"}``. ``hashtables[i]`` maps band i's keys to the keys in that
-    bucket; ``keys`` maps each key to its band keys."""
+    bucket; ``keys`` maps each key to its band keys (made from the C++ store when first read)."""
 
     def __init__(self, threshold: float = 0.9, num_perm: int = 128, weights=(0.5, 0.5), params=None,
                  storage_config: Optional[dict] = None, prepickle: Optional[bool] = None,
@@ -108,10 +108,42 @@ class MinHashLSH:
         self.b, self.r = _bands_of(threshold, num_perm, weights, params)
         self.prepickle = bool(prepickle) if prepickle is not None else False
         self.hashfunc = hashfunc
-        self.hashtables = [dict() for _ in range(self.b)]
         self.hashranges = [(i * self.r, (i + 1) * self.r) for i in range(self.b)]
-        self.keys = dict()
         self._query_buffer = []
+        # Without a hashfunc the bands live in C++ (a BandStore, made at the first insert, when the
+        # width of a value is known) until ``hashtables`` or ``keys`` is asked for: then they become
+        # datasketch's dicts for good (__getattr__, _to_dicts).
+        self._store = None
+        self._rows = {}  # key -> the store's rows for it (a key added twice has two)
+        if hashfunc is not None:
+            self._to_dicts()
+
+    def _stored(self) -> bool:
+        return "hashtables" not in self.__dict__
+
+    def _to_dicts(self) -> None:
+        """The tables as datasketch's dicts, from here on."""
+        if self._store is not None:
+            tables, keys = self._store.materialize(self._rows)
+        else:
+            tables, keys = [dict() for _ in range(self.b)], dict()
+        self.__dict__.update(hashtables=tables, keys=keys, _store=None, _rows=None)
+
+    def __getattr__(self, name):
+        # Only for names not found otherwise: datasketch's tables, made when first asked for.
+        if name in ("hashtables", "keys") and "_rows" in self.__dict__:
+            self._to_dicts()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __getstate__(self):
+        """datasketch's state: the tables as dicts (made for the pickle, the index keeps its own)."""
+        state = dict(self.__dict__)
+        if self._stored():
+            tables, keys = self._store.materialize(self._rows) if self._store is not None else ([dict() for _ in range(self.b)], dict())
+            state.update(hashtables=tables, keys=keys)
+        state.update(_store=None, _rows=None)
+        return state
 
     @property
     def buffer_size(self) -> int:
@@ -143,6 +175,8 @@ class MinHashLSH:
     def _buckets_of(self, minhash, bands: int) -> set:
         """The keys in the buckets of the sketch's first `bands` bands."""
         whole, band = self._whole(minhash, bands)
+        if self._stored():  # no band of another width is in the store: nothing found
+            return self._store.query(whole, bands) if self._store is not None and band == self._store.band_bytes else set()
         if whole is not None and not self.hashfunc:  # the loop in C++ (datasketch_native.cpp)
             return _native.lsh_query(self.hashtables, whole, band, bands)
         candidates = set()
@@ -158,9 +192,22 @@ class MinHashLSH:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
         if self.prepickle:
             key = pickle.dumps(key)
-        if check_duplication and key in self.keys:
+        if check_duplication and key in (self._rows if self._stored() else self.keys):
             raise ValueError("The given key already exists")
         whole, band = self._whole(minhash, self.b)
+        if self._stored():
+            if whole is None or (self._store is not None and band != self._store.band_bytes):
+                self._to_dicts()  # values of another width: datasketch's dicts hold any
+            else:
+                if self._store is None:
+                    self._store = _native.BandStore(self.b, band)
+                row = self._store.insert(key, whole)
+                rows = self._rows.get(key)
+                if rows is None:
+                    self._rows[key] = [row]
+                else:
+                    rows.append(row)
+                return
         if whole is not None and not self.hashfunc:  # the loop in C++ (datasketch_native.cpp)
             hs = _native.lsh_insert(self.hashtables, whole, band, key)
             known = self.keys.get(key)
@@ -209,7 +256,7 @@ class MinHashLSH:
         """The keys of the first b bands' buckets of the sketch (MinHashLSHEnsemble's query)."""
         if len(minhash) != self.h:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
-        if b > len(self.hashtables):
+        if b > self.b:
             raise ValueError("b must be less or equal to the number of hash tables")
         candidates = self._buckets_of(minhash, b)
         if self.prepickle:
@@ -237,11 +284,17 @@ class MinHashLSH:
     def __contains__(self, key) -> bool:
         if self.prepickle:
             key = pickle.dumps(key)
-        return key in self.keys
+        return key in (self._rows if self._stored() else self.keys)
 
     def remove(self, key) -> None:
         if self.prepickle:
             key = pickle.dumps(key)
+        if self._stored():
+            if key not in self._rows:
+                raise ValueError("The given key does not exist")
+            # As datasketch's dicts do: the key leaves the buckets of its first sketch's bands once.
+            self._store.remove(self._rows.pop(key)[0])
+            return
         if key not in self.keys:
             raise ValueError("The given key does not exist")
         for H, table in zip(self.keys[key], self.hashtables):
@@ -256,6 +309,8 @@ class MinHashLSH:
         del self.keys[key]
 
     def is_empty(self) -> bool:
+        if self._stored():  # a band's table is empty when no row is left
+            return self._store is None or len(self._store) == 0
         return any(len(t) == 0 for t in self.hashtables)
 
     def get_counts(self) -> list:

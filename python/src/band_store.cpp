@@ -1,0 +1,138 @@
+// MinHashLSH's band tables kept in C++ (neardup.datasketch.MinHashLSH without a custom hashfunc):
+// datasketch's index is a dict per band from a band's big-endian bytes to a list of keys, and
+// a dict from each key to its band keys, which cost a bytes object and a list entry per band and
+// key (about 5 KB of Python objects per sketch at 25 bands); here a sketch is one row of bytes in
+// an arena, and a band's buckets a flat multimap from the band bytes' hash to the rows' numbers,
+// each match confirmed on the bytes themselves, so the answers are the dicts' exactly. The dicts
+// are made from the rows when asked for (materialize), in the order the keys were added.
+#include <pybind11/pybind11.h>
+
+#include <cstring>
+#include <vector>
+
+#include "internal/flat_multimap.h"
+#include "internal/hash.h"
+
+namespace py = pybind11;
+
+namespace neardup::python {
+namespace {
+
+class BandStore {
+ public:
+  BandStore(size_t bands, size_t band_bytes) : bands_(bands), band_bytes_(band_bytes), maps_(bands) {
+    if (bands == 0 || band_bytes == 0) throw py::value_error("a band store needs bands of a byte or more");
+  }
+
+  size_t band_bytes() const noexcept { return band_bytes_; }
+  size_t size() const noexcept { return live_; }
+
+  // Adds `key` with its sketch's big-endian bytes (bands x band_bytes); returns its row.
+  uint32_t insert(const py::object& key, const py::bytes& whole) {
+    const char* data = bytes_of(whole, bands_);
+    if (keys_.size() >= UINT32_MAX - 1) throw py::value_error("too many keys for one index");
+    const auto row = static_cast<uint32_t>(keys_.size());
+    arena_.insert(arena_.end(), data, data + bands_ * band_bytes_);
+    for (size_t i = 0; i < bands_; ++i) maps_[i].insert(band_hash(data, i), row);
+    keys_.push_back(key);
+    stamp_.push_back(0);
+    ++live_;
+    return row;
+  }
+
+  // The keys in the buckets of the sketch's first `bands` bands, as a set.
+  py::set query(const py::bytes& whole, size_t bands) {
+    if (bands > bands_) throw py::value_error("more bands than hash tables");
+    const char* data = bytes_of(whole, bands);
+    py::set found;
+    if (++epoch_ == 0) std::fill(stamp_.begin(), stamp_.end(), 0), epoch_ = 1;
+    for (size_t i = 0; i < bands; ++i) {
+      const char* band = data + i * band_bytes_;
+      maps_[i].for_each(band_hash(data, i), [&](uint32_t row) {
+        if (stamp_[row] == epoch_ || keys_[row].is_none()) return;
+        if (std::memcmp(row_band(row, i), band, band_bytes_) != 0) return;  // another band, the same hash
+        stamp_[row] = epoch_;
+        if (PySet_Add(found.ptr(), keys_[row].ptr()) != 0) throw py::error_already_set();
+      });
+    }
+    return found;
+  }
+
+  // Takes a row out of every bucket (it stays in the arena).
+  void remove(uint32_t row) {
+    if (row >= keys_.size() || keys_[row].is_none()) throw py::value_error("no such row");
+    keys_[row] = py::none();
+    --live_;
+  }
+
+  // (tables, keys) as datasketch has them: per band a dict from band bytes to the list of keys
+  // in the order added (every live row), and a dict from each key of `rows` (key -> its rows)
+  // to the band keys of those rows, in order.
+  py::tuple materialize(const py::dict& rows) const {
+    py::list tables(bands_);
+    for (size_t i = 0; i < bands_; ++i) tables[i] = py::dict();
+    for (size_t row = 0; row < keys_.size(); ++row) {
+      if (keys_[row].is_none()) continue;
+      for (size_t i = 0; i < bands_; ++i) {
+        const py::bytes h(row_band(static_cast<uint32_t>(row), i), band_bytes_);
+        PyObject* table = PyList_GET_ITEM(tables.ptr(), static_cast<Py_ssize_t>(i));
+        PyObject* bucket = PyDict_GetItemWithError(table, h.ptr());
+        if (bucket == nullptr) {
+          if (PyErr_Occurred()) throw py::error_already_set();
+          py::list fresh;
+          fresh.append(keys_[row]);
+          if (PyDict_SetItem(table, h.ptr(), fresh.ptr()) != 0) throw py::error_already_set();
+        } else if (PyList_Append(bucket, keys_[row].ptr()) != 0) {
+          throw py::error_already_set();
+        }
+      }
+    }
+    py::dict keys;
+    for (const auto& [key, key_rows] : rows) {
+      py::list hs;
+      for (const py::handle r : key_rows) {
+        const auto row = r.cast<uint32_t>();
+        if (row >= keys_.size()) throw py::value_error("no such row");
+        for (size_t i = 0; i < bands_; ++i) hs.append(py::bytes(row_band(row, i), band_bytes_));
+      }
+      keys[key] = hs;
+    }
+    return py::make_tuple(tables, keys);
+  }
+
+ private:
+  const char* bytes_of(const py::bytes& whole, size_t bands) const {
+    char* data = nullptr;
+    Py_ssize_t size = 0;
+    if (PyBytes_AsStringAndSize(whole.ptr(), &data, &size) != 0) throw py::error_already_set();
+    if (static_cast<size_t>(size) < bands * band_bytes_) throw py::value_error("the sketch is shorter than its bands");
+    return data;
+  }
+  uint64_t band_hash(const char* whole, size_t i) const noexcept {
+    return internal::hash_bytes(whole + i * band_bytes_, band_bytes_, i);
+  }
+  const char* row_band(uint32_t row, size_t i) const noexcept { return arena_.data() + (row * bands_ + i) * band_bytes_; }
+
+  size_t bands_, band_bytes_;
+  std::vector<internal::FlatMultimap> maps_;  // per band: band bytes' hash -> rows
+  std::vector<char> arena_;                   // row r's bands: [r * bands_ * band_bytes_, ...)
+  std::vector<py::object> keys_;              // per row: its key, None once removed
+  std::vector<uint32_t> stamp_;               // per row: the last query that found it
+  uint32_t epoch_ = 0;
+  size_t live_ = 0;
+};
+
+}  // namespace
+
+void register_band_store(py::module_& m) {
+  py::class_<BandStore>(m, "BandStore")
+      .def(py::init<size_t, size_t>(), py::arg("bands"), py::arg("band_bytes"))
+      .def_property_readonly("band_bytes", &BandStore::band_bytes)
+      .def("__len__", &BandStore::size)
+      .def("insert", &BandStore::insert, py::arg("key"), py::arg("whole"))
+      .def("query", &BandStore::query, py::arg("whole"), py::arg("bands"))
+      .def("remove", &BandStore::remove, py::arg("row"))
+      .def("materialize", &BandStore::materialize, py::arg("rows"));
+}
+
+}  // namespace neardup::python

@@ -1,0 +1,82 @@
+"""MinHashLSH's bands kept in C++ (no hashfunc) answer as datasketch's dicts do: the same index
+with an identity hashfunc keeps the dicts from the start, and every answer, table and pickle of
+the two is compared along a run of inserts (keys added twice among them), removals and queries,
+before and after the tables are first asked for."""
+import pickle
+
+import numpy as np
+import pytest
+
+from neardup.datasketch import MinHash, MinHashLSH, MinHashLSHEnsemble, WeightedMinHashGenerator
+
+
+def sketches(n, seed=1, num_perm=64):
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**32, (max(1, n // 6), num_perm), dtype=np.uint64)
+    out = []
+    for i in range(n):
+        hv = base[i % len(base)].copy()
+        hv[rng.choice(num_perm, int(rng.integers(0, num_perm // 3)), replace=False)] = rng.integers(0, 2**32, 1, dtype=np.uint64)
+        out.append(MinHash(num_perm, hashvalues=hv))
+    return out
+
+
+def same(fast, dicts, ms):
+    for m in ms:
+        assert set(fast.query(m)) == set(dicts.query(m))
+        assert fast._query_b(m, 3) == dicts._query_b(m, 3)
+    assert fast.is_empty() == dicts.is_empty()
+
+
+@pytest.mark.parametrize("prepickle", [False, True])
+def test_the_store_answers_as_the_dicts(prepickle):
+    ms = sketches(300)
+    fast = MinHashLSH(threshold=0.5, num_perm=64, prepickle=prepickle)
+    dicts = MinHashLSH(threshold=0.5, num_perm=64, prepickle=prepickle, hashfunc=lambda b: b)
+    assert fast._stored() and not dicts._stored()
+    for i, m in enumerate(ms[:200]):
+        for lsh in (fast, dicts):
+            lsh.insert(f"k{i % 180}", m, check_duplication=False)  # 20 keys added twice
+    same(fast, dicts, ms)
+    for i in range(0, 180, 7):
+        for lsh in (fast, dicts):
+            lsh.remove(f"k{i}")
+        assert f"k{i}" not in fast and f"k{i + 1}" in fast
+    with pytest.raises(ValueError, match="already exists"):
+        fast.insert("k1", ms[0])
+    with pytest.raises(ValueError, match="does not exist"):
+        fast.remove("k0")
+    same(fast, dicts, ms)
+    # A pickle holds datasketch's dicts; the index keeps its store.
+    copy = pickle.loads(pickle.dumps(fast))
+    assert fast._stored() and not copy._stored()
+    assert copy.hashtables == dicts.hashtables and copy.keys == dicts.keys
+    same(copy, dicts, ms)
+    # Asked for, the tables become dicts for good, equal to the others, and go on as they do.
+    assert fast.hashtables == dicts.hashtables and fast.keys == dicts.keys and not fast._stored()
+    for i, m in enumerate(ms[200:]):
+        for lsh in (fast, dicts):
+            lsh.insert(f"n{i}", m)
+    same(fast, dicts, ms)
+    assert fast.get_counts() == dicts.get_counts()
+
+
+def test_other_widths_and_the_ensemble():
+    gen = WeightedMinHashGenerator(50, 32, seed=1)
+    rng = np.random.default_rng(3)
+    wms = [gen.minhash(rng.integers(0, 5, 50) + 1) for _ in range(40)]
+    fast, dicts = MinHashLSH(0.5, 32), MinHashLSH(0.5, 32, hashfunc=lambda b: b)
+    for i, m in enumerate(wms):
+        fast.insert(i, m)
+        dicts.insert(i, m)
+    same(fast, dicts, wms)
+    mixed = MinHashLSH(0.5, 32)  # a 64-bit sketch after weighted ones: dicts from then on
+    mixed.insert("w", wms[0])
+    mixed.insert("m", sketches(1, num_perm=32)[0])
+    assert not mixed._stored() and "w" in mixed and "m" in mixed
+    ms = sketches(120, seed=4, num_perm=64)
+    ens = MinHashLSHEnsemble(threshold=0.5, num_perm=64, num_part=4)
+    ens.index([(i, m, 10 + i) for i, m in enumerate(ms)])
+    again = pickle.loads(pickle.dumps(ens))
+    for i, m in enumerate(ms[:30]):
+        assert set(ens.query(m, 10 + i)) == set(again.query(m, 10 + i)) and i in set(ens.query(m, 10 + i))
