@@ -1,9 +1,9 @@
 #include "neardup/containment.h"
 
 #include <algorithm>
-#include <atomic>
 
 #include "internal/prefix_ranking.h"
+#include "internal/sorted_merge.h"
 
 namespace neardup {
 
@@ -52,23 +52,6 @@ ContainmentSides index_prefixes(size_t n, const std::function<std::span<const Sh
   return s;
 }
 
-// Common values of two ascending rank lists, or -1 once fewer than `need` are within reach.
-long rank_common_at_least(std::span<const uint32_t> a, std::span<const uint32_t> b, long need) noexcept {
-  size_t i = 0, j = 0;
-  long common = 0;
-  while (i < a.size() && j < b.size()) {
-    if (common + static_cast<long>(std::min(a.size() - i, b.size() - j)) < need) return -1;
-    if (a[i] == b[j]) {
-      ++common, ++i, ++j;
-    } else if (a[i] < b[j]) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return common >= need ? common : -1;
-}
-
 // The pairs with `larger` as the larger side.
 void probe(const ContainmentSides& s, size_t larger, std::vector<uint32_t>& met, uint32_t stamp, std::span<const DocId> docs,
            std::vector<ScoredPair>& out, ContainmentStats& st) {
@@ -84,7 +67,7 @@ void probe(const ContainmentSides& s, size_t larger, std::vector<uint32_t>& met,
       const long need = s.need[a_set];
       if (1 + static_cast<long>(std::min(a.size() - pa - 1, b.size() - pb - 1)) < need) continue;
       ++st.verified;
-      const long rest = rank_common_at_least(a.subspan(pa + 1), b.subspan(pb + 1), need - 1);
+      const long rest = internal::count_common_at_least(a.data() + pa + 1, a.size() - pa - 1, b.data() + pb + 1, b.size() - pb - 1, need - 1);
       if (rest < 0) continue;
       const double share = static_cast<double>(rest + 1) / static_cast<double>(s.ranks.len[a_set]);
       const DocId x = docs[a_set], y = docs[larger];

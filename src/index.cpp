@@ -318,7 +318,9 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
   std::vector<Owned> batch;
   std::vector<IndexSketch> sketches(kBatch);
   std::vector<IndexMatch> matches;
-  const IndexQuery how{options.kind, options.threshold, options.top};
+  const auto ask_for = [&](std::string_view id) {
+    return IndexQuery{options.kind, options.threshold, options.top, options.skip_same_id ? id : std::string_view()};
+  };
   // A walk that only asks (no insertion) asks for a whole batch at once, on every thread; an
   // exact search is built first, with every thread, not by the first of those queries.
   const bool ask_batch = !options.insert_new && options.threshold <= 1.0;
@@ -334,7 +336,7 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
     internal::parallel_for(batch.size(), threads, [&](size_t i, size_t t) { sketchers[t].sketch(batch[i].text, sketches[i]); });
     if (ask_batch) {
       asked.resize(batch.size());
-      internal::parallel_for(batch.size(), threads, [&](size_t i, size_t) { index.search(sketches[i], how, asked[i]); });
+      internal::parallel_for(batch.size(), threads, [&](size_t i, size_t) { index.search(sketches[i], ask_for(batch[i].id), asked[i]); });
     }
     for (size_t i = 0; i < batch.size(); ++i) {
       Owned& b = batch[i];
@@ -349,7 +351,7 @@ WalkStats index_walk(NearDupIndex& index, const io::InputSet& inputs, const io::
       if (ask_batch)
         matches.swap(asked[i]);
       else if (options.threshold <= 1.0)
-        index.search(sketches[i], how, matches);
+        index.search(sketches[i], ask_for(b.id), matches);
       else
         matches.clear();  // nothing can be that similar: add without querying
       if (!matches.empty()) {

@@ -1,4 +1,6 @@
 // The index's exact searches (containment, top k): SetSearch over its stored sets.
+#include <limits>
+
 #include "internal/option_text.h"
 #include "internal/parallel.h"
 #include "neardup/error.h"
@@ -36,13 +38,22 @@ void NearDupIndex::build_set_search() const {
 }
 
 void NearDupIndex::search(const IndexSketch& q, const IndexQuery& how, std::vector<IndexMatch>& out) const {
-  if (how.kind == IndexQuery::Kind::Similar) return query(q, how.threshold, out);
+  DocId own = std::numeric_limits<DocId>::max();  // none
+  if (!how.skip_id.empty()) {
+    build_id_map();
+    if (const auto it = id_map_.find(how.skip_id); it != id_map_.end()) own = it->second;
+  }
+  if (how.kind == IndexQuery::Kind::Similar) {
+    query(q, how.threshold, out);
+    std::erase_if(out, [own](const IndexMatch& m) { return m.doc == own; });
+    return;
+  }
   if (spec_.verify != VerifyMode::Exact)
     throw UsageError(std::string("containment and top-k queries compare the stored shingle sets, which an index created with ") +
                      NEARDUP_OPT_IS("verify", "estimate") " does not keep: create it with " NEARDUP_OPT_IS("verify", "exact"));
   const auto s = set_search();
   const auto set_of = [this](DocId d) { return this->set_of(d); };
-  const auto skip = [this](DocId d) { return removed(d); };
+  const auto skip = [this, own](DocId d) { return d == own || removed(d); };
   if (how.kind == IndexQuery::Kind::Containing)
     s->containing(q.set, how.threshold, set_of, skip, slots(), out);
   else

@@ -472,16 +472,11 @@ std::vector<LiveMatch> LiveIndex::query(std::string_view text, const IndexQuery&
   std::vector<IndexMatch> m;
   std::vector<LiveMatch> out;
   IndexQuery ask = how;
-  if (how.kind == IndexQuery::Kind::Top && !skip_id.empty()) ++ask.top;  // k others when its own id is left out
+  ask.skip_id = skip_id;
   SharedGuard g(s_->rw);
   s_->index->search(q, ask, m);
   out.reserve(m.size());
-  for (const IndexMatch& x : m) {
-    const std::string_view id = s_->index->id(x.doc);
-    if (!skip_id.empty() && id == skip_id) continue;
-    if (how.kind == IndexQuery::Kind::Top && out.size() == how.top) break;
-    out.push_back({std::string(id), x.similarity});
-  }
+  for (const IndexMatch& x : m) out.push_back({std::string(s_->index->id(x.doc)), x.similarity});
   return out;
 }
 

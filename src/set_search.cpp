@@ -63,28 +63,26 @@ uint64_t SetSearch::bytes() const noexcept {
   return sizes_.size() * sizeof(uint32_t) + starts_.size() * sizeof(uint64_t) + entry_count_ * sizeof(Entry);
 }
 
-SetSearch::Postings SetSearch::rarest_first(std::span<const ShingleHash> q) const {
-  Postings p;
-  p.lists.resize(q.size());
+std::vector<SetSearch::Postings> SetSearch::rarest_first(std::span<const ShingleHash> q) const {
+  std::vector<Postings> lists(q.size());
   for (size_t i = 0; i < q.size(); ++i) {
     const size_t b = static_cast<size_t>(q[i] >> shift_);
-    const auto low = static_cast<uint32_t>(q[i]);
-    p.lists[i].first = p.docs.size();
-    for (uint64_t e = starts_[b]; e < starts_[b + 1]; ++e)
-      if (entries_[e].low == low) p.docs.push_back(entries_[e].doc);
-    p.lists[i].second = p.docs.size() - p.lists[i].first;
+    Postings& p = lists[i];
+    p = {starts_[b], starts_[b + 1], static_cast<uint32_t>(q[i]), 0};
+    for (uint64_t e = p.begin; e < p.end; ++e) p.count += entries_[e].low == p.low;
   }
   // Stable: of two equally rare shingles the smaller hash comes first, so the order depends on
   // the query and the index alone.
-  std::stable_sort(p.lists.begin(), p.lists.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  return p;
+  std::stable_sort(lists.begin(), lists.end(), [](const Postings& a, const Postings& b) { return a.count < b.count; });
+  return lists;
 }
 
 void SetSearch::containment_candidates(std::span<const ShingleHash> q, uint64_t need, std::vector<DocId>& out) const {
   const auto lists = rarest_first(q);
   for (size_t i = 0; i < q.size() - need + 1; ++i)
-    for (const DocId d : lists[i])
+    each_doc(lists[i], [&](DocId d) {
       if (size_of(d) >= need) out.push_back(d);
+    });
 }
 
 namespace {
@@ -131,8 +129,9 @@ void SetSearch::offer_most_similar(std::span<const ShingleHash> q, const SearchS
   std::vector<DocId> order;
   uint64_t looked = 0;
   for (uint64_t next_check = 8; looked < qn;) {
-    for (const DocId d : lists[looked])
+    each_doc(lists[looked], [&](DocId d) {
       if (m.count[d - first_]++ == 0) m.met.push_back(d);
+    });
     if (++looked < next_check && looked < qn) continue;
     next_check *= 2;
     // The documents holding the most of the shingles looked up: likely the best, verified first.

@@ -49,6 +49,8 @@ struct IndexQuery {
   } kind = Kind::Similar;
   double threshold = 0.0;
   size_t top = 0;
+  /// Leave out the live document with this id (a query's own), if any: top k then gives k others.
+  std::string_view skip_id = {};
 };
 
 /// What the index needs of a document: its shingle set (sorted, distinct) and signature.
@@ -223,6 +225,7 @@ struct WalkOptions {
   /// `threshold`, or the Top `top`.
   IndexQuery::Kind kind = IndexQuery::Kind::Similar;
   size_t top = 0;
+  bool skip_same_id = false;  ///< leave out the indexed document with the record's own id
   bool insert_new = true;     ///< insert each document that is not a near-duplicate
   OnDuplicateId on_duplicate_id = OnDuplicateId::Error;
   int threads = 0;            ///< sketching threads, 0: all (the walk itself is sequential)

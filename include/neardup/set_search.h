@@ -95,13 +95,20 @@ class SetSearch {
     DocId doc;
     uint32_t low;  // the shingle's low 32 bits
   };
-  /// The documents holding each of q's shingles, fewest first.
+  /// A shingle's documents: the entries of its list with its low bits.
   struct Postings {
-    std::vector<DocId> docs;
-    std::vector<std::pair<uint64_t, uint64_t>> lists;  // (start, length) in docs
-    std::span<const DocId> operator[](size_t i) const noexcept { return {docs.data() + lists[i].first, lists[i].second}; }
+    uint64_t begin, end;  // its list's entries
+    uint32_t low;
+    uint64_t count;  // how many of them are the shingle's
   };
-  Postings rarest_first(std::span<const ShingleHash> q) const;
+  /// q's shingles' postings, counted, fewest documents first; their documents are read as they
+  /// are taken (each_doc), so a search that stops early reads no more.
+  std::vector<Postings> rarest_first(std::span<const ShingleHash> q) const;
+  template <class Fn>
+  void each_doc(const Postings& p, Fn&& fn) const {
+    for (uint64_t e = p.begin; e < p.end; ++e)
+      if (entries_[e].low == p.low) fn(entries_[e].doc);
+  }
   uint32_t size_of(DocId d) const noexcept { return sizes_[d - first_]; }
 
   DocId first_ = 0;

@@ -12,6 +12,7 @@
 
 #include "internal/flat_multimap.h"
 #include "internal/hash.h"
+#include "py_buckets.h"
 
 namespace py = pybind11;
 
@@ -75,21 +76,13 @@ class BandStore {
       if (keys_[row].is_none()) continue;
       for (size_t i = 0; i < bands_; ++i) {
         const py::bytes h(row_band(static_cast<uint32_t>(row), i), band_bytes_);
-        PyObject* table = PyList_GET_ITEM(tables.ptr(), static_cast<Py_ssize_t>(i));
-        PyObject* bucket = PyDict_GetItemWithError(table, h.ptr());
-        if (bucket == nullptr) {
-          if (PyErr_Occurred()) throw py::error_already_set();
-          py::list fresh;
-          fresh.append(keys_[row]);
-          if (PyDict_SetItem(table, h.ptr(), fresh.ptr()) != 0) throw py::error_already_set();
-        } else if (PyList_Append(bucket, keys_[row].ptr()) != 0) {
-          throw py::error_already_set();
-        }
+        append_to_bucket(PyList_GET_ITEM(tables.ptr(), static_cast<Py_ssize_t>(i)), h.ptr(), keys_[row].ptr());
       }
     }
     py::dict keys;
     for (const auto& [key, key_rows] : rows) {
       py::list hs;
+      PyObject_GC_UnTrack(hs.ptr());  // as lsh_insert's lists of band keys
       for (const py::handle r : key_rows) {
         const auto row = r.cast<uint32_t>();
         if (row >= keys_.size()) throw py::value_error("no such row");

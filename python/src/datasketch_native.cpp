@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "native_threads.h"
+#include "py_buckets.h"
 #include "neardup/thread_pool.h"
 
 namespace py = pybind11;
@@ -524,14 +525,8 @@ const char* band_bytes_of(const py::bytes& whole, size_t bands, size_t band_byte
   return data;
 }
 
-// Appends `key` to its bucket in each table (tables[i]: a dict, band key -> list of keys; a new
-// bucket is a new list). Returns the band keys, in order.
-//
-// The new lists (the buckets and the returned one) are left out of the cyclic garbage
-// collector: they hold band keys (bytes) and the index's keys (hashable), which make no cycle,
-// and an index holds a list per bucket of every band, which each collection would walk (a
-// MinHashLSH of 50,000 keys and 25 bands: 1.05 s to insert with them tracked, 0.39 s with the
-// collector off). A key that itself refers back to its index would keep the index alive.
+// Appends `key` to its bucket in each table (tables[i]: a dict, band key -> list of keys;
+// append_to_bucket). Returns the band keys, in order, in a list also out of the collector.
 py::list lsh_insert(const py::list& tables, const py::bytes& whole, size_t band_bytes, const py::handle& key) {
   const size_t bands = tables.size();
   const char* data = band_bytes_of(whole, bands, band_bytes);
@@ -539,20 +534,7 @@ py::list lsh_insert(const py::list& tables, const py::bytes& whole, size_t band_
   PyObject_GC_UnTrack(keys.ptr());
   for (size_t i = 0; i < bands; ++i) {
     py::object h = band_key(data, i, band_bytes);
-    PyObject* table = PyList_GET_ITEM(tables.ptr(), static_cast<Py_ssize_t>(i));
-    if (!PyDict_Check(table)) throw py::type_error("a hash table must be a dict");
-    PyObject* bucket = PyDict_GetItemWithError(table, h.ptr());  // borrowed
-    if (bucket == nullptr) {
-      if (PyErr_Occurred()) throw py::error_already_set();
-      py::list fresh(1);
-      fresh[0] = key;
-      PyObject_GC_UnTrack(fresh.ptr());
-      if (PyDict_SetItem(table, h.ptr(), fresh.ptr()) != 0) throw py::error_already_set();
-    } else if (PyList_Check(bucket)) {
-      if (PyList_Append(bucket, key.ptr()) != 0) throw py::error_already_set();
-    } else {
-      py::reinterpret_borrow<py::object>(bucket).attr("append")(key);
-    }
+    append_to_bucket(PyList_GET_ITEM(tables.ptr(), static_cast<Py_ssize_t>(i)), h.ptr(), key.ptr());
     keys[i] = std::move(h);
   }
   return keys;

@@ -118,14 +118,14 @@ WalkOptions query_walk(const CLI::App* cmd, const IndexOptions& o, const NearDup
   if (asks > 1) throw UsageError("index query: --threshold, --containment and --top exclude each other; give one");
   WalkOptions w;
   w.insert_new = false;
+  w.skip_same_id = o.skip_same_id;
   w.threads = threads_of(o.common);
   if (cmd->count("--containment")) {
     w.kind = IndexQuery::Kind::Containing;
     w.threshold = o.containment;
   } else if (cmd->count("--top")) {
     w.kind = IndexQuery::Kind::Top;
-    // One more when the query's own id is left out, so that k others remain.
-    w.top = o.top + (o.skip_same_id ? 1 : 0);
+    w.top = o.top;
   } else {
     w.threshold = cmd->count("--threshold") ? o.common.threshold : idx.spec().threshold;
     warn_below_build_threshold(idx, o.index, w.threshold, o.common.quiet);
@@ -146,10 +146,7 @@ int run_query(const CLI::App* cmd, const IndexOptions& o) {
   std::string line;
   uint64_t lines = 0;
   const WalkStats st = index_walk(*idx, in, reader, w, [&](const WalkRecord& r) {
-    size_t listed = 0;
     for (const IndexMatch& m : r.matches) {
-      if (o.skip_same_id && idx->id(m.doc) == r.record.id) continue;
-      if (w.kind == IndexQuery::Kind::Top && listed++ == o.top) break;
       line.assign(r.record.id).push_back('\t');
       line.append(idx->id(m.doc)).push_back('\t');
       io::append_similarity(line, m.similarity);
@@ -379,7 +376,7 @@ void add_index(CLI::App& app, std::function<int()>& run) {
   query->add_option("--containment", q->containment,
                      "Instead of near-duplicates: the indexed documents holding at least this share of the query's "
                      "shingles, scored by that share (exact)")
-      ->check(unit_interval());
+      ->check(rule_check("containment"));
   query->add_option("--top", q->top, "Instead of near-duplicates: the K indexed documents of highest Jaccard, best first (exact)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   query->add_flag("--skip-same-id", q->skip_same_id, "Do not report an indexed document with the query's own id");

@@ -174,7 +174,8 @@ struct QueryAsk {
 IndexQuery query_of(const QueryAsk& a, const Limits& l) {
   if (a.count() > 1) throw BadRequest{400, "'threshold', 'containment' and 'top' exclude each other; give one", "top"};
   if (a.containment) {
-    if (!(*a.containment > 0 && *a.containment <= 1)) throw BadRequest{400, "'containment' must be above 0 and at most 1", "containment"};
+    if (const std::string why = rule_problem(number_rule("containment"), *a.containment); !why.empty())
+      throw BadRequest{400, "'containment' " + why, "containment"};
     return {IndexQuery::Kind::Containing, *a.containment, 0};
   }
   if (a.top) {

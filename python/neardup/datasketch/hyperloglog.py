@@ -206,6 +206,11 @@ class HyperLogLog:
         self.reg = np.frombuffer(bytes(memoryview(buf)[1:1 + self.m]), dtype=np.uint8).astype(np.int8)
 
 
+# The tables as arrays once, not at every count.
+_PLUSPLUS_RAW = [np.asarray(t) for t in _hllpp_tables.RAW_ESTIMATES]
+_PLUSPLUS_BIAS = [np.asarray(t) for t in _hllpp_tables.BIASES]
+
+
 class HyperLogLogPlusPlus(HyperLogLog):
     """HyperLogLog++ with ``p`` in [4, 16], or the registers ``reg`` of another, and ``hashfunc``
     (values to 64-bit integers, ``sha1_hash64`` by default)."""
@@ -222,8 +227,7 @@ class HyperLogLogPlusPlus(HyperLogLog):
         return _hllpp_tables.THRESHOLDS[p - 4]
 
     def _estimate_bias(self, e: float, p: int) -> float:
-        bias = np.asarray(_hllpp_tables.BIASES[p - 4])
-        raw = np.asarray(_hllpp_tables.RAW_ESTIMATES[p - 4])
+        raw, bias = _PLUSPLUS_RAW[p - 4], _PLUSPLUS_BIAS[p - 4]
         nearest = np.argsort((e - raw) ** 2, kind="stable")[:6]
         return float(np.mean(bias[nearest]))
 

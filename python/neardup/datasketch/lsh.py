@@ -121,12 +121,15 @@ class MinHashLSH:
     def _stored(self) -> bool:
         return "hashtables" not in self.__dict__
 
+    def _dict_tables(self) -> tuple:
+        """(hashtables, keys) as datasketch's dicts, made from the store."""
+        if self._store is None:
+            return [dict() for _ in range(self.b)], dict()
+        return self._store.materialize(self._rows)
+
     def _to_dicts(self) -> None:
         """The tables as datasketch's dicts, from here on."""
-        if self._store is not None:
-            tables, keys = self._store.materialize(self._rows)
-        else:
-            tables, keys = [dict() for _ in range(self.b)], dict()
+        tables, keys = self._dict_tables()
         self.__dict__.update(hashtables=tables, keys=keys, _store=None, _rows=None)
 
     def __getattr__(self, name):
@@ -140,8 +143,7 @@ class MinHashLSH:
         """datasketch's state: the tables as dicts (made for the pickle, the index keeps its own)."""
         state = dict(self.__dict__)
         if self._stored():
-            tables, keys = self._store.materialize(self._rows) if self._store is not None else ([dict() for _ in range(self.b)], dict())
-            state.update(hashtables=tables, keys=keys)
+            state["hashtables"], state["keys"] = self._dict_tables()
         state.update(_store=None, _rows=None)
         return state
 
