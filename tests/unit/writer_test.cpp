@@ -24,6 +24,7 @@
 #include "neardup/error.h"
 #include "neardup/io/reader.h"
 #include "neardup/io/stream.h"
+#include "neardup/io/tsv.h"
 #include "test_util.h"
 
 using namespace neardup;
@@ -545,4 +546,31 @@ TEST(Writer, AppendFromWrittenDirectlyReportsAFailedWrite) {
   size_t left = 0;
   for (const auto& e : std::filesystem::directory_iterator(d.path())) left += e.path().filename().string().find("neardup-tmp") != std::string::npos;
   EXPECT_EQ(left, 0u);
+}
+
+// Similarities are printed without printf (io/tsv.cpp); every output must still read as "%.6f"
+// would print it: every fraction k / n of sets up to 400 hashes (what exact Jaccard gives), the
+// exact halves at the sixth decimal (ties, rounded to even by printf), their neighbours, and
+// random values.
+TEST(Tsv, SimilaritiesPrintAsPrintfDoes) {
+  const auto expect_printf = [](double s) {
+    std::string fast;
+    append_similarity(fast, s);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6f", s);
+    ASSERT_EQ(fast, buf) << "for " << std::hexfloat << s;
+  };
+  for (int n = 1; n <= 400; ++n)
+    for (int k = 0; k <= n; ++k) expect_printf(static_cast<double>(k) / n);
+  for (int k = 0; k < 2000000; k += 1) {
+    const double tie = (k + 0.5) / 1e6;
+    expect_printf(tie);
+    expect_printf(std::nextafter(tie, 0.0));
+    expect_printf(std::nextafter(tie, 1.0));
+  }
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> any(0.0, 1.0);
+  for (int i = 0; i < 1000000; ++i) expect_printf(any(rng));
+  for (const double s : {0.0, 1.0, 0.0000005, 0.9999995, 1e-300, -0.0, 0.125, 0.875})
+    expect_printf(s);
 }
