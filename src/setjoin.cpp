@@ -54,6 +54,14 @@ struct JoinCandidate {
   uint32_t ix, iy;  // the first common shingle: ranks[x][ix] == ranks[y][iy]
 };
 
+// The pairs of `pairs` (sorted by (a, b)) whose first document is a.
+std::span<const ScoredPair> pairs_from(std::span<const ScoredPair> pairs, DocId a) noexcept {
+  const auto lo = std::lower_bound(pairs.begin(), pairs.end(), a, [](const ScoredPair& p, DocId d) { return p.a < d; });
+  auto hi = lo;
+  while (hi != pairs.end() && hi->a == a) ++hi;
+  return {lo, hi};
+}
+
 }  // namespace
 
 struct SetJoin::Impl {
@@ -230,7 +238,7 @@ void SetJoin::pairs(const PairFilter& keep, const std::function<void(std::span<c
 }
 
 void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& keep,
-                       const std::function<void(std::span<const ScoredPair>)>& emit) {
+                       const std::function<void(std::span<const ScoredPair>)>& emit, std::span<const ScoredPair> known) {
   // Every joined document in order, as (join, member): each x's pairs have a = its document, so
   // listing them in this order lists all in (a, b) order.
   struct Listed {
@@ -291,9 +299,11 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         s.probe(x, true, mark, cand);
         st_cand += cand.size();
         const size_t before = res.size();
+        const std::span<const ScoredPair> known_a = pairs_from(known, s.docs[x]);
         for (const JoinCandidate& k : cand) {
           const DocId a = s.docs[x], b = s.docs[k.y];
-          if (keep && !keep(a, b)) {
+          if ((!known_a.empty() && std::binary_search(known_a.begin(), known_a.end(), ScoredPair{a, b, 0.0}, by_pair)) ||
+              (keep && !keep(a, b))) {
             ++st_filtered;
             continue;
           }

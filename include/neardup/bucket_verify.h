@@ -50,6 +50,11 @@ struct BucketVerification {
   /// it (when short: internal/pivot_delta.h) where both sets have at least this many hashes;
   /// SIZE_MAX: always by a merge of the two sets.
   size_t delta_min_set = 256;
+  /// A small bucket of more than this many documents whose stars mostly fall below the threshold
+  /// goes to the join: its members are not near-copies of its first document, so the bound by
+  /// their similarities to it leaves most of their pairs, and the join's prefix filter few.
+  /// SIZE_MAX: every small bucket is completed pair by pair.
+  size_t join_below_stars = 16;
 };
 
 struct VerifiedBuckets {

@@ -54,7 +54,7 @@ using PairFilter = std::function<bool(DocId a, DocId b)>;
 
 struct SetJoinStats {
   uint64_t candidates = 0;  ///< pairs that shared a prefix shingle and passed the length and positional filters
-  uint64_t filtered = 0;    ///< candidates the PairFilter dropped, or already connected (connect)
+  uint64_t filtered = 0;    ///< candidates the PairFilter dropped, already connected (connect) or known (pairs_of)
   uint64_t verified = 0;    ///< candidates whose overlap was computed (the merge may abort early)
   uint64_t results = 0;     ///< pairs with J >= t
   uint64_t by_delta = 0;    ///< verified candidates counted on their differences from a shared pivot
@@ -79,9 +79,11 @@ class SetJoin {
   /// with the number of pairs. Parallel; the result does not depend on the number of threads.
   void pairs(const PairFilter& keep, const std::function<void(std::span<const ScoredPair>)>& emit) const;
   /// The pairs of several joins over disjoint documents (a run's groups, each joined on its
-  /// own), in (a, b) order over them all: what pairs() lists of each, merged.
+  /// own), in (a, b) order over them all: what pairs() lists of each, merged. A pair in `known`
+  /// (sorted by (a, b): pairs the caller verified already and lists itself) is neither verified
+  /// again nor emitted.
   static void pairs_of(std::span<const SetJoin* const> joins, const PairFilter& keep,
-                       const std::function<void(std::span<const ScoredPair>)>& emit);
+                       const std::function<void(std::span<const ScoredPair>)>& emit, std::span<const ScoredPair> known = {});
   /// The same, all at once.
   std::vector<ScoredPair> all_pairs(const PairFilter& keep = {}) const;
 

@@ -27,12 +27,13 @@ void Pipeline::Impl::each_pair(const std::function<void(std::span<const ScoredPa
 }
 
 void Pipeline::Impl::expand_pairs(const std::function<void(std::span<const ScoredPair>)>& emit) const {
-  // pairs_ (sorted by pair) holds every pair verified directly, and the joins' connecting edges,
-  // which they list again with the same scores: the merge keeps one of each.
+  // pairs_ (sorted by pair) holds every pair verified directly, and the joins' connecting edges:
+  // the joins leave those out (in dense clusters most pairs of a large bucket are also in a small
+  // one) and the merge puts them in their places.
   PairMerger merge(pairs_, emit);
   std::vector<const SetJoin*> joins;
   for (const auto& j : joins_) joins.push_back(j.get());
-  SetJoin::pairs_of(joins, pair_filter(), [&](std::span<const ScoredPair> chunk) { merge.add(chunk); });
+  SetJoin::pairs_of(joins, pair_filter(), [&](std::span<const ScoredPair> chunk) { merge.add(chunk); }, pairs_);
   merge.finish();
 }
 

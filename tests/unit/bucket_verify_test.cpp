@@ -181,20 +181,54 @@ TEST(BucketVerify, ExactConnectsWhatEveryBucketPairConnects) {
 TEST(BucketVerify, ExactListsEveryBucketPair) {
   for (uint64_t seed : {4, 5})
     for (const bool whole_stars : {false, true})
-      for (const size_t delta_min_set : {size_t{256}, size_t{0}}) {
-        Case c(seed);
-        const Scorer score = Scorer::exact(c.sets);
-        BucketVerification how = c.how(true, true);
-        how.whole_stars = whole_stars;
-        how.delta_min_set = delta_min_set;
-        const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
-        EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
-        expect_listed(brute_force(c.buckets, score), v, how.share);
-        for (const ScoredPair& p : v.pairs) EXPECT_EQ(p.similarity, score(p.a, p.b)) << p.a << " " << p.b;
-        if (delta_min_set == 0) {
-          EXPECT_GT(v.by_delta, 10u) << "pairs of near-copies are counted on their differences";
+      for (const size_t delta_min_set : {size_t{256}, size_t{0}})
+        for (const size_t join_below_stars : {size_t{16}, SIZE_MAX}) {
+          Case c(seed);
+          const Scorer score = Scorer::exact(c.sets);
+          BucketVerification how = c.how(true, true);
+          how.whole_stars = whole_stars;
+          how.delta_min_set = delta_min_set;
+          how.join_below_stars = join_below_stars;
+          const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
+          EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
+          expect_listed(brute_force(c.buckets, score), v, how.share);
+          for (const ScoredPair& p : v.pairs) EXPECT_EQ(p.similarity, score(p.a, p.b)) << p.a << " " << p.b;
+          if (delta_min_set == 0 && join_below_stars == SIZE_MAX) {
+            EXPECT_GT(v.by_delta, 10u) << "pairs of near-copies are counted on their differences";
+          }
         }
-      }
+}
+
+// The small buckets whose stars mostly fall below t (these random runs across families) go to
+// the join: it holds more documents than the large buckets', the listing and the clusters stay
+// complete, and fewer pairs are compared than when every small bucket is completed pair by pair.
+TEST(BucketVerify, SmallBucketsMostlyBelowTheirStarsGoToTheJoin) {
+  for (const bool list_all : {true, false}) {
+    Case c(8);
+    const Scorer score = Scorer::exact(c.sets);
+    BucketVerification how = c.how(list_all, true);
+    how.join_below_stars = SIZE_MAX;
+    const VerifiedBuckets direct = verify_buckets(c.buckets, c.docs, score, how);
+    how.join_below_stars = 16;
+    const VerifiedBuckets joined = verify_buckets(c.buckets, c.docs, score, how);
+    const auto truth = brute_force(c.buckets, score);
+    if (list_all) {
+      ASSERT_TRUE(direct.join && joined.join);
+      EXPECT_GT(joined.join->size(), direct.join->size());
+      // Pairs compared in all: the verification's (the join's connecting included), then the
+      // join's while it lists its pairs.
+      const auto compared = [&](const VerifiedBuckets& v) {
+        const uint64_t before = v.join->stats().verified;
+        expect_listed(truth, v, how.share);
+        return v.verified + v.join->stats().verified - before;
+      };
+      EXPECT_LT(compared(joined), compared(direct));
+    } else {
+      std::set<std::pair<DocId, DocId>> found;
+      for (const ScoredPair& p : joined.pairs) found.insert({p.a, p.b});
+      EXPECT_EQ(components(c.raw.size(), found), components(c.raw.size(), truth));
+    }
+  }
 }
 
 // Pivot filtering (pairs_left): of the pairs of the small buckets past their first documents,
