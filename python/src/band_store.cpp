@@ -7,12 +7,14 @@
 // are made from the rows when asked for (materialize), in the order the keys were added.
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "internal/flat_multimap.h"
 #include "internal/hash.h"
 #include "py_buckets.h"
+#include "py_values.h"
 
 namespace py = pybind11;
 
@@ -29,12 +31,29 @@ class BandStore {
   size_t size() const noexcept { return live_; }
 
   // Adds `key` with its sketch's big-endian bytes (bands x band_bytes); returns its row.
-  uint32_t insert(const py::object& key, const py::bytes& whole) {
-    const char* data = bytes_of(whole, bands_);
+  uint32_t insert(const py::object& key, const py::bytes& whole) { return insert_row(key, bytes_of(whole, bands_)); }
+
+  // The same with the sketch's values as a NumPy array of unsigned 64-bit integers, each band
+  // band_bytes / 8 of them: their big-endian bytes are made here, which saves making a bytes
+  // object of them per call.
+  uint32_t insert_values(const py::object& key, const py::handle& values) { return insert_row(key, big_endian(values, bands_)); }
+  py::set query_values(const py::handle& values, size_t bands) {
+    if (bands > bands_) throw py::value_error("more bands than hash tables");
+    return query_bytes(big_endian(values, bands), bands);
+  }
+
+  uint32_t insert_row(const py::object& key, const char* data) {
     if (keys_.size() >= UINT32_MAX - 1) throw py::value_error("too many keys for one index");
     const auto row = static_cast<uint32_t>(keys_.size());
     arena_.insert(arena_.end(), data, data + bands_ * band_bytes_);
-    for (size_t i = 0; i < bands_; ++i) maps_[i].insert(band_hash(data, i), row);
+    // Every band's home slot asked for before any is written: the bands' tables are apart in
+    // memory, and their cache misses then overlap instead of following one another.
+    hashes_.resize(bands_);
+    for (size_t i = 0; i < bands_; ++i) {
+      hashes_[i] = band_hash(data, i);
+      maps_[i].prefetch(hashes_[i]);
+    }
+    for (size_t i = 0; i < bands_; ++i) maps_[i].insert(hashes_[i], row);
     keys_.push_back(key);
     stamp_.push_back(0);
     ++live_;
@@ -44,12 +63,20 @@ class BandStore {
   // The keys in the buckets of the sketch's first `bands` bands, as a set.
   py::set query(const py::bytes& whole, size_t bands) {
     if (bands > bands_) throw py::value_error("more bands than hash tables");
-    const char* data = bytes_of(whole, bands);
+    return query_bytes(bytes_of(whole, bands), bands);
+  }
+
+  py::set query_bytes(const char* data, size_t bands) {
     py::set found;
     if (++epoch_ == 0) std::fill(stamp_.begin(), stamp_.end(), 0), epoch_ = 1;
+    hashes_.resize(bands);
+    for (size_t i = 0; i < bands; ++i) {
+      hashes_[i] = band_hash(data, i);
+      maps_[i].prefetch(hashes_[i]);
+    }
     for (size_t i = 0; i < bands; ++i) {
       const char* band = data + i * band_bytes_;
-      maps_[i].for_each(band_hash(data, i), [&](uint32_t row) {
+      maps_[i].for_each(hashes_[i], [&](uint32_t row) {
         if (stamp_[row] == epoch_ || keys_[row].is_none()) return;
         if (std::memcmp(row_band(row, i), band, band_bytes_) != 0) return;  // another band, the same hash
         stamp_[row] = epoch_;
@@ -67,8 +94,8 @@ class BandStore {
   }
 
   // (tables, keys) as datasketch has them: per band a dict from band bytes to the list of keys
-  // in the order added (every live row), and a dict from each key of `rows` (key -> its rows)
-  // to the band keys of those rows, in order.
+  // in the order added (every live row), and a dict from each key of `rows` (key -> its row, or
+  // the list of its rows) to the band keys of those rows, in order.
   py::tuple materialize(const py::dict& rows) const {
     py::list tables(bands_);
     for (size_t i = 0; i < bands_; ++i) tables[i] = py::dict();
@@ -83,10 +110,15 @@ class BandStore {
     for (const auto& [key, key_rows] : rows) {
       py::list hs;
       PyObject_GC_UnTrack(hs.ptr());  // as lsh_insert's lists of band keys
-      for (const py::handle r : key_rows) {
+      const auto add = [&](const py::handle r) {
         const auto row = r.cast<uint32_t>();
         if (row >= keys_.size()) throw py::value_error("no such row");
         for (size_t i = 0; i < bands_; ++i) hs.append(py::bytes(row_band(row, i), band_bytes_));
+      };
+      if (PyLong_Check(key_rows.ptr())) {
+        add(key_rows);
+      } else {
+        for (const py::handle r : key_rows) add(r);
       }
       keys[key] = hs;
     }
@@ -94,6 +126,13 @@ class BandStore {
   }
 
  private:
+  // The first `bands` bands of `values` (py_values.h) as big-endian bytes, in scratch.
+  const char* big_endian(const py::handle& values, size_t bands) {
+    if (band_bytes_ % sizeof(uint64_t) != 0) throw py::value_error("this store's bands are not of 64-bit values");
+    swapped_.resize(bands * band_bytes_ / sizeof(uint64_t));
+    read_u64(values, swapped_.size(), swapped_.data(), true);
+    return reinterpret_cast<const char*>(swapped_.data());
+  }
   const char* bytes_of(const py::bytes& whole, size_t bands) const {
     char* data = nullptr;
     Py_ssize_t size = 0;
@@ -111,6 +150,8 @@ class BandStore {
   std::vector<char> arena_;                   // row r's bands: [r * bands_ * band_bytes_, ...)
   std::vector<py::object> keys_;              // per row: its key, None once removed
   std::vector<uint32_t> stamp_;               // per row: the last query that found it
+  std::vector<uint64_t> hashes_;              // scratch: a sketch's band hashes
+  std::vector<uint64_t> swapped_;             // scratch: a sketch's values, big-endian
   uint32_t epoch_ = 0;
   size_t live_ = 0;
 };
@@ -124,6 +165,8 @@ void register_band_store(py::module_& m) {
       .def("__len__", &BandStore::size)
       .def("insert", &BandStore::insert, py::arg("key"), py::arg("whole"))
       .def("query", &BandStore::query, py::arg("whole"), py::arg("bands"))
+      .def("insert_values", &BandStore::insert_values, py::arg("key"), py::arg("values"))
+      .def("query_values", &BandStore::query_values, py::arg("values"), py::arg("bands"))
       .def("remove", &BandStore::remove, py::arg("row"))
       .def("materialize", &BandStore::materialize, py::arg("rows"));
 }

@@ -588,6 +588,7 @@ class PyIndex {
 namespace neardup::python {
 void register_datasketch(py::module_& m);  // datasketch_native.cpp
 void register_band_store(py::module_& m);  // band_store.cpp
+void register_forest(py::module_& m);      // forest.cpp
 }  // namespace neardup::python
 
 PYBIND11_MODULE(_native, m) {
@@ -641,6 +642,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("bulk_sha1", &bulk_sha1, py::arg("docs"), py::arg("a"), py::arg("b"), py::arg("threads") = 0);
   register_datasketch(m);
   register_band_store(m);
+  register_forest(m);
   m.def("version", [] { return std::string(version()); });
   m.def("number_rules", [] {  // the numeric options' names, whether each is whole, and its range
     py::list out;

@@ -114,3 +114,66 @@ def test_attributes_errors_and_pickle():
     empty = MinHashLSHForest()
     empty.index()
     assert empty.query(MinHash(), 5) == []
+
+
+def test_rows_in_cpp_answer_as_the_dicts():
+    # A forest keeps 64-bit sketches in C++ until a table is read; a twin made to keep datasketch's
+    # dicts from the start (its tables read at once) must answer alike all along: before and after
+    # index(), with keys added since, through pickles, and once the first is turned into dicts too.
+    rng = np.random.default_rng(11)
+    values = sketches(rng, 80, 32, False)
+    rows, dicts = MinHashLSHForest(32, 4), MinHashLSHForest(32, 4)
+    assert dicts.hashtables is not None and not dicts._stored() and rows._stored()
+
+    def same(queries, ks=(1, 4, 20)):
+        assert rows.is_empty() == dicts.is_empty()
+        for q in queries:
+            for k in ks:
+                assert rows.query(MinHash(hashvalues=q), k) == dicts.query(MinHash(hashvalues=q), k)
+
+    same(values[:5])
+    for i, v in enumerate(values[:50]):
+        rows.add(i, MinHash(hashvalues=v))
+        dicts.add(i, MinHash(hashvalues=v))
+    assert 3 in rows and 77 not in rows and rows._stored()
+    same(values[:10])  # nothing searchable yet
+    rows.index()
+    dicts.index()
+    same(values[::4])
+    assert rows._stored() and np.array_equal(rows.get_minhash_hashvalues(7), values[7])
+    with pytest.raises(KeyError):
+        rows.get_minhash_hashvalues(99)
+    with pytest.raises(ValueError):
+        rows.add(7, MinHash(hashvalues=values[7]))
+    copy = pickle.loads(pickle.dumps(rows))  # datasketch's dicts in the pickle; rows keeps its own
+    assert rows._stored() and not copy._stored()
+    assert copy.hashtables == dicts.hashtables and copy.keys == dicts.keys and copy.sorted_hashtables == dicts.sorted_hashtables
+    assert copy.query(MinHash(hashvalues=values[3]), 5) == dicts.query(MinHash(hashvalues=values[3]), 5)
+    for i, v in enumerate(values[50:70], start=50):  # added after index(): datasketch's walk
+        rows.add(i, MinHash(hashvalues=v))
+        dicts.add(i, MinHash(hashvalues=v))
+    same(values[40:80:3])
+    assert not rows._stored()  # the walk needed the dicts
+    assert rows.sorted_hashtables == dicts.sorted_hashtables and rows.hashtables == dicts.hashtables
+    rows.index()
+    dicts.index()
+    same(values[::5])
+    # Read after index(), the tables hold the rows' keys as datasketch's would.
+    fresh, twin = MinHashLSHForest(32, 4), MinHashLSHForest(32, 4)
+    twin.keys
+    for i, v in enumerate(values[:30]):
+        fresh.add(f"k{i}", MinHash(hashvalues=v))
+        twin.add(f"k{i}", MinHash(hashvalues=v))
+    fresh.index()
+    twin.index()
+    fresh.add("late", MinHash(hashvalues=values[40]))
+    twin.add("late", MinHash(hashvalues=values[40]))
+    assert fresh.sorted_hashtables == twin.sorted_hashtables and fresh.keys == twin.keys and fresh.hashtables == twin.hashtables
+    # A sketch of other values (weighted: two words a value) turns the rows into dicts.
+    mixed = MinHashLSHForest(32, 4)
+    mixed.add("m", MinHash(hashvalues=values[0]))
+    weighted = sketches(rng, 2, 32, True)[0]
+    mixed.add("w", _weighted(weighted))
+    assert not mixed._stored() and "m" in mixed and "w" in mixed
+    mixed.index()
+    assert mixed.query(MinHash(hashvalues=values[0]), 1) == ["m"]

@@ -80,3 +80,36 @@ def test_other_widths_and_the_ensemble():
     again = pickle.loads(pickle.dumps(ens))
     for i, m in enumerate(ms[:30]):
         assert set(ens.query(m, 10 + i)) == set(again.query(m, 10 + i)) and i in set(ens.query(m, 10 + i))
+
+
+class Sketch:
+    """A sketch as any object with ``hashvalues`` and a length (as datasketch's own MinHash)."""
+
+    def __init__(self, hashvalues):
+        self.hashvalues = hashvalues
+
+    def __len__(self):
+        return len(self.hashvalues)
+
+
+def test_values_of_other_layouts_answer_alike():
+    # Native uint64 arrays go to the store as they are; big-endian, signed, strided and list
+    # values through their bytes: the answers are the dicts' whichever way a sketch comes.
+    ms = sketches(120, seed=5, num_perm=64)
+    layouts = [
+        lambda hv: hv,
+        lambda hv: hv.astype(">u8"),
+        lambda hv: hv.astype(np.int64),
+        lambda hv: np.repeat(hv, 2)[::2],
+        lambda hv: [int(x) for x in hv],
+    ]
+    fast, dicts = MinHashLSH(0.5, 64), MinHashLSH(0.5, 64, hashfunc=lambda b: b)
+    for i, m in enumerate(ms):
+        s = Sketch(layouts[i % len(layouts)](m.hashvalues))
+        fast.insert(i, s)
+        dicts.insert(i, s)
+    assert fast._stored()
+    for i, m in enumerate(ms):
+        for layout in layouts:
+            s = Sketch(layout(m.hashvalues))
+            assert set(fast.query(s)) == set(dicts.query(s)) and i in set(fast.query(s))

@@ -82,6 +82,15 @@ def _bands_of(threshold: float, num_perm: int, weights, params) -> tuple:
     return b, r
 
 
+_U64 = np.dtype(np.uint64)
+
+
+def plain_u64(values) -> bool:
+    """Whether a sketch's values are a one-dimensional NumPy array of native unsigned 64-bit
+    integers, which the band store reads directly (BandStore.insert_values, query_values)."""
+    return type(values) is np.ndarray and values.dtype is _U64 and values.ndim == 1
+
+
 def big_endian(values, count: int):
     """The first `count` values of a sketch (a weighted MinHash's rows of two words each) as
     big-endian bytes, swapped once for all its bands or trees, and the bytes of one value; (None,
@@ -114,7 +123,10 @@ class MinHashLSH:
         # width of a value is known) until ``hashtables`` or ``keys`` is asked for: then they become
         # datasketch's dicts for good (__getattr__, _to_dicts).
         self._store = None
-        self._rows = {}  # key -> the store's rows for it (a key added twice has two)
+        # key -> the store's row for it, or the list of its rows once added twice: an int is not
+        # tracked by Python's garbage collector, where a list per key made every collection
+        # walk them all (inserts took 2.5x as long beside another large index).
+        self._rows = {}
         if hashfunc is not None:
             self._to_dicts()
 
@@ -176,6 +188,9 @@ class MinHashLSH:
 
     def _buckets_of(self, minhash, bands: int) -> set:
         """The keys in the buckets of the sketch's first `bands` bands."""
+        store = self.__dict__.get("_store")
+        if store is not None and plain_u64(minhash.hashvalues) and store.band_bytes == 8 * self.r:
+            return store.query_values(minhash.hashvalues, bands)
         whole, band = self._whole(minhash, bands)
         if self._stored():  # no band of another width is in the store: nothing found
             return self._store.query(whole, bands) if self._store is not None and band == self._store.band_bytes else set()
@@ -194,21 +209,23 @@ class MinHashLSH:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
         if self.prepickle:
             key = pickle.dumps(key)
-        if check_duplication and key in (self._rows if self._stored() else self.keys):
+        stored = self._stored()
+        if check_duplication and key in (self._rows if stored else self.keys):
             raise ValueError("The given key already exists")
+        hv = minhash.hashvalues
+        if stored and plain_u64(hv) and (self._store is None or self._store.band_bytes == 8 * self.r):
+            if self._store is None:
+                self._store = _native.BandStore(self.b, 8 * self.r)
+            self._add_row(key, self._store.insert_values(key, hv))
+            return
         whole, band = self._whole(minhash, self.b)
-        if self._stored():
+        if stored:
             if whole is None or (self._store is not None and band != self._store.band_bytes):
                 self._to_dicts()  # values of another width: datasketch's dicts hold any
             else:
                 if self._store is None:
                     self._store = _native.BandStore(self.b, band)
-                row = self._store.insert(key, whole)
-                rows = self._rows.get(key)
-                if rows is None:
-                    self._rows[key] = [row]
-                else:
-                    rows.append(row)
+                self._add_row(key, self._store.insert(key, whole))
                 return
         if whole is not None and not self.hashfunc:  # the loop in C++ (datasketch_native.cpp)
             hs = _native.lsh_insert(self.hashtables, whole, band, key)
@@ -226,6 +243,15 @@ class MinHashLSH:
                 table[H] = [key]
             else:
                 bucket.append(key)
+
+    def _add_row(self, key, row: int) -> None:
+        rows = self._rows.get(key)
+        if rows is None:
+            self._rows[key] = row
+        elif type(rows) is list:
+            rows.append(row)
+        else:
+            self._rows[key] = [rows, row]
 
     def insertion_session(self, buffer_size: int = 50000) -> "MinHashLSHInsertionSession":
         return MinHashLSHInsertionSession(self, buffer_size)
@@ -295,7 +321,8 @@ class MinHashLSH:
             if key not in self._rows:
                 raise ValueError("The given key does not exist")
             # As datasketch's dicts do: the key leaves the buckets of its first sketch's bands once.
-            self._store.remove(self._rows.pop(key)[0])
+            rows = self._rows.pop(key)
+            self._store.remove(rows[0] if type(rows) is list else rows)
             return
         if key not in self.keys:
             raise ValueError("The given key does not exist")

@@ -1,0 +1,226 @@
+// MinHashLSHForest's data in C++ (neardup.datasketch.MinHashLSHForest): the sketches added, one
+// row of values each in an arena, and the trees index() sorts for the queries. datasketch keeps a
+// dict per tree from a tree key's big-endian bytes to its keys, a bytes object per tree key and
+// key, and sorts the dicts' keys at index(): about 9 us per sketch added, where an arena row
+// costs a copy. The dicts are made from the rows when asked for (python/neardup/datasketch/
+// lshforest.py).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "py_values.h"
+
+namespace py = pybind11;
+
+namespace neardup::python {
+namespace {
+
+// A MinHashLSHForest's indexed trees for its queries: each tree's sorted keys as rows of 64-bit
+// words (rows compare as their words in order, as the big-endian bytes datasketch compares do),
+// and for each row the numbers of the keys with that tree key, in the order they were added.
+class ForestTrees {
+ public:
+  using U64 = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>;
+  using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+  // From each tree's keys of the indexed sketches (keys[t]: a row of words per sketch, in the
+  // order the sketches were added): the distinct rows sorted, each with its sketches' numbers in
+  // that order.
+  ForestTrees(const py::list& keys, int per_tree, int width)
+      : per_tree_(static_cast<size_t>(per_tree)), width_(static_cast<size_t>(width)), words_(per_tree_ * width_) {
+    if (per_tree < 1 || width < 1) throw py::value_error("a forest needs trees of a value or more");
+    for (const py::handle h : keys) {
+      const U64 all = py::cast<U64>(h);
+      const size_t n = all.size() > 0 ? static_cast<size_t>(all.shape(0)) : 0;
+      if (n > 0 && (all.ndim() != 2 || static_cast<size_t>(all.shape(1)) != words_)) throw py::value_error("every tree key must have per_tree * width words");
+      trees_.push_back(sorted_tree(all.data(), n, words_));
+    }
+  }
+
+  // From n sketches of `trees` x per_tree 64-bit values each (a ForestArena's rows): tree t's key
+  // of sketch i is values [t * per_tree, (t + 1) * per_tree) of row i.
+  ForestTrees(const uint64_t* rows, size_t n, size_t trees, size_t per_tree) : per_tree_(per_tree), width_(1), words_(per_tree) {
+    for (size_t t = 0; t < trees; ++t) trees_.push_back(sorted_tree(rows + t * per_tree, n, trees * per_tree));
+  }
+
+  // MinHashLSHForest.query: for r = per_tree, ..., 1 and each tree in order, the rows whose first
+  // r values equal those of the query's row for the tree, and their keys, until `k` distinct
+  // keys: their numbers in the order first met.
+  std::vector<int64_t> query(const U64& query, size_t k) const {
+    if (query.ndim() != 2 || static_cast<size_t>(query.shape(0)) != trees_.size() || static_cast<size_t>(query.shape(1)) != words_)
+      throw py::value_error("the query must have a row of per_tree * width words for each tree");
+    // Each tree's rows matching the first r values, for r = 1, ..., per_tree: a prefix one value
+    // longer matches a part of the rows of the shorter one, so each range is searched within the
+    // one before it.
+    std::vector<std::pair<size_t, size_t>> range(trees_.size() * (per_tree_ + 1));
+    for (size_t t = 0; t < trees_.size(); ++t) {
+      const Tree& tree = trees_[t];
+      const uint64_t* q = query.data() + t * words_;
+      std::pair<size_t, size_t> within{0, tree.count()};
+      for (size_t r = 1; r <= per_tree_; ++r) {
+        if (within.first < within.second) within = tree.matching(q, (r - 1) * width_, r * width_, words_, within);
+        range[t * (per_tree_ + 1) + r] = within;
+      }
+    }
+    std::vector<int64_t> out;
+    std::unordered_set<int64_t> seen;
+    for (size_t r = per_tree_; r > 0; --r)
+      for (size_t t = 0; t < trees_.size(); ++t) {
+        const Tree& tree = trees_[t];
+        const auto [first, end] = range[t * (per_tree_ + 1) + r];
+        for (size_t j = first; j < end; ++j)
+          for (int64_t x = tree.offsets[j]; x < tree.offsets[j + 1]; ++x) {
+            const int64_t id = tree.ids[static_cast<size_t>(x)];
+            if (!seen.insert(id).second) continue;
+            out.push_back(id);
+            if (out.size() >= k) return out;
+          }
+      }
+    return out;
+  }
+
+ private:
+  struct Tree {
+    static constexpr size_t kStride = 16;
+    std::vector<uint64_t> rows;  // count() rows of words_ words, sorted, distinct
+    std::vector<int64_t> offsets, ids;  // row j's sketches: ids[offsets[j], offsets[j + 1])
+    std::vector<uint64_t> firsts;       // every kStride-th row's first word
+    size_t count() const { return offsets.empty() ? 0 : offsets.size() - 1; }
+    // The rows of `within` (rows whose first `from` words are q's) whose words [from, to) are
+    // q's too: [first, end).
+    std::pair<size_t, size_t> matching(const uint64_t* q, size_t from, size_t to, size_t words, std::pair<size_t, size_t> within) const {
+      const uint64_t* r = rows.data();
+      const auto less = [&](size_t row) { return std::lexicographical_compare(r + row * words + from, r + row * words + to, q + from, q + to); };
+      const auto equal = [&](size_t row) { return std::equal(r + row * words + from, r + row * words + to, q + from); };
+      size_t lo = within.first, hi = within.second;
+      if (from == 0 && !firsts.empty()) {
+        // The rows whose first word is q's lie between the samples below it and above it (a
+        // value is one word at least).
+        const auto below = std::lower_bound(firsts.begin(), firsts.end(), q[0]);
+        const auto above = std::upper_bound(below, firsts.end(), q[0]);
+        lo = below == firsts.begin() ? 0 : static_cast<size_t>(below - firsts.begin() - 1) * kStride;
+        hi = std::min(hi, static_cast<size_t>(above - firsts.begin()) * kStride);
+      }
+      while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (less(mid)) lo = mid + 1; else hi = mid;
+      }
+      size_t end = lo, last = within.second;  // the matching rows are a run from lo
+      while (end < last) {
+        const size_t mid = end + (last - end) / 2;
+        if (equal(mid)) end = mid + 1; else last = mid;
+      }
+      return {lo, end};
+    }
+  };
+  // The tree of n sketches whose keys are the words_ words at all + i * stride (sketch i), in
+  // the order of their keys, sketches with equal keys in the order added. Sorted by first word
+  // with the sketch's number, in one array (a key's words lie a row apart, so comparing whole
+  // keys misses the cache at every step: 140 ms for 8 trees of 50,000), then each run of one
+  // first word by the whole keys.
+  Tree sorted_tree(const uint64_t* all, size_t n, size_t stride) const {
+    const size_t w = words_;
+    std::vector<std::pair<uint64_t, uint32_t>> first(n);
+    for (size_t i = 0; i < n; ++i) first[i] = {all[i * stride], static_cast<uint32_t>(i)};
+    std::sort(first.begin(), first.end());
+    std::vector<uint32_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = first[i].second;
+    for (size_t i = 0; i < n;) {
+      size_t j = i + 1;
+      while (j < n && first[j].first == first[i].first) ++j;
+      if (j - i > 1 && w > 1)
+        std::stable_sort(order.begin() + static_cast<ptrdiff_t>(i), order.begin() + static_cast<ptrdiff_t>(j), [&](uint32_t a, uint32_t b) {
+          return std::lexicographical_compare(all + size_t{a} * stride, all + size_t{a} * stride + w, all + size_t{b} * stride, all + size_t{b} * stride + w);
+        });
+      i = j;
+    }
+    Tree tree;
+    tree.offsets.push_back(0);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t* row = all + size_t{order[i]} * stride;
+      if (i == 0 || !std::equal(row, row + w, all + size_t{order[i - 1]} * stride)) {
+        if (i > 0) tree.offsets.push_back(static_cast<int64_t>(i));
+        tree.rows.insert(tree.rows.end(), row, row + w);
+      }
+      tree.ids.push_back(order[i]);
+    }
+    if (n > 0) tree.offsets.push_back(static_cast<int64_t>(n));
+    for (size_t row = 0; row < tree.count(); row += Tree::kStride) tree.firsts.push_back(tree.rows[row * w]);
+    return tree;
+  }
+
+  size_t per_tree_, width_, words_;
+  std::vector<Tree> trees_;
+};
+
+
+// The values of the sketches added to a forest, `width` (trees x per tree) each, in the order
+// added: row i is sketch i.
+class ForestArena {
+ public:
+  explicit ForestArena(size_t width) : width_(width) {
+    if (width == 0) throw py::value_error("a forest needs a value or more per sketch");
+  }
+  size_t size() const noexcept { return values_.size() / width_; }
+
+  // Appends the first `width` values of a sketch (py_values.h); returns its row.
+  size_t add(const py::handle& values) {
+    const size_t row = size();
+    values_.resize(values_.size() + width_);
+    try {
+      read_u64(values, width_, values_.data() + row * width_, false);
+    } catch (...) {
+      values_.resize(row * width_);
+      throw;
+    }
+    return row;
+  }
+
+  // The trees of the first n rows.
+  ForestTrees trees(size_t n, size_t trees, size_t per_tree) const {
+    if (n > size() || trees * per_tree != width_) throw py::value_error("the trees must cover the rows' values");
+    return ForestTrees(values_.data(), n, trees, per_tree);
+  }
+
+  // Row i's values (a copy).
+  py::array_t<uint64_t> row(size_t i) const {
+    if (i >= size()) throw py::index_error("no such row");
+    py::array_t<uint64_t> out(static_cast<py::ssize_t>(width_));
+    std::copy(values_.begin() + static_cast<ptrdiff_t>(i * width_), values_.begin() + static_cast<ptrdiff_t>((i + 1) * width_), out.mutable_data());
+    return out;
+  }
+
+  // Rows [0, size()) as a NumPy array (a copy).
+  py::array_t<uint64_t> rows() const {
+    py::array_t<uint64_t> out({size(), width_});
+    std::copy(values_.begin(), values_.end(), out.mutable_data());
+    return out;
+  }
+
+ private:
+  size_t width_;
+  std::vector<uint64_t> values_;
+};
+
+}  // namespace
+
+void register_forest(py::module_& m) {
+  py::class_<ForestTrees>(m, "ForestTrees")
+      .def(py::init<const py::list&, int, int>(), py::arg("keys"), py::arg("per_tree"), py::arg("width"))
+      .def("query", &ForestTrees::query, py::arg("query"), py::arg("k"));
+  py::class_<ForestArena>(m, "ForestArena")
+      .def(py::init<size_t>(), py::arg("width"))
+      .def("__len__", &ForestArena::size)
+      .def("add", &ForestArena::add, py::arg("values"))
+      .def("trees", &ForestArena::trees, py::arg("n"), py::arg("trees"), py::arg("per_tree"))
+      .def("row", &ForestArena::row, py::arg("i"))
+      .def("rows", &ForestArena::rows);
+}
+
+}  // namespace neardup::python
