@@ -45,6 +45,49 @@ struct BandEntry {
   uint64_t doc;
 };
 
+// The buckets among e[0, m) (entries of one band, in order of document), sorted in place (tmp:
+// scratch of m entries for the radix sort): visit(docs) for each of two or more; returns the
+// largest (1 if any entry).
+template <class Visit>
+uint64_t visit_sorted_buckets(BandEntry* e, BandEntry* tmp, size_t m, Visit&& visit) {
+  uint64_t largest = m > 0 ? 1 : 0;
+  // The buckets among e[lo, hi), which is in order of key.
+  auto visit_runs = [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi;) {
+      size_t j = i + 1;
+      while (j < hi && e[j].key == e[i].key) ++j;
+      if (j - i > 1) visit(std::span<const BandEntry>(e + i, j - i));
+      largest = std::max<uint64_t>(largest, j - i);
+      i = j;
+    }
+  };
+  auto by_key = [](const BandEntry& x, const BandEntry& y) { return x.key != y.key ? x.key < y.key : x.doc < y.doc; };
+  if (m < 4096) {
+    std::sort(e, e + m, by_key);
+    visit_runs(0, m);
+    return largest;
+  }
+  // Keys are hashes: sorted by their top 32 bits (two passes, not four), a run of equal top
+  // bits is almost always one key; the rare run of several is put in order by the whole key.
+  internal::radix_sort_by_bits(e, tmp, m, 32, 64, [](const BandEntry& x) { return x.key; }, 16);
+  for (size_t i = 0; i < m;) {
+    size_t j = i + 1;
+    bool mixed = false;
+    for (; j < m && (e[j].key >> 32) == (e[i].key >> 32); ++j) mixed |= e[j].key != e[i].key;
+    if (mixed) std::sort(e + i, e + j, by_key);
+    visit_runs(i, j);
+    i = j;
+  }
+  return largest;
+}
+
+void set_bucket_stats(CandidateStats* stats, std::span<const uint64_t> largest, std::span<const uint64_t> entries) {
+  if (!stats) return;
+  stats->largest_bucket = largest.empty() ? 0 : *std::max_element(largest.begin(), largest.end());
+  stats->bucket_entries = 0;
+  for (uint64_t x : entries) stats->bucket_entries += x;
+}
+
 template <class KeyOf, class Visit>
 void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats, KeyOf&& key_of,
                      Visit&& visit) {
@@ -60,54 +103,62 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
   std::vector<std::vector<uint64_t>> seen(workers), twice(workers);
   internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t tid) {
     internal::BigArray<BandEntry>& e = entry_scratch[tid];
-    internal::BigArray<BandEntry>& tmp = sort_scratch[tid];
     size_t all = 0;
     for (size_t i = 0; i < n; ++i)
       if (skip.empty() || !skip[i]) e[all++] = {key_of(band, i), i};
     entries[band] = all;
-    if (all > 0) largest[band] = 1;
     const size_t m = all < 4096 ? all : internal::keep_repeated_keys(e.data(), all, [](const BandEntry& x) { return x.key; }, seen[tid], twice[tid]);
-    // The buckets among e[lo, hi), which is in order of key.
-    auto visit_runs = [&](size_t lo, size_t hi) {
-      for (size_t i = lo; i < hi;) {
-        size_t j = i + 1;
-        while (j < hi && e[j].key == e[i].key) ++j;
-        if (j - i > 1) visit(band, std::span<const BandEntry>(e.data() + i, j - i));
-        largest[band] = std::max<uint64_t>(largest[band], j - i);
-        i = j;
+    largest[band] = std::max<uint64_t>(all > 0 ? 1 : 0, visit_sorted_buckets(e.data(), sort_scratch[tid].data(), m, [&](std::span<const BandEntry> b) { visit(band, b); }));
+  });
+  set_bucket_stats(stats, largest, entries);
+}
+
+// for_each_bucket over keys read from elsewhere, a chunk at a time (read(band, begin, count,
+// out)): each band's keys are read twice, first to find which may repeat (bit tables of up to
+// 2^30 bits, 128 MiB, so that few unique keys pass them), then to keep only those entries, so
+// that memory holds the entries of documents in buckets and few others, not every document's.
+template <class Visit>
+void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats,
+                          const BandKeyReader& read, Visit&& visit) {
+  std::vector<uint64_t> largest(static_cast<size_t>(bands), 0), entries(static_cast<size_t>(bands), 0);
+  constexpr size_t kChunk = size_t{1} << 16;
+  internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t) {
+    std::vector<uint64_t> chunk(std::min(n, kChunk)), seen, twice;
+    const auto each_key = [&](auto&& fn) {
+      for (size_t begin = 0; begin < n; begin += kChunk) {
+        const size_t count = std::min(kChunk, n - begin);
+        read(band, begin, count, chunk.data());
+        for (size_t i = 0; i < count; ++i)
+          if (skip.empty() || !skip[begin + i]) fn(begin + i, chunk[i]);
       }
     };
-    auto by_key = [](const BandEntry& x, const BandEntry& y) { return x.key != y.key ? x.key < y.key : x.doc < y.doc; };
-    if (m < 4096) {
-      std::sort(e.begin(), e.begin() + m, by_key);
-      visit_runs(0, m);
-    } else {
-      // Keys are hashes: sorted by their top 32 bits (two passes, not four), a run of equal top
-      // bits is almost always one key; the rare run of several is put in order by the whole key.
-      internal::radix_sort_by_bits(e.data(), tmp.data(), m, 32, 64, [](const BandEntry& x) { return x.key; }, 16);
-      for (size_t i = 0; i < m;) {
-        size_t j = i + 1;
-        bool mixed = false;
-        for (; j < m && (e[j].key >> 32) == (e[i].key >> 32); ++j) mixed |= e[j].key != e[i].key;
-        if (mixed) std::sort(e.begin() + static_cast<ptrdiff_t>(i), e.begin() + static_cast<ptrdiff_t>(j), by_key);
-        visit_runs(i, j);
-        i = j;
-      }
-    }
+    internal::RepeatedKeyBits bits;
+    bits.start(n, 30, seen, twice);
+    size_t all = 0;
+    each_key([&](size_t, uint64_t key) {
+      bits.add(key, seen, twice);
+      ++all;
+    });
+    std::vector<BandEntry> e;
+    each_key([&](size_t i, uint64_t key) {
+      if (bits.may_repeat(key)) e.push_back({key, i});
+    });
+    std::vector<uint64_t>().swap(seen);
+    std::vector<uint64_t>().swap(twice);
+    std::vector<BandEntry> tmp(e.size() < 4096 ? 0 : e.size());
+    entries[band] = all;
+    largest[band] = std::max<uint64_t>(all > 0 ? 1 : 0, visit_sorted_buckets(e.data(), tmp.data(), e.size(), [&](std::span<const BandEntry> b) { visit(band, b); }));
   });
-  if (stats) {
-    stats->largest_bucket = bands > 0 ? *std::max_element(largest.begin(), largest.end()) : 0;
-    stats->bucket_entries = 0;
-    for (uint64_t x : entries) stats->bucket_entries += x;
-  }
+  set_bucket_stats(stats, largest, entries);
 }
 
 // The buckets of every band, each distinct list of documents once, ordered by their first
 // document. Each band's buckets are kept flat (their documents one after another, and a
 // reference per bucket), so that ordering and removing the buckets several bands share moves
 // small references, not a vector per bucket.
-template <class KeyOf>
-LshBuckets band_buckets(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats, KeyOf&& key_of) {
+// each_bucket(visit) runs for_each_bucket (or for_each_bucket_read) with visit.
+template <class EachBucket>
+LshBuckets band_buckets(size_t n, int bands, EachBucket&& each_bucket) {
   struct Ref {
     DocId first;
     uint32_t band;
@@ -116,7 +167,7 @@ LshBuckets band_buckets(size_t n, int bands, std::span<const uint8_t> skip, int 
   };
   std::vector<std::vector<DocId>> docs(static_cast<size_t>(bands));
   std::vector<std::vector<Ref>> refs(static_cast<size_t>(bands));
-  for_each_bucket(n, bands, skip, threads, stats, key_of, [&](size_t band, std::span<const BandEntry> b) {
+  each_bucket([&](size_t band, std::span<const BandEntry> b) {
     std::vector<DocId>& d = docs[band];
     const uint64_t start = d.size();
     for (const BandEntry& e : b) d.push_back(static_cast<DocId>(e.doc));
@@ -210,9 +261,8 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
     throw UsageError("LSH needs bands x rows <= permutations, got " + std::to_string(params.bands) + "x" +
                      std::to_string(params.rows) + " for " + std::to_string(k));
   const size_t n = k == 0 ? 0 : sigs.size() / k;
-  return band_buckets(n, params.bands, skip, threads, stats, [&](size_t band, size_t i) {
-    return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed);
-  });
+  const auto key_of = [&](size_t band, size_t i) { return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed); };
+  return band_buckets(n, params.bands, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, visit); });
 }
 
 LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
@@ -220,8 +270,15 @@ LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band
   const size_t n = band_keys.empty() ? 0 : band_keys[0].size();
   for (const auto& k : band_keys)
     if (k.size() != n) throw UsageError("lsh_buckets_from_keys: bands of different lengths");
-  return band_buckets(n, static_cast<int>(band_keys.size()), skip, threads, stats,
-                      [&](size_t band, size_t i) { return band_keys[band][i]; });
+  const int bands = static_cast<int>(band_keys.size());
+  const auto key_of = [&](size_t band, size_t i) { return band_keys[band][i]; };
+  return band_buckets(n, bands, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, visit); });
+}
+
+LshBuckets lsh_buckets_from_reader(size_t n, int bands, const BandKeyReader& read, std::span<const uint8_t> skip, int threads,
+                                   CandidateStats* stats) {
+  if (!skip.empty() && skip.size() != n) throw UsageError("lsh_buckets_from_reader: skip must have a flag per document");
+  return band_buckets(n, bands, [&](auto&& visit) { for_each_bucket_read(n, bands, skip, threads, stats, read, visit); });
 }
 
 }  // namespace neardup

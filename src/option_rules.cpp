@@ -23,6 +23,7 @@ constexpr NumberRule kRules[] = {
     {"rows", 1, 4096, false, false, true, ""},
     {"threads", 0, 1024, false, false, true, "0: every core"},
     {"top", 0, 4294967295.0, false, false, true, "0: every pair above the threshold"},
+    {"memory_limit", 0, 9.2e18, false, false, true, "bytes; 0: no limit"},
 };
 
 std::string number_text(double v) {

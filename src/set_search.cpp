@@ -4,6 +4,7 @@
 
 #include "internal/parallel.h"
 #include "kernels/dispatch.h"
+#include "neardup/error.h"
 #include "neardup/setjoin.h"
 
 namespace neardup {

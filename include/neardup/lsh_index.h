@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -77,6 +78,17 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
                        uint64_t seed, int threads, CandidateStats* stats = nullptr);
 LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
                                  int threads, CandidateStats* stats = nullptr);
+
+/// Reads keys [begin, begin + count) of band `band` (one per document, in document order) into
+/// out; called from several threads at once.
+using BandKeyReader = std::function<void(size_t band, size_t begin, size_t count, uint64_t* out)>;
+
+/// lsh_buckets_from_keys for `bands` bands of n keys that are not in memory (spilled to disk:
+/// RunTuning::spill_band_keys): each band's keys are read twice, in order, a chunk at a time, so
+/// that memory holds the entries whose key may repeat (the documents in buckets and a few
+/// percent of the others), not every document's. The same buckets.
+LshBuckets lsh_buckets_from_reader(size_t n, int bands, const BandKeyReader& read, std::span<const uint8_t> skip, int threads,
+                                   CandidateStats* stats = nullptr);
 
 /// The memory of an LSH search of `docs` documents on `threads` threads (lsh_buckets): bytes
 /// per document, and fixed bytes for the band keys kept per band (`band_arrays` of them): the

@@ -94,6 +94,17 @@ struct RunTuning {
   /// earlier one's (by their XXH3-128 hashes) stays out of the LSH buckets and is verified
   /// through its original, in a bucket of the original and its copies (shared set, J = 1).
   bool collapse_copies = true;
+  /// Minhash and oph with exact verification: the band keys (8 bytes per band and document,
+  /// most of the state a run keeps per document) are written to temporary files in temp_dir
+  /// during the first pass instead of kept in memory, and the buckets found from there (each
+  /// band's keys read twice: lsh_buckets_from_reader); only the keys of the documents in
+  /// buckets come back into memory. Needs 8 bytes per band and document free in temp_dir.
+  bool spill_band_keys = false;
+  /// The most memory the run should take (bytes; 0: no limit). Before the first pass, a run of
+  /// minhash or oph with exact verification whose expected peak (estimate_memory) is above it
+  /// spills its band keys (spill_band_keys), after checking that temp_dir has the room (IoError
+  /// if not). The rest of a run's state stays in memory (MemoryEstimate::spill_saves).
+  uint64_t memory_limit = 0;
   std::string temp_dir;  ///< empty: $TMPDIR, or /tmp
   uint64_t temp_keep_free = 0;
   /// The pool the run's parallel work takes its threads from (thread_pool.h); null: the
@@ -160,6 +171,7 @@ struct RunStats {
   /// (RunTuning::decompressed_copies), and why none or not all were kept (empty: all were, or
   /// there were no compressed inputs).
   uint64_t copied_bytes = 0;
+  uint64_t spilled_bytes = 0;  ///< band keys written to disk (RunTuning::spill_band_keys)
   std::string copy_note;
   /// What the reading found: bad records skipped (OnError::Skip) by kind and the first
   /// messages, lines with invalid UTF-8, records without an id, binary files left out.
@@ -185,8 +197,21 @@ struct MemoryEstimate {
   double verify_all = 0;
   /// The expected peak before verification.
   double peak() const noexcept { return state + search; }
+  /// Minhash and oph with exact verification: the disk the band keys take when spilled
+  /// (RunTuning::spill_band_keys), and the memory that saves: the keys, and the search's arrays
+  /// of every document (it then holds the entries of documents whose keys may repeat). 0 for
+  /// the other methods.
+  double spill_disk = 0;
+  double spill_saves = 0;
+  double peak_spilled() const noexcept { return peak() - spill_saves; }
 };
 
+
+/// The memory available now (MemAvailable of /proc/meminfo), in bytes; 0 if unknown.
+uint64_t available_memory() noexcept;
+/// The memory limit the drivers default to (RunTuning::memory_limit): 80% of available_memory(),
+/// so that a run that would not fit spills rather than fails; 0 (none) if that is unknown.
+uint64_t default_memory_limit() noexcept;
 
 class Pipeline {
  public:

@@ -125,7 +125,8 @@ def _check_str(name: str, value) -> None:
 
 def _run_args(spec_text: str, threads: int, text_field: str, id_field: str, on_error: str,
               on_duplicate_id: str, keep: str = "first", cluster: str = "components", top: int = 0,
-              memory_map: bool = True, temp_dir: Optional[str] = None, measure: str = "jaccard"):
+              memory_map: bool = True, temp_dir: Optional[str] = None, measure: str = "jaccard",
+              memory_limit: Optional[int] = None):
     _check_choice("on_error", on_error, ("fail", "skip"))
     _check_choice("measure", measure, ("jaccard", "containment"))
     _check_choice("on_duplicate_id", on_duplicate_id, ("error", "keep"))
@@ -153,6 +154,9 @@ def _run_args(spec_text: str, threads: int, text_field: str, id_field: str, on_e
     a.measure = measure
     a.memory_map = bool(memory_map)
     a.temp_dir = "" if temp_dir is None else str(temp_dir)
+    if memory_limit is not None:
+        _check_number("memory_limit", memory_limit)
+        a.memory_limit = int(memory_limit)
     return a
 
 
@@ -329,7 +333,7 @@ def pairs(docs, threshold: float = 0.8, method: Optional[str] = None, shingle: i
           bands: Optional[int] = None, rows: Optional[int] = None, verify: str = "exact", seed: Optional[int] = None,
           spec_text: Optional[str] = None, top: int = 0, measure: str = "jaccard", threads: int = 0,
           text_field: str = "text", id_field: str = "id", on_error: str = "fail", on_duplicate_id: str = "error",
-          memory_map: bool = True, temp_dir: Optional[str] = None,
+          memory_map: bool = True, temp_dir: Optional[str] = None, memory_limit: Optional[int] = None,
           progress: Union[None, bool, Progress] = None) -> Result:
     """Every pair of near-duplicate documents with its similarity (exact Jaccard of the word
     ``shingle``-grams by default). ``spec_text`` (e.g. "words:5 oph:128 verify:0.8") replaces the
@@ -341,7 +345,7 @@ def pairs(docs, threshold: float = 0.8, method: Optional[str] = None, shingle: i
         method = "exact" if measure == "containment" else "oph"
     s = spec_text or spec(threshold, method, shingle, chars, num_perm, sketch_size, hamming, bands, rows, verify, seed)
     args = _run_args(s, threads, text_field, id_field, on_error, on_duplicate_id, top=top, memory_map=memory_map,
-                     temp_dir=temp_dir, measure=measure)
+                     temp_dir=temp_dir, measure=measure, memory_limit=memory_limit)
     return Result(_run(docs, True, args, progress))
 
 
@@ -350,7 +354,7 @@ def dedup(docs, threshold: float = 0.8, method: str = "oph", shingle: int = 5, *
           rows: Optional[int] = None, verify: str = "exact", seed: Optional[int] = None,
           spec_text: Optional[str] = None, keep: str = "first", cluster: str = "components", threads: int = 0,
           text_field: str = "text", id_field: str = "id", on_error: str = "fail", on_duplicate_id: str = "error",
-          memory_map: bool = True, temp_dir: Optional[str] = None,
+          memory_map: bool = True, temp_dir: Optional[str] = None, memory_limit: Optional[int] = None,
           progress: Union[None, bool, Progress] = None) -> Result:
     """Clusters near-duplicates and chooses one document to keep in each: ``keep`` is "first",
     "longest", or the name of a JSONL field (file inputs; the largest value wins);
@@ -358,7 +362,7 @@ def dedup(docs, threshold: float = 0.8, method: str = "oph", shingle: int = 5, *
     to the one kept in its place."""
     s = spec_text or spec(threshold, method, shingle, chars, num_perm, sketch_size, hamming, bands, rows, verify, seed)
     args = _run_args(s, threads, text_field, id_field, on_error, on_duplicate_id, keep=keep, cluster=cluster,
-                     memory_map=memory_map, temp_dir=temp_dir)
+                     memory_map=memory_map, temp_dir=temp_dir, memory_limit=memory_limit)
     return Result(_run(docs, False, args, progress))
 
 

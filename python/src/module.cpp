@@ -150,7 +150,8 @@ struct RunArgs {
   size_t top = 0;
   std::string measure = "jaccard";
   bool memory_map = true;
-  std::string temp_dir;  // compressed inputs' decompressed copies (empty: $TMPDIR, or /tmp)
+  std::string temp_dir;  // compressed inputs' decompressed copies, spilled band keys (empty: $TMPDIR, or /tmp)
+  int64_t memory_limit = -1;  // bytes; -1: default_memory_limit(), 0: none
 };
 
 RunOptions options_of(const RunArgs& a, const py::object& progress) {
@@ -167,6 +168,7 @@ RunOptions options_of(const RunArgs& a, const py::object& progress) {
   o.measure = measure_of(a.measure);
   o.reader.memory_map = a.memory_map ? io::MemoryMap::Auto : io::MemoryMap::Never;
   o.tuning.temp_dir = a.temp_dir;
+  o.tuning.memory_limit = a.memory_limit < 0 ? default_memory_limit() : static_cast<uint64_t>(a.memory_limit);
   if (!progress.is_none()) {
     o.tuning.progress = [progress](const Progress& p) {
       py::gil_scoped_acquire gil;
@@ -213,6 +215,7 @@ py::dict run(std::unique_ptr<Pipeline> p, bool pairs_mode) {
   stats["removed"] = s.removed;
   stats["seconds"] = s.seconds;
   stats["copied_bytes"] = s.copied_bytes;  // compressed inputs kept decompressed (RunTuning::decompressed_copies)
+  stats["spilled_bytes"] = s.spilled_bytes;  // band keys kept on disk (RunTuning::memory_limit)
   stats["spec"] = p->spec().to_string();
   py::dict out;
   out["ids"] = ids;
@@ -626,7 +629,8 @@ PYBIND11_MODULE(_native, m) {
       .def_readwrite("top", &RunArgs::top)
       .def_readwrite("measure", &RunArgs::measure)
       .def_readwrite("memory_map", &RunArgs::memory_map)
-      .def_readwrite("temp_dir", &RunArgs::temp_dir);
+      .def_readwrite("temp_dir", &RunArgs::temp_dir)
+      .def_readwrite("memory_limit", &RunArgs::memory_limit);
   m.def("run_documents", &run_documents, py::arg("ids"), py::arg("texts"), py::arg("pairs_mode"), py::arg("args"),
         py::arg("progress") = py::none());
   m.def("run_paths", &run_paths, py::arg("paths"), py::arg("pairs_mode"), py::arg("args"), py::arg("progress") = py::none());

@@ -20,17 +20,23 @@ struct RepeatedKeyBits {
   /// Counts the keys key_at(0) ... key_at(m - 1).
   template <class KeyAt>
   void build(size_t m, KeyAt&& key_at, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
+    start(m, 27, seen, twice);
+    for (size_t i = 0; i < m; ++i) add(key_at(i), seen, twice);
+  }
+  /// The same a key at a time: start() for about m keys with tables of at most 2^max_bits bits
+  /// each, add() each key, and may_repeat() once all are added.
+  void start(size_t m, int max_bits, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
     int bits = 16;
-    while (bits < 27 && (size_t{1} << bits) < m * 8) ++bits;
+    while (bits < max_bits && (size_t{1} << bits) < m * 8) ++bits;
     seen.assign((size_t{1} << bits) / 64, 0);
     twice.assign(seen.size(), 0);
     shift = 64 - bits;
-    for (size_t i = 0; i < m; ++i) {
-      const uint64_t h = key_at(i) >> shift, bit = uint64_t{1} << (h & 63);
-      twice[h >> 6] |= seen[h >> 6] & bit;
-      seen[h >> 6] |= bit;
-    }
     table = twice.data();
+  }
+  void add(uint64_t key, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) noexcept {
+    const uint64_t h = key >> shift, bit = uint64_t{1} << (h & 63);
+    twice[h >> 6] |= seen[h >> 6] & bit;
+    seen[h >> 6] |= bit;
   }
   bool may_repeat(uint64_t key) const noexcept {
     const uint64_t h = key >> shift;

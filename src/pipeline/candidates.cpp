@@ -20,12 +20,28 @@ void Pipeline::Impl::verify_candidates(const std::vector<DocPair>& candidates, d
 LshBuckets Pipeline::Impl::find_buckets() {
   CandidateStats cs;
   std::vector<std::span<const uint64_t>> keys(sketches_.band_keys.begin(), sketches_.band_keys.end());
-  LshBuckets buckets =
-      sketches_.band_keys.empty()
-          ? lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), sketches_.empty, spec_.lsh, spec_.shingle.seed, threads_, &cs)
-          : lsh_buckets_from_keys(keys, sketches_.empty, threads_, &cs);
+  LshBuckets buckets;
+  if (sketches_.band_keys.empty()) {
+    buckets = lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), sketches_.empty, spec_.lsh, spec_.shingle.seed, threads_, &cs);
+  } else if (sketches_.spilled) {
+    internal::SpilledColumns& spilled = *sketches_.spilled;
+    spilled.finish();
+    stats_.spilled_bytes = spilled.bytes();
+    buckets = lsh_buckets_from_reader(docs_.size(), static_cast<int>(keys.size()),
+                                      [&](size_t band, size_t begin, size_t count, uint64_t* out) { spilled.read(band, begin, count, out); },
+                                      sketches_.empty, threads_, &cs);
+  } else {
+    buckets = lsh_buckets_from_keys(keys, sketches_.empty, threads_, &cs);
+  }
   const size_t from_lsh = buckets.size();
   add_copy_buckets(buckets);
+  if (sketches_.spilled) {  // the keys share_band needs: those of the documents in buckets
+    std::vector<DocId> in_buckets(buckets.members);
+    std::sort(in_buckets.begin(), in_buckets.end());
+    in_buckets.erase(std::unique(in_buckets.begin(), in_buckets.end()), in_buckets.end());
+    sketches_.load_keys_of(in_buckets);
+    sketches_.spilled.reset();
+  }
   stats_.largest_bucket = cs.largest_bucket;
   for (size_t i = from_lsh; i < buckets.size(); ++i) stats_.largest_bucket = std::max<uint64_t>(stats_.largest_bucket, buckets[i].size());
   return buckets;

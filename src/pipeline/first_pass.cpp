@@ -129,7 +129,9 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
     key = {static_cast<io::KeyValue::Kind>(b.keys_kind[i]), b.keys_num[i],
            std::string_view(b.keys_text).substr(b.keys_text_begin[i], b.keys_text_length[i])};
   docs_.add(b.id_of(i), static_cast<uint32_t>(b.text_length[i]), l.by_position ? &pos : nullptr, l.keep_by ? &key : nullptr);
-  if (l.keys_only)
+  if (l.keys_only && sketches_.spilled)
+    for (size_t band = 0; band < l.bands; ++band) sketches_.spilled->push(band, b.keys[i * l.bands + band]);
+  else if (l.keys_only)
     for (size_t band = 0; band < l.bands; ++band) sketches_.band_keys[band].push_back(b.keys[i * l.bands + band]);
   else
     sketches_.sigs->append(b.sigs.data() + i * l.k, l.k);
@@ -275,6 +277,11 @@ void Pipeline::Impl::sketch_pass() {
   in_groups_ = groups_pay(compressed, !copy_dir.empty());
   const SketchLayout layout(*this);
   sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size);
+  if (layout.keys_only && options_.tuning.spill_band_keys)
+  {
+    sketches_.spilled = std::make_unique<internal::SpilledColumns>(io::temp_directory(options_.tuning.temp_dir), layout.bands);
+    sketches_.keys_spilled = true;
+  }
   input_stamps_.clear();
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
   sets_.start(layout.exact, layout.early);

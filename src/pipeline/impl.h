@@ -165,6 +165,8 @@ struct Pipeline::Impl {
   Impl& operator=(const Impl&) = delete;
   void run(Mode mode);
   MemoryEstimate estimate_memory(uint64_t sample_bytes) const;
+  /// RunTuning::memory_limit: spills the band keys when the expected peak is above the limit.
+  void choose_spill();
   std::string_view id(DocId doc) const noexcept;
   const std::vector<ScoredPair>& pairs() const;
   void each_pair(const std::function<void(std::span<const ScoredPair>)>& emit);

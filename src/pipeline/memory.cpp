@@ -1,8 +1,51 @@
-// The run's expected memory, from a sample of its inputs.
+// The run's expected memory, from a sample of its inputs, and what a limit on it makes spill.
 #include "pipeline/impl.h"
+
+#include <sys/statvfs.h>
+
 #include "io/raw_records.h"
 
 namespace neardup {
+
+namespace {
+
+std::string megabytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+uint64_t available_memory() noexcept {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  std::fclose(f);
+  return static_cast<uint64_t>(kb) * 1024;
+}
+
+uint64_t default_memory_limit() noexcept { return available_memory() / 5 * 4; }
+
+void Pipeline::Impl::choose_spill() {
+  const uint64_t limit = options_.tuning.memory_limit;
+  if (limit == 0 || options_.tuning.spill_band_keys) return;
+  const MemoryEstimate m = estimate_memory(uint64_t{4} << 20);
+  if (m.spill_disk <= 0 || m.peak() <= static_cast<double>(limit)) return;
+  const std::string dir = io::temp_directory(options_.tuning.temp_dir);
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) == 0) {
+    const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+    if (free < m.spill_disk)
+      throw IoError("the expected memory (" + megabytes(m.peak()) + ") is over the memory limit (" + megabytes(static_cast<double>(limit)) +
+                    "), and spilling the band keys needs " + megabytes(m.spill_disk) + " free in " + dir + ", which has " +
+                    megabytes(free) + "; set TMPDIR to a directory on a larger disk, or raise the limit");
+  }
+  options_.tuning.spill_band_keys = true;
+}
 
 uint64_t Pipeline::Impl::state_bytes() const noexcept {
   uint64_t b = docs_.bytes() + sketches_.bytes();
@@ -29,7 +72,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   // record's position (JSONL), and the sketch (below).
   double per_doc = (n > 0 ? m.input.id_bytes / n : 0) + sizeof(uint64_t) + sizeof(uint32_t) + 1;
   if (inputs_->all_jsonl()) per_doc += sizeof(io::RecordPos);
-  double search_per_doc = 0;
+  double search_per_doc = 0, spilled_search_per_doc = 0;
   const size_t k = static_cast<size_t>(spec_.num_perm);
   switch (spec_.method) {
     case SketchMethod::MinHash:
@@ -42,10 +85,22 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
       const double array_bytes = n * (keys_only ? sizeof(uint64_t) : static_cast<double>(k * sizeof(SigValue)));
       if (array_bytes > static_cast<double>(2 << 20)) fixed += lsh.fixed;
       search_per_doc = lsh.per_document;
+      if (keys_only) {
+        // Spilled, the keys go to disk, and each band in flight holds two bit tables (2 bits a
+        // document, at least 8 KiB and at most 128 MiB each) and the entries that pass them, 32
+        // bytes each with the sort's copy: the documents in buckets and about 1 in 16 of the
+        // rest, counted as a quarter of the documents.
+        m.spill_disk = n * static_cast<double>(bands * sizeof(uint64_t));
+        const double workers = std::min<double>(std::max(threads_, 1), static_cast<double>(bands));
+        spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
+      }
       // A dedup tells the copies of a text apart (find_text_copies): 16 B of text hash per
       // document, then 24 B per document and as much again for the sort; let go before the
       // search (so the larger of the two counts).
-      if (spec_.verify == VerifyMode::Exact && options_.tuning.collapse_copies) search_per_doc = std::max(search_per_doc, 64.0);
+      if (spec_.verify == VerifyMode::Exact && options_.tuning.collapse_copies) {
+        search_per_doc = std::max(search_per_doc, 64.0);
+        spilled_search_per_doc = std::max(spilled_search_per_doc, 64.0);
+      }
       break;
     }
     case SketchMethod::BottomK: {
@@ -67,6 +122,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   }
   // The duplicate-id check sorts 2 x 16 bytes per document before the search starts.
   search_per_doc = std::max(search_per_doc, 32.0);
+  spilled_search_per_doc = std::max(spilled_search_per_doc, 32.0);
   // The program, and per thread the batches of about 1 MiB of records (raw, parsed, sketched)
   // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
   fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * m.input.data_bytes);
@@ -99,6 +155,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   m.per_document = per_doc;
   m.state = n * per_doc + fixed;
   m.search = n * search_per_doc;
+  if (m.spill_disk > 0) m.spill_saves = m.spill_disk + std::max(0.0, n * (search_per_doc - spilled_search_per_doc));
   if (spec_.verify == VerifyMode::Exact) {
     // A sorted vector of 8-byte hashes per document (plus its header and heap overhead).
     m.verify_per_document = per_doc_distinct * sizeof(ShingleHash) + 40;

@@ -61,6 +61,7 @@ void Pipeline::Impl::run(Mode mode) {
     throw UsageError(NEARDUP_OPT_IS("measure", "containment") " applies to pairs with " NEARDUP_OPT_IS("method", "exact") " only: it is found by the exact join");
   mode_ = mode;
   clustering_ = Clustering{};
+  choose_spill();
   sketch_pass();
   if (options_.tuning.release_memory_after_first_pass) release_free_memory();
   check_duplicate_ids();

@@ -4,12 +4,14 @@
 // compares signatures); the bottom-k fingerprint; the SimHash; and whether it had no shingle.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "internal/big_array.h"
+#include "internal/spilled_columns.h"
 #include "neardup/bottomk.h"
 #include "neardup/lsh_index.h"
 #include "neardup/types.h"
@@ -19,6 +21,13 @@ namespace neardup {
 struct SketchStore {
   std::unique_ptr<internal::GrowArray<SigValue>> sigs;   // documents x num_perm, row-major
   std::vector<internal::GrowArray<uint64_t>> band_keys;  // per band, per document (instead of sigs)
+  // The band keys on disk instead (RunTuning::spill_band_keys), a column per band; after the
+  // search, the keys of the documents in buckets (keyed_docs, ascending; keyed: a row of a key
+  // per band for each), which share_band reads: a document in no bucket shares no band.
+  std::unique_ptr<internal::SpilledColumns> spilled;
+  bool keys_spilled = false;
+  std::vector<DocId> keyed_docs;
+  std::vector<uint64_t> keyed;
   Fingerprints fps;
   std::vector<uint64_t> simhashes;
   // 1: no shingle (never paired); kCopy: a copy of an earlier document's text, verified through
@@ -31,6 +40,10 @@ struct SketchStore {
     sigs = std::make_unique<internal::GrowArray<SigValue>>();
     band_keys.clear();
     band_keys.resize(bands);
+    spilled.reset();
+    keys_spilled = false;
+    keyed_docs.clear();
+    keyed.clear();
     fps = Fingerprints{};
     fps.size = sketch_size;
   }
@@ -40,15 +53,48 @@ struct SketchStore {
   /// Whether two documents share a band: equal band keys, or equal rows of a band.
   bool share_band(DocId a, DocId b, size_t k, const LshParams& lsh) const noexcept {
     if (band_keys.empty()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), lsh);
+    if (keys_spilled) {
+      const size_t bands = band_keys.size();
+      const auto row = [&](DocId d) -> const uint64_t* {
+        const auto it = std::lower_bound(keyed_docs.begin(), keyed_docs.end(), d);
+        return it != keyed_docs.end() && *it == d ? keyed.data() + static_cast<size_t>(it - keyed_docs.begin()) * bands : nullptr;
+      };
+      const uint64_t *x = row(a), *y = row(b);
+      if (!x || !y) return false;
+      for (size_t band = 0; band < bands; ++band)
+        if (x[band] == y[band]) return true;
+      return false;
+    }
     for (const auto& keys : band_keys)
       if (keys[a] == keys[b]) return true;
     return false;
+  }
+
+  /// With the band keys spilled: reads back the keys of `docs` (ascending, distinct) for
+  /// share_band, each band's file read only in the chunks that hold one of them.
+  void load_keys_of(std::span<const DocId> docs) {
+    const size_t bands = band_keys.size();
+    keyed_docs.assign(docs.begin(), docs.end());
+    keyed.assign(docs.size() * bands, 0);
+    constexpr size_t kChunk = 8192;
+    std::vector<uint64_t> chunk(kChunk);
+    for (size_t band = 0; band < bands; ++band) {
+      uint64_t begin = UINT64_MAX;
+      for (size_t i = 0; i < docs.size(); ++i) {
+        if (begin == UINT64_MAX || docs[i] >= begin + kChunk) {
+          begin = docs[i] / kChunk * kChunk;
+          spilled->read(band, begin, static_cast<size_t>(std::min<uint64_t>(kChunk, spilled->rows() - begin)), chunk.data());
+        }
+        keyed[i * bands + band] = chunk[docs[i] - begin];
+      }
+    }
   }
 
   uint64_t bytes() const noexcept {
     uint64_t b = empty.size() + simhashes.size() * sizeof(uint64_t);
     if (sigs) b += sigs->size() * sizeof(SigValue);
     for (const auto& keys : band_keys) b += keys.size() * sizeof(uint64_t);
+    b += keyed_docs.size() * sizeof(DocId) + keyed.size() * sizeof(uint64_t);
     return b + fps.values.size() * sizeof(SigValue) + (fps.offsets.size() - 1) * sizeof(uint64_t);
   }
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <mutex>
 #include <random>
 #include <map>
 #include <set>
@@ -234,6 +235,44 @@ TEST(Lsh, MostlyUniqueKeysGiveTheBucketsOfTheRepeatedOnes) {
   EXPECT_GT(want.size(), 300u);
   EXPECT_EQ(stats.largest_bucket, largest);
   EXPECT_EQ(stats.bucket_entries, 3 * (n - (n + 100) / 101));
+}
+
+// Band keys read from elsewhere a chunk at a time (spilled to disk) give the buckets and counts of
+// the same keys in memory: mostly unique keys with repeats, one large bucket, skipped documents,
+// sizes below and above the sort's 4,096 entries and the reader's chunk, on 1 and 3 threads.
+TEST(Lsh, KeysReadInChunksGiveTheBucketsOfKeysInMemory) {
+  for (const size_t n : {size_t{0}, size_t{1}, size_t{3000}, size_t{70000}, size_t{140001}})
+    for (const int threads : {1, 3}) {
+      std::mt19937_64 rng(n + 7);
+      std::vector<std::vector<uint64_t>> keys(4, std::vector<uint64_t>(n));
+      for (auto& band : keys)
+        for (auto& k : band) k = rng();
+      for (size_t i = 0; i < n; i += 9) keys[0][i] = keys[0][i / 3];
+      for (size_t i = 0; i < n; i += 5) keys[1][i] = rng() % 50;                 // small buckets
+      for (size_t i = 0; i < n / 20; ++i) keys[2][n - 1 - i] = 0x5EED;           // one large bucket
+      for (size_t i = 1; i < n; i += 700) keys[3][i] = keys[3][i - 1] ^ 1;       // top bits shared, unique
+      std::vector<uint8_t> skip(n, 0);
+      for (size_t i = 0; i < n; i += 13) skip[i] = 1;
+      std::vector<std::span<const uint64_t>> views(keys.begin(), keys.end());
+      CandidateStats want_stats, got_stats;
+      const LshBuckets want = lsh_buckets_from_keys(views, skip, threads, &want_stats);
+      size_t reads = 0;
+      std::mutex mu;
+      const LshBuckets got = lsh_buckets_from_reader(n, 4, [&](size_t band, size_t begin, size_t count, uint64_t* out) {
+        ASSERT_LE(begin + count, n);
+        std::copy(keys[band].begin() + static_cast<ptrdiff_t>(begin), keys[band].begin() + static_cast<ptrdiff_t>(begin + count), out);
+        std::lock_guard<std::mutex> lock(mu);
+        ++reads;
+      }, skip, threads, &got_stats);
+      EXPECT_EQ(got.members, want.members) << n;
+      EXPECT_EQ(got.offsets, want.offsets) << n;
+      EXPECT_EQ(got_stats.largest_bucket, want_stats.largest_bucket) << n;
+      EXPECT_EQ(got_stats.bucket_entries, want_stats.bucket_entries) << n;
+      if (n > 3000) {
+        EXPECT_GT(got.size(), 100u);
+      }
+      EXPECT_EQ(reads, n == 0 ? 0u : 4 * 2 * ((n + 65535) / 65536)) << "each band read twice, in chunks";
+    }
 }
 
 // The radix sort of candidate pairs gives what std::sort and std::unique give, at every size

@@ -49,10 +49,12 @@ std::map<PairKey, double> run_pairs(const std::vector<std::string>& inputs, cons
   Pipeline p(inputs, o);
   p.run(Pipeline::Mode::Pairs);
   std::map<PairKey, double> out;
-  for (const auto& e : p.pairs()) {
-    EXPECT_LT(e.a, e.b);
-    EXPECT_TRUE(out.emplace(key(p.id(e.a), p.id(e.b)), e.similarity).second) << "pair reported twice";
-  }
+  p.each_pair([&](std::span<const ScoredPair> chunk) {  // pairs() refuses where the pairs are streamed from a join
+    for (const auto& e : chunk) {
+      EXPECT_LT(e.a, e.b);
+      EXPECT_TRUE(out.emplace(key(p.id(e.a), p.id(e.b)), e.similarity).second) << "pair reported twice";
+    }
+  });
   return out;
 }
 
@@ -630,6 +632,78 @@ TEST(Pipeline, CopiesOfATextAreVerifiedThroughTheirOriginal) {
           }
 }
 
+// Band keys spilled to disk (RunTuning::spill_band_keys, or a memory limit below the expected
+// peak) give the outputs of keys in memory: pairs and dedup, oph and minhash, copies of a text,
+// a file and documents in memory, 1 and 2 threads; the keys take their bytes on disk, and a limit
+// above the peak spills nothing.
+TEST(Pipeline, SpilledBandKeysGiveTheOutputsOfKeysInMemory) {
+  test::TempDir d;
+  std::mt19937_64 rng(64);
+  std::vector<io::Document> docs;
+  std::string jsonl;
+  for (int f = 0; f < 120; ++f) {
+    const auto base = test::random_words(rng, 10 + rng() % 60, 500);
+    for (int c = 0; c < 1 + static_cast<int>(rng() % 7); ++c) {
+      auto w = base;
+      for (int e = 0; e < static_cast<int>(rng() % 5); ++e) w[rng() % w.size()] = "e" + std::to_string(rng() % 1000);
+      docs.push_back({"d" + std::to_string(docs.size()), test::join(w)});
+    }
+  }
+  // A family larger than a bucket completed pair by pair (kDirectBucket): the join lists its
+  // pairs, those that share a band (share_band on the keys read back).
+  const auto big = test::random_words(rng, 40, 500);
+  for (int c = 0; c < 600; ++c) {
+    auto w = big;
+    for (int e = 0; e < static_cast<int>(rng() % 3); ++e) w[rng() % w.size()] = "b" + std::to_string(rng() % 1000);
+    docs.push_back({"", test::join(w)});
+  }
+  for (int c = 0; c < 40; ++c) docs.push_back(docs[rng() % docs.size()]);  // copies of a text
+  std::shuffle(docs.begin(), docs.end(), rng);
+  for (size_t i = 0; i < docs.size(); ++i) {
+    docs[i].id = "d" + std::to_string(i);
+    jsonl += "{\"id\": \"" + docs[i].id + "\", \"text\": \"" + docs[i].text + "\"}\n";
+  }
+  test::write_file(d.file("in.jsonl"), jsonl);
+  const auto outputs = [&](Pipeline& p, Pipeline::Mode mode) {
+    std::string all;
+    for (const char* name : {"pairs", "removed", "clusters"}) {
+      io::AtomicFile out(d.file(name));
+      if (name[0] == 'p' && mode == Pipeline::Mode::Pairs) p.write_pairs(out);
+      else if (name[0] == 'r') p.write_removed(out);
+      else if (name[0] == 'c') p.write_clusters(out);
+      out.commit();
+      all += test::read_file(d.file(name));
+    }
+    return all;
+  };
+  for (const char* spec : {"words:3 oph:64 verify:0.6", "words:2 minhash:64 lsh:8x8 verify:0.5"})
+    for (const Pipeline::Mode mode : {Pipeline::Mode::Pairs, Pipeline::Mode::Dedup})
+      for (const bool memory : {false, true})
+        for (const int threads : {1, 2}) {
+          SCOPED_TRACE(std::string(spec) + (mode == Pipeline::Mode::Pairs ? " pairs" : " dedup") + (memory ? " memory" : " file") +
+                       " threads " + std::to_string(threads));
+          std::string want;
+          for (const int how : {0, 1, 2, 3}) {  // in memory, spilled, a limit below the peak, a limit above it
+            RunOptions o;
+            o.spec = PipelineSpec::parse(spec);
+            o.tuning.threads = threads;
+            o.tuning.temp_dir = d.path();
+            o.tuning.spill_band_keys = how == 1;
+            o.tuning.memory_limit = how == 2 ? 1 : how == 3 ? uint64_t{1} << 40 : 0;
+            Pipeline p = memory ? Pipeline(docs, o) : Pipeline({d.file("in.jsonl")}, o);
+            p.run(mode);
+            const uint64_t keys_bytes = p.stats().documents * static_cast<uint64_t>(p.spec().lsh.bands) * sizeof(uint64_t);
+            EXPECT_EQ(p.stats().spilled_bytes, how == 1 || how == 2 ? keys_bytes : 0u) << how;
+            const std::string got = outputs(p, mode);
+            if (how == 0) {
+              want = got;
+              EXPECT_GT(p.stats().verified, 50u);
+            }
+            EXPECT_TRUE(got == want) << how;
+          }
+        }
+}
+
 // Many batches (records are parsed on the workers), bad records, invalid UTF-8, gzip, zstd and a
 // directory of text files: every output is byte-identical for 1 to 4 threads, and a bad record
 // under --on-error fail is the first one in reading order whatever the thread count.
@@ -1095,6 +1169,15 @@ TEST(Pipeline, MemoryEstimateMatchesTheRun) {
       EXPECT_NEAR((whole.verify_per_document - 40) / 8 * static_cast<double>(s.documents) / static_cast<double>(s.shingles), 1.0, 0.25);
     }
     EXPECT_GT(m.peak(), static_cast<double>(s.documents) * m.per_document);
+    // Spilled, the band keys take their 8 bytes per band and document on disk (oph with exact
+    // verification keeps keys; the others have none to spill).
+    if (o.spec.method == SketchMethod::Oph) {
+      EXPECT_DOUBLE_EQ(whole.spill_disk, static_cast<double>(s.documents * static_cast<uint64_t>(p.spec().lsh.bands) * 8));
+      EXPECT_GT(whole.spill_saves, whole.spill_disk);
+      EXPECT_LT(whole.peak_spilled(), whole.peak());
+    } else {
+      EXPECT_EQ(whole.spill_disk, 0.0);
+    }
   }
 }
 

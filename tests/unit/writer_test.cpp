@@ -20,6 +20,7 @@
 #include <random>
 #include <thread>
 
+#include "internal/spilled_columns.h"
 #include "internal/testing.h"
 #include "neardup/error.h"
 #include "neardup/io/reader.h"
@@ -573,4 +574,62 @@ TEST(Tsv, SimilaritiesPrintAsPrintfDoes) {
   for (int i = 0; i < 1000000; ++i) expect_printf(any(rng));
   for (const double s : {0.0, 1.0, 0.0000005, 0.9999995, 1e-300, -0.0, 0.125, 0.875})
     expect_printf(s);
+}
+
+// Columns spilled to disk read back what was pushed, from any range; nothing is left in the
+// directory; a directory that does not exist, and a disk that refuses the writes (a file size
+// limit), are errors that name the directory and say what to do.
+TEST(SpilledColumns, ReadBackWhatWasPushed) {
+  test::TempDir d;
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<uint64_t>> want(3);
+  {
+    internal::SpilledColumns cols(d.path(), 3);
+    for (size_t i = 0; i < 100000; ++i)
+      for (size_t c = 0; c < 3; ++c) {
+        want[c].push_back(rng());
+        cols.push(c, want[c].back());
+      }
+    cols.finish();
+    EXPECT_EQ(cols.rows(), 100000u);
+    EXPECT_EQ(cols.bytes(), 3u * 100000 * 8);
+    EXPECT_TRUE(std::filesystem::is_empty(d.path())) << "the files have no name";
+    std::vector<uint64_t> got(30000);
+    for (const size_t begin : {size_t{0}, size_t{1}, size_t{8191}, size_t{70000}})
+      for (size_t c = 0; c < 3; ++c) {
+        cols.read(c, begin, 30000, got.data());
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), want[c].begin() + static_cast<ptrdiff_t>(begin))) << c << " " << begin;
+      }
+    EXPECT_THROW(cols.read(0, 90000, 20000, got.data()), UsageError);
+  }
+  try {
+    internal::SpilledColumns missing(d.file("no/such"), 2);
+    ADD_FAILURE() << "made columns in a missing directory";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(d.file("no/such")), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("set TMPDIR"), std::string::npos) << e.what();
+  }
+  const auto full = [&] {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim {1 << 20, 1 << 20};
+    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) return 4;
+    try {
+      internal::SpilledColumns cols(d.path(), 2);
+      for (uint64_t i = 0; i < 1000000; ++i) cols.push(i % 2, i);
+      cols.finish();
+    } catch (const IoError& e) {
+      const std::string what = e.what();
+      return what.find(d.path()) != std::string::npos && what.find("raise --memory-limit") != std::string::npos ? 0 : 2;
+    } catch (...) {
+      return 3;
+    }
+    return 1;
+  };
+  const pid_t pid = ::fork();  // the limit and the signal's disposition in a child process
+  ASSERT_GE(pid, 0);
+  if (pid == 0) ::_exit(full());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 3: wrong type, 4: no limit";
 }

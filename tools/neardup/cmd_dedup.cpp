@@ -221,6 +221,12 @@ void add_pairs_dedup_options(CLI::App* cmd, Options& o, bool against) {
   cmd->add_flag("--estimate-memory", o.estimate_memory,
                 "Print the expected memory of the run, estimated from a 4 MB sample of the inputs, and stop (it is "
                 "printed before every run over 256 MB of input, unless --quiet)");
+  cmd->add_option("--memory-limit", o.memory_limit,
+                  "The most memory the run should take (K/M/G suffixes; default: 80% of the memory available). With "
+                  "minhash or oph and exact verification, a run expected to take more keeps its LSH band keys in "
+                  "$TMPDIR instead (8 bytes per band and document; the same outputs)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
 }
 
 // How often an option was given; 0 also when the command does not have it.
@@ -309,6 +315,9 @@ RunOptions run_options(const CLI::App* cmd, const Options& o) {
   // Containment is found by the exact join alone: it is the method unless another is named.
   if (ro.measure == Measure::Containment && !given(cmd, "--method") && o.spec.empty()) ro.spec.method = SketchMethod::Exact;
   ro.tuning.stream_pairs = true;  // pairs within clusters are verified as they are written, not held
+  // A run that would not fit spills rather than fails: by default the limit is most of the
+  // memory available now.
+  ro.tuning.memory_limit = o.memory_limit > 0 ? o.memory_limit : default_memory_limit();
   if (o.top > 0 && ro.spec.method != SketchMethod::BottomK)
     throw UsageError("--top needs --method bottomk (minhash and simhash find the pairs above a threshold only)");
   return ro;
@@ -368,22 +377,11 @@ std::string human_count(double n) {
   return buf;
 }
 
-// MemAvailable from /proc/meminfo, in bytes (0 if unknown).
-double available_memory() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[256];
-  double kb = 0;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-  std::fclose(f);
-  return kb * 1024;
-}
 
 // Large runs state their expected memory before they start (--estimate-memory: every run, then stop).
 constexpr double kAnnounceBytes = 256.0 * (1 << 20);
 
-void print_memory_estimate(const MemoryEstimate& m) {
+void print_memory_estimate(const MemoryEstimate& m, uint64_t limit) {
   const io::InputSample& in = m.input;
   std::string line = "neardup: " + std::string(in.whole ? "" : "about ") + human_count(in.records) + (in.records == 1 ? " document, " : " documents, ") +
                      human_bytes(in.text_bytes) + " of text (" +
@@ -396,9 +394,13 @@ void print_memory_estimate(const MemoryEstimate& m) {
   if (in.compressed_jsonl_bytes > 0)
     line += "; the compressed inputs are kept decompressed on disk in " + io::temp_directory() + " while it runs: about " +
             human_bytes(in.compressed_jsonl_bytes);
+  const bool spills = limit > 0 && m.spill_disk > 0 && m.peak() > static_cast<double>(limit);
+  if (spills)
+    line += "; that is over the memory limit of " + human_bytes(static_cast<double>(limit)) + ": the band keys go to disk in " +
+            io::temp_directory() + " (" + human_bytes(m.spill_disk) + "), and the run is expected to take " + human_bytes(m.peak_spilled());
   std::fprintf(stderr, "%s\n", line.c_str());
-  const double avail = available_memory();
-  if (avail > 0 && m.peak() > avail)
+  const auto avail = static_cast<double>(available_memory());
+  if (avail > 0 && (spills ? m.peak_spilled() : m.peak()) > avail)
     std::fprintf(stderr,
                  "neardup: warning: that is more than the %s of memory available; fewer threads (-j) shrink the search, "
                  "--method simhash keeps 8 bytes per document, or split the input\n",
@@ -532,10 +534,12 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
   if (dedup && !pipeline.inputs().all_jsonl() && !pipeline.inputs().all_text())
     throw UsageError("dedup cannot mix JSONL and plain-text inputs in one run (its output is either JSONL "
                      "records or a list of paths); run it once per kind, or force one with --format");
-  if (o.estimate_memory || (!o.quiet && static_cast<double>(pipeline.inputs().total_bytes()) * 4 >= kAnnounceBytes)) {
+  if (o.estimate_memory || (!o.quiet && (o.memory_limit > 0 || static_cast<double>(pipeline.inputs().total_bytes()) * 4 >= kAnnounceBytes))) {
     // Compressed inputs may hold several times their size: sampled from a quarter of the threshold on.
     const MemoryEstimate m = pipeline.estimate_memory();
-    if (o.estimate_memory || m.input.data_bytes >= kAnnounceBytes || m.peak() >= kAnnounceBytes) print_memory_estimate(m);
+    const uint64_t limit = ro.tuning.memory_limit;
+    const bool spills = limit > 0 && m.spill_disk > 0 && m.peak() > static_cast<double>(limit);
+    if (o.estimate_memory || spills || m.input.data_bytes >= kAnnounceBytes || m.peak() >= kAnnounceBytes) print_memory_estimate(m, limit);
     if (o.estimate_memory) return kExitOk;
   }
   // Open every output first, so that a bad output path fails before the work.

@@ -46,6 +46,7 @@ struct Options {
   bool quiet = false;
   bool show_stats = false;
   bool estimate_memory = false;  ///< print the expected memory of the run and stop
+  uint64_t memory_limit = 0;     ///< --memory-limit (bytes; 0: not given)
   std::string against;  ///< dedup: an index to deduplicate against
   bool add_kept = false;
   bool wait_lock = false;  ///< --wait: wait for an index's update lock held by another process

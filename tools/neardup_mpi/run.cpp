@@ -133,6 +133,9 @@ int Run::run() {
 // Options, inputs, shares and outputs: the same on every rank; only rank 0 speaks.
 void Run::set_up(std::vector<std::string>& per_source) {
   if (o_.estimate_memory) throw UsageError("--estimate-memory runs in one process (neardup dedup --estimate-memory)");
+  if (o_.memory_limit > 0)
+    throw UsageError("--memory-limit runs in one process (neardup dedup --memory-limit): neardup-mpi ranks keep their band keys "
+                     "in memory; give the job more ranks or nodes instead");
   cli::check_output_flags(o_, dedup_);
   if (!o_.against.empty()) throw UsageError("--against runs in one process (neardup dedup --against)");
   if (!o_.report.empty()) throw UsageError("--report runs in one process (neardup dedup --report)");

@@ -1,0 +1,98 @@
+#include "internal/spilled_columns.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "io/retry.h"
+#include "neardup/error.h"
+#include "neardup/io/writer.h"
+
+namespace neardup::internal {
+
+namespace {
+
+// A file in dir that no name refers to: O_TMPFILE where the file system has it, otherwise made
+// with a name and unlinked at once.
+int open_scratch(const std::string& dir) {
+  const int fd = io::open_unnamed(dir);
+  if (fd >= 0) return fd;
+  std::string path = dir + "/neardup-spill-XXXXXX";
+  const int named = ::mkostemp(path.data(), O_CLOEXEC);
+  if (named >= 0) ::unlink(path.c_str());
+  return named;
+}
+
+}  // namespace
+
+SpilledColumns::SpilledColumns(const std::string& dir, size_t columns) : dir_(dir), buffer_(columns), written_(columns, 0) {
+  for (size_t c = 0; c < columns; ++c) {
+    const int fd = open_scratch(dir);
+    if (fd < 0)
+      throw IoError("the band keys spilled to " + dir_ + ": cannot make a temporary file there: " + std::strerror(errno) +
+                    "; set TMPDIR to a writable directory on a disk with room, or raise --memory-limit");
+    fd_.push_back(fd);
+    buffer_[c].reserve(kBuffer);
+  }
+}
+
+SpilledColumns::~SpilledColumns() {
+  for (const int fd : fd_) ::close(fd);
+}
+
+void SpilledColumns::flush(size_t column) {
+  std::vector<uint64_t>& b = buffer_[column];
+  const char* p = reinterpret_cast<const char*>(b.data());
+  size_t left = b.size() * sizeof(uint64_t);
+  off_t at = static_cast<off_t>(written_[column] * sizeof(uint64_t));
+  while (left > 0) {
+    const ssize_t w = io::retry_eintr([&] { return ::pwrite(fd_[column], p, left, at); });
+    if (w < 0) fail("cannot write to it");
+    if (w == 0) {
+      errno = ENOSPC;
+      fail("cannot write to it");
+    }
+    p += w;
+    at += w;
+    left -= static_cast<size_t>(w);
+  }
+  written_[column] += b.size();
+  b.clear();
+}
+
+void SpilledColumns::finish() {
+  for (size_t c = 0; c < fd_.size(); ++c) flush(c);
+}
+
+void SpilledColumns::read(size_t column, uint64_t begin, size_t count, uint64_t* out) const {
+  if (begin + count > written_[column]) throw UsageError("SpilledColumns::read: beyond the values written");
+  char* p = reinterpret_cast<char*>(out);
+  size_t left = count * sizeof(uint64_t);
+  off_t at = static_cast<off_t>(begin * sizeof(uint64_t));
+  while (left > 0) {
+    const ssize_t r = io::retry_eintr([&] { return ::pread(fd_[column], p, left, at); });
+    if (r < 0) fail("cannot read back from it");
+    if (r == 0) {
+      errno = EIO;
+      fail("cannot read back from it (the file is shorter than written)");
+    }
+    p += r;
+    at += r;
+    left -= static_cast<size_t>(r);
+  }
+}
+
+uint64_t SpilledColumns::bytes() const noexcept {
+  uint64_t values = 0;
+  for (const uint64_t w : written_) values += w;
+  return values * sizeof(uint64_t);
+}
+
+void SpilledColumns::fail(const char* what) const {
+  throw IoError("the band keys spilled to " + dir_ + ": " + what + ": " + std::strerror(errno) +
+                "; free space there, set TMPDIR to a directory on a larger disk, or raise --memory-limit");
+}
+
+}  // namespace neardup::internal
