@@ -89,10 +89,16 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
         // Spilled, the keys go to disk, and each band in flight holds two bit tables (2 bits a
         // document, at least 8 KiB and at most 128 MiB each) and the entries that pass them, 32
         // bytes each with the sort's copy: the documents in buckets and about 1 in 16 of the
-        // rest, counted as a quarter of the documents.
+        // rest, counted as a quarter of the documents. Without the keys, what the run holds
+        // besides shows, and is counted too: the buckets found, which every band's documents in
+        // buckets join (4 bytes each and a reference per bucket; counted for 40% of the
+        // documents in every band), and verification's arrays of every document (24 bytes). Set
+        // from the peaks of 1 and 5 million short documents with 43% near-copies (1.5x and
+        // 1.03x); a corpus without copies holds much less (docs/robustness.md).
         m.spill_disk = n * static_cast<double>(bands * sizeof(uint64_t));
         const double workers = std::min<double>(std::max(threads_, 1), static_cast<double>(bands));
-        spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
+        spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + 0.4 * 12.0 * static_cast<double>(bands) + 24.0 +
+                                 (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
       }
       // A dedup tells the copies of a text apart (find_text_copies): 16 B of text hash per
       // document, then 24 B per document and as much again for the sort; let go before the
@@ -155,7 +161,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   m.per_document = per_doc;
   m.state = n * per_doc + fixed;
   m.search = n * search_per_doc;
-  if (m.spill_disk > 0) m.spill_saves = m.spill_disk + std::max(0.0, n * (search_per_doc - spilled_search_per_doc));
+  if (m.spill_disk > 0) m.spill_saves = m.spill_disk + n * (search_per_doc - spilled_search_per_doc);
   if (spec_.verify == VerifyMode::Exact) {
     // A sorted vector of 8-byte hashes per document (plus its header and heap overhead).
     m.verify_per_document = per_doc_distinct * sizeof(ShingleHash) + 40;

@@ -1173,7 +1173,7 @@ TEST(Pipeline, MemoryEstimateMatchesTheRun) {
     // verification keeps keys; the others have none to spill).
     if (o.spec.method == SketchMethod::Oph) {
       EXPECT_DOUBLE_EQ(whole.spill_disk, static_cast<double>(s.documents * static_cast<uint64_t>(p.spec().lsh.bands) * 8));
-      EXPECT_GT(whole.spill_saves, whole.spill_disk);
+      EXPECT_GT(whole.spill_saves, 0.0);
       EXPECT_LT(whole.peak_spilled(), whole.peak());
     } else {
       EXPECT_EQ(whole.spill_disk, 0.0);

@@ -397,7 +397,8 @@ void print_memory_estimate(const MemoryEstimate& m, uint64_t limit) {
   const bool spills = limit > 0 && m.spill_disk > 0 && m.peak() > static_cast<double>(limit);
   if (spills)
     line += "; that is over the memory limit of " + human_bytes(static_cast<double>(limit)) + ": the band keys go to disk in " +
-            io::temp_directory() + " (" + human_bytes(m.spill_disk) + "), and the run is expected to take " + human_bytes(m.peak_spilled());
+            io::temp_directory() + " (" + human_bytes(m.spill_disk) + "), and the run is expected to take " + human_bytes(m.peak_spilled()) +
+            (m.peak_spilled() > static_cast<double>(limit) ? ", still over it: the rest of its state (ids, positions, the buckets found) stays in memory" : "");
   std::fprintf(stderr, "%s\n", line.c_str());
   const auto avail = static_cast<double>(available_memory());
   if (avail > 0 && (spills ? m.peak_spilled() : m.peak()) > avail)
