@@ -25,6 +25,23 @@ int open_scratch(const std::string& dir) {
   return named;
 }
 
+// Calls io(p, left, at) (pread or pwrite) until all `left` bytes moved; false with errno set if
+// one fails, or moves nothing (EIO: the file is shorter than written; ENOSPC: the disk took none).
+template <class Io>
+bool move_all(Io&& io, char* p, size_t left, off_t at, int none) {
+  while (left > 0) {
+    const ssize_t r = io::retry_eintr([&] { return io(p, left, at); });
+    if (r <= 0) {
+      if (r == 0) errno = none;
+      return false;
+    }
+    p += r;
+    at += r;
+    left -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
 }  // namespace
 
 SpilledColumns::SpilledColumns(const std::string& dir, size_t columns) : dir_(dir), buffer_(columns), written_(columns, 0) {
@@ -44,20 +61,10 @@ SpilledColumns::~SpilledColumns() {
 
 void SpilledColumns::flush(size_t column) {
   std::vector<uint64_t>& b = buffer_[column];
-  const char* p = reinterpret_cast<const char*>(b.data());
-  size_t left = b.size() * sizeof(uint64_t);
-  off_t at = static_cast<off_t>(written_[column] * sizeof(uint64_t));
-  while (left > 0) {
-    const ssize_t w = io::retry_eintr([&] { return ::pwrite(fd_[column], p, left, at); });
-    if (w < 0) fail("cannot write to it");
-    if (w == 0) {
-      errno = ENOSPC;
-      fail("cannot write to it");
-    }
-    p += w;
-    at += w;
-    left -= static_cast<size_t>(w);
-  }
+  const int fd = fd_[column];
+  if (!move_all([fd](char* p, size_t n, off_t at) { return ::pwrite(fd, p, n, at); }, reinterpret_cast<char*>(b.data()),
+                b.size() * sizeof(uint64_t), static_cast<off_t>(written_[column] * sizeof(uint64_t)), ENOSPC))
+    fail("cannot write to it");
   written_[column] += b.size();
   b.clear();
 }
@@ -68,20 +75,10 @@ void SpilledColumns::finish() {
 
 void SpilledColumns::read(size_t column, uint64_t begin, size_t count, uint64_t* out) const {
   if (begin + count > written_[column]) throw UsageError("SpilledColumns::read: beyond the values written");
-  char* p = reinterpret_cast<char*>(out);
-  size_t left = count * sizeof(uint64_t);
-  off_t at = static_cast<off_t>(begin * sizeof(uint64_t));
-  while (left > 0) {
-    const ssize_t r = io::retry_eintr([&] { return ::pread(fd_[column], p, left, at); });
-    if (r < 0) fail("cannot read back from it");
-    if (r == 0) {
-      errno = EIO;
-      fail("cannot read back from it (the file is shorter than written)");
-    }
-    p += r;
-    at += r;
-    left -= static_cast<size_t>(r);
-  }
+  const int fd = fd_[column];
+  if (!move_all([fd](char* p, size_t n, off_t at) { return ::pread(fd, p, n, at); }, reinterpret_cast<char*>(out),
+                count * sizeof(uint64_t), static_cast<off_t>(begin * sizeof(uint64_t)), EIO))
+    fail("cannot read back from it");
 }
 
 uint64_t SpilledColumns::bytes() const noexcept {

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -498,6 +499,22 @@ TEST(Writer, WriteDirectlyGivesTheBytesInOrder) {
   expect_written_directly(d, "out.txt", want);
 }
 
+// The exit code of attempt() run in a child process whose files may not exceed 1 MiB (writes
+// past it fail with EFBIG; SIGXFSZ ignored); 4 if the limit cannot be set.
+namespace {
+int exit_code_under_a_file_size_limit(const std::function<int()>& attempt) {
+  const pid_t pid = ::fork();  // the limit and the signal's disposition in a child process
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim {1 << 20, 1 << 20};
+    ::_exit(::setrlimit(RLIMIT_FSIZE, &lim) != 0 ? 4 : attempt());
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+}  // namespace
+
 // A failed direct write is reported by the next call, flush_appends() or commit() as the
 // output's error, with what to do, and the destination is left as it was; an input that cannot
 // be read is reported at once, by its name.
@@ -506,10 +523,6 @@ TEST(Writer, AppendFromWrittenDirectlyReportsAFailedWrite) {
   test::write_file(d.file("dest.txt"), "before\n");
   test::write_file(d.file("in.txt"), std::string(size_t{12} << 20, 'x'));
   const auto attempt = [&] {
-    // A file size limit of 1 MiB fails the writes (EFBIG; SIGXFSZ ignored).
-    ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit lim {1 << 20, 1 << 20};
-    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) return 4;
     try {
       AtomicFile out(d.file("dest.txt"));
       const int fd = ::open(d.file("in.txt").c_str(), O_RDONLY | O_CLOEXEC);
@@ -523,13 +536,7 @@ TEST(Writer, AppendFromWrittenDirectlyReportsAFailedWrite) {
     }
     return 1;
   };
-  const pid_t pid = ::fork();  // the limit and the signal's disposition in a child process
-  ASSERT_GE(pid, 0);
-  if (pid == 0) ::_exit(attempt());
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 3: wrong type, 4: no limit";
+  EXPECT_EQ(exit_code_under_a_file_size_limit(attempt), 0) << "1: no error, 2: wrong message, 3: wrong type, 4: no limit";
   EXPECT_EQ(test::read_file(d.file("dest.txt")), "before\n");
   {
     AtomicFile out(d.file("dest.txt"));
@@ -610,9 +617,6 @@ TEST(SpilledColumns, ReadBackWhatWasPushed) {
     EXPECT_NE(std::string(e.what()).find("set TMPDIR"), std::string::npos) << e.what();
   }
   const auto full = [&] {
-    ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit lim {1 << 20, 1 << 20};
-    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) return 4;
     try {
       internal::SpilledColumns cols(d.path(), 2);
       for (uint64_t i = 0; i < 1000000; ++i) cols.push(i % 2, i);
@@ -625,11 +629,5 @@ TEST(SpilledColumns, ReadBackWhatWasPushed) {
     }
     return 1;
   };
-  const pid_t pid = ::fork();  // the limit and the signal's disposition in a child process
-  ASSERT_GE(pid, 0);
-  if (pid == 0) ::_exit(full());
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 3: wrong type, 4: no limit";
+  EXPECT_EQ(exit_code_under_a_file_size_limit(full), 0) << "1: no error, 2: wrong message, 3: wrong type, 4: no limit";
 }
