@@ -296,6 +296,9 @@ struct Pipeline::Impl {
   // Whether verification goes group by group (verify_in_groups): the records can be found again
   // by position, and cheaply, in files that are not compressed (see groups_pay()).
   bool in_groups_ = false;
+  // The last estimate and its sample size: a driver that printed it before run() (the CLI) does
+  // not have the inputs sampled again to decide whether to spill (choose_spill).
+  mutable std::optional<std::pair<uint64_t, MemoryEstimate>> last_estimate_;
   std::vector<ScoredPair> pairs_;
   // Dedup's copies of earlier texts (RunTuning::collapse_copies): during the first pass, each
   // document's text hash; then each copy with its original, {original, copy} in the copies'

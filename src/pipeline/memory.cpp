@@ -53,6 +53,7 @@ uint64_t Pipeline::Impl::state_bytes() const noexcept {
 }
 
 MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
+  if (last_estimate_ && last_estimate_->first == sample_bytes) return last_estimate_->second;
   MemoryEstimate m;
   Shingler shingler(spec_.shingle);
   double distinct = 0;  // shingles, distinct per document, over the sample
@@ -167,6 +168,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     m.verify_per_document = per_doc_distinct * sizeof(ShingleHash) + 40;
     m.verify_all = n * (m.verify_per_document + 5);
   }
+  last_estimate_ = std::make_pair(sample_bytes, m);
   return m;
 }
 
