@@ -277,8 +277,7 @@ void Pipeline::Impl::sketch_pass() {
   in_groups_ = groups_pay(compressed, !copy_dir.empty());
   const SketchLayout layout(*this);
   sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size);
-  if (layout.keys_only && options_.tuning.spill_band_keys)
-  {
+  if (layout.keys_only && options_.tuning.spill_band_keys) {
     sketches_.spilled = std::make_unique<internal::SpilledColumns>(io::temp_directory(options_.tuning.temp_dir), layout.bands);
     sketches_.keys_spilled = true;
   }
