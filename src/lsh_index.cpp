@@ -122,8 +122,20 @@ void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, in
                           const BandKeyReader& read, Visit&& visit) {
   std::vector<uint64_t> largest(static_cast<size_t>(bands), 0), entries(static_cast<size_t>(bands), 0);
   constexpr size_t kChunk = size_t{1} << 16;
-  internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t) {
-    std::vector<uint64_t> chunk(std::min(n, kChunk)), seen, twice;
+  // Scratch per thread, kept from band to band: fresh memory is faulted in once per thread, not
+  // once per band (which took the search from 2.1 to 7.6 s on 10 million documents).
+  const size_t workers = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(std::max(threads, 1)), static_cast<size_t>(bands)));
+  struct Scratch {
+    std::vector<uint64_t> chunk, seen, twice;
+    std::vector<BandEntry> e, tmp;
+  };
+  std::vector<Scratch> scratch(workers);
+  internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t tid) {
+    Scratch& s = scratch[tid];
+    std::vector<uint64_t>& chunk = s.chunk;
+    std::vector<uint64_t>& seen = s.seen;
+    std::vector<uint64_t>& twice = s.twice;
+    chunk.resize(std::min(n, kChunk));
     const auto each_key = [&](auto&& fn) {
       for (size_t begin = 0; begin < n; begin += kChunk) {
         const size_t count = std::min(kChunk, n - begin);
@@ -139,13 +151,13 @@ void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, in
       bits.add(key, seen, twice);
       ++all;
     });
-    std::vector<BandEntry> e;
+    std::vector<BandEntry>& e = s.e;
+    e.clear();
     each_key([&](size_t i, uint64_t key) {
       if (bits.may_repeat(key)) e.push_back({key, i});
     });
-    std::vector<uint64_t>().swap(seen);
-    std::vector<uint64_t>().swap(twice);
-    std::vector<BandEntry> tmp(e.size() < 4096 ? 0 : e.size());
+    std::vector<BandEntry>& tmp = s.tmp;
+    if (tmp.size() < e.size()) tmp.resize(e.size());
     entries[band] = all;
     largest[band] = std::max<uint64_t>(all > 0 ? 1 : 0, visit_sorted_buckets(e.data(), tmp.data(), e.size(), [&](std::span<const BandEntry> b) { visit(band, b); }));
   });

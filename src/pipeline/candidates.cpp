@@ -36,9 +36,12 @@ LshBuckets Pipeline::Impl::find_buckets() {
   const size_t from_lsh = buckets.size();
   add_copy_buckets(buckets);
   if (sketches_.spilled) {  // the keys share_band needs: those of the documents in buckets
-    std::vector<DocId> in_buckets(buckets.members);
-    std::sort(in_buckets.begin(), in_buckets.end());
-    in_buckets.erase(std::unique(in_buckets.begin(), in_buckets.end()), in_buckets.end());
+    std::vector<uint8_t> in(docs_.size(), 0);
+    for (const DocId d : buckets.members) in[d] = 1;
+    std::vector<DocId> in_buckets;
+    for (DocId d = 0; d < in.size(); ++d)
+      if (in[d]) in_buckets.push_back(d);
+    std::vector<uint8_t>().swap(in);
     sketches_.load_keys_of(in_buckets);
     sketches_.spilled.reset();
   }
