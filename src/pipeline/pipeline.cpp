@@ -28,8 +28,12 @@ std::span<const SigValue> Pipeline::Impl::signatures() const noexcept { return s
 bool Pipeline::Impl::share_band(DocId a, DocId b, size_t k) const noexcept { return sketches_.share_band(a, b, k, spec_.lsh); }
 
 const std::vector<ScoredPair>& Pipeline::Impl::pairs() const {
-  if (expand_on_write_)
-    throw UsageError("the pairs of this run are not held (RunTuning::stream_pairs); take them with each_pair()");
+  // Refused whenever an exact join may list the pairs as they are taken (LSH with exact
+  // verification, the exact method), whether this run's data made one or not: a program that
+  // worked on a small corpus must not fail on a larger one.
+  const bool joins_possible = spec_.method == SketchMethod::Exact || (uses_signatures(spec_.method) && spec_.verify == VerifyMode::Exact);
+  if (mode_ == Mode::Pairs && options_.tuning.stream_pairs && joins_possible && options_.measure == Measure::Jaccard)
+    throw UsageError("the pairs of this run are not held (RunTuning::stream_pairs); take them with each_pair(), or set stream_pairs to false");
   return pairs_;
 }
 

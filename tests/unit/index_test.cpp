@@ -137,6 +137,7 @@ TEST(Index, QueryEqualsBruteForceAndBatchPairsBeforeAndAfterReopening) {
     RunOptions ro;
     ro.spec = spec;
     ro.tuning.threads = 2;
+    ro.tuning.stream_pairs = false;  // held, for pairs()
     Pipeline p({data}, ro);
     p.run(Pipeline::Mode::Pairs);
     std::map<Pair, double> batch;
