@@ -33,18 +33,12 @@ LshBuckets Pipeline::Impl::find_buckets() {
   } else {
     buckets = lsh_buckets_from_keys(keys, sketches_.empty, threads_, &cs);
   }
+  if (sketches_.spilled) {  // share_band reads the LSH buckets from here on (copies are mapped to their originals)
+    sketches_.spilled.reset();
+    sketches_.index_buckets(buckets, docs_.size());
+  }
   const size_t from_lsh = buckets.size();
   add_copy_buckets(buckets);
-  if (sketches_.spilled) {  // the keys share_band needs: those of the documents in buckets
-    std::vector<uint8_t> in(docs_.size(), 0);
-    for (const DocId d : buckets.members) in[d] = 1;
-    std::vector<DocId> in_buckets;
-    for (DocId d = 0; d < in.size(); ++d)
-      if (in[d]) in_buckets.push_back(d);
-    std::vector<uint8_t>().swap(in);
-    sketches_.load_keys_of(in_buckets);
-    sketches_.spilled.reset();
-  }
   stats_.largest_bucket = cs.largest_bucket;
   for (size_t i = from_lsh; i < buckets.size(); ++i) stats_.largest_bucket = std::max<uint64_t>(stats_.largest_bucket, buckets[i].size());
   return buckets;

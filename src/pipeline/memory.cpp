@@ -92,14 +92,14 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
         // bytes each with the sort's copy: the documents in buckets and about 1 in 16 of the
         // rest, counted as a quarter of the documents. Without the keys, what the run holds
         // besides shows, and is counted too: the buckets found, which every band's documents in
-        // buckets join (4 bytes each and a reference per bucket), and those documents' key ranks
-        // (4 bytes a band), counted for a quarter of the documents in every band; and
+        // buckets join (4 bytes each and a reference per bucket), and their index by document
+        // (4 bytes a member), counted for 15% of the documents in every band; and
         // verification's arrays of every document (24 bytes). Set from the peak of 10 million
-        // short documents with 43% near-copies (the estimate 0.99x it; 1.7x on 1 million, where
+        // short documents with 43% near-copies (the estimate 1.0x it; 1.8x on 1 million, where
         // the fixed buffers weigh more); a corpus without copies holds less (docs/robustness.md).
         m.spill_disk = n * static_cast<double>(bands * sizeof(uint64_t));
         const double workers = std::min<double>(std::max(threads_, 1), static_cast<double>(bands));
-        spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + 0.25 * 12.0 * static_cast<double>(bands) + 24.0 +
+        spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + 0.15 * 12.0 * static_cast<double>(bands) + 24.0 +
                                  (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
       }
       // A dedup tells the copies of a text apart (find_text_copies): 16 B of text hash per

@@ -25,7 +25,16 @@ void Pipeline::Impl::init() {
 
 std::span<const SigValue> Pipeline::Impl::signatures() const noexcept { return sketches_.signatures(); }
 
-bool Pipeline::Impl::share_band(DocId a, DocId b, size_t k) const noexcept { return sketches_.share_band(a, b, k, spec_.lsh); }
+bool Pipeline::Impl::share_band(DocId a, DocId b, size_t k) const noexcept {
+  // Spilled, the keys are gone and the buckets answer; a copy of a text (kept out of them) has
+  // its original's keys, so it shares what its original shares, and every band with it.
+  if (sketches_.keys_spilled) {
+    a = original_of(a);
+    b = original_of(b);
+    if (a == b) return true;
+  }
+  return sketches_.share_band(a, b, k, spec_.lsh);
+}
 
 const std::vector<ScoredPair>& Pipeline::Impl::pairs() const {
   // Refused whenever an exact join may list the pairs as they are taken (LSH with exact

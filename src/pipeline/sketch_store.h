@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "internal/big_array.h"
-#include "internal/radix_sort.h"
 #include "internal/spilled_columns.h"
 #include "neardup/bottomk.h"
 #include "neardup/lsh_index.h"
@@ -22,14 +21,15 @@ namespace neardup {
 struct SketchStore {
   std::unique_ptr<internal::GrowArray<SigValue>> sigs;   // documents x num_perm, row-major
   std::vector<internal::GrowArray<uint64_t>> band_keys;  // per band, per document (instead of sigs)
-  // The band keys on disk instead (RunTuning::spill_band_keys), a column per band; after the
-  // search, the keys of the documents in buckets (keyed_docs, ascending; keyed: a row per
-  // document of its keys' ranks among theirs, band by band: 4 bytes, and equal where the keys
-  // are), which share_band reads: a document in no bucket shares no band.
+  // The band keys on disk instead (RunTuning::spill_band_keys), a column per band, let go after
+  // the search. Two documents share a band key exactly when some band's bucket holds both, so
+  // share_band then reads the buckets instead (index_buckets): for each document in one
+  // (in_docs, ascending), the buckets that hold it (bucket_of[bucket_at[i], bucket_at[i + 1]),
+  // ascending): 4 bytes per bucket member, where the keys of those documents took 8 per band.
   std::unique_ptr<internal::SpilledColumns> spilled;
   bool keys_spilled = false;
-  std::vector<DocId> keyed_docs;
-  std::vector<uint32_t> keyed;
+  std::vector<DocId> in_docs;
+  std::vector<uint32_t> bucket_at, bucket_of;
   Fingerprints fps;
   std::vector<uint64_t> simhashes;
   // 1: no shingle (never paired); kCopy: a copy of an earlier document's text, verified through
@@ -44,8 +44,9 @@ struct SketchStore {
     band_keys.resize(bands);
     spilled.reset();
     keys_spilled = false;
-    keyed_docs.clear();
-    keyed.clear();
+    in_docs.clear();
+    bucket_at.clear();
+    bucket_of.clear();
     fps = Fingerprints{};
     fps.size = sketch_size;
   }
@@ -56,15 +57,17 @@ struct SketchStore {
   bool share_band(DocId a, DocId b, size_t k, const LshParams& lsh) const noexcept {
     if (band_keys.empty()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), lsh);
     if (keys_spilled) {
-      const size_t bands = band_keys.size();
-      const auto row = [&](DocId d) -> const uint32_t* {
-        const auto it = std::lower_bound(keyed_docs.begin(), keyed_docs.end(), d);
-        return it != keyed_docs.end() && *it == d ? keyed.data() + static_cast<size_t>(it - keyed_docs.begin()) * bands : nullptr;
+      const auto buckets = [&](DocId d) -> std::span<const uint32_t> {
+        const auto it = std::lower_bound(in_docs.begin(), in_docs.end(), d);
+        if (it == in_docs.end() || *it != d) return {};
+        const auto i = static_cast<size_t>(it - in_docs.begin());
+        return std::span<const uint32_t>(bucket_of).subspan(bucket_at[i], bucket_at[i + 1] - bucket_at[i]);
       };
-      const uint32_t *x = row(a), *y = row(b);
-      if (!x || !y) return false;
-      for (size_t band = 0; band < bands; ++band)
-        if (x[band] == y[band]) return true;
+      const auto x = buckets(a), y = buckets(b);
+      for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+        if (x[i] == y[j]) return true;
+        x[i] < y[j] ? ++i : ++j;
+      }
       return false;
     }
     for (const auto& keys : band_keys)
@@ -72,53 +75,30 @@ struct SketchStore {
     return false;
   }
 
-  /// With the band keys spilled: reads back the keys of `docs` (ascending, distinct) for
-  /// share_band, each band's file read only in the chunks that hold one of them, and keeps their
-  /// ranks (a band's keys sorted: 8 bytes of keys become 4 for the documents in buckets, half of
-  /// a crowded corpus).
-  void load_keys_of(std::span<const DocId> docs) {
-    const size_t bands = band_keys.size();
-    keyed_docs.assign(docs.begin(), docs.end());
-    keyed.assign(docs.size() * bands, 0);
-    constexpr size_t kChunk = 8192;
-    std::vector<uint64_t> chunk(kChunk);
-    struct Keyed {
-      uint64_t key;
-      uint64_t at;  // in docs
-    };
-    std::vector<Keyed> band(docs.size()), tmp(docs.size());
-    for (size_t b = 0; b < bands; ++b) {
-      uint64_t begin = UINT64_MAX;
-      for (size_t i = 0; i < docs.size(); ++i) {
-        if (begin == UINT64_MAX || docs[i] >= begin + kChunk) {
-          begin = docs[i] / kChunk * kChunk;
-          spilled->read(b, begin, static_cast<size_t>(std::min<uint64_t>(kChunk, spilled->rows() - begin)), chunk.data());
-        }
-        band[i] = {chunk[docs[i] - begin], i};
+  /// With the band keys spilled: indexes the LSH buckets (each distinct list of documents that
+  /// share a band key) by document, for share_band. Buckets of n documents.
+  void index_buckets(const LshBuckets& buckets, size_t n) {
+    std::vector<uint32_t> count(n + 1, 0);
+    for (const DocId d : buckets.members) ++count[d + 1];
+    in_docs.clear();
+    bucket_at.assign(1, 0);
+    for (DocId d = 0; d < n; ++d)
+      if (count[d + 1] > 0) {
+        in_docs.push_back(d);
+        bucket_at.push_back(bucket_at.back() + count[d + 1]);
+        count[d + 1] = static_cast<uint32_t>(in_docs.size() - 1);  // now its place in in_docs
       }
-      // By the keys' top 32 bits (two passes, not four: keys are hashes), then the rare run of
-      // several keys with those bits by whole keys.
-      internal::radix_sort_by_bits(band.data(), tmp.data(), band.size(), 32, 64, [](const Keyed& k) { return k.key; }, 16);
-      for (size_t i = 0; i < band.size();) {
-        size_t j = i + 1;
-        bool mixed = false;
-        for (; j < band.size() && (band[j].key >> 32) == (band[i].key >> 32); ++j) mixed |= band[j].key != band[i].key;
-        if (mixed) std::sort(band.begin() + static_cast<ptrdiff_t>(i), band.begin() + static_cast<ptrdiff_t>(j), [](const Keyed& x, const Keyed& y) { return x.key < y.key; });
-        i = j;
-      }
-      uint32_t rank = 0;
-      for (size_t i = 0; i < band.size(); ++i) {
-        if (i > 0 && band[i].key != band[i - 1].key) ++rank;
-        keyed[band[i].at * bands + b] = rank;
-      }
-    }
+    bucket_of.assign(bucket_at.back(), 0);
+    std::vector<uint32_t> next(bucket_at.begin(), bucket_at.end() - 1);
+    for (size_t i = 0; i < buckets.size(); ++i)  // in order of bucket: each document's ascending
+      for (const DocId d : buckets[i]) bucket_of[next[count[d + 1]]++] = static_cast<uint32_t>(i);
   }
 
   uint64_t bytes() const noexcept {
     uint64_t b = empty.size() + simhashes.size() * sizeof(uint64_t);
     if (sigs) b += sigs->size() * sizeof(SigValue);
     for (const auto& keys : band_keys) b += keys.size() * sizeof(uint64_t);
-    b += keyed_docs.size() * sizeof(DocId) + keyed.size() * sizeof(uint32_t);
+    b += in_docs.size() * sizeof(DocId) + (bucket_at.size() + bucket_of.size()) * sizeof(uint32_t);
     return b + fps.values.size() * sizeof(SigValue) + (fps.offsets.size() - 1) * sizeof(uint64_t);
   }
 };
