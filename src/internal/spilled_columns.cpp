@@ -64,7 +64,7 @@ void SpilledColumns::flush(size_t column) {
   const int fd = fd_[column];
   if (!move_all([fd](char* p, size_t n, off_t at) { return ::pwrite(fd, p, n, at); }, reinterpret_cast<char*>(b.data()),
                 b.size() * sizeof(uint64_t), static_cast<off_t>(written_[column] * sizeof(uint64_t)), ENOSPC))
-    fail("cannot write to it");
+    fail("cannot write to it", "free space there, set TMPDIR to a directory on a larger disk, or raise --memory-limit");
   written_[column] += b.size();
   b.clear();
 }
@@ -78,7 +78,7 @@ void SpilledColumns::read(size_t column, uint64_t begin, size_t count, uint64_t*
   const int fd = fd_[column];
   if (!move_all([fd](char* p, size_t n, off_t at) { return ::pread(fd, p, n, at); }, reinterpret_cast<char*>(out),
                 count * sizeof(uint64_t), static_cast<off_t>(begin * sizeof(uint64_t)), EIO))
-    fail("cannot read back from it");
+    fail("cannot read back from it", "the disk under it failed: set TMPDIR to a directory on another disk, or raise --memory-limit");
 }
 
 uint64_t SpilledColumns::bytes() const noexcept {
@@ -87,9 +87,8 @@ uint64_t SpilledColumns::bytes() const noexcept {
   return values * sizeof(uint64_t);
 }
 
-void SpilledColumns::fail(const char* what) const {
-  throw IoError("the band keys spilled to " + dir_ + ": " + what + ": " + std::strerror(errno) +
-                "; free space there, set TMPDIR to a directory on a larger disk, or raise --memory-limit");
+void SpilledColumns::fail(const char* what, const char* advice) const {
+  throw IoError("the band keys spilled to " + dir_ + ": " + what + ": " + std::strerror(errno) + "; " + advice);
 }
 
 }  // namespace neardup::internal

@@ -39,7 +39,7 @@ class SpilledColumns {
  private:
   static constexpr size_t kBuffer = 8192;  // values: 64 KiB per column
   void flush(size_t column);
-  [[noreturn]] void fail(const char* what) const;
+  [[noreturn]] void fail(const char* what, const char* advice) const;
   std::string dir_;
   std::vector<int> fd_;
   std::vector<std::vector<uint64_t>> buffer_;

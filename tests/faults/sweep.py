@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Faults injected into neardup's system calls, one per run, swept over every call.
 
-For each command (dedup with four outputs, pairs, index add --dedup) and each kind of call that
-reads, writes, syncs or moves files, the Nth call of that kind is made to fail (EIO, ENOSPC) or
-to be interrupted (EINTR), for every N the run makes, with `strace -e inject` (the calls the
-dynamic loader makes before neardup runs are left alone: they are counted on `neardup --version`).
+For each command (dedup with four outputs, pairs, dedup with its band keys spilled, index add
+--dedup) and each kind of call that reads, writes, syncs or moves files, the Nth call of that
+kind is made to fail (EIO, ENOSPC) or to be interrupted (EINTR), for every N the run makes, with
+`strace -e inject` (the calls the dynamic loader makes before neardup runs are left alone: they
+are counted on `neardup --version`).
 After each run:
   * exit 0: every output identical to a clean run's, nothing on stderr (EINTR must end so:
     interrupted calls are retried, never reported);
@@ -153,6 +154,8 @@ def main():
         Case("dedup", ["dedup", a, b, "-o", "kept.jsonl", "--removed", "removed.tsv", "--clusters", "clusters.tsv",
                        "--rejects", "rejects.jsonl", "--on-error", "skip", "-j", "2"], dedup_setup),
         Case("pairs", ["pairs", a, b, "-o", "pairs.tsv", "-j", "2"], lambda w: None),
+        # The band keys spilled to nameless files in the temporary folder, written and read back.
+        Case("dedup, keys spilled", ["dedup", a, b, "-o", "kept.jsonl", "--memory-limit", "1K", "-j", "2"], lambda w: None),
         Case("index add", ["index", "add", "idx.ndx", b, "--dedup", "-o", "added.tsv", "-j", "2"], index_setup),
         Case("index fold", ["index", "fold", "idx.ndx"], fold_setup),
     ]
