@@ -19,6 +19,7 @@ The definitions are datasketch's:
 """
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Generator, Hashable, Iterable
 from typing import Optional
@@ -123,12 +124,18 @@ class MinHashLSHEnsemble:
     def query(self, minhash, size: int) -> Generator[Hashable, None, None]:
         """The keys of the indexed sets that may contain the query set (of ``size`` distinct
         items) at the threshold, partition by partition."""
+        # _get_optimal_param's search, on lists (np.searchsorted cost more than the query of a
+        # partition's index), and the sketch's length checked once rather than per partition.
+        if len(minhash) != self.h:
+            raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
+        xqs, params = self.xqs.tolist(), self.params.tolist()
         for i, index in enumerate(self.indexes):
             u = self.uppers[i]
             if u is None:
                 continue
-            b, r = self._get_optimal_param(u, size)
-            yield from index[int(r)]._query_b(minhash, int(b))
+            b, r = params[min(bisect.bisect_left(xqs, float(u) / float(size)), len(params) - 1)]
+            lsh = index[int(r)]
+            yield from (lsh._query_b(minhash, int(b)) if lsh.prepickle else lsh._buckets_of(minhash, int(b)))
 
     def __contains__(self, key: Hashable) -> bool:
         return any(any(key in index[r] for r in index) for index in self.indexes)
