@@ -150,7 +150,7 @@ def main():
     # Compared through a pickle of ours, which holds datasketch's dicts: reading ``keys`` of the
     # index itself would turn its C++ tables into those dicts for the queries after.
     side_by_side("MinHashLSH, insert 50,000", lambda: lsh(datasketch.MinHashLSH, "theirs"), lambda: lsh(nd.MinHashLSH, "ours"),
-                 lambda x, y: (lambda c: all(list(x.keys[k]) == list(c.keys[k]) for k in range(0, len(sketches), 997)))(pickle.loads(pickle.dumps(y))), 1)
+                 lambda x, y: (lambda c: all(list(x.keys[k]) == list(c.keys[k]) for k in range(0, len(sketches), 997)))(pickle.loads(pickle.dumps(y))), reps)
     side_by_side("MinHashLSH, 5,000 queries", lambda: [set(indexes["theirs"].query(m)) for m in sketches[:5000]],
                  lambda: [set(indexes["ours"].query(m)) for m in sketches[:5000]], lambda x, y: x == y, reps)
     indexes.clear()
@@ -164,7 +164,7 @@ def main():
         return ensembles.setdefault(name, e)
 
     side_by_side("MinHashLSHEnsemble, index 20,000 of 500 sizes", lambda: ensemble(datasketch.MinHashLSHEnsemble, "theirs"),
-                 lambda: ensemble(nd.MinHashLSHEnsemble, "ours"), lambda x, y: list(x.uppers) == list(y.uppers), 1)
+                 lambda: ensemble(nd.MinHashLSHEnsemble, "ours"), lambda x, y: list(x.uppers) == list(y.uppers), reps)
     side_by_side("MinHashLSHEnsemble, 1,000 queries", lambda: [set(ensembles["theirs"].query(m, s)) for _, m, s in entries[:1000]],
                  lambda: [set(ensembles["ours"].query(m, s)) for _, m, s in entries[:1000]], lambda x, y: x == y, reps)
 
