@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "internal/flat_multimap.h"
@@ -40,6 +41,33 @@ class BandStore {
   py::set query_values(const py::handle& values, size_t bands) {
     if (bands > bands_) throw py::value_error("more bands than hash tables");
     return query_bytes(big_endian(values, bands), bands);
+  }
+
+  // MinHashLSH.insert(key, sketch) for keys[i], sketches[i] from `from` on, in C++: the checks
+  // of insert (a sketch of h values, a key not yet in `rows`, which gets the key's row). Stops
+  // at the first sketch whose values are not a one-dimensional uint64 array, and returns its
+  // place (len(keys) when all went in): the caller takes that one by the general path.
+  size_t insert_many(const py::dict& rows, const py::list& keys, const py::list& sketches, Py_ssize_t h, size_t from) {
+    if (keys.size() != sketches.size()) throw py::value_error("a key per sketch");
+    for (size_t i = from; i < keys.size(); ++i) {
+      const py::handle key = keys[i], sketch = sketches[i];
+      const Py_ssize_t len = PyObject_Length(sketch.ptr());
+      if (len < 0) throw py::error_already_set();
+      if (len != h) throw py::value_error("Expecting minhash with length " + std::to_string(h) + ", got " + std::to_string(len));
+      const int known = PyDict_Contains(rows.ptr(), key.ptr());
+      if (known < 0) throw py::error_already_set();
+      if (known) throw py::value_error("The given key already exists");
+      const py::object values = sketch.attr("hashvalues");
+      const char* data = nullptr;
+      try {
+        data = big_endian(values, bands_);
+      } catch (const py::type_error&) {
+        return i;
+      }
+      const uint32_t row = insert_row(py::reinterpret_borrow<py::object>(key), data);
+      if (PyDict_SetItem(rows.ptr(), key.ptr(), py::int_(row).ptr()) != 0) throw py::error_already_set();
+    }
+    return keys.size();
   }
 
   uint32_t insert_row(const py::object& key, const char* data) {
@@ -166,6 +194,7 @@ void register_band_store(py::module_& m) {
       .def("insert", &BandStore::insert, py::arg("key"), py::arg("whole"))
       .def("query", &BandStore::query, py::arg("whole"), py::arg("bands"))
       .def("insert_values", &BandStore::insert_values, py::arg("key"), py::arg("values"))
+      .def("insert_many", &BandStore::insert_many, py::arg("rows"), py::arg("keys"), py::arg("sketches"), py::arg("h"), py::arg("start"))
       .def("query_values", &BandStore::query_values, py::arg("values"), py::arg("bands"))
       .def("remove", &BandStore::remove, py::arg("row"))
       .def("materialize", &BandStore::materialize, py::arg("rows"));

@@ -16,7 +16,10 @@ namespace neardup::python {
 inline void read_u64(const pybind11::handle& values, size_t n, uint64_t* out, bool swap) {
   namespace py = pybind11;
   Py_buffer view;
-  if (PyObject_GetBuffer(values.ptr(), &view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) throw py::error_already_set();
+  if (PyObject_GetBuffer(values.ptr(), &view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();  // not a buffer (a list, say): the same TypeError as another layout's
+    throw py::type_error("the sketch's values must be a one-dimensional array of uint64");
+  }
   const std::string_view format = view.format ? view.format : "B";
   const bool u64 = view.itemsize == 8 && view.ndim == 1 &&
                    (format == "L" || format == "Q" || format == "<L" || format == "<Q" || format == "=L" || format == "=Q");

@@ -113,3 +113,20 @@ def test_values_of_other_layouts_answer_alike():
         for layout in layouts:
             s = Sketch(layout(m.hashvalues))
             assert set(fast.query(s)) == set(dicts.query(s)) and i in set(fast.query(s))
+
+
+def test_insert_many_is_a_loop_of_insert():
+    # MinHashLSH._insert_many (the ensemble's index) leaves the index as insert() one by one
+    # would: sketches of other layouts among the others, and the errors of insert.
+    ms = sketches(90, seed=9, num_perm=64)
+    layouts = [lambda hv: hv, lambda hv: hv.astype(">u8"), lambda hv: [int(x) for x in hv]]
+    items = [(f"k{i}", Sketch(layouts[i % 3](m.hashvalues)) if i % 4 == 0 else m) for i, m in enumerate(ms)]
+    many, loop = MinHashLSH(0.5, 64), MinHashLSH(0.5, 64)
+    many._insert_many([k for k, _ in items], [m for _, m in items])
+    for k, m in items:
+        loop.insert(k, m)
+    assert many._stored() and many.hashtables == loop.hashtables and many.keys == loop.keys
+    with pytest.raises(ValueError, match="already exists"):
+        many._insert_many(["k3"], [ms[3]])
+    with pytest.raises(ValueError, match="Expecting minhash with length 64, got 32"):
+        many._insert_many(["new"], [sketches(1, num_perm=32)[0]])

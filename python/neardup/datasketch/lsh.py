@@ -244,6 +244,20 @@ class MinHashLSH:
             else:
                 bucket.append(key)
 
+    def _insert_many(self, keys: list, minhashes: list) -> None:
+        """insert(key, minhash) for each pair, in order: in C++ while the store takes them (keys
+        not pickled, sketches of uint64 values; MinHashLSHEnsemble.index's inserts)."""
+        i = 0
+        while i < len(keys):
+            if self._stored() and not self.prepickle and (self._store is None or self._store.band_bytes == 8 * self.r):
+                if self._store is None:
+                    self._store = _native.BandStore(self.b, 8 * self.r)
+                i = self._store.insert_many(self._rows, keys, minhashes, self.h, i)
+                if i == len(keys):
+                    return
+            self.insert(keys[i], minhashes[i])
+            i += 1
+
     def _add_row(self, key, row: int) -> None:
         rows = self._rows.get(key)
         if rows is None:

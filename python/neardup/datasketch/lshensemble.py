@@ -114,12 +114,18 @@ class MinHashLSHEnsemble:
         for i, (lower, upper) in enumerate(partitions):
             self.lowers[i], self.uppers[i] = type(sizes[0])(lower), type(sizes[0])(upper)
         entries.sort(key=lambda e: e[2])
+        # Each partition's entries in order, inserted into each of its indexes at once (one C++
+        # call per index: MinHashLSH._insert_many) rather than a call per entry and index.
+        parts = [([], []) for _ in self.indexes]
         curr_part = 0
         for key, minhash, size in entries:
             if size > self.uppers[curr_part]:
                 curr_part += 1
-            for r in self.indexes[curr_part]:
-                self.indexes[curr_part][r].insert(key, minhash)
+            parts[curr_part][0].append(key)
+            parts[curr_part][1].append(minhash)
+        for index, (keys, minhashes) in zip(self.indexes, parts):
+            for r in index:
+                index[r]._insert_many(keys, minhashes)
 
     def query(self, minhash, size: int) -> Generator[Hashable, None, None]:
         """The keys of the indexed sets that may contain the query set (of ``size`` distinct
