@@ -97,8 +97,9 @@ struct RunTuning {
   /// Minhash and oph with exact verification: the band keys (8 bytes per band and document,
   /// most of the state a run keeps per document) are written to temporary files in temp_dir
   /// during the first pass instead of kept in memory, and the buckets found from there (each
-  /// band's keys read twice: lsh_buckets_from_reader); only the keys of the documents in
-  /// buckets come back into memory. Needs 8 bytes per band and document free in temp_dir.
+  /// band's keys read twice: lsh_buckets_from_reader), the files let go, and share_band
+  /// answered from the buckets (indexed by document). Needs 8 bytes per band and document free
+  /// in temp_dir.
   bool spill_band_keys = false;
   /// The most memory the run should take (bytes; 0: no limit). Before the first pass, a run of
   /// minhash or oph with exact verification whose expected peak (estimate_memory) is above it
@@ -204,6 +205,8 @@ struct MemoryEstimate {
   double spill_disk = 0;
   double spill_saves = 0;
   double peak_spilled() const noexcept { return peak() - spill_saves; }
+  /// Whether a run under this memory limit (0: none) spills its band keys.
+  bool spills_under(uint64_t limit) const noexcept { return limit > 0 && spill_disk > 0 && peak() > static_cast<double>(limit); }
 };
 
 

@@ -34,7 +34,7 @@ void Pipeline::Impl::choose_spill() {
   const uint64_t limit = options_.tuning.memory_limit;
   if (limit == 0 || options_.tuning.spill_band_keys) return;
   const MemoryEstimate m = estimate_memory(uint64_t{4} << 20);
-  if (m.spill_disk <= 0 || m.peak() <= static_cast<double>(limit)) return;
+  if (!m.spills_under(limit)) return;
   const std::string dir = io::temp_directory(options_.tuning.temp_dir);
   struct statvfs fs {};
   if (::statvfs(dir.c_str(), &fs) == 0) {

@@ -394,7 +394,7 @@ void print_memory_estimate(const MemoryEstimate& m, uint64_t limit) {
   if (in.compressed_jsonl_bytes > 0)
     line += "; the compressed inputs are kept decompressed on disk in " + io::temp_directory() + " while it runs: about " +
             human_bytes(in.compressed_jsonl_bytes);
-  const bool spills = limit > 0 && m.spill_disk > 0 && m.peak() > static_cast<double>(limit);
+  const bool spills = m.spills_under(limit);
   if (spills)
     line += "; that is over the memory limit of " + human_bytes(static_cast<double>(limit)) + ": the band keys go to disk in " +
             io::temp_directory() + " (" + human_bytes(m.spill_disk) + "), and the run is expected to take " + human_bytes(m.peak_spilled()) +
@@ -539,8 +539,7 @@ int run_command(const CLI::App* cmd, const Options& o, bool dedup) {
     // Compressed inputs may hold several times their size: sampled from a quarter of the threshold on.
     const MemoryEstimate m = pipeline.estimate_memory();
     const uint64_t limit = ro.tuning.memory_limit;
-    const bool spills = limit > 0 && m.spill_disk > 0 && m.peak() > static_cast<double>(limit);
-    if (o.estimate_memory || spills || m.input.data_bytes >= kAnnounceBytes || m.peak() >= kAnnounceBytes) print_memory_estimate(m, limit);
+    if (o.estimate_memory || m.spills_under(limit) || m.input.data_bytes >= kAnnounceBytes || m.peak() >= kAnnounceBytes) print_memory_estimate(m, limit);
     if (o.estimate_memory) return kExitOk;
   }
   // Open every output first, so that a bad output path fails before the work.

@@ -213,10 +213,9 @@ class MinHashLSH:
         if check_duplication and key in (self._rows if stored else self.keys):
             raise ValueError("The given key already exists")
         hv = minhash.hashvalues
-        if stored and plain_u64(hv) and (self._store is None or self._store.band_bytes == 8 * self.r):
-            if self._store is None:
-                self._store = _native.BandStore(self.b, 8 * self.r)
-            self._add_row(key, self._store.insert_values(key, hv))
+        store = self._u64_store() if stored and plain_u64(hv) else None
+        if store is not None:
+            self._add_row(key, store.insert_values(key, hv))
             return
         whole, band = self._whole(minhash, self.b)
         if stored:
@@ -249,14 +248,20 @@ class MinHashLSH:
         not pickled, sketches of uint64 values; MinHashLSHEnsemble.index's inserts)."""
         i = 0
         while i < len(keys):
-            if self._stored() and not self.prepickle and (self._store is None or self._store.band_bytes == 8 * self.r):
-                if self._store is None:
-                    self._store = _native.BandStore(self.b, 8 * self.r)
-                i = self._store.insert_many(self._rows, keys, minhashes, self.h, i)
+            store = self._u64_store() if self._stored() and not self.prepickle else None
+            if store is not None:
+                i = store.insert_many(self._rows, keys, minhashes, self.h, i)
                 if i == len(keys):
                     return
             self.insert(keys[i], minhashes[i])
             i += 1
+
+    def _u64_store(self):
+        """The store, made at the first insert, if it takes sketches of 64-bit values (its bands
+        8 * r bytes); None if it holds values of another width."""
+        if self._store is None:
+            self._store = _native.BandStore(self.b, 8 * self.r)
+        return self._store if self._store.band_bytes == 8 * self.r else None
 
     def _add_row(self, key, row: int) -> None:
         rows = self._rows.get(key)
