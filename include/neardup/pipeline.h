@@ -101,10 +101,15 @@ struct RunTuning {
   /// answered from the buckets (indexed by document). Needs 8 bytes per band and document free
   /// in temp_dir.
   bool spill_band_keys = false;
-  /// The most memory the run should take (bytes; 0: no limit). Before the first pass, a run of
-  /// minhash or oph with exact verification whose expected peak (estimate_memory) is above it
-  /// spills its band keys (spill_band_keys), after checking that temp_dir has the room (IoError
-  /// if not). The rest of a run's state stays in memory (MemoryEstimate::spill_saves).
+  /// The document table (ids, text lengths, record positions: about 30 bytes per document and
+  /// the id) is written to temporary files in temp_dir during the first pass and mapped from
+  /// there, its pages let go after each pass over them. Any method.
+  bool spill_documents = false;
+  /// The most memory the run should take (bytes; 0: no limit). Before the first pass, a run
+  /// whose expected peak (estimate_memory) is above it spills its document table
+  /// (spill_documents) and, with minhash or oph and exact verification, its band keys
+  /// (spill_band_keys), after checking that temp_dir has the room (IoError if not). The rest of
+  /// a run's state stays in memory (MemoryEstimate::spill_saves).
   uint64_t memory_limit = 0;
   std::string temp_dir;  ///< empty: $TMPDIR, or /tmp
   uint64_t temp_keep_free = 0;
@@ -172,7 +177,7 @@ struct RunStats {
   /// (RunTuning::decompressed_copies), and why none or not all were kept (empty: all were, or
   /// there were no compressed inputs).
   uint64_t copied_bytes = 0;
-  uint64_t spilled_bytes = 0;  ///< band keys written to disk (RunTuning::spill_band_keys)
+  uint64_t spilled_bytes = 0;  ///< the document table and band keys written to disk (RunTuning::spill_documents, spill_band_keys)
   std::string copy_note;
   /// What the reading found: bad records skipped (OnError::Skip) by kind and the first
   /// messages, lines with invalid UTF-8, records without an id, binary files left out.
@@ -198,14 +203,15 @@ struct MemoryEstimate {
   double verify_all = 0;
   /// The expected peak before verification.
   double peak() const noexcept { return state + search; }
-  /// Minhash and oph with exact verification: the disk the band keys take when spilled
-  /// (RunTuning::spill_band_keys), and the memory that saves: the keys, and the search's arrays
-  /// of every document (it then holds the entries of documents whose keys may repeat). 0 for
-  /// the other methods.
+  /// The disk a spilled run takes (RunTuning::spill_documents and spill_band_keys), and the
+  /// memory that saves: the document table, and with minhash and oph and exact verification
+  /// the band keys and the search's arrays of every document (it then holds the entries of
+  /// documents whose keys may repeat; spill_keys).
   double spill_disk = 0;
   double spill_saves = 0;
+  bool spill_keys = false;
   double peak_spilled() const noexcept { return peak() - spill_saves; }
-  /// Whether a run under this memory limit (0: none) spills its band keys.
+  /// Whether a run under this memory limit (0: none) spills.
   bool spills_under(uint64_t limit) const noexcept { return limit > 0 && spill_disk > 0 && peak() > static_cast<double>(limit); }
 };
 

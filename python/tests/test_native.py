@@ -72,15 +72,17 @@ def test_pairs_equal_the_cli(jsonl, tmp_path, options, flags):
     assert neardup.pairs(dicts, **options).pairs_tsv() == want
 
 
-def test_memory_limit_spills_the_band_keys_with_the_same_results(tmp_path):
-    # A limit below the run's expected memory keeps the band keys on disk in temp_dir (files
-    # without a name: nothing is left there); pairs and clusters are those of a run without one.
+def test_memory_limit_spills_the_state_with_the_same_results(tmp_path):
+    # A limit below the run's expected memory keeps the document table, and with oph the band
+    # keys, on disk in temp_dir (files without a name: nothing is left there); pairs, clusters
+    # and the ids read back are those of a run without one.
     sample = SAMPLE / "mmds-articles-2500.jsonl.zst"
-    for run in (neardup.pairs, neardup.dedup):
-        whole = run(sample, threshold=0.7, memory_limit=0)
-        spilled = run(sample, threshold=0.7, memory_limit=1, temp_dir=str(tmp_path))
+    for run, method in ((neardup.pairs, "oph"), (neardup.dedup, "oph"), (neardup.dedup, "simhash")):
+        whole = run(sample, threshold=0.7, method=method, memory_limit=0)
+        spilled = run(sample, threshold=0.7, method=method, memory_limit=1, temp_dir=str(tmp_path))
         assert whole.stats["spilled_bytes"] == 0 and spilled.stats["spilled_bytes"] > 0
         assert spilled.pairs_tsv() == whole.pairs_tsv() and spilled.clusters_tsv() == whole.clusters_tsv()
+        assert spilled.removed_tsv() == whole.removed_tsv()
         assert list(tmp_path.iterdir()) == []
     with pytest.raises(neardup.UsageError, match="memory_limit"):
         neardup.dedup(sample, memory_limit=-5)

@@ -26,7 +26,7 @@ LshBuckets Pipeline::Impl::find_buckets() {
   } else if (sketches_.spilled) {
     internal::SpilledColumns& spilled = *sketches_.spilled;
     spilled.finish();
-    stats_.spilled_bytes = spilled.bytes();
+    stats_.spilled_bytes += spilled.bytes();
     buckets = lsh_buckets_from_reader(docs_.size(), static_cast<int>(keys.size()),
                                       [&](size_t band, size_t begin, size_t count, uint64_t* out) { spilled.read(band, begin, count, out); },
                                       sketches_.empty, threads_, &cs);
@@ -211,6 +211,7 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
   const size_t n = docs_.size();
   std::vector<size_t> start, order;  // bucket indices, group by group; group g is [start[g], start[g + 1])
   const std::vector<uint32_t> parts_done = group_buckets(buckets, in_bucket, start, order);
+  docs_.drop_pages();  // a spilled table's lengths, read by group_buckets
   const size_t groups = start.size() - 1;
   clustering_.keeper.resize(n);
   std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
@@ -246,6 +247,7 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     if (!options_.tuning.keep_sets) {
       sets_.release(docs);
     }
+    docs_.drop_pages();  // a spilled table's positions and lengths of the group
     if (decisions_) throw_if_the_writer_failed();
     all.insert(all.end(), found.begin(), found.end());
     // Every component starting before this group's end is verified: that share of the input.

@@ -83,6 +83,7 @@ void Pipeline::Impl::check_duplicate_ids() {
     const std::string_view s = id(d);
     h[d] = Entry{internal::hash_bytes(s.data(), s.size(), 0x49445321ull), d};
   }
+  docs_.drop_pages();  // a spilled table's ids, read once
   // Ids are nearly always distinct: only the entries whose hash may repeat are sorted.
   const size_t m = internal::sort_repeated_keys(h.data(), n, [](const Entry& x) { return x.hash; });
   uint64_t dups = 0;

@@ -2,14 +2,23 @@
 // order (its number is its place): its id, its text length, where its record lies (JSONL inputs,
 // so that later passes read only the records they need and copy kept lines without parsing
 // them), and its --keep-by value. Texts and shingles are not kept here.
+//
+// A run whose memory is limited keeps the table on disk (RunTuning::spill_documents): the ids,
+// their ends, the lengths and the positions are written to files without a name as they come
+// (internal::SpilledColumns), then mapped read-only, so that every accessor returns a view as
+// it does in memory. The run lets the mapped pages go after each pass over them (drop_pages()):
+// what a pass reads is the page cache's, which the kernel takes back under pressure. The
+// --keep-by values stay in memory.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "internal/spilled_columns.h"
 #include "neardup/io/reader.h"
 #include "neardup/types.h"
 
@@ -17,13 +26,28 @@ namespace neardup {
 
 class DocumentTable {
  public:
+  /// Keeps the table in files in `dir` (made there now: IoError if they cannot be), before the
+  /// first document; finish() after the last.
+  void spill_to(const std::string& dir) { spilled_ = std::make_unique<internal::SpilledColumns>(dir, kColumns, "the document table"); }
+  bool spilled() const noexcept { return spilled_ != nullptr; }
+
   /// Appends a document: its number is the count before. `pos` is stored when positions are
   /// kept (every document has one or none does), `key` when keep-by values are.
   void add(std::string_view id, uint32_t length, const io::RecordPos* pos, const io::KeyValue* key) {
-    id_blob_.append(id);
-    id_end_.push_back(id_blob_.size());
-    lengths_.push_back(length);
-    if (pos) pos_.push_back(*pos);
+    ++count_;
+    has_pos_ = pos != nullptr;
+    if (spilled_) {
+      id_bytes_ += id.size();
+      spilled_->append(kIds, id.data(), id.size());
+      spilled_->push(kIdEnds, id_bytes_);
+      spilled_->append(kLengths, &length, sizeof length);
+      if (pos) spilled_->append(kPositions, pos, sizeof *pos);
+    } else {
+      id_blob_.append(id);
+      id_end_.push_back(id_blob_.size());
+      lengths_.push_back(length);
+      if (pos) pos_.push_back(*pos);
+    }
     if (key) {
       key_kind_.push_back(static_cast<uint8_t>(key->kind));
       key_num_.push_back(key->number);
@@ -32,16 +56,41 @@ class DocumentTable {
     }
   }
 
-  size_t size() const noexcept { return lengths_.size(); }
-  std::string_view id(DocId d) const noexcept { return slice(id_blob_, id_end_, d); }
+  /// After the last document: a spilled table's files written and mapped (IoError naming the
+  /// directory if the disk refuses). Nothing to do in memory.
+  void finish() {
+    if (!spilled_) return;
+    spilled_->finish();
+    const auto view = [&]<class T>(int column, std::span<const T>& out) {
+      const std::span<const std::byte> b = spilled_->map(static_cast<size_t>(column));
+      out = {reinterpret_cast<const T*>(b.data()), b.size() / sizeof(T)};  // page-aligned
+    };
+    std::span<const char> ids;
+    view(kIds, ids);
+    id_view_ = std::string_view(ids.data(), ids.size());
+    view(kIdEnds, id_end_view_);
+    view(kLengths, lengths_view_);
+    view(kPositions, pos_view_);
+  }
+  /// A spilled table lets the pages read so far go (SpilledColumns::drop_pages).
+  void drop_pages() const noexcept {
+    if (spilled_) spilled_->drop_pages();
+  }
+  /// Bytes of the table on disk.
+  uint64_t spilled_bytes() const noexcept { return spilled_ ? spilled_->bytes() : 0; }
+
+  size_t size() const noexcept { return count_; }
+  std::string_view id(DocId d) const noexcept {
+    return spilled_ ? slice(id_view_, id_end_view_, d) : slice(id_blob_, std::span<const uint64_t>(id_end_), d);
+  }
   /// Text bytes (at most --max-doc-bytes, under 4 GiB).
-  uint32_t length(DocId d) const noexcept { return lengths_[d]; }
-  std::span<const uint32_t> lengths() const noexcept { return lengths_; }
+  uint32_t length(DocId d) const noexcept { return lengths()[d]; }
+  std::span<const uint32_t> lengths() const noexcept { return spilled_ ? lengths_view_ : std::span<const uint32_t>(lengths_); }
 
   /// Whether each document's record position is kept (JSONL inputs found again by position).
-  bool has_positions() const noexcept { return !pos_.empty(); }
-  const io::RecordPos& pos(DocId d) const noexcept { return pos_[d]; }
-  std::span<const io::RecordPos> positions() const noexcept { return pos_; }
+  bool has_positions() const noexcept { return has_pos_ && count_ > 0; }
+  const io::RecordPos& pos(DocId d) const noexcept { return positions()[d]; }
+  std::span<const io::RecordPos> positions() const noexcept { return spilled_ ? pos_view_ : std::span<const io::RecordPos>(pos_); }
 
   /// The keep-by value of d (Missing when none is kept).
   io::KeyValue key(DocId d) const noexcept {
@@ -49,19 +98,31 @@ class DocumentTable {
     return {static_cast<io::KeyValue::Kind>(key_kind_[d]), key_num_[d], slice(key_blob_, key_end_, d)};
   }
 
-  /// The bytes the table holds (the memory estimate's state).
+  /// The bytes the table holds in memory (the memory estimate's state); a spilled table's
+  /// mapped pages are the page cache's.
   uint64_t bytes() const noexcept {
-    return id_blob_.size() + id_end_.size() * sizeof(uint64_t) + lengths_.size() * sizeof(uint32_t) +
-           pos_.size() * sizeof(io::RecordPos) + key_kind_.size() + key_num_.size() * sizeof(double) + key_blob_.size() +
-           key_end_.size() * sizeof(uint64_t);
+    return id_blob_.size() + id_end_.size() * sizeof(uint64_t) + lengths_.size() * sizeof(uint32_t) + pos_.size() * sizeof(io::RecordPos) +
+           key_kind_.size() + key_num_.size() * sizeof(double) + key_blob_.size() + key_end_.size() * sizeof(uint64_t) +
+           (spilled_ ? kColumns * internal::SpilledColumns::kBufferBytes : 0);
   }
 
  private:
-  static std::string_view slice(const std::string& blob, const std::vector<uint64_t>& ends, DocId d) noexcept {
+  enum Column { kIds, kIdEnds, kLengths, kPositions, kColumns };
+  static std::string_view slice(std::string_view blob, std::span<const uint64_t> ends, DocId d) noexcept {
     const uint64_t b = d == 0 ? 0 : ends[d - 1];
-    return std::string_view(blob).substr(b, ends[d] - b);
+    return blob.substr(b, ends[d] - b);
   }
 
+  size_t count_ = 0;
+  bool has_pos_ = false;
+  // Spilled: the files, and views of their mappings (after finish()).
+  std::unique_ptr<internal::SpilledColumns> spilled_;
+  uint64_t id_bytes_ = 0;
+  std::string_view id_view_;
+  std::span<const uint64_t> id_end_view_;
+  std::span<const uint32_t> lengths_view_;
+  std::span<const io::RecordPos> pos_view_;
+  // In memory:
   std::string id_blob_;
   std::vector<uint64_t> id_end_;
   std::vector<uint32_t> lengths_;

@@ -193,6 +193,7 @@ void Pipeline::Impl::count_first_pass(const internal::PassTotals& totals, const 
   const size_t n = docs_.size();
   NEARDUP_ASSERT(sketches_.empty.size() == n);
   stats_.documents = n;
+  stats_.spilled_bytes = docs_.spilled_bytes();
   stats_.empty = static_cast<uint64_t>(std::count(sketches_.empty.begin(), sketches_.empty.end(), 1));
   for (const uint32_t l : docs_.lengths()) stats_.text_bytes += l;
   stats_.unspaced_bytes = totals.unspaced;
@@ -281,6 +282,7 @@ void Pipeline::Impl::sketch_pass() {
     sketches_.spilled = std::make_unique<internal::SpilledColumns>(io::temp_directory(options_.tuning.temp_dir), layout.bands);
     sketches_.keys_spilled = true;
   }
+  if (options_.tuning.spill_documents) docs_.spill_to(io::temp_directory(options_.tuning.temp_dir));
   input_stamps_.clear();
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
   sets_.start(layout.exact, layout.early);
@@ -306,7 +308,9 @@ void Pipeline::Impl::sketch_pass() {
     sketch_entry(b, i, text, layout, *sketchers[slot], fp[slot]);
   };
   pass.consume = [&](Batch& b, size_t i, DocId) { keep_entry(b, i, layout); };
-  count_first_pass(internal::run_pass(reader, *inputs_, threads_, pass), bad, reader);
+  const internal::PassTotals totals = internal::run_pass(reader, *inputs_, threads_, pass);
+  docs_.finish();
+  count_first_pass(totals, bad, reader);
   if (!copy_dir.empty()) take_copies(reader);
   sets_.end_first_pass();
   copies_told_ = layout.copies;

@@ -167,6 +167,8 @@ struct Pipeline::Impl {
   MemoryEstimate estimate_memory(uint64_t sample_bytes) const;
   /// RunTuning::memory_limit: spills the band keys when the expected peak is above the limit.
   void choose_spill();
+  /// The memory of the run's buffers (reading, sketching, writing) on inputs like `in`.
+  double buffer_bytes(const io::InputSample& in, const Shingler& shingler) const;
   std::string_view id(DocId doc) const noexcept;
   const std::vector<ScoredPair>& pairs() const;
   void each_pair(const std::function<void(std::span<const ScoredPair>)>& emit);

@@ -32,7 +32,7 @@ uint64_t default_memory_limit() noexcept { return available_memory() / 5 * 4; }
 
 void Pipeline::Impl::choose_spill() {
   const uint64_t limit = options_.tuning.memory_limit;
-  if (limit == 0 || options_.tuning.spill_band_keys) return;
+  if (limit == 0 || options_.tuning.spill_band_keys || options_.tuning.spill_documents) return;
   const MemoryEstimate m = estimate_memory(uint64_t{4} << 20);
   if (!m.spills_under(limit)) return;
   const std::string dir = io::temp_directory(options_.tuning.temp_dir);
@@ -41,14 +41,52 @@ void Pipeline::Impl::choose_spill() {
     const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
     if (free < m.spill_disk)
       throw IoError("the expected memory (" + megabytes(m.peak()) + ") is over the memory limit (" + megabytes(static_cast<double>(limit)) +
-                    "), and spilling the band keys needs " + megabytes(m.spill_disk) + " free in " + dir + ", which has " +
+                    "), and spilling needs " + megabytes(m.spill_disk) + " free in " + dir + ", which has " +
                     megabytes(free) + "; set TMPDIR to a directory on a larger disk, or raise the limit");
   }
-  options_.tuning.spill_band_keys = true;
+  options_.tuning.spill_band_keys = m.spill_keys;
+  options_.tuning.spill_documents = true;
 }
 
 uint64_t Pipeline::Impl::state_bytes() const noexcept {
   uint64_t b = docs_.bytes() + sketches_.bytes();
+  return b;
+}
+
+// What the run's buffers take besides its state (the `fixed` part of estimate_memory): the
+// program, the reading and sketching threads' batches and scratch, the writer's buffers.
+double Pipeline::Impl::buffer_bytes(const io::InputSample& in, const Shingler& shingler) const {
+  const double n = in.records;
+  double b = 0;
+  // The program, and per thread the batches of about 1 MiB of records (raw, parsed, sketched)
+  // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
+  b += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * in.data_bytes);
+  // The reader's free buffers kept for reuse, where files are read with read(2) rather than mapped
+  // (io::MemoryMap): on the kernel tree the peak was 13 MB higher read than mapped. Where they are
+  // mapped, the parsers keep as much in all for long lines' word text instead (io::JsonlParser).
+  b += std::min(static_cast<double>(io::kKeptReadBufferBytes), in.data_bytes);
+  // The buffers of kept records written directly to the disk (io::AtomicFile::append_from).
+  b += std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), in.data_bytes);
+  // Word text (io::JsonlParser): each thread keeps the copy of the longest text below 4 MiB it
+  // has read, escapes blanked; records of that size are likely among many shorter ones.
+  constexpr auto kWordTextLine = static_cast<double>(io::kWordTextMaxLine);
+  if (inputs_->all_jsonl() && Shingler::reads_words_only(spec_.shingle) && n > 0 && in.data_bytes / n < kWordTextLine)
+    b += std::min(kWordTextLine * threads_, in.data_bytes);
+  // Texts of kSplitBytes or more are shingled in pieces, and each thread keeps its pieces' word
+  // and shingle buffers from one such text to the next (up to about 6 x kPieceBytes, measured:
+  // BENCHMARKS.md). Only inputs that can hold such a text pay it.
+  if (shingler.splits_at_spaces() && in.data_bytes >= static_cast<double>(kSplitBytes))
+    b += 6.0 * static_cast<double>(DocumentSketcher::kPieceBytes) * threads_;
+  // A record being worked holds its line, its parsed text and its shingling's scratch: per byte of
+  // the record, 1.35 with minhash and oph (a long text is shingled a piece at a time), 3.0 with
+  // SimHash and 3.8 with bottom-k, measured on one record of 55 MB against 55 records of 1 MB
+  // (BENCHMARKS.md), and counted here with a margin. For the average record, on as many threads
+  // as work at once; the sample cannot see a few records much longer than the rest
+  // (docs/robustness.md).
+  if (n > 0) {
+    const double per_byte_in_flight = spec_.method == SketchMethod::SimHash ? 3.2 : spec_.method == SketchMethod::BottomK ? 4.0 : 1.5;
+    b += per_byte_in_flight * (in.data_bytes / n) * std::min(static_cast<double>(threads_), std::ceil(n));
+  }
   return b;
 }
 
@@ -71,8 +109,11 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   double fixed = 0;  // bytes that do not grow with the documents
   // Kept for the whole run: the id and where it ends, the text length, the empty flag, the
   // record's position (JSONL), and the sketch (below).
-  double per_doc = (n > 0 ? m.input.id_bytes / n : 0) + sizeof(uint64_t) + sizeof(uint32_t) + 1;
-  if (inputs_->all_jsonl()) per_doc += sizeof(io::RecordPos);
+  double table_per_doc = (n > 0 ? m.input.id_bytes / n : 0) + sizeof(uint64_t) + sizeof(uint32_t);
+  if (inputs_->all_jsonl()) table_per_doc += sizeof(io::RecordPos);
+  double per_doc = table_per_doc + 1;
+  // Spilled, the document table goes to disk (RunTuning::spill_documents).
+  m.spill_disk = n * table_per_doc;
   double search_per_doc = 0, spilled_search_per_doc = 0;
   const size_t k = static_cast<size_t>(spec_.num_perm);
   switch (spec_.method) {
@@ -97,7 +138,8 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
         // verification's arrays of every document (24 bytes). Set from the peak of 10 million
         // short documents with 43% near-copies (the estimate 1.0x it; 1.8x on 1 million, where
         // the fixed buffers weigh more); a corpus without copies holds less (docs/robustness.md).
-        m.spill_disk = n * static_cast<double>(bands * sizeof(uint64_t));
+        m.spill_disk += n * static_cast<double>(bands * sizeof(uint64_t));
+        m.spill_keys = true;
         const double workers = std::min<double>(std::max(threads_, 1), static_cast<double>(bands));
         spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + 0.15 * 12.0 * static_cast<double>(bands) + 24.0 +
                                  (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
@@ -131,39 +173,11 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   // The duplicate-id check sorts 2 x 16 bytes per document before the search starts.
   search_per_doc = std::max(search_per_doc, 32.0);
   spilled_search_per_doc = std::max(spilled_search_per_doc, 32.0);
-  // The program, and per thread the batches of about 1 MiB of records (raw, parsed, sketched)
-  // queued and in flight with their shingle buffers (measured: BENCHMARKS.md).
-  fixed += 10.0 * (1 << 20) + std::min(28.0 * (1 << 20) * threads_, 1.5 * m.input.data_bytes);
-  // The reader's free buffers kept for reuse, where files are read with read(2) rather than mapped
-  // (io::MemoryMap): on the kernel tree the peak was 13 MB higher read than mapped. Where they are
-  // mapped, the parsers keep as much in all for long lines' word text instead (io::JsonlParser).
-  fixed += std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes);
-  // The buffers of kept records written directly to the disk (io::AtomicFile::append_from).
-  fixed += std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes);
-  // Word text (io::JsonlParser): each thread keeps the copy of the longest text below 4 MiB it
-  // has read, escapes blanked; records of that size are likely among many shorter ones.
-  constexpr auto kWordTextLine = static_cast<double>(io::kWordTextMaxLine);
-  if (inputs_->all_jsonl() && Shingler::reads_words_only(spec_.shingle) && n > 0 && m.input.data_bytes / n < kWordTextLine)
-    fixed += std::min(kWordTextLine * threads_, m.input.data_bytes);
-  // Texts of kSplitBytes or more are shingled in pieces, and each thread keeps its pieces' word
-  // and shingle buffers from one such text to the next (up to about 6 x kPieceBytes, measured:
-  // BENCHMARKS.md). Only inputs that can hold such a text pay it.
-  if (shingler.splits_at_spaces() && m.input.data_bytes >= static_cast<double>(kSplitBytes))
-    fixed += 6.0 * static_cast<double>(DocumentSketcher::kPieceBytes) * threads_;
-  // A record being worked holds its line, its parsed text and its shingling's scratch: per byte of
-  // the record, 1.35 with minhash and oph (a long text is shingled a piece at a time), 3.0 with
-  // SimHash and 3.8 with bottom-k, measured on one record of 55 MB against 55 records of 1 MB
-  // (BENCHMARKS.md), and counted here with a margin. For the average record, on as many threads
-  // as work at once; the sample cannot see a few records much longer than the rest
-  // (docs/robustness.md).
-  if (n > 0) {
-    const double per_byte_in_flight = spec_.method == SketchMethod::SimHash ? 3.2 : spec_.method == SketchMethod::BottomK ? 4.0 : 1.5;
-    fixed += per_byte_in_flight * (m.input.data_bytes / n) * std::min(static_cast<double>(threads_), std::ceil(n));
-  }
+  fixed += buffer_bytes(m.input, shingler);
   m.per_document = per_doc;
   m.state = n * per_doc + fixed;
   m.search = n * search_per_doc;
-  if (m.spill_disk > 0) m.spill_saves = m.spill_disk + n * (search_per_doc - spilled_search_per_doc);
+  m.spill_saves = m.spill_disk + (m.spill_keys ? n * (search_per_doc - spilled_search_per_doc) : 0);
   if (spec_.verify == VerifyMode::Exact) {
     // A sorted vector of 8-byte hashes per document (plus its header and heap overhead).
     m.verify_per_document = per_doc_distinct * sizeof(ShingleHash) + 40;

@@ -81,6 +81,7 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
     // without parsing them again (a plain file is copied in the kernel). Following the decisions,
     // what is known is appended before waiting for more, and at least every 32 MiB.
     constexpr uint64_t kAppendBytes = uint64_t{32} << 20;
+    constexpr size_t kDropPagesEvery = size_t{1} << 20;
     const auto& sources = inputs_->sources();
     std::vector<io::ByteRange> ranges;
     uint64_t bytes_done = 0, pending = 0;
@@ -97,6 +98,7 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
       };
       for (; d < n && docs_.pos(d).source == s; ++d) {
         const DocId doc = static_cast<DocId>(d);
+        if (d % kDropPagesEvery == 0) docs_.drop_pages();  // a spilled table's positions read so far
         if (decisions && !decisions->decided(doc)) {
           append();
           progress(bytes_done + docs_.pos(d).offset, d);

@@ -79,6 +79,7 @@ void Pipeline::Impl::run(Mode mode) {
   if (options_.tuning.release_memory_after_first_pass) release_free_memory();
   check_duplicate_ids();
   rank_ = keep_ranks();
+  docs_.drop_pages();  // a spilled table's pages read by the first pass, the id check and the ranks
   if (spec_.method == SketchMethod::BottomK)
     find_pairs_bottomk();
   else if (spec_.method == SketchMethod::SimHash)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "internal/seen_keys.h"
+#include "pipeline/document_table.h"
 
 #include <sys/vfs.h>
 
@@ -632,11 +633,12 @@ TEST(Pipeline, CopiesOfATextAreVerifiedThroughTheirOriginal) {
           }
 }
 
-// Band keys spilled to disk (RunTuning::spill_band_keys, or a memory limit below the expected
-// peak) give the outputs of keys in memory: pairs and dedup, oph and minhash, copies of a text,
-// a file and documents in memory, 1 and 2 threads; the keys take their bytes on disk, and a limit
-// above the peak spills nothing.
-TEST(Pipeline, SpilledBandKeysGiveTheOutputsOfKeysInMemory) {
+// Band keys and the document table spilled to disk (RunTuning::spill_band_keys,
+// spill_documents, or a memory limit below the expected peak, which spills both) give the
+// outputs of a run that keeps them in memory: pairs and dedup, oph and minhash, copies of a
+// text, a file and documents in memory, 1 and 2 threads; each takes its bytes on disk, and a
+// limit above the peak spills nothing.
+TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
   test::TempDir d;
   std::mt19937_64 rng(64);
   std::vector<io::Document> docs;
@@ -683,17 +685,22 @@ TEST(Pipeline, SpilledBandKeysGiveTheOutputsOfKeysInMemory) {
           SCOPED_TRACE(std::string(spec) + (mode == Pipeline::Mode::Pairs ? " pairs" : " dedup") + (memory ? " memory" : " file") +
                        " threads " + std::to_string(threads));
           std::string want;
-          for (const int how : {0, 1, 2, 3}) {  // in memory, spilled, a limit below the peak, a limit above it
+          // In memory, keys spilled, a limit below the peak, a limit above it, the table spilled.
+          for (const int how : {0, 1, 2, 3, 4}) {
             RunOptions o;
             o.spec = PipelineSpec::parse(spec);
             o.tuning.threads = threads;
             o.tuning.temp_dir = d.path();
             o.tuning.spill_band_keys = how == 1;
+            o.tuning.spill_documents = how == 4;
             o.tuning.memory_limit = how == 2 ? 1 : how == 3 ? uint64_t{1} << 40 : 0;
             Pipeline p = memory ? Pipeline(docs, o) : Pipeline({d.file("in.jsonl")}, o);
             p.run(mode);
-            const uint64_t keys_bytes = p.stats().documents * static_cast<uint64_t>(p.spec().lsh.bands) * sizeof(uint64_t);
-            EXPECT_EQ(p.stats().spilled_bytes, how == 1 || how == 2 ? keys_bytes : 0u) << how;
+            const uint64_t n = p.stats().documents;
+            const uint64_t keys_bytes = n * static_cast<uint64_t>(p.spec().lsh.bands) * sizeof(uint64_t);
+            uint64_t table_bytes = n * (sizeof(uint64_t) + sizeof(uint32_t) + (memory ? 0 : sizeof(io::RecordPos)));
+            for (const io::Document& doc : docs) table_bytes += doc.id.size();
+            EXPECT_EQ(p.stats().spilled_bytes, how == 1 ? keys_bytes : how == 2 ? keys_bytes + table_bytes : how == 4 ? table_bytes : 0u) << how;
             const std::string got = outputs(p, mode);
             if (how == 0) {
               want = got;
@@ -702,6 +709,105 @@ TEST(Pipeline, SpilledBandKeysGiveTheOutputsOfKeysInMemory) {
             EXPECT_TRUE(got == want) << how;
           }
         }
+}
+
+// A document table kept in files answers as one in memory: ids of every length (none, longer
+// than a file buffer), lengths and positions, before and after its pages are let go; its bytes
+// are on disk, not in memory, and nothing is left in the folder.
+TEST(DocumentTable, SpilledAnswersAsInMemory) {
+  test::TempDir tmp;
+  std::mt19937_64 rng(66);
+  DocumentTable mem, disk;
+  disk.spill_to(tmp.path());
+  uint64_t id_bytes = 0;
+  for (uint32_t i = 0; i < 50000; ++i) {
+    const std::string id = i == 999 ? std::string(100000, 'i') : std::string(rng() % 20, static_cast<char>('a' + i % 26));
+    const io::RecordPos pos{static_cast<uint32_t>(rng() % 3), static_cast<uint32_t>(rng()), rng()};
+    const auto length = static_cast<uint32_t>(rng());
+    for (DocumentTable* t : {&mem, &disk}) t->add(id, length, &pos, nullptr);
+    id_bytes += id.size();
+  }
+  mem.finish();
+  disk.finish();
+  EXPECT_TRUE(disk.spilled());
+  EXPECT_EQ(disk.spilled_bytes(), id_bytes + 50000 * (8 + 4 + sizeof(io::RecordPos)));
+  EXPECT_LT(disk.bytes(), mem.bytes() / 4);
+  for (const bool dropped : {false, true}) {
+    if (dropped) disk.drop_pages();
+    ASSERT_EQ(disk.size(), mem.size());
+    EXPECT_TRUE(disk.has_positions());
+    for (DocId d = 0; d < mem.size(); ++d) {
+      ASSERT_EQ(disk.id(d), mem.id(d)) << d;
+      ASSERT_EQ(disk.length(d), mem.length(d)) << d;
+      ASSERT_EQ(disk.pos(d).offset, mem.pos(d).offset) << d;
+      ASSERT_EQ(disk.pos(d).length, mem.pos(d).length) << d;
+      ASSERT_EQ(disk.pos(d).source, mem.pos(d).source) << d;
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path())) << "the files have no name";
+  DocumentTable none;  // no documents, no positions
+  none.spill_to(tmp.path());
+  none.finish();
+  EXPECT_EQ(none.size(), 0u);
+  EXPECT_FALSE(none.has_positions());
+}
+
+// The document table spilled (RunTuning::spill_documents) gives every method's outputs: SimHash,
+// bottom-k, the exact join, minhash with estimates; keeping the longest (the lengths read back)
+// or by a field (its values stay in memory), pairs and dedup.
+TEST(Pipeline, SpilledDocumentTableGivesEveryMethodsOutputs) {
+  test::TempDir d, tmp;
+  std::mt19937_64 rng(65);
+  std::string jsonl;
+  for (int f = 0, i = 0; f < 60; ++f) {
+    const auto base = test::random_words(rng, 12 + rng() % 40, 400);
+    for (int c = 0; c < 1 + static_cast<int>(rng() % 5); ++c, ++i) {
+      auto w = base;
+      for (int e = 0; e < static_cast<int>(rng() % 4); ++e) w[rng() % w.size()] = "e" + std::to_string(rng() % 1000);
+      // Ids of every length, a long one among them (longer than a buffer of the table's files).
+      const std::string id = i == 7 ? std::string(70000, 'L') : "doc-" + std::string(rng() % 12, 'x') + std::to_string(i);
+      jsonl += "{\"id\": \"" + id + "\", \"rank\": " + std::to_string(rng() % 50) + ", \"text\": \"" + test::join(w) + "\"}\n";
+    }
+  }
+  test::write_file(d.file("in.jsonl"), jsonl);
+  const auto outputs = [&](Pipeline& p, Pipeline::Mode mode) {
+    std::string all;
+    for (const char* name : {"pairs", "removed", "clusters"}) {
+      io::AtomicFile out(d.file(name));
+      if (name[0] == 'p' && mode == Pipeline::Mode::Pairs) p.write_pairs(out);
+      else if (name[0] == 'r') p.write_removed(out);
+      else if (name[0] == 'c') p.write_clusters(out);
+      out.commit();
+      all += test::read_file(d.file(name));
+    }
+    return all;
+  };
+  for (const char* spec : {"words:3 simhash:8", "words:3 bottomk:64", "words:3 exact verify:0.6", "words:3 minhash:64 estimate:0.6"})
+    for (const Pipeline::Mode mode : {Pipeline::Mode::Pairs, Pipeline::Mode::Dedup})
+      for (const int keep : {0, 1, 2}) {
+        SCOPED_TRACE(std::string(spec) + (mode == Pipeline::Mode::Pairs ? " pairs" : " dedup") + " keep " + std::to_string(keep));
+        std::string want;
+        for (const bool spill : {false, true}) {
+          RunOptions o;
+          o.spec = PipelineSpec::parse(spec);
+          o.tuning.threads = 2;
+          o.tuning.temp_dir = tmp.path();
+          o.tuning.spill_documents = spill;
+          if (keep == 1) o.keep = KeepPolicy::Longest;
+          if (keep == 2) o.keep_by = "rank", o.keep = KeepPolicy::Field;
+          Pipeline p({d.file("in.jsonl")}, o);
+          p.run(mode);
+          EXPECT_EQ(p.stats().spilled_bytes > 0, spill);
+          const std::string got = outputs(p, mode);
+          if (!spill) {
+            want = got;
+            EXPECT_GT(p.stats().verified, 20u);
+          }
+          EXPECT_TRUE(got == want);
+          EXPECT_EQ(p.id(7), std::string(70000, 'L'));
+        }
+      }
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path())) << "the files have no name";
 }
 
 // Many batches (records are parsed on the workers), bad records, invalid UTF-8, gzip, zstd and a
@@ -1169,15 +1275,24 @@ TEST(Pipeline, MemoryEstimateMatchesTheRun) {
       EXPECT_NEAR((whole.verify_per_document - 40) / 8 * static_cast<double>(s.documents) / static_cast<double>(s.shingles), 1.0, 0.25);
     }
     EXPECT_GT(m.peak(), static_cast<double>(s.documents) * m.per_document);
-    // Spilled, the band keys take their 8 bytes per band and document on disk (oph with exact
-    // verification keeps keys; the others have none to spill).
-    if (o.spec.method == SketchMethod::Oph) {
-      EXPECT_DOUBLE_EQ(whole.spill_disk, static_cast<double>(s.documents * static_cast<uint64_t>(p.spec().lsh.bands) * 8));
-      EXPECT_GT(whole.spill_saves, 0.0);
-      EXPECT_LT(whole.peak_spilled(), whole.peak());
-    } else {
-      EXPECT_EQ(whole.spill_disk, 0.0);
-    }
+    // Spilled, the document table takes its bytes on disk (every method: ids, their ends, text
+    // lengths, record positions), and the band keys their 8 bytes per band and document (oph
+    // with exact verification keeps keys; the others have none to spill); a spilled run writes
+    // as much.
+    uint64_t table = s.documents * (sizeof(uint64_t) + sizeof(uint32_t) + sizeof(io::RecordPos));
+    for (DocId d = 0; d < s.documents; ++d) table += p.id(d).size();
+    const uint64_t keys = o.spec.method == SketchMethod::Oph ? s.documents * static_cast<uint64_t>(p.spec().lsh.bands) * 8 : 0;
+    EXPECT_NEAR(whole.spill_disk / static_cast<double>(table + keys), 1.0, 1e-9);
+    EXPECT_EQ(whole.spill_keys, keys > 0);
+    EXPECT_GT(whole.spill_saves, 0.0);
+    EXPECT_LT(whole.peak_spilled(), whole.peak());
+    test::TempDir tmp;
+    RunOptions limited = o;
+    limited.tuning.memory_limit = 1;
+    limited.tuning.temp_dir = tmp.path();
+    Pipeline q({corpus}, limited);
+    q.run(Pipeline::Mode::Dedup);
+    EXPECT_EQ(q.stats().spilled_bytes, table + keys);
   }
 }
 

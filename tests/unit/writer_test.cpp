@@ -583,9 +583,10 @@ TEST(Tsv, SimilaritiesPrintAsPrintfDoes) {
     expect_printf(s);
 }
 
-// Columns spilled to disk read back what was pushed, from any range; nothing is left in the
-// directory; a directory that does not exist, and a disk that refuses the writes (a file size
-// limit), are errors that name the directory and say what to do.
+// Columns spilled to disk read back what was pushed or appended, from any range or mapped;
+// nothing is left in the directory; a directory that does not exist, and a disk that refuses the
+// writes (a file size limit), are errors that name the columns and the directory and say what
+// to do.
 TEST(SpilledColumns, ReadBackWhatWasPushed) {
   test::TempDir d;
   std::mt19937_64 rng(5);
@@ -615,6 +616,36 @@ TEST(SpilledColumns, ReadBackWhatWasPushed) {
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find(d.file("no/such")), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("set TMPDIR"), std::string::npos) << e.what();
+  }
+  {  // columns of bytes, mapped; an empty column maps to nothing
+    internal::SpilledColumns cols(d.path(), 3, "the test's columns");
+    std::string want;
+    for (int i = 0; i < 20000; ++i) {
+      const std::string piece(rng() % 40, static_cast<char>('a' + i % 26));
+      want += piece;
+      cols.append(0, piece.data(), piece.size());
+      cols.push(1, static_cast<uint64_t>(i));
+    }
+    const std::string big(200000, 'B');  // longer than a buffer
+    cols.append(0, big.data(), big.size());
+    want += big;
+    EXPECT_THROW(cols.map(0), UsageError) << "mapped before finish()";
+    cols.finish();
+    const auto bytes = cols.map(0);
+    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), want);
+    const auto values = cols.map(1);
+    ASSERT_EQ(values.size(), 20000u * 8);
+    EXPECT_EQ(reinterpret_cast<const uint64_t*>(values.data())[19999], 19999u);
+    EXPECT_TRUE(cols.map(2).empty());
+    cols.drop_pages();  // read again from the file
+    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), want);
+    EXPECT_EQ(cols.bytes(), want.size() + 20000u * 8);
+  }
+  try {
+    internal::SpilledColumns named(d.file("no/such"), 1, "the test's columns");
+    ADD_FAILURE() << "made columns in a missing directory";
+  } catch (const IoError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("the test's columns spilled to " + d.file("no/such"), 0), 0u) << e.what();
   }
   const auto full = [&] {
     try {

@@ -396,9 +396,10 @@ void print_memory_estimate(const MemoryEstimate& m, uint64_t limit) {
             human_bytes(in.compressed_jsonl_bytes);
   const bool spills = m.spills_under(limit);
   if (spills)
-    line += "; that is over the memory limit of " + human_bytes(static_cast<double>(limit)) + ": the band keys go to disk in " +
+    line += "; that is over the memory limit of " + human_bytes(static_cast<double>(limit)) +
+            (m.spill_keys ? ": the document table and the band keys go to disk in " : ": the document table goes to disk in ") +
             io::temp_directory() + " (" + human_bytes(m.spill_disk) + "), and the run is expected to take " + human_bytes(m.peak_spilled()) +
-            (m.peak_spilled() > static_cast<double>(limit) ? ", still over it: the rest of its state (ids, positions, the buckets found) stays in memory" : "");
+            (m.peak_spilled() > static_cast<double>(limit) ? ", still over it: the rest of its state stays in memory" : "");
   std::fprintf(stderr, "%s\n", line.c_str());
   const auto avail = static_cast<double>(available_memory());
   if (avail > 0 && (spills ? m.peak_spilled() : m.peak()) > avail)

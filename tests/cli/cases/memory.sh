@@ -18,13 +18,18 @@ $NEARDUP dedup "$DATA/small.jsonl"
 echo "exit=$?"
 $NEARDUP dedup --estimate-memory --against none.ndx "$DATA/small.jsonl" -o x
 echo "exit=$?"
-echo "--- --memory-limit: a run expected to take more keeps its band keys on disk, with the same outputs"
+echo "--- --memory-limit: a run expected to take more keeps its document table and band keys on disk, with the same outputs"
 $NEARDUP pairs "$DATA/small.jsonl" -j 2 -o full.tsv -q
 $NEARDUP pairs "$DATA/small.jsonl" -j 2 -o spilled.tsv --memory-limit 1K 2>&1 | sed "s|disk in ${TMPDIR:-/tmp} (|disk in TMPDIR (|"
 echo "exit=${PIPESTATUS[0]}"
 cmp full.tsv spilled.tsv && echo "the same pairs"
 $NEARDUP dedup "$DATA/small.jsonl" -j 2 -o full.jsonl --removed full.tsv -q
 $NEARDUP dedup "$DATA/small.jsonl" -j 2 -o spilled.jsonl --removed spilled.tsv --memory-limit 1K -q
+cmp full.jsonl spilled.jsonl && cmp full.tsv spilled.tsv && echo "the same kept and removed documents"
+echo "--- other methods keep only their document table on disk"
+$NEARDUP dedup "$DATA/small.jsonl" --method simhash -j 2 -o full.jsonl --removed full.tsv -q
+$NEARDUP dedup "$DATA/small.jsonl" --method simhash -j 2 -o spilled.jsonl --removed spilled.tsv --memory-limit 1K 2>&1 |
+  sed "s|disk in ${TMPDIR:-/tmp} (|disk in TMPDIR (|" | grep -o "the document table goes to disk in TMPDIR ([^)]*)"
 cmp full.jsonl spilled.jsonl && cmp full.tsv spilled.tsv && echo "the same kept and removed documents"
 echo "--- no room to spill where TMPDIR points: exit 4, naming it"
 TMPDIR=$PWD/missing $NEARDUP dedup "$DATA/small.jsonl" -o k.jsonl --memory-limit 1K -q 2>&1 | sed "s|$PWD|WORK|"
