@@ -123,24 +123,6 @@ uint64_t Pipeline::Impl::verify_buckets(const LshBuckets& buckets, std::span<con
   return v.verified;
 }
 
-namespace {
-
-// The verification's groups: components by the place of their first document in the input, in
-// kParts parts, so the writer can start once the first part is decided; consecutive parts are
-// one group while it holds fewer than kGroupDocs documents and kGroupText bytes of their text.
-// Each group reads its records again wherever they lie in the input, and a group of a few
-// short records scattered over a large input costs page faults over all of it for little work;
-// a group's sets take about as many bytes as its text. A part is never cut, and a component of
-// s documents placed at random starts within the first 1/s of the input: with 32 parts, the
-// first held 275k of the 482k documents in buckets of 1M short texts in clusters of up to 200
-// (its sets all held at once, the writer waiting for all of it). With 256: peak 333 against
-// 422 MiB there, 493 against 681-744 MiB for licence pairs, 0.93x and 0.90x the time; the
-// crowded mix's dedup 1.03x (3 x ABBA).
-constexpr size_t kParts = 256, kGroupDocs = 65536;
-constexpr uint64_t kGroupText = uint64_t{16} << 20;
-
-}  // namespace
-
 // The documents of `group`'s buckets, ascending and distinct: marked in `seen` (all clear, left
 // clear) as they are met, then sorted.
 void Pipeline::Impl::distinct_members(const LshBuckets& group, std::vector<uint8_t>& seen, std::vector<DocId>& docs) {
@@ -154,50 +136,64 @@ void Pipeline::Impl::distinct_members(const LshBuckets& group, std::vector<uint8
   std::sort(docs.begin(), docs.end());
 }
 
-// Splits the buckets into groups of whole components (kParts parts, merged as above): `order`
-// lists the bucket indices group by group, group g being [start[g], start[g + 1]). Returns for
-// each group the parts done once it is verified (for progress).
-std::vector<uint32_t> Pipeline::Impl::group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket,
-                                                    std::vector<size_t>& start, std::vector<size_t>& order) const {
+// The verification's groups: components in the order of their first document in the input, so
+// that the writer can copy the records before a group's first once the groups before it are
+// verified; consecutive components are one group while it holds fewer than kGroupDocs documents
+// and kGroupText bytes of their text (a component larger than that is a group of its own). Each
+// group reads its records again wherever they lie in the input, and a group of a few short
+// records scattered over a large input costs page faults over all of it for little work; a
+// group's sets take about as many bytes as its text, which bounds the sets held at once by
+// the larger of the two limits and the largest component. (Groups of whole parts of the input
+// would not be bounded so: a component of s documents starts within the first 1/s of the input,
+// and the first of 256 parts of 10 million short documents in clusters holds 420k of the 4.8
+// million in buckets, 138 MB of sets.) kGroupDocs and kGroupText: impl.h.
+//
+// Splits the buckets into groups of whole components: `order` lists the bucket
+// indices group by group, group g being [start[g], start[g + 1]). Returns for each group the
+// first document of the next (every document before it is decided once group g is verified).
+std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket,
+                                                 std::vector<size_t>& start, std::vector<size_t>& order) const {
   const size_t n = docs_.size();
-  UnionFind uf(n);
+  UnionFind uf(n);  // a component's root is its first document
   for (size_t i = 0; i < buckets.size(); ++i) {
     const auto b = buckets[i];
     for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
   }
-  const auto part_of = [&](DocId d) { return static_cast<size_t>(uint64_t{uf.find(d)} * kParts / n); };
-  std::vector<uint64_t> part_docs(kParts, 0), part_text(kParts, 0);
+  // Each component's documents and text at its root (text saturates: any past the limit is full).
+  std::vector<uint32_t> docs_at(n, 0), text_at(n, 0);
   for (DocId d = 0; d < n; ++d)
     if (in_bucket[d]) {
-      const size_t p = part_of(d);
-      ++part_docs[p];
-      part_text[p] += docs_.length(d);
+      const DocId r = uf.find(d);
+      ++docs_at[r];
+      text_at[r] = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{text_at[r]} + docs_.length(d), UINT32_MAX));
     }
-  std::vector<uint32_t> group_of_part(kParts), parts_done;
+  // The groups, in order of roots; docs_at[r] becomes the group of root r.
+  std::vector<DocId> next_first;
   uint64_t docs = 0, text = 0;
-  for (size_t p = 0; p < kParts; ++p) {
-    const bool full = docs + part_docs[p] > kGroupDocs || text + part_text[p] > kGroupText;
-    if (parts_done.empty() || (full && docs > 0)) {
-      parts_done.push_back(0);
+  for (DocId r = 0; r < n; ++r) {
+    if (docs_at[r] == 0) continue;
+    if (next_first.empty() || (docs > 0 && (docs + docs_at[r] > kGroupDocs || text + text_at[r] > kGroupText))) {
+      if (!next_first.empty()) next_first.back() = r;
+      next_first.push_back(static_cast<DocId>(n));
       docs = text = 0;
     }
-    docs += part_docs[p];
-    text += part_text[p];
-    group_of_part[p] = static_cast<uint32_t>(parts_done.size() - 1);
-    parts_done.back() = static_cast<uint32_t>(p + 1);
+    docs += docs_at[r];
+    text += text_at[r];
+    docs_at[r] = static_cast<uint32_t>(next_first.size() - 1);
   }
-  const size_t groups = parts_done.size();
+  std::vector<uint32_t>().swap(text_at);
+  const size_t groups = next_first.size();
   start.assign(groups + 1, 0);
   std::vector<uint32_t> group_of(buckets.size());
   for (size_t i = 0; i < buckets.size(); ++i) {
-    group_of[i] = group_of_part[part_of(buckets[i][0])];
+    group_of[i] = docs_at[uf.find(buckets[i][0])];
     ++start[group_of[i] + 1];
   }
   for (size_t g = 0; g < groups; ++g) start[g + 1] += start[g];
   std::vector<size_t> at(start.begin(), start.end() - 1);
   order.assign(buckets.size(), 0);
   for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of[i]]++] = i;
-  return parts_done;
+  return next_first;
 }
 
 // Verification in groups. A candidate component (documents joined through shared buckets) holds
@@ -210,7 +206,7 @@ std::vector<uint32_t> Pipeline::Impl::group_buckets(const LshBuckets& buckets, c
 uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
   const size_t n = docs_.size();
   std::vector<size_t> start, order;  // bucket indices, group by group; group g is [start[g], start[g + 1])
-  const std::vector<uint32_t> parts_done = group_buckets(buckets, in_bucket, start, order);
+  const std::vector<DocId> next_first = group_buckets(buckets, in_bucket, start, order);
   docs_.drop_pages();  // a spilled table's lengths, read by group_buckets
   const size_t groups = start.size() - 1;
   clustering_.keeper.resize(n);
@@ -250,9 +246,12 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     docs_.drop_pages();  // a spilled table's positions and lengths of the group
     if (decisions_) throw_if_the_writer_failed();
     all.insert(all.end(), found.begin(), found.end());
-    // Every component starting before this group's end is verified: that share of the input.
-    if (options_.tuning.progress)
-      options_.tuning.progress({"verify", inputs_->total_bytes() * parts_done[g] / kParts, inputs_->total_bytes(), n * parts_done[g] / kParts});
+    // Every component starting before the next group's first document is verified: the
+    // documents before it are decided, about that share of the input.
+    if (options_.tuning.progress) {
+      const double share = static_cast<double>(next_first[g]) / static_cast<double>(std::max<size_t>(n, 1));
+      options_.tuning.progress({"verify", static_cast<uint64_t>(share * static_cast<double>(inputs_->total_bytes())), inputs_->total_bytes(), next_first[g]});
+    }
   }
   std::sort(all.begin(), all.end(), by_pair);
   pairs_ = std::move(all);

@@ -150,6 +150,11 @@ using internal::TextHash;
 // documents have at most this many shingles on average.
 constexpr uint64_t kWholeStarShingles = 64;
 
+// Verification in groups closes a group of components once it holds this many documents or
+// bytes of text (candidates.cpp): its sets take about as many bytes as the text.
+constexpr size_t kGroupDocs = 65536;
+constexpr uint64_t kGroupText = uint64_t{16} << 20;
+
 // A text this long or longer is shingled and sketched in pieces on every thread.
 constexpr size_t kSplitBytes = DocumentSketcher::kSplitBytes;
 
@@ -226,8 +231,8 @@ struct Pipeline::Impl {
   /// clusters decided as it is done (clustering_, and decisions_ for the writer of the kept
   /// records, writer_, that runs meanwhile).
   uint64_t verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket);
-  std::vector<uint32_t> group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket, std::vector<size_t>& start,
-                                      std::vector<size_t>& order) const;
+  std::vector<DocId> group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket, std::vector<size_t>& start,
+                                   std::vector<size_t>& order) const;
   static void distinct_members(const LshBuckets& group, std::vector<uint8_t>& seen, std::vector<DocId>& docs);
   /// The clusters of one group's documents (ascending) from its verified pairs, into clustering_
   /// (and decisions_).
