@@ -211,7 +211,8 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
   const size_t groups = start.size() - 1;
   clustering_.keeper.resize(n);
   std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
-  group_similarity_.assign(n, 0.0);
+  group_similarity_.clear();
+  in_groups_clustered_ = true;
   if (!kept_outs_.empty()) {
     decisions_ = std::make_unique<Decisions>(n);
     for (DocId d = 0; d < n; ++d)

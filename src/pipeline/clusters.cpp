@@ -24,7 +24,7 @@ void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const 
   local_edges.reserve(edges.size());
   for (const ScoredPair& e : edges) local_edges.push_back({local(e.a), local(e.b), e.similarity});
   std::vector<uint32_t> rank(docs.size());
-  for (size_t i = 0; i < docs.size(); ++i) rank[i] = rank_[docs[i]];  // compared only: the order is kept
+  for (size_t i = 0; i < docs.size(); ++i) rank[i] = rank_.empty() ? docs[i] : rank_[docs[i]];  // compared only: the order is kept
   Clustering c = cluster_components(docs.size(), local_edges, rank);
   if (options_.cluster == ClusterMode::Leader)
     c = cluster_leaders(c, rank, [&](DocId a, DocId b) { return reaches_threshold(docs[a], docs[b]); }, threads_);
@@ -33,7 +33,9 @@ void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const 
   std::vector<DocId> removed;
   for (size_t i = 0; i < docs.size(); ++i)
     if (c.keeper[i] != i) removed.push_back(docs[i]);
-  each_removed_similarity(removed, [&](size_t k, double sim) { group_similarity_[removed[k]] = sim; });
+  const size_t at = group_similarity_.size();
+  group_similarity_.resize(at + removed.size());
+  each_removed_similarity(removed, [&](size_t k, double sim) { group_similarity_[at + k] = {removed[k], sim}; });
   clustering_.clusters += c.clusters;
   clustering_.removed += c.removed;
   if (!decisions_) return;
@@ -43,9 +45,15 @@ void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const 
 
 void Pipeline::Impl::cluster() {
   if (!clustering_.keeper.empty()) return;  // verify_in_groups clustered each group
-  clustering_ = cluster_components(docs_.size(), pairs_, rank_);
+  std::vector<uint32_t> in_order;  // the ranks of KeepPolicy::First
+  if (rank_.empty()) {
+    in_order.resize(docs_.size());
+    std::iota(in_order.begin(), in_order.end(), uint32_t{0});
+  }
+  const std::vector<uint32_t>& rank = rank_.empty() ? in_order : rank_;
+  clustering_ = cluster_components(docs_.size(), pairs_, rank);
   if (options_.cluster == ClusterMode::Leader)
-    clustering_ = cluster_leaders(clustering_, rank_, [&](DocId a, DocId b) { return reaches_threshold(a, b); }, threads_);
+    clustering_ = cluster_leaders(clustering_, rank, [&](DocId a, DocId b) { return reaches_threshold(a, b); }, threads_);
 }
 
 ErrorPlace Pipeline::Impl::place_of(DocId doc) const {
@@ -116,8 +124,11 @@ void Pipeline::Impl::check_duplicate_ids() {
   }
 }
 
+// Empty for KeepPolicy::First, whose rank is the document's number: 4 bytes per document less
+// while the run verifies.
 std::vector<uint32_t> Pipeline::Impl::keep_ranks() const {
   const size_t n = docs_.size();
+  if (options_.keep == KeepPolicy::First) return {};
   if (options_.keep != KeepPolicy::Field) return neardup::keep_ranks(n, options_.keep, docs_.lengths());
   // By the field: numbers or strings (all one kind), missing values last, ties by input order.
   using Kind = io::KeyValue::Kind;

@@ -299,7 +299,10 @@ struct Pipeline::Impl {
   std::vector<std::unique_ptr<SetJoin>> joins_;
   Mode mode_ = Mode::Dedup;
   std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order
-  std::vector<double> group_similarity_;    // the same by document, while verifying group by group
+  // The same for each group's removed documents (as the groups are verified, then sorted), and
+  // whether the run clustered group by group.
+  std::vector<std::pair<DocId, double>> group_similarity_;
+  bool in_groups_clustered_ = false;
   // Whether verification goes group by group (verify_in_groups): the records can be found again
   // by position, and cheaply, in files that are not compressed (see groups_pay()).
   bool in_groups_ = false;
@@ -314,7 +317,7 @@ struct Pipeline::Impl {
   std::vector<DocPair> text_copies_;
   bool copies_told_ = false;  // text_copies_ holds every copy of a text up to kCopyTextBytes
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
-  std::vector<uint32_t> rank_;     // keep order (keep_ranks)
+  std::vector<uint32_t> rank_;     // keep order (keep_ranks; empty: input order)
   Clustering clustering_;
   // run_dedup: the outputs of the kept records, and their writer that follows verification.
   std::vector<io::AtomicFile*> kept_outs_;

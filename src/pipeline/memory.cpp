@@ -135,7 +135,8 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
         // besides shows, and is counted too: the buckets found, which every band's documents in
         // buckets join (4 bytes each and a reference per bucket), and their index by document
         // (4 bytes a member), counted for 15% of the documents in every band; and
-        // verification's arrays of every document (24 bytes). Set from the peak of 10 million
+        // verification's arrays of every document (24 bytes at most: the keeper, flags, the
+        // keep ranks unless they are the input order, the removed documents' similarities). Set from the peak of 10 million
         // short documents with 43% near-copies (the estimate 1.0x it; 1.8x on 1 million, where
         // the fixed buffers weigh more); a corpus without copies holds less (docs/robustness.md).
         m.spill_disk += n * static_cast<double>(bands * sizeof(uint64_t));

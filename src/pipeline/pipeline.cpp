@@ -74,6 +74,7 @@ void Pipeline::Impl::run(Mode mode) {
     throw UsageError(NEARDUP_OPT_IS("measure", "containment") " applies to pairs with " NEARDUP_OPT_IS("method", "exact") " only: it is found by the exact join");
   mode_ = mode;
   clustering_ = Clustering{};
+  in_groups_clustered_ = false;
   choose_spill();
   sketch_pass();
   if (options_.tuning.release_memory_after_first_pass) release_free_memory();
@@ -105,9 +106,14 @@ void Pipeline::Impl::run(Mode mode) {
   for (DocId i = 0; i < docs_.size(); ++i)
     if (!clustering_.kept(i)) removed.push_back(i);
   removed_similarity_.assign(removed.size(), 0.0);
-  if (!group_similarity_.empty()) {  // verified group by group: taken then
-    for (size_t k = 0; k < removed.size(); ++k) removed_similarity_[k] = group_similarity_[removed[k]];
-    std::vector<double>().swap(group_similarity_);
+  if (in_groups_clustered_) {  // verified group by group: taken then, for the removed documents of each group
+    std::sort(group_similarity_.begin(), group_similarity_.end());
+    NEARDUP_ASSERT(group_similarity_.size() == removed.size());
+    for (size_t k = 0; k < removed.size(); ++k) {
+      NEARDUP_ASSERT(group_similarity_[k].first == removed[k]);
+      removed_similarity_[k] = group_similarity_[k].second;
+    }
+    std::vector<std::pair<DocId, double>>().swap(group_similarity_);
   } else {
     each_removed_similarity(removed, [&](size_t k, double sim) { removed_similarity_[k] = sim; });
   }
