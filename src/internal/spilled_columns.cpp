@@ -115,6 +115,15 @@ void SpilledColumns::drop_pages() const noexcept {
     if (!m.empty()) ::madvise(const_cast<std::byte*>(m.data()), m.size(), MADV_DONTNEED);
 }
 
+void SpilledColumns::drop_pages(size_t column, uint64_t from, uint64_t to) const noexcept {
+  const auto m = map_[column];
+  to = std::min<uint64_t>(to, m.size());
+  if (from >= to) return;
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  from -= from % page;  // the mapping starts at a page
+  ::madvise(const_cast<std::byte*>(m.data()) + from, to - from, MADV_DONTNEED);
+}
+
 uint64_t SpilledColumns::bytes() const noexcept {
   uint64_t b = 0;
   for (const uint64_t w : written_) b += w;

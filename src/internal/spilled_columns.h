@@ -47,6 +47,9 @@ class SpilledColumns {
   /// a run calls it after each pass over a mapped column, so that the pages it read do not add
   /// up. Harmless while another thread reads: a page is read again from the file.
   void drop_pages() const noexcept;
+  /// The same for bytes [from, to) of a mapped column (whole pages: the page holding `from` and
+  /// those after it up to the one holding `to - 1`).
+  void drop_pages(size_t column, uint64_t from, uint64_t to) const noexcept;
   /// 64-bit values in the first column (after finish()), and bytes on disk in all.
   uint64_t rows() const noexcept { return written_.empty() ? 0 : written_[0] / sizeof(uint64_t); }
   uint64_t bytes() const noexcept;

@@ -161,8 +161,10 @@ std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, cons
   }
   // Each component's documents and text at its root (text saturates: any past the limit is full).
   std::vector<uint32_t> docs_at(n, 0), text_at(n, 0);
+  DocumentTable::Behind behind(docs_);
   for (DocId d = 0; d < n; ++d)
     if (in_bucket[d]) {
+      behind.at(d);
       const DocId r = uf.find(d);
       ++docs_at[r];
       text_at[r] = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{text_at[r]} + docs_.length(d), UINT32_MAX));
@@ -207,7 +209,6 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
   const size_t n = docs_.size();
   std::vector<size_t> start, order;  // bucket indices, group by group; group g is [start[g], start[g + 1])
   const std::vector<DocId> next_first = group_buckets(buckets, in_bucket, start, order);
-  docs_.drop_pages();  // a spilled table's lengths, read by group_buckets
   const size_t groups = start.size() - 1;
   clustering_.keeper.resize(n);
   std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
@@ -244,7 +245,6 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     if (!options_.tuning.keep_sets) {
       sets_.release(docs);
     }
-    docs_.drop_pages();  // a spilled table's positions and lengths of the group
     if (decisions_) throw_if_the_writer_failed();
     all.insert(all.end(), found.begin(), found.end());
     // Every component starting before the next group's first document is verified: the

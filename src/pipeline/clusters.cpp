@@ -87,11 +87,12 @@ void Pipeline::Impl::check_duplicate_ids() {
     DocId doc;
   };
   internal::BigArray<Entry> h(n);
+  DocumentTable::Behind behind(docs_);
   for (DocId d = 0; d < n; ++d) {
+    behind.at(d);
     const std::string_view s = id(d);
     h[d] = Entry{internal::hash_bytes(s.data(), s.size(), 0x49445321ull), d};
   }
-  docs_.drop_pages();  // a spilled table's ids, read once
   // Ids are nearly always distinct: only the entries whose hash may repeat are sorted.
   const size_t m = internal::sort_repeated_keys(h.data(), n, [](const Entry& x) { return x.hash; });
   uint64_t dups = 0;

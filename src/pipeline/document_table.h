@@ -11,6 +11,7 @@
 // --keep-by values stay in memory.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -76,6 +77,50 @@ class DocumentTable {
   void drop_pages() const noexcept {
     if (spilled_) spilled_->drop_pages();
   }
+  /// A pass over the documents in ascending order lets a spilled table's pages go behind it,
+  /// each time it has passed kDropRows documents (and the rest when it ends): documents
+  /// scattered over the input (a verification group's) touch a page of each column for nearly
+  /// every one, and the pages a pass maps would otherwise add up to whole columns until the
+  /// next drop_pages(). Tell it each document as the pass reads it; one it has passed is read
+  /// (again from the file if its page went) and not followed.
+  class Behind {
+   public:
+    explicit Behind(const DocumentTable& t) noexcept : t_(t) {}
+    ~Behind() {
+      if (started_) t_.drop_rows(from_, last_ + 1);
+    }
+    Behind(const Behind&) = delete;
+    Behind& operator=(const Behind&) = delete;
+    void at(DocId d) noexcept {
+      if (!t_.spilled_) return;
+      if (!started_) from_ = last_ = d, started_ = true;
+      if (d < from_) return;  // behind the pass (read, not followed): its page may be gone
+      if (d - from_ >= kDropRows) {
+        t_.drop_rows(from_, d);
+        from_ = d;
+      }
+      last_ = std::max(last_, d);
+    }
+
+   private:
+    const DocumentTable& t_;
+    DocId from_ = 0, last_ = 0;
+    bool started_ = false;
+  };
+
+  /// The positions and text lengths of `docs` (ascending), copied into `pos` and `lengths`.
+  void gather(std::span<const DocId> docs, std::vector<io::RecordPos>& pos, std::vector<uint32_t>& lengths) const {
+    pos.clear();
+    lengths.clear();
+    pos.reserve(docs.size());
+    lengths.reserve(docs.size());
+    Behind behind(*this);
+    for (const DocId d : docs) {
+      behind.at(d);
+      pos.push_back(this->pos(d));
+      lengths.push_back(length(d));
+    }
+  }
   /// Bytes of the table on disk.
   uint64_t spilled_bytes() const noexcept { return spilled_ ? spilled_->bytes() : 0; }
 
@@ -108,6 +153,16 @@ class DocumentTable {
 
  private:
   enum Column { kIds, kIdEnds, kLengths, kPositions, kColumns };
+  static constexpr DocId kDropRows = DocId{1} << 18;  // 4 MiB of positions, 2 MiB of id ends
+  // Lets go the pages of every column's rows of documents [from, to) (spilled, after finish()).
+  void drop_rows(DocId from, DocId to) const noexcept {
+    to = std::min<DocId>(to, static_cast<DocId>(count_));
+    if (from >= to) return;
+    if (has_pos_) spilled_->drop_pages(kPositions, uint64_t{from} * sizeof(io::RecordPos), uint64_t{to} * sizeof(io::RecordPos));
+    spilled_->drop_pages(kLengths, uint64_t{from} * sizeof(uint32_t), uint64_t{to} * sizeof(uint32_t));
+    spilled_->drop_pages(kIds, from == 0 ? 0 : id_end_view_[from - 1], id_end_view_[to - 1]);
+    spilled_->drop_pages(kIdEnds, uint64_t{from} * sizeof(uint64_t), uint64_t{to} * sizeof(uint64_t));
+  }
   static std::string_view slice(std::string_view blob, std::span<const uint64_t> ends, DocId d) noexcept {
     const uint64_t b = d == 0 ? 0 : ends[d - 1];
     return blob.substr(b, ends[d] - b);

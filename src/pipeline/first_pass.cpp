@@ -195,7 +195,11 @@ void Pipeline::Impl::count_first_pass(const internal::PassTotals& totals, const 
   stats_.documents = n;
   stats_.spilled_bytes = docs_.spilled_bytes();
   stats_.empty = static_cast<uint64_t>(std::count(sketches_.empty.begin(), sketches_.empty.end(), 1));
-  for (const uint32_t l : docs_.lengths()) stats_.text_bytes += l;
+  DocumentTable::Behind behind(docs_);
+  for (DocId d = 0; d < n; ++d) {
+    behind.at(d);
+    stats_.text_bytes += docs_.length(d);
+  }
   stats_.unspaced_bytes = totals.unspaced;
   stats_.left_out = inputs_->left_out();
   io::ReaderStats& r = stats_.reader;

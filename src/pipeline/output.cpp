@@ -38,7 +38,11 @@ void Pipeline::Impl::expand_pairs(const std::function<void(std::span<const Score
 }
 
 void Pipeline::Impl::write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also) {
-  const auto id_of = [this](DocId d) { return id(d); };
+  DocumentTable::Behind behind(docs_);  // pairs come by their first document
+  const auto id_of = [&](DocId d) {
+    behind.at(d);
+    return id(d);
+  };
   const std::span<const uint64_t> distances = spec_.method == SketchMethod::SimHash ? std::span<const uint64_t>(sketches_.simhashes) : std::span<const uint64_t>();
   double spent = 0;
   each_pair([&](std::span<const ScoredPair> chunk) {
@@ -81,7 +85,7 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
     // without parsing them again (a plain file is copied in the kernel). Following the decisions,
     // what is known is appended before waiting for more, and at least every 32 MiB.
     constexpr uint64_t kAppendBytes = uint64_t{32} << 20;
-    constexpr size_t kDropPagesEvery = size_t{1} << 20;
+    DocumentTable::Behind behind(docs_);
     const auto& sources = inputs_->sources();
     std::vector<io::ByteRange> ranges;
     uint64_t bytes_done = 0, pending = 0;
@@ -98,7 +102,7 @@ void Pipeline::Impl::write_kept_records(std::span<io::AtomicFile* const> outs, D
       };
       for (; d < n && docs_.pos(d).source == s; ++d) {
         const DocId doc = static_cast<DocId>(d);
-        if (d % kDropPagesEvery == 0) docs_.drop_pages();  // a spilled table's positions read so far
+        behind.at(static_cast<DocId>(d));
         if (decisions && !decisions->decided(doc)) {
           append();
           progress(bytes_done + docs_.pos(d).offset, d);
@@ -203,11 +207,19 @@ void Pipeline::Impl::stop_writer() noexcept {
 }
 
 void Pipeline::Impl::write_removed(io::AtomicFile& out) const {
-  io::write_removed(out, clustering_, removed_similarity_, [this](DocId d) { return id(d); });
+  DocumentTable::Behind behind(docs_);  // in input order
+  io::write_removed(out, clustering_, removed_similarity_, [&](DocId d) {
+    behind.at(d);
+    return id(d);
+  });
 }
 
 void Pipeline::Impl::write_clusters(io::AtomicFile& out) const {
-  io::write_clusters(out, clustering_, [this](DocId d) { return id(d); });
+  DocumentTable::Behind behind(docs_);  // by their first documents
+  io::write_clusters(out, clustering_, [&](DocId d) {
+    behind.at(d);
+    return id(d);
+  });
 }
 
 }  // namespace neardup

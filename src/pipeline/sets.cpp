@@ -51,10 +51,10 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
   // are shingled.
   std::function<bool(const io::Record&, DocId)> filter;
   size_t next = 0;
+  std::vector<uint32_t> lengths;  // of docs
   if (docs_.has_positions()) {
     std::vector<io::RecordPos> at;
-    at.reserve(docs.size());
-    for (const DocId d : docs) at.push_back(docs_.pos(d));
+    docs_.gather(docs, at, lengths);
     reader.select(std::move(at));
   } else {
     filter = [&](const io::Record& r, DocId ordinal) {
@@ -71,9 +71,10 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
     DocId same_as = r.same_as;
     if (docs_.has_positions()) {
       if (doc >= docs.size()) throw IoError("the input changed while neardup was running; do not modify inputs during a run");
+      const uint32_t length = lengths[doc];
       doc = docs[doc];
       if (same_as != ShingledRecord::kNone) same_as = docs[same_as];
-      if (r.text_length != docs_.length(doc))
+      if (r.text_length != length)
         throw IoError(std::string("the record at byte ") + std::to_string(r.offset) +
                       " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
     }
@@ -108,11 +109,12 @@ std::vector<std::string> Pipeline::Impl::texts(std::span<const DocId> docs) cons
   io::Record rec;
   if (docs_.has_positions()) {
     std::vector<io::RecordPos> at;
-    for (const DocId d : docs) at.push_back(docs_.pos(d));
+    std::vector<uint32_t> lengths;
+    docs_.gather(docs, at, lengths);
     reader.select(std::move(at));
-    for (const DocId d : docs) {
-      if (!reader.next(rec) || rec.text.size() != docs_.length(d))
-        throw IoError("the input changed while neardup was running; do not modify inputs during a run", place_of(d));
+    for (size_t k = 0; k < docs.size(); ++k) {
+      if (!reader.next(rec) || rec.text.size() != lengths[k])
+        throw IoError("the input changed while neardup was running; do not modify inputs during a run", place_of(docs[k]));
       out.emplace_back(rec.text);
     }
     return out;
