@@ -6,9 +6,9 @@
 // A run whose memory is limited keeps the table on disk (RunTuning::spill_documents): the ids,
 // their ends, the lengths and the positions are written to files without a name as they come
 // (internal::SpilledColumns), then mapped read-only, so that every accessor returns a view as
-// it does in memory. The run lets the mapped pages go after each pass over them (drop_pages()):
-// what a pass reads is the page cache's, which the kernel takes back under pressure. The
-// --keep-by values stay in memory.
+// it does in memory. The run lets the mapped pages go behind each pass over them (Behind) and
+// after (drop_pages()): what a pass reads is the page cache's, which the kernel takes back under
+// pressure. The --keep-by values stay in memory.
 #pragma once
 
 #include <algorithm>

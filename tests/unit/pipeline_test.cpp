@@ -712,15 +712,17 @@ TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
 }
 
 // A document table kept in files answers as one in memory: ids of every length (none, longer
-// than a file buffer), lengths and positions, before and after its pages are let go; its bytes
-// are on disk, not in memory, and nothing is left in the folder.
+// than a file buffer), lengths and positions, gathered for a selection, read behind a pass
+// that lets its pages go, and after they all go; its bytes are on disk, not in memory, and
+// nothing is left in the folder.
 TEST(DocumentTable, SpilledAnswersAsInMemory) {
   test::TempDir tmp;
   std::mt19937_64 rng(66);
   DocumentTable mem, disk;
   disk.spill_to(tmp.path());
   uint64_t id_bytes = 0;
-  for (uint32_t i = 0; i < 50000; ++i) {
+  constexpr uint32_t kDocs = 600000;  // more than a pass lets go at once
+  for (uint32_t i = 0; i < kDocs; ++i) {
     const std::string id = i == 999 ? std::string(100000, 'i') : std::string(rng() % 20, static_cast<char>('a' + i % 26));
     const io::RecordPos pos{static_cast<uint32_t>(rng() % 3), static_cast<uint32_t>(rng()), rng()};
     const auto length = static_cast<uint32_t>(rng());
@@ -730,8 +732,29 @@ TEST(DocumentTable, SpilledAnswersAsInMemory) {
   mem.finish();
   disk.finish();
   EXPECT_TRUE(disk.spilled());
-  EXPECT_EQ(disk.spilled_bytes(), id_bytes + 50000 * (8 + 4 + sizeof(io::RecordPos)));
+  EXPECT_EQ(disk.spilled_bytes(), id_bytes + kDocs * (8 + 4 + sizeof(io::RecordPos)));
   EXPECT_LT(disk.bytes(), mem.bytes() / 4);
+  // A scattered selection gathered, its pages let go behind it, reads as the accessors do.
+  std::vector<DocId> some;
+  for (DocId d = 0; d < mem.size(); d += 1 + static_cast<DocId>(rng() % 7)) some.push_back(d);
+  std::vector<io::RecordPos> pos;
+  std::vector<uint32_t> lengths;
+  disk.gather(some, pos, lengths);
+  ASSERT_EQ(pos.size(), some.size());
+  for (size_t k = 0; k < some.size(); ++k) {
+    ASSERT_EQ(pos[k].offset, mem.pos(some[k]).offset) << k;
+    ASSERT_EQ(lengths[k], mem.length(some[k])) << k;
+  }
+  {
+    DocumentTable::Behind behind(disk);  // a pass in order, a look back now and then
+    for (DocId d = 0; d < disk.size(); ++d) {
+      behind.at(d);
+      ASSERT_EQ(disk.id(d), mem.id(d)) << d;
+      if (d % 1000 == 999) {
+        ASSERT_EQ(disk.id(d - 999), mem.id(d - 999)) << d;
+      }
+    }
+  }
   for (const bool dropped : {false, true}) {
     if (dropped) disk.drop_pages();
     ASSERT_EQ(disk.size(), mem.size());
