@@ -104,6 +104,7 @@ struct RunTuning {
   /// The document table (ids, text lengths, record positions: about 30 bytes per document and
   /// the id) is written to temporary files in temp_dir during the first pass and mapped from
   /// there, its pages let go after each pass over them. Any method.
+  /// A dedup that spills its table holds no verified pair (pairs() and each_pair() refuse).
   bool spill_documents = false;
   /// The most memory the run should take (bytes; 0: no limit). Before the first pass, a run
   /// whose expected peak (estimate_memory) is above it spills its document table
@@ -247,7 +248,8 @@ class Pipeline {
   std::string_view id(DocId doc) const noexcept;
   /// Pairs mode: every reported pair; Dedup mode: the verified edges that connect the clusters.
   /// Sorted by (a, b). Throws UsageError in pairs mode with RunTuning::stream_pairs and minhash
-  /// or oph, where the pairs are not held: use each_pair().
+  /// or oph, where the pairs are not held: use each_pair(); and in a dedup that spilled its
+  /// state (RunTuning::spill_documents), which holds none.
   const std::vector<ScoredPair>& pairs() const;
   /// Pairs mode: every reported pair, in (a, b) order, a chunk at a time (found and verified
   /// now with RunTuning::stream_pairs, so memory does not grow with the number of pairs).

@@ -222,6 +222,10 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
     start_writer();
   }
   uint64_t verified = 0;
+  // A dedup that spills its state holds no verified pair: its clusters are decided group by
+  // group, and the pairs would be 16 bytes each for nothing (pairs() refuses).
+  pairs_dropped_ = mode_ == Mode::Dedup && options_.tuning.spill_documents;
+  dropped_pairs_ = 0;
   std::vector<ScoredPair> all;
   LshBuckets group;
   std::vector<DocId> docs;
@@ -246,7 +250,10 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
       sets_.release(docs);
     }
     if (decisions_) throw_if_the_writer_failed();
-    all.insert(all.end(), found.begin(), found.end());
+    if (pairs_dropped_)
+      dropped_pairs_ += found.size();
+    else
+      all.insert(all.end(), found.begin(), found.end());
     // Every component starting before the next group's first document is verified: the
     // documents before it are decided, about that share of the input.
     if (options_.tuning.progress) {

@@ -303,6 +303,10 @@ struct Pipeline::Impl {
   // whether the run clustered group by group.
   std::vector<std::pair<DocId, double>> group_similarity_;
   bool in_groups_clustered_ = false;
+  // A dedup that spills its state keeps no verified pair (verify_in_groups), only their count.
+  bool pairs_dropped_ = false;
+  uint64_t dropped_pairs_ = 0;
+  void throw_if_pairs_dropped() const;
   // Whether verification goes group by group (verify_in_groups): the records can be found again
   // by position, and cheaply, in files that are not compressed (see groups_pay()).
   bool in_groups_ = false;

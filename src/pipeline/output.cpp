@@ -7,6 +7,7 @@ namespace neardup {
 
 void Pipeline::Impl::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) {
   const ThreadPool::Use use(options_.tuning.pool);
+  throw_if_pairs_dropped();
   if (!expand_on_write_) {
     emit(pairs_);
     return;

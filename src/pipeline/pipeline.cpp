@@ -43,7 +43,14 @@ const std::vector<ScoredPair>& Pipeline::Impl::pairs() const {
   const bool joins_possible = spec_.method == SketchMethod::Exact || (uses_signatures(spec_.method) && spec_.verify == VerifyMode::Exact);
   if (mode_ == Mode::Pairs && options_.tuning.stream_pairs && joins_possible && options_.measure == Measure::Jaccard)
     throw UsageError("the pairs of this run are not held (RunTuning::stream_pairs); take them with each_pair(), or set stream_pairs to false");
+  throw_if_pairs_dropped();
   return pairs_;
+}
+
+void Pipeline::Impl::throw_if_pairs_dropped() const {
+  if (pairs_dropped_)
+    throw UsageError("a dedup that spills its state (RunTuning::spill_documents, or a memory limit below its expected peak) "
+                     "holds no verified pair; its clustering is the result, or run it without spilling");
 }
 
 std::string_view Pipeline::Impl::id(DocId doc) const noexcept {
@@ -75,6 +82,7 @@ void Pipeline::Impl::run(Mode mode) {
   mode_ = mode;
   clustering_ = Clustering{};
   in_groups_clustered_ = false;
+  pairs_dropped_ = false;
   choose_spill();
   sketch_pass();
   if (options_.tuning.release_memory_after_first_pass) release_free_memory();
@@ -91,10 +99,15 @@ void Pipeline::Impl::run(Mode mode) {
     find_pairs_exact();
   else
     find_pairs_lsh();
-  stats_.verified = pairs_.size();
+  stats_.verified = pairs_dropped_ ? dropped_pairs_ : pairs_.size();
 
   auto t = Clock::now();
   cluster();
+  if (mode == Mode::Dedup && options_.tuning.spill_documents && !pairs_dropped_) {  // as verify_in_groups does
+    dropped_pairs_ = pairs_.size();
+    std::vector<ScoredPair>().swap(pairs_);
+    pairs_dropped_ = true;
+  }
   std::vector<uint32_t>().swap(rank_);
   stats_.clusters = clustering_.clusters;
   stats_.removed = clustering_.removed;

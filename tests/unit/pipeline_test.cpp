@@ -685,6 +685,7 @@ TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
           SCOPED_TRACE(std::string(spec) + (mode == Pipeline::Mode::Pairs ? " pairs" : " dedup") + (memory ? " memory" : " file") +
                        " threads " + std::to_string(threads));
           std::string want;
+          uint64_t verified = 0;
           // In memory, keys spilled, a limit below the peak, a limit above it, the table spilled.
           for (const int how : {0, 1, 2, 3, 4}) {
             RunOptions o;
@@ -704,9 +705,17 @@ TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
             const std::string got = outputs(p, mode);
             if (how == 0) {
               want = got;
-              EXPECT_GT(p.stats().verified, 50u);
+              verified = p.stats().verified;
+              EXPECT_GT(verified, 50u);
             }
             EXPECT_TRUE(got == want) << how;
+            EXPECT_EQ(p.stats().verified, verified) << how;
+            // A dedup that spills its table holds no verified pair, and says so.
+            if (mode == Pipeline::Mode::Dedup && (how == 2 || how == 4)) {
+              EXPECT_THROW(p.pairs(), UsageError) << how;
+            } else if (mode == Pipeline::Mode::Dedup) {
+              EXPECT_EQ(p.pairs().size(), verified) << how;
+            }
           }
         }
 }
