@@ -224,14 +224,18 @@ LshBuckets band_buckets(size_t n, int bands, EachBucket&& each_bucket) {
     for (size_t k = 0; k < keyed.size(); ++k) all[at[d] + k] = keyed[k].second;
   }
   std::vector<uint32_t>().swap(at);
+  // Each distinct bucket once (those of one first document are adjacent), in arrays of their
+  // size: counted first, since buckets that several bands share are most of the references.
+  const auto repeats = [&](size_t i) { return i > 0 && std::ranges::equal(members(all[i]), members(all[i - 1])); };
+  uint64_t total = 0, distinct = 0;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!repeats(i)) total += all[i].size, ++distinct;
   LshBuckets out;
-  uint64_t total = 0;
-  for (const Ref& r : all) total += r.size;
   out.members.reserve(total);
-  out.offsets.reserve(all.size() + 1);
+  out.offsets.reserve(distinct + 1);
   for (size_t i = 0; i < all.size(); ++i) {
+    if (repeats(i)) continue;
     const auto m = members(all[i]);
-    if (i > 0 && std::ranges::equal(m, members(all[i - 1]))) continue;  // buckets of one first document are adjacent
     out.members.insert(out.members.end(), m.begin(), m.end());
     out.offsets.push_back(out.members.size());
   }

@@ -152,7 +152,7 @@ void Pipeline::Impl::distinct_members(const LshBuckets& group, std::vector<uint8
 // indices group by group, group g being [start[g], start[g + 1]). Returns for each group the
 // first document of the next (every document before it is decided once group g is verified).
 std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket,
-                                                 std::vector<size_t>& start, std::vector<size_t>& order) const {
+                                                 std::vector<size_t>& start, std::vector<uint32_t>& order) const {
   const size_t n = docs_.size();
   UnionFind uf(n);  // a component's root is its first document
   for (size_t i = 0; i < buckets.size(); ++i) {
@@ -194,7 +194,9 @@ std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, cons
   for (size_t g = 0; g < groups; ++g) start[g + 1] += start[g];
   std::vector<size_t> at(start.begin(), start.end() - 1);
   order.assign(buckets.size(), 0);
-  for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of[i]]++] = i;
+  if (buckets.size() > UINT32_MAX)  // a corpus of hundreds of millions of documents, nearly all in distinct buckets
+    throw UsageError("more than 2^32 distinct LSH buckets: split the input, or use fewer bands");
+  for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of[i]]++] = static_cast<uint32_t>(i);
   return next_first;
 }
 
@@ -207,7 +209,8 @@ std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, cons
 // large buckets when they are written (expand_pairs).
 uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
   const size_t n = docs_.size();
-  std::vector<size_t> start, order;  // bucket indices, group by group; group g is [start[g], start[g + 1])
+  std::vector<size_t> start;  // group g is order[start[g], start[g + 1])
+  std::vector<uint32_t> order;  // bucket indices, group by group
   const std::vector<DocId> next_first = group_buckets(buckets, in_bucket, start, order);
   const size_t groups = start.size() - 1;
   clustering_.keeper.resize(n);

@@ -180,6 +180,7 @@ void Pipeline::Impl::find_text_copies() {
     i = j;
   }
   std::sort(text_copies_.begin(), text_copies_.end(), [](const DocPair& x, const DocPair& y) { return x.b < y.b; });
+  text_copies_.shrink_to_fit();  // kept for the run
   for (const DocPair& c : text_copies_) sketches_.empty[c.b] = SketchStore::kCopy;
   stats_.text_copies = text_copies_.size();
 }

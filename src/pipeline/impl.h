@@ -232,7 +232,7 @@ struct Pipeline::Impl {
   /// records, writer_, that runs meanwhile).
   uint64_t verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket);
   std::vector<DocId> group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket, std::vector<size_t>& start,
-                                   std::vector<size_t>& order) const;
+                                   std::vector<uint32_t>& order) const;
   static void distinct_members(const LshBuckets& group, std::vector<uint8_t>& seen, std::vector<DocId>& docs);
   /// The clusters of one group's documents (ascending) from its verified pairs, into clustering_
   /// (and decisions_).
