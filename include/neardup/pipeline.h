@@ -75,7 +75,9 @@ struct RunTuning {
   /// Keep the verified documents' shingle sets after the run, for similarity() (the HTML report
   /// asks). Otherwise a run over uncompressed JSONL inputs lets each group's sets go once its
   /// clusters are decided, and the next group's take their memory; similarity() then refuses
-  /// (UsageError).
+  /// (UsageError). A dedup whose band keys spilled (spill_band_keys) also keeps the index of its
+  /// buckets by document for share_band(), which otherwise it builds group by group (share_band()
+  /// then refuses).
   bool keep_sets = false;
   /// After the first pass, give the heap's free pages back to the system (glibc's malloc_trim):
   /// a pass's large records leave free blocks behind, and where threads allocate from heaps of
@@ -275,6 +277,7 @@ class Pipeline {
   /// max_doc_bytes each). For reports and explanations: a few documents, not the corpus.
   std::vector<std::string> texts(std::span<const DocId> docs) const;
   /// Whether two documents agree on all rows of some LSH band (minhash, oph; false otherwise).
+  /// UsageError after a dedup whose band keys spilled without RunTuning::keep_sets.
   bool share_band(DocId a, DocId b) const;
   /// The source (inputs().sources()) of a JSONL document; -1 for other inputs.
   int64_t source_of(DocId doc) const noexcept;

@@ -35,7 +35,10 @@ LshBuckets Pipeline::Impl::find_buckets() {
   }
   if (sketches_.spilled) {  // share_band reads the LSH buckets from here on (copies are mapped to their originals)
     sketches_.spilled.reset();
-    sketches_.index_buckets(buckets, docs_.size());
+    // A dedup in groups indexes each group's buckets as it verifies them (verify_in_groups);
+    // the others, and a run that keeps what a report asks, index them all now.
+    sketches_.index_per_group = mode_ == Mode::Dedup && in_groups_ && !options_.tuning.keep_sets;
+    if (!sketches_.index_per_group) sketches_.index_buckets(buckets, docs_.size());
   }
   const size_t from_lsh = buckets.size();
   add_copy_buckets(buckets);
@@ -244,6 +247,7 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
       group.offsets.push_back(group.members.size());
     }
     distinct_members(group, seen, docs);
+    if (sketches_.index_per_group) sketches_.index_group(group, docs);
     read_missing_sets(docs, false);
     found.clear();
     verified += verify_buckets(group, docs, found);

@@ -180,6 +180,9 @@ const io::InputSet& Pipeline::inputs() const noexcept { return *impl_->inputs_; 
 std::vector<std::string> Pipeline::texts(std::span<const DocId> docs) const { return impl_->texts(docs); }
 bool Pipeline::share_band(DocId a, DocId b) const {
   if (!uses_signatures(impl_->spec_.method) || a >= size() || b >= size()) return false;
+  if (impl_->sketches_.index_per_group)
+    throw UsageError("a dedup whose band keys spilled indexes its buckets one verification group at a time; "
+                     "set RunTuning::keep_sets to keep the whole index for share_band()");
   return impl_->share_band(a, b, static_cast<size_t>(impl_->spec_.num_perm));
 }
 int64_t Pipeline::source_of(DocId doc) const noexcept {

@@ -26,8 +26,11 @@ struct SketchStore {
   // share_band then reads the buckets instead (index_buckets): for each document in one
   // (in_docs, ascending), the buckets that hold it (bucket_of[bucket_at[i], bucket_at[i + 1]),
   // ascending): 4 bytes per bucket member, where the keys of those documents took 8 per band.
+  // A dedup verified in groups indexes each group's buckets in turn (index_group,
+  // index_per_group).
   std::unique_ptr<internal::SpilledColumns> spilled;
   bool keys_spilled = false;
+  bool index_per_group = false;
   std::vector<DocId> in_docs;
   std::vector<uint32_t> bucket_at, bucket_of;
   Fingerprints fps;
@@ -44,6 +47,7 @@ struct SketchStore {
     band_keys.resize(bands);
     spilled.reset();
     keys_spilled = false;
+    index_per_group = false;
     in_docs.clear();
     bucket_at.clear();
     bucket_of.clear();
@@ -78,22 +82,39 @@ struct SketchStore {
   /// With the band keys spilled: indexes the LSH buckets (each distinct list of documents that
   /// share a band key) by document, for share_band. Buckets of n documents.
   void index_buckets(const LshBuckets& buckets, size_t n) {
-    std::vector<uint32_t> count(n + 1, 0);
-    for (const DocId d : buckets.members) ++count[d + 1];
+    std::vector<uint32_t> place(n, 0);  // a document's place in in_docs
+    for (const DocId d : buckets.members) place[d] = 1;
     in_docs.clear();
-    bucket_at.assign(1, 0);
     for (DocId d = 0; d < n; ++d)
-      if (count[d + 1] > 0) {
+      if (place[d]) {
+        place[d] = static_cast<uint32_t>(in_docs.size());
         in_docs.push_back(d);
-        bucket_at.push_back(bucket_at.back() + count[d + 1]);
-        count[d + 1] = static_cast<uint32_t>(in_docs.size() - 1);  // now its place in in_docs
       }
+    index_members(buckets, [&](DocId d) { return place[d]; });
+  }
+  /// The same for the buckets of one verification group, whose documents (ascending, each in a
+  /// bucket) are `docs`: a group's components hold every bucket of their documents, so share_band
+  /// answers for any two of them, and the index takes the group's memory, not the run's.
+  void index_group(const LshBuckets& group, std::span<const DocId> docs) {
+    in_docs.assign(docs.begin(), docs.end());
+    index_members(group, [&](DocId d) { return static_cast<size_t>(std::lower_bound(in_docs.begin(), in_docs.end(), d) - in_docs.begin()); });
+  }
+
+ private:
+  // bucket_at and bucket_of for in_docs (ascending: every document of the buckets), place(d)
+  // being d's place in in_docs.
+  template <class Place>
+  void index_members(const LshBuckets& buckets, Place&& place) {
+    bucket_at.assign(in_docs.size() + 1, 0);
+    for (const DocId d : buckets.members) ++bucket_at[place(d) + 1];
+    for (size_t i = 0; i < in_docs.size(); ++i) bucket_at[i + 1] += bucket_at[i];
     bucket_of.assign(bucket_at.back(), 0);
     std::vector<uint32_t> next(bucket_at.begin(), bucket_at.end() - 1);
     for (size_t i = 0; i < buckets.size(); ++i)  // in order of bucket: each document's ascending
-      for (const DocId d : buckets[i]) bucket_of[next[count[d + 1]]++] = static_cast<uint32_t>(i);
+      for (const DocId d : buckets[i]) bucket_of[next[place(d)]++] = static_cast<uint32_t>(i);
   }
 
+ public:
   uint64_t bytes() const noexcept {
     uint64_t b = empty.size() + simhashes.size() * sizeof(uint64_t);
     if (sigs) b += sigs->size() * sizeof(SigValue);

@@ -7,6 +7,8 @@
 
 #include "internal/seen_keys.h"
 #include "pipeline/document_table.h"
+#include "pipeline/sketch_store.h"
+#include "neardup/union_find.h"
 
 #include <sys/vfs.h>
 
@@ -716,8 +718,63 @@ TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
             } else if (mode == Pipeline::Mode::Dedup) {
               EXPECT_EQ(p.pairs().size(), verified) << how;
             }
+            // A dedup in groups with its keys spilled indexes each group's buckets in turn:
+            // share_band() refuses after it (RunTuning::keep_sets keeps the whole index).
+            if (mode == Pipeline::Mode::Dedup && !memory && (how == 1 || how == 2)) {
+              EXPECT_THROW(p.share_band(0, 1), UsageError) << how;
+            } else {
+              EXPECT_NO_THROW(p.share_band(0, 1)) << how;
+            }
           }
         }
+}
+
+// With the band keys spilled, share_band reads the buckets: indexed one component's buckets at a
+// time (index_group, as a dedup verifies in groups) it answers every pair of the component as
+// the index of all buckets does (index_buckets), including pairs in no common bucket.
+TEST(SketchStore, GroupIndexAnswersAsTheWholeIndex) {
+  std::mt19937_64 rng(67);
+  constexpr size_t kDocs = 3000;
+  LshBuckets all;
+  for (int b = 0; b < 1500; ++b) {  // buckets of 2-6 documents, ascending and distinct
+    std::set<DocId> m;
+    const DocId base = static_cast<DocId>(rng() % (kDocs - 40));
+    while (m.size() < 2 + rng() % 5) m.insert(base + static_cast<DocId>(rng() % 40));
+    all.members.insert(all.members.end(), m.begin(), m.end());
+    all.offsets.push_back(all.members.size());
+  }
+  UnionFind uf(kDocs);
+  for (size_t i = 0; i < all.size(); ++i)
+    for (const DocId d : all[i]) uf.unite(all[i][0], d);
+  std::map<DocId, std::vector<size_t>> by_component;  // root: its buckets
+  for (size_t i = 0; i < all.size(); ++i) by_component[uf.find(all[i][0])].push_back(i);
+  SketchStore whole, group;
+  for (SketchStore* s : {&whole, &group}) {
+    s->reset(1, 0);
+    s->keys_spilled = true;
+  }
+  whole.index_buckets(all, kDocs);
+  const LshParams lsh{1, 1};
+  uint64_t shared = 0, apart = 0;
+  for (const auto& [root, ids] : by_component) {
+    LshBuckets g;
+    std::set<DocId> docs;
+    for (const size_t i : ids) {
+      g.members.insert(g.members.end(), all[i].begin(), all[i].end());
+      g.offsets.push_back(g.members.size());
+      docs.insert(all[i].begin(), all[i].end());
+    }
+    const std::vector<DocId> sorted(docs.begin(), docs.end());
+    group.index_group(g, sorted);
+    for (const DocId a : sorted)
+      for (const DocId b : sorted) {
+        const bool want = whole.share_band(a, b, 1, lsh);
+        ASSERT_EQ(group.share_band(a, b, 1, lsh), want) << a << " " << b;
+        (want ? shared : apart) += a != b;
+      }
+  }
+  EXPECT_GT(shared, 1000u);
+  EXPECT_GT(apart, 1000u);  // pairs of a component in no common bucket
 }
 
 // A document table kept in files answers as one in memory: ids of every length (none, longer
