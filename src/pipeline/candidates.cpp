@@ -1,6 +1,7 @@
 // Candidates and their verification, one finder per method: LSH buckets (verified in groups, or
 // by estimate), the exact join, the bottom-k join, SimHash tables.
 #include "pipeline/impl.h"
+#include "pipeline/grouped_buckets.h"
 
 #include "neardup/containment.h"
 
@@ -82,7 +83,7 @@ std::unique_ptr<SetJoin> Pipeline::Impl::build_join(std::span<const DocId> docs)
 void Pipeline::Impl::find_pairs_lsh() {
   auto t = Clock::now();
   if (spec_.verify == VerifyMode::Estimate) return find_pairs_lsh_estimate();
-  const LshBuckets buckets = find_buckets();
+  LshBuckets buckets = find_buckets();
   std::vector<uint8_t> in_bucket(docs_.size(), 0);
   for (const DocId d : buckets.members) in_bucket[d] = 1;
   stats_.times.lsh = seconds_since(t);
@@ -97,7 +98,7 @@ void Pipeline::Impl::find_pairs_lsh() {
     verified = verify_buckets(buckets, load_sets_pass(in_bucket), pairs_);
   } else if (buckets.size() > 0) {
     take_first_pass_sets(in_bucket);
-    verified = verify_in_groups(buckets, in_bucket);
+    verified = verify_in_groups(std::move(buckets), in_bucket);
   }
   stats_.candidates = verified;
   stats_.times.verify = seconds_since(t);
@@ -210,12 +211,16 @@ std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, cons
 // input's start first. The writer of the kept records (run_dedup) then starts while the rest is
 // verified. Pairs mode keeps each group's join (its ranks, not the sets) to list the pairs of its
 // large buckets when they are written (expand_pairs).
-uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket) {
+uint64_t Pipeline::Impl::verify_in_groups(LshBuckets&& buckets, const std::vector<uint8_t>& in_bucket) {
   const size_t n = docs_.size();
   std::vector<size_t> start;  // group g is order[start[g], start[g + 1])
   std::vector<uint32_t> order;  // bucket indices, group by group
   const std::vector<DocId> next_first = group_buckets(buckets, in_bucket, start, order);
-  const size_t groups = start.size() - 1;
+  // A run that spills its state keeps the buckets on disk, in group order, until their group
+  // (the band keys' files, at least twice their size, are gone by now).
+  const std::string spill_dir = options_.tuning.spill_documents ? io::temp_directory(options_.tuning.temp_dir) : std::string();
+  const GroupedBuckets grouped(std::move(buckets), std::move(order), std::move(start), spill_dir.empty() ? nullptr : &spill_dir);
+  const size_t groups = grouped.groups();
   clustering_.keeper.resize(n);
   std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
   group_similarity_.clear();
@@ -238,14 +243,8 @@ uint64_t Pipeline::Impl::verify_in_groups(const LshBuckets& buckets, const std::
   std::vector<uint8_t> seen(n, 0);
   std::vector<ScoredPair> found;
   for (size_t g = 0; g < groups; ++g) {
-    if (start[g] == start[g + 1]) continue;
-    group.offsets.assign(1, 0);
-    group.members.clear();
-    for (size_t k = start[g]; k < start[g + 1]; ++k) {
-      const auto b = buckets[order[k]];
-      group.members.insert(group.members.end(), b.begin(), b.end());
-      group.offsets.push_back(group.members.size());
-    }
+    if (grouped.empty(g)) continue;
+    grouped.load(g, group);
     distinct_members(group, seen, docs);
     if (sketches_.index_per_group) sketches_.index_group(group, docs);
     read_missing_sets(docs, false);

@@ -230,7 +230,7 @@ struct Pipeline::Impl {
   /// Dedup: verify_buckets a group of candidate components at a time (pairs_ set), each group's
   /// clusters decided as it is done (clustering_, and decisions_ for the writer of the kept
   /// records, writer_, that runs meanwhile).
-  uint64_t verify_in_groups(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket);
+  uint64_t verify_in_groups(LshBuckets&& buckets, const std::vector<uint8_t>& in_bucket);
   std::vector<DocId> group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket, std::vector<size_t>& start,
                                    std::vector<uint32_t>& order) const;
   static void distinct_members(const LshBuckets& group, std::vector<uint8_t>& seen, std::vector<DocId>& docs);
