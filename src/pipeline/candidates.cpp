@@ -30,7 +30,7 @@ LshBuckets Pipeline::Impl::find_buckets() {
     stats_.spilled_bytes += spilled.bytes();
     buckets = lsh_buckets_from_reader(docs_.size(), static_cast<int>(keys.size()),
                                       [&](size_t band, size_t begin, size_t count, uint64_t* out) { spilled.read(band, begin, count, out); },
-                                      sketches_.empty, threads_, &cs);
+                                      sketches_.empty, spilled_search_threads(static_cast<double>(docs_.size())), &cs);
   } else {
     buckets = lsh_buckets_from_keys(keys, sketches_.empty, threads_, &cs);
   }
@@ -142,15 +142,15 @@ void Pipeline::Impl::distinct_members(const LshBuckets& group, std::vector<uint8
 
 // The verification's groups: components in the order of their first document in the input, so
 // that the writer can copy the records before a group's first once the groups before it are
-// verified; consecutive components are one group while it holds fewer than kGroupDocs documents
-// and kGroupText bytes of their text (a component larger than that is a group of its own). Each
+// verified; consecutive components are one group while their text, and kDocWeight bytes per
+// document, weigh less than kGroupWeight (a component heavier than that is a group of its own). Each
 // group reads its records again wherever they lie in the input, and a group of a few short
 // records scattered over a large input costs page faults over all of it for little work; a
 // group's sets take about as many bytes as its text, which bounds the sets held at once by
 // the larger of the two limits and the largest component. (Groups of whole parts of the input
 // would not be bounded so: a component of s documents starts within the first 1/s of the input,
 // and the first of 256 parts of 10 million short documents in clusters holds 420k of the 4.8
-// million in buckets, 138 MB of sets.) kGroupDocs and kGroupText: impl.h.
+// million in buckets, 138 MB of sets.) kGroupWeight and kDocWeight: impl.h.
 //
 // Splits the buckets into groups of whole components: `order` lists the bucket
 // indices group by group, group g being [start[g], start[g + 1]). Returns for each group the
@@ -163,36 +163,33 @@ std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, cons
     const auto b = buckets[i];
     for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
   }
-  // Each component's documents and text at its root (text saturates: any past the limit is full).
-  std::vector<uint32_t> docs_at(n, 0), text_at(n, 0);
+  // Each component's weight at its root (saturating: any past the limit is full).
+  std::vector<uint32_t> weight(n, 0);
   DocumentTable::Behind behind(docs_);
   for (DocId d = 0; d < n; ++d)
     if (in_bucket[d]) {
       behind.at(d);
       const DocId r = uf.find(d);
-      ++docs_at[r];
-      text_at[r] = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{text_at[r]} + docs_.length(d), UINT32_MAX));
+      weight[r] = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{weight[r]} + docs_.length(d) + kDocWeight, UINT32_MAX));
     }
-  // The groups, in order of roots; docs_at[r] becomes the group of root r.
+  // The groups, in order of roots; weight[r] becomes the group of root r.
   std::vector<DocId> next_first;
-  uint64_t docs = 0, text = 0;
+  uint64_t held = 0;
   for (DocId r = 0; r < n; ++r) {
-    if (docs_at[r] == 0) continue;
-    if (next_first.empty() || (docs > 0 && (docs + docs_at[r] > kGroupDocs || text + text_at[r] > kGroupText))) {
+    if (weight[r] == 0) continue;
+    if (next_first.empty() || (held > 0 && held + weight[r] > kGroupWeight)) {
       if (!next_first.empty()) next_first.back() = r;
       next_first.push_back(static_cast<DocId>(n));
-      docs = text = 0;
+      held = 0;
     }
-    docs += docs_at[r];
-    text += text_at[r];
-    docs_at[r] = static_cast<uint32_t>(next_first.size() - 1);
+    held += weight[r];
+    weight[r] = static_cast<uint32_t>(next_first.size() - 1);
   }
-  std::vector<uint32_t>().swap(text_at);
   const size_t groups = next_first.size();
   start.assign(groups + 1, 0);
   std::vector<uint32_t> group_of(buckets.size());
   for (size_t i = 0; i < buckets.size(); ++i) {
-    group_of[i] = docs_at[uf.find(buckets[i][0])];
+    group_of[i] = weight[uf.find(buckets[i][0])];
     ++start[group_of[i] + 1];
   }
   for (size_t g = 0; g < groups; ++g) start[g + 1] += start[g];

@@ -150,10 +150,10 @@ using internal::TextHash;
 // documents have at most this many shingles on average.
 constexpr uint64_t kWholeStarShingles = 64;
 
-// Verification in groups closes a group of components once it holds this many documents or
-// bytes of text (candidates.cpp): its sets take about as many bytes as the text.
-constexpr size_t kGroupDocs = 65536;
-constexpr uint64_t kGroupText = uint64_t{16} << 20;
+// Verification in groups closes a group of components once their text, and kDocWeight bytes per
+// document, reach kGroupWeight (candidates.cpp): about 65,000 short documents, or 32 MiB of long
+// texts, whose sets take about as many bytes.
+constexpr uint64_t kGroupWeight = uint64_t{32} << 20, kDocWeight = 256;
 
 // A text this long or longer is shingled and sketched in pieces on every thread.
 constexpr size_t kSplitBytes = DocumentSketcher::kSplitBytes;
@@ -172,6 +172,8 @@ struct Pipeline::Impl {
   MemoryEstimate estimate_memory(uint64_t sample_bytes) const;
   /// RunTuning::memory_limit: spills the band keys when the expected peak is above the limit.
   void choose_spill();
+  /// The bands the search works at once over spilled band keys of n documents (memory.cpp).
+  int spilled_search_threads(double n) const noexcept;
   /// The memory of the run's buffers (reading, sketching, writing) on inputs like `in`.
   double buffer_bytes(const io::InputSample& in, const Shingler& shingler) const;
   std::string_view id(DocId doc) const noexcept;

@@ -48,6 +48,18 @@ void Pipeline::Impl::choose_spill() {
   options_.tuning.spill_documents = true;
 }
 
+// The bands the chunked search works at once with the band keys spilled. Each holds the entries
+// of the documents whose key may repeat, 32 bytes each with its sort's copy: up to about half the
+// documents of a corpus in clusters (10 million short documents with 43% near-copies: 5.5
+// million). Under a memory limit, no more bands at once than a third of it holds: at 1 GB, two
+// for 10 million documents, one for 50 million (whose search took 1.5 GB with two).
+int Pipeline::Impl::spilled_search_threads(double n) const noexcept {
+  const double per_band = 0.5 * n * 32.0;
+  const double limit = static_cast<double>(options_.tuning.memory_limit);
+  if (limit <= 0 || per_band <= 0) return threads_;
+  return static_cast<int>(std::clamp(std::floor(limit / 3 / per_band), 1.0, static_cast<double>(std::max(threads_, 1))));
+}
+
 uint64_t Pipeline::Impl::state_bytes() const noexcept {
   uint64_t b = docs_.bytes() + sketches_.bytes();
   return b;
@@ -141,7 +153,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
         // the fixed buffers weigh more); a corpus without copies holds less (docs/robustness.md).
         m.spill_disk += n * static_cast<double>(bands * sizeof(uint64_t));
         m.spill_keys = true;
-        const double workers = std::min<double>(std::max(threads_, 1), static_cast<double>(bands));
+        const double workers = std::min<double>(spilled_search_threads(n), static_cast<double>(bands));
         spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + 0.15 * 12.0 * static_cast<double>(bands) + 24.0 +
                                  (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
       }
@@ -184,13 +196,13 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     // buffers, a flag per document and a dedup's text hashes (16 B); verification holds the
     // buckets, their index and its arrays of every document (spilled_search_per_doc) with its
     // own buffers: the program, the reader's kept buffers, the writer's, and a group's sets
-    // (about its text: kGroupText at most, unless a component is larger). Measured on short
+    // (about its text: kGroupWeight at most, unless a component is larger). Measured on short
     // documents with 43% near-copies, 1 and 10 million, where verification is the peak (BENCHMARKS.md).
     const bool copies = spec_.verify == VerifyMode::Exact && options_.tuning.collapse_copies && n > 0;
     const double first_pass = fixed + n * (1.0 + (copies ? 16.0 : 0.0));
     const double verification = 10.0 * (1 << 20) + std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes) +
                                 std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes) +
-                                std::min(static_cast<double>(kGroupText), m.input.text_bytes) + n * spilled_search_per_doc;
+                                std::min(static_cast<double>(kGroupWeight), m.input.text_bytes) + n * spilled_search_per_doc;
     m.spill_saves = m.peak() - std::max(first_pass, verification);
   }
   if (spec_.verify == VerifyMode::Exact) {
