@@ -138,7 +138,15 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
   if (l.bottomk) sketches_.fps.push_back(b.fps[b.fp_slot[i]]);
   if (l.simhash) sketches_.simhashes.push_back(b.simhashes[i]);
   sketches_.empty.push_back(b.empty[i]);
-  if (l.copies) text_hashes_.push_back(b.empty[i] ? TextHash{} : b.text_hash[i]);
+  if (l.copies) {
+    const TextHash h = b.empty[i] ? TextHash{} : b.text_hash[i];
+    if (text_hashes_spilled_) {
+      text_hashes_spilled_->push(0, h.hi);
+      text_hashes_spilled_->push(1, h.lo);
+    } else {
+      text_hashes_.push_back(h);
+    }
+  }
 }
 
 // A dedup's documents whose text an earlier document had (up to kCopyTextBytes): equal XXH3-128
@@ -148,25 +156,32 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
 // document. Each copy stays out of the LSH buckets (SketchStore::kCopy).
 void Pipeline::Impl::find_text_copies() {
   text_copies_.clear();
-  const size_t n = text_hashes_.size();
+  const size_t n = docs_.size();
   struct Entry {
     TextHash h;
     DocId doc;
   };
+  if (text_hashes_spilled_) {
+    text_hashes_spilled_->finish();
+    stats_.spilled_bytes += text_hashes_spilled_->bytes();
+  }
   // Only the texts whose hash may repeat are sorted: the table of every document's entry
   // would be more memory written for the first time than the hashes themselves.
   std::vector<uint64_t> seen, twice;
   internal::RepeatedKeyBits bits;
-  bits.build(n, [&](size_t d) { return text_hashes_[d].hi; }, seen, twice);
+  bits.start(n, 27, seen, twice);
+  each_text_hash([&](DocId, const TextHash& h) { bits.add(h.hi, seen, twice); });
   size_t m = 0;
-  for (DocId d = 0; d < n; ++d) m += bits.may_repeat(text_hashes_[d].hi);
+  each_text_hash([&](DocId, const TextHash& h) { m += bits.may_repeat(h.hi); });
   internal::BigArray<Entry> e(m);
   m = 0;
-  for (DocId d = 0; d < n; ++d)
-    if (bits.may_repeat(text_hashes_[d].hi) && (text_hashes_[d].hi != 0 || text_hashes_[d].lo != 0)) e[m++] = {text_hashes_[d], d};
+  each_text_hash([&](DocId d, const TextHash& h) {
+    if (bits.may_repeat(h.hi) && (h.hi != 0 || h.lo != 0)) e[m++] = {h, d};
+  });
   std::vector<uint64_t>().swap(seen);
   std::vector<uint64_t>().swap(twice);
   internal::GrowArray<TextHash>().swap(text_hashes_);
+  text_hashes_spilled_.reset();
   m = internal::sort_repeated_keys(e.data(), m, [](const Entry& x) { return x.h.hi; });
   for (size_t i = 0; i < m;) {
     size_t j = i + 1;
@@ -183,6 +198,24 @@ void Pipeline::Impl::find_text_copies() {
   text_copies_.shrink_to_fit();  // kept for the run
   for (const DocPair& c : text_copies_) sketches_.empty[c.b] = SketchStore::kCopy;
   stats_.text_copies = text_copies_.size();
+}
+
+// fn(document, its text hash) in input order, from memory or, spilled, a chunk at a time.
+template <class Fn>
+void Pipeline::Impl::each_text_hash(Fn&& fn) const {
+  const size_t n = docs_.size();
+  if (!text_hashes_spilled_) {
+    for (DocId d = 0; d < n; ++d) fn(d, text_hashes_[d]);
+    return;
+  }
+  constexpr size_t kChunk = size_t{1} << 16;
+  std::vector<uint64_t> hi(std::min(n, kChunk)), lo(hi.size());
+  for (size_t begin = 0; begin < n; begin += kChunk) {
+    const size_t count = std::min(kChunk, n - begin);
+    text_hashes_spilled_->read(0, begin, count, hi.data());
+    text_hashes_spilled_->read(1, begin, count, lo.data());
+    for (size_t i = 0; i < count; ++i) fn(static_cast<DocId>(begin + i), TextHash{lo[i], hi[i]});
+  }
 }
 
 // The run's statistics after the first pass; throws if every record was bad.
@@ -288,6 +321,9 @@ void Pipeline::Impl::sketch_pass() {
     sketches_.keys_spilled = true;
   }
   if (options_.tuning.spill_documents) docs_.spill_to(io::temp_directory(options_.tuning.temp_dir));
+  text_hashes_spilled_.reset();
+  if (options_.tuning.spill_documents && layout.copies)  // 16 bytes per document, read back in order
+    text_hashes_spilled_ = std::make_unique<internal::SpilledColumns>(io::temp_directory(options_.tuning.temp_dir), 2, "the text hashes");
   input_stamps_.clear();
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
   sets_.start(layout.exact, layout.early);

@@ -320,6 +320,9 @@ struct Pipeline::Impl {
   // document's text hash; then each copy with its original, {original, copy} in the copies'
   // input order.
   internal::GrowArray<TextHash> text_hashes_;
+  std::unique_ptr<internal::SpilledColumns> text_hashes_spilled_;  // instead, spilling (hi, lo)
+  template <class Fn>
+  void each_text_hash(Fn&& fn) const;
   std::vector<DocPair> text_copies_;
   bool copies_told_ = false;  // text_copies_ holds every copy of a text up to kCopyTextBytes
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters

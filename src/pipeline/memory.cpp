@@ -160,9 +160,11 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
       // A dedup tells the copies of a text apart (find_text_copies): 16 B of text hash per
       // document, then 24 B per document and as much again for the sort; let go before the
       // search (so the larger of the two counts).
+      // Spilled, the text hashes go to disk, and are read back in order.
       if (spec_.verify == VerifyMode::Exact && options_.tuning.collapse_copies) {
         search_per_doc = std::max(search_per_doc, 64.0);
         spilled_search_per_doc = std::max(spilled_search_per_doc, 64.0);
+        if (keys_only) m.spill_disk += n * static_cast<double>(sizeof(TextHash));
       }
       break;
     }
@@ -193,13 +195,12 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   m.spill_saves = m.spill_disk;
   if (m.spill_keys) {
     // With the band keys spilled too, the peak is the larger of two. The first pass holds its
-    // buffers, a flag per document and a dedup's text hashes (16 B); verification holds the
+    // buffers and a flag per document (a dedup's text hashes are on disk); verification holds the
     // buckets, their index and its arrays of every document (spilled_search_per_doc) with its
     // own buffers: the program, the reader's kept buffers, the writer's, and a group's sets
     // (about its text: kGroupWeight at most, unless a component is larger). Measured on short
     // documents with 43% near-copies, 1 and 10 million, where verification is the peak (BENCHMARKS.md).
-    const bool copies = spec_.verify == VerifyMode::Exact && options_.tuning.collapse_copies && n > 0;
-    const double first_pass = fixed + n * (1.0 + (copies ? 16.0 : 0.0));
+    const double first_pass = fixed + n;
     const double verification = 10.0 * (1 << 20) + std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes) +
                                 std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes) +
                                 std::min(static_cast<double>(kGroupWeight), m.input.text_bytes) + n * spilled_search_per_doc;
