@@ -86,29 +86,46 @@ void Pipeline::Impl::check_duplicate_ids() {
     uint64_t hash;  // of the id
     DocId doc;
   };
-  internal::BigArray<Entry> h(n);
-  DocumentTable::Behind behind(docs_);
-  for (DocId d = 0; d < n; ++d) {
-    behind.at(d);
-    const std::string_view s = id(d);
-    h[d] = Entry{internal::hash_bytes(s.data(), s.size(), 0x49445321ull), d};
+  const auto each_hash = [&](auto&& fn) {
+    DocumentTable::Behind behind(docs_);
+    for (DocId d = 0; d < n; ++d) {
+      behind.at(d);
+      const std::string_view s = id(d);
+      fn(d, internal::hash_bytes(s.data(), s.size(), 0x49445321ull));
+    }
+  };
+  // Ids are nearly always distinct: only the entries whose hash may repeat are sorted. Under a
+  // memory limit (the table spilled) the ids are hashed twice, first into the bit tables that
+  // tell which hashes may repeat, then keeping only those entries, instead of one per document.
+  std::vector<Entry> few;
+  internal::BigArray<Entry> h(docs_.spilled() ? 0 : n);
+  if (docs_.spilled()) {
+    std::vector<uint64_t> seen, twice;
+    internal::RepeatedKeyBits bits;
+    bits.start(n, 27, seen, twice);
+    each_hash([&](DocId, uint64_t x) { bits.add(x, seen, twice); });
+    each_hash([&](DocId d, uint64_t x) {
+      if (bits.may_repeat(x)) few.push_back({x, d});
+    });
+  } else {
+    each_hash([&](DocId d, uint64_t x) { h[d] = Entry{x, d}; });
   }
-  // Ids are nearly always distinct: only the entries whose hash may repeat are sorted.
-  const size_t m = internal::sort_repeated_keys(h.data(), n, [](const Entry& x) { return x.hash; });
+  Entry* const e = docs_.spilled() ? few.data() : h.data();
+  const size_t m = internal::sort_repeated_keys(e, docs_.spilled() ? few.size() : n, [](const Entry& x) { return x.hash; });
   uint64_t dups = 0;
   DocId first_later = 0, first_earlier = 0;
   bool found = false;
   for (size_t i = 0; i < m;) {
     size_t j = i + 1;
-    while (j < m && h[j].hash == h[i].hash) ++j;
+    while (j < m && e[j].hash == e[i].hash) ++j;
     for (size_t a = i + 1; a < j; ++a)  // each in input order (the sort is stable)
       for (size_t b = i; b < a; ++b)
-        if (id(h[b].doc) == id(h[a].doc)) {
+        if (id(e[b].doc) == id(e[a].doc)) {
           ++dups;
-          if (!found || h[a].doc < first_later) {
+          if (!found || e[a].doc < first_later) {
             found = true;
-            first_later = h[a].doc;
-            first_earlier = h[b].doc;
+            first_later = e[a].doc;
+            first_earlier = e[b].doc;
           }
           break;
         }

@@ -49,12 +49,12 @@ void Pipeline::Impl::choose_spill() {
 }
 
 // The bands the chunked search works at once with the band keys spilled. Each holds the entries
-// of the documents whose key may repeat, 32 bytes each with its sort's copy: up to about half the
-// documents of a corpus in clusters (10 million short documents with 43% near-copies: 5.5
-// million). Under a memory limit, no more bands at once than a third of it holds: at 1 GB, two
-// for 10 million documents, one for 50 million (whose search took 1.5 GB with two).
+// of the documents whose key may repeat, 32 bytes each with its sort's copy: counted for a
+// quarter of the documents (15% of 10 million short documents with 43% near-copies). Under a
+// memory limit, no more bands at once than a third of it holds: at 1 GB, two for 10 million
+// documents, one for 50 million.
 int Pipeline::Impl::spilled_search_threads(double n) const noexcept {
-  const double per_band = 0.5 * n * 32.0;
+  const double per_band = 0.25 * n * 32.0;
   const double limit = static_cast<double>(options_.tuning.memory_limit);
   if (limit <= 0 || per_band <= 0) return threads_;
   return static_cast<int>(std::clamp(std::floor(limit / 3 / per_band), 1.0, static_cast<double>(std::max(threads_, 1))));
@@ -143,19 +143,13 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
         // Spilled, the keys go to disk, and each band in flight holds two bit tables (2 bits a
         // document, at least 8 KiB and at most 128 MiB each) and the entries that pass them, 32
         // bytes each with the sort's copy: the documents in buckets and about 1 in 16 of the
-        // rest, counted as a quarter of the documents. Without the keys, what the run holds
-        // besides shows, and is counted too: the buckets found, which every band's documents in
-        // buckets join (4 bytes each and a reference per bucket), and their index by document
-        // (4 bytes a member), counted for 15% of the documents in every band; and
-        // verification's arrays of every document (24 bytes at most: the keeper, flags, the
-        // keep ranks unless they are the input order, the removed documents' similarities). Set from the peak of 10 million
-        // short documents with 43% near-copies (the estimate 1.0x it; 1.8x on 1 million, where
-        // the fixed buffers weigh more); a corpus without copies holds less (docs/robustness.md).
+        // rest, counted as a quarter of the documents (15% of 10 million short documents with
+        // 43% near-copies). At the search's end every band's buckets are held to be merged
+        // (24 B per document there, with 4 B per document to order them).
         m.spill_disk += n * static_cast<double>(bands * sizeof(uint64_t));
         m.spill_keys = true;
         const double workers = std::min<double>(spilled_search_threads(n), static_cast<double>(bands));
-        spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + 0.15 * 12.0 * static_cast<double>(bands) + 24.0 +
-                                 (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
+        spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + 24.0 + (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
       }
       // A dedup tells the copies of a text apart (find_text_copies): 16 B of text hash per
       // document, then 24 B per document and as much again for the sort; let go before the
@@ -163,7 +157,6 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
       // Spilled, the text hashes go to disk, and are read back in order.
       if (spec_.verify == VerifyMode::Exact && options_.tuning.collapse_copies) {
         search_per_doc = std::max(search_per_doc, 64.0);
-        spilled_search_per_doc = std::max(spilled_search_per_doc, 64.0);
         if (keys_only) m.spill_disk += n * static_cast<double>(sizeof(TextHash));
       }
       break;
@@ -185,26 +178,30 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     case SketchMethod::Exact:
       break;  // the sets themselves, below (verify_per_document)
   }
-  // The duplicate-id check sorts 2 x 16 bytes per document before the search starts.
+  // The duplicate-id check sorts 2 x 16 bytes per document before the search starts (spilled,
+  // only the ids whose hash may repeat).
   search_per_doc = std::max(search_per_doc, 32.0);
-  spilled_search_per_doc = std::max(spilled_search_per_doc, 32.0);
   fixed += buffer_bytes(m.input, shingler);
   m.per_document = per_doc;
   m.state = n * per_doc + fixed;
   m.search = n * search_per_doc;
   m.spill_saves = m.spill_disk;
   if (m.spill_keys) {
-    // With the band keys spilled too, the peak is the larger of two. The first pass holds its
-    // buffers and a flag per document (a dedup's text hashes are on disk); verification holds the
-    // buckets, their index and its arrays of every document (spilled_search_per_doc) with its
-    // own buffers: the program, the reader's kept buffers, the writer's, and a group's sets
-    // (about its text: kGroupWeight at most, unless a component is larger). Measured on short
-    // documents with 43% near-copies, 1 and 10 million, where verification is the peak (BENCHMARKS.md).
-    const double first_pass = fixed + n;
-    const double verification = 10.0 * (1 << 20) + std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes) +
-                                std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes) +
-                                std::min(static_cast<double>(kGroupWeight), m.input.text_bytes) + n * spilled_search_per_doc;
-    m.spill_saves = m.peak() - std::max(first_pass, verification);
+    // With the band keys spilled too, the peak is the largest of three stages, each measured on
+    // short documents with 43% near-copies (1, 10 and 50 million; BENCHMARKS.md). The first pass
+    // holds its buffers, a flag per document and the sort of the text hashes that may repeat
+    // (24 B each, for up to half the documents). After it, the run holds its own buffers (the
+    // program, the reader's kept buffers, the writer's, and a group's sets: about its text,
+    // kGroupWeight at most unless a component is larger) and, in the search,
+    // spilled_search_per_doc; in verification, its arrays of every document (the keeper, flags:
+    // about 12 B), the removed documents' similarities (16 B each), and while grouping a
+    // union-find and a weight per document: 30 B per document.
+    const double first_pass = fixed + n * 13.0;
+    const double buffers = 10.0 * (1 << 20) + std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes) +
+                           std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes) +
+                           std::min(static_cast<double>(kGroupWeight), m.input.text_bytes);
+    const double after = buffers + n * std::max(spilled_search_per_doc, 30.0);
+    m.spill_saves = m.peak() - std::max(first_pass, after);
   }
   if (spec_.verify == VerifyMode::Exact) {
     // A sorted vector of 8-byte hashes per document (plus its header and heap overhead).

@@ -1417,7 +1417,8 @@ TEST(Pipeline, MemoryEstimateOfARecordLongerThanTheSample) {
 }
 
 // A reused id stops the run naming both records by file and line, also in compressed inputs
-// (records are found by position; their line numbers are counted for the message).
+// (records are found by position; their line numbers are counted for the message); the same with
+// the document table spilled, whose ids are hashed twice instead of held in an array.
 TEST(Pipeline, DuplicateIdsAreNamedByFileAndLine) {
   test::TempDir d;
   std::string a, b;
@@ -1428,22 +1429,25 @@ TEST(Pipeline, DuplicateIdsAreNamedByFileAndLine) {
   }
   test::write_file(d.file("a.jsonl"), a);
   test::write_file(d.file("b.jsonl.gz"), test::gzip(b));
-  RunOptions o;
-  o.tuning.threads = 2;
-  Pipeline p({d.file("a.jsonl"), d.file("b.jsonl.gz")}, o);
-  try {
-    p.run(Pipeline::Mode::Dedup);
-    ADD_FAILURE() << "a reused id must stop the run";
-  } catch (const FormatError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("b.jsonl.gz:7: id \"a2\" is already used by "), std::string::npos) << m;
-    EXPECT_NE(m.find("a.jsonl:2 (1 record reuses an earlier id)"), std::string::npos) << m;
+  for (const bool spill : {false, true}) {
+    RunOptions o;
+    o.tuning.threads = 2;
+    o.tuning.spill_documents = spill;
+    Pipeline p({d.file("a.jsonl"), d.file("b.jsonl.gz")}, o);
+    try {
+      p.run(Pipeline::Mode::Dedup);
+      ADD_FAILURE() << "a reused id must stop the run";
+    } catch (const FormatError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("b.jsonl.gz:7: id \"a2\" is already used by "), std::string::npos) << m;
+      EXPECT_NE(m.find("a.jsonl:2 (1 record reuses an earlier id)"), std::string::npos) << m;
+    }
+    o.duplicate_ids = DuplicateIds::Keep;
+    Pipeline keep({d.file("a.jsonl"), d.file("b.jsonl.gz")}, o);
+    keep.run(Pipeline::Mode::Dedup);
+    EXPECT_EQ(keep.stats().duplicate_ids, 1u);
+    EXPECT_EQ(keep.size(), 13u);
   }
-  o.duplicate_ids = DuplicateIds::Keep;
-  Pipeline keep({d.file("a.jsonl"), d.file("b.jsonl.gz")}, o);
-  keep.run(Pipeline::Mode::Dedup);
-  EXPECT_EQ(keep.stats().duplicate_ids, 1u);
-  EXPECT_EQ(keep.size(), 13u);
 }
 
 // Documents given in memory give the same pairs, removals and clusters as the same records read
