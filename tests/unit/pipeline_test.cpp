@@ -635,6 +635,21 @@ TEST(Pipeline, CopiesOfATextAreVerifiedThroughTheirOriginal) {
           }
 }
 
+// A run's pairs (pairs mode), removed documents and clusters as its writers write them, through
+// files in `d`.
+static std::string written_outputs(Pipeline& p, Pipeline::Mode mode, const test::TempDir& d) {
+  std::string all;
+  for (const char* name : {"pairs", "removed", "clusters"}) {
+    io::AtomicFile out(d.file(name));
+    if (name[0] == 'p' && mode == Pipeline::Mode::Pairs) p.write_pairs(out);
+    else if (name[0] == 'r') p.write_removed(out);
+    else if (name[0] == 'c') p.write_clusters(out);
+    out.commit();
+    all += test::read_file(d.file(name));
+  }
+  return all;
+}
+
 // Band keys and the document table spilled to disk (RunTuning::spill_band_keys,
 // spill_documents, or a memory limit below the expected peak, which spills both) give the
 // outputs of a run that keeps them in memory: pairs and dedup, oph and minhash, copies of a
@@ -668,18 +683,6 @@ TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
     jsonl += "{\"id\": \"" + docs[i].id + "\", \"text\": \"" + docs[i].text + "\"}\n";
   }
   test::write_file(d.file("in.jsonl"), jsonl);
-  const auto outputs = [&](Pipeline& p, Pipeline::Mode mode) {
-    std::string all;
-    for (const char* name : {"pairs", "removed", "clusters"}) {
-      io::AtomicFile out(d.file(name));
-      if (name[0] == 'p' && mode == Pipeline::Mode::Pairs) p.write_pairs(out);
-      else if (name[0] == 'r') p.write_removed(out);
-      else if (name[0] == 'c') p.write_clusters(out);
-      out.commit();
-      all += test::read_file(d.file(name));
-    }
-    return all;
-  };
   for (const char* spec : {"words:3 oph:64 verify:0.6", "words:2 minhash:64 lsh:8x8 verify:0.5"})
     for (const Pipeline::Mode mode : {Pipeline::Mode::Pairs, Pipeline::Mode::Dedup})
       for (const bool memory : {false, true})
@@ -709,7 +712,7 @@ TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
                                                : how == 2 ? keys_bytes + table_bytes + hash_bytes
                                                : how == 4 ? table_bytes + hash_bytes
                                                           : 0u) << how;
-            const std::string got = outputs(p, mode);
+            const std::string got = written_outputs(p, mode, d);
             if (how == 0) {
               want = got;
               verified = p.stats().verified;
@@ -864,18 +867,6 @@ TEST(Pipeline, SpilledDocumentTableGivesEveryMethodsOutputs) {
     }
   }
   test::write_file(d.file("in.jsonl"), jsonl);
-  const auto outputs = [&](Pipeline& p, Pipeline::Mode mode) {
-    std::string all;
-    for (const char* name : {"pairs", "removed", "clusters"}) {
-      io::AtomicFile out(d.file(name));
-      if (name[0] == 'p' && mode == Pipeline::Mode::Pairs) p.write_pairs(out);
-      else if (name[0] == 'r') p.write_removed(out);
-      else if (name[0] == 'c') p.write_clusters(out);
-      out.commit();
-      all += test::read_file(d.file(name));
-    }
-    return all;
-  };
   for (const char* spec : {"words:3 simhash:8", "words:3 bottomk:64", "words:3 exact verify:0.6", "words:3 minhash:64 estimate:0.6"})
     for (const Pipeline::Mode mode : {Pipeline::Mode::Pairs, Pipeline::Mode::Dedup})
       for (const int keep : {0, 1, 2}) {
@@ -892,7 +883,7 @@ TEST(Pipeline, SpilledDocumentTableGivesEveryMethodsOutputs) {
           Pipeline p({d.file("in.jsonl")}, o);
           p.run(mode);
           EXPECT_EQ(p.stats().spilled_bytes > 0, spill);
-          const std::string got = outputs(p, mode);
+          const std::string got = written_outputs(p, mode, d);
           if (!spill) {
             want = got;
             EXPECT_GT(p.stats().verified, 20u);
