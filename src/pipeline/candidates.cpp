@@ -143,18 +143,18 @@ void Pipeline::Impl::distinct_members(const LshBuckets& group, std::vector<uint8
 // The verification's groups: components in the order of their first document in the input, so
 // that the writer can copy the records before a group's first once the groups before it are
 // verified; consecutive components are one group while their text, and kDocWeight bytes per
-// document, weigh less than kGroupWeight (a component heavier than that is a group of its own). Each
-// group reads its records again wherever they lie in the input, and a group of a few short
-// records scattered over a large input costs page faults over all of it for little work; a
-// group's sets take about as many bytes as its text, which bounds the sets held at once by
-// the larger of the two limits and the largest component. (Groups of whole parts of the input
-// would not be bounded so: a component of s documents starts within the first 1/s of the input,
-// and the first of 256 parts of 10 million short documents in clusters holds 420k of the 4.8
-// million in buckets, 138 MB of sets.) kGroupWeight and kDocWeight: impl.h.
+// document, weigh less than kGroupWeight (impl.h; a component heavier than that is a group of
+// its own). Each group reads its records again wherever they lie in the input, and a group of a
+// few short records scattered over a large input costs page faults over all of it for little
+// work; a group's sets take about as many bytes as its text, so the sets held at once are
+// bounded by kGroupWeight or the largest component. (Groups of whole parts of the input would
+// not be bounded so: a component of s documents starts within the first 1/s of the input, and
+// the first of 256 parts of 10 million short documents in clusters holds 420k of the 4.8
+// million in buckets, 138 MB of sets.)
 //
-// Splits the buckets into groups of whole components: `order` lists the bucket
-// indices group by group, group g being [start[g], start[g + 1]). Returns for each group the
-// first document of the next (every document before it is decided once group g is verified).
+// Splits the buckets into groups of whole components: `order` lists the bucket indices group by
+// group, group g being [start[g], start[g + 1]). Returns for each group the first document of
+// the next (every document before it is decided once group g is verified).
 std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket,
                                                  std::vector<size_t>& start, std::vector<uint32_t>& order) const {
   const size_t n = docs_.size();
