@@ -175,7 +175,7 @@ struct Pipeline::Impl {
   /// The bands the search works at once over spilled band keys of n documents (memory.cpp).
   int spilled_search_threads(double n) const noexcept;
   /// The memory of the run's buffers (reading, sketching, writing) on inputs like `in`.
-  double buffer_bytes(const io::InputSample& in, const Shingler& shingler) const;
+  double buffer_bytes(const io::InputSample& in, const Shingler& shingler, double* first_pass_only = nullptr) const;
   std::string_view id(DocId doc) const noexcept;
   const std::vector<ScoredPair>& pairs() const;
   void each_pair(const std::function<void(std::span<const ScoredPair>)>& emit);

@@ -66,8 +66,10 @@ uint64_t Pipeline::Impl::state_bytes() const noexcept {
 }
 
 // What the run's buffers take besides its state (the `fixed` part of estimate_memory): the
-// program, the reading and sketching threads' batches and scratch, the writer's buffers.
-double Pipeline::Impl::buffer_bytes(const io::InputSample& in, const Shingler& shingler) const {
+// program, the reading and sketching threads' batches and scratch, the writer's buffers. Of
+// those, `first_pass_only` (optional) gets what a first pass over texts of the sample's kind
+// holds: neither the writer's buffers nor the pieces of a text longer than the sample shows.
+double Pipeline::Impl::buffer_bytes(const io::InputSample& in, const Shingler& shingler, double* first_pass_only) const {
   const double n = in.records;
   double b = 0;
   // The program, and per thread the batches of about 1 MiB of records (raw, parsed, sketched)
@@ -78,7 +80,8 @@ double Pipeline::Impl::buffer_bytes(const io::InputSample& in, const Shingler& s
   // mapped, the parsers keep as much in all for long lines' word text instead (io::JsonlParser).
   b += std::min(static_cast<double>(io::kKeptReadBufferBytes), in.data_bytes);
   // The buffers of kept records written directly to the disk (io::AtomicFile::append_from).
-  b += std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), in.data_bytes);
+  const double direct = std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), in.data_bytes);
+  b += direct;
   // Word text (io::JsonlParser): each thread keeps the copy of the longest text below 4 MiB it
   // has read, escapes blanked; records of that size are likely among many shorter ones.
   constexpr auto kWordTextLine = static_cast<double>(io::kWordTextMaxLine);
@@ -87,8 +90,10 @@ double Pipeline::Impl::buffer_bytes(const io::InputSample& in, const Shingler& s
   // Texts of kSplitBytes or more are shingled in pieces, and each thread keeps its pieces' word
   // and shingle buffers from one such text to the next (up to about 6 x kPieceBytes, measured:
   // BENCHMARKS.md). Only inputs that can hold such a text pay it.
+  double pieces = 0;
   if (shingler.splits_at_spaces() && in.data_bytes >= static_cast<double>(kSplitBytes))
-    b += 6.0 * static_cast<double>(DocumentSketcher::kPieceBytes) * threads_;
+    pieces = 6.0 * static_cast<double>(DocumentSketcher::kPieceBytes) * threads_;
+  b += pieces;
   // A record being worked holds its line, its parsed text and its shingling's scratch: per byte of
   // the record, 1.35 with minhash and oph (a long text is shingled a piece at a time), 3.0 with
   // SimHash and 3.8 with bottom-k, measured on one record of 55 MB against 55 records of 1 MB
@@ -99,6 +104,7 @@ double Pipeline::Impl::buffer_bytes(const io::InputSample& in, const Shingler& s
     const double per_byte_in_flight = spec_.method == SketchMethod::SimHash ? 3.2 : spec_.method == SketchMethod::BottomK ? 4.0 : 1.5;
     b += per_byte_in_flight * (in.data_bytes / n) * std::min(static_cast<double>(threads_), std::ceil(n));
   }
+  if (first_pass_only) *first_pass_only = b - direct - (n > 0 && in.data_bytes / n < static_cast<double>(kSplitBytes) ? pieces : 0);
   return b;
 }
 
@@ -181,7 +187,8 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
   // The duplicate-id check sorts 2 x 16 bytes per document before the search starts (spilled,
   // only the ids whose hash may repeat).
   search_per_doc = std::max(search_per_doc, 32.0);
-  fixed += buffer_bytes(m.input, shingler);
+  double first_pass_buffers = 0;
+  fixed += buffer_bytes(m.input, shingler, &first_pass_buffers);
   m.per_document = per_doc;
   m.state = n * per_doc + fixed;
   m.search = n * search_per_doc;
@@ -196,7 +203,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     // spilled_search_per_doc; in verification, its arrays of every document (the keeper, flags:
     // about 12 B), the removed documents' similarities (16 B each), and while grouping a
     // union-find and a weight per document: 30 B per document.
-    const double first_pass = fixed + n * 13.0;
+    const double first_pass = first_pass_buffers + n * 13.0;
     const double buffers = 10.0 * (1 << 20) + std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes) +
                            std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes) +
                            std::min(static_cast<double>(kGroupWeight), m.input.text_bytes);
