@@ -37,6 +37,13 @@ class UnionFind {
     return true;
   }
   size_t size() const noexcept { return parent_.size(); }
+  /// Every element's representative, the union-find given up (its array is the result). A
+  /// parent is always smaller than its child, so in ascending order each parent already points
+  /// at its representative: one step per element.
+  std::vector<uint32_t> representatives() && {
+    for (size_t x = 0; x < parent_.size(); ++x) parent_[x] = parent_[parent_[x]];
+    return std::move(parent_);
+  }
 
  private:
   std::vector<uint32_t> parent_;

@@ -163,20 +163,27 @@ std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, cons
     const auto b = buckets[i];
     for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
   }
-  // Each component's weight at its root (saturating: any past the limit is full).
-  std::vector<uint32_t> weight(n, 0);
+  // Each document's root, and in a root's own place its component's weight (saturating: any past
+  // the limit is full), later its group: one array, with a bit per document to tell the roots.
+  std::vector<uint32_t> weight = std::move(uf).representatives();
+  std::vector<bool> is_root(n, false);
+  const auto root_of = [&](DocId d) { return is_root[d] ? d : weight[d]; };
   DocumentTable::Behind behind(docs_);
   for (DocId d = 0; d < n; ++d)
     if (in_bucket[d]) {
       behind.at(d);
-      const DocId r = uf.find(d);
+      if (weight[d] == d) {  // the first of its component, met before the others
+        is_root[d] = true;
+        weight[d] = 0;
+      }
+      const DocId r = root_of(d);
       weight[r] = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{weight[r]} + docs_.length(d) + kDocWeight, UINT32_MAX));
     }
   // The groups, in order of roots; weight[r] becomes the group of root r.
   std::vector<DocId> next_first;
   uint64_t held = 0;
   for (DocId r = 0; r < n; ++r) {
-    if (weight[r] == 0) continue;
+    if (!is_root[r]) continue;
     if (next_first.empty() || (held > 0 && held + weight[r] > kGroupWeight)) {
       if (!next_first.empty()) next_first.back() = r;
       next_first.push_back(static_cast<DocId>(n));
@@ -185,19 +192,17 @@ std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, cons
     held += weight[r];
     weight[r] = static_cast<uint32_t>(next_first.size() - 1);
   }
+  // Each bucket's group looked up twice rather than held: to count, to place.
+  const auto group_of = [&](size_t i) { return weight[root_of(buckets[i][0])]; };
   const size_t groups = next_first.size();
   start.assign(groups + 1, 0);
-  std::vector<uint32_t> group_of(buckets.size());
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    group_of[i] = weight[uf.find(buckets[i][0])];
-    ++start[group_of[i] + 1];
-  }
+  for (size_t i = 0; i < buckets.size(); ++i) ++start[group_of(i) + 1];
   for (size_t g = 0; g < groups; ++g) start[g + 1] += start[g];
   std::vector<size_t> at(start.begin(), start.end() - 1);
   order.assign(buckets.size(), 0);
   if (buckets.size() > UINT32_MAX)  // a corpus of hundreds of millions of documents, nearly all in distinct buckets
     throw UsageError("more than 2^32 distinct LSH buckets: split the input, or use fewer bands");
-  for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of[i]]++] = static_cast<uint32_t>(i);
+  for (size_t i = 0; i < buckets.size(); ++i) order[at[group_of(i)]++] = static_cast<uint32_t>(i);
   return next_first;
 }
 

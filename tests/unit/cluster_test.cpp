@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "neardup/union_find.h"
+
 #include <algorithm>
 #include <random>
 
@@ -34,5 +36,22 @@ TEST(Cluster, IndependentOfEdgeOrder) {
   for (int t = 0; t < 5; ++t) {
     std::shuffle(edges.begin(), edges.end(), rng);
     EXPECT_EQ(cluster_documents(200, edges, KeepPolicy::Longest, len).keeper, ref.keeper);
+  }
+}
+
+// A union-find given up for its representatives names each element's smallest set member, as
+// find() does, for random unions in any order.
+TEST(UnionFind, RepresentativesAreTheSmallestOfEachSet) {
+  std::mt19937_64 rng(68);
+  for (int trial = 0; trial < 20; ++trial) {
+    const uint32_t n = 1 + static_cast<uint32_t>(rng() % 2000);
+    UnionFind uf(n);
+    for (uint32_t k = 0; k < n; ++k) uf.unite(static_cast<uint32_t>(rng() % n), static_cast<uint32_t>(rng() % n));
+    std::vector<uint32_t> want(n), smallest(n, UINT32_MAX);
+    for (uint32_t x = 0; x < n; ++x) want[x] = uf.find(x);
+    for (uint32_t x = 0; x < n; ++x) smallest[want[x]] = std::min(smallest[want[x]], x);
+    const std::vector<uint32_t> got = std::move(uf).representatives();
+    ASSERT_EQ(got, want);
+    for (uint32_t x = 0; x < n; ++x) ASSERT_EQ(got[x], smallest[got[x]]) << x;
   }
 }
