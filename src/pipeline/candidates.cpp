@@ -226,7 +226,6 @@ uint64_t Pipeline::Impl::verify_in_groups(LshBuckets&& buckets, const std::vecto
   clustering_.keeper.resize(n);
   std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
   group_similarity_.clear();
-  in_groups_clustered_ = true;
   if (!kept_outs_.empty()) {
     decisions_ = std::make_unique<Decisions>(n);
     for (DocId d = 0; d < n; ++d)
@@ -237,7 +236,7 @@ uint64_t Pipeline::Impl::verify_in_groups(LshBuckets&& buckets, const std::vecto
   uint64_t verified = 0;
   // A dedup that spills its state holds no verified pair: its clusters are decided group by
   // group, and the pairs would be 16 bytes each for nothing (pairs() refuses).
-  pairs_dropped_ = mode_ == Mode::Dedup && options_.tuning.spill_documents;
+  pairs_dropped_ = drops_pairs();
   dropped_pairs_ = 0;
   std::vector<ScoredPair> all;
   LshBuckets group;

@@ -301,13 +301,12 @@ struct Pipeline::Impl {
   std::vector<std::unique_ptr<SetJoin>> joins_;
   Mode mode_ = Mode::Dedup;
   std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order
-  // The same for each group's removed documents (as the groups are verified, then sorted), and
-  // whether the run clustered group by group.
+  // The same for each group's removed documents, while verifying group by group (then sorted).
   std::vector<std::pair<DocId, double>> group_similarity_;
-  bool in_groups_clustered_ = false;
-  // A dedup that spills its state keeps no verified pair (verify_in_groups), only their count.
+  // A dedup that spills its state keeps no verified pair, only their count (drops_pairs()).
   bool pairs_dropped_ = false;
   uint64_t dropped_pairs_ = 0;
+  bool drops_pairs() const noexcept { return mode_ == Mode::Dedup && options_.tuning.spill_documents; }
   void throw_if_pairs_dropped() const;
   // Whether verification goes group by group (verify_in_groups): the records can be found again
   // by position, and cheaply, in files that are not compressed (see groups_pay()).

@@ -81,7 +81,6 @@ void Pipeline::Impl::run(Mode mode) {
     throw UsageError(NEARDUP_OPT_IS("measure", "containment") " applies to pairs with " NEARDUP_OPT_IS("method", "exact") " only: it is found by the exact join");
   mode_ = mode;
   clustering_ = Clustering{};
-  in_groups_clustered_ = false;
   pairs_dropped_ = false;
   choose_spill();
   sketch_pass();
@@ -102,8 +101,9 @@ void Pipeline::Impl::run(Mode mode) {
   stats_.verified = pairs_dropped_ ? dropped_pairs_ : pairs_.size();
 
   auto t = Clock::now();
+  const bool clustered_in_groups = !clustering_.keeper.empty();  // verify_in_groups clustered each group
   cluster();
-  if (mode == Mode::Dedup && options_.tuning.spill_documents && !pairs_dropped_) {  // as verify_in_groups does
+  if (drops_pairs() && !pairs_dropped_) {  // verified all at once: dropped once clustered
     dropped_pairs_ = pairs_.size();
     std::vector<ScoredPair>().swap(pairs_);
     pairs_dropped_ = true;
@@ -119,7 +119,7 @@ void Pipeline::Impl::run(Mode mode) {
   for (DocId i = 0; i < docs_.size(); ++i)
     if (!clustering_.kept(i)) removed.push_back(i);
   removed_similarity_.assign(removed.size(), 0.0);
-  if (in_groups_clustered_) {  // verified group by group: taken then, for the removed documents of each group
+  if (clustered_in_groups) {  // taken then, for the removed documents of each group
     std::sort(group_similarity_.begin(), group_similarity_.end());
     NEARDUP_ASSERT(group_similarity_.size() == removed.size());
     for (size_t k = 0; k < removed.size(); ++k) {

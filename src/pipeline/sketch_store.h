@@ -15,6 +15,7 @@
 #include "neardup/bottomk.h"
 #include "neardup/lsh_index.h"
 #include "neardup/types.h"
+#include "neardup/union_find.h"
 
 namespace neardup {
 
@@ -62,9 +63,8 @@ struct SketchStore {
     if (band_keys.empty()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), lsh);
     if (keys_spilled) {
       const auto buckets = [&](DocId d) -> std::span<const uint32_t> {
-        const auto it = std::lower_bound(in_docs.begin(), in_docs.end(), d);
-        if (it == in_docs.end() || *it != d) return {};
-        const auto i = static_cast<size_t>(it - in_docs.begin());
+        const size_t i = place_in(in_docs, d);
+        if (i == in_docs.size() || in_docs[i] != d) return {};
         return std::span<const uint32_t>(bucket_of).subspan(bucket_at[i], bucket_at[i + 1] - bucket_at[i]);
       };
       const auto x = buckets(a), y = buckets(b);
@@ -97,7 +97,7 @@ struct SketchStore {
   /// answers for any two of them, and the index takes the group's memory, not the run's.
   void index_group(const LshBuckets& group, std::span<const DocId> docs) {
     in_docs.assign(docs.begin(), docs.end());
-    index_members(group, [&](DocId d) { return static_cast<size_t>(std::lower_bound(in_docs.begin(), in_docs.end(), d) - in_docs.begin()); });
+    index_members(group, [&](DocId d) { return place_in(in_docs, d); });
   }
 
  private:
