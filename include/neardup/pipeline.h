@@ -79,6 +79,13 @@ struct RunTuning {
   /// buckets by document for share_band(), which otherwise it builds group by group (share_band()
   /// then refuses).
   bool keep_sets = false;
+  /// A run over uncompressed JSONL inputs verifies its candidates in groups of whole candidate
+  /// components, in the order of their first documents, each group's sets read then and let go
+  /// once its clusters are decided: consecutive components are one group while their text, and
+  /// 256 bytes per document, stay under this many bytes (a larger component is a group of its
+  /// own). Larger groups hold more sets at once; smaller ones read the inputs more often, each
+  /// group its records wherever they lie.
+  uint64_t verify_group_bytes = uint64_t{32} << 20;
   /// After the first pass, give the heap's free pages back to the system (glibc's malloc_trim):
   /// a pass's large records leave free blocks behind, and where threads allocate from heaps of
   /// their own (glibc's arenas) those need not be the ones verification allocates from. A
@@ -166,6 +173,7 @@ struct RunStats {
   uint64_t removed_below_threshold = 0;
   uint64_t verify_docs = 0;    ///< documents whose shingle sets were recomputed for exact verification
   uint64_t verify_kept = 0;    ///< documents verified with the set the first pass made (not read again)
+  uint64_t verify_groups = 0;  ///< groups of candidate components verified one after another (RunTuning::verify_group_bytes); 0: all at once
   uint64_t set_bytes = 0;      ///< the most bytes of shingle sets held at once for exact verification (8 per distinct shingle, a shared copy once)
   uint64_t verify_shared = 0;  ///< documents whose set was identical to another's and shares its copy (ShingleSets)
   /// Of verify_docs, those whose text another document of the same reading had: not shingled,

@@ -50,6 +50,10 @@
 #include "neardup/thread_pool.h"
 
 namespace neardup {
+class GroupedBuckets;
+}
+
+namespace neardup {
 namespace pipeline_detail {
 
 using internal::Batch;
@@ -151,9 +155,9 @@ using internal::TextHash;
 constexpr uint64_t kWholeStarShingles = 64;
 
 // Verification in groups closes a group of components once their text, and kDocWeight bytes per
-// document, reach kGroupWeight (candidates.cpp): about 65,000 short documents, or 32 MiB of long
-// texts, whose sets take about as many bytes.
-constexpr uint64_t kGroupWeight = uint64_t{32} << 20, kDocWeight = 256;
+// document, reach RunTuning::verify_group_bytes (candidates.cpp; by default 32 MiB: about
+// 65,000 short documents, or 32 MiB of long texts, whose sets take about as many bytes).
+constexpr uint64_t kDocWeight = 256;
 
 // A text this long or longer is shingled and sketched in pieces on every thread.
 constexpr size_t kSplitBytes = DocumentSketcher::kSplitBytes;
@@ -221,6 +225,7 @@ struct Pipeline::Impl {
   void take_first_pass_sets(const std::vector<uint8_t>& needed);
   /// Reads the documents `docs` (ascending) again and stores their sets.
   void read_sets(std::span<const DocId> docs, bool progress);
+  void read_sets_into(std::span<const DocId> docs, bool progress, ShingleSets& into, uint64_t& copies) const;
   /// The documents of `docs` (ascending) without a set yet, read again.
   void read_missing_sets(std::span<const DocId> docs, bool progress);
   /// LSH with exact verification: the buckets' pairs with J >= t that connect what they connect
@@ -233,6 +238,19 @@ struct Pipeline::Impl {
   /// clusters decided as it is done (clustering_, and decisions_ for the writer of the kept
   /// records, writer_, that runs meanwhile).
   uint64_t verify_in_groups(LshBuckets&& buckets, const std::vector<uint8_t>& in_bucket);
+  /// A group of verify_in_groups: its buckets, its documents, the sets of those that are not
+  /// copies of an earlier text (read in a store of their own), and what reading them counted.
+  struct GroupSets {
+    LshBuckets group;
+    std::vector<DocId> docs;
+    ShingleSets sets;
+    uint64_t read = 0, copies = 0;
+    uint64_t shared_before = 0;  // sets.shared_docs() before the reading
+    std::vector<uint8_t> seen;   // distinct_members' marks
+  };
+  void read_group(const GroupedBuckets& grouped, size_t g, GroupSets& out) const;
+  void take_group(GroupSets& in);
+  class GroupFeed;
   std::vector<DocId> group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket, std::vector<size_t>& start,
                                    std::vector<uint32_t>& order) const;
   static void distinct_members(const LshBuckets& group, std::vector<uint8_t>& seen, std::vector<DocId>& docs);

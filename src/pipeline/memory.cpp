@@ -199,14 +199,14 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     // holds its buffers, a flag per document and the sort of the text hashes that may repeat
     // (24 B each, for up to half the documents). After it, the run holds its own buffers (the
     // program, the reader's kept buffers, the writer's, and a group's sets: about its text,
-    // kGroupWeight at most unless a component is larger) and, in the search,
+    // RunTuning::verify_group_bytes at most unless a component is larger) and, in the search,
     // spilled_search_per_doc; in verification, its arrays of every document (the keeper, flags:
     // about 12 B), the removed documents' similarities (16 B each), and while grouping a
     // union-find and a weight per document: 30 B per document.
     const double first_pass = first_pass_buffers + n * 13.0;
     const double buffers = 10.0 * (1 << 20) + std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes) +
                            std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes) +
-                           std::min(static_cast<double>(kGroupWeight), m.input.text_bytes);
+                           std::min(static_cast<double>(options_.tuning.verify_group_bytes), m.input.text_bytes);
     const double after = buffers + n * std::max(spilled_search_per_doc, 30.0);
     m.spill_saves = m.peak() - std::max(first_pass, after);
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "internal/seen_keys.h"
@@ -58,6 +59,9 @@ class SetStore {
   /// The sets held (null when the run keeps none: estimated verification, or before any).
   ShingleSets* sets() noexcept { return held_.get(); }
   const ShingleSets* sets() const noexcept { return held_.get(); }
+
+  /// Exchanges the sets held with `other` (a group's sets read in a store of their own).
+  void swap_sets(ShingleSets& other) noexcept { std::swap(*held_, other); }
 
   /// Lets the verified documents' sets go (a group's, once decided).
   void release(std::span<const DocId> docs) {

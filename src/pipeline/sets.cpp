@@ -44,6 +44,12 @@ void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progres
 
 // Reads the documents again and stores their sets.
 void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
+  read_sets_into(docs, progress, *sets_.sets(), stats_.verify_copies);
+}
+
+// The same into `into`, counting in `copies` the documents whose text one read before had. On
+// any thread (a verification in groups reads the next group's while it verifies one).
+void Pipeline::Impl::read_sets_into(std::span<const DocId> docs, bool progress, ShingleSets& into, uint64_t& copies) const {
   check_inputs_unchanged();
   io::RecordReader reader(*inputs_, options_.reader);
   // By position: only the needed records are read, and parsed on the workers; the k-th record
@@ -79,10 +85,10 @@ void Pipeline::Impl::read_sets(std::span<const DocId> docs, bool progress) {
                       " changed while neardup was running; do not modify inputs during a run", ErrorPlace{inputs_->sources()[r.source].display});
     }
     if (same_as != ShingledRecord::kNone) {
-      sets_.sets()->share(doc, same_as);
-      ++stats_.verify_copies;
+      into.share(doc, same_as);
+      ++copies;
     } else
-      sets_.sets()->set(doc, std::move(r.set));
+      into.set(doc, std::move(r.set));
   }, filter, progress ? &options_.tuning.progress : nullptr, copies_told_ ? kCopyTextBytes : 0);
 }
 

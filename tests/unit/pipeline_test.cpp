@@ -691,8 +691,9 @@ TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
                        " threads " + std::to_string(threads));
           std::string want;
           uint64_t verified = 0;
-          // In memory, keys spilled, a limit below the peak, a limit above it, the table spilled.
-          for (const int how : {0, 1, 2, 3, 4}) {
+          // In memory, keys spilled, a limit below the peak, a limit above it, the table spilled,
+          // verification in groups of a few components (each read ahead on a thread of its own).
+          for (const int how : {0, 1, 2, 3, 4, 5}) {
             RunOptions o;
             o.spec = PipelineSpec::parse(spec);
             o.tuning.threads = threads;
@@ -700,8 +701,12 @@ TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
             o.tuning.spill_band_keys = how == 1;
             o.tuning.spill_documents = how == 4;
             o.tuning.memory_limit = how == 2 ? 1 : how == 3 ? uint64_t{1} << 40 : 0;
+            if (how == 5) o.tuning.verify_group_bytes = 2048;
             Pipeline p = memory ? Pipeline(docs, o) : Pipeline({d.file("in.jsonl")}, o);
             p.run(mode);
+            // A file is verified in groups (documents in memory at once): one by default, many
+            // of 2 KiB.
+            EXPECT_EQ(p.stats().verify_groups > 1, how == 5 && !memory) << how << " " << p.stats().verify_groups;
             const uint64_t n = p.stats().documents;
             const uint64_t keys_bytes = n * static_cast<uint64_t>(p.spec().lsh.bands) * sizeof(uint64_t);
             uint64_t table_bytes = n * (sizeof(uint64_t) + sizeof(uint32_t) + (memory ? 0 : sizeof(io::RecordPos)));
@@ -1149,6 +1154,20 @@ TEST(Pipeline, RunDedupWritesWhatRunThenWriteKeptWrites) {
     }
     EXPECT_GT(during.stats().times.write_during_run, 0.0) << name << ": the write did not start during verification";
     expect_as_after(during, "during.jsonl", "run_dedup");
+    // In groups of a few components, each read (with 2 threads) on a thread of its own while the
+    // one before is verified and the writer copies the records decided: the same.
+    RunOptions small = o;
+    small.tuning.verify_group_bytes = 4096;
+    Pipeline grouped(inputs, small);
+    {
+      io::AtomicFile out(d.file("grouped.jsonl"));
+      grouped.run_dedup(out);
+      out.commit();
+    }
+    expect_as_after(grouped, "grouped.jsonl", "run_dedup in small groups");
+    EXPECT_EQ(during.stats().verify_groups, 1u) << name;
+    EXPECT_GT(grouped.stats().verify_groups, 20u) << name;
+    EXPECT_EQ(grouped.stats().verify_docs, during.stats().verify_docs) << name;
     // The compressed inputs with the first pass's decompressed copies: read again from those, in
     // groups, and the kept records copied from them (read with O_DIRECT) while verifying.
     if (copies_possible) {
@@ -1247,27 +1266,33 @@ TEST(Pipeline, CompressedInputsGiveTheSameResultsWithOrWithoutTheirCopies) {
 }
 
 // An input that changes while run_dedup verifies and writes: the run stops with an error, the
-// writer with it, and no output is put in place.
+// writer with it, and no output is put in place; also where the input changes while the next
+// group is read ahead on a thread of its own (small groups, 2 threads): that thread's error stops
+// the run.
 TEST(Pipeline, RunDedupStopsItsWriterWhenTheRunFails) {
-  test::TempDir d;
-  const std::vector<std::string> inputs = spread_families(d);
-  const std::string original = test::read_file(inputs[0]);
-  RunOptions o;
-  o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.6");
-  bool changed = false;
-  o.tuning.progress = [&](const Progress& p) {
-    if (!changed && std::string_view(p.stage) == "verify") {
-      changed = true;
-      test::write_file(inputs[0], original.substr(0, original.size() / 2));
+  for (const uint64_t group_bytes : {uint64_t{32} << 20, uint64_t{4096}}) {
+    test::TempDir d;
+    const std::vector<std::string> inputs = spread_families(d);
+    const std::string original = test::read_file(inputs[0]);
+    RunOptions o;
+    o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.6");
+    o.tuning.threads = 2;
+    o.tuning.verify_group_bytes = group_bytes;
+    bool changed = false;
+    o.tuning.progress = [&](const Progress& p) {
+      if (!changed && std::string_view(p.stage) == "verify") {
+        changed = true;
+        test::write_file(inputs[0], original.substr(0, original.size() / 2));
+      }
+    };
+    Pipeline p(inputs, o);
+    {
+      io::AtomicFile out(d.file("out.jsonl"));
+      EXPECT_THROW(p.run_dedup(out), IoError) << group_bytes;
     }
-  };
-  Pipeline p(inputs, o);
-  {
-    io::AtomicFile out(d.file("out.jsonl"));
-    EXPECT_THROW(p.run_dedup(out), IoError);
+    EXPECT_TRUE(changed) << group_bytes;
+    EXPECT_FALSE(std::filesystem::exists(d.file("out.jsonl"))) << group_bytes;
   }
-  EXPECT_TRUE(changed);
-  EXPECT_FALSE(std::filesystem::exists(d.file("out.jsonl")));
 }
 
 // The writer's own error (here a full device) ends run_dedup with it.

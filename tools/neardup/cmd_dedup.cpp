@@ -461,14 +461,14 @@ void print_summary(const Pipeline& p, bool pairs_mode, bool stages, const CLI::A
   if (t.write_during_run > 0) std::snprintf(during, sizeof during, " more after %.3f s during verification", t.write_during_run);
   std::fprintf(stderr,
                "neardup: stages: %.1f MB of text; read+shingle+sketch %.3f s wall (%.1f MB/s; CPU: parse %.3f s, shingle %.3f s, "
-               "sketch %.3f s; %llu copies of an earlier text, verified through it); %s %.3f s; verify %.3f s (%llu documents re-read, %llu of them copies of a text read before, %llu sets from the first pass, %.1f MB of sets at most at once, %llu documents sharing an identical set's copy); cluster %.3f s; write %.3f s%s "
+               "sketch %.3f s; %llu copies of an earlier text, verified through it); %s %.3f s; verify %.3f s (%llu groups; %llu documents re-read, %llu of them copies of a text read before, %llu sets from the first pass, %.1f MB of sets at most at once, %llu documents sharing an identical set's copy); cluster %.3f s; write %.3f s%s "
                "(then %.3f s to sync the outputs to disk); "
                "kernel %s; largest bucket %llu\n",
                mb, t.pass1, t.pass1 > 0 ? mb / t.pass1 : 0.0, t.parse, t.shingle, t.sketch, static_cast<unsigned long long>(s.text_copies),
                p.spec().method == SketchMethod::BottomK || p.spec().method == SketchMethod::Exact ? "join"
                : p.spec().method == SketchMethod::SimHash ? "tables"
                                                           : "lsh",
-               t.lsh, t.verify,
+               t.lsh, t.verify, static_cast<unsigned long long>(s.verify_groups),
                static_cast<unsigned long long>(s.verify_docs), static_cast<unsigned long long>(s.verify_copies),
                static_cast<unsigned long long>(s.verify_kept), static_cast<double>(s.set_bytes) / 1e6,
                static_cast<unsigned long long>(s.verify_shared), t.cluster, t.write, during, sync_seconds, isa_name(active_isa()),
