@@ -65,6 +65,15 @@ same_dedup planted-small-groups-mixed 3 shard0.jsonl shard1.small.jsonl.zst shar
 same_pairs planted-small-groups 3 all.jsonl
 unset NEARDUP_MPI_TEST_SMALL_GROUPS
 rm -f shard*.small.jsonl.zst
+# Under --memory-limit each rank keeps its band keys on disk: the same outputs, and rank 0 says
+# so (a TMPDIR that cannot hold them is tested in one process: mpirun makes its own there).
+same_dedup planted-memory-limit 2 all.jsonl --memory-limit 1K
+same_pairs planted-memory-limit 3 shard*.jsonl --memory-limit 1K
+mpi 2 dedup all.jsonl -o mpi.out --memory-limit 1K 2> mpi.err
+grep -q "^neardup: the ranks keep their band keys on disk in .* under --memory-limit" mpi.err || fail "memory limit: no word of the spill: $(head -2 mpi.err)"
+mpi 2 dedup all.jsonl -o mpi.out 2> mpi.err
+! grep -q "band keys on disk" mpi.err || fail "no memory limit given: the band keys spilled all the same"
+rm -f mpi.out mpi.err
 same_dedup planted-estimate 2 all.jsonl --verify estimate -t 0.7
 same_dedup planted-leader 3 shard*.jsonl --cluster leader
 same_dedup planted-keep-by 3 all.jsonl --keep-by score:asc

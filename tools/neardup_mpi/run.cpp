@@ -40,6 +40,15 @@ void release_free_memory_past_bound() noexcept {
 #endif
 }
 
+int ranks_on_this_node() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int here = 1;
+  MPI_Comm_size(node, &here);
+  MPI_Comm_free(&node);
+  return std::max(here, 1);
+}
+
 int Run::go() {
   try {
     return run();
@@ -60,6 +69,13 @@ int Run::run() {
   // 1. Read and sketch the share.
   auto t = Clock::now();
   steps_.agree([&] { read_share(share); });
+  if (spill_keys_ && c_.rank() == 0 && !o_.quiet) {
+    const double mb = static_cast<double>(c_.all_reduce(local_.sketches.spilled->bytes(), MPI_SUM)) / 1e6;
+    std::fprintf(stderr, "neardup: the ranks keep their band keys on disk in %s under --memory-limit (%.1f MB in all)\n",
+                 io::temp_directory().c_str(), mb);
+  } else if (spill_keys_) {
+    c_.all_reduce(local_.sketches.spilled->bytes(), MPI_SUM);
+  }
   if (const char* kill = std::getenv("NEARDUP_MPI_TEST_KILL_RANK"); kill && std::atoi(kill) == c_.rank()) ::raise(SIGKILL);
   number_documents();
   Counts k;
@@ -133,9 +149,6 @@ int Run::run() {
 // Options, inputs, shares and outputs: the same on every rank; only rank 0 speaks.
 void Run::set_up(std::vector<std::string>& per_source) {
   if (o_.estimate_memory) throw UsageError("--estimate-memory runs in one process (neardup dedup --estimate-memory)");
-  if (o_.memory_limit > 0)
-    throw UsageError("--memory-limit runs in one process (neardup dedup --memory-limit): neardup-mpi ranks keep their band keys "
-                     "in memory; give the job more ranks or nodes instead");
   cli::check_output_flags(o_, dedup_);
   if (!o_.against.empty()) throw UsageError("--against runs in one process (neardup dedup --against)");
   if (!o_.report.empty()) throw UsageError("--report runs in one process (neardup dedup --report)");
@@ -144,16 +157,7 @@ void Run::set_up(std::vector<std::string>& per_source) {
   if (!uses_signatures(spec_.method))
     throw UsageError("neardup-mpi runs --method oph and minhash; bottomk, simhash and exact run in one process (neardup)");
 
-  if (o_.threads > 0) {
-    threads_ = o_.threads;
-  } else {
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int here = 1;
-    MPI_Comm_size(node, &here);
-    MPI_Comm_free(&node);
-    threads_ = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / here);
-  }
+  threads_ = o_.threads > 0 ? o_.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_on_this_node());
   copy_read_once_inputs();
   inputs_ = std::make_unique<io::InputSet>(o_.inputs, ro_.reader);
   std::vector<io::NamedPath> outputs = {{o_.output_dir.empty() ? o_.output : std::string(), "--output"},
@@ -170,6 +174,7 @@ void Run::set_up(std::vector<std::string>& per_source) {
   apply_keep(ro_, *inputs_);  // as Pipeline does
   // --output-dir: each file's output is written by one rank, so files are not cut.
   shares_ = split_inputs(*inputs_, c_.size(), o_.output_dir.empty());
+  choose_spill();
 }
 
 // Every output is opened before the work: rank 0 the merged ones, each rank its files.

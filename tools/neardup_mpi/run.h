@@ -122,6 +122,9 @@ struct Local {
   // What finds and verifies the pairs, as one process keeps it: with exact verification each
   // document's band keys (8 bytes per band), with estimated verification its signature.
   SketchStore sketches;
+  // Under a memory limit (Run::choose_spill) the band keys are in sketches.spilled instead, a
+  // column per band, mapped here after the first pass for the payloads (pack_payload).
+  std::vector<const uint64_t*> key_columns;
   size_t num_perm = 0;
   uint64_t shingles = 0;
   std::span<const SigValue> signatures(size_t l) const noexcept { return sketches.signatures().subspan(l * num_perm, num_perm); }
@@ -253,6 +256,8 @@ struct Fate {
 
 /// Gives the heap's free pages back to the system when it holds more than a bound free (run.cpp).
 void release_free_memory_past_bound() noexcept;
+/// The ranks of the job on this machine (a node's threads and memory are theirs to share).
+int ranks_on_this_node();
 
 class Run {
  public:
@@ -334,6 +339,11 @@ class Run {
     double t_read = 0, t_lsh = 0, t_verify = 0, t_cluster = 0, t_write = 0;
   };
   void set_up(std::vector<std::string>& per_source);
+  void choose_spill();
+  /// The band keys of local document l: from memory, or from the spilled columns.
+  uint64_t band_key(size_t band, size_t l) const {
+    return local_.key_columns.empty() ? local_.sketches.band_keys[band][l] : local_.key_columns[band][l];
+  }
   void open_outputs(Outputs& outs, const Share& share);
   void settle(std::vector<Fate> fates, Outputs& outs, Counts& counts, std::vector<std::pair<DocId, DocId>>& my_removed);
   void send_pairs(const std::vector<ScoredPair>& verified, Outputs& outs, Counts& k);
@@ -359,6 +369,10 @@ class Run {
   std::vector<DocId> bases_;  // per rank, and the total at the end
   uint64_t candidates_ = 0, largest_bucket_ = 0;
   int label_rounds_ = 0;
+  // Under --memory-limit: whether this rank keeps its band keys on disk, and the bytes of
+  // entries a rank sends per round of the shuffle.
+  bool spill_keys_ = false;
+  uint64_t round_bytes_ = uint64_t{64} << 20;
   std::vector<std::string> temp_paths_;
 };
 

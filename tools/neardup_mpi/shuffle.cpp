@@ -52,8 +52,8 @@ Buckets Run::find_buckets() {
   // what it sends, what it receives and the sorted copy each take that much at the stage's peak
   // (1M short documents on 2 ranks: 64 MiB rounds peak at 274 MiB a rank, one round of all 21
   // bands at 357 MiB, and take no longer).
-  constexpr uint64_t kShuffleRoundBytes = uint64_t{64} << 20;
-  const uint64_t budget = kShuffleRoundBytes;
+  // (Under a memory limit, less: choose_spill.)
+  const uint64_t budget = round_bytes_;
   const size_t per_band = std::max<size_t>(1, local_.size()) * 16;
   const int bands_per_round = static_cast<int>(std::clamp<uint64_t>(budget / per_band, 1, static_cast<uint64_t>(lsh.bands)));
   const int nranks = c_.size();
@@ -69,15 +69,17 @@ Buckets Run::find_buckets() {
     for (std::string& o : out)  // about a rank's share of the entries, without growing as it fills
       o.reserve(local_.size() * static_cast<size_t>(b1 - b0) * sizeof(Entry) / static_cast<size_t>(nranks) * 9 / 8);
     const bool exact = spec_.verify == VerifyMode::Exact;
-    for (size_t i = 0; i < local_.size(); ++i) {
-      if (local_.sketches.empty[i]) continue;
-      for (int band = b0; band < b1; ++band) {
-        const uint64_t key = exact ? local_.sketches.band_keys[static_cast<size_t>(band)][i]
-                                   : signature_band_key(local_.signatures(i), band, lsh, spec_.shingle.seed);
+    // Band by band, each rank's documents in order: every (band, key) run a rank receives holds
+    // each sender's documents ascending, and the senders in rank order (sort_by_band_and_key).
+    for (int band = b0; band < b1; ++band) {
+      for (size_t i = 0; i < local_.size(); ++i) {
+        if (local_.sketches.empty[i]) continue;
+        const uint64_t key = exact ? band_key(static_cast<size_t>(band), i) : signature_band_key(local_.signatures(i), band, lsh, spec_.shingle.seed);
         const Entry e{key, static_cast<uint32_t>(band), static_cast<DocId>(local_.base + i)};
         out[static_cast<size_t>(mix64(e.key ^ (uint64_t{e.band} << 40)) % static_cast<uint64_t>(nranks))].append(
             reinterpret_cast<const char*>(&e), sizeof e);
       }
+      if (local_.sketches.spilled) local_.sketches.spilled->drop_pages(static_cast<size_t>(band), 0, local_.size() * sizeof(uint64_t));
     }
     std::vector<Entry> entries;
     {  // what came is let go before the sort takes its scratch: a rank's peak in this stage
@@ -254,10 +256,10 @@ Payloads Run::fetch(std::vector<DocId> docs, bool for_clusters) {
 // Document l's payload after its set: its band keys (exact: whether two documents share a band)
 // or its signature (the estimate); for clustering its id, length and keep-by value.
 void Run::pack_payload(size_t l, bool for_clusters, Packer& p) const {
-  const SketchStore& sk = local_.sketches;
   if (spec_.verify == VerifyMode::Exact) {
-    p.put(static_cast<uint64_t>(sk.band_keys.size()));  // as put_vector: the count, then the values
-    for (const auto& keys : sk.band_keys) p.put(keys[l]);
+    const size_t bands = static_cast<size_t>(spec_.lsh.bands);
+    p.put(static_cast<uint64_t>(bands));  // as put_vector: the count, then the values
+    for (size_t b = 0; b < bands; ++b) p.put(band_key(b, l));
   } else {
     p.put_vector(local_.signatures(l));
   }

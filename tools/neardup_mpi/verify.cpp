@@ -80,6 +80,10 @@ void Run::in_groups(const Buckets& buckets, const std::function<void(std::span<c
     if (r + 1 == rounds) {  // no rank asks for this rank's band keys or signatures again
       local_.sketches.band_keys.clear();
       local_.sketches.sigs.reset();
+      local_.key_columns.clear();
+      local_.sketches.spilled.reset();
+    } else if (local_.sketches.spilled) {  // the pages of spilled keys read for the payloads
+      local_.sketches.spilled->drop_pages();
     }
     steps_.agree([&] {
       for (size_t g = first; g < last; ++g) {
