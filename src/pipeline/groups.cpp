@@ -26,8 +26,8 @@ void Pipeline::Impl::distinct_members(const LshBuckets& group, std::vector<uint8
 // group of a few short records scattered over a large input costs page faults over all of it for
 // little work; a group's sets take about as many bytes as its text, so the sets held at once are
 // bounded by verify_group_bytes or the largest component. (Groups of whole parts of the input
-// would not be bounded so: a component of s documents starts within the first 1/s of the input, and
-// the first of 256 parts of 10 million short documents in clusters holds 420k of the 4.8
+// would not be bounded so: a component of s documents starts within the first 1/s of the input,
+// and the first of 256 parts of 10 million short documents in clusters holds 420k of the 4.8
 // million in buckets, 138 MB of sets.)
 //
 // Splits the buckets into groups of whole components: `order` lists the bucket indices group by
@@ -87,7 +87,7 @@ std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, cons
 // verify_in_groups' groups that have buckets, in order, each with its sets in the run's store.
 // The next group is read on a thread of its own while one is verified: the reading keeps busy
 // the cores that the verification's serial parts (the join's connections, the clustering) leave
-// idle (1 million short documents in clusters: 6% less time). Not where the run keeps its sets
+// idle (1 million short documents in clusters: 5-9% less time). Not where the run keeps its sets
 // (they stay in the run's store), nor where it spills or indexes its buckets group by group (the
 // spilled tables and the band index are followed by one thread at a time).
 class Pipeline::Impl::GroupFeed {
@@ -95,7 +95,7 @@ class Pipeline::Impl::GroupFeed {
   GroupFeed(Impl& run, const GroupedBuckets& grouped)
       : run_(run), grouped_(grouped),
         ahead_(run.threads_ > 1 && !run.options_.tuning.keep_sets && !run.options_.tuning.spill_documents && !run.sketches_.index_per_group),
-        cancel_(Cancel::flag()) {
+        pool_(&ThreadPool::current()), cancel_(Cancel::flag()) {
     for (size_t g = 0; g < grouped.groups(); ++g)
       if (!grouped.empty(g)) todo_.push_back(g);
     cur_.seen.assign(run.docs_.size(), 0);
@@ -121,7 +121,7 @@ class Pipeline::Impl::GroupFeed {
       run_.take_group(cur_);  // the run's store gets cur_'s sets, cur_ the last group's emptied store
       if (k_ + 1 < todo_.size())
         reader_.start([this, g_next = todo_[k_ + 1]] {
-          const ThreadPool::Use use(run_.options_.tuning.pool);
+          const ThreadPool::Use use(pool_);
           const Cancel scope(cancel_);
           run_.read_group(grouped_, g_next, next_);
         });
@@ -136,7 +136,8 @@ class Pipeline::Impl::GroupFeed {
   Impl& run_;
   const GroupedBuckets& grouped_;
   const bool ahead_;
-  const std::atomic<bool>* cancel_;  // the run's (Cancel), for the reading thread
+  ThreadPool* pool_;                 // the run's pool and cancellation flag, for the reading thread
+  const std::atomic<bool>* cancel_;
   std::vector<size_t> todo_;         // the groups with buckets
   size_t k_ = 0;                     // the next in todo_
   GroupSets cur_, next_;
