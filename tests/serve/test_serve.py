@@ -36,10 +36,12 @@ def wait_until(done, what, seconds=20):
 
 
 def refuses_connections(port):
+    """Whether a connection to the port is refused: by no listener, or reset by one closing with
+    the connection still in its queue (the shutdown's close met the attempt)."""
     try:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
         return False
-    except ConnectionRefusedError:
+    except (ConnectionRefusedError, ConnectionResetError):
         return True
 
 
