@@ -2,6 +2,7 @@
 // thread of its own while one is verified), verified and clustered one after another.
 #include "pipeline/impl.h"
 #include "pipeline/grouped_buckets.h"
+#include "internal/free_heap.h"
 
 namespace neardup {
 
@@ -188,6 +189,8 @@ uint64_t Pipeline::Impl::verify_in_groups(LshBuckets&& buckets, const std::vecto
     // A component lies in one group: its sets are not needed again (unless asked to be kept).
     if (!options_.tuning.keep_sets) {
       sets_.release(docs);
+      // A run whose memory is limited gives back what the group let go, past a bound.
+      if (options_.tuning.spill_documents) internal::release_free_memory_past(internal::kMaxFreeHeapBytes);
     }
     if (decisions_) throw_if_the_writer_failed();
     if (pairs_dropped_)

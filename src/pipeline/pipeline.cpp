@@ -1,5 +1,6 @@
 // The pipeline: its run composed of the stages in this folder, and its public face.
 #include "pipeline/impl.h"
+#include "internal/free_heap.h"
 
 namespace neardup {
 
@@ -57,19 +58,6 @@ std::string_view Pipeline::Impl::id(DocId doc) const noexcept {
   return docs_.id(doc);
 }
 
-namespace {
-
-// Gives the heap's free pages back to the system (RunTuning::release_memory_after_first_pass).
-// A pass's large records leave free blocks in the heap once their buffers are let go (glibc
-// raises its mmap threshold after freeing a large block, so later blocks of up to 32 MiB come
-// from the heap), which would otherwise stay resident through verification, the run's peak.
-void release_free_memory() noexcept {
-#if defined(__GLIBC__)
-  ::malloc_trim(0);
-#endif
-}
-
-}  // namespace
 
 void Pipeline::Impl::run(Mode mode) {
   const ThreadPool::Use use(options_.tuning.pool);
@@ -84,7 +72,10 @@ void Pipeline::Impl::run(Mode mode) {
   pairs_dropped_ = false;
   choose_spill();
   sketch_pass();
-  if (options_.tuning.release_memory_after_first_pass) release_free_memory();
+  // A pass's large records leave free blocks in the heap once their buffers are let go (glibc
+  // raises its mmap threshold after freeing a large block, so later blocks of up to 32 MiB come
+  // from the heap), which would otherwise stay resident through verification, the run's peak.
+  if (options_.tuning.release_memory_after_first_pass) internal::release_free_memory();
   check_duplicate_ids();
   rank_ = keep_ranks();
   docs_.drop_pages();  // a spilled table's pages read by the first pass, the id check and the ranks

@@ -1,9 +1,6 @@
 // neardup-mpi's run: its steps in order, each agreed on by every rank (run.h).
 #include "run.h"
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+#include "internal/free_heap.h"
 
 namespace neardup::mpi {
 
@@ -15,29 +12,6 @@ double peak_rss_mib() {
   struct rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
-
-// Gives the heap's free pages back to the system between stages. What a stage let go (the first
-// pass's buffers, the shuffle's entries, verification's sets) stays in the heap, free, and the
-// next stage's large buffers, mapped anew, would come on top of it: a rank's peak would be the
-// sum of its stages' rather than the largest. Faulting the next stage's pages in again costs a
-// few milliseconds.
-void release_free_memory() noexcept {
-#if defined(__GLIBC__)
-  ::malloc_trim(0);
-#endif
-}
-
-// The same within verification, after a group, once the heap holds more than kMaxFreeHeap free:
-// what a group of large records let go (their texts, their shingles before the sets) is free
-// space in the middle of the heap, which glibc keeps, so the next groups would peak on top of
-// it (the crowded mix: a rank peaked at 175 MiB with 60 of them free). Below the bound, the
-// free space is left for the next group, which would fault it in again.
-void release_free_memory_past_bound() noexcept {
-#if defined(__GLIBC__)
-  constexpr size_t kMaxFreeHeap = size_t{32} << 20;
-  if (::mallinfo2().fordblks > kMaxFreeHeap) ::malloc_trim(0);
-#endif
 }
 
 int ranks_on_this_node() {
@@ -94,13 +68,13 @@ int Run::run() {
   check_duplicate_ids();
   if (ro_.keep == KeepPolicy::Field) check_key_kinds();
   k.t_read = seconds_since(t);
-  release_free_memory();
+  internal::release_free_memory();
 
   // 2. Buckets, by band key, each sent to the rank where its candidate component starts.
   t = Clock::now();
   const auto buckets = find_buckets();
   k.t_lsh = seconds_since(t);
-  release_free_memory();
+  internal::release_free_memory();
   std::unique_ptr<EarlyKept> early = copy_kept_early(buckets, outs);
 
   // 3. Verification (and, for dedup, clustering) of whole components, a group of them at a time.
@@ -137,7 +111,7 @@ int Run::run() {
   k.t_cluster = seconds_since(t);
 
   // 5. The outputs: kept records of the files read here; then the merged files on rank 0.
-  release_free_memory();
+  internal::release_free_memory();
   t = Clock::now();
   if (dedup_) write_kept(my_removed, outs, share, early.get());
   commit_outputs(outs);

@@ -254,8 +254,6 @@ struct Fate {
   std::string keeper_id;
 };
 
-/// Gives the heap's free pages back to the system when it holds more than a bound free (run.cpp).
-void release_free_memory_past_bound() noexcept;
 /// The ranks of the job on this machine (a node's threads and memory are theirs to share).
 int ranks_on_this_node();
 

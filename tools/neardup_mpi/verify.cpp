@@ -1,6 +1,7 @@
 // Each bucket verified on the rank that owns it, by the procedure one process uses
 // (bucket_verify.h), over the payloads fetched from the ranks that read its documents.
 #include "run.h"
+#include "internal/free_heap.h"
 
 namespace neardup::mpi {
 
@@ -92,7 +93,7 @@ void Run::in_groups(const Buckets& buckets, const std::function<void(std::span<c
           read_sets_at(pl);
           use(items.subspan(group_begin(g), ends[g] - group_begin(g)), pl);
         }  // the group's sets let go before the heap is trimmed
-        release_free_memory_past_bound();
+        internal::release_free_memory_past(internal::kMaxFreeHeapBytes);
       }
     });
   }
