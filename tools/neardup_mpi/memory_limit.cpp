@@ -37,6 +37,11 @@ void Run::choose_spill() {
   if (::statvfs(dir.c_str(), &fs) == 0 && static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) < need)
     throw IoError("the ranks' expected memory is over the memory limit, and their band keys need " + std::to_string(static_cast<uint64_t>(need / 1e6)) +
                   " MB free in " + dir + ", which has less; set TMPDIR to a directory on a larger disk, or raise --memory-limit");
+  if (c_.rank() == 0 && !o_.quiet)
+    std::fprintf(stderr,
+                 "neardup: about %.0f documents a rank, expected memory %.1f MB a rank, over the memory limit of %.1f MB: the ranks keep "
+                 "their band keys on disk in %s (about %.1f MB a rank)\n",
+                 docs, expected / 1e6, static_cast<double>(limit) / 1e6, dir.c_str(), docs * keys / 1e6);
 }
 
 }  // namespace neardup::mpi

@@ -43,13 +43,6 @@ int Run::run() {
   // 1. Read and sketch the share.
   auto t = Clock::now();
   steps_.agree([&] { read_share(share); });
-  if (spill_keys_ && c_.rank() == 0 && !o_.quiet) {
-    const double mb = static_cast<double>(c_.all_reduce(local_.sketches.spilled->bytes(), MPI_SUM)) / 1e6;
-    std::fprintf(stderr, "neardup: the ranks keep their band keys on disk in %s under --memory-limit (%.1f MB in all)\n",
-                 io::temp_directory().c_str(), mb);
-  } else if (spill_keys_) {
-    c_.all_reduce(local_.sketches.spilled->bytes(), MPI_SUM);
-  }
   if (const char* kill = std::getenv("NEARDUP_MPI_TEST_KILL_RANK"); kill && std::atoi(kill) == c_.rank()) ::raise(SIGKILL);
   number_documents();
   Counts k;
