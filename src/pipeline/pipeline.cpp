@@ -106,19 +106,20 @@ void Pipeline::Impl::run(Mode mode) {
   // write_removed. Computed on every thread, a chunk of removed documents at a time: an exact one
   // merges two sets, which for two long texts takes milliseconds (on the crowded mix 11,168 of
   // them took 24 ms on one thread while the others waited).
-  std::vector<DocId> removed;
-  for (DocId i = 0; i < docs_.size(); ++i)
-    if (!clustering_.kept(i)) removed.push_back(i);
-  removed_similarity_.assign(removed.size(), 0.0);
-  if (clustered_in_groups) {  // taken then, for the removed documents of each group
+  if (clustered_in_groups) {  // taken then, for the removed documents of each group: each once
     std::sort(group_similarity_.begin(), group_similarity_.end());
-    NEARDUP_ASSERT(group_similarity_.size() == removed.size());
-    for (size_t k = 0; k < removed.size(); ++k) {
-      NEARDUP_ASSERT(group_similarity_[k].first == removed[k]);
+    NEARDUP_ASSERT(group_similarity_.size() == clustering_.removed);
+    removed_similarity_.resize(group_similarity_.size());
+    for (size_t k = 0; k < group_similarity_.size(); ++k) {
+      NEARDUP_ASSERT(!clustering_.kept(group_similarity_[k].first) && (k == 0 || group_similarity_[k - 1].first < group_similarity_[k].first));
       removed_similarity_[k] = group_similarity_[k].second;
     }
     std::vector<std::pair<DocId, double>>().swap(group_similarity_);
   } else {
+    std::vector<DocId> removed;
+    for (DocId i = 0; i < docs_.size(); ++i)
+      if (!clustering_.kept(i)) removed.push_back(i);
+    removed_similarity_.assign(removed.size(), 0.0);
     each_removed_similarity(removed, [&](size_t k, double sim) { removed_similarity_[k] = sim; });
   }
   stats_.removed_below_threshold = static_cast<uint64_t>(std::count_if(
