@@ -1,6 +1,8 @@
 #include "neardup/lsh_index.h"
 
 #include <algorithm>
+#include <bit>
+#include <queue>
 #include <cmath>
 #include <string>
 
@@ -173,9 +175,11 @@ void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, in
 // document. Each band's buckets are kept flat (their documents one after another, and a
 // reference per bucket of 12 bytes), so that ordering and removing the buckets several bands
 // share moves small references, not a vector per bucket. The references are the search's peak
-// (twice each: 5.1 million on 10 million short documents in clusters), so a bucket's first
-// document and the hash that orders a document's buckets are worked out when needed, not kept.
-// each_bucket(visit) runs for_each_bucket (or for_each_bucket_read) with visit.
+// (5.1 million on 10 million short documents in clusters), so they are sorted band by band and
+// the bands merged, each held once (ordering them all by first document at once took an array of
+// them all beside the bands' and a count per document: 50 MB more at 10 million), and a bucket's
+// first document and the hash that orders a document's buckets are worked out when needed, not
+// kept. each_bucket(visit) runs for_each_bucket (or for_each_bucket_read) with visit.
 template <class EachBucket>
 LshBuckets band_buckets(size_t n, int bands, EachBucket&& each_bucket) {
   struct Ref {
@@ -191,53 +195,59 @@ LshBuckets band_buckets(size_t n, int bands, EachBucket&& each_bucket) {
   });
   auto members = [&](const Ref& r) { return std::span<const DocId>(docs[r.band]).subspan(r.start, r.size); };
   auto first = [&](const Ref& r) { return docs[r.band][r.start]; };
-  // By first document with one counting pass (a bucket's first document is below n), then each
-  // first document's few buckets by the hash of their documents, and by the documents.
-  std::vector<uint32_t> at(n + 1, 0);
-  size_t count = 0;
-  for (const auto& v : refs) {
-    count += v.size();
-    for (const Ref& r : v) ++at[first(r) + 1];
+  // Each band's references by first document (a band holds a document in one bucket at most, so
+  // its first documents differ), one band at a time with a scratch of the largest band's size.
+  const int first_bits = std::max(1, static_cast<int>(std::bit_width(n)));
+  size_t largest = 0, refs_in_all = 0, members_in_all = 0;
+  for (size_t b = 0; b < refs.size(); ++b) {
+    largest = std::max(largest, refs[b].size());
+    refs_in_all += refs[b].size();
+    members_in_all += docs[b].size();
   }
-  for (size_t d = 0; d < n; ++d) at[d + 1] += at[d];
-  std::vector<Ref> all(count);
   {
-    std::vector<uint32_t> next(at.begin(), at.end() - 1);
-    for (auto& v : refs) {
-      for (const Ref& r : v) all[next[first(r)]++] = r;
-      std::vector<Ref>().swap(v);
-    }
+    std::vector<Ref> scratch(largest);
+    for (auto& v : refs)
+      internal::radix_sort_by_bits(v.data(), scratch.data(), v.size(), 0, first_bits, [&](const Ref& r) { return uint64_t{first(r)}; });
   }
-  std::vector<std::pair<uint64_t, Ref>> keyed;  // one first document's buckets, with their hashes
-  for (size_t d = 0; d < n; ++d) {
-    if (at[d + 1] - at[d] < 2) continue;
-    keyed.clear();
-    for (uint32_t i = at[d]; i < at[d + 1]; ++i) {
-      const auto m = members(all[i]);
-      keyed.emplace_back(internal::hash_bytes(m.data(), m.size() * sizeof(DocId), 0x42554b54ull), all[i]);
-    }
-    std::sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
-      if (x.first != y.first) return x.first < y.first;
-      const auto a = members(x.second), b = members(y.second);
-      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
-    });
-    for (size_t k = 0; k < keyed.size(); ++k) all[at[d] + k] = keyed[k].second;
-  }
-  std::vector<uint32_t>().swap(at);
-  // Each distinct bucket once (those of one first document are adjacent), in arrays of their
-  // size: counted first, since buckets that several bands share are most of the references.
-  const auto repeats = [&](size_t i) { return i > 0 && std::ranges::equal(members(all[i]), members(all[i - 1])); };
-  uint64_t total = 0, distinct = 0;
-  for (size_t i = 0; i < all.size(); ++i)
-    if (!repeats(i)) total += all[i].size, ++distinct;
+  // The bands merged by first document; one first document's few buckets ordered by the hash of
+  // their documents, then by the documents, so that the buckets several bands share are adjacent
+  // and kept once. The arrays are reserved for every reference (pages never written stay out of
+  // memory): counting the distinct buckets first would take the merge twice.
   LshBuckets out;
-  out.members.reserve(total);
-  out.offsets.reserve(distinct + 1);
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (repeats(i)) continue;
-    const auto m = members(all[i]);
-    out.members.insert(out.members.end(), m.begin(), m.end());
-    out.offsets.push_back(out.members.size());
+  out.members.reserve(members_in_all);
+  out.offsets.reserve(refs_in_all + 1);
+  using Head = std::pair<DocId, uint32_t>;  // a band's next first document, and the band
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+  std::vector<size_t> next(refs.size(), 0);
+  for (size_t b = 0; b < refs.size(); ++b)
+    if (!refs[b].empty()) heads.push({first(refs[b][0]), static_cast<uint32_t>(b)});
+  std::vector<std::pair<uint64_t, Ref>> keyed;  // one first document's buckets, with their hashes
+  while (!heads.empty()) {
+    const DocId d = heads.top().first;
+    keyed.clear();
+    while (!heads.empty() && heads.top().first == d) {
+      const uint32_t b = heads.top().second;
+      heads.pop();
+      keyed.emplace_back(0, refs[b][next[b]]);
+      if (++next[b] < refs[b].size()) heads.push({first(refs[b][next[b]]), b});
+    }
+    if (keyed.size() > 1) {
+      for (auto& [h, r] : keyed) {
+        const auto m = members(r);
+        h = internal::hash_bytes(m.data(), m.size() * sizeof(DocId), 0x42554b54ull);
+      }
+      std::sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
+        if (x.first != y.first) return x.first < y.first;
+        const auto a = members(x.second), b = members(y.second);
+        return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+      });
+    }
+    for (size_t k = 0; k < keyed.size(); ++k) {
+      const auto m = members(keyed[k].second);
+      if (k > 0 && std::ranges::equal(m, members(keyed[k - 1].second))) continue;
+      out.members.insert(out.members.end(), m.begin(), m.end());
+      out.offsets.push_back(out.members.size());
+    }
   }
   return out;
 }
