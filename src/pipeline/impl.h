@@ -320,7 +320,13 @@ struct Pipeline::Impl {
   Mode mode_ = Mode::Dedup;
   std::vector<double> removed_similarity_;  // of each removed document to its kept one, in input order
   // The same for each group's removed documents, while verifying group by group (then sorted).
-  std::vector<std::pair<DocId, double>> group_similarity_;
+  // 12 bytes each (packed): at 50 million short documents in clusters, 14.7 million of them.
+  struct [[gnu::packed]] DocSimilarity {
+    DocId doc;
+    double similarity;
+    bool operator<(const DocSimilarity& o) const noexcept { return doc < o.doc; }
+  };
+  std::vector<DocSimilarity> group_similarity_;
   // A dedup that spills its state keeps no verified pair, only their count (drops_pairs()).
   bool pairs_dropped_ = false;
   uint64_t dropped_pairs_ = 0;

@@ -111,10 +111,10 @@ void Pipeline::Impl::run(Mode mode) {
     NEARDUP_ASSERT(group_similarity_.size() == clustering_.removed);
     removed_similarity_.resize(group_similarity_.size());
     for (size_t k = 0; k < group_similarity_.size(); ++k) {
-      NEARDUP_ASSERT(!clustering_.kept(group_similarity_[k].first) && (k == 0 || group_similarity_[k - 1].first < group_similarity_[k].first));
-      removed_similarity_[k] = group_similarity_[k].second;
+      NEARDUP_ASSERT(!clustering_.kept(group_similarity_[k].doc) && (k == 0 || group_similarity_[k - 1].doc < group_similarity_[k].doc));
+      removed_similarity_[k] = group_similarity_[k].similarity;
     }
-    std::vector<std::pair<DocId, double>>().swap(group_similarity_);
+    std::vector<DocSimilarity>().swap(group_similarity_);
   } else {
     std::vector<DocId> removed;
     for (DocId i = 0; i < docs_.size(); ++i)
