@@ -171,31 +171,49 @@ void Pipeline::Impl::find_text_copies() {
   internal::RepeatedKeyBits bits;
   bits.start(n, 27, seen, twice);
   each_text_hash([&](DocId, const TextHash& h) { bits.add(h.hi, seen, twice); });
-  size_t m = 0;
-  each_text_hash([&](DocId, const TextHash& h) { m += bits.may_repeat(h.hi); });
-  internal::BigArray<Entry> e(m);
-  m = 0;
-  each_text_hash([&](DocId d, const TextHash& h) {
-    if (bits.may_repeat(h.hi) && (h.hi != 0 || h.lo != 0)) e[m++] = {h, d};
-  });
-  std::vector<uint64_t>().swap(seen);
-  std::vector<uint64_t>().swap(twice);
-  internal::GrowArray<TextHash>().swap(text_hashes_);
-  text_hashes_spilled_.reset();
-  m = internal::sort_repeated_keys(e.data(), m, [](const Entry& x) { return x.h.hi; });
-  for (size_t i = 0; i < m;) {
-    size_t j = i + 1;
-    while (j < m && e[j].h.hi == e[i].h.hi) ++j;
-    for (size_t a = i + 1; a < j; ++a)  // each in input order (the sort is stable); its first equal one is the original
-      for (size_t b = i; b < a; ++b)
-        if (e[b].h.lo == e[a].h.lo) {
-          text_copies_.push_back({e[b].doc, e[a].doc});
-          break;
-        }
-    i = j;
+  size_t may = 0;
+  each_text_hash([&](DocId, const TextHash& h) { may += bits.may_repeat(h.hi); });
+  // Spilled, the sort goes in parts of the hash range (each part's entries read again from the
+  // disk), so that its entries and their sort's copy (48 B each) stay within a quarter of the
+  // memory limit: 50 million short documents with 43% copies sort about 27 million, 1.3 GB at
+  // once. A text's copies share its hash, so each part finds them whole. At most kCopyParts
+  // parts: each reads the 16 B per document again.
+  constexpr size_t kCopyParts = 16;
+  const double limit = static_cast<double>(options_.tuning.memory_limit);
+  const size_t parts = text_hashes_spilled_ && limit > 0 ? std::min(kCopyParts, static_cast<size_t>(48.0 * static_cast<double>(may) / (limit / 4)) + 1) : 1;
+  const auto part_of = [parts](uint64_t hi) { return static_cast<size_t>(((hi >> 32) * parts) >> 32); };
+  text_copies_.reserve(may);  // at most, and kept so for the run: pages never written stay out of memory
+  for (size_t part = 0; part < parts; ++part) {
+    size_t m = 0;
+    if (parts > 1)
+      each_text_hash([&](DocId, const TextHash& h) { m += bits.may_repeat(h.hi) && part_of(h.hi) == part; });
+    else
+      m = may;
+    internal::BigArray<Entry> e(m);
+    m = 0;
+    each_text_hash([&](DocId d, const TextHash& h) {
+      if (bits.may_repeat(h.hi) && (h.hi != 0 || h.lo != 0) && part_of(h.hi) == part) e[m++] = {h, d};
+    });
+    if (part + 1 == parts) {
+      std::vector<uint64_t>().swap(seen);
+      std::vector<uint64_t>().swap(twice);
+      internal::GrowArray<TextHash>().swap(text_hashes_);
+      text_hashes_spilled_.reset();
+    }
+    m = internal::sort_repeated_keys(e.data(), m, [](const Entry& x) { return x.h.hi; });
+    for (size_t i = 0; i < m;) {
+      size_t j = i + 1;
+      while (j < m && e[j].h.hi == e[i].h.hi) ++j;
+      for (size_t a = i + 1; a < j; ++a)  // each in input order (the sort is stable); its first equal one is the original
+        for (size_t b = i; b < a; ++b)
+          if (e[b].h.lo == e[a].h.lo) {
+            text_copies_.push_back({e[b].doc, e[a].doc});
+            break;
+          }
+      i = j;
+    }
   }
   std::sort(text_copies_.begin(), text_copies_.end(), [](const DocPair& x, const DocPair& y) { return x.b < y.b; });
-  text_copies_.shrink_to_fit();  // kept for the run
   for (const DocPair& c : text_copies_) sketches_.empty[c.b] = SketchStore::kCopy;
   stats_.text_copies = text_copies_.size();
 }

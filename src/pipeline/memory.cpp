@@ -197,8 +197,9 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     // With the band keys spilled too, the peak is the largest of three stages, each measured on
     // short documents with 43% near-copies (1, 10 and 50 million; BENCHMARKS.md). The first pass
     // holds its buffers, a flag per document and the sort of the text hashes that may repeat
-    // (24 B each, for up to half the documents). After it, the run holds its own buffers (the
-    // program, the reader's kept buffers, the writer's, and a group's sets: about its text,
+    // (24 B each, for up to half the documents; in parts of a quarter of the limit at most:
+    // find_text_copies). After it, the run holds its own buffers (the program, the reader's kept
+    // buffers, the writer's, and a group's sets: about its text,
     // RunTuning::verify_group_bytes at most unless a component is larger) and, in the search,
     // spilled_search_per_doc; in verification, its arrays of every document (the keeper, flags:
     // about 12 B), the removed documents' similarities (16 B each), and while grouping a
