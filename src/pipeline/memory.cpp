@@ -202,7 +202,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     // buffers, the writer's, and a group's sets: about its text,
     // RunTuning::verify_group_bytes at most unless a component is larger) and, in the search,
     // spilled_search_per_doc; in verification, its arrays of every document (the keeper, flags:
-    // about 12 B), the removed documents' similarities (16 B each), and while grouping a
+    // about 12 B), the removed documents' similarities (12 B each), and while grouping a
     // union-find and a weight per document: 30 B per document.
     const double first_pass = first_pass_buffers + n * 13.0;
     const double buffers = 10.0 * (1 << 20) + std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes) +
