@@ -129,10 +129,8 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
     key = {static_cast<io::KeyValue::Kind>(b.keys_kind[i]), b.keys_num[i],
            std::string_view(b.keys_text).substr(b.keys_text_begin[i], b.keys_text_length[i])};
   docs_.add(b.id_of(i), static_cast<uint32_t>(b.text_length[i]), l.by_position ? &pos : nullptr, l.keep_by ? &key : nullptr);
-  if (l.keys_only && sketches_.spilled)
-    for (size_t band = 0; band < l.bands; ++band) sketches_.spilled->push(band, b.keys[i * l.bands + band]);
-  else if (l.keys_only)
-    for (size_t band = 0; band < l.bands; ++band) sketches_.band_keys[band].push_back(b.keys[i * l.bands + band]);
+  if (l.keys_only)
+    sketches_.push_keys(b.keys.data() + i * l.bands);
   else
     sketches_.sigs->append(b.sigs.data() + i * l.k, l.k);
   if (l.bottomk) sketches_.fps.push_back(b.fps[b.fp_slot[i]]);
@@ -182,15 +180,15 @@ void Pipeline::Impl::find_text_copies() {
   const double limit = static_cast<double>(options_.tuning.memory_limit);
   const size_t parts = text_hashes_spilled_ && limit > 0 ? std::min(kCopyParts, static_cast<size_t>(48.0 * static_cast<double>(may) / (limit / 4)) + 1) : 1;
   const auto part_of = [parts](uint64_t hi) { return static_cast<size_t>(((hi >> 32) * parts) >> 32); };
+  std::vector<size_t> in_part(parts, 0);  // the entries of each part, counted in one more pass
+  if (parts > 1)
+    each_text_hash([&](DocId, const TextHash& h) { in_part[part_of(h.hi)] += bits.may_repeat(h.hi); });
+  else
+    in_part[0] = may;
   text_copies_.reserve(may);  // at most, and kept so for the run: pages never written stay out of memory
   for (size_t part = 0; part < parts; ++part) {
+    internal::BigArray<Entry> e(in_part[part]);
     size_t m = 0;
-    if (parts > 1)
-      each_text_hash([&](DocId, const TextHash& h) { m += bits.may_repeat(h.hi) && part_of(h.hi) == part; });
-    else
-      m = may;
-    internal::BigArray<Entry> e(m);
-    m = 0;
     each_text_hash([&](DocId d, const TextHash& h) {
       if (bits.may_repeat(h.hi) && (h.hi != 0 || h.lo != 0) && part_of(h.hi) == part) e[m++] = {h, d};
     });
@@ -334,10 +332,7 @@ void Pipeline::Impl::sketch_pass() {
   in_groups_ = groups_pay(compressed, !copy_dir.empty());
   const SketchLayout layout(*this);
   sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size);
-  if (layout.keys_only && options_.tuning.spill_band_keys) {
-    sketches_.spilled = std::make_unique<internal::SpilledColumns>(io::temp_directory(options_.tuning.temp_dir), layout.bands);
-    sketches_.keys_spilled = true;
-  }
+  if (layout.keys_only && options_.tuning.spill_band_keys) sketches_.spill_keys_to(io::temp_directory(options_.tuning.temp_dir));
   if (options_.tuning.spill_documents) docs_.spill_to(io::temp_directory(options_.tuning.temp_dir));
   text_hashes_spilled_.reset();
   if (options_.tuning.spill_documents && layout.copies)  // 16 bytes per document, read back in order

@@ -232,13 +232,9 @@ void Pipeline::Impl::read_group(const GroupedBuckets& grouped, size_t g, GroupSe
 // reading is counted as read_missing_sets counts it.
 void Pipeline::Impl::take_group(GroupSets& in) {
   sets_.swap_sets(in.sets);
-  ShingleSets& sets = *sets_.sets();
-  for (const DocId d : in.docs)
-    if (const DocId o = original_of(d); o != d) sets.share(d, o);
   stats_.verify_docs += in.read;
   stats_.verify_copies += in.copies;
-  stats_.set_bytes = std::max<uint64_t>(stats_.set_bytes, sets.total_hashes() * sizeof(ShingleHash));
-  stats_.verify_shared += sets.shared_docs() - in.shared_before;
+  share_copies(in.docs, in.shared_before);
 }
 
 }  // namespace neardup

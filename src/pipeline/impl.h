@@ -51,9 +51,6 @@
 
 namespace neardup {
 class GroupedBuckets;
-}
-
-namespace neardup {
 namespace pipeline_detail {
 
 using internal::Batch;
@@ -228,6 +225,7 @@ struct Pipeline::Impl {
   void read_sets_into(std::span<const DocId> docs, bool progress, ShingleSets& into, uint64_t& copies) const;
   /// The documents of `docs` (ascending) without a set yet, read again.
   void read_missing_sets(std::span<const DocId> docs, bool progress);
+  void share_copies(std::span<const DocId> docs, uint64_t shared_before);
   /// LSH with exact verification: the buckets' pairs with J >= t that connect what they connect
   /// (all of them in pairs mode), appended to `out` sorted by (a, b); returns the pairs verified.
   /// `docs`: the buckets' documents, ascending.

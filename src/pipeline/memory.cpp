@@ -151,7 +151,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
         // bytes each with the sort's copy: the documents in buckets and about 1 in 16 of the
         // rest, counted as a quarter of the documents (15% of 10 million short documents with
         // 43% near-copies). At the search's end every band's buckets are held to be merged
-        // (24 B per document there, with 4 B per document to order them).
+        // (24 B per document there, each band's buckets merged in place).
         m.spill_disk += n * static_cast<double>(bands * sizeof(uint64_t));
         m.spill_keys = true;
         const double workers = std::min<double>(spilled_search_threads(n), static_cast<double>(bands));

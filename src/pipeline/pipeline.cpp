@@ -58,7 +58,6 @@ std::string_view Pipeline::Impl::id(DocId doc) const noexcept {
   return docs_.id(doc);
 }
 
-
 void Pipeline::Impl::run(Mode mode) {
   const ThreadPool::Use use(options_.tuning.pool);
   const auto t_start = Clock::now();

@@ -34,12 +34,19 @@ void Pipeline::Impl::read_missing_sets(std::span<const DocId> docs, bool progres
   stats_.verify_docs += missing.size();
   const uint64_t shared_before = sets_.sets()->shared_docs();
   if (!missing.empty()) read_sets(missing, progress);
-  // A copy of an earlier text is not read: its original is in its bucket (add_copy_buckets).
-  for (const DocId d : copies) sets_.sets()->share(d, original_of(d));
-  // Over the run: the most bytes of sets held at once, and every document that shared a copy
-  // (a dedup lets each group's sets go before the next group's are read).
-  stats_.set_bytes = std::max<uint64_t>(stats_.set_bytes, sets_.sets()->total_hashes() * sizeof(ShingleHash));
-  stats_.verify_shared += sets_.sets()->shared_docs() - shared_before;
+  share_copies(copies, shared_before);
+}
+
+// The documents of `docs` that copy an earlier text share their originals' sets: a copy is not
+// read, its original being in its bucket (add_copy_buckets). Counted over the run: the most
+// bytes of sets held at once, and every document that shared a copy since the store held
+// `shared_before` (a dedup lets each group's sets go before the next group's are read).
+void Pipeline::Impl::share_copies(std::span<const DocId> docs, uint64_t shared_before) {
+  ShingleSets& sets = *sets_.sets();
+  for (const DocId d : docs)
+    if (const DocId o = original_of(d); o != d) sets.share(d, o);
+  stats_.set_bytes = std::max<uint64_t>(stats_.set_bytes, sets.total_hashes() * sizeof(ShingleHash));
+  stats_.verify_shared += sets.shared_docs() - shared_before;
 }
 
 // Reads the documents again and stores their sets.

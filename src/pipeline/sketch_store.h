@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "internal/big_array.h"
@@ -54,6 +55,21 @@ struct SketchStore {
     bucket_of.clear();
     fps = Fingerprints{};
     fps.size = sketch_size;
+  }
+
+  /// Before the first pass (after reset): the band keys go to files in `dir` instead of memory,
+  /// a column per band. IoError naming `dir` if they cannot be made.
+  void spill_keys_to(const std::string& dir) {
+    spilled = std::make_unique<internal::SpilledColumns>(dir, band_keys.size());
+    keys_spilled = true;
+  }
+  /// Appends a document's band keys (one per band), to memory or to the spilled columns.
+  void push_keys(const uint64_t* keys) {
+    for (size_t band = 0; band < band_keys.size(); ++band)
+      if (spilled)
+        spilled->push(band, keys[band]);
+      else
+        band_keys[band].push_back(keys[band]);
   }
 
   std::span<const SigValue> signatures() const noexcept { return sigs ? std::span<const SigValue>(*sigs) : std::span<const SigValue>(); }

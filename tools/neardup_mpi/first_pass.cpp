@@ -20,11 +20,8 @@ void Run::read_share(const Share& share) {
   const bool exact = spec_.verify == VerifyMode::Exact;
   const auto bands = static_cast<size_t>(spec_.lsh.bands);
   local_.sketches.reset(exact ? bands : 0, spec_.sketch_size);
-  if (spill_keys_) {  // choose_spill: a column per band in the temporary folder
-    local_.sketches.spilled = std::make_unique<internal::SpilledColumns>(io::temp_directory(), bands);
-    local_.sketches.keys_spilled = true;
-  }
-  internal::SpilledColumns* const spilled = local_.sketches.spilled.get();
+  if (spill_keys_) local_.sketches.spill_keys_to(io::temp_directory());  // choose_spill
+  std::vector<uint64_t> keys(exact ? bands : 0);
   local_.num_perm = static_cast<size_t>(spec_.num_perm);
   const bool keep_by = !ro_.reader.key_field.empty();
   const SketchTotals totals = sketch_records(reader, *inputs_, spec_, ro_.reader, threads_, bad, [&](const SketchedRecord& r) {
@@ -40,19 +37,14 @@ void Run::read_share(const Share& share) {
     // The texts are not kept: verification reads them again.
     local_.lengths.push_back(static_cast<uint32_t>(r.text_length));  // <= max_doc_bytes
     if (exact) {
-      for (size_t b = 0; b < bands; ++b) {
-        const uint64_t key = signature_band_key(r.signature, static_cast<int>(b), spec_.lsh, spec_.shingle.seed);
-        if (spilled)
-          spilled->push(b, key);
-        else
-          local_.sketches.band_keys[b].push_back(key);
-      }
+      for (size_t b = 0; b < bands; ++b) keys[b] = signature_band_key(r.signature, static_cast<int>(b), spec_.lsh, spec_.shingle.seed);
+      local_.sketches.push_keys(keys.data());
     } else {
       local_.sketches.sigs->append(r.signature.data(), r.signature.size());
     }
     local_.sketches.empty.push_back(r.empty);
   });
-  if (spilled) {
+  if (internal::SpilledColumns* const spilled = local_.sketches.spilled.get()) {
     spilled->finish();
     local_.key_columns.clear();
     for (size_t b = 0; b < bands; ++b) local_.key_columns.push_back(reinterpret_cast<const uint64_t*>(spilled->map(b).data()));
