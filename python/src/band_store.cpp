@@ -2,17 +2,22 @@
 // datasketch's index is a dict per band from a band's big-endian bytes to a list of keys, and
 // a dict from each key to its band keys, which cost a bytes object and a list entry per band and
 // key (about 5 KB of Python objects per sketch at 25 bands); here a sketch is one row of bytes in
-// an arena, and a band's buckets a flat multimap from the band bytes' hash to the rows' numbers,
-// each match confirmed on the bytes themselves, so the answers are the dicts' exactly. The dicts
-// are made from the rows when asked for (materialize), in the order the keys were added.
+// an arena, and a band's buckets a table of distinct band bytes (band_buckets.h), so the answers
+// are the dicts' exactly. The dicts are made from the rows when asked for (materialize), in the
+// order the keys were added.
+//
+// insert_sketch and query_sketch take a MinHashLSH's insert and query whole (the checks, the
+// values read from the sketch, the key's row recorded), one call from Python each: at 50,000
+// sketches a query's Python-level steps cost three times its lookups.
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "internal/flat_multimap.h"
+#include "band_buckets.h"
 #include "internal/hash.h"
 #include "py_buckets.h"
 #include "py_values.h"
@@ -24,7 +29,10 @@ namespace {
 
 class BandStore {
  public:
-  BandStore(size_t bands, size_t band_bytes) : bands_(bands), band_bytes_(band_bytes), maps_(bands) {
+  // hash_bits < 64 keeps that many bits of each band's hash: for tests, where bands whose
+  // hashes collide must still be told apart by their bytes.
+  BandStore(size_t bands, size_t band_bytes, unsigned hash_bits)
+      : bands_(bands), band_bytes_(band_bytes), hash_mask_(hash_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << hash_bits) - 1), maps_(bands) {
     if (bands == 0 || band_bytes == 0) throw py::value_error("a band store needs bands of a byte or more");
   }
 
@@ -40,78 +48,55 @@ class BandStore {
   uint32_t insert_values(const py::object& key, const py::handle& values) { return insert_row(key, big_endian(values, bands_)); }
   py::set query_values(const py::handle& values, size_t bands) {
     if (bands > bands_) throw py::value_error("more bands than hash tables");
-    return query_bytes(big_endian(values, bands), bands);
+    py::set found;
+    collect(big_endian(values, bands), bands, [&](PyObject* key) { return PySet_Add(found.ptr(), key); });
+    return found;
+  }
+
+  // MinHashLSH.insert(key, sketch) whole: a sketch of h values (else ValueError), a key not yet
+  // in `rows` when `check` (else ValueError), and rows[key] = its row (a list of rows for a key
+  // added again). False, with nothing done, when the sketch's values are not 64-bit integers:
+  // the caller takes the general path.
+  bool insert_sketch(const py::dict& rows, const py::handle& key, const py::handle& sketch, Py_ssize_t h, bool check) {
+    const char* data = sketch_bytes(sketch, h);
+    if (data == nullptr) return false;
+    PyObject* known = PyDict_GetItemWithError(rows.ptr(), key.ptr());  // borrowed
+    if (known == nullptr && PyErr_Occurred()) throw py::error_already_set();
+    if (known != nullptr && check) throw py::value_error("The given key already exists");
+    const uint32_t row = insert_row(py::reinterpret_borrow<py::object>(key), data);
+    const py::int_ number(row);
+    if (known == nullptr) {
+      if (PyDict_SetItem(rows.ptr(), key.ptr(), number.ptr()) != 0) throw py::error_already_set();
+    } else if (PyList_Check(known)) {
+      if (PyList_Append(known, number.ptr()) != 0) throw py::error_already_set();
+    } else {
+      const py::list both(2);
+      both[0] = py::reinterpret_borrow<py::object>(known);
+      both[1] = number;
+      if (PyDict_SetItem(rows.ptr(), key.ptr(), both.ptr()) != 0) throw py::error_already_set();
+    }
+    return true;
+  }
+
+  // MinHashLSH.query(sketch) whole: the keys in the buckets of its bands, as a list; None when
+  // its values are not 64-bit integers (the caller takes the general path).
+  py::object query_sketch(const py::handle& sketch, Py_ssize_t h) {
+    const char* data = sketch_bytes(sketch, h);
+    if (data == nullptr) return py::none();
+    py::list found;
+    collect(data, bands_, [&](PyObject* key) { return PyList_Append(found.ptr(), key); });
+    return found;
   }
 
   // MinHashLSH.insert(key, sketch) for keys[i], sketches[i] from `from` on, in C++: the checks
   // of insert (a sketch of h values, a key not yet in `rows`, which gets the key's row). Stops
-  // at the first sketch whose values are not a one-dimensional uint64 array, and returns its
-  // place (len(keys) when all went in): the caller takes that one by the general path.
+  // at the first sketch whose values are not 64-bit integers, and returns its place (len(keys)
+  // when all went in): the caller takes that one by the general path.
   size_t insert_many(const py::dict& rows, const py::list& keys, const py::list& sketches, Py_ssize_t h, size_t from) {
     if (keys.size() != sketches.size()) throw py::value_error("a key per sketch");
-    for (size_t i = from; i < keys.size(); ++i) {
-      const py::handle key = keys[i], sketch = sketches[i];
-      const Py_ssize_t len = PyObject_Length(sketch.ptr());
-      if (len < 0) throw py::error_already_set();
-      if (len != h) throw py::value_error("Expecting minhash with length " + std::to_string(h) + ", got " + std::to_string(len));
-      const int known = PyDict_Contains(rows.ptr(), key.ptr());
-      if (known < 0) throw py::error_already_set();
-      if (known) throw py::value_error("The given key already exists");
-      const py::object values = sketch.attr("hashvalues");
-      const char* data = nullptr;
-      try {
-        data = big_endian(values, bands_);
-      } catch (const py::type_error&) {
-        return i;
-      }
-      const uint32_t row = insert_row(py::reinterpret_borrow<py::object>(key), data);
-      if (PyDict_SetItem(rows.ptr(), key.ptr(), py::int_(row).ptr()) != 0) throw py::error_already_set();
-    }
+    for (size_t i = from; i < keys.size(); ++i)
+      if (!insert_sketch(rows, keys[i], sketches[i], h, true)) return i;
     return keys.size();
-  }
-
-  uint32_t insert_row(const py::object& key, const char* data) {
-    if (keys_.size() >= UINT32_MAX - 1) throw py::value_error("too many keys for one index");
-    const auto row = static_cast<uint32_t>(keys_.size());
-    arena_.insert(arena_.end(), data, data + bands_ * band_bytes_);
-    // Every band's home slot asked for before any is written: the bands' tables are apart in
-    // memory, and their cache misses then overlap instead of following one another.
-    hashes_.resize(bands_);
-    for (size_t i = 0; i < bands_; ++i) {
-      hashes_[i] = band_hash(data, i);
-      maps_[i].prefetch(hashes_[i]);
-    }
-    for (size_t i = 0; i < bands_; ++i) maps_[i].insert(hashes_[i], row);
-    keys_.push_back(key);
-    stamp_.push_back(0);
-    ++live_;
-    return row;
-  }
-
-  // The keys in the buckets of the sketch's first `bands` bands, as a set.
-  py::set query(const py::bytes& whole, size_t bands) {
-    if (bands > bands_) throw py::value_error("more bands than hash tables");
-    return query_bytes(bytes_of(whole, bands), bands);
-  }
-
-  py::set query_bytes(const char* data, size_t bands) {
-    py::set found;
-    if (++epoch_ == 0) std::fill(stamp_.begin(), stamp_.end(), 0), epoch_ = 1;
-    hashes_.resize(bands);
-    for (size_t i = 0; i < bands; ++i) {
-      hashes_[i] = band_hash(data, i);
-      maps_[i].prefetch(hashes_[i]);
-    }
-    for (size_t i = 0; i < bands; ++i) {
-      const char* band = data + i * band_bytes_;
-      maps_[i].for_each(hashes_[i], [&](uint32_t row) {
-        if (stamp_[row] == epoch_ || keys_[row].is_none()) return;
-        if (std::memcmp(row_band(row, i), band, band_bytes_) != 0) return;  // another band, the same hash
-        stamp_[row] = epoch_;
-        if (PySet_Add(found.ptr(), keys_[row].ptr()) != 0) throw py::error_already_set();
-      });
-    }
-    return found;
   }
 
   // Takes a row out of every bucket (it stays in the arena).
@@ -119,6 +104,14 @@ class BandStore {
     if (row >= keys_.size() || keys_[row].is_none()) throw py::value_error("no such row");
     keys_[row] = py::none();
     --live_;
+  }
+
+  // The keys in the buckets of the sketch's first `bands` bands, as a set.
+  py::set query(const py::bytes& whole, size_t bands) {
+    if (bands > bands_) throw py::value_error("more bands than hash tables");
+    py::set found;
+    collect(bytes_of(whole, bands), bands, [&](PyObject* key) { return PySet_Add(found.ptr(), key); });
+    return found;
   }
 
   // (tables, keys) as datasketch has them: per band a dict from band bytes to the list of keys
@@ -154,6 +147,95 @@ class BandStore {
   }
 
  private:
+  uint32_t insert_row(const py::object& key, const char* data) {
+    if (keys_.size() >= BandBuckets::kNone - 1) throw py::value_error("too many keys for one index");
+    const auto row = static_cast<uint32_t>(keys_.size());
+    arena_.append(data, bands_ * band_bytes_);
+    // Every band's home slot asked for before any is read: the bands' tables are apart in
+    // memory, and their cache misses then overlap instead of following one another.
+    hash_bands(data, bands_);
+    for (size_t i = 0; i < bands_; ++i)
+      maps_[i].insert(hashes_[i], row, [&](uint32_t first) { return std::memcmp(row_band(first, i), row_band(row, i), band_bytes_) == 0; });
+    keys_.push_back(key);
+    stamp_.push_back(0);
+    ++live_;
+    return row;
+  }
+
+  // Calls add(key) (a CPython call: 0, or -1 with an exception set) for the live keys in the
+  // buckets of the first `bands` bands of `data`, each once. In three passes over the bands, so
+  // that each pass's cache misses overlap: the home slots, then the first rows' bytes, then the
+  // rows.
+  template <class Add>
+  void collect(const char* data, size_t bands, Add&& add) {
+    if (++epoch_ == 0) std::fill(stamp_.begin(), stamp_.end(), 0), epoch_ = 1;
+    hash_bands(data, bands);
+    found_.resize(bands);
+    for (size_t i = 0; i < bands; ++i) {
+      found_[i] = maps_[i].find(hashes_[i]);
+      if (found_[i] != BandBuckets::kNone) __builtin_prefetch(row_band(maps_[i].first(found_[i]), i));
+    }
+    for (size_t i = 0; i < bands; ++i) {
+      const char* band = data + i * band_bytes_;
+      uint32_t slot = found_[i];
+      while (slot != BandBuckets::kNone && std::memcmp(row_band(maps_[i].first(slot), i), band, band_bytes_) != 0)
+        slot = maps_[i].find(hashes_[i], slot);  // another band, the same hash
+      if (slot == BandBuckets::kNone) continue;
+      maps_[i].for_each(slot, [&](uint32_t row) {
+        if (stamp_[row] == epoch_) return;
+        stamp_[row] = epoch_;
+        if (!keys_[row].is_none() && add(keys_[row].ptr()) != 0) throw py::error_already_set();
+      });
+    }
+  }
+
+  // hashes_[i] for the first `bands` bands of `data`, each home slot prefetched.
+  void hash_bands(const char* data, size_t bands) {
+    hashes_.resize(bands);
+    for (size_t i = 0; i < bands; ++i) {
+      hashes_[i] = band_hash(data + i * band_bytes_, i);
+      maps_[i].prefetch(hashes_[i]);
+    }
+  }
+
+  // A band's hash: its 64-bit words folded by 128-bit products (a band of 64-bit values, the
+  // usual case, costs a multiply per value), else XXH3 of its bytes. Seeded by the band's number.
+  uint64_t band_hash(const char* band, size_t i) const noexcept {
+    if (band_bytes_ % sizeof(uint64_t) != 0) return internal::hash_bytes(band, band_bytes_, i) & hash_mask_;
+    uint64_t h = internal::kGolden * (i + 1);
+    for (size_t at = 0; at < band_bytes_; at += sizeof(uint64_t)) {
+      uint64_t word;
+      std::memcpy(&word, band + at, sizeof word);
+      h = internal::mum(h ^ word, 0xA0761D6478BD642FULL);
+    }
+    return h & hash_mask_;
+  }
+
+  // The big-endian bytes of a sketch's values (try_read_u64) if they are 64-bit integers, after
+  // checking len(sketch) == h as MinHashLSH does; nullptr otherwise, or for a store of bands of
+  // other values.
+  const char* sketch_bytes(const py::handle& sketch, Py_ssize_t h) {
+    static const py::object name = py::str("hashvalues");  // made once: the module is never unloaded
+    const auto& types = sketch_length_types();
+    const bool values_length = std::find(types.begin(), types.end(), reinterpret_cast<PyObject*>(Py_TYPE(sketch.ptr()))) != types.end();
+    if (!values_length) check_length(PyObject_Length(sketch.ptr()), h);
+    PyObject* values = PyObject_GetAttr(sketch.ptr(), name.ptr());
+    if (values == nullptr) throw py::error_already_set();
+    const py::object hold = py::reinterpret_steal<py::object>(values);
+    if (values_length) {
+      const char* data = nullptr;
+      Py_ssize_t size = 0, stride = 0;
+      check_length(u64_array(values, &data, &size, &stride) ? size : PyObject_Length(values), h);
+    }
+    if (band_bytes_ % sizeof(uint64_t) != 0) return nullptr;
+    swapped_.resize(bands_ * band_bytes_ / sizeof(uint64_t));
+    return try_read_u64(values, swapped_.size(), swapped_.data(), true) ? reinterpret_cast<const char*>(swapped_.data()) : nullptr;
+  }
+  static void check_length(Py_ssize_t len, Py_ssize_t h) {
+    if (len < 0) throw py::error_already_set();
+    if (len != h) throw py::value_error("Expecting minhash with length " + std::to_string(h) + ", got " + std::to_string(len));
+  }
+
   // The first `bands` bands of `values` (py_values.h) as big-endian bytes, in scratch.
   const char* big_endian(const py::handle& values, size_t bands) {
     if (band_bytes_ % sizeof(uint64_t) != 0) throw py::value_error("this store's bands are not of 64-bit values");
@@ -168,18 +250,17 @@ class BandStore {
     if (static_cast<size_t>(size) < bands * band_bytes_) throw py::value_error("the sketch is shorter than its bands");
     return data;
   }
-  uint64_t band_hash(const char* whole, size_t i) const noexcept {
-    return internal::hash_bytes(whole + i * band_bytes_, band_bytes_, i);
-  }
-  const char* row_band(uint32_t row, size_t i) const noexcept { return arena_.data() + (row * bands_ + i) * band_bytes_; }
+  const char* row_band(uint32_t row, size_t i) const noexcept { return arena_.data() + (size_t{row} * bands_ + i) * band_bytes_; }
 
   size_t bands_, band_bytes_;
-  std::vector<internal::FlatMultimap> maps_;  // per band: band bytes' hash -> rows
-  std::vector<char> arena_;                   // row r's bands: [r * bands_ * band_bytes_, ...)
-  std::vector<py::object> keys_;              // per row: its key, None once removed
-  std::vector<uint32_t> stamp_;               // per row: the last query that found it
-  std::vector<uint64_t> hashes_;              // scratch: a sketch's band hashes
-  std::vector<uint64_t> swapped_;             // scratch: a sketch's values, big-endian
+  uint64_t hash_mask_;
+  std::vector<BandBuckets> maps_;  // per band: its buckets
+  internal::GrowArray<char> arena_;  // row r's bands: [r * bands_ * band_bytes_, ...), on huge pages
+  std::vector<py::object> keys_;   // per row: its key, None once removed
+  std::vector<uint32_t> stamp_;    // per row: the last query that found it
+  std::vector<uint64_t> hashes_;   // scratch: a sketch's band hashes
+  std::vector<uint32_t> found_;    // scratch: each band's slot of that hash
+  std::vector<uint64_t> swapped_;  // scratch: a sketch's values, big-endian
   uint32_t epoch_ = 0;
   size_t live_ = 0;
 };
@@ -187,13 +268,24 @@ class BandStore {
 }  // namespace
 
 void register_band_store(py::module_& m) {
+  m.def(
+      "sketch_length_types",
+      [](const py::tuple& types) {
+        for (const py::handle t : types) {
+          if (!PyType_Check(t.ptr())) throw py::type_error("sketch_length_types takes classes");
+          sketch_length_types().push_back(t.inc_ref().ptr());
+        }
+      },
+      py::arg("types"));
   py::class_<BandStore>(m, "BandStore")
-      .def(py::init<size_t, size_t>(), py::arg("bands"), py::arg("band_bytes"))
+      .def(py::init<size_t, size_t, unsigned>(), py::arg("bands"), py::arg("band_bytes"), py::arg("hash_bits") = 64)
       .def_property_readonly("band_bytes", &BandStore::band_bytes)
       .def("__len__", &BandStore::size)
       .def("insert", &BandStore::insert, py::arg("key"), py::arg("whole"))
       .def("query", &BandStore::query, py::arg("whole"), py::arg("bands"))
       .def("insert_values", &BandStore::insert_values, py::arg("key"), py::arg("values"))
+      .def("insert_sketch", &BandStore::insert_sketch, py::arg("rows"), py::arg("key"), py::arg("sketch"), py::arg("h"), py::arg("check"))
+      .def("query_sketch", &BandStore::query_sketch, py::arg("sketch"), py::arg("h"))
       .def("insert_many", &BandStore::insert_many, py::arg("rows"), py::arg("keys"), py::arg("sketches"), py::arg("h"), py::arg("start"))
       .def("query_values", &BandStore::query_values, py::arg("values"), py::arg("bands"))
       .def("remove", &BandStore::remove, py::arg("row"))

@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
+from neardup import _native
 from neardup.datasketch import MinHash, MinHashLSH, MinHashLSHEnsemble, WeightedMinHashGenerator
 
 
@@ -29,11 +30,15 @@ def same(fast, dicts, ms):
 
 
 @pytest.mark.parametrize("prepickle", [False, True])
-def test_the_store_answers_as_the_dicts(prepickle):
+@pytest.mark.parametrize("hash_bits", [64, 2])
+def test_the_store_answers_as_the_dicts(prepickle, hash_bits):
     ms = sketches(300)
     fast = MinHashLSH(threshold=0.5, num_perm=64, prepickle=prepickle)
     dicts = MinHashLSH(threshold=0.5, num_perm=64, prepickle=prepickle, hashfunc=lambda b: b)
     assert fast._stored() and not dicts._stored()
+    if hash_bits < 64:  # four hashes per band: every bucket shares its hash with others
+        fast._store = _native.BandStore(fast.b, 8 * fast.r, hash_bits=hash_bits)
+        fast._fast = None if prepickle else fast._store
     for i, m in enumerate(ms[:200]):
         for lsh in (fast, dicts):
             lsh.insert(f"k{i % 180}", m, check_duplication=False)  # 20 keys added twice

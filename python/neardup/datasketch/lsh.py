@@ -123,6 +123,9 @@ class MinHashLSH:
         # width of a value is known) until ``hashtables`` or ``keys`` is asked for: then they become
         # datasketch's dicts for good (__getattr__, _to_dicts).
         self._store = None
+        # The store while it takes insert and query whole (bands of 64-bit values, keys not
+        # pickled): one C++ call each (BandStore.insert_sketch, query_sketch).
+        self._fast = None
         # key -> the store's row for it, or the list of its rows once added twice: an int is not
         # tracked by Python's garbage collector, where a list per key made every collection
         # walk them all (inserts took 2.5x as long beside another large index).
@@ -142,7 +145,7 @@ class MinHashLSH:
     def _to_dicts(self) -> None:
         """The tables as datasketch's dicts, from here on."""
         tables, keys = self._dict_tables()
-        self.__dict__.update(hashtables=tables, keys=keys, _store=None, _rows=None)
+        self.__dict__.update(hashtables=tables, keys=keys, _store=None, _rows=None, _fast=None)
 
     def __getattr__(self, name):
         # Only for names not found otherwise: datasketch's tables, made when first asked for.
@@ -156,8 +159,12 @@ class MinHashLSH:
         state = dict(self.__dict__)
         if self._stored():
             state["hashtables"], state["keys"] = self._dict_tables()
-        state.update(_store=None, _rows=None)
+        state.update(_store=None, _rows=None, _fast=None)
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_fast", None)
 
     @property
     def buffer_size(self) -> int:
@@ -205,6 +212,9 @@ class MinHashLSH:
         self._insert(key, minhash, check_duplication)
 
     def _insert(self, key, minhash, check_duplication=True) -> None:
+        fast = self._fast
+        if fast is not None and fast.insert_sketch(self._rows, key, minhash, self.h, check_duplication):
+            return
         if len(minhash) != self.h:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
         if self.prepickle:
@@ -261,6 +271,8 @@ class MinHashLSH:
         8 * r bytes); None if it holds values of another width."""
         if self._store is None:
             self._store = _native.BandStore(self.b, 8 * self.r)
+            if not self.prepickle:
+                self._fast = self._store
         return self._store if self._store.band_bytes == 8 * self.r else None
 
     def _add_row(self, key, row: int) -> None:
@@ -292,6 +304,11 @@ class MinHashLSH:
             raise ValueError("Cannot merge MinHashLSH with different initialization parameters.")
 
     def query(self, minhash) -> list:
+        fast = self._fast
+        if fast is not None:
+            found = fast.query_sketch(minhash, self.h)
+            if found is not None:
+                return found
         if len(minhash) != self.h:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
         candidates = self._buckets_of(minhash, self.b)

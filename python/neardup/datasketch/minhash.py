@@ -307,3 +307,7 @@ class LeanMinHash(MinHash):
         lmh = object.__new__(LeanMinHash)
         lmh._initialize_slots(lmhs[0].seed, hashvalues)
         return lmh
+
+
+# The C++ LSH stores read the length of these from their values instead of calling __len__.
+_native.sketch_length_types((MinHash, LeanMinHash))
