@@ -7,8 +7,9 @@
 // order the keys were added.
 //
 // insert_sketch and query_sketch take a MinHashLSH's insert and query whole (the checks, the
-// values read from the sketch, the key's row recorded), one call from Python each: at 50,000
-// sketches a query's Python-level steps cost three times its lookups.
+// values read from the sketch, the key's row recorded), one call from Python each
+// (band_store_insert, band_store_query: py_fastcall.h): at 50,000 sketches a query's
+// Python-level steps cost three times its lookups.
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "band_buckets.h"
 #include "internal/hash.h"
 #include "py_buckets.h"
+#include "py_fastcall.h"
 #include "py_values.h"
 
 namespace py = pybind11;
@@ -29,10 +31,10 @@ namespace {
 
 class BandStore {
  public:
-  // hash_bits < 64 keeps that many bits of each band's hash: for tests, where bands whose
+  // hash_bits < 64 keeps that many top bits of each band's hash: for tests, where bands whose
   // hashes collide must still be told apart by their bytes.
   BandStore(size_t bands, size_t band_bytes, unsigned hash_bits)
-      : bands_(bands), band_bytes_(band_bytes), hash_mask_(hash_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << hash_bits) - 1), maps_(bands) {
+      : bands_(bands), band_bytes_(band_bytes), hash_mask_(hash_bits >= 64 ? ~uint64_t{0} : hash_bits == 0 ? 0 : ~uint64_t{0} << (64 - hash_bits)), maps_(bands) {
     if (bands == 0 || band_bytes == 0) throw py::value_error("a band store needs bands of a byte or more");
   }
 
@@ -64,6 +66,7 @@ class BandStore {
     if (known == nullptr && PyErr_Occurred()) throw py::error_already_set();
     if (known != nullptr && check) throw py::value_error("The given key already exists");
     const uint32_t row = insert_row(py::reinterpret_borrow<py::object>(key), data);
+    if (known != nullptr) repeated_ = true;
     const py::int_ number(row);
     if (known == nullptr) {
       if (PyDict_SetItem(rows.ptr(), key.ptr(), number.ptr()) != 0) throw py::error_already_set();
@@ -83,10 +86,20 @@ class BandStore {
   py::object query_sketch(const py::handle& sketch, Py_ssize_t h) {
     const char* data = sketch_bytes(sketch, h);
     if (data == nullptr) return py::none();
+    if (repeated_) {  // a key may have several rows: each key once, as datasketch's list(set)
+      py::set keys;
+      collect(data, bands_, [&](PyObject* key) { return PySet_Add(keys.ptr(), key); });
+      PyObject* list = PySequence_List(keys.ptr());
+      if (list == nullptr) throw py::error_already_set();
+      return py::reinterpret_steal<py::object>(list);
+    }
     py::list found;
     collect(data, bands_, [&](PyObject* key) { return PyList_Append(found.ptr(), key); });
     return found;
   }
+
+  // Says that a key was added again (the caller's rows hold several for it).
+  void key_repeated() noexcept { repeated_ = true; }
 
   // MinHashLSH.insert(key, sketch) for keys[i], sketches[i] from `from` on, in C++: the checks
   // of insert (a sketch of h values, a key not yet in `rows`, which gets the key's row). Stops
@@ -215,24 +228,14 @@ class BandStore {
   // checking len(sketch) == h as MinHashLSH does; nullptr otherwise, or for a store of bands of
   // other values.
   const char* sketch_bytes(const py::handle& sketch, Py_ssize_t h) {
-    static const py::object name = py::str("hashvalues");  // made once: the module is never unloaded
-    const auto& types = sketch_length_types();
-    const bool values_length = std::find(types.begin(), types.end(), reinterpret_cast<PyObject*>(Py_TYPE(sketch.ptr()))) != types.end();
-    if (!values_length) check_length(PyObject_Length(sketch.ptr()), h);
-    PyObject* values = PyObject_GetAttr(sketch.ptr(), name.ptr());
-    if (values == nullptr) throw py::error_already_set();
-    const py::object hold = py::reinterpret_steal<py::object>(values);
-    if (values_length) {
-      const char* data = nullptr;
-      Py_ssize_t size = 0, stride = 0;
-      check_length(u64_array(values, &data, &size, &stride) ? size : PyObject_Length(values), h);
-    }
+    py::object values;
+    check_length(sketch_length(sketch.ptr(), values), h);
+    PyObject* v = sketch_values(sketch.ptr(), values);
     if (band_bytes_ % sizeof(uint64_t) != 0) return nullptr;
     swapped_.resize(bands_ * band_bytes_ / sizeof(uint64_t));
-    return try_read_u64(values, swapped_.size(), swapped_.data(), true) ? reinterpret_cast<const char*>(swapped_.data()) : nullptr;
+    return try_read_u64(v, swapped_.size(), swapped_.data(), true) ? reinterpret_cast<const char*>(swapped_.data()) : nullptr;
   }
   static void check_length(Py_ssize_t len, Py_ssize_t h) {
-    if (len < 0) throw py::error_already_set();
     if (len != h) throw py::value_error("Expecting minhash with length " + std::to_string(h) + ", got " + std::to_string(len));
   }
 
@@ -263,7 +266,31 @@ class BandStore {
   std::vector<uint64_t> swapped_;  // scratch: a sketch's values, big-endian
   uint32_t epoch_ = 0;
   size_t live_ = 0;
+  bool repeated_ = false;  // some key has more than one row
 };
+
+PyTypeObject* store_type = nullptr;  // BandStore's Python class, once registered
+
+Py_ssize_t ssize_arg(PyObject* x) {
+  const Py_ssize_t v = PyLong_AsSsize_t(x);
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
+// band_store_insert(store, rows, key, sketch, h, check) and band_store_query(store, sketch, h):
+// store.insert_sketch and query_sketch, MinHashLSH's insert and query without pybind11's
+// dispatcher (py_fastcall.h).
+py::object band_store_insert(PyObject* const* args, Py_ssize_t nargs) {
+  expect_args("band_store_insert", nargs, 6);
+  if (!PyDict_Check(args[1])) throw py::type_error("rows must be a dict");
+  const int check = PyObject_IsTrue(args[5]);
+  if (check < 0) throw py::error_already_set();
+  return py::bool_(bound_self<BandStore>(args[0], store_type).insert_sketch(py::reinterpret_borrow<py::dict>(args[1]), args[2], args[3], ssize_arg(args[4]), check != 0));
+}
+py::object band_store_query(PyObject* const* args, Py_ssize_t nargs) {
+  expect_args("band_store_query", nargs, 3);
+  return bound_self<BandStore>(args[0], store_type).query_sketch(args[1], ssize_arg(args[2]));
+}
 
 }  // namespace
 
@@ -284,12 +311,18 @@ void register_band_store(py::module_& m) {
       .def("insert", &BandStore::insert, py::arg("key"), py::arg("whole"))
       .def("query", &BandStore::query, py::arg("whole"), py::arg("bands"))
       .def("insert_values", &BandStore::insert_values, py::arg("key"), py::arg("values"))
-      .def("insert_sketch", &BandStore::insert_sketch, py::arg("rows"), py::arg("key"), py::arg("sketch"), py::arg("h"), py::arg("check"))
-      .def("query_sketch", &BandStore::query_sketch, py::arg("sketch"), py::arg("h"))
       .def("insert_many", &BandStore::insert_many, py::arg("rows"), py::arg("keys"), py::arg("sketches"), py::arg("h"), py::arg("start"))
       .def("query_values", &BandStore::query_values, py::arg("values"), py::arg("bands"))
       .def("remove", &BandStore::remove, py::arg("row"))
+      .def("key_repeated", &BandStore::key_repeated)
       .def("materialize", &BandStore::materialize, py::arg("rows"));
+  store_type = reinterpret_cast<PyTypeObject*>(py::type::of<BandStore>().ptr());
+  static PyMethodDef insert{"band_store_insert", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<band_store_insert>)), METH_FASTCALL,
+                            "band_store_insert(store, rows, key, sketch, h, check): MinHashLSH.insert of a sketch of 64-bit values; False if not"};
+  static PyMethodDef query{"band_store_query", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<band_store_query>)), METH_FASTCALL,
+                           "band_store_query(store, sketch, h): MinHashLSH.query's keys of a sketch of 64-bit values, or None"};
+  add_fastcall(m, insert);
+  add_fastcall(m, query);
 }
 
 }  // namespace neardup::python

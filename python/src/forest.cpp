@@ -14,6 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "internal/big_array.h"
+#include "native_threads.h"
+#include "py_fastcall.h"
+#include "neardup/thread_pool.h"
 #include "py_values.h"
 
 namespace py = pybind11;
@@ -45,9 +49,15 @@ class ForestTrees {
 
   // From n sketches of `trees` x per_tree 64-bit values each (a ForestArena's rows): tree t's key
   // of sketch i is values [t * per_tree, (t + 1) * per_tree) of row i.
-  ForestTrees(const uint64_t* rows, size_t n, size_t trees, size_t per_tree) : per_tree_(per_tree), width_(1), words_(per_tree) {
-    for (size_t t = 0; t < trees; ++t) trees_.push_back(sorted_tree(rows + t * per_tree, n, trees * per_tree));
+  // The trees are sorted in parallel, without the GIL, once there are enough keys to pay for it.
+  ForestTrees(const uint64_t* rows, size_t n, size_t trees, size_t per_tree) : per_tree_(per_tree), width_(1), words_(per_tree), trees_(trees) {
+    py::gil_scoped_release nogil;
+    const int threads = n * trees >= (size_t{1} << 14) ? default_threads() : 1;
+    ThreadPool::current().parallel_for(trees, threads, [&](size_t t, size_t) { trees_[t] = sorted_tree(rows + t * per_tree, n, trees * per_tree); });
   }
+
+  ForestTrees(const ForestTrees&) = delete;
+  ForestTrees(ForestTrees&&) = default;
 
   // MinHashLSHForest.query: for r = per_tree, ..., 1 and each tree in order, the rows whose first
   // r values equal those of the query's row for the tree, and their keys, until `k` distinct
@@ -88,7 +98,10 @@ class ForestTrees {
  private:
   struct Tree {
     static constexpr size_t kStride = 16;
-    std::vector<uint64_t> rows;  // count() rows of words_ words, sorted, distinct
+    // count() rows of words_ words, sorted, distinct: room for every key, on huge pages from
+    // 2 MiB on (big_array.h; the pages of rows never written are never mapped in), where a
+    // vector's 4 KiB page faults took a third of index().
+    internal::BigArray<uint64_t> rows;
     std::vector<int64_t> offsets, ids;  // row j's sketches: ids[offsets[j], offsets[j + 1])
     std::vector<uint64_t> firsts;       // every kStride-th row's first word
     size_t count() const { return offsets.empty() ? 0 : offsets.size() - 1; }
@@ -120,39 +133,83 @@ class ForestTrees {
     }
   };
   // The tree of n sketches whose keys are the words_ words at all + i * stride (sketch i), in
-  // the order of their keys, sketches with equal keys in the order added. Sorted by first word
-  // with the sketch's number, in one array (a key's words lie a row apart, so comparing whole
-  // keys misses the cache at every step: 140 ms for 8 trees of 50,000), then each run of one
-  // first word by the whole keys.
+  // the order of their keys, sketches with equal keys in the order added: ordered by first word
+  // by a radix sort of those words alone (comparing whole keys a row apart missed the cache at
+  // every step), which keeps the order added among equals, then each run of one first word
+  // sorted by the whole keys.
   Tree sorted_tree(const uint64_t* all, size_t n, size_t stride) const {
     const size_t w = words_;
-    std::vector<std::pair<uint64_t, uint32_t>> first(n);
-    for (size_t i = 0; i < n; ++i) first[i] = {all[i * stride], static_cast<uint32_t>(i)};
-    std::sort(first.begin(), first.end());
-    std::vector<uint32_t> order(n);
-    for (size_t i = 0; i < n; ++i) order[i] = first[i].second;
+    const auto key = [&](uint32_t i) { return all + size_t{i} * stride; };
+    std::vector<uint64_t> firsts(n);
+    for (size_t i = 0; i < n; ++i) firsts[i] = all[i * stride];
+    const std::vector<uint32_t> order = by_first_word(firsts);
+    Tree tree;
+    tree.rows = internal::BigArray<uint64_t>(n * w);
+    tree.offsets.reserve(n + 1);
+    tree.ids.reserve(n);
+    tree.offsets.push_back(0);
+    uint64_t* out = tree.rows.data();
+    const auto emit = [&](const uint64_t* row, uint32_t id) {
+      if (out == tree.rows.data() || !std::equal(row, row + w, out - w)) {
+        if (out != tree.rows.data()) tree.offsets.push_back(static_cast<int64_t>(tree.ids.size()));
+        out = std::copy(row, row + w, out);
+      }
+      tree.ids.push_back(id);
+    };
+    // The keys are read from their rows in sorted order, far apart: each is asked for a few
+    // runs ahead, and a run's keys are read once, side by side, to be sorted and written.
+    constexpr size_t kAhead = 16;
+    size_t asked = 0;
+    std::vector<uint64_t> run;
+    std::vector<uint32_t> at;
     for (size_t i = 0; i < n;) {
       size_t j = i + 1;
-      while (j < n && first[j].first == first[i].first) ++j;
-      if (j - i > 1 && w > 1)
-        std::stable_sort(order.begin() + static_cast<ptrdiff_t>(i), order.begin() + static_cast<ptrdiff_t>(j), [&](uint32_t a, uint32_t b) {
-          return std::lexicographical_compare(all + size_t{a} * stride, all + size_t{a} * stride + w, all + size_t{b} * stride, all + size_t{b} * stride + w);
-        });
-      i = j;
-    }
-    Tree tree;
-    tree.offsets.push_back(0);
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t* row = all + size_t{order[i]} * stride;
-      if (i == 0 || !std::equal(row, row + w, all + size_t{order[i - 1]} * stride)) {
-        if (i > 0) tree.offsets.push_back(static_cast<int64_t>(i));
-        tree.rows.insert(tree.rows.end(), row, row + w);
+      while (j < n && firsts[order[j]] == firsts[order[i]]) ++j;
+      for (; asked < std::min(n, j + kAhead); ++asked) {
+        __builtin_prefetch(key(order[asked]));
+        __builtin_prefetch(key(order[asked]) + w - 1);
       }
-      tree.ids.push_back(order[i]);
+      if (j - i == 1 || w == 1) {
+        for (size_t x = i; x < j; ++x) emit(key(order[x]), order[x]);
+        i = j;
+        continue;
+      }
+      run.resize((j - i) * w);
+      at.resize(j - i);
+      for (size_t x = i; x < j; ++x) {
+        std::copy(key(order[x]), key(order[x]) + w, run.begin() + static_cast<ptrdiff_t>((x - i) * w));
+        at[x - i] = static_cast<uint32_t>(x - i);
+      }
+      const auto in_run = [&](uint32_t x) { return run.data() + size_t{x} * w; };
+      std::stable_sort(at.begin(), at.end(), [&](uint32_t a, uint32_t b) {
+        return std::lexicographical_compare(in_run(a) + 1, in_run(a) + w, in_run(b) + 1, in_run(b) + w);
+      });
+      for (const uint32_t x : at) emit(in_run(x), order[i + x]);
+      i = j;
     }
     if (n > 0) tree.offsets.push_back(static_cast<int64_t>(n));
     for (size_t row = 0; row < tree.count(); row += Tree::kStride) tree.firsts.push_back(tree.rows[row * w]);
     return tree;
+  }
+
+  // The numbers 0..n-1 of `words` in the order of their values, equal ones in the order of
+  // their numbers: a least-significant-digit radix sort, a byte at a time, skipping the bytes
+  // where every word is alike (the top four of 32-bit values).
+  static std::vector<uint32_t> by_first_word(const std::vector<uint64_t>& words) {
+    const size_t n = words.size();
+    std::vector<uint32_t> order(n), next(n);
+    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+    uint64_t any = 0, all = ~uint64_t{0};
+    for (const uint64_t x : words) any |= x, all &= x;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+      if ((((any ^ all) >> shift) & 0xFF) == 0) continue;  // this byte is the same in every word
+      size_t count[257] = {};
+      for (const uint64_t x : words) ++count[((x >> shift) & 0xFF) + 1];
+      for (size_t d = 0; d < 256; ++d) count[d + 1] += count[d];
+      for (const uint32_t i : order) next[count[(words[i] >> shift) & 0xFF]++] = i;
+      order.swap(next);
+    }
+    return order;
   }
 
   size_t per_tree_, width_, words_;
@@ -161,25 +218,37 @@ class ForestTrees {
 
 
 // The values of the sketches added to a forest, `width` (trees x per tree) each, in the order
-// added: row i is sketch i.
+// added: row i is sketch i. On memory mapped in huge steps (big_array.h): a vector that doubles
+// copied and zeroed its 50 MB for 50,000 sketches of 128 values, a third of an add.
 class ForestArena {
  public:
-  explicit ForestArena(size_t width) : width_(width) {
+  explicit ForestArena(size_t width) : width_(width), scratch_(width) {
     if (width == 0) throw py::value_error("a forest needs a value or more per sketch");
   }
   size_t size() const noexcept { return values_.size() / width_; }
 
   // Appends the first `width` values of a sketch (py_values.h); returns its row.
   size_t add(const py::handle& values) {
-    const size_t row = size();
-    values_.resize(values_.size() + width_);
-    try {
-      read_u64(values, width_, values_.data() + row * width_, false);
-    } catch (...) {
-      values_.resize(row * width_);
-      throw;
-    }
-    return row;
+    read_u64(values, width_, scratch_.data(), false);
+    values_.append(scratch_.data(), width_);
+    return size() - 1;
+  }
+
+  // MinHashLSHForest.add(key, sketch) whole: a sketch of `width` values or more (else
+  // ValueError), a key not yet in `rows` (else ValueError), and rows[key] = its row. False, with
+  // nothing done, when its values are not an array of 64-bit integers: the caller takes the
+  // general path.
+  bool add_sketch(const py::dict& rows, const py::handle& key, const py::handle& sketch) {
+    py::object values;
+    if (sketch_length(sketch.ptr(), values) < static_cast<Py_ssize_t>(width_)) throw py::value_error("The num_perm of MinHash out of range");
+    const int known = PyDict_Contains(rows.ptr(), key.ptr());
+    if (known < 0) throw py::error_already_set();
+    if (known) throw py::value_error("The given key has already been added");
+    if (!try_read_u64(sketch_values(sketch.ptr(), values), width_, scratch_.data(), false)) return false;
+    const py::int_ number(size());
+    if (PyDict_SetItem(rows.ptr(), key.ptr(), number.ptr()) != 0) throw py::error_already_set();
+    values_.append(scratch_.data(), width_);
+    return true;
   }
 
   // The trees of the first n rows.
@@ -192,21 +261,32 @@ class ForestArena {
   py::array_t<uint64_t> row(size_t i) const {
     if (i >= size()) throw py::index_error("no such row");
     py::array_t<uint64_t> out(static_cast<py::ssize_t>(width_));
-    std::copy(values_.begin() + static_cast<ptrdiff_t>(i * width_), values_.begin() + static_cast<ptrdiff_t>((i + 1) * width_), out.mutable_data());
+    std::copy(values_.data() + i * width_, values_.data() + (i + 1) * width_, out.mutable_data());
     return out;
   }
 
   // Rows [0, size()) as a NumPy array (a copy).
   py::array_t<uint64_t> rows() const {
     py::array_t<uint64_t> out({size(), width_});
-    std::copy(values_.begin(), values_.end(), out.mutable_data());
+    std::copy(values_.data(), values_.data() + values_.size(), out.mutable_data());
     return out;
   }
 
  private:
   size_t width_;
-  std::vector<uint64_t> values_;
+  internal::GrowArray<uint64_t> values_;
+  std::vector<uint64_t> scratch_;  // a sketch's values before they join the rows
 };
+
+PyTypeObject* arena_type = nullptr;  // ForestArena's Python class, once registered
+
+// forest_arena_add(arena, rows, key, sketch): arena.add_sketch(rows, key, sketch), a call of
+// MinHashLSHForest.add without pybind11's dispatcher (py_fastcall.h).
+py::object forest_arena_add(PyObject* const* args, Py_ssize_t nargs) {
+  expect_args("forest_arena_add", nargs, 4);
+  if (!PyDict_Check(args[1])) throw py::type_error("rows must be a dict");
+  return py::bool_(bound_self<ForestArena>(args[0], arena_type).add_sketch(py::reinterpret_borrow<py::dict>(args[1]), args[2], args[3]));
+}
 
 }  // namespace
 
@@ -218,9 +298,14 @@ void register_forest(py::module_& m) {
       .def(py::init<size_t>(), py::arg("width"))
       .def("__len__", &ForestArena::size)
       .def("add", &ForestArena::add, py::arg("values"))
+
       .def("trees", &ForestArena::trees, py::arg("n"), py::arg("trees"), py::arg("per_tree"))
       .def("row", &ForestArena::row, py::arg("i"))
       .def("rows", &ForestArena::rows);
+  arena_type = reinterpret_cast<PyTypeObject*>(py::type::of<ForestArena>().ptr());
+  static PyMethodDef add{"forest_arena_add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<forest_arena_add>)), METH_FASTCALL,
+                         "forest_arena_add(arena, rows, key, sketch): MinHashLSHForest.add of a sketch of 64-bit values; False if not"};
+  add_fastcall(m, add);
 }
 
 }  // namespace neardup::python

@@ -24,7 +24,7 @@ def sketches(n, seed=1, num_perm=64):
 
 def same(fast, dicts, ms):
     for m in ms:
-        assert set(fast.query(m)) == set(dicts.query(m))
+        assert sorted(fast.query(m)) == sorted(dicts.query(m))  # each key once (keys added twice among them)
         assert fast._query_b(m, 3) == dicts._query_b(m, 3)
     assert fast.is_empty() == dicts.is_empty()
 
@@ -135,3 +135,29 @@ def test_insert_many_is_a_loop_of_insert():
         many._insert_many(["k3"], [ms[3]])
     with pytest.raises(ValueError, match="Expecting minhash with length 64, got 32"):
         many._insert_many(["new"], [sketches(1, num_perm=32)[0]])
+
+
+def test_the_one_call_paths_check_their_arguments():
+    """band_store_insert, band_store_query and forest_arena_add (METH_FASTCALL, no pybind11
+    dispatcher) refuse another object, a wrong count of arguments, and raise datasketch's errors."""
+    store, arena, m = _native.BandStore(4, 16), _native.ForestArena(8), MinHash(8)
+    with pytest.raises(TypeError, match="BandStore"):
+        _native.band_store_query(arena, m, 8)
+    with pytest.raises(TypeError, match="ForestArena"):
+        _native.forest_arena_add(store, {}, "k", m)
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        _native.band_store_query(store, m)
+    rows = {}
+    assert _native.band_store_insert(store, rows, "k", m, 8, True) and rows == {"k": 0}
+    with pytest.raises(ValueError, match="already exists"):
+        _native.band_store_insert(store, rows, "k", m, 8, True)
+    assert _native.band_store_insert(store, rows, "k", m, 8, False) and rows == {"k": [0, 1]}
+    assert _native.band_store_query(store, m, 8) == ["k"]
+    with pytest.raises(ValueError, match="Expecting minhash with length 8, got 16"):
+        _native.band_store_query(store, MinHash(16), 8)
+    assert _native.band_store_query(store, Sketch(list(m.hashvalues)), 8) is None  # not an array: the general path's
+    assert _native.forest_arena_add(arena, rows := {}, "k", m) and rows == {"k": 0}
+    with pytest.raises(ValueError, match="already been added"):
+        _native.forest_arena_add(arena, rows, "k", m)
+    with pytest.raises(ValueError, match="out of range"):
+        _native.forest_arena_add(arena, rows, "j", MinHash(4))

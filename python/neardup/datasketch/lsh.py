@@ -11,6 +11,8 @@ import numpy as np
 
 from .. import _native
 
+_store_insert, _store_query = _native.band_store_insert, _native.band_store_query
+
 # Gauss-Legendre nodes and weights on [-1, 1], 20 points: exact for polynomials of degree 39.
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
 
@@ -106,6 +108,10 @@ class MinHashLSH:
     ``storage_config={"type": "dict"}``. ``hashtables[i]`` maps band i's keys to the keys in that
     bucket; ``keys`` maps each key to its band keys (made from the C++ store when first read)."""
 
+    # The store while it takes insert and query whole (bands of 64-bit values, keys not pickled):
+    # one C++ call each (band_store_insert, band_store_query); None otherwise.
+    _fast = None
+
     def __init__(self, threshold: float = 0.9, num_perm: int = 128, weights=(0.5, 0.5), params=None,
                  storage_config: Optional[dict] = None, prepickle: Optional[bool] = None,
                  hashfunc: Optional[Callable[[bytes], bytes]] = None) -> None:
@@ -123,9 +129,6 @@ class MinHashLSH:
         # width of a value is known) until ``hashtables`` or ``keys`` is asked for: then they become
         # datasketch's dicts for good (__getattr__, _to_dicts).
         self._store = None
-        # The store while it takes insert and query whole (bands of 64-bit values, keys not
-        # pickled): one C++ call each (BandStore.insert_sketch, query_sketch).
-        self._fast = None
         # key -> the store's row for it, or the list of its rows once added twice: an int is not
         # tracked by Python's garbage collector, where a list per key made every collection
         # walk them all (inserts took 2.5x as long beside another large index).
@@ -159,12 +162,10 @@ class MinHashLSH:
         state = dict(self.__dict__)
         if self._stored():
             state["hashtables"], state["keys"] = self._dict_tables()
-        state.update(_store=None, _rows=None, _fast=None)
+        state.update(_store=None, _rows=None)
+        state.pop("_fast", None)
         return state
 
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self.__dict__.setdefault("_fast", None)
 
     @property
     def buffer_size(self) -> int:
@@ -213,7 +214,7 @@ class MinHashLSH:
 
     def _insert(self, key, minhash, check_duplication=True) -> None:
         fast = self._fast
-        if fast is not None and fast.insert_sketch(self._rows, key, minhash, self.h, check_duplication):
+        if fast is not None and _store_insert(fast, self._rows, key, minhash, self.h, check_duplication):
             return
         if len(minhash) != self.h:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
@@ -279,7 +280,9 @@ class MinHashLSH:
         rows = self._rows.get(key)
         if rows is None:
             self._rows[key] = row
-        elif type(rows) is list:
+            return
+        self._store.key_repeated()
+        if type(rows) is list:
             rows.append(row)
         else:
             self._rows[key] = [rows, row]
@@ -306,7 +309,7 @@ class MinHashLSH:
     def query(self, minhash) -> list:
         fast = self._fast
         if fast is not None:
-            found = fast.query_sketch(minhash, self.h)
+            found = _store_query(fast, minhash, self.h)
             if found is not None:
                 return found
         if len(minhash) != self.h:

@@ -29,6 +29,7 @@ from ._derived import DerivedState
 from .lsh import big_endian, plain_u64
 
 _TABLES = ("hashtables", "keys", "sorted_hashtables")
+_arena_add = _native.forest_arena_add
 
 
 class MinHashLSHForest(DerivedState):
@@ -51,6 +52,9 @@ class MinHashLSHForest(DerivedState):
         self._indexed_keys = 0
 
     _derived = ("_trees",)
+    # The arena while it takes add whole (forest_arena_add): None until the first add of
+    # a sketch of 64-bit values, and once the tables are dicts.
+    _fast = None
 
     def _stored(self) -> bool:
         return "_rows" in self.__dict__
@@ -71,7 +75,7 @@ class MinHashLSHForest(DerivedState):
                 if row < self._indexed_keys:
                     indexed[t].add(h)
         state = self.__dict__
-        for name in ("_arena", "_rows"):
+        for name in ("_arena", "_rows", "_fast"):
             state.pop(name, None)
         state.update(hashtables=hashtables, keys=keys, sorted_hashtables=[sorted(h) for h in indexed])
 
@@ -99,6 +103,9 @@ class MinHashLSHForest(DerivedState):
 
     def add(self, key: Hashable, minhash) -> None:
         """Adds a key with its sketch; searchable after the next ``index()``."""
+        fast = self._fast
+        if fast is not None and _arena_add(fast, self._rows, key, minhash):
+            return
         if len(minhash) < self.k * self.l:
             raise ValueError("The num_perm of MinHash out of range")
         stored = self._stored()
@@ -107,7 +114,7 @@ class MinHashLSHForest(DerivedState):
         if stored:
             if plain_u64(minhash.hashvalues):
                 if self._arena is None:
-                    self._arena = _native.ForestArena(self.k * self.l)
+                    self._arena = self._fast = _native.ForestArena(self.k * self.l)
                 self._rows[key] = self._arena.add(minhash.hashvalues)
                 return
             self._to_dicts()  # values of another width: datasketch's dicts hold any
