@@ -98,6 +98,20 @@ class BandStore {
     return found;
   }
 
+  // The keys in the buckets of the first `bands` bands of `data` (a sketch's values, big-endian,
+  // at least bands x band_bytes bytes), each once, appended to `out`.
+  void append_keys(const char* data, size_t bands, const py::list& out) {
+    if (bands > bands_) throw py::value_error("more bands than hash tables");
+    if (!repeated_) {
+      collect(data, bands, [&](PyObject* key) { return PyList_Append(out.ptr(), key); });
+      return;
+    }
+    py::set keys;  // a key may have several rows
+    collect(data, bands, [&](PyObject* key) { return PySet_Add(keys.ptr(), key); });
+    for (const py::handle key : keys)
+      if (PyList_Append(out.ptr(), key.ptr()) != 0) throw py::error_already_set();
+  }
+
   // Says that a key was added again (the caller's rows hold several for it).
   void key_repeated() noexcept { repeated_ = true; }
 
@@ -292,6 +306,30 @@ py::object band_store_query(PyObject* const* args, Py_ssize_t nargs) {
   return bound_self<BandStore>(args[0], store_type).query_sketch(args[1], ssize_arg(args[2]));
 }
 
+// band_stores_query(stores, bands, sketch, h): MinHashLSHEnsemble.query's keys, partition by
+// partition: for each store in the list, the keys of the first bands[i] bands of the sketch (of
+// h 64-bit values: else None, for the general path), each key once per store. The sketch is
+// read once for all the partitions' indexes, where a call per partition read it 16 times.
+py::object band_stores_query(PyObject* const* args, Py_ssize_t nargs) {
+  expect_args("band_stores_query", nargs, 4);
+  if (!PyList_Check(args[0]) || !PyList_Check(args[1]) || PyList_GET_SIZE(args[0]) != PyList_GET_SIZE(args[1]))
+    throw py::type_error("band_stores_query takes a list of stores and a list of band counts as long");
+  const Py_ssize_t h = ssize_arg(args[3]);
+  py::object values;
+  if (sketch_length(args[2], values) != h) throw py::value_error("Expecting minhash with length " + std::to_string(h));
+  static thread_local std::vector<uint64_t> swapped;
+  swapped.resize(static_cast<size_t>(h));
+  if (!try_read_u64(sketch_values(args[2], values), swapped.size(), swapped.data(), true)) return py::none();
+  py::list out;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[0]); ++i) {
+    BandStore& store = bound_self<BandStore>(PyList_GET_ITEM(args[0], i), store_type);
+    const auto bands = static_cast<size_t>(ssize_arg(PyList_GET_ITEM(args[1], i)));
+    if (bands * store.band_bytes() > swapped.size() * sizeof(uint64_t)) throw py::value_error("the sketch is shorter than its bands");
+    store.append_keys(reinterpret_cast<const char*>(swapped.data()), bands, out);
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_band_store(py::module_& m) {
@@ -321,8 +359,11 @@ void register_band_store(py::module_& m) {
                             "band_store_insert(store, rows, key, sketch, h, check): MinHashLSH.insert of a sketch of 64-bit values; False if not"};
   static PyMethodDef query{"band_store_query", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<band_store_query>)), METH_FASTCALL,
                            "band_store_query(store, sketch, h): MinHashLSH.query's keys of a sketch of 64-bit values, or None"};
+  static PyMethodDef stores{"band_stores_query", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<band_stores_query>)), METH_FASTCALL,
+                            "band_stores_query(stores, bands, sketch, h): MinHashLSHEnsemble.query's keys from its partitions' stores, or None"};
   add_fastcall(m, insert);
   add_fastcall(m, query);
+  add_fastcall(m, stores);
 }
 
 }  // namespace neardup::python

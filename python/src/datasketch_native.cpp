@@ -12,13 +12,17 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "native_threads.h"
 #include "py_buckets.h"
+#include "py_fastcall.h"
 #include "neardup/thread_pool.h"
 
 namespace py = pybind11;
@@ -208,27 +212,35 @@ py::array_t<int64_t> icws_sample_rows(const F32& rs_t, const F32& ln_cs_t, const
 
 // bBitMinHash's pickled values: `values` (each below 2^bits) in little-endian 64-bit blocks of
 // 64 / bits slots, the first value in a block's highest slot.
-py::bytes bbit_pack(const py::array_t<uint32_t, py::array::c_style | py::array::forcecast>& values, int bits) {
-  if (bits < 1 || bits > 32 || 64 % bits != 0) throw py::value_error("bits must be 1, 2, 4, 8, 16 or 32");
-  const size_t n = static_cast<size_t>(values.size()), per = static_cast<size_t>(64 / bits);
-  const size_t blocks = (n + per - 1) / per;
-  std::string out(blocks * 8, '\0');
-  const uint32_t* v = values.data();
+void pack_blocks(const uint32_t* v, size_t n, int bits, char* out) {
+  const size_t per = static_cast<size_t>(64 / bits), blocks = (n + per - 1) / per;
   for (size_t b = 0; b < blocks; ++b) {
     uint64_t x = 0;
     for (size_t j = 0; j < per && b * per + j < n; ++j) x |= uint64_t{v[b * per + j]} << ((per - 1 - j) * static_cast<size_t>(bits));
     for (int byte = 0; byte < 8; ++byte) out[b * 8 + static_cast<size_t>(byte)] = static_cast<char>(x >> (8 * byte));
   }
+}
+
+void check_slot_bits(int bits) {
+  if (bits < 1 || bits > 32 || 64 % bits != 0) throw py::value_error("bits must be 1, 2, 4, 8, 16 or 32");
+}
+
+size_t block_bytes(size_t n, int bits) {
+  const size_t per = static_cast<size_t>(64 / bits);
+  return (n + per - 1) / per * 8;
+}
+
+py::bytes bbit_pack(const py::array_t<uint32_t, py::array::c_style | py::array::forcecast>& values, int bits) {
+  check_slot_bits(bits);
+  const auto n = static_cast<size_t>(values.size());
+  std::string out(block_bytes(n, bits), '\0');
+  pack_blocks(values.data(), n, bits, out.data());
   return py::bytes(out);
 }
 
-// The inverse: `count` values of `bits` each from the blocks in `data` (a bytes-like object).
-py::array_t<uint32_t> bbit_unpack(const py::buffer& data, size_t count, int bits) {
-  if (bits < 1 || bits > 32 || 64 % bits != 0) throw py::value_error("bits must be 1, 2, 4, 8, 16 or 32");
-  const py::buffer_info info = data.request();
-  const size_t per = static_cast<size_t>(64 / bits), blocks = (count + per - 1) / per;
-  if (static_cast<size_t>(info.size * info.itemsize) < blocks * 8) throw py::value_error("the buffer is shorter than its values");
-  const auto* p = static_cast<const unsigned char*>(info.ptr);
+// The inverse: `count` values of `bits` each from the blocks at p (block_bytes(count, bits)).
+py::array_t<uint32_t> unpack_blocks(const unsigned char* p, size_t count, int bits) {
+  const size_t per = static_cast<size_t>(64 / bits);
   py::array_t<uint32_t> out(static_cast<py::ssize_t>(count));
   uint32_t* o = out.mutable_data();
   const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
@@ -239,6 +251,80 @@ py::array_t<uint32_t> bbit_unpack(const py::buffer& data, size_t count, int bits
     o[i] = static_cast<uint32_t>((x >> ((per - 1 - j) * static_cast<size_t>(bits))) & mask);
   }
   return out;
+}
+
+// The bytes-like `data` through the simple buffer protocol, released when this goes.
+struct SimpleBuffer {
+  Py_buffer view;
+  explicit SimpleBuffer(PyObject* data) {
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0) throw py::error_already_set();
+  }
+  SimpleBuffer(const SimpleBuffer&) = delete;
+  SimpleBuffer& operator=(const SimpleBuffer&) = delete;
+  ~SimpleBuffer() { PyBuffer_Release(&view); }
+  const unsigned char* bytes() const { return static_cast<const unsigned char*>(view.buf); }
+  size_t size() const { return static_cast<size_t>(view.len); }
+};
+
+// A bBitMinHash's pickled state, "<qBdi" (seed, b, r, the number of values) then the blocks,
+// in one call (py_fastcall.h) where Python made three: bbit_state(seed, b, r, values) with
+// values a one-dimensional uint32 array, or None for other values (the caller packs them).
+// bbit_restore(state) is the inverse: (seed, b, r, values).
+constexpr size_t kBbitHead = 8 + 1 + 8 + 4;
+
+int bbit_slot_bits(long b) {
+  if (b < 0 || b > 32) throw py::value_error("Incorrect value of b");
+  for (const int bits : {1, 2, 4, 8, 16, 32})
+    if (b <= bits && !(b == 0 && bits < 4)) return bits;
+  throw py::value_error("Incorrect value of b");
+}
+
+py::object bbit_state(PyObject* const* args, Py_ssize_t nargs) {
+  expect_args("bbit_state", nargs, 4);
+  const long long seed = PyLong_AsLongLong(args[0]);
+  const long b = PyLong_AsLong(args[1]);
+  const double r = PyFloat_AsDouble(args[2]);
+  if (PyErr_Occurred()) throw py::error_already_set();
+  Py_buffer view;
+  if (PyObject_GetBuffer(args[3], &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    return py::none();
+  }
+  const std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> release(&view, PyBuffer_Release);
+  const std::string_view format = view.format ? view.format : "B";
+  if (view.itemsize != 4 || view.ndim != 1 || (format != "I" && format != "<I" && format != "=I")) return py::none();
+  const int bits = bbit_slot_bits(b);
+  const auto n = static_cast<size_t>(view.shape[0]);
+  if (n > INT32_MAX) throw py::value_error("too many values");
+  PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(kBbitHead + block_bytes(n, bits)));
+  if (out == nullptr) throw py::error_already_set();
+  py::object hold = py::reinterpret_steal<py::object>(out);
+  char* p = PyBytes_AS_STRING(out);
+  const auto count = static_cast<int32_t>(n);
+  const auto byte_b = static_cast<uint8_t>(b);
+  std::memcpy(p, &seed, 8);  // little-endian, as "<qBdi" (x86-64 and aarch64 are)
+  std::memcpy(p + 8, &byte_b, 1);
+  std::memcpy(p + 9, &r, 8);
+  std::memcpy(p + 17, &count, 4);
+  pack_blocks(static_cast<const uint32_t*>(view.buf), n, bits, p + kBbitHead);
+  return hold;
+}
+
+py::object bbit_restore(PyObject* const* args, Py_ssize_t nargs) {
+  expect_args("bbit_restore", nargs, 1);
+  const SimpleBuffer buf(args[0]);
+  if (buf.size() < kBbitHead) throw py::value_error("a bBitMinHash state is 21 bytes or more");
+  int64_t seed;
+  uint8_t b;
+  double r;
+  int32_t count;
+  std::memcpy(&seed, buf.bytes(), 8);
+  std::memcpy(&b, buf.bytes() + 8, 1);
+  std::memcpy(&r, buf.bytes() + 9, 8);
+  std::memcpy(&count, buf.bytes() + 17, 4);
+  const int bits = bbit_slot_bits(b);
+  if (count < 0 || buf.size() < kBbitHead + block_bytes(static_cast<size_t>(count), bits)) throw py::value_error("the buffer is shorter than its values");
+  return py::make_tuple(seed, int{b}, r, unpack_blocks(buf.bytes() + kBbitHead, static_cast<size_t>(count), bits));
 }
 
 // HyperLogLog.update over many hashes: each hash's lowest p bits pick a register, which keeps
@@ -475,7 +561,12 @@ void register_datasketch(py::module_& m) {
   m.def("hll_update", &hll_update, py::arg("reg"), py::arg("hashes"), py::arg("p"), py::arg("max_rank"));
   m.def("bbit_pack", &bbit_pack, py::arg("values"), py::arg("bits"));
   m.def("bbit_values", &bbit_values, py::arg("hashvalues"), py::arg("b"));
-  m.def("bbit_unpack", &bbit_unpack, py::arg("data"), py::arg("count"), py::arg("bits"));
+  static PyMethodDef state{"bbit_state", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<bbit_state>)), METH_FASTCALL,
+                           "bbit_state(seed, b, r, values): a bBitMinHash's pickled state, or None for values not a uint32 array"};
+  static PyMethodDef restore{"bbit_restore", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<bbit_restore>)), METH_FASTCALL,
+                             "bbit_restore(state): (seed, b, r, values) of a bBitMinHash's pickled state"};
+  add_fastcall(m, state);
+  add_fastcall(m, restore);
   m.def("icws_sample", &icws_sample, py::arg("rs"), py::arg("ln_cs"), py::arg("betas"), py::arg("dims"), py::arg("logs"), py::arg("many"));
   m.def("icws_sample_rows", &icws_sample_rows, py::arg("rs"), py::arg("ln_cs"), py::arg("betas"), py::arg("indptr"), py::arg("indices"),
         py::arg("logs"));

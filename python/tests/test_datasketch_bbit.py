@@ -1,4 +1,5 @@
 """neardup.datasketch's bBitMinHash against datasketch's definitions (the module's docstring)."""
+import copy
 import pickle
 import struct
 
@@ -55,6 +56,10 @@ def test_values_estimate_and_bytes(b):
             assert state == packed(x.hashvalues, b, 3, r1) and x.bytesize() == len(state)
             again = pickle.loads(pickle.dumps(x))
             assert again == x and type(again) is bBitMinHash
+            # Values that are not a uint32 array are packed by the general path, to the same bytes.
+            wide = copy.copy(x)
+            wide.hashvalues = x.hashvalues.astype(np.int64)
+            assert bytes(wide.__getstate__()) == state
 
 
 def test_errors_and_equality():

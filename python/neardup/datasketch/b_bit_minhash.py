@@ -24,15 +24,24 @@ import numpy as np
 
 from .. import _native
 
-_PARAMS = "<qBdi"
+_PARAMS = struct.Struct("<qBdi")
 _BLOCK_BITS = 64
+_U64 = np.dtype(np.uint64)
 
 
-def _slot_bits(b: int) -> int:
+def _slot_bits_of(b: int) -> int:
     for bits in (1, 2, 4, 8, 16, 32):
         if b <= bits and not (b == 0 and bits < 4):
             return bits
     raise ValueError("Incorrect value of b")
+
+
+_SLOT_BITS = {b: _slot_bits_of(b) for b in range(33)}  # looked up once per pickle, not searched
+
+
+def _slot_bits(b: int) -> int:
+    bits = _SLOT_BITS.get(b)
+    return bits if bits is not None else _slot_bits_of(b)
 
 
 class bBitMinHash:  # noqa: N801 (datasketch's name)
@@ -49,7 +58,7 @@ class bBitMinHash:  # noqa: N801 (datasketch's name)
         if r > 1.0:
             raise ValueError("r must be a float in [0.0, 1.0]")
         hv = minhash.hashvalues
-        if isinstance(hv, np.ndarray) and hv.dtype == np.uint64:
+        if isinstance(hv, np.ndarray) and hv.dtype == _U64:  # a dtype against a dtype: a type would be converted first
             self.hashvalues = _native.bbit_values(hv, b)  # one pass, no temporary
         else:
             self.hashvalues = np.bitwise_and(hv, (1 << b) - 1).astype(np.uint32)
@@ -90,23 +99,24 @@ class bBitMinHash:  # noqa: N801 (datasketch's name)
     def bytesize(self) -> int:
         """The bytes of the serialized form: the parameters, then the 64-bit blocks."""
         per_block = _BLOCK_BITS // _slot_bits(self.b)
-        return struct.calcsize(_PARAMS) + 8 * -(-self.hashvalues.size // per_block)
+        return _PARAMS.size + 8 * -(-self.hashvalues.size // per_block)
 
     def __reduce__(self):
         # Unpickled by one call (_restore), not by pickle's object creation and __setstate__:
         # half the time of a round trip. The state is __getstate__'s bytes.
-        return (_restore, (bytes(self.__getstate__()),))
+        return (_restore, (self._state(),))
+
+    def _state(self) -> bytes:
+        state = _native.bbit_state(self.seed, self.b, self.r, self.hashvalues)  # one C++ call for a uint32 array
+        if state is None:
+            state = _PARAMS.pack(self.seed, self.b, self.r, self.hashvalues.size) + _native.bbit_pack(self.hashvalues, _slot_bits(self.b))
+        return state
 
     def __getstate__(self):
-        buf = bytearray(struct.pack(_PARAMS, self.seed, self.b, self.r, self.hashvalues.size))
-        buf += _native.bbit_pack(self.hashvalues, _slot_bits(self.b))
-        return buf
+        return bytearray(self._state())
 
     def __setstate__(self, buf):
-        view = memoryview(buf)
-        self.seed, self.b, self.r, count = struct.unpack_from(_PARAMS, view, 0)
-        bits = _slot_bits(self.b)
-        self.hashvalues = _native.bbit_unpack(view[struct.calcsize(_PARAMS):], count, bits)
+        self.seed, self.b, self.r, self.hashvalues = _native.bbit_restore(buf)
 
 
 def _restore(state: bytes) -> bBitMinHash:

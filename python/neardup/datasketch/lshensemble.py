@@ -135,13 +135,21 @@ class MinHashLSHEnsemble:
         if len(minhash) != self.h:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
         xqs, params = self.xqs.tolist(), self.params.tolist()
+        parts = []
         for i, index in enumerate(self.indexes):
             u = self.uppers[i]
             if u is None:
                 continue
             b, r = params[min(bisect.bisect_left(xqs, float(u) / float(size)), len(params) - 1)]
-            lsh = index[int(r)]
-            yield from (lsh._query_b(minhash, int(b)) if lsh.prepickle else lsh._buckets_of(minhash, int(b)))
+            parts.append((index[int(r)], int(b)))
+        stores = [lsh._fast for lsh, _ in parts]
+        if None not in stores:  # every partition's index in a store of 64-bit bands: one C++ call
+            found = _native.band_stores_query(stores, [b for _, b in parts], minhash, self.h)
+            if found is not None:
+                yield from found
+                return
+        for lsh, b in parts:
+            yield from (lsh._query_b(minhash, b) if lsh.prepickle else lsh._buckets_of(minhash, b))
 
     def __contains__(self, key: Hashable) -> bool:
         return any(any(key in index[r] for r in index) for index in self.indexes)
