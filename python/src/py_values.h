@@ -41,19 +41,27 @@ inline bool u64_array(PyObject* obj, const char** data, Py_ssize_t* size, Py_ssi
   return true;
 }
 
+/// The attribute name "hashvalues", interned as Python interns attribute names, so that looking
+/// it up in an instance's dict compares pointers, not strings. Made once (the module is never
+/// unloaded).
+inline PyObject* hashvalues_name() {
+  static PyObject* const name = PyUnicode_InternFromString("hashvalues");
+  if (name == nullptr) throw pybind11::error_already_set();
+  return name;
+}
+
 /// len(sketch), and in `values` its `hashvalues` when they had to be read for it (for one of
 /// sketch_length_types: the length of that array), else an empty object: the caller reads them
 /// after its checks of the length, as datasketch does.
 inline Py_ssize_t sketch_length(PyObject* sketch, pybind11::object& values) {
   namespace py = pybind11;
-  static const py::object name = py::str("hashvalues");  // made once: the module is never unloaded
   const auto& types = sketch_length_types();
   if (std::find(types.begin(), types.end(), reinterpret_cast<PyObject*>(Py_TYPE(sketch))) == types.end()) {
     const Py_ssize_t len = PyObject_Length(sketch);
     if (len < 0) throw py::error_already_set();
     return len;
   }
-  PyObject* v = PyObject_GetAttr(sketch, name.ptr());
+  PyObject* v = PyObject_GetAttr(sketch, hashvalues_name());
   if (v == nullptr) throw py::error_already_set();
   values = py::reinterpret_steal<py::object>(v);
   const char* data = nullptr;
@@ -65,9 +73,8 @@ inline Py_ssize_t sketch_length(PyObject* sketch, pybind11::object& values) {
 
 /// The sketch's `hashvalues`, read if `values` is still empty (sketch_length).
 inline PyObject* sketch_values(PyObject* sketch, pybind11::object& values) {
-  static const pybind11::object name = pybind11::str("hashvalues");
   if (!values) {
-    PyObject* v = PyObject_GetAttr(sketch, name.ptr());
+    PyObject* v = PyObject_GetAttr(sketch, hashvalues_name());
     if (v == nullptr) throw pybind11::error_already_set();
     values = pybind11::reinterpret_steal<pybind11::object>(v);
   }
