@@ -177,3 +177,21 @@ def test_rows_in_cpp_answer_as_the_dicts():
     assert not mixed._stored() and "m" in mixed and "w" in mixed
     mixed.index()
     assert mixed.query(MinHash(hashvalues=values[0]), 1) == ["m"]
+
+
+def test_large_forests_of_full_64_bit_values_answer_as_the_definition():
+    # Enough keys for index() to sort the trees on several threads, values over the whole 64-bit
+    # range (the radix sort's every byte) and many keys sharing their first values (the runs
+    # sorted by the whole keys): the answers are the definition's, walked in sorted order.
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 2**64, (300, 32), dtype=np.uint64)
+    forest, added = MinHashLSHForest(32, 4), []
+    for i in range(3000):
+        hv = base[i % 300].copy()
+        hv[rng.random(32) < 0.3] = rng.integers(0, 2**64, dtype=np.uint64)
+        added.append((i, hv))
+        forest.add(i, MinHash(hashvalues=hv))
+    forest.index()
+    for _, q in added[::331]:
+        for k in (1, 12):
+            assert sorted(forest.query(MinHash(hashvalues=q), k)) == sorted(definition(added, 3000, 32, 4, q, k))
