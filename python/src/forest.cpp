@@ -49,9 +49,9 @@ class ForestTrees {
 
   // From n sketches of `trees` x per_tree 64-bit values each (a ForestArena's rows): tree t's key
   // of sketch i is values [t * per_tree, (t + 1) * per_tree) of row i.
-  // The trees are sorted in parallel, without the GIL, once there are enough keys to pay for it.
+  // The trees are sorted in parallel once there are enough keys to pay for it. The GIL stays
+  // held: another Python thread adding to the forest meanwhile could move the rows.
   ForestTrees(const uint64_t* rows, size_t n, size_t trees, size_t per_tree) : per_tree_(per_tree), width_(1), words_(per_tree), trees_(trees) {
-    py::gil_scoped_release nogil;
     const int threads = n * trees >= (size_t{1} << 14) ? default_threads() : 1;
     ThreadPool::current().parallel_for(trees, threads, [&](size_t t, size_t) { trees_[t] = sorted_tree(rows + t * per_tree, n, trees * per_tree); });
   }
