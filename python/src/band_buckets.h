@@ -50,6 +50,14 @@ class BandBuckets {
     for (uint32_t e = s.more; e != kNone; e = more_[e].next) fn(more_[e].row);
   }
 
+  /// Makes room for `more` new bands at once (a batch of known size grows the table once, not
+  /// by doubling as it fills).
+  void reserve(size_t more) {
+    size_t cap = slots_.size() == 0 ? 64 : slots_.size();
+    while ((keys_ + more) * 2 > cap) cap *= 2;
+    if (cap > slots_.size()) grow_to(cap);
+  }
+
   /// Adds `row` to the bucket of its band (hash `hash`); same(r) says whether row r's band
   /// bytes are the new row's.
   template <class Same>
@@ -83,9 +91,11 @@ class BandBuckets {
   // values are not assumed to be mixed in every bit.
   size_t home(uint64_t hash) const noexcept { return static_cast<size_t>((hash * 0x9E3779B97F4A7C15ULL) >> shift_); }
 
-  void grow() {
+  void grow() { grow_to(slots_.size() == 0 ? 64 : slots_.size() * 2); }
+
+  // To `cap` slots, a power of two, every taken slot placed again.
+  void grow_to(size_t cap) {
     internal::BigArray<Slot> old = std::move(slots_);
-    const size_t cap = old.size() == 0 ? 64 : old.size() * 2;
     slots_ = internal::BigArray<Slot>(cap);
     std::fill(slots_.begin(), slots_.end(), Slot{0, kNone, kNone});
     mask_ = cap - 1;

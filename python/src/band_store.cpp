@@ -121,6 +121,8 @@ class BandStore {
   // when all went in): the caller takes that one by the general path.
   size_t insert_many(const py::dict& rows, const py::list& keys, const py::list& sketches, Py_ssize_t h, size_t from) {
     if (keys.size() != sketches.size()) throw py::value_error("a key per sketch");
+    if (from < keys.size())
+      for (BandBuckets& band : maps_) band.reserve(keys.size() - from);
     for (size_t i = from; i < keys.size(); ++i)
       if (!insert_sketch(rows, keys[i], sketches[i], h, true)) return i;
     return keys.size();
