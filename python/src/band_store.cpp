@@ -357,15 +357,12 @@ void register_band_store(py::module_& m) {
       .def("key_repeated", &BandStore::key_repeated)
       .def("materialize", &BandStore::materialize, py::arg("rows"));
   store_type = reinterpret_cast<PyTypeObject*>(py::type::of<BandStore>().ptr());
-  static PyMethodDef insert{"band_store_insert", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<band_store_insert>)), METH_FASTCALL,
-                            "band_store_insert(store, rows, key, sketch, h, check): MinHashLSH.insert of a sketch of 64-bit values; False if not"};
-  static PyMethodDef query{"band_store_query", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<band_store_query>)), METH_FASTCALL,
-                           "band_store_query(store, sketch, h): MinHashLSH.query's keys of a sketch of 64-bit values, or None"};
-  static PyMethodDef stores{"band_stores_query", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<band_stores_query>)), METH_FASTCALL,
-                            "band_stores_query(stores, bands, sketch, h): MinHashLSHEnsemble.query's keys from its partitions' stores, or None"};
-  add_fastcall(m, insert);
-  add_fastcall(m, query);
-  add_fastcall(m, stores);
+  add_fastcall<band_store_insert>(m, "band_store_insert",
+                          "band_store_insert(store, rows, key, sketch, h, check): MinHashLSH.insert of a sketch of 64-bit values; False if not");
+  add_fastcall<band_store_query>(m, "band_store_query",
+                          "band_store_query(store, sketch, h): MinHashLSH.query's keys of a sketch of 64-bit values, or None");
+  add_fastcall<band_stores_query>(m, "band_stores_query",
+                          "band_stores_query(stores, bands, sketch, h): MinHashLSHEnsemble.query's keys from its partitions' stores, or None");
 }
 
 }  // namespace neardup::python

@@ -561,12 +561,10 @@ void register_datasketch(py::module_& m) {
   m.def("hll_update", &hll_update, py::arg("reg"), py::arg("hashes"), py::arg("p"), py::arg("max_rank"));
   m.def("bbit_pack", &bbit_pack, py::arg("values"), py::arg("bits"));
   m.def("bbit_values", &bbit_values, py::arg("hashvalues"), py::arg("b"));
-  static PyMethodDef state{"bbit_state", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<bbit_state>)), METH_FASTCALL,
-                           "bbit_state(seed, b, r, values): a bBitMinHash's pickled state, or None for values not a uint32 array"};
-  static PyMethodDef restore{"bbit_restore", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<bbit_restore>)), METH_FASTCALL,
-                             "bbit_restore(state): (seed, b, r, values) of a bBitMinHash's pickled state"};
-  add_fastcall(m, state);
-  add_fastcall(m, restore);
+  add_fastcall<bbit_state>(m, "bbit_state",
+                          "bbit_state(seed, b, r, values): a bBitMinHash's pickled state, or None for values not a uint32 array");
+  add_fastcall<bbit_restore>(m, "bbit_restore",
+                          "bbit_restore(state): (seed, b, r, values) of a bBitMinHash's pickled state");
   m.def("icws_sample", &icws_sample, py::arg("rs"), py::arg("ln_cs"), py::arg("betas"), py::arg("dims"), py::arg("logs"), py::arg("many"));
   m.def("icws_sample_rows", &icws_sample_rows, py::arg("rs"), py::arg("ln_cs"), py::arg("betas"), py::arg("indptr"), py::arg("indices"),
         py::arg("logs"));

@@ -298,14 +298,12 @@ void register_forest(py::module_& m) {
       .def(py::init<size_t>(), py::arg("width"))
       .def("__len__", &ForestArena::size)
       .def("add", &ForestArena::add, py::arg("values"))
-
       .def("trees", &ForestArena::trees, py::arg("n"), py::arg("trees"), py::arg("per_tree"))
       .def("row", &ForestArena::row, py::arg("i"))
       .def("rows", &ForestArena::rows);
   arena_type = reinterpret_cast<PyTypeObject*>(py::type::of<ForestArena>().ptr());
-  static PyMethodDef add{"forest_arena_add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<forest_arena_add>)), METH_FASTCALL,
-                         "forest_arena_add(arena, rows, key, sketch): MinHashLSHForest.add of a sketch of 64-bit values; False if not"};
-  add_fastcall(m, add);
+  add_fastcall<forest_arena_add>(m, "forest_arena_add",
+                          "forest_arena_add(arena, rows, key, sketch): MinHashLSHForest.add of a sketch of 64-bit values; False if not");
 }
 
 }  // namespace neardup::python

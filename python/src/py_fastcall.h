@@ -39,10 +39,12 @@ PyObject* fastcall(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept 
   return nullptr;
 }
 
-/// Adds the METH_FASTCALL function `def` (static: CPython keeps a pointer to it) to module m.
-inline void add_fastcall(pybind11::module_& m, PyMethodDef& def) {
+/// Adds fastcall<Fn> to module m as `name`, with its docstring.
+template <pybind11::object (*Fn)(PyObject* const*, Py_ssize_t)>
+void add_fastcall(pybind11::module_& m, const char* name, const char* doc) {
+  static PyMethodDef def{name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fastcall<Fn>)), METH_FASTCALL, doc};  // CPython keeps a pointer to it
   PyObject* f = PyCFunction_NewEx(&def, nullptr, m.ptr());
-  if (f == nullptr || PyModule_AddObject(m.ptr(), def.ml_name, f) != 0) {
+  if (f == nullptr || PyModule_AddObject(m.ptr(), name, f) != 0) {
     Py_XDECREF(f);
     throw pybind11::error_already_set();
   }
