@@ -195,3 +195,33 @@ def test_large_forests_of_full_64_bit_values_answer_as_the_definition():
     for _, q in added[::331]:
         for k in (1, 12):
             assert sorted(forest.query(MinHash(hashvalues=q), k)) == sorted(definition(added, 3000, 32, 4, q, k))
+
+
+def test_32_bit_rows_widen_and_wide_queries_answer_as_the_definition():
+    # The rows are kept as 32-bit words while every value fits, and made 64-bit at the first that
+    # does not; a query with a wider value than any row matches no prefix that holds it.
+    rng = np.random.default_rng(9)
+    base = rng.integers(0, 2**32, (20, 16), dtype=np.uint64)
+    values = []
+    for i in range(400):
+        hv = base[i % 20].copy()
+        hv[rng.random(16) < 0.3] = rng.integers(0, 2**32, dtype=np.uint64)
+        values.append(hv)
+    wide = values[0].copy()
+    wide[3] += np.uint64(2**32)  # its low 32 bits those of sketch 0's: a match only if truncated
+    narrow, widened = MinHashLSHForest(16, 4), MinHashLSHForest(16, 4)
+    added = [(i, v) for i, v in enumerate(values)]
+    for i, v in added:
+        narrow.add(i, MinHash(hashvalues=v))
+        widened.add(i, MinHash(hashvalues=v))
+    widened.add("wide", MinHash(hashvalues=wide))
+    narrow.index()
+    widened.index()
+    over = values[0].copy()
+    over[0::4] += np.uint64(2**32)  # each tree's first value wider than any row's, its low bits sketch 0's
+    assert narrow.query(MinHash(hashvalues=over), 5) == []
+    for q in values[::37] + [wide, over]:
+        for k in (1, 6, 30):
+            assert sorted(map(str, narrow.query(MinHash(hashvalues=q), k))) == sorted(map(str, definition(added, 400, 16, 4, q, k)))
+            assert sorted(map(str, widened.query(MinHash(hashvalues=q), k))) == sorted(map(str, definition(added + [("wide", wide)], 401, 16, 4, q, k)))
+    assert np.array_equal(widened.get_minhash_hashvalues("wide"), wide) and np.array_equal(widened.get_minhash_hashvalues(5), values[5])
