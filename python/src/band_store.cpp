@@ -34,7 +34,8 @@ class BandStore {
   // hash_bits < 64 keeps that many top bits of each band's hash: for tests, where bands whose
   // hashes collide must still be told apart by their bytes.
   BandStore(size_t bands, size_t band_bytes, unsigned hash_bits)
-      : bands_(bands), band_bytes_(band_bytes), hash_mask_(hash_bits >= 64 ? ~uint64_t{0} : hash_bits == 0 ? 0 : ~uint64_t{0} << (64 - hash_bits)), maps_(bands) {
+      : bands_(bands), band_bytes_(band_bytes), narrow_(band_bytes % sizeof(uint64_t) == 0), stored_band_(narrow_ ? band_bytes / 2 : band_bytes),
+        hash_mask_(hash_bits >= 64 ? ~uint64_t{0} : hash_bits == 0 ? 0 : ~uint64_t{0} << (64 - hash_bits)), maps_(bands) {
     if (bands == 0 || band_bytes == 0) throw py::value_error("a band store needs bands of a byte or more");
   }
 
@@ -152,7 +153,7 @@ class BandStore {
     for (size_t row = 0; row < keys_.size(); ++row) {
       if (keys_[row].is_none()) continue;
       for (size_t i = 0; i < bands_; ++i) {
-        const py::bytes h(row_band(static_cast<uint32_t>(row), i), band_bytes_);
+        const py::bytes h(band_bytes_of(static_cast<uint32_t>(row), i), band_bytes_);
         append_to_bucket(PyList_GET_ITEM(tables.ptr(), static_cast<Py_ssize_t>(i)), h.ptr(), keys_[row].ptr());
       }
     }
@@ -163,7 +164,7 @@ class BandStore {
       const auto add = [&](const py::handle r) {
         const auto row = r.cast<uint32_t>();
         if (row >= keys_.size()) throw py::value_error("no such row");
-        for (size_t i = 0; i < bands_; ++i) hs.append(py::bytes(row_band(row, i), band_bytes_));
+        for (size_t i = 0; i < bands_; ++i) hs.append(py::bytes(band_bytes_of(row, i), band_bytes_));
       };
       if (PyLong_Check(key_rows.ptr())) {
         add(key_rows);
@@ -179,12 +180,12 @@ class BandStore {
   uint32_t insert_row(const py::object& key, const char* data) {
     if (keys_.size() >= BandBuckets::kNone - 1) throw py::value_error("too many keys for one index");
     const auto row = static_cast<uint32_t>(keys_.size());
-    arena_.append(data, bands_ * band_bytes_);
+    append_row(data);
     // Every band's home slot asked for before any is read: the bands' tables are apart in
     // memory, and their cache misses then overlap instead of following one another.
     hash_bands(data, bands_);
     for (size_t i = 0; i < bands_; ++i)
-      maps_[i].insert(hashes_[i], row, [&](uint32_t first) { return std::memcmp(row_band(first, i), row_band(row, i), band_bytes_) == 0; });
+      maps_[i].insert(hashes_[i], row, [&](uint32_t first) { return std::memcmp(row_band(first, i), row_band(row, i), stored_band_) == 0; });
     keys_.push_back(key);
     stamp_.push_back(0);
     ++live_;
@@ -207,7 +208,7 @@ class BandStore {
     for (size_t i = 0; i < bands; ++i) {
       const char* band = data + i * band_bytes_;
       uint32_t slot = found_[i];
-      while (slot != BandBuckets::kNone && std::memcmp(row_band(maps_[i].first(slot), i), band, band_bytes_) != 0)
+      while (slot != BandBuckets::kNone && !same_band(row_band(maps_[i].first(slot), i), band))
         slot = maps_[i].find(hashes_[i], slot);  // another band, the same hash
       if (slot == BandBuckets::kNone) continue;
       maps_[i].for_each(slot, [&](uint32_t row) {
@@ -269,9 +270,60 @@ class BandStore {
     if (static_cast<size_t>(size) < bands * band_bytes_) throw py::value_error("the sketch is shorter than its bands");
     return data;
   }
-  const char* row_band(uint32_t row, size_t i) const noexcept { return arena_.data() + (size_t{row} * bands_ + i) * band_bytes_; }
+  // Band i of a row as stored: band_bytes_ bytes, or half as many while the rows are narrow.
+  const char* row_band(uint32_t row, size_t i) const noexcept { return arena_.data() + (size_t{row} * bands_ + i) * stored_band_; }
+
+  // The rows keep the low halves of big-endian 64-bit values, 4 bytes each, while every value
+  // fits in 32 bits (datasketch's MinHash keeps 32-bit hashes): half the arena, and half the
+  // bytes a lookup compares. The first wider value makes every row 8 bytes a value for good.
+  // A band's hash is always that of its 8-byte values, so the buckets stay where they are.
+  void append_row(const char* data) {
+    const size_t values = bands_ * band_bytes_ / sizeof(uint64_t);
+    if (narrow_) {
+      bool fits = true;
+      for (size_t v = 0; v < values && fits; ++v) fits = std::memcmp(data + v * 8, "\0\0\0\0", 4) == 0;
+      if (fits) {
+        narrowed_.resize(values * 4);
+        for (size_t v = 0; v < values; ++v) std::memcpy(narrowed_.data() + v * 4, data + v * 8 + 4, 4);
+        arena_.append(narrowed_.data(), narrowed_.size());
+        return;
+      }
+      widen();
+    }
+    arena_.append(data, bands_ * band_bytes_);
+  }
+
+  void widen() {
+    internal::GrowArray<char> wide;
+    const char zeros[4] = {0, 0, 0, 0};
+    for (size_t at = 0; at < arena_.size(); at += 4) {
+      wide.append(zeros, 4);
+      wide.append(arena_.data() + at, 4);
+    }
+    arena_ = std::move(wide);
+    narrow_ = false;
+    stored_band_ = band_bytes_;
+  }
+
+  // Whether a stored band (row_band) holds the band of big-endian 8-byte values at `band`.
+  bool same_band(const char* stored, const char* band) const noexcept {
+    if (!narrow_) return std::memcmp(stored, band, band_bytes_) == 0;
+    for (size_t v = 0; v < band_bytes_ / 8; ++v)
+      if (std::memcmp(band + v * 8, "\0\0\0\0", 4) != 0 || std::memcmp(band + v * 8 + 4, stored + v * 4, 4) != 0) return false;
+    return true;
+  }
+
+  // Band i of a row as band_bytes_ bytes (widened into scratch if the rows are narrow).
+  const char* band_bytes_of(uint32_t row, size_t i) const {
+    if (!narrow_) return row_band(row, i);
+    wide_band_.assign(band_bytes_, '\0');
+    for (size_t v = 0; v < band_bytes_ / 8; ++v) std::memcpy(wide_band_.data() + v * 8 + 4, row_band(row, i) + v * 4, 4);
+    return wide_band_.data();
+  }
 
   size_t bands_, band_bytes_;
+  bool narrow_;         // the rows keep 4 bytes a value (append_row)
+  size_t stored_band_;  // the bytes of a band as stored
   uint64_t hash_mask_;
   std::vector<BandBuckets> maps_;  // per band: its buckets
   internal::GrowArray<char> arena_;  // row r's bands: [r * bands_ * band_bytes_, ...), on huge pages
@@ -280,6 +332,8 @@ class BandStore {
   std::vector<uint64_t> hashes_;   // scratch: a sketch's band hashes
   std::vector<uint32_t> found_;    // scratch: each band's slot of that hash
   std::vector<uint64_t> swapped_;  // scratch: a sketch's values, big-endian
+  std::vector<char> narrowed_;     // scratch: a row's values as 4 bytes each
+  mutable std::string wide_band_;  // scratch: a narrow band as 8 bytes a value
   uint32_t epoch_ = 0;
   size_t live_ = 0;
   bool repeated_ = false;  // some key has more than one row

@@ -161,3 +161,28 @@ def test_the_one_call_paths_check_their_arguments():
         _native.forest_arena_add(arena, rows, "k", m)
     with pytest.raises(ValueError, match="out of range"):
         _native.forest_arena_add(arena, rows, "j", MinHash(4))
+
+
+@pytest.mark.parametrize("hash_bits", [64, 2])
+def test_32_bit_rows_widen_and_wide_queries_answer_as_the_dicts(hash_bits):
+    """The store keeps 4 bytes a value while every value fits in 32 bits and widens its rows at
+    the first that does not; a query value wider than every row's matches no band, though its
+    low bits are a row's (with hashes of 2 bits, where only the bytes tell the bands apart)."""
+    ms = sketches(120, seed=3)
+    fast = MinHashLSH(threshold=0.5, num_perm=64)
+    dicts = MinHashLSH(threshold=0.5, num_perm=64, hashfunc=lambda b: b)
+    fast._store = fast._fast = _native.BandStore(fast.b, 8 * fast.r, hash_bits=hash_bits)
+    for i, m in enumerate(ms[:100]):
+        for lsh in (fast, dicts):
+            lsh.insert(f"k{i}", m)
+    over = MinHash(64, hashvalues=ms[0].hashvalues + np.uint64(2**32))  # every value's low half sketch 0's
+    assert fast.query(over) == [] and dicts.query(over) == []
+    same(fast, dicts, ms)
+    wide = MinHash(64, hashvalues=ms[1].hashvalues.copy())
+    wide.hashvalues[::2] += np.uint64(2**33)
+    for i, m in enumerate([wide] + ms[100:]):
+        for lsh in (fast, dicts):
+            lsh.insert(f"w{i}", m)
+    assert fast._stored()
+    same(fast, dicts, ms + [wide, over])
+    assert pickle.loads(pickle.dumps(fast)).hashtables == dicts.hashtables

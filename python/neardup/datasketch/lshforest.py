@@ -13,8 +13,9 @@ tree key was indexed already, as in datasketch).
 Sketches of native 64-bit values are kept in C++ (a ForestArena: a row of values per sketch,
 python/src/forest.cpp) until ``hashtables``, ``keys`` or ``sorted_hashtables`` is read, when they
 become datasketch's dicts and lists for good; a pickle holds those. A query runs in C++ over the
-sorted keys as arrays of 64-bit words and each tree key's list of keys, where datasketch calls a
-Python function per step of each binary search.
+sorted keys as arrays of words (32-bit while every value fits, as datasketch's MinHash values
+do) and each tree key's list of keys, where datasketch calls a Python function per step of each
+binary search.
 """
 from __future__ import annotations
 
