@@ -2,8 +2,8 @@
 // datasketch's index is a dict per band from a band's big-endian bytes to a list of keys, and
 // a dict from each key to its band keys, which cost a bytes object and a list entry per band and
 // key (about 5 KB of Python objects per sketch at 25 bands); here a sketch is one row of bytes in
-// an arena, and a band's buckets a table of distinct band bytes (band_buckets.h), so the answers
-// are the dicts' exactly. The dicts are made from the rows when asked for (materialize), in the
+// an arena (4 a value while every value fits in 32 bits: append_row), and a band's buckets a
+// table of distinct band bytes (band_buckets.h), so the answers are the dicts' exactly. The dicts are made from the rows when asked for (materialize), in the
 // order the keys were added.
 //
 // insert_sketch and query_sketch take a MinHashLSH's insert and query whole (the checks, the
@@ -326,7 +326,7 @@ class BandStore {
   size_t stored_band_;  // the bytes of a band as stored
   uint64_t hash_mask_;
   std::vector<BandBuckets> maps_;  // per band: its buckets
-  internal::GrowArray<char> arena_;  // row r's bands: [r * bands_ * band_bytes_, ...), on huge pages
+  internal::GrowArray<char> arena_;  // row r's bands: [r * bands_ * stored_band_, ...), on huge pages
   std::vector<py::object> keys_;   // per row: its key, None once removed
   std::vector<uint32_t> stamp_;    // per row: the last query that found it
   std::vector<uint64_t> hashes_;   // scratch: a sketch's band hashes

@@ -29,19 +29,11 @@ _BLOCK_BITS = 64
 _U64 = np.dtype(np.uint64)
 
 
-def _slot_bits_of(b: int) -> int:
+def _slot_bits(b: int) -> int:
     for bits in (1, 2, 4, 8, 16, 32):
         if b <= bits and not (b == 0 and bits < 4):
             return bits
     raise ValueError("Incorrect value of b")
-
-
-_SLOT_BITS = {b: _slot_bits_of(b) for b in range(33)}  # looked up once per pickle, not searched
-
-
-def _slot_bits(b: int) -> int:
-    bits = _SLOT_BITS.get(b)
-    return bits if bits is not None else _slot_bits_of(b)
 
 
 class bBitMinHash:  # noqa: N801 (datasketch's name)

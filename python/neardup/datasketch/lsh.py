@@ -166,7 +166,6 @@ class MinHashLSH:
         state.pop("_fast", None)
         return state
 
-
     @property
     def buffer_size(self) -> int:
         return self._buffer_size
