@@ -179,16 +179,24 @@ def test_rows_in_cpp_answer_as_the_dicts():
     assert mixed.query(MinHash(hashvalues=values[0]), 1) == ["m"]
 
 
+def clustered(rng, n, num_perm, clusters, high):
+    """n sketches of values below `high`, in clusters: each a copy of its cluster's base with
+    about 30% of its values drawn again."""
+    base = rng.integers(0, high, (clusters, num_perm), dtype=np.uint64)
+    out = []
+    for i in range(n):
+        hv = base[i % clusters].copy()
+        hv[rng.random(num_perm) < 0.3] = rng.integers(0, high, dtype=np.uint64)
+        out.append(hv)
+    return out
+
+
 def test_large_forests_of_full_64_bit_values_answer_as_the_definition():
     # Enough keys for index() to sort the trees on several threads, values over the whole 64-bit
     # range (the radix sort's every byte) and many keys sharing their first values (the runs
     # sorted by the whole keys): the answers are the definition's, walked in sorted order.
-    rng = np.random.default_rng(5)
-    base = rng.integers(0, 2**64, (300, 32), dtype=np.uint64)
     forest, added = MinHashLSHForest(32, 4), []
-    for i in range(3000):
-        hv = base[i % 300].copy()
-        hv[rng.random(32) < 0.3] = rng.integers(0, 2**64, dtype=np.uint64)
+    for i, hv in enumerate(clustered(np.random.default_rng(5), 3000, 32, 300, 2**64)):
         added.append((i, hv))
         forest.add(i, MinHash(hashvalues=hv))
     forest.index()
@@ -200,13 +208,7 @@ def test_large_forests_of_full_64_bit_values_answer_as_the_definition():
 def test_32_bit_rows_widen_and_wide_queries_answer_as_the_definition():
     # The rows are kept as 32-bit words while every value fits, and made 64-bit at the first that
     # does not; a query with a wider value than any row matches no prefix that holds it.
-    rng = np.random.default_rng(9)
-    base = rng.integers(0, 2**32, (20, 16), dtype=np.uint64)
-    values = []
-    for i in range(400):
-        hv = base[i % 20].copy()
-        hv[rng.random(16) < 0.3] = rng.integers(0, 2**32, dtype=np.uint64)
-        values.append(hv)
+    values = clustered(np.random.default_rng(9), 400, 16, 20, 2**32)
     wide = values[0].copy()
     wide[3] += np.uint64(2**32)  # its low 32 bits those of sketch 0's: a match only if truncated
     narrow, widened = MinHashLSHForest(16, 4), MinHashLSHForest(16, 4)
