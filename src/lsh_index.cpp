@@ -42,10 +42,16 @@ namespace {
 // each bucket, on the thread that sorted the band (a band of many entries first drops those whose
 // key is surely unique: internal::keep_repeated_keys). Returns the entries per band and the largest
 // bucket per band.
+// A document's key in one band: 12 bytes (the key in two halves, so that the entry is aligned
+// to 4 and an array of them packs), not 16: the search holds two arrays of them per band in
+// flight, its largest memory under a memory limit.
 struct BandEntry {
-  uint64_t key;
-  uint64_t doc;
+  uint32_t key_lo, key_hi;
+  DocId doc;
+  static BandEntry of(uint64_t key, size_t doc) noexcept { return {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32), static_cast<DocId>(doc)}; }
+  uint64_t key() const noexcept { return uint64_t{key_hi} << 32 | key_lo; }
 };
+static_assert(sizeof(BandEntry) == 12);
 
 // The buckets among e[0, m) (entries of one band, in order of document), sorted in place (tmp:
 // scratch of m entries for the radix sort): visit(docs) for each of two or more; returns the
@@ -57,13 +63,13 @@ uint64_t visit_sorted_buckets(BandEntry* e, BandEntry* tmp, size_t m, Visit&& vi
   auto visit_runs = [&](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi;) {
       size_t j = i + 1;
-      while (j < hi && e[j].key == e[i].key) ++j;
+      while (j < hi && e[j].key() == e[i].key()) ++j;
       if (j - i > 1) visit(std::span<const BandEntry>(e + i, j - i));
       largest = std::max<uint64_t>(largest, j - i);
       i = j;
     }
   };
-  auto by_key = [](const BandEntry& x, const BandEntry& y) { return x.key != y.key ? x.key < y.key : x.doc < y.doc; };
+  auto by_key = [](const BandEntry& x, const BandEntry& y) { return x.key() != y.key() ? x.key() < y.key() : x.doc < y.doc; };
   if (m < 4096) {
     std::sort(e, e + m, by_key);
     visit_runs(0, m);
@@ -71,11 +77,11 @@ uint64_t visit_sorted_buckets(BandEntry* e, BandEntry* tmp, size_t m, Visit&& vi
   }
   // Keys are hashes: sorted by their top 32 bits (two passes, not four), a run of equal top
   // bits is almost always one key; the rare run of several is put in order by the whole key.
-  internal::radix_sort_by_bits(e, tmp, m, 32, 64, [](const BandEntry& x) { return x.key; }, 16);
+  internal::radix_sort_by_bits(e, tmp, m, 32, 64, [](const BandEntry& x) { return x.key(); }, 16);
   for (size_t i = 0; i < m;) {
     size_t j = i + 1;
     bool mixed = false;
-    for (; j < m && (e[j].key >> 32) == (e[i].key >> 32); ++j) mixed |= e[j].key != e[i].key;
+    for (; j < m && e[j].key_hi == e[i].key_hi; ++j) mixed |= e[j].key_lo != e[i].key_lo;
     if (mixed) std::sort(e + i, e + j, by_key);
     visit_runs(i, j);
     i = j;
@@ -112,9 +118,9 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
     internal::BigArray<BandEntry>& e = entry_scratch[tid];
     size_t all = 0;
     for (size_t i = 0; i < n; ++i)
-      if (skip.empty() || !skip[i]) e[all++] = {key_of(band, i), i};
+      if (skip.empty() || !skip[i]) e[all++] = BandEntry::of(key_of(band, i), i);
     entries[band] = all;
-    const size_t m = all < 4096 ? all : internal::keep_repeated_keys(e.data(), all, [](const BandEntry& x) { return x.key; }, seen[tid], twice[tid]);
+    const size_t m = all < 4096 ? all : internal::keep_repeated_keys(e.data(), all, [](const BandEntry& x) { return x.key(); }, seen[tid], twice[tid]);
     largest[band] = std::max<uint64_t>(all > 0 ? 1 : 0, visit_sorted_buckets(e.data(), sort_scratch[tid].data(), m, [&](std::span<const BandEntry> b) { visit(band, b); }));
   });
   set_bucket_stats(stats, largest, entries);
@@ -161,7 +167,7 @@ void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, in
     std::vector<BandEntry>& e = s.e;
     e.clear();
     each_key([&](size_t i, uint64_t key) {
-      if (bits.may_repeat(key)) e.push_back({key, i});
+      if (bits.may_repeat(key)) e.push_back(BandEntry::of(key, i));
     });
     std::vector<BandEntry>& tmp = s.tmp;
     if (tmp.size() < e.size()) tmp.resize(e.size());
@@ -256,10 +262,10 @@ LshBuckets band_buckets(size_t n, int bands, EachBucket&& each_bucket) {
 
 LshMemory lsh_search_memory(const LshParams& params, int threads, size_t band_arrays) noexcept {
   LshMemory m;
-  // Two (key, document) arrays of 16 bytes per document for each band in flight, one band per
+  // Two (key, document) arrays of 12 bytes per document for each band in flight, one band per
   // worker (lsh_buckets), and the two bit tables of keep_repeated_keys (at most 16 bits each per
   // document); candidates are extra.
-  m.per_document = 36.0 * std::min<double>(std::max(threads, 1), static_cast<double>(params.bands));
+  m.per_document = 28.0 * std::min<double>(std::max(threads, 1), static_cast<double>(params.bands));
   m.fixed = static_cast<double>(band_arrays) * (2 << 20);
   return m;
 }

@@ -49,12 +49,12 @@ void Pipeline::Impl::choose_spill() {
 }
 
 // The bands the chunked search works at once with the band keys spilled. Each holds the entries
-// of the documents whose key may repeat, 32 bytes each with its sort's copy: counted for a
+// of the documents whose key may repeat, 24 bytes each with its sort's copy: counted for a
 // quarter of the documents (15% of 10 million short documents with 43% near-copies). Under a
 // memory limit, no more bands at once than a third of it holds: at 1 GB, two for 10 million
 // documents, one for 50 million.
 int Pipeline::Impl::spilled_search_threads(double n) const noexcept {
-  const double per_band = 0.25 * n * 32.0;
+  const double per_band = 0.25 * n * 24.0;
   const double limit = static_cast<double>(options_.tuning.memory_limit);
   if (limit <= 0 || per_band <= 0) return threads_;
   return static_cast<int>(std::clamp(std::floor(limit / 3 / per_band), 1.0, static_cast<double>(std::max(threads_, 1))));
@@ -147,7 +147,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
       search_per_doc = lsh.per_document;
       if (keys_only) {
         // Spilled, the keys go to disk, and each band in flight holds two bit tables (2 bits a
-        // document, at least 8 KiB and at most 128 MiB each) and the entries that pass them, 32
+        // document, at least 8 KiB and at most 128 MiB each) and the entries that pass them, 24
         // bytes each with the sort's copy: the documents in buckets and about 1 in 16 of the
         // rest, counted as a quarter of the documents (15% of 10 million short documents with
         // 43% near-copies). At the search's end every band's buckets are held to be merged
@@ -155,7 +155,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
         m.spill_disk += n * static_cast<double>(bands * sizeof(uint64_t));
         m.spill_keys = true;
         const double workers = std::min<double>(spilled_search_threads(n), static_cast<double>(bands));
-        spilled_search_per_doc = workers * (0.25 + 0.25 * 32.0) + 24.0 + (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
+        spilled_search_per_doc = workers * (0.25 + 0.25 * 24.0) + 24.0 + (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
       }
       // A dedup tells the copies of a text apart (find_text_copies): 16 B of text hash per
       // document, then 24 B per document and as much again for the sort; let go before the
