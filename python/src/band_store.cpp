@@ -29,6 +29,17 @@ namespace py = pybind11;
 namespace neardup::python {
 namespace {
 
+// The first `count` values of a sketch as big-endian 64-bit words in `out`, after checking
+// len(sketch) == h as MinHashLSH does (else ValueError); false when its values are not 64-bit
+// integers (try_read_u64).
+bool read_sketch(PyObject* sketch, Py_ssize_t h, size_t count, std::vector<uint64_t>& out) {
+  py::object values;
+  const Py_ssize_t len = sketch_length(sketch, values);
+  if (len != h) throw py::value_error("Expecting minhash with length " + std::to_string(h) + ", got " + std::to_string(len));
+  out.resize(count);
+  return try_read_u64(sketch_values(sketch, values), count, out.data(), true);
+}
+
 class BandStore {
  public:
   // hash_bits < 64 keeps that many top bits of each band's hash: for tests, where bands whose
@@ -87,20 +98,14 @@ class BandStore {
   py::object query_sketch(const py::handle& sketch, Py_ssize_t h) {
     const char* data = sketch_bytes(sketch, h);
     if (data == nullptr) return py::none();
-    if (repeated_) {  // a key may have several rows: each key once, as datasketch's list(set)
-      py::set keys;
-      collect(data, bands_, [&](PyObject* key) { return PySet_Add(keys.ptr(), key); });
-      PyObject* list = PySequence_List(keys.ptr());
-      if (list == nullptr) throw py::error_already_set();
-      return py::reinterpret_steal<py::object>(list);
-    }
     py::list found;
-    collect(data, bands_, [&](PyObject* key) { return PyList_Append(found.ptr(), key); });
+    append_keys(data, bands_, found);
     return found;
   }
 
   // The keys in the buckets of the first `bands` bands of `data` (a sketch's values, big-endian,
-  // at least bands x band_bytes bytes), each once, appended to `out`.
+  // at least bands x band_bytes bytes), each once (a key with several rows too, as datasketch's
+  // list(set)), appended to `out`.
   void append_keys(const char* data, size_t bands, const py::list& out) {
     if (bands > bands_) throw py::value_error("more bands than hash tables");
     if (!repeated_) {
@@ -245,15 +250,9 @@ class BandStore {
   // checking len(sketch) == h as MinHashLSH does; nullptr otherwise, or for a store of bands of
   // other values.
   const char* sketch_bytes(const py::handle& sketch, Py_ssize_t h) {
-    py::object values;
-    check_length(sketch_length(sketch.ptr(), values), h);
-    PyObject* v = sketch_values(sketch.ptr(), values);
-    if (band_bytes_ % sizeof(uint64_t) != 0) return nullptr;
-    swapped_.resize(bands_ * band_bytes_ / sizeof(uint64_t));
-    return try_read_u64(v, swapped_.size(), swapped_.data(), true) ? reinterpret_cast<const char*>(swapped_.data()) : nullptr;
-  }
-  static void check_length(Py_ssize_t len, Py_ssize_t h) {
-    if (len != h) throw py::value_error("Expecting minhash with length " + std::to_string(h) + ", got " + std::to_string(len));
+    const size_t words = band_bytes_ % sizeof(uint64_t) == 0 ? bands_ * band_bytes_ / sizeof(uint64_t) : 0;
+    if (!read_sketch(sketch.ptr(), h, words, swapped_) || words == 0) return nullptr;
+    return reinterpret_cast<const char*>(swapped_.data());
   }
 
   // The first `bands` bands of `values` (py_values.h) as big-endian bytes, in scratch.
@@ -371,11 +370,8 @@ py::object band_stores_query(PyObject* const* args, Py_ssize_t nargs) {
   if (!PyList_Check(args[0]) || !PyList_Check(args[1]) || PyList_GET_SIZE(args[0]) != PyList_GET_SIZE(args[1]))
     throw py::type_error("band_stores_query takes a list of stores and a list of band counts as long");
   const Py_ssize_t h = ssize_arg(args[3]);
-  py::object values;
-  if (sketch_length(args[2], values) != h) throw py::value_error("Expecting minhash with length " + std::to_string(h));
   static thread_local std::vector<uint64_t> swapped;
-  swapped.resize(static_cast<size_t>(h));
-  if (!try_read_u64(sketch_values(args[2], values), swapped.size(), swapped.data(), true)) return py::none();
+  if (h < 0 || !read_sketch(args[2], h, static_cast<size_t>(h), swapped)) return py::none();
   py::list out;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[0]); ++i) {
     BandStore& store = bound_self<BandStore>(PyList_GET_ITEM(args[0], i), store_type);
