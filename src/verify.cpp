@@ -25,35 +25,90 @@ uint64_t set_digest(std::span<const ShingleHash> set) noexcept {
 
 }  // namespace
 
+bool ShingleSets::use_sparse_slots() {
+  if (live_ > 0) return false;
+  std::vector<uint32_t>().swap(slot_);
+  sparse_ = true;
+  table_.assign(16, kFree);
+  in_table_ = 0;
+  return true;
+}
+
+void ShingleSets::assign(DocId doc, uint32_t slot) {
+  if (!sparse_) {
+    if (doc >= slot_.size()) slot_.resize(static_cast<size_t>(doc) + 1, kNone);
+    slot_[doc] = slot;
+    return;
+  }
+  if ((in_table_ + 1) * 2 > table_.size()) {
+    std::vector<uint64_t> old(table_.size() * 2, kFree);
+    old.swap(table_);
+    for (const uint64_t e : old)
+      if (e != kFree) {
+        size_t i = sparse_home(static_cast<DocId>(e >> 32));
+        while (table_[i] != kFree) i = (i + 1) & (table_.size() - 1);
+        table_[i] = e;
+      }
+  }
+  size_t i = sparse_home(doc);
+  while (table_[i] != kFree && (table_[i] >> 32) != doc) i = (i + 1) & (table_.size() - 1);
+  in_table_ += table_[i] == kFree;
+  table_[i] = uint64_t{doc} << 32 | slot;
+}
+
+uint32_t ShingleSets::sparse_slot(DocId doc) const noexcept {
+  for (size_t i = sparse_home(doc);; i = (i + 1) & (table_.size() - 1)) {
+    if (table_[i] == kFree) return kNone;
+    if ((table_[i] >> 32) == doc) return static_cast<uint32_t>(table_[i]);
+  }
+}
+
+// Knuth's deletion for linear probing (TAOCP 6.4, algorithm R): each later entry of the run
+// that its home allows moves into the hole.
+void ShingleSets::sparse_erase(DocId doc) noexcept {
+  const size_t mask = table_.size() - 1;
+  size_t i = sparse_home(doc);
+  while ((table_[i] >> 32) != doc) i = (i + 1) & mask;  // present: the caller found its slot
+  for (size_t j = (i + 1) & mask; table_[j] != kFree; j = (j + 1) & mask) {
+    const size_t home = sparse_home(static_cast<DocId>(table_[j] >> 32));
+    // Moves when its home is not cyclically within (i, j].
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      table_[i] = table_[j];
+      i = j;
+    }
+  }
+  table_[i] = kFree;
+  --in_table_;
+}
+
 void ShingleSets::set(DocId doc, std::vector<ShingleHash> set) {
-  if (doc >= slot_.size()) slot_.resize(static_cast<size_t>(doc) + 1, kNone);
   forget(doc);
   const bool shareable = set.size() >= kShareMin;
   const uint64_t digest = shareable ? set_digest(set) : 0;
   if (shareable) {
     const auto it = by_digest_.find(digest);
     if (it != by_digest_.end() && sets_[it->second] == set) {
-      slot_[doc] = it->second;
+      assign(doc, it->second);
       ++users_[it->second];
       ++shared_docs_;
       return;  // `set` is let go here
     }
   }
   const auto slot = static_cast<uint32_t>(sets_.size());
-  slot_[doc] = slot;
+  assign(doc, slot);
   total_ += set.size();
   sets_.push_back(std::move(set));
   users_.push_back(1);
+  ++live_;
   // A digest taken by a different set keeps that one: this set is not found for sharing.
   if (shareable) by_digest_.emplace(digest, slot);
 }
 
 void ShingleSets::share(DocId doc, DocId from) {
   if (!has(from) || doc == from) throw UsageError("ShingleSets::share: the document to share with has no set");
-  if (doc >= slot_.size()) slot_.resize(static_cast<size_t>(doc) + 1, kNone);
   forget(doc);
-  const uint32_t slot = slot_[from];
-  slot_[doc] = slot;
+  const uint32_t slot = slot_of(from);
+  assign(doc, slot);
   ++users_[slot];
   ++shared_docs_;
 }
@@ -71,15 +126,35 @@ void ShingleSets::drop(uint32_t slot) noexcept {
   }
   total_ -= set.size();
   std::vector<ShingleHash>().swap(set);
+  // The last set let go: the slots start again from the first. A verification in groups stores
+  // and lets go each group's sets in turn, and slots never reused would grow with every set of
+  // the run (28 B each: 370 MB for the 13 million sets read again of 50 million short
+  // documents), where their count is now the largest group's.
+  if (--live_ == 0) {
+    sets_.clear();
+    users_.clear();
+    by_digest_.clear();
+  }
 }
 
 void ShingleSets::forget(DocId doc) noexcept {
-  if (!has(doc)) return;
-  drop(slot_[doc]);
-  slot_[doc] = kNone;
+  const uint32_t slot = slot_of(doc);
+  if (slot == kNone) return;
+  if (sparse_)
+    sparse_erase(doc);
+  else
+    slot_[doc] = kNone;
+  drop(slot);
 }
 
 void ShingleSets::keep_only(std::span<const uint8_t> needed) {
+  if (sparse_) {
+    std::vector<DocId> gone;
+    for (const uint64_t e : table_)
+      if (const auto d = static_cast<DocId>(e >> 32); e != kFree && (d >= needed.size() || !needed[d])) gone.push_back(d);
+    release(gone);
+    return;
+  }
   for (size_t d = 0; d < slot_.size(); ++d)
     if (d >= needed.size() || !needed[d]) forget(static_cast<DocId>(d));
   slot_.resize(needed.size(), kNone);
@@ -90,8 +165,9 @@ void ShingleSets::release(std::span<const DocId> docs) {
 }
 
 std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {
-  if (!has(doc)) return {};
-  return sets_[slot_[doc]];
+  const uint32_t slot = slot_of(doc);
+  if (slot == kNone) return {};
+  return sets_[slot];
 }
 
 Scorer Scorer::exact(const ShingleSets& sets) noexcept {

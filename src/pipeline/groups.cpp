@@ -207,6 +207,7 @@ uint64_t Pipeline::Impl::verify_in_groups(LshBuckets&& buckets, const std::vecto
       options_.tuning.progress({"verify", static_cast<uint64_t>(share * static_cast<double>(inputs_->total_bytes())), inputs_->total_bytes(), next_first[g]});
     }
   }
+  if (!options_.tuning.keep_sets) sets_.release_all();
   std::sort(all.begin(), all.end(), by_pair);
   pairs_ = std::move(all);
   return verified;

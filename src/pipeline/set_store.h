@@ -49,11 +49,12 @@ class SetStore {
   void end_first_pass() { seen_.reset(); }
 
   /// The first pass's early sets of the documents with needed[d] != 0 become the store's (the
-  /// others let go).
-  void take_early(std::span<const uint8_t> needed) {
+  /// others let go). `sparse`: a run whose memory is limited finds the sets it will hold through
+  /// a table of those only (ShingleSets::use_sparse_slots), where none was kept early.
+  void take_early(std::span<const uint8_t> needed, bool sparse) {
     held_ = std::make_unique<ShingleSets>(std::move(early_));
     early_ = ShingleSets();
-    held_->keep_only(needed);
+    if (!sparse || !held_->use_sparse_slots()) held_->keep_only(needed);
   }
 
   /// The sets held (null when the run keeps none: estimated verification, or before any).
@@ -66,6 +67,12 @@ class SetStore {
   /// Lets the verified documents' sets go (a group's, once decided).
   void release(std::span<const DocId> docs) {
     held_->release(docs);
+    released_ = true;
+  }
+  /// Lets every set go, and the table of the documents' slots with them (4 B per document of
+  /// the run), once the verification is over.
+  void release_all() {
+    if (held_) *held_ = ShingleSets();
     released_ = true;
   }
   /// Whether sets were let go after verification (RunTuning::keep_sets off).

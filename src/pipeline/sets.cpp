@@ -18,7 +18,7 @@ void Pipeline::Impl::take_first_pass_sets(const std::vector<uint8_t>& needed) {
   // in the first pass is let go.
   std::vector<uint8_t> own(needed);
   for (const DocPair& c : text_copies_) own[c.b] = 0;
-  sets_.take_early(own);
+  sets_.take_early(own, options_.tuning.spill_documents);
   stats_.set_bytes = sets_.sets()->total_hashes() * sizeof(ShingleHash);
   stats_.verify_shared = sets_.sets()->shared_docs();
   uint64_t kept = 0;

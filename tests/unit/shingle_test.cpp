@@ -422,3 +422,69 @@ TEST(Shingle, RejectsBadK) {
   EXPECT_THROW(Shingler({ShingleKind::Words, 0, 1}), UsageError);
   EXPECT_THROW(Shingler({ShingleKind::Words, 65, 1}), UsageError);
 }
+
+// A store that finds its sets through a table of the documents holding one behaves as the
+// dense one, through sets stored, shared, replaced and let go in every order, including the
+// erasures that move a probe run's later entries back, and after every set went (the slots
+// start again from the first).
+TEST(ShingleSets, SparseSlotsBehaveAsDenseOnes) {
+  std::mt19937_64 rng(97);
+  ShingleSets dense, sparse;
+  ASSERT_TRUE(sparse.use_sparse_slots());
+  std::vector<std::vector<ShingleHash>> pool;
+  for (size_t k = 0; k < 6; ++k) {
+    std::vector<ShingleHash> v(k % 2 ? ShingleSets::kShareMin + k : k + 1);
+    for (auto& x : v) x = rng();
+    pool.push_back(sorted_set(v));
+  }
+  // Few distinct documents (so that one is often replaced or shared again), spread over a
+  // range far larger than the table, so that probe runs form and break.
+  std::vector<DocId> ids(300);
+  for (auto& d : ids) d = static_cast<DocId>(rng() % 5'000'000);
+  size_t emptied = 0;
+  for (int step = 0; step < 40'000; ++step) {
+    const DocId d = ids[rng() % ids.size()];
+    switch (rng() % 5) {
+      case 0:
+      case 1: {
+        const auto& set = pool[rng() % pool.size()];
+        dense.set(d, set);
+        sparse.set(d, set);
+        break;
+      }
+      case 2: {
+        const DocId from = ids[rng() % ids.size()];
+        if (from == d || !dense.has(from)) break;
+        dense.share(d, from);
+        sparse.share(d, from);
+        break;
+      }
+      default:
+        dense.release(std::vector<DocId>{d});
+        sparse.release(std::vector<DocId>{d});
+    }
+    if (step % 4000 == 3999) {  // every set let go
+      dense.release(ids);
+      sparse.release(ids);
+      ++emptied;
+    }
+    ASSERT_EQ(sparse.total_hashes(), dense.total_hashes()) << step;
+    ASSERT_EQ(sparse.shared_docs(), dense.shared_docs()) << step;
+    if (step % 97 == 0)
+      for (const DocId x : ids) {
+        ASSERT_EQ(sparse.has(x), dense.has(x)) << step << " " << x;
+        ASSERT_TRUE(std::ranges::equal(sparse.get(x), dense.get(x))) << step << " " << x;
+      }
+  }
+  EXPECT_EQ(emptied, 10u);
+  // keep_only over the table, and a store holding sets refuses to change its lookup.
+  std::vector<uint8_t> needed(5'000'000, 0);
+  for (size_t k = 0; k < ids.size(); k += 2) needed[ids[k]] = 1;
+  dense.keep_only(needed);
+  sparse.keep_only(needed);
+  for (const DocId x : ids) EXPECT_EQ(sparse.has(x), dense.has(x)) << x;
+  EXPECT_EQ(sparse.total_hashes(), dense.total_hashes());
+  dense.set(ids[0], pool[0]);
+  EXPECT_FALSE(dense.use_sparse_slots());
+  EXPECT_TRUE(dense.has(ids[0]));
+}
