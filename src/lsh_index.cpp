@@ -11,6 +11,7 @@
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
 #include "internal/repeated_keys.h"
+#include "internal/spilled_columns.h"
 #include "neardup/error.h"
 #include "neardup/tune.h"
 
@@ -40,8 +41,8 @@ namespace {
 // doc) entries of the documents not skipped are sorted by key (a stable radix sort from 4K
 // entries: documents of a bucket stay in increasing order), and visit(band, docs) is called for
 // each bucket, on the thread that sorted the band (a band of many entries first drops those whose
-// key is surely unique: internal::keep_repeated_keys). Returns the entries per band and the largest
-// bucket per band.
+// key is surely unique: internal::keep_repeated_keys), then visit(band, {}) once the band is done.
+// Returns the entries per band and the largest bucket per band.
 // A document's key in one band: 12 bytes (the key in two halves, so that the entry is aligned
 // to 4 and an array of them packs), not 16: the search holds two arrays of them per band in
 // flight, its largest memory under a memory limit.
@@ -122,6 +123,7 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
     entries[band] = all;
     const size_t m = all < 4096 ? all : internal::keep_repeated_keys(e.data(), all, [](const BandEntry& x) { return x.key(); }, seen[tid], twice[tid]);
     largest[band] = std::max<uint64_t>(all > 0 ? 1 : 0, visit_sorted_buckets(e.data(), sort_scratch[tid].data(), m, [&](std::span<const BandEntry> b) { visit(band, b); }));
+    visit(band, std::span<const BandEntry>());
   });
   set_bucket_stats(stats, largest, entries);
 }
@@ -173,84 +175,140 @@ void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, in
     if (tmp.size() < e.size()) tmp.resize(e.size());
     entries[band] = all;
     largest[band] = std::max<uint64_t>(all > 0 ? 1 : 0, visit_sorted_buckets(e.data(), tmp.data(), e.size(), [&](std::span<const BandEntry> b) { visit(band, b); }));
+    visit(band, std::span<const BandEntry>());
   });
   set_bucket_stats(stats, largest, entries);
 }
 
-// The buckets of every band, each distinct list of documents once, ordered by their first
-// document. Each band's buckets are kept flat (their documents one after another, and a
-// reference per bucket of 12 bytes), so that ordering and removing the buckets several bands
-// share moves small references, not a vector per bucket. The references are the search's peak
-// (5.1 million on 10 million short documents in clusters), so they are sorted band by band and
-// the bands merged, each held once (ordering them all by first document at once took an array of
-// them all beside the bands' and a count per document: 50 MB more at 10 million), and a bucket's
-// first document and the hash that orders a document's buckets are worked out when needed, not
-// kept. each_bucket(visit) runs for_each_bucket (or for_each_bucket_read) with visit.
-template <class EachBucket>
-LshBuckets band_buckets(size_t n, int bands, EachBucket&& each_bucket) {
-  struct Ref {
-    uint32_t band, start, size;  // a band has at most one entry per document: under 2^32
-  };
-  std::vector<std::vector<DocId>> docs(static_cast<size_t>(bands));
-  std::vector<std::vector<Ref>> refs(static_cast<size_t>(bands));
-  each_bucket([&](size_t band, std::span<const BandEntry> b) {
-    std::vector<DocId>& d = docs[band];
-    const auto start = static_cast<uint32_t>(d.size());
+// Each band's buckets as one stream, ordered by first document: per bucket its size, then its
+// documents (4 bytes per bucket besides them, where a vector per bucket would take 24 and an
+// allocation). A band's buckets are gathered as they are found (add), and its stream made on the
+// thread that found them as soon as the band is done (finish); the bands are then merged, each
+// held once (ordering every bucket by first document at once took an array of them all beside
+// the bands' and a count per document: 50 MB more at 10 million short documents). With a spill
+// directory (a run whose memory is limited), the streams wait for the merge in files there,
+// mapped, and let go behind it (drop_behind), so that the search holds one band's buckets per
+// thread and the merged ones rather than every band's: 650 MB on 50 million short documents in
+// clusters.
+class BandStreams {
+ public:
+  BandStreams(size_t n, size_t bands, const std::string& spill_dir)
+      : first_bits_(std::max(1, static_cast<int>(std::bit_width(n)))), docs_(bands), refs_(bands), memory_(bands) {
+    if (!spill_dir.empty()) spilled_ = std::make_unique<internal::SpilledColumns>(spill_dir, bands, "the LSH buckets");
+  }
+
+  /// A bucket of `band` (documents ascending), on the band's thread.
+  void add(size_t band, std::span<const BandEntry> b) {
+    std::vector<DocId>& d = docs_[band];
+    refs_[band].push_back({static_cast<uint32_t>(d.size()), static_cast<uint32_t>(b.size())});
     for (const BandEntry& e : b) d.push_back(static_cast<DocId>(e.doc));
-    refs[band].push_back({static_cast<uint32_t>(band), start, static_cast<uint32_t>(b.size())});
-  });
-  auto members = [&](const Ref& r) { return std::span<const DocId>(docs[r.band]).subspan(r.start, r.size); };
-  auto first = [&](const Ref& r) { return docs[r.band][r.start]; };
-  // Each band's references by first document (a band holds a document in one bucket at most, so
-  // its first documents differ), one band at a time with a scratch of the largest band's size.
-  const int first_bits = std::max(1, static_cast<int>(std::bit_width(n)));
-  size_t largest = 0, refs_in_all = 0, members_in_all = 0;
-  for (size_t b = 0; b < refs.size(); ++b) {
-    largest = std::max(largest, refs[b].size());
-    refs_in_all += refs[b].size();
-    members_in_all += docs[b].size();
   }
-  {
-    std::vector<Ref> scratch(largest);
-    for (auto& v : refs)
-      internal::radix_sort_by_bits(v.data(), scratch.data(), v.size(), 0, first_bits, [&](const Ref& r) { return uint64_t{first(r)}; });
+
+  /// The band's buckets ordered by first document (a band holds a document in one bucket at
+  /// most, so its first documents differ) into its stream, on the band's thread.
+  void finish(size_t band) {
+    std::vector<DocId>& d = docs_[band];
+    std::vector<Ref>& r = refs_[band];
+    {
+      std::vector<Ref> scratch(r.size());
+      internal::radix_sort_by_bits(r.data(), scratch.data(), r.size(), 0, first_bits_, [&](const Ref& x) { return uint64_t{d[x.start]}; });
+    }
+    std::vector<DocId>& out = memory_[band];
+    if (!spilled_) out.reserve(d.size() + r.size());
+    for (const Ref& x : r) {
+      if (spilled_) {
+        spilled_->append(band, &x.size, sizeof x.size);
+        spilled_->append(band, d.data() + x.start, x.size * sizeof(DocId));
+      } else {
+        out.push_back(x.size);
+        out.insert(out.end(), d.begin() + x.start, d.begin() + x.start + x.size);
+      }
+    }
+    std::vector<DocId>().swap(d);
+    std::vector<Ref>().swap(r);
   }
-  // The bands merged by first document; one first document's few buckets ordered by the hash of
-  // their documents, then by the documents, so that the buckets several bands share are adjacent
-  // and kept once. The arrays are reserved for every reference (pages never written stay out of
-  // memory): counting the distinct buckets first would take the merge twice.
+
+  /// Every band's stream, once every band is finished.
+  std::vector<std::span<const DocId>> streams() {
+    std::vector<std::span<const DocId>> out(memory_.begin(), memory_.end());
+    if (spilled_) {
+      spilled_->finish();
+      for (size_t b = 0; b < out.size(); ++b) {
+        const std::span<const std::byte> m = spilled_->map(b);
+        out[b] = {reinterpret_cast<const DocId*>(m.data()), m.size() / sizeof(DocId)};  // page-aligned
+      }
+    }
+    return out;
+  }
+
+  /// The merge is at `at` of band's stream: a spilled stream's pages before it are let go, a
+  /// mebibyte at a time (one of them read again from the file if it is still needed).
+  void drop_behind(size_t band, size_t at) {
+    if (!spilled_) return;
+    if (dropped_.empty()) dropped_.assign(docs_.size(), 0);
+    if (at - dropped_[band] < (size_t{1} << 18)) return;
+    spilled_->drop_pages(band, dropped_[band] * sizeof(DocId), at * sizeof(DocId));
+    dropped_[band] = at;
+  }
+
+ private:
+  struct Ref {
+    uint32_t start, size;  // a band has at most one entry per document: under 2^32
+  };
+  int first_bits_;
+  std::vector<std::vector<DocId>> docs_;  // per band, the buckets' documents as found
+  std::vector<std::vector<Ref>> refs_;    // and where each bucket's are
+  std::vector<std::vector<DocId>> memory_;
+  std::unique_ptr<internal::SpilledColumns> spilled_;
+  std::vector<size_t> dropped_;  // per band, where its mapped pages were let go up to
+};
+
+// The buckets of every band, each distinct list of documents once, ordered by their first
+// document: the bands' streams merged by first document; one first document's few buckets
+// ordered by the hash of their documents, then by the documents, so that the buckets several
+// bands share are adjacent and kept once. each_bucket(visit) runs for_each_bucket (or
+// for_each_bucket_read) with visit.
+template <class EachBucket>
+LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, EachBucket&& each_bucket) {
+  BandStreams bs(n, static_cast<size_t>(bands), spill_dir);
+  each_bucket([&](size_t band, std::span<const BandEntry> b) { b.empty() ? bs.finish(band) : bs.add(band, b); });
+  const std::vector<std::span<const DocId>> streams = bs.streams();
+  size_t words = 0;
+  for (const auto& st : streams) words += st.size();
+  // The arrays are reserved for every bucket (pages never written stay out of memory): counting
+  // the distinct buckets first would take the merge twice. A position in a stream is that of a
+  // bucket's size.
   LshBuckets out;
-  out.members.reserve(members_in_all);
-  out.offsets.reserve(refs_in_all + 1);
+  out.members.reserve(words);
+  out.offsets.reserve(words / 3 + 1);
   using Head = std::pair<DocId, uint32_t>;  // a band's next first document, and the band
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
-  std::vector<size_t> next(refs.size(), 0);
-  for (size_t b = 0; b < refs.size(); ++b)
-    if (!refs[b].empty()) heads.push({first(refs[b][0]), static_cast<uint32_t>(b)});
-  std::vector<std::pair<uint64_t, Ref>> keyed;  // one first document's buckets, with their hashes
+  std::vector<size_t> next(streams.size(), 0);
+  for (size_t b = 0; b < streams.size(); ++b)
+    if (!streams[b].empty()) heads.push({streams[b][1], static_cast<uint32_t>(b)});
+  std::vector<std::pair<uint64_t, std::span<const DocId>>> keyed;  // one first document's buckets, with their hashes
   while (!heads.empty()) {
     const DocId d = heads.top().first;
     keyed.clear();
     while (!heads.empty() && heads.top().first == d) {
       const uint32_t b = heads.top().second;
       heads.pop();
-      keyed.emplace_back(0, refs[b][next[b]]);
-      if (++next[b] < refs[b].size()) heads.push({first(refs[b][next[b]]), b});
+      const std::span<const DocId> st = streams[b];
+      keyed.emplace_back(0, st.subspan(next[b] + 1, st[next[b]]));
+      bs.drop_behind(b, next[b]);
+      next[b] += 1 + st[next[b]];
+      if (next[b] < st.size()) heads.push({st[next[b] + 1], b});
     }
     if (keyed.size() > 1) {
-      for (auto& [h, r] : keyed) {
-        const auto m = members(r);
-        h = internal::hash_bytes(m.data(), m.size() * sizeof(DocId), 0x42554b54ull);
-      }
+      for (auto& [h, m] : keyed) h = internal::hash_bytes(m.data(), m.size() * sizeof(DocId), 0x42554b54ull);
       std::sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
         if (x.first != y.first) return x.first < y.first;
-        const auto a = members(x.second), b = members(y.second);
-        return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+        return std::lexicographical_compare(x.second.begin(), x.second.end(), y.second.begin(), y.second.end());
       });
     }
     for (size_t k = 0; k < keyed.size(); ++k) {
-      const auto m = members(keyed[k].second);
-      if (k > 0 && std::ranges::equal(m, members(keyed[k - 1].second))) continue;
+      const auto m = keyed[k].second;
+      if (k > 0 && std::ranges::equal(m, keyed[k - 1].second)) continue;
       out.members.insert(out.members.end(), m.begin(), m.end());
       out.offsets.push_back(out.members.size());
     }
@@ -308,7 +366,7 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
                      std::to_string(params.rows) + " for " + std::to_string(k));
   const size_t n = k == 0 ? 0 : sigs.size() / k;
   const auto key_of = [&](size_t band, size_t i) { return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed); };
-  return band_buckets(n, params.bands, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, visit); });
+  return band_buckets(n, params.bands, {}, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, visit); });
 }
 
 LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
@@ -318,13 +376,13 @@ LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band
     if (k.size() != n) throw UsageError("lsh_buckets_from_keys: bands of different lengths");
   const int bands = static_cast<int>(band_keys.size());
   const auto key_of = [&](size_t band, size_t i) { return band_keys[band][i]; };
-  return band_buckets(n, bands, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, visit); });
+  return band_buckets(n, bands, {}, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, visit); });
 }
 
 LshBuckets lsh_buckets_from_reader(size_t n, int bands, const BandKeyReader& read, std::span<const uint8_t> skip, int threads,
-                                   CandidateStats* stats) {
+                                   CandidateStats* stats, const std::string& spill_dir) {
   if (!skip.empty() && skip.size() != n) throw UsageError("lsh_buckets_from_reader: skip must have a flag per document");
-  return band_buckets(n, bands, [&](auto&& visit) { for_each_bucket_read(n, bands, skip, threads, stats, read, visit); });
+  return band_buckets(n, bands, spill_dir, [&](auto&& visit) { for_each_bucket_read(n, bands, skip, threads, stats, read, visit); });
 }
 
 }  // namespace neardup

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "neardup/types.h"
@@ -86,9 +87,11 @@ using BandKeyReader = std::function<void(size_t band, size_t begin, size_t count
 /// lsh_buckets_from_keys for `bands` bands of n keys that are not in memory (spilled to disk:
 /// RunTuning::spill_band_keys): each band's keys are read twice, in order, a chunk at a time, so
 /// that memory holds the entries whose key may repeat (the documents in buckets and a few
-/// percent of the others), not every document's. The same buckets.
+/// percent of the others), not every document's. The same buckets. With `spill_dir`, each
+/// band's buckets wait for the others' in a file there (IoError naming it if the disk refuses),
+/// not in memory.
 LshBuckets lsh_buckets_from_reader(size_t n, int bands, const BandKeyReader& read, std::span<const uint8_t> skip, int threads,
-                                   CandidateStats* stats = nullptr);
+                                   CandidateStats* stats = nullptr, const std::string& spill_dir = {});
 
 /// The memory of an LSH search of `docs` documents on `threads` threads (lsh_buckets): bytes
 /// per document, and fixed bytes for the band keys kept per band (`band_arrays` of them): the

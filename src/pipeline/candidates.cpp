@@ -29,7 +29,7 @@ LshBuckets Pipeline::Impl::find_buckets() {
     stats_.spilled_bytes += spilled.bytes();
     buckets = lsh_buckets_from_reader(docs_.size(), static_cast<int>(keys.size()),
                                       [&](size_t band, size_t begin, size_t count, uint64_t* out) { spilled.read(band, begin, count, out); },
-                                      sketches_.empty, spilled_search_threads(static_cast<double>(docs_.size())), &cs);
+                                      sketches_.empty, spilled_search_threads(static_cast<double>(docs_.size())), &cs, spilled.dir());
   } else {
     buckets = lsh_buckets_from_keys(keys, sketches_.empty, threads_, &cs);
   }

@@ -239,10 +239,15 @@ TEST(Lsh, MostlyUniqueKeysGiveTheBucketsOfTheRepeatedOnes) {
 
 // Band keys read from elsewhere a chunk at a time (spilled to disk) give the buckets and counts of
 // the same keys in memory: mostly unique keys with repeats, one large bucket, skipped documents,
-// sizes below and above the sort's 4,096 entries and the reader's chunk, on 1 and 3 threads.
+// sizes below and above the sort's 4,096 entries and the reader's chunk, on 1 and 3 threads, with
+// each band's buckets held in memory or in a file until they are merged (a stream of 1 MiB and
+// more is let go behind the merge, read again where needed).
 TEST(Lsh, KeysReadInChunksGiveTheBucketsOfKeysInMemory) {
-  for (const size_t n : {size_t{0}, size_t{1}, size_t{3000}, size_t{70000}, size_t{140001}})
-    for (const int threads : {1, 3}) {
+  const test::TempDir dir;
+  for (const size_t n : {size_t{0}, size_t{1}, size_t{3000}, size_t{70000}, size_t{140001}, size_t{1000000}})
+    for (const int threads : {1, 3})
+    for (const bool spill : {false, true}) {
+      if (n == 1000000 && (threads == 3 || !spill)) continue;  // band 0's stream passes 1 MiB
       std::mt19937_64 rng(n + 7);
       std::vector<std::vector<uint64_t>> keys(4, std::vector<uint64_t>(n));
       for (auto& band : keys)
@@ -263,7 +268,7 @@ TEST(Lsh, KeysReadInChunksGiveTheBucketsOfKeysInMemory) {
         std::copy(keys[band].begin() + static_cast<ptrdiff_t>(begin), keys[band].begin() + static_cast<ptrdiff_t>(begin + count), out);
         std::lock_guard<std::mutex> lock(mu);
         ++reads;
-      }, skip, threads, &got_stats);
+      }, skip, threads, &got_stats, spill ? dir.path() : std::string());
       EXPECT_EQ(got.members, want.members) << n;
       EXPECT_EQ(got.offsets, want.offsets) << n;
       EXPECT_EQ(got_stats.largest_bucket, want_stats.largest_bucket) << n;
