@@ -150,12 +150,13 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
         // document, at least 8 KiB and at most 128 MiB each) and the entries that pass them, 24
         // bytes each with the sort's copy: the documents in buckets and about 1 in 16 of the
         // rest, counted as a quarter of the documents (15% of 10 million short documents with
-        // 43% near-copies). At the search's end every band's buckets are held to be merged
-        // (24 B per document there, each band's buckets merged in place).
-        m.spill_disk += n * static_cast<double>(bands * sizeof(uint64_t));
+        // 43% near-copies). Each band's buckets then wait on disk for the merge (a size and the
+        // documents: at most 6 B per document and band), which holds the merged buckets, about
+        // 8 B per document (the same corpora).
+        m.spill_disk += n * static_cast<double>(bands * (sizeof(uint64_t) + 6));
         m.spill_keys = true;
         const double workers = std::min<double>(spilled_search_threads(n), static_cast<double>(bands));
-        spilled_search_per_doc = workers * (0.25 + 0.25 * 24.0) + 24.0 + (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
+        spilled_search_per_doc = workers * (0.25 + 0.25 * 24.0) + 8.0 + (n > 0 ? workers * 2.0 * (8 << 10) / n : 0);
       }
       // A dedup tells the copies of a text apart (find_text_copies): 16 B of text hash per
       // document, then 24 B per document and as much again for the sort; let go before the
@@ -201,14 +202,16 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     // find_text_copies). After it, the run holds its own buffers (the program, the reader's kept
     // buffers, the writer's, and a group's sets: about its text,
     // RunTuning::verify_group_bytes at most unless a component is larger) and, in the search,
-    // spilled_search_per_doc; in verification, its arrays of every document (the keeper, flags:
-    // about 12 B), the removed documents' similarities (12 B each), and while grouping a
-    // union-find and a weight per document: 30 B per document.
+    // spilled_search_per_doc; in verification, while grouping, the merged buckets (about 8 B
+    // per document), flags (2 B), the copies' originals (8 B per copy) and a union-find (4 B),
+    // and then, group by group, the keeper and flags (8 B per document), the copies' originals
+    // and the removed documents' similarities (12 B each): 19 B per document at the most
+    // (measured 17-18 at 10 and 50 million).
     const double first_pass = first_pass_buffers + n * 13.0;
     const double buffers = 10.0 * (1 << 20) + std::min(static_cast<double>(io::kKeptReadBufferBytes), m.input.data_bytes) +
                            std::min(static_cast<double>(io::kDirectBufferBytes * io::kDirectBuffers), m.input.data_bytes) +
                            std::min(static_cast<double>(options_.tuning.verify_group_bytes), m.input.text_bytes);
-    const double after = buffers + n * std::max(spilled_search_per_doc, 30.0);
+    const double after = buffers + n * std::max(spilled_search_per_doc, 19.0);
     m.spill_saves = m.peak() - std::max(first_pass, after);
   }
   if (spec_.verify == VerifyMode::Exact) {
