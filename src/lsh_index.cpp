@@ -229,10 +229,11 @@ class BandStreams {
   }
 
   /// Every band's stream, once every band is finished.
-  std::vector<std::span<const DocId>> streams() {
+  std::vector<std::span<const DocId>> streams(CandidateStats* stats) {
     std::vector<std::span<const DocId>> out(memory_.begin(), memory_.end());
     if (spilled_) {
       spilled_->finish();
+      if (stats) stats->spilled_bytes += spilled_->bytes();
       for (size_t b = 0; b < out.size(); ++b) {
         const std::span<const std::byte> m = spilled_->map(b);
         out[b] = {reinterpret_cast<const DocId*>(m.data()), m.size() / sizeof(DocId)};  // page-aligned
@@ -269,10 +270,10 @@ class BandStreams {
 // bands share are adjacent and kept once. each_bucket(visit) runs for_each_bucket (or
 // for_each_bucket_read) with visit.
 template <class EachBucket>
-LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, EachBucket&& each_bucket) {
+LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, CandidateStats* stats, EachBucket&& each_bucket) {
   BandStreams bs(n, static_cast<size_t>(bands), spill_dir);
   each_bucket([&](size_t band, std::span<const BandEntry> b) { b.empty() ? bs.finish(band) : bs.add(band, b); });
-  const std::vector<std::span<const DocId>> streams = bs.streams();
+  const std::vector<std::span<const DocId>> streams = bs.streams(stats);
   size_t words = 0;
   for (const auto& st : streams) words += st.size();
   // The arrays are reserved for every bucket (pages never written stay out of memory): counting
@@ -366,7 +367,7 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
                      std::to_string(params.rows) + " for " + std::to_string(k));
   const size_t n = k == 0 ? 0 : sigs.size() / k;
   const auto key_of = [&](size_t band, size_t i) { return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed); };
-  return band_buckets(n, params.bands, {}, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, visit); });
+  return band_buckets(n, params.bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, visit); });
 }
 
 LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
@@ -376,13 +377,13 @@ LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band
     if (k.size() != n) throw UsageError("lsh_buckets_from_keys: bands of different lengths");
   const int bands = static_cast<int>(band_keys.size());
   const auto key_of = [&](size_t band, size_t i) { return band_keys[band][i]; };
-  return band_buckets(n, bands, {}, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, visit); });
+  return band_buckets(n, bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, visit); });
 }
 
 LshBuckets lsh_buckets_from_reader(size_t n, int bands, const BandKeyReader& read, std::span<const uint8_t> skip, int threads,
                                    CandidateStats* stats, const std::string& spill_dir) {
   if (!skip.empty() && skip.size() != n) throw UsageError("lsh_buckets_from_reader: skip must have a flag per document");
-  return band_buckets(n, bands, spill_dir, [&](auto&& visit) { for_each_bucket_read(n, bands, skip, threads, stats, read, visit); });
+  return band_buckets(n, bands, spill_dir, stats, [&](auto&& visit) { for_each_bucket_read(n, bands, skip, threads, stats, read, visit); });
 }
 
 }  // namespace neardup

@@ -45,6 +45,7 @@ bool share_band(std::span<const SigValue> a, std::span<const SigValue> b, const 
 struct CandidateStats {
   uint64_t bucket_entries = 0;  ///< documents put in buckets, summed over bands
   uint64_t largest_bucket = 0;
+  uint64_t spilled_bytes = 0;   ///< the bands' buckets written to disk for the merge (lsh_buckets_from_reader)
 };
 
 /// Candidate pairs from n signatures of length k (row-major, types.h). Documents with

@@ -215,7 +215,7 @@ py::dict run(std::unique_ptr<Pipeline> p, bool pairs_mode) {
   stats["removed"] = s.removed;
   stats["seconds"] = s.seconds;
   stats["copied_bytes"] = s.copied_bytes;  // compressed inputs kept decompressed (RunTuning::decompressed_copies)
-  stats["spilled_bytes"] = s.spilled_bytes;  // the document table and band keys kept on disk (RunTuning::memory_limit)
+  stats["spilled_bytes"] = s.spilled_bytes;  // the document table, band keys and buckets kept on disk (RunTuning::memory_limit)
   stats["spec"] = p->spec().to_string();
   py::dict out;
   out["ids"] = ids;

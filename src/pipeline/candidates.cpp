@@ -43,6 +43,7 @@ LshBuckets Pipeline::Impl::find_buckets() {
   const size_t from_lsh = buckets.size();
   add_copy_buckets(buckets);
   stats_.largest_bucket = cs.largest_bucket;
+  stats_.spilled_bytes += cs.spilled_bytes;
   for (size_t i = from_lsh; i < buckets.size(); ++i) stats_.largest_bucket = std::max<uint64_t>(stats_.largest_bucket, buckets[i].size());
   return buckets;
 }
