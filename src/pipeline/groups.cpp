@@ -2,6 +2,7 @@
 // thread of its own while one is verified), verified and clustered one after another.
 #include "pipeline/impl.h"
 #include "pipeline/grouped_buckets.h"
+#include "internal/flag_rank.h"
 #include "internal/free_heap.h"
 
 namespace neardup {
@@ -37,42 +38,49 @@ void Pipeline::Impl::distinct_members(const LshBuckets& group, std::vector<uint8
 std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, const std::vector<uint8_t>& in_bucket,
                                                  std::vector<size_t>& start, std::vector<uint32_t>& order) const {
   const size_t n = docs_.size();
-  UnionFind uf(n);  // a component's root is its first document
+  // The documents in buckets numbered in input order, so that the union-find and the weights
+  // take an entry each of them, not of every document (half of 50 million short documents in
+  // clusters are in none: 100 MB).
+  const internal::FlagRank local(in_bucket);
+  const size_t m = local.count();
+  UnionFind uf(m);  // a component's root is its first document
   for (size_t i = 0; i < buckets.size(); ++i) {
     const auto b = buckets[i];
-    for (size_t x = 1; x < b.size(); ++x) uf.unite(b[0], b[x]);
+    const uint32_t first = local(b[0]);
+    for (size_t x = 1; x < b.size(); ++x) uf.unite(first, local(b[x]));
   }
   // Each document's root, and in a root's own place its component's weight (saturating: any past
   // the limit is full), later its group: one array, with a bit per document to tell the roots.
   std::vector<uint32_t> weight = std::move(uf).representatives();
-  std::vector<bool> is_root(n, false);
-  const auto root_of = [&](DocId d) { return is_root[d] ? d : weight[d]; };
+  std::vector<bool> is_root(m, false);
+  const auto root_of = [&](uint32_t x) { return is_root[x] ? x : weight[x]; };
   DocumentTable::Behind behind(docs_);
-  for (DocId d = 0; d < n; ++d)
+  for (DocId d = 0, x = 0; d < n; ++d)
     if (in_bucket[d]) {
       behind.at(d);
-      if (weight[d] == d) {  // the first of its component, met before the others
-        is_root[d] = true;
-        weight[d] = 0;
+      if (weight[x] == x) {  // the first of its component, met before the others
+        is_root[x] = true;
+        weight[x] = 0;
       }
-      const DocId r = root_of(d);
+      const uint32_t r = root_of(x++);
       weight[r] = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{weight[r]} + docs_.length(d) + kDocWeight, UINT32_MAX));
     }
   // The groups, in order of roots; weight[r] becomes the group of root r.
   std::vector<DocId> next_first;
   uint64_t held = 0;
-  for (DocId r = 0; r < n; ++r) {
-    if (!is_root[r]) continue;
-    if (next_first.empty() || (held > 0 && held + weight[r] > options_.tuning.verify_group_bytes)) {
-      if (!next_first.empty()) next_first.back() = r;
+  for (DocId d = 0, r = 0; d < n; ++d) {
+    if (!in_bucket[d] || !is_root[r++]) continue;
+    const uint32_t root = r - 1;
+    if (next_first.empty() || (held > 0 && held + weight[root] > options_.tuning.verify_group_bytes)) {
+      if (!next_first.empty()) next_first.back() = d;
       next_first.push_back(static_cast<DocId>(n));
       held = 0;
     }
-    held += weight[r];
-    weight[r] = static_cast<uint32_t>(next_first.size() - 1);
+    held += weight[root];
+    weight[root] = static_cast<uint32_t>(next_first.size() - 1);
   }
   // Each bucket's group looked up twice rather than held: to count, to place.
-  const auto group_of = [&](size_t i) { return weight[root_of(buckets[i][0])]; };
+  const auto group_of = [&](size_t i) { return weight[root_of(local(buckets[i][0]))]; };
   const size_t groups = next_first.size();
   start.assign(groups + 1, 0);
   for (size_t i = 0; i < buckets.size(); ++i) ++start[group_of(i) + 1];
