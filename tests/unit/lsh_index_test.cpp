@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "internal/flag_rank.h"
 #include "internal/radix_sort.h"
 #include "neardup/minhash.h"
 #include "neardup/shingle.h"
@@ -295,5 +296,23 @@ TEST(Lsh, PairsSortedAndMadeDistinct) {
       internal::sort_unique_pairs(v);
       EXPECT_EQ(v, want) << n << " pairs of ids below " << range;
     }
+  }
+}
+
+// A flagged document's rank is the count of flagged documents before it, at every place of a
+// 64-document word and across words, as a prefix count gives.
+TEST(Lsh, FlagRankCountsTheFlaggedDocumentsBefore) {
+  std::mt19937_64 rng(11);
+  for (const size_t n : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{10000}}) {
+    std::vector<uint8_t> flags(n);
+    for (auto& f : flags) f = rng() % 3 == 0;
+    if (n > 200) std::fill(flags.begin() + 64, flags.begin() + 192, uint8_t{1});  // two full words
+    const internal::FlagRank rank(flags);
+    uint32_t before = 0;
+    for (size_t d = 0; d < n; ++d) {
+      ASSERT_EQ(rank(d), before) << n << " " << d;
+      before += flags[d];
+    }
+    EXPECT_EQ(rank.count(), before);
   }
 }
