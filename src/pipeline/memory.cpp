@@ -203,7 +203,8 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     // buffers, the writer's, and a group's sets: about its text,
     // RunTuning::verify_group_bytes at most unless a component is larger) and, in the search,
     // spilled_search_per_doc; in verification, while grouping, the merged buckets (about 8 B
-    // per document), flags (2 B), the copies' originals (8 B per copy) and a union-find (4 B),
+    // per document), flags (2 B), the copies' originals (8 B per copy) and a union-find (4 B
+    // per document in buckets),
     // and then, group by group, the keeper and flags (8 B per document), the copies' originals
     // and the removed documents' similarities (12 B each): 19 B per document at the most
     // (measured 17-18 at 10 and 50 million).
