@@ -194,7 +194,9 @@ class BandStreams {
  public:
   BandStreams(size_t n, size_t bands, const std::string& spill_dir)
       : first_bits_(std::max(1, static_cast<int>(std::bit_width(n)))), docs_(bands), refs_(bands), memory_(bands) {
-    if (!spill_dir.empty()) spilled_ = std::make_unique<internal::SpilledColumns>(spill_dir, bands, "the LSH buckets");
+    if (spill_dir.empty()) return;
+    spilled_ = std::make_unique<internal::SpilledColumns>(spill_dir, bands, "the LSH buckets");
+    dropped_.assign(bands, 0);
   }
 
   /// A bucket of `band` (documents ascending), on the band's thread.
@@ -245,9 +247,7 @@ class BandStreams {
   /// The merge is at `at` of band's stream: a spilled stream's pages before it are let go, a
   /// mebibyte at a time (one of them read again from the file if it is still needed).
   void drop_behind(size_t band, size_t at) {
-    if (!spilled_) return;
-    if (dropped_.empty()) dropped_.assign(docs_.size(), 0);
-    if (at - dropped_[band] < (size_t{1} << 18)) return;
+    if (!spilled_ || at - dropped_[band] < (size_t{1} << 18)) return;
     spilled_->drop_pages(band, dropped_[band] * sizeof(DocId), at * sizeof(DocId));
     dropped_[band] = at;
   }
@@ -259,9 +259,9 @@ class BandStreams {
   int first_bits_;
   std::vector<std::vector<DocId>> docs_;  // per band, the buckets' documents as found
   std::vector<std::vector<Ref>> refs_;    // and where each bucket's are
-  std::vector<std::vector<DocId>> memory_;
-  std::unique_ptr<internal::SpilledColumns> spilled_;
-  std::vector<size_t> dropped_;  // per band, where its mapped pages were let go up to
+  std::vector<std::vector<DocId>> memory_;             // per band, its stream (not spilled)
+  std::unique_ptr<internal::SpilledColumns> spilled_;  // or the streams' files
+  std::vector<size_t> dropped_;                        // per band, where its mapped pages were let go up to
 };
 
 // The buckets of every band, each distinct list of documents once, ordered by their first
