@@ -78,6 +78,13 @@ double page_fault_microseconds() noexcept {
   return us / static_cast<double>(kBytes / kPage);
 }
 
+namespace {
+std::atomic<bool> g_sequential_huge_pages{true};
+}  // namespace
+
+void set_huge_pages_for_sequential_arrays(bool on) noexcept { g_sequential_huge_pages.store(on, std::memory_order_relaxed); }
+bool huge_pages_for_sequential_arrays() noexcept { return g_sequential_huge_pages.load(std::memory_order_relaxed); }
+
 std::optional<Isa> parse_isa(std::string_view name) noexcept {
   if (name == "scalar") return Isa::Scalar;
   if (name == "avx2") return Isa::Avx2;

@@ -31,4 +31,14 @@ std::optional<Isa> parse_isa(std::string_view name) noexcept;
 /// the library, so that it is tested with it.
 double page_fault_microseconds() noexcept;
 
+/// Whether the arrays a run writes once in order and reads in order (the first pass's band keys
+/// and text hashes, 184 B per document at 21 bands) ask for transparent huge pages once past 2
+/// MiB. Default: yes, as every large array does. Where a 4 KiB page fault is cheap, 4 KiB pages
+/// cost less and vary less: on a virtual machine whose host backs the guest's fresh huge pages
+/// only as they are first touched, `dedup` of 1 million short documents took 0.59-0.63 s on 4 KiB
+/// pages against 0.55-0.96 s on huge ones (BENCHMARKS.md). The `neardup` program turns
+/// it off where a fault measures cheap (docs/robustness.md). Process-wide; set before a run.
+void set_huge_pages_for_sequential_arrays(bool on) noexcept;
+bool huge_pages_for_sequential_arrays() noexcept;
+
 }  // namespace neardup

@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "neardup/cpu.h"
+
 namespace neardup::internal {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
@@ -97,6 +99,11 @@ class BigArray {
   size_t map_len_ = 0;
 };
 
+/// How an array is read: in any order, or in order (written once at its end, read from start to
+/// end), which needs no huge pages to spare the TLB and asks for them only where the machine's
+/// page faults are dear (neardup::huge_pages_for_sequential_arrays).
+enum class Access { Random, Sequential };
+
 /// An array that grows at its end without ever copying: kernel memory mapped in 2 MiB steps and
 /// grown by mremap, which moves page tables, not bytes. A std::vector that doubles holds the old
 /// and the new buffer at once (three times the data at the peak) and copies everything; this
@@ -108,6 +115,7 @@ class GrowArray {
 
  public:
   GrowArray() = default;
+  explicit GrowArray(Access access) noexcept : access_(access) {}
   GrowArray(const GrowArray&) = delete;
   GrowArray& operator=(const GrowArray&) = delete;
   GrowArray(GrowArray&& o) noexcept { swap(o); }
@@ -122,6 +130,7 @@ class GrowArray {
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
     std::swap(bytes_, o.bytes_);
+    std::swap(access_, o.access_);
   }
 
   void push_back(const T& x) {
@@ -151,7 +160,7 @@ class GrowArray {
 #ifdef MADV_HUGEPAGE
     // Huge pages once the array holds more than one: before, the first write would fault in and
     // zero a whole 2 MiB page for a few documents (21 band arrays: 42 MiB for a small run).
-    if (bytes > kStep) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: may fail
+    if (bytes > kStep && (access_ == Access::Random || huge_pages_for_sequential_arrays())) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: may fail
 #endif
     data_ = static_cast<T*>(p);
     bytes_ = bytes;
@@ -159,6 +168,7 @@ class GrowArray {
   T* data_ = nullptr;
   size_t size_ = 0;
   size_t bytes_ = 0;
+  Access access_ = Access::Random;
 };
 
 }  // namespace neardup::internal

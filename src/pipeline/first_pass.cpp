@@ -195,7 +195,7 @@ void Pipeline::Impl::find_text_copies() {
     if (part + 1 == parts) {
       std::vector<uint64_t>().swap(seen);
       std::vector<uint64_t>().swap(twice);
-      internal::GrowArray<TextHash>().swap(text_hashes_);
+      internal::GrowArray<TextHash>(internal::Access::Sequential).swap(text_hashes_);
       text_hashes_spilled_.reset();
     }
     m = internal::sort_repeated_keys(e.data(), m, [](const Entry& x) { return x.h.hi; });

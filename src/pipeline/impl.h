@@ -340,7 +340,7 @@ struct Pipeline::Impl {
   // Dedup's copies of earlier texts (RunTuning::collapse_copies): during the first pass, each
   // document's text hash; then each copy with its original, {original, copy} in the copies'
   // input order.
-  internal::GrowArray<TextHash> text_hashes_;
+  internal::GrowArray<TextHash> text_hashes_{internal::Access::Sequential};
   std::unique_ptr<internal::SpilledColumns> text_hashes_spilled_;  // instead, spilling (hi, lo)
   template <class Fn>
   void each_text_hash(Fn&& fn) const;

@@ -46,7 +46,7 @@ struct SketchStore {
   void reset(size_t bands, int sketch_size) {
     sigs = std::make_unique<internal::GrowArray<SigValue>>();
     band_keys.clear();
-    band_keys.resize(bands);
+    for (size_t b = 0; b < bands; ++b) band_keys.emplace_back(internal::Access::Sequential);
     spilled.reset();
     keys_spilled = false;
     index_per_group = false;

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "internal/big_array.h"
 #include "internal/pass_runner.h"
 #include "neardup/cluster.h"
 #include "neardup/cpu.h"
@@ -162,6 +163,39 @@ TEST(Memory, PageFaultTimeIsMeasured) {
   EXPECT_LT(after - before, 1024);  // under 1 MiB more (2 MiB if the memory were kept)
   EXPECT_GT(us, 0.0);  // a measurement, whatever the machine's speed
   EXPECT_TRUE(std::isfinite(us));
+}
+
+// A GrowArray read in order asks for huge pages only while the process allows it; one read in
+// any order always does (the advice shows as "hg" in the mapping's VmFlags, /proc/self/smaps).
+TEST(Memory, SequentialArraysAskForHugePagesWhereAllowed) {
+  const auto advised = [](const void* p) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    bool in = false;
+    for (std::string line; std::getline(smaps, line);) {
+      unsigned long lo = 0, hi = 0;
+      if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2)
+        in = a >= lo && a < hi;
+      else if (in && line.rfind("VmFlags:", 0) == 0)
+        return line.find(" hg") != std::string::npos;
+    }
+    return false;
+  };
+  ASSERT_TRUE(huge_pages_for_sequential_arrays());  // the library's default
+  const auto filled = [](internal::Access access) {
+    internal::GrowArray<uint64_t> a(access);
+    for (uint64_t i = 0; i < (uint64_t{6} << 20) / 8; ++i) a.push_back(i);  // past 2 MiB: 6 MiB
+    return a;
+  };
+  const auto random = filled(internal::Access::Random), sequential = filled(internal::Access::Sequential);
+  set_huge_pages_for_sequential_arrays(false);
+  const auto sequential_4k = filled(internal::Access::Sequential), random_still = filled(internal::Access::Random);
+  set_huge_pages_for_sequential_arrays(true);
+  EXPECT_EQ(sequential_4k[12345], 12345u);
+  if (!advised(random.data())) GTEST_SKIP() << "this kernel takes no huge page advice";
+  EXPECT_TRUE(advised(sequential.data()));
+  EXPECT_TRUE(advised(random_still.data()));
+  EXPECT_FALSE(advised(sequential_4k.data()));
 }
 
 // A sketcher does not keep a large document's scratch once it is done with it.
