@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "internal/big_array.h"
 #include "internal/spilled_columns.h"
 #include "neardup/io/reader.h"
 #include "neardup/types.h"
@@ -44,7 +45,7 @@ class DocumentTable {
       spilled_->append(kLengths, &length, sizeof length);
       if (pos) spilled_->append(kPositions, pos, sizeof *pos);
     } else {
-      id_blob_.append(id);
+      id_blob_.append(id.data(), id.size());
       id_end_.push_back(id_blob_.size());
       lengths_.push_back(length);
       if (pos) pos_.push_back(*pos);
@@ -126,7 +127,7 @@ class DocumentTable {
 
   size_t size() const noexcept { return count_; }
   std::string_view id(DocId d) const noexcept {
-    return spilled_ ? slice(id_view_, id_end_view_, d) : slice(id_blob_, std::span<const uint64_t>(id_end_), d);
+    return spilled_ ? slice(id_view_, id_end_view_, d) : slice(std::string_view(id_blob_.data(), id_blob_.size()), std::span<const uint64_t>(id_end_), d);
   }
   /// Text bytes (at most --max-doc-bytes, under 4 GiB).
   uint32_t length(DocId d) const noexcept { return lengths()[d]; }
@@ -177,11 +178,13 @@ class DocumentTable {
   std::span<const uint64_t> id_end_view_;
   std::span<const uint32_t> lengths_view_;
   std::span<const io::RecordPos> pos_view_;
-  // In memory:
-  std::string id_blob_;
-  std::vector<uint64_t> id_end_;
-  std::vector<uint32_t> lengths_;
-  std::vector<io::RecordPos> pos_;
+  // In memory: arrays written once in order as the first pass reads, and read in ascending order
+  // (internal::GrowArray: grown in place, never copied, where vectors that double would copy
+  // everything and fault in twice the pages).
+  internal::GrowArray<char> id_blob_{internal::Access::Sequential};
+  internal::GrowArray<uint64_t> id_end_{internal::Access::Sequential};
+  internal::GrowArray<uint32_t> lengths_{internal::Access::Sequential};
+  internal::GrowArray<io::RecordPos> pos_{internal::Access::Sequential};
   // The keep-by field per document: KeyValue::Kind, the number, the string (blob and ends).
   std::vector<uint8_t> key_kind_;
   std::vector<double> key_num_;
