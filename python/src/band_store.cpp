@@ -3,8 +3,8 @@
 // a dict from each key to its band keys, which cost a bytes object and a list entry per band and
 // key (about 5 KB of Python objects per sketch at 25 bands); here a sketch is one row of bytes in
 // an arena (4 a value while every value fits in 32 bits: append_row), and a band's buckets a
-// table of distinct band bytes (band_buckets.h), so the answers are the dicts' exactly. The dicts are made from the rows when asked for (materialize), in the
-// order the keys were added.
+// table of distinct band bytes (band_buckets.h), so the answers are the dicts' exactly. The
+// dicts are made from the rows when asked for (materialize), in the order the keys were added.
 //
 // insert_sketch and query_sketch take a MinHashLSH's insert and query whole (the checks, the
 // values read from the sketch, the key's row recorded), one call from Python each

@@ -68,9 +68,10 @@ std::vector<DocId> Pipeline::Impl::group_buckets(const LshBuckets& buckets, cons
   // The groups, in order of roots; weight[r] becomes the group of root r.
   std::vector<DocId> next_first;
   uint64_t held = 0;
-  for (DocId d = 0, r = 0; d < n; ++d) {
-    if (!in_bucket[d] || !is_root[r++]) continue;
-    const uint32_t root = r - 1;
+  for (DocId d = 0, x = 0; d < n; ++d) {
+    if (!in_bucket[d]) continue;
+    const uint32_t root = x++;  // d's number among the documents in buckets
+    if (!is_root[root]) continue;
     if (next_first.empty() || (held > 0 && held + weight[root] > options_.tuning.verify_group_bytes)) {
       if (!next_first.empty()) next_first.back() = d;
       next_first.push_back(static_cast<DocId>(n));
