@@ -388,6 +388,7 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
   r.verified += direct.size();
   if (!direct.empty()) {
     const auto more = score_direct(direct, stars, star_sim, score, how, r.by_delta);
+    for (const ScoredPair& e : more) uf.unite(local(e.a), local(e.b));
     std::vector<ScoredPair> merged(pairs.size() + more.size());
     std::merge(pairs.begin(), pairs.end(), more.begin(), more.end(), merged.begin(), by_pair);
     pairs.swap(merged);
@@ -398,7 +399,10 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
     std::sort(joined.begin(), joined.end());
     joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
     std::unique_ptr<SetJoin> join = how.join(joined);
-    const std::vector<ScoredPair> more = join->connect(how.num_docs, pairs, how.share);
+    // What the stars and the small buckets' pairs connected, as each joined document's cluster.
+    std::vector<uint32_t> component(joined.size());
+    for (size_t i = 0; i < joined.size(); ++i) component[i] = uf.find(local(joined[i]));
+    const std::vector<ScoredPair> more = join->connect(component, how.share);
     r.verified += join->stats().verified;
     if (how.list_all) r.join = std::move(join);
     if (!more.empty()) {

@@ -333,8 +333,7 @@ std::vector<ScoredPair> SetJoin::all_pairs(const PairFilter& keep) const {
 std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const ScoredPair> known, const PairFilter& keep) const {
   const Impl& s = *impl_;
   const size_t n = s.docs.size();
-  std::vector<ScoredPair> edges;
-  if (n < 2) return edges;
+  if (n < 2) return {};
   if (s.docs.back() >= num_docs) throw UsageError("SetJoin::connect: a joined document is beyond num_docs");
   // The union-find covers the joined documents (by their place in docs) and the other ends of
   // the known edges after them, not all num_docs: a join over a few documents of a large run
@@ -357,6 +356,26 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   };
   UnionFind uf(n + others.size());
   for (const ScoredPair& e : known) uf.unite(local(e.a), local(e.b));
+  std::vector<uint32_t> component(n);
+  for (size_t i = 0; i < n; ++i) component[i] = uf.find(static_cast<uint32_t>(i));
+  return connect(component, keep);
+}
+
+std::vector<ScoredPair> SetJoin::connect(std::span<const uint32_t> component, const PairFilter& keep) const {
+  const Impl& s = *impl_;
+  const size_t n = s.docs.size();
+  std::vector<ScoredPair> edges;
+  if (n < 2) return edges;
+  if (component.size() != n) throw UsageError("SetJoin::connect: one component per joined document is needed");
+  // The joined documents of each component joined to its first: what is connected already.
+  UnionFind uf(n);
+  {
+    std::vector<std::pair<uint32_t, uint32_t>> by_component(n);
+    for (size_t i = 0; i < n; ++i) by_component[i] = {component[i], static_cast<uint32_t>(i)};
+    std::sort(by_component.begin(), by_component.end());
+    for (size_t i = 1; i < n; ++i)
+      if (by_component[i].first == by_component[i - 1].first) uf.unite(by_component[i - 1].second, by_component[i].second);
+  }
   uint64_t st_cand = 0, st_filtered = 0, st_verified = 0, st_delta = 0;
   // In document order, each with the earlier ones: once x is connected to a cluster, its other
   // candidates in that cluster are skipped, so a cluster costs about one verification per

@@ -35,8 +35,6 @@ struct BucketVerification {
   int threads = 1;
   /// Every pair with similarity >= threshold (pairs mode), not only those that connect.
   bool list_all = false;
-  /// Document numbers are below this.
-  size_t num_docs = 0;
   /// Whether two documents share an LSH band: the join proposes no pair LSH would not have.
   PairFilter share;
   /// The exact join over some documents (ascending, their sets at hand); empty when similarities

@@ -94,6 +94,10 @@ class SetJoin {
   /// verifications, not m^2. Returns the edges that joined two components, in the order found
   /// (deterministic). Together with `known` they connect exactly what all the pairs connect.
   std::vector<ScoredPair> connect(size_t num_docs, std::span<const ScoredPair> known, const PairFilter& keep) const;
+  /// The same from what is connected already given as a component per joined document, in the
+  /// order of the join's documents (equal values: connected), which costs the join's size where
+  /// the known edges are many more than its documents (a large group of a dedup's verification).
+  std::vector<ScoredPair> connect(std::span<const uint32_t> component, const PairFilter& keep) const;
 
   /// The exact Jaccard similarity of two joined documents (from their ranks).
   double similarity(DocId a, DocId b) const;

@@ -109,7 +109,6 @@ BucketVerification Pipeline::Impl::bucket_verification() const {
   how.threshold = spec_.threshold;
   how.threads = threads_;
   how.list_all = mode_ == Mode::Pairs;
-  how.num_docs = docs_.size();
   how.share = band_filter();
   // Short texts: at most kWholeStarShingles shingles on average.
   how.whole_stars = stats_.shingles <= kWholeStarShingles * stats_.documents;

@@ -120,7 +120,6 @@ struct Case {
     h.threshold = kT;
     h.threads = 2;
     h.list_all = list_all;
-    h.num_docs = raw.size();
     // In a real run two documents share a band exactly when they share a bucket.
     h.share = [this](DocId a, DocId b) { return together.count({std::min(a, b), std::max(a, b)}) != 0; };
     if (exact) h.join = [this](std::span<const DocId> over) { return std::make_unique<SetJoin>(over, [this](DocId d) { return sets.get(d); }, kT, 2); };
@@ -271,7 +270,6 @@ TEST(BucketVerify, PairAtThePivotBoundIsKept) {
   BucketVerification how;
   how.threshold = kT;
   how.list_all = true;
-  how.num_docs = 3;
   how.share = [](DocId, DocId) { return true; };
   how.join = [&](std::span<const DocId> over) { return std::make_unique<SetJoin>(over, [&](DocId d) { return sets.get(d); }, kT, 1); };
   const std::vector<DocId> docs = {0, 1, 2};
@@ -316,7 +314,6 @@ TEST(BucketVerify, AStarBelowTheThresholdBoundsItsPairsExactly) {
       how.threshold = kT;
       how.list_all = list_all;
       how.whole_stars = whole_stars;
-      how.num_docs = 3;
       how.share = [](DocId, DocId) { return true; };
       how.join = [&](std::span<const DocId> over) { return std::make_unique<SetJoin>(over, [&](DocId d) { return sets.get(d); }, kT, 1); };
       const VerifiedBuckets v = verify_buckets(b, docs, score, how);

@@ -246,6 +246,29 @@ TEST(SetJoin, ConnectGivesTheComponentsOfAllPairs) {
   }
 }
 
+// What is connected already, given as each joined document's component, leads to the very
+// edges that the known edges giving those components lead to (verify_buckets passes its
+// clusters so, where a group's known pairs far outnumber the documents it joins).
+TEST(SetJoin, ConnectFromComponentsEqualsConnectFromKnownEdges) {
+  const Sets sets = messy(14, 150);
+  const auto docs = all_docs(sets);
+  const auto all = brute_force(sets, 0.5);
+  ASSERT_GT(all.size(), 40u);
+  SetJoin join(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, 0.5, 2);
+  for (const size_t known_count : {size_t{0}, all.size() / 4, all.size() / 2}) {
+    const std::vector<ScoredPair> known(all.begin(), all.begin() + static_cast<ptrdiff_t>(known_count));
+    const auto from_edges = join.connect(sets.size(), known, {});
+    // Each document's component as an arbitrary label: its smallest member, times 7, plus 3.
+    std::vector<uint32_t> label = components(sets.size(), known);
+    for (uint32_t& l : label) l = l * 7 + 3;
+    const auto from_components = join.connect(label, {});
+    EXPECT_EQ(from_components, from_edges) << known_count;
+    EXPECT_EQ(components(sets.size(), known, from_components), components(sets.size(), all)) << known_count;
+    if (known_count > 0) EXPECT_LT(from_components.size(), join.connect(sets.size(), {}, {}).size());
+  }
+  EXPECT_THROW(join.connect(std::vector<uint32_t>(3, 0), {}), UsageError);
+}
+
 // Known edges may pass through documents outside the join: a chain a - o - b through a document
 // o that is not joined already connects a and b, so connect adds no edge between them. Every
 // edge it returns joins two components (their count drops by one per edge).

@@ -115,7 +115,6 @@ std::vector<ScoredPair> Run::verify_buckets(std::span<const std::vector<DocId>> 
   how.threshold = spec_.threshold;
   how.threads = threads_;
   how.list_all = !dedup_;
-  how.num_docs = docs.size();
   const size_t bands = static_cast<size_t>(spec_.lsh.bands);
   how.share = [&](DocId a, DocId b) {
     if (spec_.verify == VerifyMode::Estimate) {
