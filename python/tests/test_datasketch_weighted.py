@@ -97,6 +97,87 @@ def test_minhash_equals_the_definition(dim, samples, seed):
         assert m.seed == seed and len(m) == samples
 
 
+def dense_vectors(rng, dim):
+    """Vectors with weights in most dimensions, which minhash takes through the generator's order:
+    spreads from a few to dozens of orders of magnitude, ties, and a quarter of the weights."""
+    yield rng.exponential(1, dim)
+    yield rng.uniform(0, 1, dim)
+    yield rng.lognormal(0, 6, dim)
+    yield rng.exponential(1e-30, dim)
+    yield rng.exponential(1e30, dim)
+    yield np.ones(dim)
+    yield rng.integers(1, 4, dim)
+    yield rng.exponential(1, dim) * (rng.random(dim) < 0.3)
+
+
+@pytest.mark.parametrize("prefix", [None, 1, 3, 40])
+def test_dense_minhash_through_the_order_equals_the_definition(prefix):
+    # The order's prefix cut short makes samples go past it to a full scan, as a vector of very
+    # spread weights does with the usual one.
+    from neardup import _native
+
+    g = WeightedMinHashGenerator(400, 96, 4)
+    rng = np.random.default_rng(4)
+    order = g._order() if prefix is None else _native.icws_order(*g._tables(), prefix=prefix)
+    assert order is not None and order[0].shape == (96, min(400, prefix or 512))
+    for v in dense_vectors(rng, 400):
+        v32 = np.asarray(v, dtype=np.float32)
+        with np.errstate(divide="ignore"):
+            got = _native.icws_sample_dense(*g._tables(), order, v32, np.log(v32))
+        assert np.array_equal(got, definition(g, v)), prefix
+        assert np.array_equal(g.minhash(v).hashvalues, got)
+
+
+def test_the_order_bounds_every_dimension():
+    # What the order rests on: every dimension's ln_a, as computed in float32, is at least its
+    # bound less the weight's log, within the margin the search allows.
+    from neardup import _native
+
+    g = WeightedMinHashGenerator(300, 32, 9)
+    rng = np.random.default_rng(9)
+    dims, _, bounds, rest = _native.icws_order(*g._tables(), prefix=300)
+    assert np.isinf(rest).all() and (np.diff(bounds, axis=1) >= 0).all()
+    for v in dense_vectors(rng, 300):
+        v = np.asarray(v, dtype=np.float32)
+        with np.errstate(divide="ignore"):
+            lv = np.log(v)
+        here = v != 0
+        slack = 8e-6 * np.abs(lv[here]).max() + 1e-12
+        for i in range(32):
+            j = dims[i]
+            r, ln_c, beta = g.rs[i, j], g.ln_cs[i, j], g.betas[i, j]
+            t = np.floor(lv[j] / r + beta)
+            ln_a = (ln_c - (t - beta) * r) - r
+            ok = ln_a.astype(np.float64) >= bounds[i] - lv[j].astype(np.float64) - slack
+            assert ok[here[j]].all(), i
+
+
+def test_dense_minhash_with_weights_whose_log_is_not_finite():
+    # A negative or NaN weight has no log (skipped, as datasketch's nanargmin skips it); an
+    # infinite one ends in datasketch's OverflowError.
+    g = WeightedMinHashGenerator(40, 16, 2)
+    v = np.random.default_rng(2).exponential(1, 40)
+    v[3], v[9] = -1.0, np.nan
+    assert np.array_equal(g.minhash(v).hashvalues, definition(g, v))
+    v[5] = np.inf
+    with pytest.raises(OverflowError):
+        g.minhash(v)
+
+
+def test_the_order_is_none_for_tables_it_does_not_hold_for():
+    from neardup import _native
+
+    g = WeightedMinHashGenerator(50, 8, 1)
+    g.rs = g.rs.copy()
+    g.rs[2, 7] = 0.0
+    assert g._order() is None
+    v = np.random.default_rng(1).exponential(1, 50)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the definition's r = 0
+        assert np.array_equal(g.minhash(v).hashvalues, definition(g, v))
+    with pytest.raises(ValueError):
+        _native.icws_order(*g._tables(), prefix=0)
+
+
 def test_minhash_many_equals_the_definition_dense_and_sparse():
     g = WeightedMinHashGenerator(300, 50, 5)
     rng = np.random.default_rng(5)
