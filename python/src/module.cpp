@@ -591,6 +591,7 @@ class PyIndex {
 namespace neardup::python {
 void register_datasketch(py::module_& m);  // datasketch_native.cpp
 void register_icws(py::module_& m);        // icws.cpp
+void register_bloom(py::module_& m);       // bloom.cpp
 void register_band_store(py::module_& m);  // band_store.cpp
 void register_forest(py::module_& m);      // forest.cpp
 }  // namespace neardup::python
@@ -647,6 +648,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("bulk_sha1", &bulk_sha1, py::arg("docs"), py::arg("a"), py::arg("b"), py::arg("threads") = 0);
   register_datasketch(m);
   register_icws(m);
+  register_bloom(m);
   register_band_store(m);
   register_forest(m);
   m.def("version", [] { return std::string(version()); });

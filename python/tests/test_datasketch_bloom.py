@@ -74,3 +74,99 @@ def test_arguments_are_checked_as_datasketch_checks_them():
         with pytest.raises(ValueError, match=message), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             MinHashLSHBloom(**kwargs)
+
+
+class ListSketch:
+    """A sketch whose values are a list, not a uint64 array: the Python path takes it."""
+
+    def __init__(self, values):
+        self.hashvalues = list(values)
+
+    def __len__(self):
+        return len(self.hashvalues)
+
+
+def test_one_call_paths_set_and_test_the_bits_the_python_path_does(tmp_path):
+    # An insert or a query of a uint64 sketch is one C++ call (bloom.cpp); the bits it sets are
+    # those each BloomTable sets band by band, and its answers are theirs.
+    rng = np.random.default_rng(3)
+    sketches = [MinHash(128, hashvalues=rng.integers(0, 1 << 32, 128, dtype=np.uint64)) for _ in range(400)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fast = MinHashLSHBloom(threshold=0.5, num_perm=128, n=200, fp=0.05)
+        slow = MinHashLSHBloom(threshold=0.5, num_perm=128, n=200, fp=0.05)
+    for m in sketches[:200]:
+        fast.insert(m)
+        for (start, end), table in zip(slow.hashranges, slow.hashtables):
+            table.insert(m.hashvalues[start:end])
+    assert fast._fast_bands() is not None
+    for a, b in zip(fast.hashtables, slow.hashtables):
+        assert np.array_equal(a._array, b._array)
+    by_tables = [any(t.query(m.hashvalues[s:e]) for (s, e), t in zip(slow.hashranges, slow.hashtables)) for m in sketches]
+    assert [fast.query(m) for m in sketches] == by_tables
+    assert all(by_tables[:200]) and 0 < sum(by_tables[200:]) < 200  # some false positives at fp 0.05 over 16 bands
+    # Values that are not a uint64 array take the Python path, with the same answers and bits.
+    assert [fast.query(ListSketch(m.hashvalues)) for m in sketches] == by_tables
+    fast.insert(ListSketch(sketches[300].hashvalues))
+    slow.insert(sketches[300])
+    for a, b in zip(fast.hashtables, slow.hashtables):
+        assert np.array_equal(a._array, b._array)
+    with pytest.raises(ValueError, match="Expecting minhash with length 128, got 64"):
+        fast.insert(MinHash(64))
+
+
+def test_one_call_paths_write_the_filters_files_and_follow_the_tables(tmp_path):
+    import pickle
+
+    rng = np.random.default_rng(4)
+    sketches = [MinHash(64, hashvalues=rng.integers(0, 1 << 32, 64, dtype=np.uint64)) for _ in range(50)]
+    lsh = MinHashLSHBloom(threshold=0.5, num_perm=64, n=100, fp=0.01, save_dir=str(tmp_path / "idx"))
+    for m in sketches[:25]:
+        lsh.insert(m)
+    lsh.sync()
+    again = MinHashLSHBloom(threshold=0.5, num_perm=64, n=100, fp=0.01, save_dir=str(tmp_path / "idx"))
+    assert [again.query(m) for m in sketches] == [lsh.query(m) for m in sketches]
+    assert all(again.query(m) for m in sketches[:25])
+    # Pickled without the C++ object, which is made again.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mem = MinHashLSHBloom(threshold=0.5, num_perm=64, n=100, fp=0.01)
+    mem.insert(sketches[0])
+    copy = pickle.loads(pickle.dumps(mem))
+    assert "_fast" not in copy.__dict__ and copy.query(sketches[0])
+    copy.insert(sketches[1])
+    assert copy.query(sketches[1]) and not mem.query(sketches[1])  # the copy's bits are its own
+    # Tables given anew are followed; tables of another kind take the Python path.
+    mem.hashtables = [BloomTable(100, 0.01, band_size=mem.r) for _ in range(mem.b)]
+    assert not mem.query(sketches[0])
+    mem.insert(sketches[2])
+    assert mem.query(sketches[2]) and mem._fast_bands() is not None
+
+    class Exact:
+        def __init__(self):
+            self.keys = set()
+
+        def insert(self, values):
+            self.keys.add(int(np.asarray(values, dtype=np.uint64).sum()))
+
+        def query(self, values):
+            return int(np.asarray(values, dtype=np.uint64).sum()) in self.keys
+
+    mem.hashtables = [Exact() for _ in range(mem.b)]
+    assert mem._fast_bands() is None
+    mem.insert(sketches[3])
+    assert mem.query(sketches[3]) and not mem.query(sketches[4])
+
+
+def test_the_one_call_object_refuses_what_does_not_fit():
+    from neardup import _native
+
+    arrays = [np.zeros(16, dtype=np.uint8) for _ in range(4)]
+    _native.BloomBands(arrays, [128] * 4, [3] * 4, 8, 32)
+    for bits, k, r, h, message in [([129] * 4, [3] * 4, 8, 32, "bits must be"), ([0] * 4, [3] * 4, 8, 32, "bits must be"),
+                                   ([128] * 4, [0] * 4, 8, 32, "bits must be"), ([128] * 3, [3] * 4, 8, 32, "a bit count and a k"),
+                                   ([128] * 4, [3] * 4, 9, 32, "do not fit"), ([1 << 63] * 4, [3] * 4, 8, 32, "bits must be")]:
+        with pytest.raises(ValueError, match=message):
+            _native.BloomBands(arrays, bits, k, r, h)
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        _native.BloomBands([np.zeros(16, dtype=np.uint8)[::2]] + arrays[1:], [64] * 4, [3] * 4, 8, 32)  # not contiguous

@@ -13,7 +13,8 @@ k = max(1, round(m / n ln 2)) bit positions per key by double hashing (Kirsch an
 with probability about fp, and never misses one it saw. With a file name the bits live in that
 file (a 32-byte header, then the bits), memory-mapped and written back by ``sync``; a file that
 exists is opened with the size and k it was made with. Its format is neardup's, not
-pybloomfiltermmap3's.
+pybloomfiltermmap3's. An insert or a query of a sketch of uint64 values sets or tests every
+band's bits in one C++ call (``python/src/bloom.cpp``), on the same arrays.
 """
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ from typing import Optional
 
 import numpy as np
 
+from .. import _native
+from ._derived import DerivedState
 from .lsh import _bands_of
+
+_bloom_insert, _bloom_query = _native.bloom_insert, _native.bloom_query
 
 _MERSENNE = np.uint64((1 << 61) - 1)
 _MAGIC = b"NDBLOOM1"
@@ -96,7 +101,7 @@ class BloomTable:
             os.close(fd)
 
 
-class MinHashLSHBloom:
+class MinHashLSHBloom(DerivedState):
     """LSH with a Bloom filter per band: ``n`` the most documents expected, ``fp`` each filter's
     false positive rate, ``save_dir`` the folder of the filters' files (band-I.bf), or None to
     keep them in memory (with a warning: nothing is saved)."""
@@ -123,7 +128,26 @@ class MinHashLSHBloom:
         if len(minhash) != self.h:
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
 
+    # The filters' bits as one C++ object (_native.BloomBands), so that an insert or a query of a
+    # sketch of uint64 values is one C++ call: made on first use, and again when ``hashtables``
+    # is given another list; None while a table is not this module's BloomTable.
+    _derived = ("_fast",)
+
+    def _fast_bands(self):
+        fast = self.__dict__.get("_fast")
+        if fast is None or fast[0] is not self.hashtables:
+            tables = self.hashtables
+            ours = isinstance(tables, list) and len(tables) == self.b and all(type(t) is BloomTable and t.r == self.r for t in tables)
+            bands = _native.BloomBands([t._array for t in tables], [t.bits for t in tables], [t.k for t in tables], self.r, self.h) if ours else None
+            fast = (tables, bands)
+            self.__dict__["_fast"] = fast
+        return fast[1]
+
     def insert(self, minhash) -> None:
+        fast = self.__dict__.get("_fast")
+        bands = fast[1] if fast is not None and fast[0] is self.hashtables else self._fast_bands()
+        if bands is not None and _bloom_insert(bands, minhash) is not None:
+            return
         self._check(minhash)
         for (start, end), table in zip(self.hashranges, self.hashtables):
             table.insert(minhash.hashvalues[start:end])
@@ -131,6 +155,12 @@ class MinHashLSHBloom:
     def query(self, minhash) -> bool:
         """Whether a band of ``minhash`` collides with an inserted one's (or a filter's false
         positive): likely a near-duplicate at the threshold."""
+        fast = self.__dict__.get("_fast")
+        bands = fast[1] if fast is not None and fast[0] is self.hashtables else self._fast_bands()
+        if bands is not None:
+            found = _bloom_query(bands, minhash)
+            if found is not None:
+                return found
         self._check(minhash)
         return any(table.query(minhash.hashvalues[start:end]) for (start, end), table in zip(self.hashranges, self.hashtables))
 
