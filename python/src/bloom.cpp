@@ -29,12 +29,16 @@ uint64_t mix(uint64_t x) noexcept {
 }
 
 // A MinHashLSHBloom's filters: per band its bit array (a writable buffer of the BloomTable's
-// NumPy array, held while this lives), its size in bits and its k.
+// NumPy array, held while this lives), its size in bits and its k; and the list of tables they
+// came from with its items, so that a call finds out when `hashtables` changed.
 class BloomBands {
  public:
-  BloomBands(const py::list& arrays, const std::vector<uint64_t>& bits, const std::vector<uint64_t>& k, size_t r, Py_ssize_t h)
-      : r_(r), h_(h) {
-    if (arrays.size() != bits.size() || arrays.size() != k.size()) throw py::value_error("a bit count and a k per band");
+  BloomBands(const py::list& tables, const py::list& arrays, const std::vector<uint64_t>& bits, const std::vector<uint64_t>& k, size_t r,
+             Py_ssize_t h)
+      : tables_(tables), r_(r), h_(h) {
+    for (const py::handle t : tables) table_items_.push_back(py::reinterpret_borrow<py::object>(t));  // held: their addresses stay theirs
+    if (arrays.size() != tables.size() || arrays.size() != bits.size() || arrays.size() != k.size())
+      throw py::value_error("a table, a bit count and a k per band");
     if (r == 0 || arrays.size() * r > static_cast<size_t>(h)) throw py::value_error("the bands do not fit the sketch");
     for (size_t i = 0; i < arrays.size(); ++i) {
       Band b;
@@ -57,6 +61,14 @@ class BloomBands {
       if (b.held) PyBuffer_Release(&b.view);
   }
 
+  // Whether `tables` is the list this was made from, holding the same tables.
+  bool made_from(PyObject* tables) const noexcept {
+    if (tables != tables_.ptr() || !PyList_Check(tables) || PyList_GET_SIZE(tables) != static_cast<Py_ssize_t>(table_items_.size())) return false;
+    for (size_t i = 0; i < table_items_.size(); ++i)
+      if (PyList_GET_ITEM(tables, static_cast<Py_ssize_t>(i)) != table_items_[i].ptr()) return false;
+    return true;
+  }
+
   // Inserts the sketch, or returns false (nothing done) when its values are not 64-bit
   // integers: the caller takes the Python path.
   bool insert(PyObject* sketch) {
@@ -72,9 +84,10 @@ class BloomBands {
     return true;
   }
 
-  // Whether a band of the sketch has all its bits set; None for values not 64-bit integers.
+  // Whether a band of the sketch has all its bits set; NotImplemented for values not 64-bit
+  // integers.
   py::object query(PyObject* sketch) {
-    if (!read(sketch)) return py::none();
+    if (!read(sketch)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
     for (size_t i = 0; i < bands_.size(); ++i) {
       const auto* bytes = static_cast<const uint8_t*>(bands_[i].view.buf);
       if (each_position(i, [&](uint64_t p) { return ((bytes[p >> 3] >> (p & 7)) & 1) != 0; })) return py::bool_(true);
@@ -124,6 +137,8 @@ class BloomBands {
     return true;
   }
 
+  py::object tables_;
+  std::vector<py::object> table_items_;
   std::vector<Band> bands_;
   size_t r_;
   Py_ssize_t h_;
@@ -132,26 +147,36 @@ class BloomBands {
 
 PyTypeObject* bands_type = nullptr;  // BloomBands' Python class, once registered
 
-// bloom_insert(bands, sketch) and bloom_query(bands, sketch) without pybind11's dispatcher
-// (py_fastcall.h): True, or the answer; None for a sketch the Python path takes.
+// bloom_insert(bands, tables, sketch) and bloom_query(bands, tables, sketch) without pybind11's
+// dispatcher (py_fastcall.h): True once inserted, or the answer; NotImplemented for a sketch the
+// Python path takes; None, with nothing done, when `tables` (the index's hashtables) is not what
+// `bands` was made from.
 py::object bloom_insert(PyObject* const* args, Py_ssize_t nargs) {
-  expect_args("bloom_insert", nargs, 2);
-  return bound_self<BloomBands>(args[0], bands_type).insert(args[1]) ? py::object(py::bool_(true)) : py::object(py::none());
+  expect_args("bloom_insert", nargs, 3);
+  BloomBands& bands = bound_self<BloomBands>(args[0], bands_type);
+  if (!bands.made_from(args[1])) return py::none();
+  return bands.insert(args[2]) ? py::object(py::bool_(true)) : py::reinterpret_borrow<py::object>(Py_NotImplemented);
 }
 py::object bloom_query(PyObject* const* args, Py_ssize_t nargs) {
-  expect_args("bloom_query", nargs, 2);
-  return bound_self<BloomBands>(args[0], bands_type).query(args[1]);
+  expect_args("bloom_query", nargs, 3);
+  BloomBands& bands = bound_self<BloomBands>(args[0], bands_type);
+  if (!bands.made_from(args[1])) return py::none();
+  return bands.query(args[2]);
 }
 
 }  // namespace
 
 void register_bloom(py::module_& m) {
   py::class_<BloomBands>(m, "BloomBands")
-      .def(py::init<const py::list&, const std::vector<uint64_t>&, const std::vector<uint64_t>&, size_t, Py_ssize_t>(), py::arg("arrays"),
-           py::arg("bits"), py::arg("k"), py::arg("r"), py::arg("h"));
+      .def(py::init<const py::list&, const py::list&, const std::vector<uint64_t>&, const std::vector<uint64_t>&, size_t, Py_ssize_t>(),
+           py::arg("tables"), py::arg("arrays"), py::arg("bits"), py::arg("k"), py::arg("r"), py::arg("h"));
   bands_type = reinterpret_cast<PyTypeObject*>(py::type::of<BloomBands>().ptr());
-  add_fastcall<bloom_insert>(m, "bloom_insert", "bloom_insert(bands, sketch): True once inserted; None for values the Python path takes");
-  add_fastcall<bloom_query>(m, "bloom_query", "bloom_query(bands, sketch): whether a band's bits are all set; None for values the Python path takes");
+  add_fastcall<bloom_insert>(m, "bloom_insert",
+                            "bloom_insert(bands, tables, sketch): True once inserted; NotImplemented for values the Python path "
+                            "takes; None when tables are not those of bands");
+  add_fastcall<bloom_query>(m, "bloom_query",
+                           "bloom_query(bands, tables, sketch): whether a band's bits are all set; NotImplemented for values the "
+                           "Python path takes; None when tables are not those of bands");
 }
 
 }  // namespace neardup::python

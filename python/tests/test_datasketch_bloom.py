@@ -156,17 +156,26 @@ def test_one_call_paths_write_the_filters_files_and_follow_the_tables(tmp_path):
     assert mem._fast_bands() is None
     mem.insert(sketches[3])
     assert mem.query(sketches[3]) and not mem.query(sketches[4])
+    # A table replaced in the list itself is followed too: its band's bits are the new table's.
+    mem.hashtables = [BloomTable(100, 0.01, band_size=mem.r) for _ in range(mem.b)]
+    mem.insert(sketches[5])
+    fresh = BloomTable(100, 0.01, band_size=mem.r)
+    mem.hashtables[0] = fresh
+    mem.insert(sketches[6])
+    assert fresh.query(sketches[6].hashvalues[: mem.r]) and not fresh.query(sketches[5].hashvalues[: mem.r])
+    assert mem.query(sketches[5]) and mem.query(sketches[6])
 
 
 def test_the_one_call_object_refuses_what_does_not_fit():
     from neardup import _native
 
     arrays = [np.zeros(16, dtype=np.uint8) for _ in range(4)]
-    _native.BloomBands(arrays, [128] * 4, [3] * 4, 8, 32)
+    tables = [object() for _ in range(4)]
+    _native.BloomBands(tables, arrays, [128] * 4, [3] * 4, 8, 32)
     for bits, k, r, h, message in [([129] * 4, [3] * 4, 8, 32, "bits must be"), ([0] * 4, [3] * 4, 8, 32, "bits must be"),
-                                   ([128] * 4, [0] * 4, 8, 32, "bits must be"), ([128] * 3, [3] * 4, 8, 32, "a bit count and a k"),
+                                   ([128] * 4, [0] * 4, 8, 32, "bits must be"), ([128] * 3, [3] * 4, 8, 32, "a table, a bit count and a k"),
                                    ([128] * 4, [3] * 4, 9, 32, "do not fit"), ([1 << 63] * 4, [3] * 4, 8, 32, "bits must be")]:
         with pytest.raises(ValueError, match=message):
-            _native.BloomBands(arrays, bits, k, r, h)
+            _native.BloomBands(tables, arrays, bits, k, r, h)
     with pytest.raises(ValueError, match="not C-contiguous"):
-        _native.BloomBands([np.zeros(16, dtype=np.uint8)[::2]] + arrays[1:], [64] * 4, [3] * 4, 8, 32)  # not contiguous
+        _native.BloomBands(tables, [np.zeros(16, dtype=np.uint8)[::2]] + arrays[1:], [64] * 4, [3] * 4, 8, 32)  # not contiguous

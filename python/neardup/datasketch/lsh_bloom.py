@@ -129,24 +129,26 @@ class MinHashLSHBloom(DerivedState):
             raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
 
     # The filters' bits as one C++ object (_native.BloomBands), so that an insert or a query of a
-    # sketch of uint64 values is one C++ call: made on first use, and again when ``hashtables``
-    # is given another list; None while a table is not this module's BloomTable.
+    # sketch of uint64 values is one C++ call. Each call hands it ``hashtables``, and it declines
+    # (None) when they are not the tables it was made from; it is then made again, or left
+    # None while a table is not this module's BloomTable.
     _derived = ("_fast",)
 
     def _fast_bands(self):
-        fast = self.__dict__.get("_fast")
-        if fast is None or fast[0] is not self.hashtables:
-            tables = self.hashtables
-            ours = isinstance(tables, list) and len(tables) == self.b and all(type(t) is BloomTable and t.r == self.r for t in tables)
-            bands = _native.BloomBands([t._array for t in tables], [t.bits for t in tables], [t.k for t in tables], self.r, self.h) if ours else None
-            fast = (tables, bands)
-            self.__dict__["_fast"] = fast
-        return fast[1]
+        tables = self.hashtables
+        ours = isinstance(tables, list) and len(tables) == self.b and all(type(t) is BloomTable and t.r == self.r for t in tables)
+        bands = _native.BloomBands(tables, [t._array for t in tables], [t.bits for t in tables], [t.k for t in tables], self.r,
+                                   self.h) if ours else None
+        self.__dict__["_fast"] = bands
+        return bands
 
     def insert(self, minhash) -> None:
-        fast = self.__dict__.get("_fast")
-        bands = fast[1] if fast is not None and fast[0] is self.hashtables else self._fast_bands()
-        if bands is not None and _bloom_insert(bands, minhash) is not None:
+        bands = self.__dict__.get("_fast")
+        done = _bloom_insert(bands, self.hashtables, minhash) if bands is not None else None
+        if done is None:
+            bands = self._fast_bands()
+            done = _bloom_insert(bands, self.hashtables, minhash) if bands is not None else NotImplemented
+        if done is not NotImplemented:
             return
         self._check(minhash)
         for (start, end), table in zip(self.hashranges, self.hashtables):
@@ -155,12 +157,13 @@ class MinHashLSHBloom(DerivedState):
     def query(self, minhash) -> bool:
         """Whether a band of ``minhash`` collides with an inserted one's (or a filter's false
         positive): likely a near-duplicate at the threshold."""
-        fast = self.__dict__.get("_fast")
-        bands = fast[1] if fast is not None and fast[0] is self.hashtables else self._fast_bands()
-        if bands is not None:
-            found = _bloom_query(bands, minhash)
-            if found is not None:
-                return found
+        bands = self.__dict__.get("_fast")
+        found = _bloom_query(bands, self.hashtables, minhash) if bands is not None else None
+        if found is None:
+            bands = self._fast_bands()
+            found = _bloom_query(bands, self.hashtables, minhash) if bands is not None else NotImplemented
+        if found is not NotImplemented:
+            return found
         self._check(minhash)
         return any(table.query(minhash.hashvalues[start:end]) for (start, end), table in zip(self.hashranges, self.hashtables))
 
