@@ -221,16 +221,20 @@ double order_bound(float r, float ln_c) {
 }
 
 // The order: per sample, the `prefix` dimensions of smallest order_bound (ascending, ties by
-// dimension) with their r, ln_c and beta, and the smallest bound of the others (+inf if none).
+// dimension) with their r, ln_c and beta, and the smallest bound of the others (+inf if none),
+// from the generator's tables as it holds them (sample_size x dim: a sample's row is one run).
 // None where a table holds a value the bound does not hold for (r not positive, or anything not
 // finite).
-py::object icws_order(const F32& rs_t, const F32& ln_cs_t, const F32& betas_t, size_t prefix) {
-  const IcwsTables tb = tables_of(rs_t, ln_cs_t, betas_t);
+py::object icws_order(const F32& rs, const F32& ln_cs, const F32& betas, size_t prefix) {
+  if (rs.ndim() != 2 || ln_cs.ndim() != 2 || betas.ndim() != 2 || rs.shape(0) != ln_cs.shape(0) || rs.shape(0) != betas.shape(0) ||
+      rs.shape(1) != ln_cs.shape(1) || rs.shape(1) != betas.shape(1))
+    throw py::value_error("rs, ln_cs and betas must be arrays of one (sample_size, dim) shape");
   if (prefix == 0) throw py::value_error("the order needs a dimension per sample or more");
-  const size_t samples = tb.samples, dim = tb.dim;
+  const size_t samples = static_cast<size_t>(rs.shape(0)), dim = static_cast<size_t>(rs.shape(1));
   prefix = std::min(prefix, dim);
+  const float *r = rs.data(), *ln_c = ln_cs.data(), *beta = betas.data();
   for (size_t x = 0; x < samples * dim; ++x)
-    if (!(tb.r[x] > 0 && std::isfinite(tb.r[x]) && std::isfinite(tb.ln_c[x]) && std::isfinite(tb.beta[x]))) return py::none();
+    if (!(r[x] > 0 && std::isfinite(r[x]) && std::isfinite(ln_c[x]) && std::isfinite(beta[x]))) return py::none();
   py::array_t<int32_t> dims({static_cast<py::ssize_t>(samples), static_cast<py::ssize_t>(prefix)});
   py::array_t<float> values({static_cast<py::ssize_t>(samples), static_cast<py::ssize_t>(prefix), py::ssize_t{3}});
   py::array_t<double> bounds({static_cast<py::ssize_t>(samples), static_cast<py::ssize_t>(prefix)});
@@ -241,26 +245,24 @@ py::object icws_order(const F32& rs_t, const F32& ln_cs_t, const F32& betas_t, s
   double* rest_out = rest.mutable_data();
   {
     py::gil_scoped_release nogil;
-    // The bounds sample by sample, read from the transposed tables in their order.
-    std::vector<double> bound(samples * dim);
-    for (size_t j = 0; j < dim; ++j)
-      for (size_t i = 0; i < samples; ++i) bound[i * dim + j] = order_bound(tb.r[j * samples + i], tb.ln_c[j * samples + i]);
     ThreadPool::current().parallel_for(samples, default_threads(), [&](size_t i, size_t) {
-      std::vector<std::pair<double, int32_t>> e(dim);
-      for (size_t j = 0; j < dim; ++j) e[j] = {bound[i * dim + j], static_cast<int32_t>(j)};
+      thread_local std::vector<std::pair<double, int32_t>> e;
+      e.resize(dim);
+      const size_t row = i * dim;
+      for (size_t j = 0; j < dim; ++j) e[j] = {order_bound(r[row + j], ln_c[row + j]), static_cast<int32_t>(j)};
       std::nth_element(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(prefix - 1), e.end());
       std::sort(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(prefix));
       double others = std::numeric_limits<double>::infinity();
       for (size_t j = prefix; j < dim; ++j) others = std::min(others, e[j].first);
       rest_out[i] = others;
       for (size_t x = 0; x < prefix; ++x) {
-        const auto j = static_cast<size_t>(e[x].second);
+        const size_t at = row + static_cast<size_t>(e[x].second);
         d_out[i * prefix + x] = e[x].second;
         b_out[i * prefix + x] = e[x].first;
         float* v = v_out + (i * prefix + x) * 3;
-        v[0] = tb.r[j * samples + i];
-        v[1] = tb.ln_c[j * samples + i];
-        v[2] = tb.beta[j * samples + i];
+        v[0] = r[at];
+        v[1] = ln_c[at];
+        v[2] = beta[at];
       }
     });
   }

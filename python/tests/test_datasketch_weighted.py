@@ -118,7 +118,7 @@ def test_dense_minhash_through_the_order_equals_the_definition(prefix):
 
     g = WeightedMinHashGenerator(400, 96, 4)
     rng = np.random.default_rng(4)
-    order = g._order() if prefix is None else _native.icws_order(*g._tables(), prefix=prefix)
+    order = g._order() if prefix is None else _native.icws_order(g.rs, g.ln_cs, g.betas, prefix=prefix)
     assert order is not None and order[0].shape == (96, min(400, prefix or 512))
     for v in dense_vectors(rng, 400):
         v32 = np.asarray(v, dtype=np.float32)
@@ -135,7 +135,7 @@ def test_the_order_bounds_every_dimension():
 
     g = WeightedMinHashGenerator(300, 32, 9)
     rng = np.random.default_rng(9)
-    dims, _, bounds, rest = _native.icws_order(*g._tables(), prefix=300)
+    dims, _, bounds, rest = _native.icws_order(g.rs, g.ln_cs, g.betas, prefix=300)
     assert np.isinf(rest).all() and (np.diff(bounds, axis=1) >= 0).all()
     for v in dense_vectors(rng, 300):
         v = np.asarray(v, dtype=np.float32)
@@ -175,7 +175,7 @@ def test_the_order_is_none_for_tables_it_does_not_hold_for():
     with np.errstate(divide="ignore", invalid="ignore"):  # the definition's r = 0
         assert np.array_equal(g.minhash(v).hashvalues, definition(g, v))
     with pytest.raises(ValueError):
-        _native.icws_order(*g._tables(), prefix=0)
+        _native.icws_order(g.rs, g.ln_cs, g.betas, prefix=0)
 
 
 def test_minhash_many_equals_the_definition_dense_and_sparse():

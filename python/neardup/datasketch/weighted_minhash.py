@@ -97,7 +97,8 @@ class WeightedMinHashGenerator(DerivedState):
         tables = self._tables()
         cached = self.__dict__.get("_ordered")
         if cached is None or cached[0] is not tables:
-            cached = (tables, _native.icws_order(*tables))
+            rows = (np.ascontiguousarray(a, dtype=np.float32) for a in (self.rs, self.ln_cs, self.betas))
+            cached = (tables, _native.icws_order(*rows))
             self.__dict__["_ordered"] = cached
         return cached[1]
 
