@@ -73,8 +73,7 @@ portable: deps
 	tests/portable/run.sh $(BUILD)/neardup $(BUILD)-aarch64/neardup
 	@# The Python module compiles for aarch64 too (its x86 kernels are left out there).
 	aarch64-linux-gnu-g++ -std=c++20 -fsyntax-only -Wall -Wextra -Wno-unused-parameter -Wno-psabi -Werror -Iinclude -Isrc \
-	    -I/usr/include/python3.11 -I/usr/include/aarch64-linux-gnu/python3.11 python/src/module.cpp python/src/datasketch_native.cpp \
-	    python/src/band_store.cpp python/src/forest.cpp
+	    -I/usr/include/python3.11 -I/usr/include/aarch64-linux-gnu/python3.11 python/src/*.cpp
 	@echo "portable: the Python module compiles for aarch64"
 
 clean:
