@@ -29,13 +29,27 @@ void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const 
   if (options_.cluster == ClusterMode::Leader)
     c = cluster_leaders(c, rank, [&](DocId a, DocId b) { return reaches_threshold(docs[a], docs[b]); }, threads_);
   for (size_t i = 0; i < docs.size(); ++i) clustering_.keeper[docs[i]] = docs[c.keeper[i]];
-  // Each removed document's similarity to its kept one, while the group's sets are at hand.
+  // Each removed document's similarity to its kept one, while the group's sets are at hand: that
+  // of their verified pair where they have one (exact, as a merge of the sets gives it; in a
+  // cluster of near-copies kept by input order most removed documents have one from the kept
+  // first, the center of their buckets' stars), else by a merge.
   std::vector<DocId> removed;
-  for (size_t i = 0; i < docs.size(); ++i)
-    if (c.keeper[i] != i) removed.push_back(docs[i]);
-  const size_t at = group_similarity_.size();
-  group_similarity_.resize(at + removed.size());
-  each_removed_similarity(removed, [&](size_t k, double sim) { group_similarity_[at + k] = {removed[k], sim}; });
+  std::vector<size_t> slot;  // of each of those in group_similarity_
+  const bool sorted = std::is_sorted(edges.begin(), edges.end(), by_pair);
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (c.keeper[i] == i) continue;
+    const DocId d = docs[i], k = docs[c.keeper[i]];
+    const ScoredPair key{std::min(d, k), std::max(d, k), 0.0};
+    const auto e = sorted ? std::lower_bound(edges.begin(), edges.end(), key, by_pair) : edges.end();
+    if (e != edges.end() && e->a == key.a && e->b == key.b) {
+      group_similarity_.push_back({d, e->similarity});
+    } else {
+      slot.push_back(group_similarity_.size());
+      group_similarity_.push_back({d, 0.0});
+      removed.push_back(d);
+    }
+  }
+  each_removed_similarity(removed, [&](size_t k, double sim) { group_similarity_[slot[k]].similarity = sim; });
   clustering_.clusters += c.clusters;
   clustering_.removed += c.removed;
   if (!decisions_) return;

@@ -201,10 +201,17 @@ TEST(Recall, DedupRemovesTheRemovableAndLeaderKeepsItsGuarantee) {
   for (const char* spec : {"words:3 oph:128 verify:0.8", "words:3 minhash:128 verify:0.8", "words:3 exact verify:0.8"}) {
     o.spec = PipelineSpec::parse(spec);
     o.cluster = ClusterMode::Components;
+    o.tuning.keep_sets = true;  // for similarity() after the run
     Pipeline p({corpus}, o);
     p.run(Pipeline::Mode::Dedup);
     EXPECT_GE(static_cast<double>(p.stats().removed), 0.995 * static_cast<double>(removable)) << spec;
     EXPECT_LE(p.stats().removed, removable) << spec;
+    // Each removed document's similarity to its kept one, taken from their verified pair where
+    // they have one, else merged: what similarity() gives, to the last bit.
+    size_t at = 0;
+    for (DocId i = 0; i < p.clustering().keeper.size(); ++i)
+      if (!p.clustering().kept(i)) EXPECT_EQ(p.removed_similarity()[at++], p.similarity(i, p.clustering().keeper[i])) << spec << " " << p.id(i);
+    EXPECT_EQ(at, p.stats().removed) << spec;
 
     o.cluster = ClusterMode::Leader;
     o.tuning.keep_sets = true;  // for similarity() after the run
