@@ -33,21 +33,20 @@ void Pipeline::Impl::cluster_group(std::span<const DocId> docs, std::span<const 
   // of their verified pair where they have one (exact, as a merge of the sets gives it; in a
   // cluster of near-copies kept by input order most removed documents have one from the kept
   // first, the center of their buckets' stars), else by a merge.
+  std::vector<double> from_edge(docs.size(), -1.0);  // -1: no verified pair with the kept one
+  for (const ScoredPair& e : local_edges) {
+    if (c.keeper[e.b] == e.a) from_edge[e.b] = e.similarity;
+    if (c.keeper[e.a] == e.b) from_edge[e.a] = e.similarity;
+  }
   std::vector<DocId> removed;
   std::vector<size_t> slot;  // of each of those in group_similarity_
-  const bool sorted = std::is_sorted(edges.begin(), edges.end(), by_pair);
   for (size_t i = 0; i < docs.size(); ++i) {
     if (c.keeper[i] == i) continue;
-    const DocId d = docs[i], k = docs[c.keeper[i]];
-    const ScoredPair key{std::min(d, k), std::max(d, k), 0.0};
-    const auto e = sorted ? std::lower_bound(edges.begin(), edges.end(), key, by_pair) : edges.end();
-    if (e != edges.end() && e->a == key.a && e->b == key.b) {
-      group_similarity_.push_back({d, e->similarity});
-    } else {
+    if (from_edge[i] < 0) {
       slot.push_back(group_similarity_.size());
-      group_similarity_.push_back({d, 0.0});
-      removed.push_back(d);
+      removed.push_back(docs[i]);
     }
+    group_similarity_.push_back({docs[i], std::max(from_edge[i], 0.0)});
   }
   each_removed_similarity(removed, [&](size_t k, double sim) { group_similarity_[slot[k]].similarity = sim; });
   clustering_.clusters += c.clusters;
