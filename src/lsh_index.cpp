@@ -76,17 +76,8 @@ uint64_t visit_sorted_buckets(BandEntry* e, BandEntry* tmp, size_t m, Visit&& vi
     visit_runs(0, m);
     return largest;
   }
-  // Keys are hashes: sorted by their top 32 bits (two passes, not four), a run of equal top
-  // bits is almost always one key; the rare run of several is put in order by the whole key.
-  internal::radix_sort_by_bits(e, tmp, m, 32, 64, [](const BandEntry& x) { return x.key(); }, 16);
-  for (size_t i = 0; i < m;) {
-    size_t j = i + 1;
-    bool mixed = false;
-    for (; j < m && e[j].key_hi == e[i].key_hi; ++j) mixed |= e[j].key_lo != e[i].key_lo;
-    if (mixed) std::sort(e + i, e + j, by_key);
-    visit_runs(i, j);
-    i = j;
-  }
+  // Keys are hashes (radix_sort_hashes); the entries of one key stay in order of document.
+  internal::radix_sort_hashes(e, tmp, m, [](const BandEntry& x) { return x.key(); }, visit_runs);
   return largest;
 }
 

@@ -41,6 +41,24 @@ void radix_sort_by_bits(T* v, T* tmp, size_t n, int lo_bit, int hi_bit, KeyOf ke
   if (src != v) std::copy(src, src + n, v);
 }
 
+/// Sorts v[0, n) by the 64-bit key(v[i]), items with equal keys in their order, where the keys'
+/// top 32 bits are spread (hashes): a radix sort of those bits (two passes of 16, not four), a
+/// run of equal top halves almost always being one key; the rare run of several keys is sorted
+/// stably by the whole key. on_run(i, j) is called for each run [i, j) of one top half, in order,
+/// once it is in order (a caller that scans equal keys does so while the run is in the cache).
+template <class T, class KeyOf, class OnRun>
+void radix_sort_hashes(T* v, T* tmp, size_t n, KeyOf key, OnRun&& on_run) {
+  radix_sort_by_bits(v, tmp, n, 32, 64, key, 16);
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    bool mixed = false;
+    for (; j < n && (key(v[j]) >> 32) == (key(v[i]) >> 32); ++j) mixed |= key(v[j]) != key(v[i]);
+    if (mixed) std::stable_sort(v + i, v + j, [&](const T& x, const T& y) { return key(x) < key(y); });
+    on_run(i, j);
+    i = j;
+  }
+}
+
 /// The same for plain 64-bit keys.
 inline void radix_sort_u64_bits(uint64_t* v, uint64_t* tmp, size_t n, int lo_bit, int hi_bit) {
   radix_sort_by_bits(v, tmp, n, lo_bit, hi_bit, [](uint64_t x) { return x; });

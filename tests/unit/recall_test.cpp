@@ -210,7 +210,9 @@ TEST(Recall, DedupRemovesTheRemovableAndLeaderKeepsItsGuarantee) {
     // they have one, else merged: what similarity() gives, to the last bit.
     size_t at = 0;
     for (DocId i = 0; i < p.clustering().keeper.size(); ++i)
-      if (!p.clustering().kept(i)) EXPECT_EQ(p.removed_similarity()[at++], p.similarity(i, p.clustering().keeper[i])) << spec << " " << p.id(i);
+      if (!p.clustering().kept(i)) {
+        EXPECT_EQ(p.removed_similarity()[at++], p.similarity(i, p.clustering().keeper[i])) << spec << " " << p.id(i);
+      }
     EXPECT_EQ(at, p.stats().removed) << spec;
 
     o.cluster = ClusterMode::Leader;

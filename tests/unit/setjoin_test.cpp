@@ -264,7 +264,9 @@ TEST(SetJoin, ConnectFromComponentsEqualsConnectFromKnownEdges) {
     const auto from_components = join.connect(label, {});
     EXPECT_EQ(from_components, from_edges) << known_count;
     EXPECT_EQ(components(sets.size(), known, from_components), components(sets.size(), all)) << known_count;
-    if (known_count > 0) EXPECT_LT(from_components.size(), join.connect(sets.size(), {}, {}).size());
+    if (known_count > 0) {
+      EXPECT_LT(from_components.size(), join.connect(sets.size(), {}, {}).size());
+    }
   }
   EXPECT_THROW(join.connect(std::vector<uint32_t>(3, 0), {}), UsageError);
 }
