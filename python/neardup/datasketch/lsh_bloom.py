@@ -142,13 +142,18 @@ class MinHashLSHBloom(DerivedState):
         self.__dict__["_fast"] = bands
         return bands
 
-    def insert(self, minhash) -> None:
+    def _one_call(self, fn, minhash):
+        """fn(bands, hashtables, minhash) (_bloom_insert or _bloom_query) through the filters' C++
+        object, made again when the tables changed; NotImplemented where the Python path answers."""
         bands = self.__dict__.get("_fast")
-        done = _bloom_insert(bands, self.hashtables, minhash) if bands is not None else None
-        if done is None:
+        out = fn(bands, self.hashtables, minhash) if bands is not None else None
+        if out is None:
             bands = self._fast_bands()
-            done = _bloom_insert(bands, self.hashtables, minhash) if bands is not None else NotImplemented
-        if done is not NotImplemented:
+            out = fn(bands, self.hashtables, minhash) if bands is not None else NotImplemented
+        return out
+
+    def insert(self, minhash) -> None:
+        if self._one_call(_bloom_insert, minhash) is not NotImplemented:
             return
         self._check(minhash)
         for (start, end), table in zip(self.hashranges, self.hashtables):
@@ -157,11 +162,7 @@ class MinHashLSHBloom(DerivedState):
     def query(self, minhash) -> bool:
         """Whether a band of ``minhash`` collides with an inserted one's (or a filter's false
         positive): likely a near-duplicate at the threshold."""
-        bands = self.__dict__.get("_fast")
-        found = _bloom_query(bands, self.hashtables, minhash) if bands is not None else None
-        if found is None:
-            bands = self._fast_bands()
-            found = _bloom_query(bands, self.hashtables, minhash) if bands is not None else NotImplemented
+        found = self._one_call(_bloom_query, minhash)
         if found is not NotImplemented:
             return found
         self._check(minhash)
