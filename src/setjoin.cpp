@@ -80,6 +80,7 @@ struct SetJoin::Impl {
   static constexpr size_t kPivotTries = 4;
   internal::DeltaStore<uint32_t> deltas;
   void pick_pivots();
+  std::vector<ScoredPair> connect(UnionFind& uf, const PairFilter& keep) const;
   long delta_common(uint32_t x, uint32_t y) const noexcept {
     return deltas.common(x, y, ranked[deltas.pivot(x)].size(), [](std::span<const uint32_t> a, std::span<const uint32_t> b) {
       return count_common_abort(a, b, LONG_MAX / 2);
@@ -356,26 +357,30 @@ std::vector<ScoredPair> SetJoin::connect(size_t num_docs, std::span<const Scored
   };
   UnionFind uf(n + others.size());
   for (const ScoredPair& e : known) uf.unite(local(e.a), local(e.b));
-  std::vector<uint32_t> component(n);
-  for (size_t i = 0; i < n; ++i) component[i] = uf.find(static_cast<uint32_t>(i));
-  return connect(component, keep);
+  return s.connect(uf, keep);
 }
 
 std::vector<ScoredPair> SetJoin::connect(std::span<const uint32_t> component, const PairFilter& keep) const {
   const Impl& s = *impl_;
   const size_t n = s.docs.size();
-  std::vector<ScoredPair> edges;
-  if (n < 2) return edges;
+  if (n < 2) return {};
   if (component.size() != n) throw UsageError("SetJoin::connect: one component per joined document is needed");
   // The joined documents of each component joined to its first: what is connected already.
   UnionFind uf(n);
-  {
-    std::vector<std::pair<uint32_t, uint32_t>> by_component(n);
-    for (size_t i = 0; i < n; ++i) by_component[i] = {component[i], static_cast<uint32_t>(i)};
-    std::sort(by_component.begin(), by_component.end());
-    for (size_t i = 1; i < n; ++i)
-      if (by_component[i].first == by_component[i - 1].first) uf.unite(by_component[i - 1].second, by_component[i].second);
-  }
+  std::vector<std::pair<uint32_t, uint32_t>> by_component(n);
+  for (size_t i = 0; i < n; ++i) by_component[i] = {component[i], static_cast<uint32_t>(i)};
+  std::sort(by_component.begin(), by_component.end());
+  for (size_t i = 1; i < n; ++i)
+    if (by_component[i].first == by_component[i - 1].first) uf.unite(by_component[i - 1].second, by_component[i].second);
+  return s.connect(uf, keep);
+}
+
+// connect's search from `uf`, whose first docs.size() entries are the joined documents (by
+// place) and hold what is connected already.
+std::vector<ScoredPair> SetJoin::Impl::connect(UnionFind& uf, const PairFilter& keep) const {
+  const Impl& s = *this;
+  const size_t n = s.docs.size();
+  std::vector<ScoredPair> edges;
   uint64_t st_cand = 0, st_filtered = 0, st_verified = 0, st_delta = 0;
   // In document order, each with the earlier ones: once x is connected to a cluster, its other
   // candidates in that cluster are skipped, so a cluster costs about one verification per

@@ -118,7 +118,7 @@ def test_dense_minhash_through_the_order_equals_the_definition(prefix):
 
     g = WeightedMinHashGenerator(400, 96, 4)
     rng = np.random.default_rng(4)
-    order = g._order() if prefix is None else _native.icws_order(g.rs, g.ln_cs, g.betas, prefix=prefix)
+    order = g._order(g._tables()) if prefix is None else _native.icws_order(g.rs, g.ln_cs, g.betas, prefix=prefix)
     assert order is not None and order[0].shape == (96, min(400, prefix or 512))
     for v in dense_vectors(rng, 400):
         v32 = np.asarray(v, dtype=np.float32)
@@ -170,7 +170,7 @@ def test_the_order_is_none_for_tables_it_does_not_hold_for():
     g = WeightedMinHashGenerator(50, 8, 1)
     g.rs = g.rs.copy()
     g.rs[2, 7] = 0.0
-    assert g._order() is None
+    assert g._order(g._tables()) is None
     v = np.random.default_rng(1).exponential(1, 50)
     with np.errstate(divide="ignore", invalid="ignore"):  # the definition's r = 0
         assert np.array_equal(g.minhash(v).hashvalues, definition(g, v))

@@ -46,9 +46,10 @@ void radix_sort_by_bits(T* v, T* tmp, size_t n, int lo_bit, int hi_bit, KeyOf ke
 /// run of equal top halves almost always being one key; the rare run of several keys is sorted
 /// stably by the whole key. on_run(i, j) is called for each run [i, j) of one top half, in order,
 /// once it is in order (a caller that scans equal keys does so while the run is in the cache).
+/// max_digit as radix_sort_by_bits's (16: two passes).
 template <class T, class KeyOf, class OnRun>
-void radix_sort_hashes(T* v, T* tmp, size_t n, KeyOf key, OnRun&& on_run) {
-  radix_sort_by_bits(v, tmp, n, 32, 64, key, 16);
+void radix_sort_hashes(T* v, T* tmp, size_t n, KeyOf key, OnRun&& on_run, int max_digit = 16) {
+  radix_sort_by_bits(v, tmp, n, 32, 64, key, max_digit);
   for (size_t i = 0; i < n;) {
     size_t j = i + 1;
     bool mixed = false;

@@ -63,7 +63,9 @@ size_t keep_repeated_keys(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>&
 /// The entries of e[0, m) whose key may repeat (keep_repeated_keys), sorted by key, entries with
 /// one key in their order before: e[0, returned) holds them. Equal keys found this way take O(m)
 /// time and, for the sort, a copy of the entries that remain (mapped, let go at once: a vector
-/// would leave glibc's heap larger for the rest of the run).
+/// would leave glibc's heap larger for the rest of the run). The keys being hashes, the sort is
+/// of their top halves (radix_sort_hashes): 1 million short documents' text hashes that may
+/// repeat (325,000) in 2 passes instead of 4.
 template <class T, class KeyOf>
 size_t sort_repeated_keys(T* e, size_t m, KeyOf&& key_of) {
   std::vector<uint64_t> seen, twice;
@@ -71,7 +73,7 @@ size_t sort_repeated_keys(T* e, size_t m, KeyOf&& key_of) {
   std::vector<uint64_t>().swap(seen);
   std::vector<uint64_t>().swap(twice);
   BigArray<T> tmp(m);
-  radix_sort_by_bits(e, tmp.data(), m, 0, 64, key_of, m >= 200000 ? 16 : 11);
+  radix_sort_hashes(e, tmp.data(), m, key_of, [](size_t, size_t) {}, m >= 200000 ? 16 : 11);
   return m;
 }
 

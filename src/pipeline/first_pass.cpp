@@ -149,21 +149,6 @@ void Pipeline::Impl::keep_entry(Batch& b, size_t i, const SketchLayout& l) {
   }
 }
 
-// find_text_copies' entries that may repeat (RepeatedKeyBits, a second time over the first's
-// survivors) in order of their hashes' high words, equal ones in input order (radix_sort_hashes:
-// two passes, where sort_repeated_keys's sort of the whole word takes four).
-template <class Entry>
-static size_t sort_entries_by_hash(Entry* e, size_t m) {
-  const auto hi = [](const Entry& x) { return x.h.hi; };
-  std::vector<uint64_t> seen, twice;
-  m = internal::keep_repeated_keys(e, m, hi, seen, twice);
-  std::vector<uint64_t>().swap(seen);
-  std::vector<uint64_t>().swap(twice);
-  internal::BigArray<Entry> tmp(m);
-  internal::radix_sort_hashes(e, tmp.data(), m, hi, [](size_t, size_t) {});
-  return m;
-}
-
 // A dedup's documents whose text an earlier document had (up to kCopyTextBytes): equal XXH3-128
 // hashes are taken for equal texts, which two different texts would need a 128-bit collision to
 // break, far rarer than a collision of the 64-bit shingle hashes every set stands on. Found by
@@ -215,7 +200,7 @@ void Pipeline::Impl::find_text_copies() {
       internal::GrowArray<TextHash>(internal::Access::Sequential).swap(text_hashes_);
       text_hashes_spilled_.reset();
     }
-    m = sort_entries_by_hash(e.data(), m);
+    m = internal::sort_repeated_keys(e.data(), m, [](const Entry& x) { return x.h.hi; });
     for (size_t i = 0; i < m;) {
       size_t j = i + 1;
       while (j < m && e[j].h.hi == e[i].h.hi) ++j;

@@ -90,11 +90,10 @@ class WeightedMinHashGenerator(DerivedState):
             self.__dict__["_transposed"] = cached
         return cached[1]
 
-    def _order(self):
+    def _order(self, tables):
         """The generator's dimensions per sample in the order of a bound of their ln_a
         (_native.icws_order), for dense vectors; None where the tables hold values the bound does
-        not hold for. Made on first use, and again with the tables (_tables)."""
-        tables = self._tables()
+        not hold for. Made on first use, and again with the tables (``tables``: _tables()'s)."""
         cached = self.__dict__.get("_ordered")
         if cached is None or cached[0] is not tables:
             rows = (np.ascontiguousarray(a, dtype=np.float32) for a in (self.rs, self.ln_cs, self.betas))
@@ -114,10 +113,11 @@ class WeightedMinHashGenerator(DerivedState):
         present = np.count_nonzero(v != 0)  # of the float array itself: 8 times slower
         if present == 0:
             raise ValueError("Input is all zeros")
-        rs, ln_cs, betas = self._tables()
+        tables = self._tables()
+        rs, ln_cs, betas = tables
         # A vector with weights in a quarter of the dimensions or more goes through the order,
         # which looks at tens of dimensions per sample instead of every weight's.
-        order = self._order() if present * 4 >= self.dim else None
+        order = self._order(tables) if present * 4 >= self.dim else None
         with np.errstate(invalid="ignore", divide="ignore"):
             if order is not None:
                 hashvalues = _native.icws_sample_dense(rs, ln_cs, betas, order, v, np.log(v))
