@@ -198,6 +198,8 @@ struct RunStats {
   uint64_t unspaced_bytes = 0;
   io::WalkCounts left_out;    ///< hidden, excluded and special files left out of directories
   StageTimes times;
+  /// The run's time: run() or run_dedup(), and the verification of pairs listed as they are
+  /// taken (each_pair, write_pairs of a pairs run whose joins list them); not their writing.
   double seconds = 0;
 };
 
