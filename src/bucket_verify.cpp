@@ -399,10 +399,13 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
     std::sort(joined.begin(), joined.end());
     joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
     std::unique_ptr<SetJoin> join = how.join(joined);
-    // What the stars and the small buckets' pairs connected, as each joined document's cluster.
-    std::vector<uint32_t> component(joined.size());
-    for (size_t i = 0; i < joined.size(); ++i) component[i] = uf.find(local(joined[i]));
-    const std::vector<ScoredPair> more = join->connect(component, how.share);
+    std::vector<ScoredPair> more;
+    if (!how.list_all || how.connect_joined) {
+      // What the stars and the small buckets' pairs connected, as each joined document's cluster.
+      std::vector<uint32_t> component(joined.size());
+      for (size_t i = 0; i < joined.size(); ++i) component[i] = uf.find(local(joined[i]));
+      more = join->connect(component, how.share);
+    }
     r.verified += join->stats().verified;
     if (how.list_all) r.join = std::move(join);
     if (!more.empty()) {

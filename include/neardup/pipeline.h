@@ -65,6 +65,12 @@ struct RunTuning {
   /// find, verify and hand them over a chunk at a time, and set stats().pairs. pairs() then
   /// refuses (UsageError): set this to false to hold every pair.
   bool stream_pairs = true;
+  /// Pairs mode: also cluster the documents (clustering(), removed_similarity(), the clusters and
+  /// removals of stats()). A caller that takes only the pairs sets false: the run then skips
+  /// what only clusters need, most of all connecting each large bucket's documents before its
+  /// pairs are listed (on dense licence boilerplate 8% of the run, BENCHMARKS.md), and
+  /// clustering() and removed_similarity() refuse (UsageError).
+  bool cluster_pairs = true;
   /// Exact verification with minhash or oph: the first pass keeps, up to this many bytes, the
   /// shingle set of each document that shares a band key with one sketched before it (so it
   /// is in an LSH bucket and will be verified); verification reads again only the documents
@@ -267,10 +273,11 @@ class Pipeline {
   /// now with RunTuning::stream_pairs, so memory does not grow with the number of pairs).
   /// Sets stats().pairs.
   void each_pair(const std::function<void(std::span<const ScoredPair>)>& emit);
-  const Clustering& clustering() const noexcept;
+  /// Throws UsageError after a pairs run without RunTuning::cluster_pairs, which does not cluster.
+  const Clustering& clustering() const;
   /// The similarity of each removed document to its kept one, in input order (what
-  /// write_removed prints).
-  std::span<const double> removed_similarity() const noexcept;
+  /// write_removed prints). Throws as clustering() does.
+  std::span<const double> removed_similarity() const;
   /// The similarity of two documents by the configured verification (exact needs both sets:
   /// after a dedup, RunTuning::keep_sets).
   double similarity(DocId a, DocId b) const;

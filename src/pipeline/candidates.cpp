@@ -110,6 +110,7 @@ BucketVerification Pipeline::Impl::bucket_verification() const {
   how.threads = threads_;
   how.list_all = mode_ == Mode::Pairs;
   how.share = band_filter();
+  how.connect_joined = clusters_wanted();
   // Short texts: at most kWholeStarShingles shingles on average.
   how.whole_stars = stats_.shingles <= kWholeStarShingles * stats_.documents;
   if (how.whole_stars) how.delta_min_set = SIZE_MAX;  // no set is long enough to gain from differences

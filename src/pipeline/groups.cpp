@@ -197,7 +197,7 @@ uint64_t Pipeline::Impl::verify_in_groups(LshBuckets&& buckets, const std::vecto
     ++stats_.verify_groups;
     found.clear();
     verified += verify_buckets(group, docs, found);
-    cluster_group(docs, found);
+    if (clusters_wanted()) cluster_group(docs, found);
     // A component lies in one group: its sets are not needed again (unless asked to be kept).
     if (!options_.tuning.keep_sets) {
       sets_.release(docs);

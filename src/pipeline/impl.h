@@ -257,6 +257,8 @@ struct Pipeline::Impl {
   void cluster_group(std::span<const DocId> docs, std::span<const ScoredPair> edges);
   /// The clusters of all documents from pairs_, unless verify_in_groups made them.
   void cluster();
+  /// cluster(), then the run's counts of clusters and removals and removed_similarity_.
+  void cluster_all();
   bool reaches_threshold(DocId a, DocId b) const;
   /// put(k, similarity of removed[k] to its kept document), on the run's threads.
   void each_removed_similarity(std::span<const DocId> removed, const std::function<void(size_t, double)>& put) const;
@@ -329,6 +331,9 @@ struct Pipeline::Impl {
   bool pairs_dropped_ = false;
   uint64_t dropped_pairs_ = 0;
   bool drops_pairs() const noexcept { return mode_ == Mode::Dedup && options_.tuning.spill_documents; }
+  // Whether this run clusters: every dedup, a pairs run unless RunTuning::cluster_pairs is off.
+  bool clusters_wanted() const noexcept { return mode_ == Mode::Dedup || options_.tuning.cluster_pairs; }
+  void throw_if_not_clustered() const;
   void throw_if_pairs_dropped() const;
   // Whether verification goes group by group (verify_in_groups): the records can be found again
   // by position, and cheaply, in files that are not compressed (see groups_pay()).

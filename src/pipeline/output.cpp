@@ -69,6 +69,7 @@ void Pipeline::Impl::write_kept(std::span<io::AtomicFile* const> outs) {
   const ThreadPool::Use use(options_.tuning.pool);
   const auto t = Clock::now();
   if (outs.size() != inputs_->sources().size()) throw UsageError("write_kept: one output per source is needed");
+  throw_if_not_clustered();
   write_kept_records(outs, nullptr);
   stats_.times.write += seconds_since(t);
 }
@@ -212,6 +213,7 @@ void Pipeline::Impl::stop_writer() noexcept {
 }
 
 void Pipeline::Impl::write_removed(io::AtomicFile& out) const {
+  throw_if_not_clustered();
   DocumentTable::Behind behind(docs_);  // in input order
   io::write_removed(out, clustering_, removed_similarity_, [&](DocId d) {
     behind.at(d);
@@ -220,6 +222,7 @@ void Pipeline::Impl::write_removed(io::AtomicFile& out) const {
 }
 
 void Pipeline::Impl::write_clusters(io::AtomicFile& out) const {
+  throw_if_not_clustered();
   DocumentTable::Behind behind(docs_);  // by their first documents
   io::write_clusters(out, clustering_, [&](DocId d) {
     behind.at(d);

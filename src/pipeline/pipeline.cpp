@@ -48,6 +48,11 @@ const std::vector<ScoredPair>& Pipeline::Impl::pairs() const {
   return pairs_;
 }
 
+void Pipeline::Impl::throw_if_not_clustered() const {
+  if (!clusters_wanted())
+    throw UsageError("a pairs run without RunTuning::cluster_pairs does not cluster its documents; set it to have their clusters");
+}
+
 void Pipeline::Impl::throw_if_pairs_dropped() const {
   if (pairs_dropped_)
     throw UsageError("a dedup that spills its state (RunTuning::spill_documents, or a memory limit below its expected peak) "
@@ -91,38 +96,11 @@ void Pipeline::Impl::run(Mode mode) {
   stats_.verified = pairs_dropped_ ? dropped_pairs_ : pairs_.size();
 
   auto t = Clock::now();
-  const bool clustered_in_groups = !clustering_.keeper.empty();  // verify_in_groups clustered each group
-  cluster();
-  if (drops_pairs() && !pairs_dropped_) {  // verified all at once: dropped once clustered
-    dropped_pairs_ = pairs_.size();
-    std::vector<ScoredPair>().swap(pairs_);
-    pairs_dropped_ = true;
-  }
+  if (clusters_wanted())
+    cluster_all();
+  else
+    std::vector<DocSimilarity>().swap(group_similarity_);  // room verify_in_groups reserved
   std::vector<uint32_t>().swap(rank_);
-  stats_.clusters = clustering_.clusters;
-  stats_.removed = clustering_.removed;
-  // Each removed document's similarity to its kept one, in input order: counted here, written by
-  // write_removed. Computed on every thread, a chunk of removed documents at a time: an exact one
-  // merges two sets, which for two long texts takes milliseconds (on the crowded mix 11,168 of
-  // them took 24 ms on one thread while the others waited).
-  if (clustered_in_groups) {  // taken then, for the removed documents of each group: each once
-    std::sort(group_similarity_.begin(), group_similarity_.end());
-    NEARDUP_ASSERT(group_similarity_.size() == clustering_.removed);
-    removed_similarity_.resize(group_similarity_.size());
-    for (size_t k = 0; k < group_similarity_.size(); ++k) {
-      NEARDUP_ASSERT(!clustering_.kept(group_similarity_[k].doc) && (k == 0 || group_similarity_[k - 1].doc < group_similarity_[k].doc));
-      removed_similarity_[k] = group_similarity_[k].similarity;
-    }
-    std::vector<DocSimilarity>().swap(group_similarity_);
-  } else {
-    std::vector<DocId> removed;
-    for (DocId i = 0; i < docs_.size(); ++i)
-      if (!clustering_.kept(i)) removed.push_back(i);
-    removed_similarity_.assign(removed.size(), 0.0);
-    each_removed_similarity(removed, [&](size_t k, double sim) { removed_similarity_[k] = sim; });
-  }
-  stats_.removed_below_threshold = static_cast<uint64_t>(std::count_if(
-      removed_similarity_.begin(), removed_similarity_.end(), [&](double s) { return s + kSimilarityEpsilon < spec_.threshold; }));
   stats_.times.cluster = seconds_since(t);
 
   // The bottomk join and the SimHash tables already found every pair, and so did LSH with
@@ -156,8 +134,14 @@ size_t Pipeline::size() const noexcept { return impl_->docs_.size(); }
 std::string_view Pipeline::id(DocId doc) const noexcept { return impl_->id(doc); }
 const std::vector<ScoredPair>& Pipeline::pairs() const { return impl_->pairs(); }
 void Pipeline::each_pair(const std::function<void(std::span<const ScoredPair>)>& emit) { impl_->each_pair(emit); }
-const Clustering& Pipeline::clustering() const noexcept { return impl_->clustering_; }
-std::span<const double> Pipeline::removed_similarity() const noexcept { return impl_->removed_similarity_; }
+const Clustering& Pipeline::clustering() const {
+  impl_->throw_if_not_clustered();
+  return impl_->clustering_;
+}
+std::span<const double> Pipeline::removed_similarity() const {
+  impl_->throw_if_not_clustered();
+  return impl_->removed_similarity_;
+}
 double Pipeline::similarity(DocId a, DocId b) const {
   const SetStore& store = impl_->sets_;
   if (store.released() && store.sets() && !(store.sets()->has(a) && store.sets()->has(b)))

@@ -335,6 +335,67 @@ TEST(Pipeline, StreamedPairsEqualHeldPairs) {
     }
 }
 
+// A pairs run that does not cluster (RunTuning::cluster_pairs off, as the CLI's `pairs` without
+// a report) lists the same pairs, held or streamed: its large buckets' joins are not connected
+// first, so their pairs are all found by the listing. What only clusters give is refused. 500
+// edited copies of one text make buckets past kDirectBucket, which go to the join.
+TEST(Pipeline, PairsWithoutClustersAreThePairsWithThem) {
+  test::TempDir d;
+  std::mt19937_64 rng(37);
+  const auto words = [&](size_t n) {
+    std::string t;
+    for (size_t i = 0; i < n; ++i) t += "w" + std::to_string(rng() % 5000) + " ";
+    return t;
+  };
+  const std::string base = words(80);
+  std::string jsonl;
+  for (int i = 0; i < 700; ++i) {
+    std::string text = base;
+    if (i >= 500)
+      text = words(50);
+    else
+      for (int e = 0; e < static_cast<int>(rng() % 6); ++e) text.replace(static_cast<size_t>(rng() % (text.size() - 8)), 3, "zz ");
+    jsonl += "{\"id\": \"d" + std::to_string(i) + "\", \"text\": \"" + text + "\"}\n";
+  }
+  test::write_file(d.file("in.jsonl"), jsonl);
+  for (const char* spec : {"words:3 oph:64 verify:0.7", "words:3 minhash:32 verify:0.7"})
+    for (const bool stream : {false, true})
+      for (int threads : {1, 2}) {
+        std::string with, without;
+        for (const bool cluster : {true, false}) {
+          RunOptions o;
+          o.spec = PipelineSpec::parse(spec);
+          o.tuning.threads = threads;
+          o.tuning.stream_pairs = stream;
+          o.tuning.cluster_pairs = cluster;
+          Pipeline p({d.file("in.jsonl")}, o);
+          p.run(Pipeline::Mode::Pairs);
+          {
+            io::AtomicFile out(d.file("pairs.tsv"));
+            p.write_pairs(out);
+            out.commit();
+          }
+          (cluster ? with : without) = test::read_file(d.file("pairs.tsv"));
+          if (cluster) {
+            EXPECT_GE(p.stats().clusters, 1u) << spec;
+            EXPECT_GE(p.clustering().removed, 400u) << spec;
+            continue;
+          }
+          EXPECT_EQ(p.stats().clusters, 0u) << spec;
+          EXPECT_THROW(p.clustering(), UsageError) << spec;
+          EXPECT_THROW(p.removed_similarity(), UsageError) << spec;
+          io::AtomicFile out(d.file("clusters.tsv"));
+          EXPECT_THROW(p.write_clusters(out), UsageError) << spec;
+          EXPECT_THROW(p.write_removed(out), UsageError) << spec;
+          EXPECT_THROW(p.write_kept(out), UsageError) << spec;
+        }
+        // Most of the 500 copies' 124,750 pairs reach 0.7.
+        EXPECT_GT(std::count(with.begin(), with.end(), '\n'), 50000) << spec;
+        EXPECT_TRUE(without == with) << spec << " stream " << stream << " threads " << threads << ": " << without.size()
+                                     << " bytes, want " << with.size();
+      }
+}
+
 // Verification with the sets the first pass kept (the documents already in a bucket when
 // sketched) gives the outputs of reading every needed document again, whatever the budget
 // (none, part, all) and the thread count, in clusters of copies, of edited copies and chains.

@@ -315,6 +315,8 @@ RunOptions run_options(const CLI::App* cmd, const Options& o) {
   // Containment is found by the exact join alone: it is the method unless another is named.
   if (ro.measure == Measure::Containment && !given(cmd, "--method") && o.spec.empty()) ro.spec.method = SketchMethod::Exact;
   ro.tuning.stream_pairs = true;  // pairs within clusters are verified as they are written, not held
+  // `pairs` writes pairs, and clusters them only for its report.
+  ro.tuning.cluster_pairs = !o.report.empty();
   // A run that would not fit spills rather than fails: by default the limit is most of the
   // memory available now.
   ro.tuning.memory_limit = o.memory_limit > 0 ? o.memory_limit : default_memory_limit();
