@@ -11,7 +11,10 @@
 //  * Length filter: t |x| <= |y| <= |x| / t.
 //  * Positional filter: found at the first common shingle, the overlap is at most 1 plus the
 //    shingles after it on the shorter side; below ceil(t / (1 + t) (|x| + |y|)) the pair is dropped.
-//  * Verification merges the rank lists after the first common shingle, with the early abort.
+//  * Verification merges the rank lists after the first common shingle, with the early abort;
+//    or, where it costs less, counts the pair on the members' differences from a shared pivot
+//    (internal/pivot_delta.h) or as the candidate's words of 64 ranks against a bitmap of the
+//    probing member's ranks (dense families of near-copies: their ranks lie close together).
 //
 // The threshold is an exact fraction (ExactThreshold): J >= t is decided in integers, so a pair
 // exactly at the threshold (4 of 5 shingles shared at t = 0.8) is always included.
@@ -58,6 +61,7 @@ struct SetJoinStats {
   uint64_t verified = 0;    ///< candidates whose overlap was computed (the merge may abort early)
   uint64_t results = 0;     ///< pairs with J >= t
   uint64_t by_delta = 0;    ///< verified candidates counted on their differences from a shared pivot
+  uint64_t by_words = 0;    ///< verified candidates counted as words of 64 ranks against a bitmap
 };
 
 class SetJoin {
@@ -67,8 +71,9 @@ class SetJoin {
   using SetOf = std::function<std::span<const ShingleHash>(DocId)>;
 
   /// Ranks the sets of `docs` (ascending, distinct) and indexes their prefixes for `threshold`.
-  /// Memory while building: 16 bytes per shingle of every set, then 4 bytes per shared shingle and
-  /// 16 per indexed prefix shingle. The sets themselves are not needed afterwards.
+  /// Memory while building: 16 bytes per shingle of every set, then 4 bytes per shared shingle,
+  /// 16 per indexed prefix shingle and at most 4 more per shared shingle of the members held as
+  /// words. The sets themselves are not needed afterwards.
   SetJoin(std::span<const DocId> docs, const SetOf& set_of, double threshold, int threads);
   ~SetJoin();
   SetJoin(const SetJoin&) = delete;

@@ -19,6 +19,7 @@ constexpr Kernels kScalar{Isa::Scalar,
                           jaccard_block_scalar,
                           jaccard_block_scalar,
                           set_common_at_least_scalar,
+                          common_bits_scalar,
                           json_word_text_scalar,
                           false};
 
@@ -36,6 +37,7 @@ constexpr Kernels kAvx2{Isa::Avx2,
                         jaccard_block_avx2,
                         jaccard_block_avx2,
                         set_common_at_least_avx2,
+                        common_bits_popcnt,
                         json_word_text_avx2,
                         false};
 
@@ -52,6 +54,7 @@ constexpr Kernels kAvx512{Isa::Avx512,
                           jaccard_block_avx512,
                           jaccard_block_avx2,
                           set_common_at_least_avx512,
+                          common_bits_popcnt,
                           json_word_text_avx512,
                           false};
 

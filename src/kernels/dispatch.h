@@ -42,6 +42,8 @@ struct Kernels {
   /// Common values of two shingle sets, or -1 once below `need` (jaccard_kernels.h); AVX2's
   /// also on AVX-512 machines.
   long (*set_common_at_least)(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
+  /// Common values of a set as 64-value words and a bitmap (jaccard_kernels.h).
+  long (*common_bits)(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept;
   /// JSON string contents to word text (json_text_kernels.h).
   int (*json_word_text)(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
   /// Whether OPH densification may use the VBMI pull (kernels/oph_kernels.h).

@@ -42,6 +42,13 @@ struct Avx2SetBlock {
 
 }  // namespace
 
+// The scalar loop, where popcount is one instruction (this file is compiled with -mpopcnt).
+long common_bits_popcnt(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept {
+  long c = 0;
+  for (size_t k = 0; k < n; ++k) c += __builtin_popcountll(bits[k] & map[index[k]]);
+  return c;
+}
+
 long jaccard_block_avx2(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept {
   return jaccard_block<Avx2Block>(a, la, b, lb, smax);
 }

@@ -22,4 +22,11 @@ long set_common_at_least_scalar(const uint64_t* a, size_t la, const uint64_t* b,
 long set_common_at_least_avx2(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
 long set_common_at_least_avx512(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
 
+/// The values common to a set given as n words of 64 values (word k holds the values
+/// 64 index[k] + i for each bit i of bits[k]) and a bitmap of another (`map`, bit v for value v):
+/// the sum of popcount(bits[k] & map[index[k]]). The popcnt kernel needs POPCNT (every AVX2
+/// machine has it).
+long common_bits_scalar(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept;
+long common_bits_popcnt(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept;
+
 }  // namespace neardup::internal

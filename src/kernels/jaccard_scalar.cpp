@@ -1,5 +1,7 @@
 // The scalar twins of the SIMD block comparators: the same walk with a W x W scalar test, for the
 // AVX2 width (8) and the AVX-512 width (16).
+#include <bit>
+
 #include "kernels/jaccard_block-inl.h"
 #include "kernels/jaccard_kernels.h"
 
@@ -7,6 +9,12 @@ namespace neardup::internal {
 
 long set_common_at_least_scalar(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept {
   return count_common_at_least(a, la, b, lb, need);
+}
+
+long common_bits_scalar(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept {
+  long c = 0;
+  for (size_t k = 0; k < n; ++k) c += std::popcount(bits[k] & map[index[k]]);
+  return c;
 }
 
 namespace {

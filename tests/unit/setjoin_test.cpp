@@ -6,7 +6,10 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
+#include "kernels/jaccard_kernels.h"
+#include "neardup/cpu.h"
 #include "neardup/union_find.h"
 #include "neardup/error.h"
 #include "neardup/shingle.h"
@@ -106,7 +109,7 @@ TEST(SetJoin, EqualsBruteForceOnMessyClusters) {
   for (const uint64_t seed : {1u, 2u, 3u}) {
     const Sets sets = messy(seed, 120);
     const auto docs = all_docs(sets);
-    uint64_t by_delta = 0;
+    uint64_t by_delta = 0, by_words = 0, merged = 0;
     for (const double t : {0.3, 0.5, 0.7, 0.8, 0.9, 1.0}) {
       const auto expected = brute_force(sets, t);
       for (const int threads : {1, 3}) {
@@ -116,16 +119,22 @@ TEST(SetJoin, EqualsBruteForceOnMessyClusters) {
         // The join compared far fewer pairs than all of them.
         EXPECT_LT(join.stats().verified, sets.size() * (sets.size() - 1) / 2) << t;
         by_delta += join.stats().by_delta;
+        by_words += join.stats().by_words;
+        merged += join.stats().verified - join.stats().by_delta - join.stats().by_words;
       }
       ASSERT_FALSE(expected.empty()) << "the corpus must hold pairs at " << t;
     }
+    // Each of the three counts served.
     EXPECT_GT(by_delta, 0u) << "no pair was counted on its differences from a pivot";
+    EXPECT_GT(by_words, 0u) << "no pair was counted as words of ranks";
+    EXPECT_GT(merged, 0u) << "no pair was merged";
   }
 }
 
 // Families of near-copies, their members interleaved (a licence in thousands of files): most
-// pairs are counted on their differences from a shared pivot, with the counts of a merge, so
-// the pairs, their similarities and connect's components are brute force's.
+// pairs are counted on their differences from a shared pivot or as words of ranks against a
+// bitmap, with the counts of a merge, so the pairs, their similarities and connect's components
+// are brute force's.
 TEST(SetJoin, NearCopiesAreCountedOnTheirDifferencesFromAPivot) {
   std::mt19937_64 rng(11);
   std::vector<std::vector<ShingleHash>> bases(12);
@@ -149,9 +158,39 @@ TEST(SetJoin, NearCopiesAreCountedOnTheirDifferencesFromAPivot) {
     ASSERT_GT(expected.size(), 200u) << t;
     SetJoin join(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, 2);
     ASSERT_EQ(join.all_pairs(), expected) << t;
-    EXPECT_GT(join.stats().by_delta * 2, join.stats().verified) << "most pairs on their differences at " << t;
+    EXPECT_GT((join.stats().by_delta + join.stats().by_words) * 2, join.stats().verified) << "most pairs without a merge at " << t;
+    if (t < 0.9) EXPECT_GT(join.stats().by_words, 0u) << t;
     SetJoin again(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, 2);
     EXPECT_EQ(components(sets.size(), again.connect(sets.size(), {}, {})), components(sets.size(), expected)) << t;
+  }
+}
+
+// The word kernels count the values common to a set given as words of 64 values and a bitmap of
+// another, as a brute-force count does: sets from empty to dense, over ranges of one word to
+// thousands.
+TEST(SetJoin, WordKernelsCountTheCommonValues) {
+  std::mt19937_64 rng(41);
+  using Kernel = long (*)(const uint32_t*, const uint64_t*, size_t, const uint64_t*) noexcept;
+  std::vector<std::pair<const char*, Kernel>> kernels{{"scalar", internal::common_bits_scalar}};
+  if (detected_isa() >= Isa::Avx2) kernels.emplace_back("popcnt", internal::common_bits_popcnt);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const uint32_t range = 1 + static_cast<uint32_t>(rng() % (trial % 3 == 0 ? 64 : 20000));
+    std::set<uint32_t> a, b;
+    const size_t na = rng() % (range + 1), nb = rng() % (range + 1);
+    while (a.size() < std::min<size_t>(na, 3000)) a.insert(static_cast<uint32_t>(rng() % range));
+    while (b.size() < std::min<size_t>(nb, 3000)) b.insert(static_cast<uint32_t>(rng() % range));
+    std::vector<uint64_t> map((range + 63) / 64, 0);
+    for (const uint32_t v : a) map[v >> 6] |= uint64_t{1} << (v & 63);
+    std::vector<uint32_t> index;
+    std::vector<uint64_t> bits;
+    for (const uint32_t v : b) {
+      if (index.empty() || index.back() != v >> 6) index.push_back(v >> 6), bits.push_back(0);
+      bits.back() |= uint64_t{1} << (v & 63);
+    }
+    long expected = 0;
+    for (const uint32_t v : b) expected += a.count(v) > 0;
+    for (const auto& [name, kernel] : kernels)
+      ASSERT_EQ(kernel(index.data(), bits.data(), index.size(), map.data()), expected) << name << " trial " << trial;
   }
 }
 
