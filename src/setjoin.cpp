@@ -43,13 +43,6 @@ bool ExactThreshold::reached(uint64_t common, uint64_t la, uint64_t lb) const no
 // compiled as one (CMAKE_UNITY_BUILD).
 namespace {
 
-struct JoinPosting {
-  uint32_t member;
-  uint32_t len;   // of the member's set
-  uint32_t pos;   // of the shingle among the member's ranks
-  uint32_t rest;  // the member's ranks after it
-};
-
 struct JoinCandidate {
   uint32_t y;       // member
   uint32_t ix, iy;  // the first common shingle: ranks[x][ix] == ranks[y][iy]
@@ -99,8 +92,12 @@ struct SetJoin::Impl {
   std::vector<DocId> docs;
   internal::SharedRanks ranked;
   std::vector<uint32_t> plen;  // per member: its prefix, in shared ranks
-  std::vector<uint64_t> head;  // postings of rank r: postings[head[r], head[r + 1]), ascending by member
-  internal::BigArray<JoinPosting> postings;
+  // The postings of rank r: [head[r], head[r + 1]), ascending by member, as two arrays: each
+  // posting's member, and the rank's place among the member's ranks. A probe tests the members
+  // of its ranks' lists (internal::unmarked_members), most of them met before for the same
+  // member in a dense family, and reads the place of those met the first time.
+  std::vector<uint64_t> head;
+  internal::BigArray<uint32_t> post_member, post_pos;
   mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0}, by_words{0};
   // Members stored as their differences from a pivot of their family (internal/pivot_delta.h),
   // picked in member order, leader clustering style: a member whose prefix shares a rank with a
@@ -135,27 +132,33 @@ struct SetJoin::Impl {
 
   // The candidates of member x among the members after it (later) or before it: every member
   // with J >= t is among them, found at its first common shingle with x.
-  void probe(uint32_t x, bool later, std::vector<uint32_t>& mark, std::vector<JoinCandidate>& out) const {
+  // `found` is scratch.
+  void probe(uint32_t x, bool later, std::vector<uint32_t>& mark, std::vector<uint32_t>& found, std::vector<JoinCandidate>& out) const {
     out.clear();
     const auto rx = ranked[x];
     const uint64_t lx = ranked.len[x];
     const uint64_t min_len = thr.min_overlap(lx);
     const uint64_t max_len = lx * thr.den / thr.num;  // |y| <= |x| / t
+    // Members below 2^31: the vectorised test indexes the marks by signed 32-bit lanes.
+    const auto unmarked = docs.size() < (size_t{1} << 31) ? internal::kernels().unmarked_members : internal::unmarked_members_scalar;
     for (uint32_t i = 0; i < plen[x]; ++i) {
-      const JoinPosting* first = postings.data() + head[rx[i]];
-      const JoinPosting* last = postings.data() + head[rx[i] + 1];
-      const JoinPosting* split = std::partition_point(first, last, [&](const JoinPosting& p) { return p.member <= x; });
-      const JoinPosting* k = later ? split : first;
-      const JoinPosting* stop = later ? last : split;
-      for (; k < stop; ++k) {
-        const uint32_t y = k->member;
-        if (y == x || mark[y] == x) continue;
-        mark[y] = x;
-        if (k->len < min_len || k->len > max_len) continue;
+      const uint32_t* first = post_member.data() + head[rx[i]];
+      const uint32_t* last = post_member.data() + head[rx[i] + 1];
+      const uint32_t* split = std::upper_bound(first, last, x);
+      const uint32_t* from = later ? split : first;
+      const size_t n = static_cast<size_t>((later ? last : split) - from);
+      if (found.size() < n) found.resize(n);
+      const size_t fresh = unmarked(from, n, x, mark.data(), found.data());
+      const uint32_t* pos = post_pos.data() + (from - post_member.data());
+      for (size_t f = 0; f < fresh; ++f) {
+        const uint32_t y = from[found[f]];
+        const uint64_t ly = ranked.len[y];
+        if (ly < min_len || ly > max_len) continue;
         // Only the shared shingles after the first common one, on either side, can add to it.
-        const uint64_t bound = 1 + std::min<uint64_t>(rx.size() - i - 1, k->rest);
-        if (bound < thr.pair_overlap(lx, k->len)) continue;
-        out.push_back({y, i, k->pos});
+        const uint32_t py = pos[found[f]];
+        const uint64_t bound = 1 + std::min<uint64_t>(rx.size() - i - 1, ranked[y].size() - py - 1);
+        if (bound < thr.pair_overlap(lx, ly)) continue;
+        out.push_back({y, i, py});
       }
     }
   }
@@ -205,10 +208,10 @@ void SetJoin::Impl::pick_pivots() {
     bool stored = false;
     // The pivots before x that share a prefix rank with it, through the prefix index.
     for (uint32_t i = 0; i < plen[x] && !stored && tried.size() < kPivotTries; ++i) {
-      const JoinPosting* k = postings.data() + head[rx[i]];
-      const JoinPosting* const stop = postings.data() + std::min(head[rx[i] + 1], head[rx[i]] + kLook);
-      for (; k < stop && k->member < x && !stored && tried.size() < kPivotTries; ++k) {
-        const uint32_t p = k->member;
+      const uint32_t* k = post_member.data() + head[rx[i]];
+      const uint32_t* const stop = post_member.data() + std::min(head[rx[i] + 1], head[rx[i]] + kLook);
+      for (; k < stop && *k < x && !stored && tried.size() < kPivotTries; ++k) {
+        const uint32_t p = *k;
         if (deltas.pivot(p) != p || std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
         tried.push_back(p);
         if (!internal::differences_within<uint32_t>(rx, ranked[p], rx.size() / internal::kDeltaShare, d, a)) continue;
@@ -295,14 +298,16 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
     for_indexed(p, [&](size_t, uint32_t, uint32_t r) { ++s.head[r + 1]; });
   });
   for (size_t r = 1; r <= num_ranks; ++r) s.head[r] += s.head[r - 1];
-  s.postings = internal::BigArray<JoinPosting>(s.head[num_ranks]);
+  s.post_member = internal::BigArray<uint32_t>(s.head[num_ranks]);
+  s.post_pos = internal::BigArray<uint32_t>(s.head[num_ranks]);
   internal::parallel_for(parts, s.threads, [&](size_t p, size_t) {
     const size_t lo = num_ranks * p / parts;
     std::vector<uint64_t> cursor(s.head.begin() + static_cast<ptrdiff_t>(lo),
                                  s.head.begin() + static_cast<ptrdiff_t>(num_ranks * (p + 1) / parts));
     for_indexed(p, [&](size_t m, uint32_t i, uint32_t r) {
-      const auto rest = static_cast<uint32_t>(s.ranked[m].size() - i - 1);
-      s.postings[cursor[r - lo]++] = {static_cast<uint32_t>(m), s.ranked.len[m], i, rest};
+      const uint64_t at = cursor[r - lo]++;
+      s.post_member[at] = static_cast<uint32_t>(m);
+      s.post_pos[at] = i;
     });
   });
   s.pick_pivots();
@@ -363,6 +368,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
   // members are numbered from 0, so each join needs its own.
   std::vector<std::vector<std::vector<uint32_t>>> marks(static_cast<size_t>(threads), std::vector<std::vector<uint32_t>>(joins.size()));
   std::vector<std::vector<JoinCandidate>> cands(static_cast<size_t>(threads));
+  std::vector<std::vector<uint32_t>> found(static_cast<size_t>(threads));
   size_t bitmap_words = 0;
   for (const SetJoin* j : joins) bitmap_words = std::max(bitmap_words, j->impl_->bitmap_words);
   std::vector<MemberBits> bits(static_cast<size_t>(threads), MemberBits(bitmap_words));
@@ -395,7 +401,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         auto& mark = marks[tid][order[i].join];
         if (mark.empty()) mark.assign(s.docs.size(), UINT32_MAX);
         const uint32_t x = order[i].member;
-        s.probe(x, true, mark, cand);
+        s.probe(x, true, mark, found[tid], cand);
         st_cand += cand.size();
         const size_t before = res.size();
         const std::span<const ScoredPair> known_a = pairs_from(known, s.docs[x]);
@@ -489,12 +495,12 @@ std::vector<ScoredPair> SetJoin::Impl::connect(UnionFind& uf, const PairFilter& 
   // it has seen for x in its own array), and taken in order here.
   constexpr size_t kWindow = 256;
   const size_t threads = static_cast<size_t>(std::max(1, s.threads));
-  std::vector<std::vector<uint32_t>> marks(threads, std::vector<uint32_t>(n, UINT32_MAX));
+  std::vector<std::vector<uint32_t>> marks(threads, std::vector<uint32_t>(n, UINT32_MAX)), found(threads);
   std::vector<std::vector<JoinCandidate>> window(kWindow);
   for (size_t w0 = 0; w0 < n; w0 += kWindow) {
     const size_t w1 = std::min(n, w0 + kWindow);
     internal::parallel_for(w1 - w0, s.threads, [&](size_t i, size_t slot) {
-      s.probe(static_cast<uint32_t>(w0 + i), false, marks[slot], window[i]);
+      s.probe(static_cast<uint32_t>(w0 + i), false, marks[slot], found[slot], window[i]);
     });
     for (size_t x = w0; x < w1; ++x) {
       const std::vector<JoinCandidate>& cand = window[x - w0];

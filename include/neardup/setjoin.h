@@ -72,7 +72,7 @@ class SetJoin {
 
   /// Ranks the sets of `docs` (ascending, distinct) and indexes their prefixes for `threshold`.
   /// Memory while building: 16 bytes per shingle of every set, then 4 bytes per shared shingle,
-  /// 16 per indexed prefix shingle and at most 4 more per shared shingle of the members held as
+  /// 8 per indexed prefix shingle and at most 4 more per shared shingle of the members held as
   /// words. The sets themselves are not needed afterwards.
   SetJoin(std::span<const DocId> docs, const SetOf& set_of, double threshold, int threads);
   ~SetJoin();

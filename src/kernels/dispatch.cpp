@@ -20,6 +20,7 @@ constexpr Kernels kScalar{Isa::Scalar,
                           jaccard_block_scalar,
                           set_common_at_least_scalar,
                           common_bits_scalar,
+                          unmarked_members_scalar,
                           json_word_text_scalar,
                           false};
 
@@ -38,6 +39,7 @@ constexpr Kernels kAvx2{Isa::Avx2,
                         jaccard_block_avx2,
                         set_common_at_least_avx2,
                         common_bits_popcnt,
+                        unmarked_members_scalar,
                         json_word_text_avx2,
                         false};
 
@@ -55,6 +57,7 @@ constexpr Kernels kAvx512{Isa::Avx512,
                           jaccard_block_avx2,
                           set_common_at_least_avx512,
                           common_bits_popcnt,
+                          unmarked_members_avx512,
                           json_word_text_avx512,
                           false};
 

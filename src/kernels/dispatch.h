@@ -44,6 +44,8 @@ struct Kernels {
   long (*set_common_at_least)(const uint64_t* a, size_t la, const uint64_t* b, size_t lb, long need) noexcept;
   /// Common values of a set as 64-value words and a bitmap (jaccard_kernels.h).
   long (*common_bits)(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept;
+  /// The members of a posting list not yet marked for a probe (jaccard_kernels.h).
+  size_t (*unmarked_members)(const uint32_t* members, size_t n, uint32_t x, uint32_t* mark, uint32_t* found) noexcept;
   /// JSON string contents to word text (json_text_kernels.h).
   int (*json_word_text)(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
   /// Whether OPH densification may use the VBMI pull (kernels/oph_kernels.h).

@@ -40,6 +40,29 @@ struct Avx512SetBlock {
 
 }  // namespace
 
+size_t unmarked_members_avx512(const uint32_t* members, size_t n, uint32_t x, uint32_t* mark, uint32_t* found) noexcept {
+  const __m512i vx = _mm512_set1_epi32(static_cast<int>(x));
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  size_t j = 0, k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m512i y = _mm512_loadu_si512(members + k);
+    const __m512i marked = _mm512_i32gather_epi32(y, mark, 4);
+    const __mmask16 fresh = _mm512_cmpneq_epi32_mask(marked, vx) & _mm512_cmpneq_epi32_mask(y, vx);
+    if (fresh == 0) continue;
+    // The members of one list are distinct: the scatter writes each place once.
+    _mm512_mask_i32scatter_epi32(mark, fresh, y, vx, 4);
+    _mm512_mask_compressstoreu_epi32(found + j, fresh, _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(k))));
+    j += static_cast<size_t>(__builtin_popcount(fresh));
+  }
+  for (; k < n; ++k) {
+    const uint32_t y = members[k];
+    if (y == x || mark[y] == x) continue;
+    mark[y] = x;
+    found[j++] = static_cast<uint32_t>(k);
+  }
+  return j;
+}
+
 long jaccard_block_avx512(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept {
   return jaccard_block<Avx512Block>(a, la, b, lb, smax);
 }

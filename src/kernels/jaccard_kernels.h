@@ -29,4 +29,12 @@ long set_common_at_least_avx512(const uint64_t* a, size_t la, const uint64_t* b,
 long common_bits_scalar(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept;
 long common_bits_popcnt(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept;
 
+/// The members of a posting list (distinct, below 2^31) not yet marked for the probing member x
+/// (mark[y] != x, y != x): marks each (mark[y] = x) and writes its place in the list to `found`
+/// (room for n), in list order; returns how many. A probe of a dense family meets the same
+/// members in list after list, so most are marked already: the AVX-512 kernel tests 16 at a
+/// time.
+size_t unmarked_members_scalar(const uint32_t* members, size_t n, uint32_t x, uint32_t* mark, uint32_t* found) noexcept;
+size_t unmarked_members_avx512(const uint32_t* members, size_t n, uint32_t x, uint32_t* mark, uint32_t* found) noexcept;
+
 }  // namespace neardup::internal

@@ -11,6 +11,17 @@ long set_common_at_least_scalar(const uint64_t* a, size_t la, const uint64_t* b,
   return count_common_at_least(a, la, b, lb, need);
 }
 
+size_t unmarked_members_scalar(const uint32_t* members, size_t n, uint32_t x, uint32_t* mark, uint32_t* found) noexcept {
+  size_t j = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t y = members[k];
+    if (y == x || mark[y] == x) continue;
+    mark[y] = x;
+    found[j++] = static_cast<uint32_t>(k);
+  }
+  return j;
+}
+
 long common_bits_scalar(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept {
   long c = 0;
   for (size_t k = 0; k < n; ++k) c += std::popcount(bits[k] & map[index[k]]);

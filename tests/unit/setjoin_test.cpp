@@ -194,6 +194,39 @@ TEST(SetJoin, WordKernelsCountTheCommonValues) {
   }
 }
 
+// The probe's test of a posting list finds the members not yet marked for the probing member,
+// in list order, and marks them, as the scalar loop does: lists of every length around the
+// 16-lane blocks, members marked for it (some), for another member, or not at all, and the
+// probing member itself in the list.
+TEST(SetJoin, UnmarkedMembersKernelsAgree) {
+  std::mt19937_64 rng(43);
+  using Kernel = size_t (*)(const uint32_t*, size_t, uint32_t, uint32_t*, uint32_t*) noexcept;
+  std::vector<std::pair<const char*, Kernel>> kernels{{"scalar", internal::unmarked_members_scalar}};
+  if (detected_isa() >= Isa::Avx512) kernels.emplace_back("avx512", internal::unmarked_members_avx512);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const uint32_t members = 1 + static_cast<uint32_t>(rng() % 3000), x = static_cast<uint32_t>(rng() % members);
+    std::set<uint32_t> in_list;
+    const size_t n = std::min<size_t>(members, rng() % 70);
+    while (in_list.size() < n) in_list.insert(static_cast<uint32_t>(rng() % members));
+    const std::vector<uint32_t> list(in_list.begin(), in_list.end());
+    std::vector<uint32_t> start(members);
+    for (auto& m : start) m = rng() % 3 == 0 ? x : rng() % 2 == 0 ? UINT32_MAX : static_cast<uint32_t>(rng() % members);
+    // The oracle: the members neither x nor marked x, by their places.
+    std::vector<uint32_t> want;
+    for (size_t k = 0; k < n; ++k)
+      if (list[k] != x && start[list[k]] != x) want.push_back(static_cast<uint32_t>(k));
+    for (const auto& [name, kernel] : kernels) {
+      std::vector<uint32_t> mark = start, found(n + 1, 0);
+      const size_t got = kernel(list.data(), n, x, mark.data(), found.data());
+      found.resize(got);
+      ASSERT_EQ(found, want) << name << " trial " << trial;
+      for (const uint32_t k : want) ASSERT_EQ(mark[list[k]], x) << name;
+      for (uint32_t m = 0; m < members; ++m)
+        if (!in_list.count(m) || m == x) ASSERT_EQ(mark[m], start[m]) << name << " changed a mark outside the list";
+    }
+  }
+}
+
 TEST(SetJoin, ThresholdExactlyReachedIsIncluded) {
   // Five shingles, four shared: J = 4 / 6; four of five, J = 4 / 5 = 0.8 exactly.
   const Sets sets = {{1, 2, 3, 4, 5}, {1, 2, 3, 4}, {1, 2, 3, 4, 6}};
