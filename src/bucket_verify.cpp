@@ -76,11 +76,12 @@ size_t star_of(std::span<const DocPair> stars, DocId a, DocId b) noexcept {
 // to the join (`joined`), and so do those of a small one that `below_star` picks
 // (BucketVerification::join_below_stars: on dense licence boilerplate at J 0.5-0.8 the small
 // buckets' pairs within the bound were 1.6 M, 110 k of them at t).
-void buckets_left(const LshBuckets& buckets, const Places& local, UnionFind& uf, bool list_all,
+void buckets_left(const LshBuckets& buckets, const Places& local, UnionFind& uf, bool list_all, std::span<const uint8_t> covered,
                   const std::function<bool(std::span<const DocId>)>& below_star, std::vector<size_t>& small,
                   std::vector<DocId>& joined) {
   for (size_t i = 0; i < buckets.size(); ++i) {
     const auto b = buckets[i];
+    if (!covered.empty() && covered[i]) continue;
     // Split past its first document: the first one's pairs are its stars, all verified, so
     // only two of the others in different clusters can still connect anything.
     bool split = list_all;
@@ -103,6 +104,52 @@ void star_indices(std::span<const DocId> b, std::span<const DocPair> stars, std:
     while (stars[k].b != b[x]) ++k;
     at[x] = k;
   }
+}
+
+// The small buckets whose documents all lie in large ones, where the join is to list every pair
+// without connecting first (list_all without connect_joined): every large bucket goes to the
+// join then, which lists each pair of its documents that shares a bucket (SetJoin::pairs), so
+// the pairs of such a small bucket are listed there. Dense licence boilerplate is mostly this:
+// a family's small buckets are the large ones' documents again (licence-crowded `pairs`: 203 k
+// of 544 k stars and small-bucket pairs left to the join, 5% of the run's CPU).
+std::vector<uint8_t> covered_buckets(const LshBuckets& buckets, const Places& local, size_t docs) {
+  std::vector<uint8_t> in_large(docs, 0), covered(buckets.size(), 0);
+  for (size_t i = 0; i < buckets.size(); ++i)
+    if (buckets[i].size() > kDirectBucket)
+      for (const DocId d : buckets[i]) in_large[local(d)] = 1;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const auto b = buckets[i];
+    covered[i] = b.size() <= kDirectBucket && std::all_of(b.begin(), b.end(), [&](DocId d) { return in_large[local(d)] != 0; });
+  }
+  return covered;
+}
+
+// The stars' similarities (exact where they reach the threshold, or all of them with
+// whole_stars), counted into `verified`. A star only covered buckets hold is not scored: -1,
+// below every threshold, which lists and connects nothing.
+std::vector<double> score_stars(const LshBuckets& buckets, std::span<const uint8_t> covered, std::span<const DocPair> stars,
+                                const Scorer& score, const BucketVerification& how, uint64_t& verified) {
+  const double floor = how.whole_stars ? 0.0 : how.threshold - kSimilarityEpsilon;
+  if (covered.empty()) {
+    verified += stars.size();
+    return score_pairs(stars, score, floor, how.threads);
+  }
+  std::vector<uint8_t> needed(stars.size(), 0);
+  std::vector<size_t> at;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (covered[i] || buckets[i].size() > kDirectBucket) continue;
+    star_indices(buckets[i], stars, at);
+    for (size_t x = 1; x < at.size(); ++x) needed[at[x]] = 1;
+  }
+  std::vector<DocPair> scored;
+  for (size_t k = 0; k < stars.size(); ++k)
+    if (needed[k]) scored.push_back(stars[k]);
+  verified += scored.size();
+  const std::vector<double> got = score_pairs(scored, score, floor, how.threads);
+  std::vector<double> sim(stars.size(), -1.0);
+  for (size_t k = 0, j = 0; k < stars.size(); ++k)
+    if (needed[k]) sim[k] = got[j++];
+  return sim;
 }
 
 // A bucket's documents past the first, with their stars' similarity, their cluster and their
@@ -358,12 +405,13 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
   if (!how.join) return verify_estimated(buckets, docs, score, how);
   VerifiedBuckets r;
   std::vector<DocPair> stars = star_edges(buckets);
-  std::vector<double> star_sim = score_pairs(stars, score, how.whole_stars ? 0.0 : how.threshold - kSimilarityEpsilon, how.threads);
+  const Places local(docs);
+  // Listing without connecting: the join lists the pairs of the small buckets it covers.
+  const std::vector<uint8_t> covered = how.list_all && !how.connect_joined ? covered_buckets(buckets, local, docs.size()) : std::vector<uint8_t>();
+  std::vector<double> star_sim = score_stars(buckets, covered, stars, score, how, r.verified);
   std::vector<ScoredPair> pairs;
   for (size_t k = 0; k < stars.size(); ++k)
     if (star_sim[k] + kSimilarityEpsilon >= how.threshold) pairs.push_back({stars[k].a, stars[k].b, star_sim[k]});
-  r.verified = stars.size();
-  const Places local(docs);
   UnionFind uf(docs.size());
   for (const ScoredPair& e : pairs) uf.unite(local(e.a), local(e.b));
   std::vector<size_t> small;
@@ -378,7 +426,7 @@ VerifiedBuckets verify_buckets(const LshBuckets& buckets, std::span<const DocId>
     for (size_t x = 1; x < b.size(); ++x) reached += star_sim[at[x]] + kSimilarityEpsilon >= how.threshold;
     return 2 * reached < b.size() - 1;
   };
-  buckets_left(buckets, local, uf, how.list_all, below_star, small, joined);
+  buckets_left(buckets, local, uf, how.list_all, covered, below_star, small, joined);
   if (!how.whole_stars) exact_star_similarities(buckets, small, stars, star_sim, score, how);
   std::vector<uint32_t> root(how.list_all ? 0 : docs.size());
   for (size_t i = 0; i < root.size(); ++i) root[i] = uf.find(static_cast<uint32_t>(i));

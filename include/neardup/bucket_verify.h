@@ -57,13 +57,15 @@ struct BucketVerification {
   /// returned connect what every pair connects, as clustering needs. False where only the pairs
   /// are wanted: the join is built to list its pairs later, and the pairs returned are the
   /// stars' and the small buckets' alone (dense licence boilerplate: the connecting took 8% of
-  /// a `pairs` run).
+  /// a `pairs` run). Then a small bucket whose documents all lie in large ones is left to the
+  /// join too, which lists its pairs: neither its stars nor its pairs are compared here.
   bool connect_joined = true;
 };
 
 struct VerifiedBuckets {
   /// Verified pairs with similarity >= threshold, sorted by (a, b): enough to connect what the
-  /// buckets' pairs connect, and with list_all every pair of the small buckets.
+  /// buckets' pairs connect, and with list_all every pair of the small buckets the join does
+  /// not list (see connect_joined).
   std::vector<ScoredPair> pairs;
   /// Pairs compared.
   uint64_t verified = 0;

@@ -181,13 +181,15 @@ TEST(BucketVerify, ExactListsEveryBucketPair) {
   for (uint64_t seed : {4, 5})
     for (const bool whole_stars : {false, true})
       for (const size_t delta_min_set : {size_t{256}, size_t{0}})
-        for (const size_t join_below_stars : {size_t{16}, SIZE_MAX}) {
+        for (const size_t join_below_stars : {size_t{16}, SIZE_MAX})
+          for (const bool connect_joined : {true, false}) {
           Case c(seed);
           const Scorer score = Scorer::exact(c.sets);
           BucketVerification how = c.how(true, true);
           how.whole_stars = whole_stars;
           how.delta_min_set = delta_min_set;
           how.join_below_stars = join_below_stars;
+          how.connect_joined = connect_joined;
           const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
           EXPECT_TRUE(v.join) << "buckets larger than kDirectBucket go to the join";
           expect_listed(brute_force(c.buckets, score), v, how.share);
@@ -196,6 +198,24 @@ TEST(BucketVerify, ExactListsEveryBucketPair) {
             EXPECT_GT(v.by_delta, 10u) << "pairs of near-copies are counted on their differences";
           }
         }
+}
+
+// Listing without connecting leaves to the join the small buckets whose documents all lie in
+// large ones (these runs inside longer runs): the same pairs are listed, with fewer compared
+// before the join lists its own.
+TEST(BucketVerify, ListingLeavesCoveredSmallBucketsToTheJoin) {
+  for (uint64_t seed : {4, 8}) {
+    Case c(seed);
+    const Scorer score = Scorer::exact(c.sets);
+    BucketVerification how = c.how(true, true);
+    const VerifiedBuckets connected = verify_buckets(c.buckets, c.docs, score, how);
+    how.connect_joined = false;
+    const VerifiedBuckets listed = verify_buckets(c.buckets, c.docs, score, how);
+    const uint64_t joined = connected.join->stats().verified;  // the connecting's comparisons
+    EXPECT_LT(listed.verified, connected.verified - joined) << "seed " << seed;
+    EXPECT_LT(listed.pairs.size(), connected.pairs.size());
+    expect_listed(brute_force(c.buckets, score), listed, how.share);
+  }
 }
 
 // The small buckets whose stars mostly fall below t (these random runs across families) go to

@@ -159,7 +159,9 @@ TEST(SetJoin, NearCopiesAreCountedOnTheirDifferencesFromAPivot) {
     SetJoin join(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, 2);
     ASSERT_EQ(join.all_pairs(), expected) << t;
     EXPECT_GT((join.stats().by_delta + join.stats().by_words) * 2, join.stats().verified) << "most pairs without a merge at " << t;
-    if (t < 0.9) EXPECT_GT(join.stats().by_words, 0u) << t;
+    if (t < 0.9) {
+      EXPECT_GT(join.stats().by_words, 0u) << t;
+    }
     SetJoin again(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, 2);
     EXPECT_EQ(components(sets.size(), again.connect(sets.size(), {}, {})), components(sets.size(), expected)) << t;
   }
@@ -222,7 +224,9 @@ TEST(SetJoin, UnmarkedMembersKernelsAgree) {
       ASSERT_EQ(found, want) << name << " trial " << trial;
       for (const uint32_t k : want) ASSERT_EQ(mark[list[k]], x) << name;
       for (uint32_t m = 0; m < members; ++m)
-        if (!in_list.count(m) || m == x) ASSERT_EQ(mark[m], start[m]) << name << " changed a mark outside the list";
+        if (!in_list.count(m) || m == x) {
+          ASSERT_EQ(mark[m], start[m]) << name << " changed a mark outside the list";
+        }
     }
   }
 }
