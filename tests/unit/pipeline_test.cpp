@@ -84,6 +84,16 @@ void check_real_corpus(const std::string& corpus, const std::string& truth_path,
   }
 }
 
+// The pairs a finished run writes, as the file's text.
+std::string written_pairs(Pipeline& p, const std::string& path) {
+  {
+    io::AtomicFile out(path);
+    p.write_pairs(out);
+    out.commit();
+  }
+  return test::read_file(path);
+}
+
 }  // namespace
 
 TEST(RealData, MmdsSampleInRepo) {
@@ -308,12 +318,7 @@ TEST(Pipeline, StreamedPairsEqualHeldPairs) {
         o.tuning.stream_pairs = stream;
         Pipeline p({d.file("in.jsonl")}, o);
         p.run(Pipeline::Mode::Pairs);
-        {
-          io::AtomicFile out(d.file("pairs.tsv"));
-          p.write_pairs(out);
-          out.commit();
-        }
-        (stream ? streamed : held) = test::read_file(d.file("pairs.tsv"));
+        (stream ? streamed : held) = written_pairs(p, d.file("pairs.tsv"));
         if (!stream) held_count = p.pairs().size();
         EXPECT_EQ(p.stats().pairs, held_count) << spec << " stream " << stream;
       }
@@ -370,12 +375,7 @@ TEST(Pipeline, PairsWithoutClustersAreThePairsWithThem) {
           o.tuning.cluster_pairs = cluster;
           Pipeline p({d.file("in.jsonl")}, o);
           p.run(Pipeline::Mode::Pairs);
-          {
-            io::AtomicFile out(d.file("pairs.tsv"));
-            p.write_pairs(out);
-            out.commit();
-          }
-          (cluster ? with : without) = test::read_file(d.file("pairs.tsv"));
+          (cluster ? with : without) = written_pairs(p, d.file("pairs.tsv"));
           if (cluster) {
             EXPECT_GE(p.stats().clusters, 1u) << spec;
             EXPECT_GE(p.clustering().removed, 400u) << spec;
