@@ -99,6 +99,15 @@ struct SetJoin::Impl {
   std::vector<uint64_t> head;
   internal::BigArray<uint32_t> post_member, post_pos;
   mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0}, by_words{0};
+  // Adds a thread's counts of a run of probes to the join's.
+  void add(const SetJoinStats& c) const noexcept {
+    candidates += c.candidates;
+    filtered += c.filtered;
+    verified += c.verified;
+    results += c.results;
+    by_delta += c.by_delta;
+    by_words += c.by_words;
+  }
   // Members stored as their differences from a pivot of their family (internal/pivot_delta.h),
   // picked in member order, leader clustering style: a member whose prefix shares a rank with a
   // pivot, and that differs from it in at most 1/kDeltaShare of its length, is stored against
@@ -166,20 +175,20 @@ struct SetJoin::Impl {
   // The common shingles of x and a candidate, or -1 when they are certainly fewer than J >= t
   // needs; the shingles before the first common one (unshared ones included) count as passed.
   // By the cheapest exact count: the candidate's words against x's bitmap (`bits`, x's until
-  // cleared), their differences from a shared pivot, or a merge. `by_pivot` and `by_words` count
+  // cleared), their differences from a shared pivot, or a merge. `st` counts
   // the pairs counted the first two ways.
-  long overlap(uint32_t x, const JoinCandidate& c, MemberBits& bits, uint64_t& by_pivot, uint64_t& by_words) const {
+  long overlap(uint32_t x, const JoinCandidate& c, MemberBits& bits, SetJoinStats& st) const {
     const auto rx = ranked[x], ry = ranked[c.y];
     const uint32_t p = deltas.pivot(x);
     const uint64_t merged = rx.size() - c.ix + ry.size() - c.iy;
     const uint64_t by_delta = p != internal::DeltaStore<uint32_t>::kNoPivot && p == deltas.pivot(c.y) ? deltas.size(x) + deltas.size(c.y) : UINT64_MAX;
     if (const uint64_t words = words_of(c.y); words > 0 && words * kWordCost < std::min(merged, by_delta)) {
-      ++by_words;
+      ++st.by_words;
       const uint64_t k = word_start[c.y];
       return internal::kernels().common_bits(word_index.data() + k, word_bits.data() + k, words, bits.of(rx));
     }
     if (by_delta < merged) {
-      ++by_pivot;
+      ++st.by_delta;
       return delta_common(x, c.y);
     }
     const uint64_t lx = ranked.len[x], ly = ranked.len[c.y];
@@ -223,39 +232,44 @@ void SetJoin::Impl::pick_pivots() {
   }
 }
 
+// Calls fn(index, bits) for each word of 64 ranks that the ascending ranks `r` have a rank in.
+template <class Fn>
+void for_each_word(std::span<const uint32_t> r, Fn&& fn) {
+  for (size_t i = 0; i < r.size();) {
+    const uint32_t w = r[i] >> 6;
+    uint64_t bits = 0;
+    for (; i < r.size() && (r[i] >> 6) == w; ++i) bits |= uint64_t{1} << (r[i] & 63);
+    fn(w, bits);
+  }
+}
+
 void SetJoin::Impl::build_words() {
   const size_t n = docs.size();
   word_start.assign(n + 1, 0);
   if (ranked.num_ranks == 0 || ranked.num_ranks > kMaxBitmapRanks) return;
   // Each member's words, counted and then written by parts of the members.
-  const auto words_in = [](std::span<const uint32_t> r) {
-    uint64_t words = 0;
-    for (size_t i = 0; i < r.size(); ++i) words += i == 0 || (r[i] >> 6) != (r[i - 1] >> 6);
-    return words;
-  };
   const size_t parts = static_cast<size_t>(threads) * 4;
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
     const auto [lo, hi] = internal::part_range(n, p, parts);
     for (size_t m = lo; m < hi; ++m) {
-      const uint64_t words = words_in(ranked[m]);
+      uint64_t words = 0;
+      for_each_word(ranked[m], [&](uint32_t, uint64_t) { ++words; });
       word_start[m + 1] = words * kWordRanks <= ranked[m].size() ? words : 0;
     }
   });
   for (size_t m = 0; m < n; ++m) word_start[m + 1] += word_start[m];
   if (word_start[n] == 0) return;
   word_index.resize(word_start[n]);
-  word_bits.assign(word_start[n], 0);
+  word_bits.resize(word_start[n]);
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
     const auto [lo, hi] = internal::part_range(n, p, parts);
     for (size_t m = lo; m < hi; ++m) {
       if (word_start[m + 1] == word_start[m]) continue;
       uint64_t k = word_start[m];
-      const auto r = ranked[m];
-      for (size_t i = 0; i < r.size(); ++i) {
-        if (i > 0 && (r[i] >> 6) != (r[i - 1] >> 6)) ++k;
-        word_index[k] = r[i] >> 6;
-        word_bits[k] |= uint64_t{1} << (r[i] & 63);
-      }
+      for_each_word(ranked[m], [&](uint32_t w, uint64_t bits) {
+        word_index[k] = w;
+        word_bits[k++] = bits;
+      });
     }
   });
   bitmap_words = (ranked.num_ranks + 63) / 64;
@@ -382,18 +396,11 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
       const size_t lo = (w0 + c) * kChunk, hi = std::min(n, lo + kChunk);
       // The counters, summed here and added to a join's once its run of the chunk ends.
       const Impl* counted = nullptr;
-      uint64_t st_cand = 0, st_filtered = 0, st_verified = 0, st_results = 0, st_delta = 0, st_words = 0;
+      SetJoinStats st;
       const auto count = [&](const Impl* next) {
-        if (counted != nullptr) {
-          counted->candidates += st_cand;
-          counted->filtered += st_filtered;
-          counted->verified += st_verified;
-          counted->results += st_results;
-          counted->by_delta += st_delta;
-          counted->by_words += st_words;
-        }
+        if (counted != nullptr) counted->add(st);
         counted = next;
-        st_cand = st_filtered = st_verified = st_results = st_delta = st_words = 0;
+        st = {};
       };
       for (size_t i = lo; i < hi; ++i) {
         const Impl& s = *joins[order[i].join]->impl_;
@@ -402,18 +409,18 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         if (mark.empty()) mark.assign(s.docs.size(), UINT32_MAX);
         const uint32_t x = order[i].member;
         s.probe(x, true, mark, found[tid], cand);
-        st_cand += cand.size();
+        st.candidates += cand.size();
         const size_t before = res.size();
         const std::span<const ScoredPair> known_a = pairs_from(known, s.docs[x]);
         for (const JoinCandidate& k : cand) {
           const DocId a = s.docs[x], b = s.docs[k.y];
           if ((!known_a.empty() && std::binary_search(known_a.begin(), known_a.end(), ScoredPair{a, b, 0.0}, by_pair)) ||
               (keep && !keep(a, b))) {
-            ++st_filtered;
+            ++st.filtered;
             continue;
           }
-          ++st_verified;
-          const long common = s.overlap(x, k, bits[tid], st_delta, st_words);
+          ++st.verified;
+          const long common = s.overlap(x, k, bits[tid], st);
           const uint64_t la = s.ranked.len[x], lb = s.ranked.len[k.y];
           if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb))
             res.push_back({a, b, jaccard_from_common(common, la, lb)});
@@ -421,7 +428,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         bits[tid].clear();
         std::sort(res.begin() + static_cast<ptrdiff_t>(before), res.end(),
                   [](const ScoredPair& p, const ScoredPair& q) { return p.b < q.b; });
-        st_results += res.size() - before;
+        st.results += res.size() - before;
       }
       count(nullptr);
     });
@@ -486,7 +493,7 @@ std::vector<ScoredPair> SetJoin::Impl::connect(UnionFind& uf, const PairFilter& 
   const Impl& s = *this;
   const size_t n = s.docs.size();
   std::vector<ScoredPair> edges;
-  uint64_t st_cand = 0, st_filtered = 0, st_verified = 0, st_delta = 0, st_words = 0;
+  SetJoinStats st;
   MemberBits bits(s.bitmap_words);
   // In document order, each with the earlier ones: once x is connected to a cluster, its other
   // candidates in that cluster are skipped, so a cluster costs about one verification per
@@ -504,16 +511,16 @@ std::vector<ScoredPair> SetJoin::Impl::connect(UnionFind& uf, const PairFilter& 
     });
     for (size_t x = w0; x < w1; ++x) {
       const std::vector<JoinCandidate>& cand = window[x - w0];
-      st_cand += cand.size();
+      st.candidates += cand.size();
       const DocId b = s.docs[x];
       for (const JoinCandidate& k : cand) {
         const DocId a = s.docs[k.y];
         if (uf.find(k.y) == uf.find(static_cast<uint32_t>(x)) || (keep && !keep(a, b))) {
-          ++st_filtered;
+          ++st.filtered;
           continue;
         }
-        ++st_verified;
-        const long common = s.overlap(static_cast<uint32_t>(x), k, bits, st_delta, st_words);
+        ++st.verified;
+        const long common = s.overlap(static_cast<uint32_t>(x), k, bits, st);
         const uint64_t la = s.ranked.len[k.y], lb = s.ranked.len[x];
         if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb)) {
           uf.unite(k.y, static_cast<uint32_t>(x));
@@ -523,12 +530,8 @@ std::vector<ScoredPair> SetJoin::Impl::connect(UnionFind& uf, const PairFilter& 
       bits.clear();
     }
   }
-  s.candidates += st_cand;
-  s.filtered += st_filtered;
-  s.verified += st_verified;
-  s.results += edges.size();
-  s.by_delta += st_delta;
-  s.by_words += st_words;
+  st.results = edges.size();
+  s.add(st);
   return edges;
 }
 

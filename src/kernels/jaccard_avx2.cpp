@@ -3,6 +3,7 @@
 
 #include "kernels/jaccard_block-inl.h"
 #include "kernels/jaccard_kernels.h"
+#include "kernels/join_loops-inl.h"
 #include "kernels/set_merge-inl.h"
 
 namespace neardup::internal {
@@ -44,9 +45,7 @@ struct Avx2SetBlock {
 
 // The scalar loop, where popcount is one instruction (this file is compiled with -mpopcnt).
 long common_bits_popcnt(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept {
-  long c = 0;
-  for (size_t k = 0; k < n; ++k) c += __builtin_popcountll(bits[k] & map[index[k]]);
-  return c;
+  return common_bits_loop(index, bits, n, map);
 }
 
 long jaccard_block_avx2(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept {

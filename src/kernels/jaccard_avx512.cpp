@@ -6,6 +6,7 @@
 
 #include "kernels/jaccard_block-inl.h"
 #include "kernels/jaccard_kernels.h"
+#include "kernels/join_loops-inl.h"
 #include "kernels/set_merge-inl.h"
 
 namespace neardup::internal {
@@ -54,13 +55,7 @@ size_t unmarked_members_avx512(const uint32_t* members, size_t n, uint32_t x, ui
     _mm512_mask_compressstoreu_epi32(found + j, fresh, _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(k))));
     j += static_cast<size_t>(__builtin_popcount(fresh));
   }
-  for (; k < n; ++k) {
-    const uint32_t y = members[k];
-    if (y == x || mark[y] == x) continue;
-    mark[y] = x;
-    found[j++] = static_cast<uint32_t>(k);
-  }
-  return j;
+  return unmarked_members_loop(members, k, n, x, mark, found, j);
 }
 
 long jaccard_block_avx512(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept {

@@ -1,8 +1,7 @@
 // The scalar twins of the SIMD block comparators: the same walk with a W x W scalar test, for the
 // AVX2 width (8) and the AVX-512 width (16).
-#include <bit>
-
 #include "kernels/jaccard_block-inl.h"
+#include "kernels/join_loops-inl.h"
 #include "kernels/jaccard_kernels.h"
 
 namespace neardup::internal {
@@ -12,20 +11,11 @@ long set_common_at_least_scalar(const uint64_t* a, size_t la, const uint64_t* b,
 }
 
 size_t unmarked_members_scalar(const uint32_t* members, size_t n, uint32_t x, uint32_t* mark, uint32_t* found) noexcept {
-  size_t j = 0;
-  for (size_t k = 0; k < n; ++k) {
-    const uint32_t y = members[k];
-    if (y == x || mark[y] == x) continue;
-    mark[y] = x;
-    found[j++] = static_cast<uint32_t>(k);
-  }
-  return j;
+  return unmarked_members_loop(members, 0, n, x, mark, found, 0);
 }
 
 long common_bits_scalar(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept {
-  long c = 0;
-  for (size_t k = 0; k < n; ++k) c += std::popcount(bits[k] & map[index[k]]);
-  return c;
+  return common_bits_loop(index, bits, n, map);
 }
 
 namespace {
