@@ -170,12 +170,14 @@ uint64_t Pipeline::Impl::verify_in_groups(LshBuckets&& buckets, const std::vecto
   // (the band keys' files, at least twice their size, are gone by now).
   const std::string spill_dir = options_.tuning.spill_documents ? io::temp_directory(options_.tuning.temp_dir) : std::string();
   const GroupedBuckets grouped(std::move(buckets), std::move(order), std::move(start), spill_dir.empty() ? nullptr : &spill_dir);
-  clustering_.keeper.resize(n);
-  std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
-  // Room for a similarity per document in a bucket (the most that can be removed), so that the
-  // list does not grow by copies: the pages never written stay out of memory.
-  group_similarity_.clear();
-  group_similarity_.reserve(static_cast<size_t>(std::count(in_bucket.begin(), in_bucket.end(), uint8_t{1})));
+  if (clusters_wanted()) {  // each group's clusters (cluster_group)
+    clustering_.keeper.resize(n);
+    std::iota(clustering_.keeper.begin(), clustering_.keeper.end(), DocId{0});  // alone until a group says otherwise
+    // Room for a similarity per document in a bucket (the most that can be removed), so that the
+    // list does not grow by copies: the pages never written stay out of memory.
+    group_similarity_.clear();
+    group_similarity_.reserve(static_cast<size_t>(std::count(in_bucket.begin(), in_bucket.end(), uint8_t{1})));
+  }
   if (!kept_outs_.empty()) {
     decisions_ = std::make_unique<Decisions>(n);
     for (DocId d = 0; d < n; ++d)

@@ -96,10 +96,7 @@ void Pipeline::Impl::run(Mode mode) {
   stats_.verified = pairs_dropped_ ? dropped_pairs_ : pairs_.size();
 
   auto t = Clock::now();
-  if (clusters_wanted())
-    cluster_all();
-  else
-    std::vector<DocSimilarity>().swap(group_similarity_);  // room verify_in_groups reserved
+  if (clusters_wanted()) cluster_all();
   std::vector<uint32_t>().swap(rank_);
   stats_.times.cluster = seconds_since(t);
 
