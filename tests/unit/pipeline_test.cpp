@@ -84,13 +84,6 @@ void check_real_corpus(const std::string& corpus, const std::string& truth_path,
   }
 }
 
-// n words drawn from a vocabulary of 5,000 ("w0 " to "w4999 ").
-std::string random_words(std::mt19937_64& rng, size_t n) {
-  std::string t;
-  for (size_t i = 0; i < n; ++i) t += "w" + std::to_string(rng() % 5000) + " ";
-  return t;
-}
-
 // The pairs a finished run writes, as the file's text.
 std::string written_pairs(Pipeline& p, const std::string& path) {
   {
@@ -293,7 +286,7 @@ std::string run_outputs(const std::vector<std::string>& inputs, RunOptions o, Pi
 TEST(Pipeline, StreamedPairsEqualHeldPairs) {
   test::TempDir d;
   std::mt19937_64 rng(31);
-  const auto words = [&](size_t n) { return random_words(rng, n); };
+  const auto words = [&](size_t n) { return test::join(test::random_words(rng, n)) + " "; };
   const std::string copy = words(12);
   const std::string base = words(60);
   std::string jsonl;
@@ -350,7 +343,7 @@ TEST(Pipeline, StreamedPairsEqualHeldPairs) {
 TEST(Pipeline, PairsWithoutClustersAreThePairsWithThem) {
   test::TempDir d;
   std::mt19937_64 rng(37);
-  const auto words = [&](size_t n) { return random_words(rng, n); };
+  const auto words = [&](size_t n) { return test::join(test::random_words(rng, n)) + " "; };
   const std::string base = words(80);
   std::string jsonl;
   for (int i = 0; i < 700; ++i) {
