@@ -361,14 +361,32 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
   return band_buckets(n, params.bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, visit); });
 }
 
-LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
-                                 int threads, CandidateStats* stats) {
+namespace {
+
+// The buckets of keys held in memory, 64-bit or 32-bit (as the top half of a key: the search
+// sorts and filters keys by their top bits).
+template <class Key>
+LshBuckets buckets_of_keys(std::span<const std::span<const Key>> band_keys, std::span<const uint8_t> skip, int threads,
+                           CandidateStats* stats) {
   const size_t n = band_keys.empty() ? 0 : band_keys[0].size();
   for (const auto& k : band_keys)
     if (k.size() != n) throw UsageError("lsh_buckets_from_keys: bands of different lengths");
   const int bands = static_cast<int>(band_keys.size());
-  const auto key_of = [&](size_t band, size_t i) { return band_keys[band][i]; };
+  constexpr int kShift = 64 - 8 * static_cast<int>(sizeof(Key));
+  const auto key_of = [&](size_t band, size_t i) { return uint64_t{band_keys[band][i]} << kShift; };
   return band_buckets(n, bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, visit); });
+}
+
+}  // namespace
+
+LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
+                                 int threads, CandidateStats* stats) {
+  return buckets_of_keys(band_keys, skip, threads, stats);
+}
+
+LshBuckets lsh_buckets_from_narrow_keys(std::span<const std::span<const uint32_t>> band_keys, std::span<const uint8_t> skip,
+                                        int threads, CandidateStats* stats) {
+  return buckets_of_keys(band_keys, skip, threads, stats);
 }
 
 LshBuckets lsh_buckets_from_reader(size_t n, int bands, const BandKeyReader& read, std::span<const uint8_t> skip, int threads,

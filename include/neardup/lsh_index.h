@@ -80,6 +80,13 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
                        uint64_t seed, int threads, CandidateStats* stats = nullptr);
 LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
                                  int threads, CandidateStats* stats = nullptr);
+/// The same for keys of 32 bits, each the top half of a band key (signature_band_key >> 32): 4
+/// bytes per band and document instead of 8. Two documents of different buckets share such a key
+/// by chance, about one pair in 2^32 per band (2,400 pairs among a million documents in 21
+/// bands), so a bucket may hold a pair that the full keys would not: a caller that verifies the
+/// pairs exactly finds the same ones.
+LshBuckets lsh_buckets_from_narrow_keys(std::span<const std::span<const uint32_t>> band_keys, std::span<const uint8_t> skip,
+                                        int threads, CandidateStats* stats = nullptr);
 
 /// Reads keys [begin, begin + count) of band `band` (one per document, in document order) into
 /// out; called from several threads at once.

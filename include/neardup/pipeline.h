@@ -116,6 +116,12 @@ struct RunTuning {
   /// answered from the buckets (indexed by document). Needs 8 bytes per band and document free
   /// in temp_dir.
   bool spill_band_keys = false;
+  /// Minhash and oph with exact verification, the band keys in memory: a run of at most this
+  /// many documents (as a sample of its inputs expects: estimate_memory) keeps the top 4 bytes
+  /// of each key instead of 8. Two documents share such a key by chance for about one pair in
+  /// 2^32 per band, 2,400 pairs among a million documents in 21 bands, which exact verification
+  /// rejects; at 4 million, 40,000 pairs. 0: always 8 bytes.
+  uint64_t narrow_band_keys_up_to = uint64_t{1} << 22;
   /// The document table (ids, text lengths, record positions: about 30 bytes per document and
   /// the id) is written to temporary files in temp_dir during the first pass and mapped from
   /// there, its pages let go after each pass over them. Any method.

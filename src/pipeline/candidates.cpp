@@ -21,7 +21,10 @@ LshBuckets Pipeline::Impl::find_buckets() {
   CandidateStats cs;
   std::vector<std::span<const uint64_t>> keys(sketches_.band_keys.begin(), sketches_.band_keys.end());
   LshBuckets buckets;
-  if (sketches_.band_keys.empty()) {
+  if (!sketches_.narrow_keys.empty()) {
+    const std::vector<std::span<const uint32_t>> narrow(sketches_.narrow_keys.begin(), sketches_.narrow_keys.end());
+    buckets = lsh_buckets_from_narrow_keys(narrow, sketches_.empty, threads_, &cs);
+  } else if (sketches_.band_keys.empty()) {
     buckets = lsh_buckets(signatures(), static_cast<size_t>(spec_.num_perm), sketches_.empty, spec_.lsh, spec_.shingle.seed, threads_, &cs);
   } else if (sketches_.spilled) {
     internal::SpilledColumns& spilled = *sketches_.spilled;

@@ -333,13 +333,26 @@ void Pipeline::Impl::take_copies(io::RecordReader& reader) {
   if (!why.empty()) in_groups_ = false;  // a compressed input without its copy
 }
 
+// Whether the band keys are kept as their top halves (RunTuning::narrow_band_keys_up_to): in
+// memory, for as few documents as the sample of the inputs expects. Not where the sample cannot
+// be read (the first pass reports why).
+bool Pipeline::Impl::narrow_keys_fit() const {
+  const uint64_t up_to = options_.tuning.narrow_band_keys_up_to;
+  if (up_to == 0 || options_.tuning.spill_band_keys) return false;
+  try {
+    return documents_fit(estimate_memory(kSampleBytes).input.records, up_to);
+  } catch (const IoError&) {
+    return false;
+  }
+}
+
 void Pipeline::Impl::sketch_pass() {
   const auto t0 = Clock::now();
   const int compressed = compressed_inputs();
   const std::string copy_dir = compressed > 0 ? copies_dir() : std::string();
   in_groups_ = groups_pay(compressed, !copy_dir.empty());
   const SketchLayout layout(*this);
-  sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size);
+  sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size, layout.keys_only && narrow_keys_fit());
   if (layout.keys_only && options_.tuning.spill_band_keys) sketches_.spill_keys_to(io::temp_directory(options_.tuning.temp_dir));
   if (options_.tuning.spill_documents) docs_.spill_to(io::temp_directory(options_.tuning.temp_dir));
   text_hashes_spilled_.reset();

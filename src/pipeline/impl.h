@@ -171,6 +171,10 @@ struct Pipeline::Impl {
   Impl& operator=(const Impl&) = delete;
   void run(Mode mode);
   MemoryEstimate estimate_memory(uint64_t sample_bytes) const;
+  static constexpr uint64_t kSampleBytes = uint64_t{4} << 20;  // the run's own estimate reads this much
+  /// Whether an expected n documents (0: unknown) are few enough for narrow band keys.
+  static bool documents_fit(double n, uint64_t up_to) noexcept { return up_to > 0 && n > 0 && n <= static_cast<double>(up_to); }
+  bool narrow_keys_fit() const;
   /// RunTuning::memory_limit: spills the band keys when the expected peak is above the limit.
   void choose_spill();
   /// The bands the search works at once over spilled band keys of n documents (memory.cpp).

@@ -33,7 +33,7 @@ uint64_t default_memory_limit() noexcept { return available_memory() / 5 * 4; }
 void Pipeline::Impl::choose_spill() {
   const uint64_t limit = options_.tuning.memory_limit;
   if (limit == 0 || options_.tuning.spill_band_keys || options_.tuning.spill_documents) return;
-  const MemoryEstimate m = estimate_memory(uint64_t{4} << 20);
+  const MemoryEstimate m = estimate_memory(kSampleBytes);
   if (!m.spills_under(limit)) return;
   const std::string dir = io::temp_directory(options_.tuning.temp_dir);
   struct statvfs fs {};
@@ -139,10 +139,12 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     case SketchMethod::Oph: {
       const size_t bands = static_cast<size_t>(spec_.lsh.bands);
       const bool keys_only = spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
-      per_doc += keys_only ? static_cast<double>(bands * sizeof(uint64_t)) : static_cast<double>(k * sizeof(SigValue));
+      // Narrow keys (RunTuning::narrow_band_keys_up_to) unless the run spills them.
+      const double key_bytes = documents_fit(n, options_.tuning.narrow_band_keys_up_to) ? 4 : 8;
+      per_doc += keys_only ? static_cast<double>(bands) * key_bytes : static_cast<double>(k * sizeof(SigValue));
       const LshMemory lsh = lsh_search_memory(spec_.lsh, threads_, keys_only ? bands : 1);
       // The arrays round up to huge pages only once they pass one (internal/big_array.h).
-      const double array_bytes = n * (keys_only ? sizeof(uint64_t) : static_cast<double>(k * sizeof(SigValue)));
+      const double array_bytes = n * (keys_only ? key_bytes : static_cast<double>(k * sizeof(SigValue)));
       if (array_bytes > static_cast<double>(2 << 20)) fixed += lsh.fixed;
       search_per_doc = lsh.per_document;
       if (keys_only) {

@@ -1,7 +1,9 @@
 // What the pipeline keeps of each document's sketch after the first pass, by method: the band
 // keys (minhash and oph with exact verification: 8 bytes per band, enough to find the buckets
-// and to tell whether two documents share one), or the signature (estimated verification, which
-// compares signatures); the bottom-k fingerprint; the SimHash; and whether it had no shingle.
+// and to tell whether two documents share one; or their top 4 bytes, in a run of few enough
+// documents that keys shared by chance stay few: RunTuning::narrow_band_keys_up_to), or the
+// signature (estimated verification, which compares signatures); the bottom-k fingerprint; the
+// SimHash; and whether it had no shingle.
 #pragma once
 
 #include <algorithm>
@@ -23,6 +25,10 @@ namespace neardup {
 struct SketchStore {
   std::unique_ptr<internal::GrowArray<SigValue>> sigs;   // documents x num_perm, row-major
   std::vector<internal::GrowArray<uint64_t>> band_keys;  // per band, per document (instead of sigs)
+  // Or the top half of each key (reset(bands, ..., true)), where band_keys is empty. Of n
+  // documents, about 21 n^2 / 2^33 pairs share such a key in some band of 21 by chance alone:
+  // 2,400 at a million (which exact verification rejects), half the memory of the full keys.
+  std::vector<internal::GrowArray<uint32_t>> narrow_keys;
   // The band keys on disk instead (RunTuning::spill_band_keys), a column per band, let go after
   // the search. Two documents share a band key exactly when some band's bucket holds both, so
   // share_band then reads the buckets instead (index_buckets): for each document in one
@@ -42,11 +48,17 @@ struct SketchStore {
   static constexpr uint8_t kCopy = 2;
   std::vector<uint8_t> empty;
 
-  /// Ready for a first pass that keeps `bands` band keys per document (0: signatures).
-  void reset(size_t bands, int sketch_size) {
+  /// Ready for a first pass that keeps `bands` band keys per document (0: signatures), their
+  /// top halves only if `narrow`.
+  void reset(size_t bands, int sketch_size, bool narrow = false) {
     sigs = std::make_unique<internal::GrowArray<SigValue>>();
     band_keys.clear();
-    for (size_t b = 0; b < bands; ++b) band_keys.emplace_back(internal::Access::Sequential);
+    narrow_keys.clear();
+    for (size_t b = 0; b < bands; ++b)
+      if (narrow)
+        narrow_keys.emplace_back(internal::Access::Sequential);
+      else
+        band_keys.emplace_back(internal::Access::Sequential);
     spilled.reset();
     keys_spilled = false;
     index_per_group = false;
@@ -57,14 +69,15 @@ struct SketchStore {
     fps.size = sketch_size;
   }
 
-  /// Before the first pass (after reset): the band keys go to files in `dir` instead of memory,
-  /// a column per band. IoError naming `dir` if they cannot be made.
+  /// Before the first pass (after reset, with full keys): the band keys go to files in `dir`
+  /// instead of memory, a column per band. IoError naming `dir` if they cannot be made.
   void spill_keys_to(const std::string& dir) {
     spilled = std::make_unique<internal::SpilledColumns>(dir, band_keys.size());
     keys_spilled = true;
   }
   /// Appends a document's band keys (one per band), to memory or to the spilled columns.
   void push_keys(const uint64_t* keys) {
+    for (size_t band = 0; band < narrow_keys.size(); ++band) narrow_keys[band].push_back(static_cast<uint32_t>(keys[band] >> 32));
     for (size_t band = 0; band < band_keys.size(); ++band)
       if (spilled)
         spilled->push(band, keys[band]);
@@ -73,10 +86,12 @@ struct SketchStore {
   }
 
   std::span<const SigValue> signatures() const noexcept { return sigs ? std::span<const SigValue>(*sigs) : std::span<const SigValue>(); }
+  /// Whether band keys are kept (full or narrow), rather than signatures.
+  bool has_keys() const noexcept { return !band_keys.empty() || !narrow_keys.empty(); }
 
   /// Whether two documents share a band: equal band keys, or equal rows of a band.
   bool share_band(DocId a, DocId b, size_t k, const LshParams& lsh) const noexcept {
-    if (band_keys.empty()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), lsh);
+    if (!has_keys()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), lsh);
     if (keys_spilled) {
       const auto buckets = [&](DocId d) -> std::span<const uint32_t> {
         const size_t i = place_in(in_docs, d);
@@ -90,6 +105,8 @@ struct SketchStore {
       }
       return false;
     }
+    for (const auto& keys : narrow_keys)
+      if (keys[a] == keys[b]) return true;
     for (const auto& keys : band_keys)
       if (keys[a] == keys[b]) return true;
     return false;
@@ -135,6 +152,7 @@ struct SketchStore {
     uint64_t b = empty.size() + simhashes.size() * sizeof(uint64_t);
     if (sigs) b += sigs->size() * sizeof(SigValue);
     for (const auto& keys : band_keys) b += keys.size() * sizeof(uint64_t);
+    for (const auto& keys : narrow_keys) b += keys.size() * sizeof(uint32_t);
     b += in_docs.size() * sizeof(DocId) + (bucket_at.size() + bucket_of.size()) * sizeof(uint32_t);
     return b + fps.values.size() * sizeof(SigValue) + (fps.offsets.size() - 1) * sizeof(uint64_t);
   }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <random>
@@ -197,6 +198,56 @@ TEST(Lsh, KeysSharingTheirTopBitsMakeSeparateBuckets) {
   }
   EXPECT_EQ(seen, want);
   EXPECT_EQ(got.size(), 15u + 20u);
+}
+
+// Narrow keys are the top halves of band keys: their buckets are those of the halves, in
+// document order, so that two keys that differ only below their top half (a chance collision of
+// the narrow keys) share one; every bucket of the full keys lies in one of them.
+TEST(Lsh, NarrowKeysGiveTheBucketsOfTheirTopHalves) {
+  std::mt19937_64 rng(92);
+  const size_t n = 40000;
+  std::vector<std::vector<uint64_t>> keys(3, std::vector<uint64_t>(n));
+  for (auto& band : keys)
+    for (auto& k : band) k = rng();
+  for (size_t i = 0; i < n; i += 40) keys[0][i] = keys[0][i / 9];  // repeats of earlier keys
+  for (size_t i = 1; i < n; i += 300) keys[1][i] = keys[1][i - 1] ^ 5;  // the top half shared by chance
+  for (size_t i = 0; i < 500; ++i) keys[2][n - 1 - 2 * i] = 0xABCDEF12345678ull;  // one large bucket
+  std::vector<uint8_t> skip(n, 0);
+  for (size_t i = 0; i < n; i += 97) skip[i] = 1;
+  std::vector<std::vector<uint32_t>> narrow(keys.size(), std::vector<uint32_t>(n));
+  for (size_t b = 0; b < keys.size(); ++b)
+    for (size_t i = 0; i < n; ++i) narrow[b][i] = static_cast<uint32_t>(keys[b][i] >> 32);
+  const auto buckets_by_key = [&](const auto& bands) {
+    std::set<std::vector<DocId>> out;
+    for (const auto& band : bands) {
+      std::map<uint64_t, std::vector<DocId>> by_key;
+      for (size_t i = 0; i < n; ++i)
+        if (!skip[i]) by_key[band[i]].push_back(static_cast<DocId>(i));
+      for (auto& [key, docs] : by_key)
+        if (docs.size() > 1) out.insert(docs);
+    }
+    return out;
+  };
+  const std::vector<std::span<const uint32_t>> views(narrow.begin(), narrow.end());
+  CandidateStats stats;
+  const LshBuckets got = lsh_buckets_from_narrow_keys(views, skip, 2, &stats);
+  std::set<std::vector<DocId>> seen;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(std::is_sorted(got[i].begin(), got[i].end()));
+    if (i > 0) {
+      EXPECT_LE(got[i - 1][0], got[i][0]);  // ordered by first document
+    }
+    seen.insert(std::vector<DocId>(got[i].begin(), got[i].end()));
+  }
+  EXPECT_EQ(seen.size(), got.size());
+  EXPECT_EQ(seen, buckets_by_key(narrow));
+  size_t large = 0;
+  for (size_t i = 0; i < 500; ++i) large += !skip[n - 1 - 2 * i];
+  EXPECT_EQ(stats.largest_bucket, large);
+  const std::set<std::vector<DocId>> full = buckets_by_key(keys);
+  EXPECT_LT(full.size(), seen.size());  // the pairs that share only a top half
+  for (const auto& b : full)
+    EXPECT_TRUE(std::any_of(seen.begin(), seen.end(), [&](const auto& s) { return std::includes(s.begin(), s.end(), b.begin(), b.end()); }));
 }
 
 // A band whose keys are nearly all unique (a copy-free corpus) is filtered before its sort

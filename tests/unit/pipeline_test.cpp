@@ -336,6 +336,56 @@ TEST(Pipeline, StreamedPairsEqualHeldPairs) {
     }
 }
 
+// Band keys kept as their top halves (RunTuning::narrow_band_keys_up_to, on for runs of up to
+// 2^22 documents) find the same pairs and clusters as the full keys in 4 bytes less per band
+// and document; a run of more documents than the setting keeps the full keys.
+TEST(Pipeline, NarrowBandKeysFindTheSamePairsInHalfTheirMemory) {
+  test::TempDir d;
+  std::mt19937_64 rng(41);
+  std::string jsonl;
+  const size_t n = 900;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<std::string> words = test::random_words(rng, 60, 3000);
+    if (i % 3 != 0) {  // edited copies of one of ten texts
+      std::mt19937_64 base_rng(i % 10);
+      words = test::random_words(base_rng, 60, 3000);
+      for (size_t e = 0; e < rng() % 5; ++e) words[rng() % words.size()] = "e" + std::to_string(rng() % 100);
+    }
+    jsonl += "{\"id\": \"d" + std::to_string(i) + "\", \"text\": \"" + test::join(words) + "\"}\n";
+  }
+  test::write_file(d.file("in.jsonl"), jsonl);
+  for (const char* spec : {"words:3 oph:128 verify:0.7", "words:3 minhash:64 verify:0.7"}) {
+    const auto bands = static_cast<uint64_t>(PipelineSpec::parse(spec).resolved().lsh.bands);
+    std::string pairs[3];
+    std::vector<DocId> keepers[3];
+    uint64_t state[3] = {};
+    const uint64_t up_to[3] = {0, n - 1, uint64_t{1} << 22};  // full keys, full keys, narrow keys
+    for (int run = 0; run < 3; ++run)
+      for (const auto mode : {Pipeline::Mode::Pairs, Pipeline::Mode::Dedup}) {
+        RunOptions o;
+        o.spec = PipelineSpec::parse(spec);
+        o.tuning.threads = 2;
+        o.tuning.narrow_band_keys_up_to = up_to[run];
+        Pipeline p({d.file("in.jsonl")}, o);
+        p.run(mode);
+        if (mode == Pipeline::Mode::Pairs) {
+          pairs[run] = written_pairs(p, d.file("pairs.tsv"));
+          state[run] = p.state_bytes();
+        } else {
+          keepers[run] = p.clustering().keeper;
+          EXPECT_GE(p.clustering().removed, 500u) << spec;
+        }
+      }
+    EXPECT_GT(std::count(pairs[0].begin(), pairs[0].end(), '\n'), 5000) << spec;
+    for (int run = 1; run < 3; ++run) {
+      EXPECT_EQ(pairs[run], pairs[0]) << spec << " run " << run;
+      EXPECT_EQ(keepers[run], keepers[0]) << spec << " run " << run;
+    }
+    EXPECT_EQ(state[1], state[0]) << spec;
+    EXPECT_EQ(state[0] - state[2], n * bands * 4) << spec;
+  }
+}
+
 // A pairs run that does not cluster (RunTuning::cluster_pairs off, as the CLI's `pairs` without
 // a report) lists the same pairs, held or streamed: its large buckets' joins are not connected
 // first, so their pairs are all found by the listing. What only clusters give is refused. 500
@@ -1595,4 +1645,30 @@ TEST(Pipeline, InMemoryBadDocumentIsNamed) {
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("<memory>:2: id holds a TAB"), std::string::npos) << e.what();
   }
+}
+
+// Narrow band keys keep each key's top half: two documents share a band when some band's top
+// halves are equal, in half the bytes of the full keys.
+TEST(SketchStore, NarrowKeysShareABandByTheirTopHalves) {
+  SketchStore wide, narrow;
+  wide.reset(3, 0);
+  narrow.reset(3, 0, true);
+  const uint64_t keys[4][3] = {{0x1111'0000'0000'0001, 0x2222'0000'0000'0002, 0x3333'0000'0000'0003},
+                               {0x1111'0000'0000'0009, 0x4444'0000'0000'0002, 0x5555'0000'0000'0003},  // doc 0's top half in band 0
+                               {0x6666'0000'0000'0001, 0x7777'0000'0000'0002, 0x3333'0000'0000'0003},  // doc 0's key in band 2
+                               {0x8888'0000'0000'0001, 0x9999'0000'0000'0002, 0xAAAA'0000'0000'0003}};
+  for (const auto& k : keys) {
+    wide.push_keys(k);
+    narrow.push_keys(k);
+  }
+  EXPECT_TRUE(narrow.has_keys());
+  EXPECT_TRUE(narrow.band_keys.empty());
+  const LshParams lsh{3, 1};
+  EXPECT_TRUE(narrow.share_band(0, 1, 0, lsh));
+  EXPECT_FALSE(wide.share_band(0, 1, 0, lsh));  // the full keys differ below the top half
+  EXPECT_TRUE(narrow.share_band(0, 2, 0, lsh));
+  EXPECT_TRUE(wide.share_band(0, 2, 0, lsh));
+  EXPECT_FALSE(narrow.share_band(0, 3, 0, lsh));
+  EXPECT_FALSE(narrow.share_band(1, 2, 0, lsh));
+  EXPECT_EQ(wide.bytes() - narrow.bytes(), 4u * 3 * 4);
 }
