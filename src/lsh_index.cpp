@@ -93,9 +93,38 @@ void set_bucket_stats(CandidateStats* stats, std::span<const uint64_t> largest, 
   for (uint64_t x : entries) stats->bucket_entries += x;
 }
 
+// The entries of one band's documents not skipped, into e: those whose key may repeat where the
+// band has 4096 or more (internal::RepeatedKeyBits), so that the sort orders few of a corpus's
+// mostly unique keys. Returns (the documents searched, the entries in e). Stored keys, cheap to
+// read twice, are counted first and only the entries that may repeat written: the others' pages
+// are never touched. Computed ones are written all, then filtered in place.
+template <class KeyOf>
+std::pair<size_t, size_t> band_entries(size_t n, size_t band, std::span<const uint8_t> skip, KeyOf& key_of, bool stored_keys,
+                                       BandEntry* e, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
+  const auto searched = [&](size_t i) { return skip.empty() || !skip[i]; };
+  const auto key = [](const BandEntry& x) { return x.key(); };
+  size_t all = 0;
+  if (n < 4096 || !stored_keys) {
+    for (size_t i = 0; i < n; ++i)
+      if (searched(i)) e[all++] = BandEntry::of(key_of(band, i), i);
+    return {all, all < 4096 ? all : internal::keep_repeated_keys(e, all, key, seen, twice)};
+  }
+  internal::RepeatedKeyBits bits;
+  bits.start(n, 27, seen, twice);
+  for (size_t i = 0; i < n; ++i)
+    if (searched(i)) {
+      bits.add(key_of(band, i), seen, twice);
+      ++all;
+    }
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (searched(i) && bits.may_repeat(key_of(band, i))) e[m++] = BandEntry::of(key_of(band, i), i);
+  return {all, m};
+}
+
 template <class KeyOf, class Visit>
 void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int threads, CandidateStats* stats, KeyOf&& key_of,
-                     Visit&& visit) {
+                     bool stored_keys, Visit&& visit) {
   std::vector<uint64_t> largest(static_cast<size_t>(bands), 0), entries(static_cast<size_t>(bands), 0);
   // Scratch per thread, reused band after band: pages are faulted in and zeroed by the kernel
   // once per thread, not once per band.
@@ -108,11 +137,8 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
   std::vector<std::vector<uint64_t>> seen(workers), twice(workers);
   internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t tid) {
     internal::BigArray<BandEntry>& e = entry_scratch[tid];
-    size_t all = 0;
-    for (size_t i = 0; i < n; ++i)
-      if (skip.empty() || !skip[i]) e[all++] = BandEntry::of(key_of(band, i), i);
+    const auto [all, m] = band_entries(n, band, skip, key_of, stored_keys, e.data(), seen[tid], twice[tid]);
     entries[band] = all;
-    const size_t m = all < 4096 ? all : internal::keep_repeated_keys(e.data(), all, [](const BandEntry& x) { return x.key(); }, seen[tid], twice[tid]);
     largest[band] = std::max<uint64_t>(all > 0 ? 1 : 0, visit_sorted_buckets(e.data(), sort_scratch[tid].data(), m, [&](std::span<const BandEntry> b) { visit(band, b); }));
     visit(band, std::span<const BandEntry>());
   });
@@ -358,7 +384,7 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
                      std::to_string(params.rows) + " for " + std::to_string(k));
   const size_t n = k == 0 ? 0 : sigs.size() / k;
   const auto key_of = [&](size_t band, size_t i) { return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed); };
-  return band_buckets(n, params.bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, visit); });
+  return band_buckets(n, params.bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, false, visit); });
 }
 
 namespace {
@@ -374,7 +400,7 @@ LshBuckets buckets_of_keys(std::span<const std::span<const Key>> band_keys, std:
   const int bands = static_cast<int>(band_keys.size());
   constexpr int kShift = 64 - 8 * static_cast<int>(sizeof(Key));
   const auto key_of = [&](size_t band, size_t i) { return uint64_t{band_keys[band][i]} << kShift; };
-  return band_buckets(n, bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, visit); });
+  return band_buckets(n, bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, true, visit); });
 }
 
 }  // namespace
