@@ -71,8 +71,10 @@ OphHasher::OphHasher(int num_bins, uint64_t seed) {
   row_rounds_ = std::min(kVbmiRounds, rounds / 64 * 64);
   if (kk_ <= 128) {
     pre_rows_.resize(size_t{kk_} * row_rounds_);
+    pre_cols_.assign(row_rounds_ * 128, 0);
     for (uint32_t j = 0; j < kk_; ++j)
-      for (size_t t = 0; t < row_rounds_; ++t) pre_rows_[j * row_rounds_ + t] = static_cast<uint8_t>(pre_image(j, t));
+      for (size_t t = 0; t < row_rounds_; ++t)
+        pre_rows_[j * row_rounds_ + t] = pre_cols_[t * 128 + j] = static_cast<uint8_t>(pre_image(j, t));
   }
 }
 
@@ -140,8 +142,8 @@ void OphHasher::densify_with(std::span<SigValue> out, Densify how) const {
   // Up to 128 bins, the whole densification in one kernel (kernels/oph_kernels.h): a short
   // text leaves most bins empty (41 shingles in 128 bins: 93), and the scalar classification
   // of the bins below cost more than the vectorised pull itself.
-  if (how == Densify::Auto && !pre_rows_.empty() && internal::kernels().oph_pull_vbmi &&
-      internal::oph_densify_vbmi(o, k, pre_rows_.data(), row_rounds_))
+  if (how == Densify::Auto && !pre_cols_.empty() && internal::kernels().oph_pull_vbmi &&
+      internal::oph_densify_vbmi(o, k, pre_cols_.data(), row_rounds_))
     return;
 #endif
   uint32_t e = 0;

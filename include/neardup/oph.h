@@ -75,6 +75,7 @@ class OphHasher {
   static constexpr size_t kVbmiRounds = 256;
   size_t row_rounds_ = 0;          // kVbmiRounds, or fewer (a multiple of 64) when there are fewer rounds
   std::vector<uint8_t> pre_rows_;  // K <= 128: bin j's pre-images of rounds [0, row_rounds_) at j * row_rounds_
+  std::vector<uint8_t> pre_cols_;  // the same by round: round t's pre-images of bins [0, 128) at t * 128 (0 past K)
 };
 
 }  // namespace neardup
