@@ -200,15 +200,43 @@ TEST(Lsh, KeysSharingTheirTopBitsMakeSeparateBuckets) {
   EXPECT_EQ(got.size(), 15u + 20u);
 }
 
+namespace {
+
+// `bands` bands of n random keys.
+std::vector<std::vector<uint64_t>> random_band_keys(std::mt19937_64& rng, size_t bands, size_t n) {
+  std::vector<std::vector<uint64_t>> keys(bands, std::vector<uint64_t>(n));
+  for (auto& band : keys)
+    for (auto& k : band) k = rng();
+  return keys;
+}
+
+// The buckets by brute force: per band, the documents not skipped of each key that two or more
+// hold; `largest` gets the most documents of one key.
+template <class Bands>
+std::set<std::vector<DocId>> buckets_by_key(const Bands& bands, const std::vector<uint8_t>& skip, size_t& largest) {
+  std::set<std::vector<DocId>> out;
+  largest = 0;
+  for (const auto& band : bands) {
+    std::map<uint64_t, std::vector<DocId>> by_key;
+    for (size_t i = 0; i < band.size(); ++i)
+      if (!skip[i]) by_key[band[i]].push_back(static_cast<DocId>(i));
+    for (auto& [key, docs] : by_key) {
+      largest = std::max(largest, docs.size());
+      if (docs.size() > 1) out.insert(docs);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 // Narrow keys are the top halves of band keys: their buckets are those of the halves, in
 // document order, so that two keys that differ only below their top half (a chance collision of
 // the narrow keys) share one; every bucket of the full keys lies in one of them.
 TEST(Lsh, NarrowKeysGiveTheBucketsOfTheirTopHalves) {
   std::mt19937_64 rng(92);
   const size_t n = 40000;
-  std::vector<std::vector<uint64_t>> keys(3, std::vector<uint64_t>(n));
-  for (auto& band : keys)
-    for (auto& k : band) k = rng();
+  std::vector<std::vector<uint64_t>> keys = random_band_keys(rng, 3, n);
   for (size_t i = 0; i < n; i += 40) keys[0][i] = keys[0][i / 9];  // repeats of earlier keys
   for (size_t i = 1; i < n; i += 300) keys[1][i] = keys[1][i - 1] ^ 5;  // the top half shared by chance
   for (size_t i = 0; i < 500; ++i) keys[2][n - 1 - 2 * i] = 0xABCDEF12345678ull;  // one large bucket
@@ -217,17 +245,6 @@ TEST(Lsh, NarrowKeysGiveTheBucketsOfTheirTopHalves) {
   std::vector<std::vector<uint32_t>> narrow(keys.size(), std::vector<uint32_t>(n));
   for (size_t b = 0; b < keys.size(); ++b)
     for (size_t i = 0; i < n; ++i) narrow[b][i] = static_cast<uint32_t>(keys[b][i] >> 32);
-  const auto buckets_by_key = [&](const auto& bands) {
-    std::set<std::vector<DocId>> out;
-    for (const auto& band : bands) {
-      std::map<uint64_t, std::vector<DocId>> by_key;
-      for (size_t i = 0; i < n; ++i)
-        if (!skip[i]) by_key[band[i]].push_back(static_cast<DocId>(i));
-      for (auto& [key, docs] : by_key)
-        if (docs.size() > 1) out.insert(docs);
-    }
-    return out;
-  };
   const std::vector<std::span<const uint32_t>> views(narrow.begin(), narrow.end());
   CandidateStats stats;
   const LshBuckets got = lsh_buckets_from_narrow_keys(views, skip, 2, &stats);
@@ -240,11 +257,11 @@ TEST(Lsh, NarrowKeysGiveTheBucketsOfTheirTopHalves) {
     seen.insert(std::vector<DocId>(got[i].begin(), got[i].end()));
   }
   EXPECT_EQ(seen.size(), got.size());
-  EXPECT_EQ(seen, buckets_by_key(narrow));
-  size_t large = 0;
-  for (size_t i = 0; i < 500; ++i) large += !skip[n - 1 - 2 * i];
-  EXPECT_EQ(stats.largest_bucket, large);
-  const std::set<std::vector<DocId>> full = buckets_by_key(keys);
+  size_t largest = 0;
+  EXPECT_EQ(seen, buckets_by_key(narrow, skip, largest));
+  EXPECT_EQ(stats.largest_bucket, largest);
+  EXPECT_GT(largest, 400u);
+  const std::set<std::vector<DocId>> full = buckets_by_key(keys, skip, largest);
   EXPECT_LT(full.size(), seen.size());  // the pairs that share only a top half
   for (const auto& b : full)
     EXPECT_TRUE(std::any_of(seen.begin(), seen.end(), [&](const auto& s) { return std::includes(s.begin(), s.end(), b.begin(), b.end()); }));
@@ -257,26 +274,15 @@ TEST(Lsh, NarrowKeysGiveTheBucketsOfTheirTopHalves) {
 TEST(Lsh, MostlyUniqueKeysGiveTheBucketsOfTheRepeatedOnes) {
   std::mt19937_64 rng(91);
   const size_t n = 50000;
-  std::vector<std::vector<uint64_t>> keys(3, std::vector<uint64_t>(n));
-  for (auto& band : keys)
-    for (auto& k : band) k = rng();
+  std::vector<std::vector<uint64_t>> keys = random_band_keys(rng, 3, n);
   for (size_t i = 0; i < n; i += 50) keys[0][i] = keys[0][i / 7];  // repeats of earlier keys
   for (size_t i = 1; i < n; i += 400) keys[1][i] = keys[1][i - 1] ^ 1;  // same top bits, unique
   for (size_t i = 2; i < n; i += 300) keys[1][i] = keys[1][i - 2] = keys[1][i - 1] ^ 2;  // top bits shared with a pair
   for (size_t i = 0; i < 700; ++i) keys[2][n - 1 - i] = 0xABCDEF;  // one large bucket
   std::vector<uint8_t> skip(n, 0);
   for (size_t i = 0; i < n; i += 101) skip[i] = 1;
-  std::set<std::vector<DocId>> want;
-  size_t largest = 1;
-  for (const auto& band : keys) {
-    std::map<uint64_t, std::vector<DocId>> by_key;
-    for (size_t i = 0; i < n; ++i)
-      if (!skip[i]) by_key[band[i]].push_back(static_cast<DocId>(i));
-    for (auto& [key, docs] : by_key) {
-      largest = std::max(largest, docs.size());
-      if (docs.size() > 1) want.insert(docs);
-    }
-  }
+  size_t largest = 0;
+  const std::set<std::vector<DocId>> want = buckets_by_key(keys, skip, largest);
   std::vector<std::span<const uint64_t>> views(keys.begin(), keys.end());
   CandidateStats stats;
   const LshBuckets got = lsh_buckets_from_keys(views, skip, 2, &stats);
