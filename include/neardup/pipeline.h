@@ -299,8 +299,10 @@ class Pipeline {
   /// The texts of `docs` (ascending), read again from the inputs as the run read them (at most
   /// max_doc_bytes each). For reports and explanations: a few documents, not the corpus.
   std::vector<std::string> texts(std::span<const DocId> docs) const;
-  /// Whether two documents agree on all rows of some LSH band (minhash, oph; false otherwise).
-  /// UsageError after a dedup whose band keys spilled without RunTuning::keep_sets.
+  /// Whether two documents agree on all rows of some LSH band (minhash, oph; false otherwise),
+  /// by their band keys: with narrow keys (RunTuning::narrow_band_keys_up_to) also, by chance,
+  /// for about one pair in 2^32 per band. UsageError after a dedup whose band keys spilled
+  /// without RunTuning::keep_sets.
   bool share_band(DocId a, DocId b) const;
   /// The source (inputs().sources()) of a JSONL document; -1 for other inputs.
   int64_t source_of(DocId doc) const noexcept;
