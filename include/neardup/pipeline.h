@@ -117,10 +117,11 @@ struct RunTuning {
   /// in temp_dir.
   bool spill_band_keys = false;
   /// Minhash and oph with exact verification, the band keys in memory: a run of at most this
-  /// many documents (as a sample of its inputs expects: estimate_memory) keeps the top 4 bytes
-  /// of each key instead of 8. Two documents share such a key by chance for about one pair in
-  /// 2^32 per band, 2,400 pairs among a million documents in 21 bands, which exact verification
-  /// rejects; at 4 million, 40,000 pairs. 0: always 8 bytes.
+  /// many documents of short texts (as a sample of its inputs expects: estimate_memory; at most
+  /// 128 distinct shingles on average, where the keys are much of what a document keeps) keeps
+  /// the top 4 bytes of each key instead of 8. Two documents share such a key by chance for
+  /// about one pair in 2^32 per band, 2,400 pairs among a million documents in 21 bands, which
+  /// exact verification rejects; at 4 million, 40,000 pairs. 0: always 8 bytes.
   uint64_t narrow_band_keys_up_to = uint64_t{1} << 22;
   /// The document table (ids, text lengths, record positions: about 30 bytes per document and
   /// the id) is written to temporary files in temp_dir during the first pass and mapped from
@@ -225,6 +226,7 @@ struct MemoryEstimate {
   /// Exact verification: bytes per document that is in a candidate pair (its shingle set), and
   /// that over every document, the most it can take (near-duplicates are usually a fraction).
   double verify_per_document = 0;
+  double shingles_per_document = 0;  ///< distinct shingles of the average document sampled
   double verify_all = 0;
   /// The expected peak before verification.
   double peak() const noexcept { return state + search; }

@@ -334,13 +334,14 @@ void Pipeline::Impl::take_copies(io::RecordReader& reader) {
 }
 
 // Whether the band keys are kept as their top halves (RunTuning::narrow_band_keys_up_to): in
-// memory, for as few documents as the sample of the inputs expects. Not where the sample cannot
-// be read (the first pass reports why).
+// memory, for as few and as short documents as the sample of the inputs expects. Not where the
+// sample cannot be read (the first pass reports why).
 bool Pipeline::Impl::narrow_keys_fit() const {
   const uint64_t up_to = options_.tuning.narrow_band_keys_up_to;
   if (up_to == 0 || options_.tuning.spill_band_keys) return false;
   try {
-    return documents_fit(estimate_memory(kSampleBytes).input.records, up_to);
+    const MemoryEstimate m = estimate_memory(kSampleBytes);
+    return documents_fit(m.input.records, m.shingles_per_document, up_to);
   } catch (const IoError&) {
     return false;
   }

@@ -140,7 +140,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
       const size_t bands = static_cast<size_t>(spec_.lsh.bands);
       const bool keys_only = spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
       // Narrow keys (RunTuning::narrow_band_keys_up_to) unless the run spills them.
-      const double key_bytes = documents_fit(n, options_.tuning.narrow_band_keys_up_to) ? 4 : 8;
+      const double key_bytes = documents_fit(n, per_doc_distinct, options_.tuning.narrow_band_keys_up_to) ? 4 : 8;
       per_doc += keys_only ? static_cast<double>(bands) * key_bytes : static_cast<double>(k * sizeof(SigValue));
       const LshMemory lsh = lsh_search_memory(spec_.lsh, threads_, keys_only ? bands : 1);
       // The arrays round up to huge pages only once they pass one (internal/big_array.h).
@@ -222,6 +222,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     m.verify_per_document = per_doc_distinct * sizeof(ShingleHash) + 40;
     m.verify_all = n * (m.verify_per_document + 5);
   }
+  m.shingles_per_document = per_doc_distinct;
   last_estimate_ = std::make_pair(sample_bytes, m);
   return m;
 }

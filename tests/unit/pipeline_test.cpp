@@ -386,6 +386,29 @@ TEST(Pipeline, NarrowBandKeysFindTheSamePairsInHalfTheirMemory) {
   }
 }
 
+// Long texts keep their full band keys (more than 128 distinct shingles on average): their keys
+// are a small part of what they keep, and a chance collision of narrow keys would join two
+// components for verification.
+TEST(Pipeline, LongTextsKeepFullBandKeys) {
+  test::TempDir d;
+  std::mt19937_64 rng(43);
+  std::string jsonl;
+  for (int i = 0; i < 300; ++i)
+    jsonl += "{\"id\": \"d" + std::to_string(i) + "\", \"text\": \"" + test::join(test::random_words(rng, 300, 3000)) + "\"}\n";
+  test::write_file(d.file("in.jsonl"), jsonl);
+  uint64_t state[2] = {};
+  for (int run = 0; run < 2; ++run) {
+    RunOptions o;
+    o.spec = PipelineSpec::parse("words:3 oph:128 verify:0.7");
+    o.tuning.narrow_band_keys_up_to = run == 0 ? 0 : uint64_t{1} << 22;
+    Pipeline p({d.file("in.jsonl")}, o);
+    p.run(Pipeline::Mode::Pairs);
+    state[run] = p.state_bytes();
+    EXPECT_GT(p.estimate_memory().shingles_per_document, 250) << run;
+  }
+  EXPECT_EQ(state[1], state[0]);
+}
+
 // A pairs run that does not cluster (RunTuning::cluster_pairs off, as the CLI's `pairs` without
 // a report) lists the same pairs, held or streamed: its large buckets' joins are not connected
 // first, so their pairs are all found by the listing. What only clusters give is refused. 500
