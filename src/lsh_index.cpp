@@ -109,16 +109,12 @@ std::pair<size_t, size_t> band_entries(size_t n, size_t band, std::span<const ui
       if (searched(i)) e[all++] = BandEntry::of(key_of(band, i), i);
     return {all, all < 4096 ? all : internal::keep_repeated_keys(e, all, key, seen, twice)};
   }
-  internal::RepeatedKeyBits bits;
-  bits.start(n, 27, seen, twice);
-  for (size_t i = 0; i < n; ++i)
-    if (searched(i)) {
-      bits.add(key_of(band, i), seen, twice);
-      ++all;
-    }
+  const auto each = [&](auto&& fn) {
+    for (size_t i = 0; i < n; ++i)
+      if (searched(i)) fn(key_of(band, i), i);
+  };
   size_t m = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (searched(i) && bits.may_repeat(key_of(band, i))) e[m++] = BandEntry::of(key_of(band, i), i);
+  all = internal::for_each_repeated_key(n, 27, each, [&](uint64_t k, size_t i) { e[m++] = BandEntry::of(k, i); }, seen, twice);
   return {all, m};
 }
 
@@ -173,21 +169,13 @@ void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, in
         const size_t count = std::min(kChunk, n - begin);
         read(band, begin, count, chunk.data());
         for (size_t i = 0; i < count; ++i)
-          if (skip.empty() || !skip[begin + i]) fn(begin + i, chunk[i]);
+          if (skip.empty() || !skip[begin + i]) fn(chunk[i], begin + i);
       }
     };
-    internal::RepeatedKeyBits bits;
-    bits.start(n, 30, seen, twice);
-    size_t all = 0;
-    each_key([&](size_t, uint64_t key) {
-      bits.add(key, seen, twice);
-      ++all;
-    });
     std::vector<BandEntry>& e = s.e;
     e.clear();
-    each_key([&](size_t i, uint64_t key) {
-      if (bits.may_repeat(key)) e.push_back(BandEntry::of(key, i));
-    });
+    const size_t all = internal::for_each_repeated_key(
+        n, 30, each_key, [&](uint64_t key, size_t i) { e.push_back(BandEntry::of(key, i)); }, seen, twice);
     std::vector<BandEntry>& tmp = s.tmp;
     if (tmp.size() < e.size()) tmp.resize(e.size());
     entries[band] = all;

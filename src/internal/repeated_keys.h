@@ -17,14 +17,8 @@ namespace neardup::internal {
 /// does occur twice always may_repeat. `seen` and `twice` are scratch, reused by a caller that
 /// builds again.
 struct RepeatedKeyBits {
-  /// Counts the keys key_at(0) ... key_at(m - 1).
-  template <class KeyAt>
-  void build(size_t m, KeyAt&& key_at, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
-    start(m, 27, seen, twice);
-    for (size_t i = 0; i < m; ++i) add(key_at(i), seen, twice);
-  }
-  /// The same a key at a time: start() for about m keys with tables of at most 2^max_bits bits
-  /// each, add() each key, and may_repeat() once all are added.
+  /// start() for about m keys with tables of at most 2^max_bits bits each, add() each key, and
+  /// may_repeat() once all are added.
   void start(size_t m, int max_bits, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
     int bits = 16;
     while (bits < max_bits && (size_t{1} << bits) < m * 8) ++bits;
@@ -46,17 +40,36 @@ struct RepeatedKeyBits {
   const uint64_t* table = nullptr;
 };
 
+/// For keys cheap to produce twice (stored, read again from disk, hashed again): each(fn) calls
+/// fn(key, item...) for every key, in the same order each time; the first time counts the keys
+/// (RepeatedKeyBits, tables of at most 2^max_bits bits for about m keys), the second calls
+/// keep(key, item...) for those that may repeat, so that the entries of unique keys are never
+/// written. Returns how many keys each() gave.
+template <class Each, class Keep>
+size_t for_each_repeated_key(size_t m, int max_bits, Each&& each, Keep&& keep, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
+  RepeatedKeyBits bits;
+  bits.start(m, max_bits, seen, twice);
+  size_t all = 0;
+  each([&](uint64_t key, auto&&...) {
+    bits.add(key, seen, twice);
+    ++all;
+  });
+  each([&](uint64_t key, auto&&... item) {
+    if (bits.may_repeat(key)) keep(key, item...);
+  });
+  return all;
+}
+
 /// Keeps, in order, only the entries of e[0, m) whose key (key_of(entry)) may occur twice
 /// (RepeatedKeyBits). Where most keys are unique (the band keys of a copy-free corpus, record
 /// ids), the sort that finds equal keys then orders the few that remain instead of every entry.
 /// Returns how many remain.
 template <class T, class KeyOf>
 size_t keep_repeated_keys(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
-  RepeatedKeyBits bits;
-  bits.build(m, [&](size_t i) { return key_of(e[i]); }, seen, twice);
-  size_t kept = 0;
-  for (size_t i = 0; i < m; ++i)
-    if (bits.may_repeat(key_of(e[i]))) e[kept++] = e[i];
+  size_t kept = 0;  // at most i when e[i] is kept: the entries move down in place
+  for_each_repeated_key(
+      m, 27, [&](auto&& fn) { for (size_t i = 0; i < m; ++i) fn(key_of(e[i]), i); }, [&](uint64_t, size_t i) { e[kept++] = e[i]; },
+      seen, twice);
   return kept;
 }
 

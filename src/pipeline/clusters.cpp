@@ -150,12 +150,8 @@ void Pipeline::Impl::check_duplicate_ids() {
   internal::BigArray<Entry> h(docs_.spilled() ? 0 : n);
   if (docs_.spilled()) {
     std::vector<uint64_t> seen, twice;
-    internal::RepeatedKeyBits bits;
-    bits.start(n, 27, seen, twice);
-    each_hash([&](DocId, uint64_t x) { bits.add(x, seen, twice); });
-    each_hash([&](DocId d, uint64_t x) {
-      if (bits.may_repeat(x)) few.push_back({x, d});
-    });
+    const auto each = [&](auto&& fn) { each_hash([&](DocId d, uint64_t x) { fn(x, d); }); };
+    internal::for_each_repeated_key(n, 27, each, [&](uint64_t x, DocId d) { few.push_back({x, d}); }, seen, twice);
   } else {
     each_hash([&](DocId d, uint64_t x) { h[d] = Entry{x, d}; });
   }

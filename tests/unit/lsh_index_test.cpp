@@ -11,6 +11,7 @@
 
 #include "internal/flag_rank.h"
 #include "internal/radix_sort.h"
+#include "internal/repeated_keys.h"
 #include "neardup/minhash.h"
 #include "neardup/shingle.h"
 #include "neardup/verify.h"
@@ -293,6 +294,42 @@ TEST(Lsh, MostlyUniqueKeysGiveTheBucketsOfTheRepeatedOnes) {
   EXPECT_GT(want.size(), 300u);
   EXPECT_EQ(stats.largest_bucket, largest);
   EXPECT_EQ(stats.bucket_entries, 3 * (n - (n + 100) / 101));
+}
+
+// The two passes over keys made twice (internal::for_each_repeated_key) keep every occurrence of
+// each repeated key, in order, with their items, and few unique ones (the bit tables have 8 to
+// 16 bits per key); keep_repeated_keys, the same in place over an array, keeps the same.
+TEST(Lsh, RepeatedKeysAreKeptEveryOneInOrder) {
+  std::mt19937_64 rng(17);
+  const size_t n = 200000;
+  std::vector<uint64_t> keys(n);
+  for (auto& k : keys) k = rng();
+  for (size_t i = 3; i < n; i += 10) keys[i] = keys[i / 4];  // repeats of earlier keys
+  std::map<uint64_t, size_t> count;
+  for (const uint64_t k : keys) ++count[k];
+  std::vector<size_t> want;
+  for (size_t i = 0; i < n; ++i)
+    if (count[keys[i]] > 1) want.push_back(i);
+  std::vector<uint64_t> seen, twice;
+  std::vector<size_t> got;
+  const auto each = [&](auto&& fn) {
+    for (size_t i = 0; i < n; ++i) fn(keys[i], i);
+  };
+  EXPECT_EQ(internal::for_each_repeated_key(n, 27, each, [&](uint64_t k, size_t i) {
+    EXPECT_EQ(k, keys[i]);
+    got.push_back(i);
+  }, seen, twice), n);
+  std::vector<size_t> repeated;
+  std::copy_if(got.begin(), got.end(), std::back_inserter(repeated), [&](size_t i) { return count[keys[i]] > 1; });
+  EXPECT_EQ(repeated, want);
+  EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
+  EXPECT_GT(want.size(), 30000u);
+  EXPECT_LT(got.size() - want.size(), (n - want.size()) / 8);  // unique keys passing the tables
+  std::vector<uint64_t> in_place = keys;
+  in_place.resize(internal::keep_repeated_keys(in_place.data(), n, [](uint64_t k) { return k; }, seen, twice));
+  std::vector<uint64_t> kept;
+  for (const size_t i : got) kept.push_back(keys[i]);
+  EXPECT_EQ(in_place, kept);
 }
 
 // Band keys read from elsewhere a chunk at a time (spilled to disk) give the buckets and counts of
