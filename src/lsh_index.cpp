@@ -100,21 +100,21 @@ void set_bucket_stats(CandidateStats* stats, std::span<const uint64_t> largest, 
 // are never touched. Computed ones are written all, then filtered in place.
 template <class KeyOf>
 std::pair<size_t, size_t> band_entries(size_t n, size_t band, std::span<const uint8_t> skip, KeyOf& key_of, bool stored_keys,
-                                       BandEntry* e, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
+                                       BandEntry* e, std::vector<uint64_t>& words) {
   const auto searched = [&](size_t i) { return skip.empty() || !skip[i]; };
   const auto key = [](const BandEntry& x) { return x.key(); };
   size_t all = 0;
   if (n < 4096 || !stored_keys) {
     for (size_t i = 0; i < n; ++i)
       if (searched(i)) e[all++] = BandEntry::of(key_of(band, i), i);
-    return {all, all < 4096 ? all : internal::keep_repeated_keys(e, all, key, seen, twice)};
+    return {all, all < 4096 ? all : internal::keep_repeated_keys(e, all, key, words)};
   }
   const auto each = [&](auto&& fn) {
     for (size_t i = 0; i < n; ++i)
       if (searched(i)) fn(key_of(band, i), i);
   };
   size_t m = 0;
-  all = internal::for_each_repeated_key(n, 27, each, [&](uint64_t k, size_t i) { e[m++] = BandEntry::of(k, i); }, seen, twice);
+  all = internal::for_each_repeated_key<size_t>(n, 27, each, [&](uint64_t k, size_t i) { e[m++] = BandEntry::of(k, i); }, words);
   return {all, m};
 }
 
@@ -130,10 +130,10 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
     entry_scratch.emplace_back(n);
     sort_scratch.emplace_back(n);
   }
-  std::vector<std::vector<uint64_t>> seen(workers), twice(workers);
+  std::vector<std::vector<uint64_t>> words(workers);
   internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t tid) {
     internal::BigArray<BandEntry>& e = entry_scratch[tid];
-    const auto [all, m] = band_entries(n, band, skip, key_of, stored_keys, e.data(), seen[tid], twice[tid]);
+    const auto [all, m] = band_entries(n, band, skip, key_of, stored_keys, e.data(), words[tid]);
     entries[band] = all;
     largest[band] = std::max<uint64_t>(all > 0 ? 1 : 0, visit_sorted_buckets(e.data(), sort_scratch[tid].data(), m, [&](std::span<const BandEntry> b) { visit(band, b); }));
     visit(band, std::span<const BandEntry>());
@@ -154,15 +154,13 @@ void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, in
   // once per band (which took the search from 2.1 to 7.6 s on 10 million documents).
   const size_t workers = band_workers(threads, bands);
   struct Scratch {
-    std::vector<uint64_t> chunk, seen, twice;
+    std::vector<uint64_t> chunk, words;
     std::vector<BandEntry> e, tmp;
   };
   std::vector<Scratch> scratch(workers);
   internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t tid) {
     Scratch& s = scratch[tid];
     std::vector<uint64_t>& chunk = s.chunk;
-    std::vector<uint64_t>& seen = s.seen;
-    std::vector<uint64_t>& twice = s.twice;
     chunk.resize(std::min(n, kChunk));
     const auto each_key = [&](auto&& fn) {
       for (size_t begin = 0; begin < n; begin += kChunk) {
@@ -174,8 +172,8 @@ void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, in
     };
     std::vector<BandEntry>& e = s.e;
     e.clear();
-    const size_t all = internal::for_each_repeated_key(
-        n, 30, each_key, [&](uint64_t key, size_t i) { e.push_back(BandEntry::of(key, i)); }, seen, twice);
+    const size_t all = internal::for_each_repeated_key<size_t>(
+        n, 30, each_key, [&](uint64_t key, size_t i) { e.push_back(BandEntry::of(key, i)); }, s.words);
     std::vector<BandEntry>& tmp = s.tmp;
     if (tmp.size() < e.size()) tmp.resize(e.size());
     entries[band] = all;

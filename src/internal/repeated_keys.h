@@ -14,49 +14,67 @@ namespace neardup::internal {
 /// bit of a table `seen` (set at its first sight) and of `twice` (set at a later one); a key whose
 /// `twice` bit stays clear is one no other key has. The tables have 8 to 16 bits per key (at most
 /// 2^27), so an unrelated key shares a unique one's bit for about 1 key in 8 to 16; a key that
-/// does occur twice always may_repeat. `seen` and `twice` are scratch, reused by a caller that
-/// builds again.
+/// does occur twice always may_repeat. The two tables are interleaved, a word of each side by
+/// side, so that adding a key touches one cache line: with a million keys or more they outgrow
+/// the caches, and the misses are what the counting costs. `words` is scratch, reused by a
+/// caller that starts again.
 struct RepeatedKeyBits {
   /// start() for about m keys with tables of at most 2^max_bits bits each, add() each key, and
   /// may_repeat() once all are added.
-  void start(size_t m, int max_bits, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
+  void start(size_t m, int max_bits, std::vector<uint64_t>& words) {
     int bits = 16;
     while (bits < max_bits && (size_t{1} << bits) < m * 8) ++bits;
-    seen.assign((size_t{1} << bits) / 64, 0);
-    twice.assign(seen.size(), 0);
+    words.assign((size_t{1} << bits) / 32, 0);
     shift = 64 - bits;
-    table = twice.data();
+    table = words.data();
   }
-  void add(uint64_t key, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) noexcept {
-    const uint64_t h = key >> shift, bit = uint64_t{1} << (h & 63);
-    twice[h >> 6] |= seen[h >> 6] & bit;
-    seen[h >> 6] |= bit;
+  void add(uint64_t key) noexcept {
+    uint64_t* w = word_of(key);
+    const uint64_t bit = uint64_t{1} << (key >> shift & 63);
+    w[1] |= w[0] & bit;
+    w[0] |= bit;
   }
-  bool may_repeat(uint64_t key) const noexcept {
-    const uint64_t h = key >> shift;
-    return table[h >> 6] >> (h & 63) & 1;
-  }
+  bool may_repeat(uint64_t key) const noexcept { return word_of(key)[1] >> (key >> shift & 63) & 1; }
+  /// Asks for the key's words ahead of add() or may_repeat().
+  void prefetch(uint64_t key) const noexcept { __builtin_prefetch(word_of(key), 1); }
   int shift = 64;
-  const uint64_t* table = nullptr;
+  uint64_t* table = nullptr;
+
+ private:
+  uint64_t* word_of(uint64_t key) const noexcept { return table + 2 * (key >> shift >> 6); }
 };
 
 /// For keys cheap to produce twice (stored, read again from disk, hashed again): each(fn) calls
-/// fn(key, item...) for every key, in the same order each time; the first time counts the keys
+/// fn(key, item) for every key, in the same order each time; the first time counts the keys
 /// (RepeatedKeyBits, tables of at most 2^max_bits bits for about m keys), the second calls
-/// keep(key, item...) for those that may repeat, so that the entries of unique keys are never
-/// written. Returns how many keys each() gave.
-template <class Each, class Keep>
-size_t for_each_repeated_key(size_t m, int max_bits, Each&& each, Keep&& keep, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
+/// keep(key, item) for those that may repeat, in order, so that the entries of unique keys are
+/// never written. Each key is taken kAhead keys after its words were asked for (prefetch): the
+/// counting waits on memory, not on each miss in turn. Returns how many keys each() gave.
+template <class Item, class Each, class Keep>
+size_t for_each_repeated_key(size_t m, int max_bits, Each&& each, Keep&& keep, std::vector<uint64_t>& words) {
+  constexpr size_t kAhead = 16;  // a power of 2
   RepeatedKeyBits bits;
-  bits.start(m, max_bits, seen, twice);
+  bits.start(m, max_bits, words);
+  uint64_t keys[kAhead];
   size_t all = 0;
-  each([&](uint64_t key, auto&&...) {
-    bits.add(key, seen, twice);
-    ++all;
+  each([&](uint64_t key, const Item&) {
+    bits.prefetch(key);
+    if (all >= kAhead) bits.add(keys[all % kAhead]);
+    keys[all++ % kAhead] = key;
   });
-  each([&](uint64_t key, auto&&... item) {
-    if (bits.may_repeat(key)) keep(key, item...);
+  for (size_t i = all > kAhead ? all - kAhead : 0; i < all; ++i) bits.add(keys[i % kAhead]);
+  Item items[kAhead] = {};
+  size_t k = 0;
+  const auto take = [&](size_t i) {
+    if (bits.may_repeat(keys[i % kAhead])) keep(keys[i % kAhead], items[i % kAhead]);
+  };
+  each([&](uint64_t key, const Item& item) {
+    bits.prefetch(key);
+    if (k >= kAhead) take(k);
+    keys[k % kAhead] = key;
+    items[k++ % kAhead] = item;
   });
+  for (size_t i = k > kAhead ? k - kAhead : 0; i < k; ++i) take(i);
   return all;
 }
 
@@ -65,11 +83,10 @@ size_t for_each_repeated_key(size_t m, int max_bits, Each&& each, Keep&& keep, s
 /// ids), the sort that finds equal keys then orders the few that remain instead of every entry.
 /// Returns how many remain.
 template <class T, class KeyOf>
-size_t keep_repeated_keys(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>& seen, std::vector<uint64_t>& twice) {
-  size_t kept = 0;  // at most i when e[i] is kept: the entries move down in place
-  for_each_repeated_key(
-      m, 27, [&](auto&& fn) { for (size_t i = 0; i < m; ++i) fn(key_of(e[i]), i); }, [&](uint64_t, size_t i) { e[kept++] = e[i]; },
-      seen, twice);
+size_t keep_repeated_keys(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>& words) {
+  size_t kept = 0;  // at most i when e[i] is kept, i below the entries read since: they move down in place
+  for_each_repeated_key<size_t>(
+      m, 27, [&](auto&& fn) { for (size_t i = 0; i < m; ++i) fn(key_of(e[i]), i); }, [&](uint64_t, size_t i) { e[kept++] = e[i]; }, words);
   return kept;
 }
 
@@ -81,10 +98,9 @@ size_t keep_repeated_keys(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>&
 /// repeat (325,000) in 2 passes instead of 4.
 template <class T, class KeyOf>
 size_t sort_repeated_keys(T* e, size_t m, KeyOf&& key_of) {
-  std::vector<uint64_t> seen, twice;
-  m = keep_repeated_keys(e, m, key_of, seen, twice);
-  std::vector<uint64_t>().swap(seen);
-  std::vector<uint64_t>().swap(twice);
+  std::vector<uint64_t> words;
+  m = keep_repeated_keys(e, m, key_of, words);
+  std::vector<uint64_t>().swap(words);
   BigArray<T> tmp(m);
   radix_sort_hashes(e, tmp.data(), m, key_of, [](size_t, size_t) {}, m >= 200000 ? 16 : 11);
   return m;

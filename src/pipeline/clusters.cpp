@@ -149,9 +149,9 @@ void Pipeline::Impl::check_duplicate_ids() {
   std::vector<Entry> few;
   internal::BigArray<Entry> h(docs_.spilled() ? 0 : n);
   if (docs_.spilled()) {
-    std::vector<uint64_t> seen, twice;
+    std::vector<uint64_t> words;
     const auto each = [&](auto&& fn) { each_hash([&](DocId d, uint64_t x) { fn(x, d); }); };
-    internal::for_each_repeated_key(n, 27, each, [&](uint64_t x, DocId d) { few.push_back({x, d}); }, seen, twice);
+    internal::for_each_repeated_key<DocId>(n, 27, each, [&](uint64_t x, DocId d) { few.push_back({x, d}); }, words);
   } else {
     each_hash([&](DocId d, uint64_t x) { h[d] = Entry{x, d}; });
   }

@@ -167,10 +167,10 @@ void Pipeline::Impl::find_text_copies() {
   }
   // Only the texts whose hash may repeat are sorted: the table of every document's entry
   // would be more memory written for the first time than the hashes themselves.
-  std::vector<uint64_t> seen, twice;
+  std::vector<uint64_t> words;
   internal::RepeatedKeyBits bits;
-  bits.start(n, 27, seen, twice);
-  each_text_hash([&](DocId, const TextHash& h) { bits.add(h.hi, seen, twice); });
+  bits.start(n, 27, words);
+  each_text_hash([&](DocId, const TextHash& h) { bits.add(h.hi); });
   size_t may = 0;
   each_text_hash([&](DocId, const TextHash& h) { may += bits.may_repeat(h.hi); });
   // Spilled, the sort goes in parts of the hash range (each part's entries read again from the
@@ -195,8 +195,7 @@ void Pipeline::Impl::find_text_copies() {
       if (bits.may_repeat(h.hi) && (h.hi != 0 || h.lo != 0) && part_of(h.hi) == part) e[m++] = {h, d};
     });
     if (part + 1 == parts) {
-      std::vector<uint64_t>().swap(seen);
-      std::vector<uint64_t>().swap(twice);
+      std::vector<uint64_t>().swap(words);
       internal::GrowArray<TextHash>(internal::Access::Sequential).swap(text_hashes_);
       text_hashes_spilled_.reset();
     }

@@ -310,15 +310,15 @@ TEST(Lsh, RepeatedKeysAreKeptEveryOneInOrder) {
   std::vector<size_t> want;
   for (size_t i = 0; i < n; ++i)
     if (count[keys[i]] > 1) want.push_back(i);
-  std::vector<uint64_t> seen, twice;
+  std::vector<uint64_t> words;
   std::vector<size_t> got;
   const auto each = [&](auto&& fn) {
     for (size_t i = 0; i < n; ++i) fn(keys[i], i);
   };
-  EXPECT_EQ(internal::for_each_repeated_key(n, 27, each, [&](uint64_t k, size_t i) {
+  EXPECT_EQ(internal::for_each_repeated_key<size_t>(n, 27, each, [&](uint64_t k, size_t i) {
     EXPECT_EQ(k, keys[i]);
     got.push_back(i);
-  }, seen, twice), n);
+  }, words), n);
   std::vector<size_t> repeated;
   std::copy_if(got.begin(), got.end(), std::back_inserter(repeated), [&](size_t i) { return count[keys[i]] > 1; });
   EXPECT_EQ(repeated, want);
@@ -326,7 +326,7 @@ TEST(Lsh, RepeatedKeysAreKeptEveryOneInOrder) {
   EXPECT_GT(want.size(), 30000u);
   EXPECT_LT(got.size() - want.size(), (n - want.size()) / 8);  // unique keys passing the tables
   std::vector<uint64_t> in_place = keys;
-  in_place.resize(internal::keep_repeated_keys(in_place.data(), n, [](uint64_t k) { return k; }, seen, twice));
+  in_place.resize(internal::keep_repeated_keys(in_place.data(), n, [](uint64_t k) { return k; }, words));
   std::vector<uint64_t> kept;
   for (const size_t i : got) kept.push_back(keys[i]);
   EXPECT_EQ(in_place, kept);
