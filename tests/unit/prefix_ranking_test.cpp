@@ -92,6 +92,12 @@ TEST(PrefixRanking, ManyEntriesMatchBruteForce) {
   expect_brute_force(narrow, 2);
 }
 
+// Shingle hashes of up to 2^16 sets go into 8-byte entries (the value's bits below its bucket's,
+// then the set); more sets keep 16-byte ones. Both sides of the bound.
+TEST(PrefixRanking, SetsPastThePackedBoundMatchBruteForce) {
+  for (const size_t n : {size_t{1} << 16, (size_t{1} << 16) + 1, size_t{70000}}) expect_brute_force(random_sets<uint64_t>(n, n, 12), 2);
+}
+
 TEST(PrefixRanking, NoValues) {
   const std::vector<std::vector<uint64_t>> none(4);
   const internal::SharedRanks got = internal::rank_shared_values<uint64_t>(none.size(), [&](size_t d) { return std::span<const uint64_t>(none[d]); }, 2);
