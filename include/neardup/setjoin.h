@@ -71,9 +71,10 @@ class SetJoin {
   using SetOf = std::function<std::span<const ShingleHash>(DocId)>;
 
   /// Ranks the sets of `docs` (ascending, distinct) and indexes their prefixes for `threshold`.
-  /// Memory while building: 16 bytes per shingle of every set, then 4 bytes per shared shingle,
-  /// 8 per indexed prefix shingle and at most 4 more per shared shingle of the members held as
-  /// words. The sets themselves are not needed afterwards.
+  /// Memory while building: 8 bytes per shingle of every set (16 in a join of more than 2^16
+  /// documents), then 4 bytes per shared shingle, 8 per indexed prefix shingle and at most 4 more
+  /// per shared shingle of the members held as words. The sets themselves are not needed
+  /// afterwards.
   SetJoin(std::span<const DocId> docs, const SetOf& set_of, double threshold, int threads);
   ~SetJoin();
   SetJoin(const SetJoin&) = delete;
