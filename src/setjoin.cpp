@@ -7,6 +7,7 @@
 
 #include "internal/big_array.h"
 #include "kernels/dispatch.h"
+#include "kernels/jaccard_kernels.h"
 #include "internal/parallel.h"
 #include "internal/pivot_delta.h"
 #include "internal/prefix_ranking.h"

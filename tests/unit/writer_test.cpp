@@ -198,8 +198,8 @@ TEST(Writer, AppendRangesCopiesPlainAndCompressedData) {
   for (int i = 0; i < 20000; ++i) data += "line " + std::to_string(i) + "\n";
   data += "last line without newline";
   test::write_file(d.file("p.txt"), data);
-  test::write_file(d.file("g.gz"), gzip(data));
-  test::write_file(d.file("z.zst"), zstd(data));
+  test::write_file(d.file("g.gz"), test::gzip(data));
+  test::write_file(d.file("z.zst"), test::zstd(data));
   const std::vector<ByteRange> ranges = {{0, 5}, {100, 1000}, {1100, 7}, {50000, 60000}, {data.size() - 25, 26}};
   std::string want;
   for (const auto& r : ranges) want += data.substr(r.offset, r.length);  // the last one is 1 byte short
