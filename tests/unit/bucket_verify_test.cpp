@@ -200,6 +200,46 @@ TEST(BucketVerify, ExactListsEveryBucketPair) {
         }
 }
 
+// Listing every pair, the small buckets of one first document that follow each other (a cluster's
+// buckets in several bands) are paired as one, keeping the pairs that share a band: a pair of
+// members of two of them that shares no bucket is not listed, even where it reaches t, and a pair
+// in several of them is listed once.
+TEST(BucketVerify, ListingPairsTheBucketsOfOneFirstDocumentAsOne) {
+  for (uint64_t seed : {7, 8}) {
+    Case c(seed);
+    std::mt19937_64 rng(seed);
+    LshBuckets b;
+    for (DocId first = 0; first + 40 < c.raw.size(); first += 40 + rng() % 20)
+      for (size_t band = 0; band < 2 + rng() % 4; ++band) {  // several buckets of `first`, adjacent
+        std::set<DocId> members{first};
+        for (size_t m = 0; m < 2 + rng() % 12; ++m) members.insert(first + 1 + static_cast<DocId>(rng() % 39));
+        b.members.insert(b.members.end(), members.begin(), members.end());
+        b.offsets.push_back(b.members.size());
+      }
+    c.buckets = b;
+    c.docs = docs_of(b);
+    c.together.clear();
+    for (size_t i = 0; i < b.size(); ++i)
+      for (const DocId x : b[i])
+        for (const DocId y : b[i])
+          if (x < y) c.together.insert({x, y});
+    const Scorer score = Scorer::exact(c.sets);
+    const auto want = brute_force(c.buckets, score);
+    size_t apart = 0;  // pairs >= t of one first document's buckets that share none of them
+    for (DocId x = 0; x < c.raw.size(); ++x)
+      for (DocId y = x + 1; y < std::min<DocId>(x + 40, c.raw.size()); ++y)
+        apart += !c.together.count({x, y}) && score(x, y) + kSimilarityEpsilon >= kT;
+    ASSERT_GT(want.size(), 30u);
+    ASSERT_GT(apart, 10u);
+    const BucketVerification how = c.how(true, true);
+    const VerifiedBuckets v = verify_buckets(c.buckets, c.docs, score, how);
+    expect_listed(want, v, how.share);
+    EXPECT_TRUE(std::adjacent_find(v.pairs.begin(), v.pairs.end(), [](const ScoredPair& x, const ScoredPair& y) { return x.a == y.a && x.b == y.b; }) ==
+                v.pairs.end());
+    for (const ScoredPair& p : v.pairs) EXPECT_EQ(p.similarity, score(p.a, p.b)) << p.a << " " << p.b;
+  }
+}
+
 // Listing without connecting leaves to the join the small buckets whose documents all lie in
 // large ones (these runs inside longer runs): the same pairs are listed, with fewer compared
 // before the join lists its own.
