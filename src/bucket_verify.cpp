@@ -248,18 +248,15 @@ void pairs_left(const LshBuckets& buckets, const Places& local, std::span<const 
         for (size_t x = 1; x < b.size(); ++x)
           m.push_back({star_sim[at[x]], b[x], how.list_all ? 0 : root[local(b[x])], static_cast<uint32_t>(at[x])});
       }
-      if (next > k + 1) {  // members of several buckets: each once (the star to `first` is one)
+      const bool several = next > k + 1;
+      if (several) {  // members of several buckets: each once (the star to `first` is one)
         std::sort(m.begin(), m.end(), [](const Member& p, const Member& q) { return p.doc < q.doc; });
         m.erase(std::unique(m.begin(), m.end(), [](const Member& p, const Member& q) { return p.doc == q.doc; }), m.end());
       }
       std::sort(m.begin(), m.end(), [](const Member& p, const Member& q) { return p.sim < q.sim; });
-      if (next == k + 1) {
-        pairs_within(m, bound, how.list_all, roots, runs[r]);
-        continue;
-      }
       merged.clear();
-      pairs_within(m, bound, how.list_all, roots, merged);
-      for (const DirectPair& p : merged)
+      pairs_within(m, bound, how.list_all, roots, several ? merged : runs[r]);
+      for (const DirectPair& p : merged)  // empty unless several
         if (how.share(p.a, p.b)) runs[r].push_back(p);
     }
   });

@@ -37,44 +37,45 @@ struct RepeatedKeyBits {
   bool may_repeat(uint64_t key) const noexcept { return word_of(key)[1] >> (key >> shift & 63) & 1; }
   /// Asks for the key's words ahead of add() or may_repeat().
   void prefetch(uint64_t key) const noexcept { __builtin_prefetch(word_of(key), 1); }
-  int shift = 64;
-  uint64_t* table = nullptr;
 
  private:
   uint64_t* word_of(uint64_t key) const noexcept { return table + 2 * (key >> shift >> 6); }
+  int shift = 64;
+  uint64_t* table = nullptr;  // words: per 64 slots, the `seen` word, then the `twice` word
 };
+
+/// Calls fn(key, item) for each (key, item) that each() gives, kAhead keys after asking for the
+/// key's words (RepeatedKeyBits::prefetch), so that the misses of a table larger than the caches
+/// overlap instead of following each other. Returns how many keys each() gave.
+template <class Item, class Each, class Fn>
+size_t each_key_ahead(Each& each, const RepeatedKeyBits& bits, Fn&& fn) {
+  constexpr size_t kAhead = 16;
+  uint64_t keys[kAhead];
+  Item items[kAhead] = {};
+  size_t k = 0;
+  each([&](uint64_t key, const Item& item) {
+    bits.prefetch(key);
+    if (k >= kAhead) fn(keys[k % kAhead], items[k % kAhead]);
+    keys[k % kAhead] = key;
+    items[k++ % kAhead] = item;
+  });
+  for (size_t i = k > kAhead ? k - kAhead : 0; i < k; ++i) fn(keys[i % kAhead], items[i % kAhead]);
+  return k;
+}
 
 /// For keys cheap to produce twice (stored, read again from disk, hashed again): each(fn) calls
 /// fn(key, item) for every key, in the same order each time; the first time counts the keys
 /// (RepeatedKeyBits, tables of at most 2^max_bits bits for about m keys), the second calls
 /// keep(key, item) for those that may repeat, in order, so that the entries of unique keys are
-/// never written. Each key is taken kAhead keys after its words were asked for (prefetch): the
-/// counting waits on memory, not on each miss in turn. Returns how many keys each() gave.
+/// never written. Returns how many keys each() gave.
 template <class Item, class Each, class Keep>
 size_t for_each_repeated_key(size_t m, int max_bits, Each&& each, Keep&& keep, std::vector<uint64_t>& words) {
-  constexpr size_t kAhead = 16;  // a power of 2
   RepeatedKeyBits bits;
   bits.start(m, max_bits, words);
-  uint64_t keys[kAhead];
-  size_t all = 0;
-  each([&](uint64_t key, const Item&) {
-    bits.prefetch(key);
-    if (all >= kAhead) bits.add(keys[all % kAhead]);
-    keys[all++ % kAhead] = key;
+  const size_t all = each_key_ahead<Item>(each, bits, [&](uint64_t key, const Item&) { bits.add(key); });
+  each_key_ahead<Item>(each, bits, [&](uint64_t key, const Item& item) {
+    if (bits.may_repeat(key)) keep(key, item);
   });
-  for (size_t i = all > kAhead ? all - kAhead : 0; i < all; ++i) bits.add(keys[i % kAhead]);
-  Item items[kAhead] = {};
-  size_t k = 0;
-  const auto take = [&](size_t i) {
-    if (bits.may_repeat(keys[i % kAhead])) keep(keys[i % kAhead], items[i % kAhead]);
-  };
-  each([&](uint64_t key, const Item& item) {
-    bits.prefetch(key);
-    if (k >= kAhead) take(k);
-    keys[k % kAhead] = key;
-    items[k++ % kAhead] = item;
-  });
-  for (size_t i = k > kAhead ? k - kAhead : 0; i < k; ++i) take(i);
   return all;
 }
 

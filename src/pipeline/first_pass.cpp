@@ -332,15 +332,13 @@ void Pipeline::Impl::take_copies(io::RecordReader& reader) {
   if (!why.empty()) in_groups_ = false;  // a compressed input without its copy
 }
 
-// Whether the band keys are kept as their top halves (RunTuning::narrow_band_keys_up_to): in
-// memory, for as few and as short documents as the sample of the inputs expects. Not where the
-// sample cannot be read (the first pass reports why).
+// Not where the sample cannot be read (the first pass reports why); the sample is not read where
+// no key would be narrow.
 bool Pipeline::Impl::narrow_keys_fit() const {
-  const uint64_t up_to = options_.tuning.narrow_band_keys_up_to;
-  if (up_to == 0 || options_.tuning.spill_band_keys) return false;
+  if (!narrow_keys_for(1, 0)) return false;
   try {
     const MemoryEstimate m = estimate_memory(kSampleBytes);
-    return documents_fit(m.input.records, m.shingles_per_document, up_to);
+    return narrow_keys_for(m.input.records, m.shingles_per_document);
   } catch (const IoError&) {
     return false;
   }

@@ -173,13 +173,16 @@ struct Pipeline::Impl {
   MemoryEstimate estimate_memory(uint64_t sample_bytes) const;
   static constexpr uint64_t kSampleBytes = uint64_t{4} << 20;  // the run's own estimate reads this much
   /// Whether an expected n documents (0: unknown) of `shingles` distinct shingles on average
-  /// take narrow band keys: few enough, and short. Long texts keep far more in their sets than
-  /// in their keys, and a pair of them that shares a narrow key by chance joins two components
-  /// whose sets a group then holds at once (31,000 licence files: 140 MB instead of 104).
+  /// take narrow band keys (RunTuning::narrow_band_keys_up_to): kept in memory, few enough, and
+  /// short. Long texts keep far more in their sets than in their keys, and a pair of them that
+  /// shares a narrow key by chance joins two components whose sets a group then holds at once
+  /// (31,000 licence files: 140 MB instead of 104). Spilled keys are whole.
   static constexpr double kNarrowKeyShingles = 128;
-  static bool documents_fit(double n, double shingles, uint64_t up_to) noexcept {
-    return up_to > 0 && n > 0 && n <= static_cast<double>(up_to) && shingles <= kNarrowKeyShingles;
+  bool narrow_keys_for(double n, double shingles) const noexcept {
+    const uint64_t up_to = options_.tuning.narrow_band_keys_up_to;
+    return !options_.tuning.spill_band_keys && up_to > 0 && n > 0 && n <= static_cast<double>(up_to) && shingles <= kNarrowKeyShingles;
   }
+  /// narrow_keys_for the run's inputs, as their sample (estimate_memory) expects them.
   bool narrow_keys_fit() const;
   /// RunTuning::memory_limit: spills the band keys when the expected peak is above the limit.
   void choose_spill();

@@ -139,10 +139,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
     case SketchMethod::Oph: {
       const size_t bands = static_cast<size_t>(spec_.lsh.bands);
       const bool keys_only = spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
-      // Narrow keys (RunTuning::narrow_band_keys_up_to) unless the run is told to spill them
-      // (spilled keys are whole: narrow_keys_fit).
-      const bool narrow = !options_.tuning.spill_band_keys && documents_fit(n, per_doc_distinct, options_.tuning.narrow_band_keys_up_to);
-      const double key_bytes = narrow ? 4 : 8;
+      const double key_bytes = narrow_keys_for(n, per_doc_distinct) ? 4 : 8;
       per_doc += keys_only ? static_cast<double>(bands) * key_bytes : static_cast<double>(k * sizeof(SigValue));
       const LshMemory lsh = lsh_search_memory(spec_.lsh, threads_, keys_only ? bands : 1);
       // The arrays round up to huge pages only once they pass one (internal/big_array.h).

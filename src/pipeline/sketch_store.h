@@ -1,9 +1,9 @@
 // What the pipeline keeps of each document's sketch after the first pass, by method: the band
 // keys (minhash and oph with exact verification: 8 bytes per band, enough to find the buckets
 // and to tell whether two documents share one; or their top 4 bytes, in a run of few and short
-// enough documents that keys shared by chance stay few and cheap: RunTuning::narrow_band_keys_up_to), or the
-// signature (estimated verification, which compares signatures); the bottom-k fingerprint; the
-// SimHash; and whether it had no shingle.
+// enough documents that keys shared by chance stay few and cheap:
+// RunTuning::narrow_band_keys_up_to), or the signature (estimated verification, which compares
+// signatures); the bottom-k fingerprint; the SimHash; and whether it had no shingle.
 #pragma once
 
 #include <algorithm>
