@@ -16,8 +16,8 @@ namespace neardup::io {
 
 /// Copies byte ranges of one source's decompressed data to an output, a batch at a time, in
 /// increasing, non-overlapping order across batches: a plain file by AtomicFile::append_from
-/// (written directly on ext4, copy_file_range elsewhere), a compressed one decompressed once,
-/// skipping the gaps. So a writer can
+/// (written directly on ext4, copy_file_range elsewhere), or small ranges close together a
+/// window at a time, read with their gaps; a compressed one decompressed once, skipping the gaps. So a writer can
 /// append the ranges it has as soon as it has them (a dedup writing while it still decides).
 /// Adds the line of the record at `pos`, its newline included, to `ranges` (the records given in
 /// increasing order), extending the last range when the record follows it. Returns its bytes.
@@ -47,11 +47,17 @@ class RangeAppender {
 
  private:
   void short_of(uint64_t missing, const ByteRange& r, AtomicFile& out);
+  static size_t window_of(std::span<const ByteRange> ranges);
+  size_t append_window(std::span<const ByteRange> ranges, AtomicFile& out);
+  // A plain file's windows: ranges of at most kWindowRange bytes (a longer one is copied without
+  // passing through memory twice), at most kWindowGap apart (a read call costs about what copying
+  // a few KiB does), read into buf_ up to kWindowBytes at a time.
+  static constexpr uint64_t kWindowRange = 16384, kWindowGap = 4096, kWindowBytes = uint64_t{1} << 20;
   std::string display_;
   std::unique_ptr<DirectReader> direct_in_;  // a plain file read with O_DIRECT
   int fd_ = -1;                    // a plain file
   std::unique_ptr<ByteStream> stream_;  // a compressed one
-  std::vector<char> buf_;
+  std::vector<char> buf_;  // a compressed source's reads, a plain file's windows
   uint64_t pos_ = 0;   // where the stream is
   bool ended_ = false;  // the last line lacked its newline
 };

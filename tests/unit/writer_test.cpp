@@ -239,6 +239,47 @@ TEST(Writer, AppendRangesCopiesPlainAndCompressedData) {
   }
 }
 
+// The kept lines of a plain file, most of them short and a few removed between them (read a
+// window at a time, gaps and all), some long or far apart (copied one by one): the same bytes,
+// in one batch or many, with the newline of a last line that had none inside a window; a window
+// whose file ends before its last range fails as the input changed.
+TEST(Writer, RangeAppenderCopiesWindowsOfShortLines) {
+  test::TempDir d;
+  std::mt19937_64 rng(62);
+  std::string data;
+  std::vector<RecordPos> lines;
+  while (data.size() < (3u << 20)) {
+    const size_t len = rng() % 50 == 0 ? 17000 + rng() % 9000 : rng() % 10 == 0 ? 5000 : 1 + rng() % 400;
+    lines.push_back({0, static_cast<uint32_t>(len), data.size()});
+    data += std::string(len, static_cast<char>('a' + rng() % 26)) + "\n";
+  }
+  lines.push_back({0, 10, data.size()});
+  data += "no newline";
+  test::write_file(d.file("p.txt"), data);
+  std::vector<ByteRange> ranges;
+  std::string want;
+  for (const RecordPos& p : lines)
+    if (&p == &lines.back() || rng() % 10 < 7) {
+      add_record_line(ranges, p);
+      want += data.substr(p.offset, p.length) + "\n";
+    }
+  for (const size_t batch : {ranges.size(), size_t{1}, size_t{37}}) {
+    {
+      AtomicFile out(d.file("out"));
+      RangeAppender appender(d.file("p.txt"), "p.txt");
+      for (size_t i = 0; i < ranges.size(); i += batch)
+        appender.append(std::span<const ByteRange>(ranges).subspan(i, std::min(batch, ranges.size() - i)), out);
+      out.commit();
+    }
+    EXPECT_TRUE(test::read_file(d.file("out")) == want) << "batches of " << batch;
+  }
+  const uint64_t end = data.size();
+  const std::vector<ByteRange> past = {{end - 300, 100}, {end - 150, 50}, {end - 50, 60}};
+  AtomicFile bad(d.file("bad"));
+  RangeAppender appender(d.file("p.txt"), "p.txt");
+  EXPECT_THROW(appender.append(past, bad), IoError);
+}
+
 // A plain file read with O_DIRECT (RangeAppender's read_directly, for a ScratchCopy): the same
 // bytes as through the page cache, for ranges within, across and after its 4 MiB reads, the
 // newline of a last line that had none, and an error for a range past the end. Read directly,
