@@ -1,6 +1,7 @@
 // The line buffer's shared parts: the table of mapped windows, the choice between mapping and
 // read(2), measured once per process.
 #include "io/line_buffer.h"
+#include "io/retry.h"
 
 namespace neardup::io {
 
@@ -61,15 +62,7 @@ size_t count_newlines(const char* p, size_t n) noexcept {
 }
 
 bool pread_all(int fd, char* to, size_t n, uint64_t offset) noexcept {
-  while (n > 0) {
-    const ssize_t r = ::pread(fd, to, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    to += r;
-    n -= static_cast<size_t>(r);
-    offset += static_cast<uint64_t>(r);
-  }
-  return true;
+  return pread_upto(fd, to, n, offset) == static_cast<ssize_t>(n);
 }
 
 // Whether to map the plain file open as `fd` (file_bytes long) under MemoryMap::Auto.

@@ -117,14 +117,9 @@ size_t RangeAppender::append_window(std::span<const ByteRange> ranges, AtomicFil
   out.write_directly();  // as append_from would
   const uint64_t begin = ranges.front().offset, bytes = ranges.back().offset + ranges.back().length - begin;
   if (buf_.size() < kWindowBytes) buf_.resize(kWindowBytes);
-  uint64_t got = 0;
-  while (got < bytes) {
-    const ssize_t r = ::pread(fd_, buf_.data() + got, static_cast<size_t>(bytes - got), static_cast<off_t>(begin + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw IoError(std::string("cannot read input: ") + std::strerror(errno), ErrorPlace{display_});
-    if (r == 0) break;
-    got += static_cast<uint64_t>(r);
-  }
+  const ssize_t read = pread_upto(fd_, buf_.data(), static_cast<size_t>(bytes), begin);
+  if (read < 0) throw IoError(std::string("cannot read input: ") + std::strerror(errno), ErrorPlace{display_});
+  const uint64_t got = static_cast<uint64_t>(read);
   size_t k = 0;
   for (; k < ranges.size() && ranges[k].offset + ranges[k].length <= begin + got; ++k) {
     out.write(std::string_view(buf_.data() + (ranges[k].offset - begin), ranges[k].length));

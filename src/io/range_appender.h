@@ -14,11 +14,6 @@
 
 namespace neardup::io {
 
-/// Copies byte ranges of one source's decompressed data to an output, a batch at a time, in
-/// increasing, non-overlapping order across batches: a plain file by AtomicFile::append_from
-/// (written directly on ext4, copy_file_range elsewhere), or small ranges close together a
-/// window at a time, read with their gaps; a compressed one decompressed once, skipping the gaps. So a writer can
-/// append the ranges it has as soon as it has them (a dedup writing while it still decides).
 /// Adds the line of the record at `pos`, its newline included, to `ranges` (the records given in
 /// increasing order), extending the last range when the record follows it. Returns its bytes.
 inline uint64_t add_record_line(std::vector<ByteRange>& ranges, const RecordPos& pos) {
@@ -30,6 +25,12 @@ inline uint64_t add_record_line(std::vector<ByteRange>& ranges, const RecordPos&
   return len;
 }
 
+/// Copies byte ranges of one source's decompressed data to an output, a batch at a time, in
+/// increasing, non-overlapping order across batches: a plain file by AtomicFile::append_from
+/// (written directly on ext4, copy_file_range elsewhere), or small ranges close together a
+/// window at a time, read with their gaps; a compressed one decompressed once, skipping the
+/// gaps. So a writer can append the ranges it has as soon as it has them (a dedup writing while
+/// it still decides).
 class RangeAppender {
  public:
   /// Opens `path` (named `display` in errors). Throws IoError. With `read_directly`, a plain
