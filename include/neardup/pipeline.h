@@ -166,7 +166,9 @@ struct RunOptions {
 struct StageTimes {
   double pass1 = 0, parse = 0, shingle = 0, sketch = 0, lsh = 0, verify = 0, cluster = 0;
   /// The write of the outputs after the run; with Pipeline::run_dedup, the kept records' write
-  /// that went on after the run, and how long it had run before (during verification).
+  /// that went on after the run, and how long it had run before (during verification); with
+  /// write_pairs of pairs listed as they are written, the time the listing waited for the
+  /// writer and its tail, and the writer's time while the pairs were listed.
   double write = 0, write_during_run = 0;
 };
 
@@ -314,7 +316,8 @@ class Pipeline {
   uint64_t state_bytes() const noexcept;
 
   /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash (io/tsv.h), from
-  /// each_pair().
+  /// each_pair(). The lines are written, and also(chunk) called, in order on a thread of the
+  /// call's own while the next pairs are found; the call returns once all are written.
   void write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also = {});
   /// Pass 3: the kept records as they were (JSONL lines, or paths for text-file inputs).
   void write_kept(io::AtomicFile& out);
