@@ -50,6 +50,15 @@ void Pipeline::Impl::write_pairs(io::AtomicFile& out, const std::function<void(s
     return id(d);
   };
   const std::span<const uint64_t> distances = spec_.method == SketchMethod::SimHash ? std::span<const uint64_t>(sketches_.simhashes) : std::span<const uint64_t>();
+  if (!expand_on_write_) {  // held pairs: nothing to list meanwhile, so no thread and no copies
+    const auto t = Clock::now();
+    each_pair([&](std::span<const ScoredPair> chunk) {
+      io::write_pairs(out, chunk, id_of, distances);
+      if (also) also(chunk);
+    });
+    stats_.times.write += seconds_since(t);
+    return;
+  }
   // The write's own time is what the run waited for it: the listing held up by a writer that is
   // behind, and the writer's tail; the writer's busy time while the pairs were listed is
   // write_during_run, as with the kept records of a dedup.

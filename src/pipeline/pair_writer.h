@@ -102,7 +102,7 @@ class PairWriter {
       {
         const std::lock_guard<std::mutex> lock(m_);
         queued_ -= chunk.size();
-        if (spare_.size() < 2) spare_.push_back(std::move(chunk));
+        if (spare_.size() < kSpares) spare_.push_back(std::move(chunk));
       }
       cv_.notify_all();
     }
@@ -112,7 +112,11 @@ class PairWriter {
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<std::vector<ScoredPair>> queue_;
-  std::vector<std::vector<ScoredPair>> spare_;  // written chunks' buffers, for the next copies
+  // Written chunks' buffers, for the next copies: fresh ones would be mapped and zeroed anew
+  // (1.5 MiB each, past malloc's mapping threshold). As many as the queue holds full pieces,
+  // the one being written and the one being copied, and a few more.
+  static constexpr size_t kSpares = 8;
+  std::vector<std::vector<ScoredPair>> spare_;
   size_t queued_ = 0;                            // pairs in queue_ and in the chunk being written
   bool closed_ = false, stop_ = false;
   std::exception_ptr error_;
