@@ -316,8 +316,9 @@ class Pipeline {
   uint64_t state_bytes() const noexcept;
 
   /// `id1 TAB id2 TAB similarity` per pair, and TAB distance with simhash (io/tsv.h), from
-  /// each_pair(). The lines are written, and also(chunk) called, in order on a thread of the
-  /// call's own while the next pairs are found; the call returns once all are written.
+  /// each_pair(). Where the run's joins list the pairs as they are taken (stream_pairs), the
+  /// lines are written, and also(chunk) called, in order on a thread of the call's own while the
+  /// next pairs are found; the call returns once all are written.
   void write_pairs(io::AtomicFile& out, const std::function<void(std::span<const ScoredPair>)>& also = {});
   /// Pass 3: the kept records as they were (JSONL lines, or paths for text-file inputs).
   void write_kept(io::AtomicFile& out);
