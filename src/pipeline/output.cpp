@@ -50,12 +50,13 @@ void Pipeline::Impl::write_pairs(io::AtomicFile& out, const std::function<void(s
     return id(d);
   };
   const std::span<const uint64_t> distances = spec_.method == SketchMethod::SimHash ? std::span<const uint64_t>(sketches_.simhashes) : std::span<const uint64_t>();
+  const auto write = [&](std::span<const ScoredPair> chunk) {
+    io::write_pairs(out, chunk, id_of, distances);
+    if (also) also(chunk);
+  };
   if (!expand_on_write_) {  // held pairs: nothing to list meanwhile, so no thread and no copies
     const auto t = Clock::now();
-    each_pair([&](std::span<const ScoredPair> chunk) {
-      io::write_pairs(out, chunk, id_of, distances);
-      if (also) also(chunk);
-    });
+    each_pair(write);
     stats_.times.write += seconds_since(t);
     return;
   }
@@ -65,8 +66,7 @@ void Pipeline::Impl::write_pairs(io::AtomicFile& out, const std::function<void(s
   double busy = 0;  // by the writer's thread, read once it has ended
   PairWriter writer([&](std::span<const ScoredPair> chunk) {
     const auto t = Clock::now();
-    io::write_pairs(out, chunk, id_of, distances);
-    if (also) also(chunk);
+    write(chunk);
     busy += seconds_since(t);
   });
   double waited = 0;
