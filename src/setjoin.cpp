@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "internal/big_array.h"
+#include "internal/dense_postings.h"
 #include "kernels/dispatch.h"
 #include "kernels/jaccard_kernels.h"
 #include "internal/parallel.h"
@@ -43,6 +44,13 @@ bool ExactThreshold::reached(uint64_t common, uint64_t la, uint64_t lb) const no
 // Named apart from allpairs.cpp's, whose postings and candidates differ: the two files may be
 // compiled as one (CMAKE_UNITY_BUILD).
 namespace {
+
+// A probing thread's scratch: the places of the fresh members of a list, and the bitmap of the
+// members met (internal::DensePostings).
+struct ProbeScratch {
+  std::vector<uint32_t> found;
+  std::vector<uint64_t> met;
+};
 
 struct JoinCandidate {
   uint32_t y;       // member
@@ -99,7 +107,8 @@ struct SetJoin::Impl {
   // member in a dense family, and reads the place of those met the first time.
   std::vector<uint64_t> head;
   internal::BigArray<uint32_t> post_member, post_pos;
-  mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0}, by_words{0};
+  internal::DensePostings dense;  // the lists held by more than 1/64 of the members, as bitmaps
+  mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0}, by_words{0}, dense_walks{0};
   // Adds a thread's counts of a run of probes to the join's.
   void add(const SetJoinStats& c) const noexcept {
     candidates += c.candidates;
@@ -108,6 +117,7 @@ struct SetJoin::Impl {
     results += c.results;
     by_delta += c.by_delta;
     by_words += c.by_words;
+    dense_walks += c.dense_walks;
   }
   // Members stored as their differences from a pivot of their family (internal/pivot_delta.h),
   // picked in member order, leader clustering style: a member whose prefix shares a rank with a
@@ -141,9 +151,11 @@ struct SetJoin::Impl {
   }
 
   // The candidates of member x among the members after it (later) or before it: every member
-  // with J >= t is among them, found at its first common shingle with x.
-  // `found` is scratch.
-  void probe(uint32_t x, bool later, std::vector<uint32_t>& mark, std::vector<uint32_t>& found, std::vector<JoinCandidate>& out) const {
+  // with J >= t is among them, found at its first common shingle with x. `mark` (members met by
+  // the probe of x: mark[y] == x) persists between probes; `scratch` is the thread's; `st`
+  // counts the dense lists walked.
+  void probe(uint32_t x, bool later, std::vector<uint32_t>& mark, ProbeScratch& scratch, std::vector<JoinCandidate>& out,
+             SetJoinStats& st) const {
     out.clear();
     const auto rx = ranked[x];
     const uint64_t lx = ranked.len[x];
@@ -151,25 +163,52 @@ struct SetJoin::Impl {
     const uint64_t max_len = lx * thr.den / thr.num;  // |y| <= |x| / t
     // Members below 2^31: the vectorised test indexes the marks by signed 32-bit lanes.
     const auto unmarked = docs.size() < (size_t{1} << 31) ? internal::kernels().unmarked_members : internal::unmarked_members_scalar;
+    // A dense list's walk skips the members met in any list before: those met in the sparse
+    // lists are set in the bitmap too.
+    uint64_t* met = nullptr;
+    if (dense.any()) {
+      if (scratch.met.size() < dense.words()) scratch.met.assign(dense.words(), 0);
+      met = scratch.met.data();
+    }
+    const auto consider = [&](uint32_t y, uint32_t i, uint32_t py) {
+      const uint64_t ly = ranked.len[y];
+      if (ly < min_len || ly > max_len) return;
+      // Only the shared shingles after the first common one, on either side, can add to it.
+      const uint64_t bound = 1 + std::min<uint64_t>(rx.size() - i - 1, ranked[y].size() - py - 1);
+      if (bound < thr.pair_overlap(lx, ly)) return;
+      out.push_back({y, i, py});
+    };
     for (uint32_t i = 0; i < plen[x]; ++i) {
-      const uint32_t* first = post_member.data() + head[rx[i]];
+      const uint64_t h = head[rx[i]];
+      const uint32_t* first = post_member.data() + h;
       const uint32_t* last = post_member.data() + head[rx[i] + 1];
+      if (const uint32_t row = dense.row(rx[i]); row != internal::DensePostings::kSparse) {
+        ++st.dense_walks;
+        const size_t n = static_cast<size_t>(last - first);
+        if (scratch.found.size() < n) scratch.found.resize(n);
+        const size_t fresh = dense.new_places(row, later ? x + 1 : 0, later ? static_cast<uint32_t>(docs.size()) : x, met, scratch.found.data());
+        for (size_t f = 0; f < fresh; ++f) {
+          const uint32_t y = first[scratch.found[f]];
+          mark[y] = x;
+          consider(y, i, post_pos[h + scratch.found[f]]);
+        }
+        continue;
+      }
       const uint32_t* split = std::upper_bound(first, last, x);
       const uint32_t* from = later ? split : first;
       const size_t n = static_cast<size_t>((later ? last : split) - from);
-      if (found.size() < n) found.resize(n);
-      const size_t fresh = unmarked(from, n, x, mark.data(), found.data());
+      if (scratch.found.size() < n) scratch.found.resize(n);
+      const size_t fresh = unmarked(from, n, x, mark.data(), scratch.found.data());
       const uint32_t* pos = post_pos.data() + (from - post_member.data());
       for (size_t f = 0; f < fresh; ++f) {
-        const uint32_t y = from[found[f]];
-        const uint64_t ly = ranked.len[y];
-        if (ly < min_len || ly > max_len) continue;
-        // Only the shared shingles after the first common one, on either side, can add to it.
-        const uint32_t py = pos[found[f]];
-        const uint64_t bound = 1 + std::min<uint64_t>(rx.size() - i - 1, ranked[y].size() - py - 1);
-        if (bound < thr.pair_overlap(lx, ly)) continue;
-        out.push_back({y, i, py});
+        const uint32_t y = from[scratch.found[f]];
+        if (met) met[y >> 6] |= uint64_t{1} << (y & 63);
+        consider(y, i, pos[scratch.found[f]]);
       }
+    }
+    if (met) {  // all clear for the next probe
+      const size_t lo = later ? (x + 1) / 64 : 0, hi = later ? dense.words() : x / 64 + 1;
+      std::fill(met + std::min(lo, hi), met + hi, uint64_t{0});
     }
   }
 
@@ -325,6 +364,7 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
       s.post_pos[at] = i;
     });
   });
+  s.dense.build(s.head, s.post_member.data(), n);
   s.pick_pivots();
   s.build_words();
 }
@@ -337,7 +377,7 @@ bool SetJoin::contains(DocId d) const noexcept { return std::binary_search(impl_
 
 SetJoinStats SetJoin::stats() const noexcept {
   return {impl_->candidates.load(), impl_->filtered.load(), impl_->verified.load(), impl_->results.load(), impl_->by_delta.load(),
-          impl_->by_words.load()};
+          impl_->by_words.load(), impl_->dense_walks.load()};
 }
 
 double SetJoin::similarity(DocId a, DocId b) const {
@@ -383,7 +423,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
   // members are numbered from 0, so each join needs its own.
   std::vector<std::vector<std::vector<uint32_t>>> marks(static_cast<size_t>(threads), std::vector<std::vector<uint32_t>>(joins.size()));
   std::vector<std::vector<JoinCandidate>> cands(static_cast<size_t>(threads));
-  std::vector<std::vector<uint32_t>> found(static_cast<size_t>(threads));
+  std::vector<ProbeScratch> scratch(static_cast<size_t>(threads));
   size_t bitmap_words = 0;
   for (const SetJoin* j : joins) bitmap_words = std::max(bitmap_words, j->impl_->bitmap_words);
   std::vector<MemberBits> bits(static_cast<size_t>(threads), MemberBits(bitmap_words));
@@ -409,7 +449,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         auto& mark = marks[tid][order[i].join];
         if (mark.empty()) mark.assign(s.docs.size(), UINT32_MAX);
         const uint32_t x = order[i].member;
-        s.probe(x, true, mark, found[tid], cand);
+        s.probe(x, true, mark, scratch[tid], cand, st);
         st.candidates += cand.size();
         const size_t before = res.size();
         const std::span<const ScoredPair> known_a = pairs_from(known, s.docs[x]);
@@ -503,12 +543,14 @@ std::vector<ScoredPair> SetJoin::Impl::connect(UnionFind& uf, const PairFilter& 
   // it has seen for x in its own array), and taken in order here.
   constexpr size_t kWindow = 256;
   const size_t threads = static_cast<size_t>(std::max(1, s.threads));
-  std::vector<std::vector<uint32_t>> marks(threads, std::vector<uint32_t>(n, UINT32_MAX)), found(threads);
+  std::vector<std::vector<uint32_t>> marks(threads, std::vector<uint32_t>(n, UINT32_MAX));
+  std::vector<ProbeScratch> scratch(threads);
+  std::vector<SetJoinStats> probed(threads);  // each thread's dense walks
   std::vector<std::vector<JoinCandidate>> window(kWindow);
   for (size_t w0 = 0; w0 < n; w0 += kWindow) {
     const size_t w1 = std::min(n, w0 + kWindow);
     internal::parallel_for(w1 - w0, s.threads, [&](size_t i, size_t slot) {
-      s.probe(static_cast<uint32_t>(w0 + i), false, marks[slot], found[slot], window[i]);
+      s.probe(static_cast<uint32_t>(w0 + i), false, marks[slot], scratch[slot], window[i], probed[slot]);
     });
     for (size_t x = w0; x < w1; ++x) {
       const std::vector<JoinCandidate>& cand = window[x - w0];
@@ -532,6 +574,7 @@ std::vector<ScoredPair> SetJoin::Impl::connect(UnionFind& uf, const PairFilter& 
     }
   }
   st.results = edges.size();
+  for (const SetJoinStats& p : probed) st.dense_walks += p.dense_walks;
   s.add(st);
   return edges;
 }

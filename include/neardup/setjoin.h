@@ -11,6 +11,8 @@
 //  * Length filter: t |x| <= |y| <= |x| / t.
 //  * Positional filter: found at the first common shingle, the overlap is at most 1 plus the
 //    shingles after it on the shorter side; below ceil(t / (1 + t) (|x| + |y|)) the pair is dropped.
+//  * A prefix list that more than 1/64 of the members hold (a dense family's boilerplate) is also
+//    a bitmap of members: the probes walk it a word of 64 members at a time, skipping those met.
 //  * Verification merges the rank lists after the first common shingle, with the early abort;
 //    or, where it costs less, counts the pair on the members' differences from a shared pivot
 //    (internal/pivot_delta.h) or as the candidate's words of 64 ranks against a bitmap of the
@@ -62,6 +64,7 @@ struct SetJoinStats {
   uint64_t results = 0;     ///< pairs with J >= t
   uint64_t by_delta = 0;    ///< verified candidates counted on their differences from a shared pivot
   uint64_t by_words = 0;    ///< verified candidates counted as words of 64 ranks against a bitmap
+  uint64_t dense_walks = 0; ///< prefix lists walked as bitmaps of members (held by more than 1/64 of them)
 };
 
 class SetJoin {
@@ -72,8 +75,9 @@ class SetJoin {
 
   /// Ranks the sets of `docs` (ascending, distinct) and indexes their prefixes for `threshold`.
   /// Memory while building: 8 bytes per shingle of every set (16 in a join of more than 2^16
-  /// documents), then 4 bytes per shared shingle, 8 per indexed prefix shingle and at most 4 more
-  /// per shared shingle of the members held as words. The sets themselves are not needed
+  /// documents), then 4 bytes per shared shingle, 8 per indexed prefix shingle (at most 12 more
+  /// where a prefix shingle's list is also a bitmap of members) and at most 4 more per shared
+  /// shingle of the members held as words. The sets themselves are not needed
   /// afterwards.
   SetJoin(std::span<const DocId> docs, const SetOf& set_of, double threshold, int threads);
   ~SetJoin();

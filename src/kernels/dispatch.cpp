@@ -21,6 +21,7 @@ constexpr Kernels kScalar{Isa::Scalar,
                           set_common_at_least_scalar,
                           common_bits_scalar,
                           unmarked_members_scalar,
+                          dense_walk_scalar,
                           json_word_text_scalar,
                           false};
 
@@ -40,6 +41,7 @@ constexpr Kernels kAvx2{Isa::Avx2,
                         set_common_at_least_avx2,
                         common_bits_popcnt,
                         unmarked_members_scalar,
+                        dense_walk_popcnt,
                         json_word_text_avx2,
                         false};
 
@@ -58,6 +60,7 @@ constexpr Kernels kAvx512{Isa::Avx512,
                           set_common_at_least_avx512,
                           common_bits_popcnt,
                           unmarked_members_avx512,
+                          dense_walk_avx512,
                           json_word_text_avx512,
                           false};
 

@@ -46,6 +46,8 @@ struct Kernels {
   long (*common_bits)(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept;
   /// The members of a posting list not yet marked for a probe (jaccard_kernels.h).
   size_t (*unmarked_members)(const uint32_t* members, size_t n, uint32_t x, uint32_t* mark, uint32_t* found) noexcept;
+  /// The new members of a posting list held as a bitmap (jaccard_kernels.h).
+  size_t (*dense_walk)(const uint64_t* bits, const uint32_t* before, uint32_t lo, uint32_t hi, uint64_t* met, uint32_t* places) noexcept;
   /// JSON string contents to word text (json_text_kernels.h).
   int (*json_word_text)(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
   /// Whether OPH densification may use the VBMI pull (kernels/oph_kernels.h).

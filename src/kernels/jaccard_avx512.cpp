@@ -75,4 +75,23 @@ long set_common_at_least_avx512(const uint64_t* a, size_t la, const uint64_t* b,
   return rest < 0 ? -1 : common + rest;
 }
 
+size_t dense_walk_avx512(const uint64_t* bits, const uint32_t* before, uint32_t lo, uint32_t hi, uint64_t* met, uint32_t* places) noexcept {
+  return dense_walk_loop(bits, before, lo, hi, met, places, [&](size_t w, size_t end, size_t j) {
+    alignas(64) uint64_t fresh[8];
+    for (; w + 8 <= end; w += 8) {
+      const __m512i b = _mm512_loadu_si512(bits + w), m = _mm512_loadu_si512(met + w);
+      const __m512i f = _mm512_andnot_si512(m, b);
+      _mm512_storeu_si512(met + w, _mm512_or_si512(m, b));
+      unsigned lanes = _mm512_test_epi64_mask(f, f);
+      if (lanes == 0) continue;
+      _mm512_store_si512(fresh, f);
+      for (; lanes != 0; lanes &= lanes - 1) {
+        const unsigned k = static_cast<unsigned>(__builtin_ctz(lanes));
+        j = dense_walk_emit(bits, before, w + k, fresh[k], places, j);
+      }
+    }
+    return dense_walk_words(bits, before, w, end, met, places, j);
+  });
+}
+
 }  // namespace neardup::internal

@@ -37,4 +37,14 @@ long common_bits_popcnt(const uint32_t* index, const uint64_t* bits, size_t n, c
 size_t unmarked_members_scalar(const uint32_t* members, size_t n, uint32_t x, uint32_t* mark, uint32_t* found) noexcept;
 size_t unmarked_members_avx512(const uint32_t* members, size_t n, uint32_t x, uint32_t* mark, uint32_t* found) noexcept;
 
+/// A probe's walk over a posting list held as a bitmap of members (internal/dense_postings.h):
+/// the list's members in [lo, hi) whose bit in `met` is clear, each one's place in the list
+/// (before[w], the list's members in the words before word w, plus those below it in its word)
+/// written to `places`, ascending; sets the bits of all the list's members in [lo, hi) in `met`
+/// and returns how many places it wrote. Most words of a dense family's walk hold no new member:
+/// the AVX-512 kernel tests 8 words at a time.
+size_t dense_walk_scalar(const uint64_t* bits, const uint32_t* before, uint32_t lo, uint32_t hi, uint64_t* met, uint32_t* places) noexcept;
+size_t dense_walk_popcnt(const uint64_t* bits, const uint32_t* before, uint32_t lo, uint32_t hi, uint64_t* met, uint32_t* places) noexcept;
+size_t dense_walk_avx512(const uint64_t* bits, const uint32_t* before, uint32_t lo, uint32_t hi, uint64_t* met, uint32_t* places) noexcept;
+
 }  // namespace neardup::internal

@@ -167,6 +167,50 @@ TEST(SetJoin, NearCopiesAreCountedOnTheirDifferencesFromAPivot) {
   }
 }
 
+// Families of hundreds of near-copies, interleaved, with outliers that share their boilerplate
+// and values that a few documents of any family share: the prefixes' lists held by more than 1/64 of the members are walked as bitmaps of members
+// (a probe's candidates, and their first common shingles for the positional filter, as the
+// postings give them), and the pairs and connect's components are brute force's.
+TEST(SetJoin, DenseFamiliesWalkTheirListsAsBitmaps) {
+  std::mt19937_64 rng(23);
+  std::vector<std::vector<ShingleHash>> bases(3);
+  for (auto& b : bases) {
+    b.resize(60 + rng() % 90);
+    for (auto& x : b) x = rng() % 5 == 0 ? rng() % 400 : rng();
+  }
+  Sets sets;
+  for (size_t i = 0; i < 700; ++i) {
+    const auto& base = bases[rng() % bases.size()];
+    std::vector<ShingleHash> doc;
+    if (rng() % 9 == 0) {  // an outlier: part of a family's text and its own
+      doc.assign(base.begin(), base.begin() + static_cast<ptrdiff_t>(base.size() / 2));
+      for (size_t k = 0; k < 40; ++k) doc.push_back(rng());
+    } else {
+      doc = base;
+      const double change = 0.03 * static_cast<double>(rng() % 9);
+      for (auto& x : doc)
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < change) x = rng();
+      for (size_t k = rng() % 8; k > 0; --k) doc.push_back(rng());
+    }
+    // Values a few documents share: short lists, probed before the family's long ones.
+    for (size_t k = 0; k < 6; ++k) doc.push_back(1000000 + rng() % 1500);
+    sets.push_back(sorted_set(doc));
+  }
+  const auto docs = all_docs(sets);
+  for (const double t : {0.5, 0.7, 0.85}) {
+    const auto expected = brute_force(sets, t);
+    ASSERT_GT(expected.size(), 250u) << t;
+    for (const int threads : {1, 2}) {
+      SetJoin join(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, threads);
+      ASSERT_EQ(join.all_pairs(), expected) << t << " threads " << threads;
+      EXPECT_GT(join.stats().dense_walks, 0u) << t;
+      SetJoin again(docs, [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, t, threads);
+      EXPECT_EQ(components(sets.size(), again.connect(sets.size(), {}, {})), components(sets.size(), expected)) << t;
+      EXPECT_GT(again.stats().dense_walks, 0u) << t;
+    }
+  }
+}
+
 // The word kernels count the values common to a set given as words of 64 values and a bitmap of
 // another, as a brute-force count does: sets from empty to dense, over ranges of one word to
 // thousands.
