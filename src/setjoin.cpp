@@ -45,11 +45,12 @@ bool ExactThreshold::reached(uint64_t common, uint64_t la, uint64_t lb) const no
 // compiled as one (CMAKE_UNITY_BUILD).
 namespace {
 
-// A probing thread's scratch: the places of the fresh members of a list, and the bitmap of the
-// members met (internal::DensePostings).
+// A probing thread's scratch: the places of the fresh members of a list, the bitmap of the
+// members met (internal::DensePostings), and the members set in it outside a dense walk.
 struct ProbeScratch {
   std::vector<uint32_t> found;
   std::vector<uint64_t> met;
+  std::vector<uint32_t> met_sparse;
 };
 
 struct JoinCandidate {
@@ -166,9 +167,11 @@ struct SetJoin::Impl {
     // A dense list's walk skips the members met in any list before: those met in the sparse
     // lists are set in the bitmap too.
     uint64_t* met = nullptr;
+    bool walked = false;
     if (dense.any()) {
       if (scratch.met.size() < dense.words()) scratch.met.assign(dense.words(), 0);
       met = scratch.met.data();
+      scratch.met_sparse.clear();
     }
     const auto consider = [&](uint32_t y, uint32_t i, uint32_t py) {
       const uint64_t ly = ranked.len[y];
@@ -184,6 +187,7 @@ struct SetJoin::Impl {
       const uint32_t* last = post_member.data() + head[rx[i] + 1];
       if (const uint32_t row = dense.row(rx[i]); row != internal::DensePostings::kSparse) {
         ++st.dense_walks;
+        walked = true;
         const size_t n = static_cast<size_t>(last - first);
         if (scratch.found.size() < n) scratch.found.resize(n);
         const size_t fresh = dense.new_places(row, later ? x + 1 : 0, later ? static_cast<uint32_t>(docs.size()) : x, met, scratch.found.data());
@@ -202,13 +206,22 @@ struct SetJoin::Impl {
       const uint32_t* pos = post_pos.data() + (from - post_member.data());
       for (size_t f = 0; f < fresh; ++f) {
         const uint32_t y = from[scratch.found[f]];
-        if (met) met[y >> 6] |= uint64_t{1} << (y & 63);
+        if (met) {
+          met[y >> 6] |= uint64_t{1} << (y & 63);
+          scratch.met_sparse.push_back(y);
+        }
         consider(y, i, pos[scratch.found[f]]);
       }
     }
-    if (met) {  // all clear for the next probe
+    // All clear for the next probe, at the cost of what this one set: a walk's range (as dear as
+    // the walk), or else the words of the members the sparse lists met (a large join with a few
+    // dense lists: most probes walk none, and clearing the range would cost each of them
+    // members / 64 words).
+    if (walked) {
       const size_t lo = later ? (x + 1) / 64 : 0, hi = later ? dense.words() : x / 64 + 1;
       std::fill(met + std::min(lo, hi), met + hi, uint64_t{0});
+    } else if (met) {
+      for (const uint32_t y : scratch.met_sparse) met[y >> 6] = 0;
     }
   }
 
