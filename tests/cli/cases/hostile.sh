@@ -65,7 +65,7 @@ for sig in TERM INT; do
   pid=$!
   # The outputs' temporary files have no name (O_TMPFILE): open as "$PWD/#INODE (deleted)".
   for i in $(seq 1 400); do [ "$(ls -l /proc/$pid/fd 2>/dev/null | grep -c "$PWD/#")" -ge 2 ] && break; sleep 0.01; done
-  [ "$(ls -l /proc/$pid/fd | grep -c "$PWD/#")" -ge 2 ] && echo "temporary files exist while it runs"
+  [ "$(ls -l /proc/$pid/fd 2>/dev/null | grep -c "$PWD/#")" -ge 2 ] && echo "temporary files exist while it runs"
   kill -$sig $pid
   wait $pid; echo "exit=$?"
   ls out.jsonl removed2.tsv .*neardup-tmp* 2>&1 | sed 's/^ls: //'
@@ -100,7 +100,7 @@ for sig in TERM INT KILL; do
   exec 3> fifo.jsonl  # a writer that stays open: neardup copies what comes and waits for more
   echo '{"id": "x", "text": "a record"}' >&3
   for i in $(seq 1 400); do ls -l /proc/$pid/fd 2>/dev/null | grep -q "$PWD/spool/#" && break; sleep 0.01; done
-  ls -l /proc/$pid/fd | grep -q "$PWD/spool/#" && echo "the copy of the pipe exists while it runs, without a name"
+  ls -l /proc/$pid/fd 2>/dev/null | grep -q "$PWD/spool/#" && echo "the copy of the pipe exists while it runs, without a name"
   kill -$sig $pid
   wait $parent; echo "exit=$?"
   exec 3>&-
