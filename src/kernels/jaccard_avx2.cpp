@@ -49,7 +49,7 @@ long common_bits_popcnt(const uint32_t* index, const uint64_t* bits, size_t n, c
 }
 
 size_t dense_walk_popcnt(const uint64_t* bits, const uint32_t* before, uint32_t lo, uint32_t hi, uint64_t* met, uint32_t* places) noexcept {
-  return dense_walk_loop(bits, before, lo, hi, met, places, [&](size_t w, size_t end, size_t j) { return dense_walk_words(bits, before, w, end, met, places, j); });
+  return dense_walk_by_words(bits, before, lo, hi, met, places);
 }
 
 long jaccard_block_avx2(const uint32_t* a, size_t la, const uint32_t* b, size_t lb, long smax) noexcept {

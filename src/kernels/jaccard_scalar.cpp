@@ -15,7 +15,7 @@ size_t unmarked_members_scalar(const uint32_t* members, size_t n, uint32_t x, ui
 }
 
 size_t dense_walk_scalar(const uint64_t* bits, const uint32_t* before, uint32_t lo, uint32_t hi, uint64_t* met, uint32_t* places) noexcept {
-  return dense_walk_loop(bits, before, lo, hi, met, places, [&](size_t w, size_t end, size_t j) { return dense_walk_words(bits, before, w, end, met, places, j); });
+  return dense_walk_by_words(bits, before, lo, hi, met, places);
 }
 
 long common_bits_scalar(const uint32_t* index, const uint64_t* bits, size_t n, const uint64_t* map) noexcept {

@@ -70,4 +70,11 @@ size_t dense_walk_loop(const uint64_t* bits, const uint32_t* before, uint32_t lo
   return dense_walk_word(bits, before, last, bits[last] & dense_walk_last_mask(hi), met, places, j);
 }
 
+// dense_walk a word at a time throughout (the scalar and popcnt kernels).
+inline size_t dense_walk_by_words(const uint64_t* bits, const uint32_t* before, uint32_t lo, uint32_t hi, uint64_t* met,
+                                  uint32_t* places) noexcept {
+  return dense_walk_loop(bits, before, lo, hi, met, places,
+                         [&](size_t w, size_t end, size_t j) { return dense_walk_words(bits, before, w, end, met, places, j); });
+}
+
 }  // namespace neardup::internal
