@@ -232,7 +232,11 @@ namespace neardup::cli {
 // alternating runs; the slow runs those whose fresh huge pages the host had to back). The
 // large blocks of operator new and the library's other large buffers keep asking for them: one
 // 50 MB record took 67 ms with them against 82 ms without on the second machine, where `pairs`
-// on the mix was the same either way (back to back).
+// on the mix was the same either way (back to back). On a third, whose 4 KiB faults cost 4.3-5.8
+// us (its runs fell on either side of the bound), neither way won everywhere: with the heaps on
+// huge pages `dedup` of 1 million short documents in clusters took 1.08x the time it took with
+// them on 4 KiB pages (median of 8 pairs of alternating runs, 0.93-1.31x), and `pairs` on the
+// dense licence mix 0.94x (5 pairs, 0.88-1.05x). So the bound stays where it is.
 #if defined(__GLIBC__) && !defined(NEARDUP_OWN_ALLOCATOR)
 // Whether /proc/self/exe is the file this code was loaded from: not so when the program was
 // started through the dynamic loader (`ld.so ./neardup ...`) or under a tool that runs it
