@@ -236,7 +236,8 @@ namespace neardup::cli {
 // us (its runs fell on either side of the bound), neither way won everywhere: with the heaps on
 // huge pages `dedup` of 1 million short documents in clusters took 1.08x the time it took with
 // them on 4 KiB pages (median of 8 pairs of alternating runs, 0.93-1.31x), and `pairs` on the
-// dense licence mix 0.94x (5 pairs, 0.88-1.05x). So the bound stays where it is.
+// dense licence mix 0.94x (0.88-1.05x in 5 pairs; a sixth, in which the machine stalled for
+// about 34 s, left out). So the bound stays where it is.
 #if defined(__GLIBC__) && !defined(NEARDUP_OWN_ALLOCATOR)
 // Whether /proc/self/exe is the file this code was loaded from: not so when the program was
 // started through the dynamic loader (`ld.so ./neardup ...`) or under a tool that runs it
