@@ -98,6 +98,39 @@ TEST(PrefixRanking, SetsPastThePackedBoundMatchBruteForce) {
   for (const size_t n : {size_t{1} << 16, (size_t{1} << 16) + 1, size_t{70000}}) expect_brute_force(random_sets<uint64_t>(n, n, 12), 2);
 }
 
+// A bucket's packed keys sorted as std::sort sorts them: spread keys around the sizes where the
+// insertion pass gives way, and keys whose top bits agree in runs (one value held by many sets,
+// in set order), two runs interleaved in one sub-bucket, and a run already in order.
+TEST(PrefixRanking, BucketKeysSortLikeStdSort) {
+  std::mt19937_64 rng(21);
+  std::vector<uint64_t> scratch;
+  const auto check = [&](std::vector<uint64_t> keys) {
+    std::vector<uint64_t> want = keys;
+    std::sort(want.begin(), want.end());
+    internal::ranking_detail::sort_distinct_keys(keys.data(), keys.size(), scratch);
+    ASSERT_EQ(keys, want) << keys.size() << " keys";
+  };
+  for (const size_t n : {0, 1, 2, 31, 32, 33, 64, 400, 5000}) {
+    std::vector<uint64_t> keys(n);
+    for (uint64_t& k : keys) k = rng();
+    check(keys);
+  }
+  // Two values, each held by 3,000 sets (the set in the low 16 bits), interleaved set by set,
+  // with spread keys around them; then one value's run alone.
+  std::vector<uint64_t> runs;
+  const uint64_t a = rng() << 16, b = a ^ (uint64_t{1} << 20);
+  for (uint64_t set = 0; set < 3000; ++set) {
+    runs.push_back(b | set);
+    runs.push_back(a | set);
+    if (set % 10 == 0) runs.push_back(rng());
+  }
+  check(runs);
+  std::vector<uint64_t> one;
+  for (uint64_t set = 0; set < 3000; ++set) one.push_back(a | set);
+  for (int i = 0; i < 40; ++i) one.push_back(rng() | (uint64_t{1} << 63));
+  check(one);
+}
+
 TEST(PrefixRanking, NoValues) {
   const std::vector<std::vector<uint64_t>> none(4);
   const internal::SharedRanks got = internal::rank_shared_values<uint64_t>(none.size(), [&](size_t d) { return std::span<const uint64_t>(none[d]); }, 2);
