@@ -124,24 +124,28 @@ inline void sort_distinct_keys(uint64_t* e, size_t len, std::vector<uint64_t>& s
       v[j] = x;
     }
   };
-  if (len <= kInsertion) return insertion_sort(e, len);
+  if (len <= kInsertion) {
+    insertion_sort(e, len);
+    return;
+  }
   const int bits = std::min(12, static_cast<int>(std::bit_width(len)));
   const int shift = 64 - bits;
-  thread_local std::vector<uint32_t> end;  // end[d]: the end of sub-bucket d, once scattered
-  end.assign(size_t{1} << bits, 0);
-  for (size_t i = 0; i < len; ++i) ++end[e[i] >> shift];
+  // at[d]: sub-bucket d's count, then where it starts, then (once scattered) where it ends.
+  thread_local std::vector<uint32_t> at;
+  at.assign(size_t{1} << bits, 0);
+  for (size_t i = 0; i < len; ++i) ++at[e[i] >> shift];
   uint32_t sum = 0;
-  for (uint32_t& c : end) {
+  for (uint32_t& c : at) {
     const uint32_t here = c;
     c = sum;
     sum += here;
   }
   if (scratch.size() < len) scratch.resize(len);
   uint64_t* out = scratch.data();
-  for (size_t i = 0; i < len; ++i) out[end[e[i] >> shift]++] = e[i];
-  for (size_t d = 0, from = 0; d < end.size(); from = end[d++]) {
+  for (size_t i = 0; i < len; ++i) out[at[e[i] >> shift]++] = e[i];
+  for (size_t d = 0, from = 0; d < at.size(); from = at[d++]) {
     uint64_t* b = out + from;
-    const size_t n = end[d] - from;
+    const size_t n = at[d] - from;
     if (n <= kInsertion)
       insertion_sort(b, n);
     else if (!std::is_sorted(b, b + n))
