@@ -1,15 +1,34 @@
 // Sorting a few hundred hash values fast. Values known to lie in [0, bound) and spread evenly
-// there (hashes) are scattered into about one bucket each by a multiply, then an insertion pass
+// there (hashes) are scattered into about one bucket each (by a multiply, or by their top bits),
+// then an insertion pass
 // puts the few that share a bucket in order: linear time and almost no mispredicted branches,
 // where std::sort mispredicts about every other comparison.
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace neardup::internal {
+
+/// v[0, n) = out[0, n) in order, where each value of out is at most a few places from its own:
+/// a value only moves past values of its own bucket.
+template <class T>
+void insertion_pass(const T* out, T* v, size_t n) {
+  if (n == 0) return;
+  v[0] = out[0];
+  for (size_t i = 1; i < n; ++i) {
+    const T x = out[i];
+    size_t j = i;
+    while (j > 0 && v[j - 1] > x) {
+      v[j] = v[j - 1];
+      --j;
+    }
+    v[j] = x;
+  }
+}
 
 /// Sorts v[0, n), every value < bound (1 <= bound <= 2^32). `scratch` is reused between calls.
 inline void bucket_sort_u32(uint32_t* v, size_t n, uint64_t bound, std::vector<uint32_t>& scratch) {
@@ -33,17 +52,35 @@ inline void bucket_sort_u32(uint32_t* v, size_t n, uint64_t bound, std::vector<u
     sum += c;
   }
   for (size_t i = 0; i < n; ++i) out[count[(v[i] * recip) >> 32]++] = v[i];
-  // Insertion pass: a value only moves past values of its own bucket.
-  v[0] = out[0];
-  for (size_t i = 1; i < n; ++i) {
-    const uint32_t x = out[i];
-    size_t j = i;
-    while (j > 0 && v[j - 1] > x) {
-      v[j] = v[j - 1];
-      --j;
-    }
-    v[j] = x;
+  insertion_pass(out, v, n);
+}
+
+/// Sorts the distinct 64-bit keys v[0, n) whose top bits are spread (hashes), except that runs of
+/// keys may agree in all but their low bits and come in order (the join's ranking: the entries of
+/// one value held by many sets, PackedEntries). Scattered by their top bits into about n buckets;
+/// a bucket of more than kCrowded, where such runs interleave and the insertion pass would be
+/// quadratic, is sorted alone (unless already in order) before the pass.
+inline void bucket_sort_top_bits(uint64_t* v, size_t n, std::vector<uint64_t>& scratch) {
+  constexpr size_t kCrowded = 32;  // at most 32 * 31 / 2 moves however the keys interleave
+  if (n < 2) return;
+  const int bits = std::clamp(static_cast<int>(std::bit_width(n)), 1, 12);
+  const int shift = 64 - bits;
+  // at[b]: bucket b's count, then where it starts, then (once scattered) where it ends.
+  thread_local std::vector<uint32_t> at;
+  at.assign(size_t{1} << bits, 0);
+  for (size_t i = 0; i < n; ++i) ++at[v[i] >> shift];
+  uint32_t sum = 0;
+  for (uint32_t& c : at) {
+    const uint32_t here = c;
+    c = sum;
+    sum += here;
   }
+  if (scratch.size() < n) scratch.resize(n);
+  uint64_t* out = scratch.data();
+  for (size_t i = 0; i < n; ++i) out[at[v[i] >> shift]++] = v[i];
+  for (size_t b = 0, from = 0; b < at.size(); from = at[b++])
+    if (at[b] - from > kCrowded && !std::is_sorted(out + from, out + at[b])) std::sort(out + from, out + at[b]);
+  insertion_pass(out, v, n);
 }
 
 }  // namespace neardup::internal

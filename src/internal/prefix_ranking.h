@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "internal/big_array.h"
+#include "internal/bucket_sort.h"
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
 #include "neardup/error.h"
@@ -105,55 +106,6 @@ struct Entries<uint64_t> {
   }
 };
 
-// Sorts the distinct keys e[0, len) of one bucket of PackedEntries, whose top bits are spread
-// (the value's bits below the bucket's), except that the entries of one value held by many sets
-// agree in all but their low bits and come in order: one most-significant pass scatters them
-// into about len sub-buckets by their top bits, which are then sorted in place, by insertion if
-// they hold a few (most hold one or none), else by std::sort unless already in order (one
-// value's entries). Three LSD passes of 11 bits each count and sum 2,048 digits, more than the
-// few hundred entries of a bucket of a large join, and std::sort branches on every comparison:
-// BM_RankSharedValues (20,000 sets in 40 families) 499-619 ms against 831-845 ms, and on the
-// dense licence mix's `pairs` 2.2% of the CPU samples against 4.3-4.7% (BENCHMARKS.md).
-inline void sort_distinct_keys(uint64_t* e, size_t len, std::vector<uint64_t>& scratch) {
-  constexpr size_t kInsertion = 32;  // at most 32 * 31 / 2 moves, however the keys interleave
-  const auto insertion_sort = [](uint64_t* v, size_t n) {
-    for (size_t i = 1; i < n; ++i) {
-      const uint64_t x = v[i];
-      size_t j = i;
-      for (; j > 0 && v[j - 1] > x; --j) v[j] = v[j - 1];
-      v[j] = x;
-    }
-  };
-  if (len <= kInsertion) {
-    insertion_sort(e, len);
-    return;
-  }
-  const int bits = std::min(12, static_cast<int>(std::bit_width(len)));
-  const int shift = 64 - bits;
-  // at[d]: sub-bucket d's count, then where it starts, then (once scattered) where it ends.
-  thread_local std::vector<uint32_t> at;
-  at.assign(size_t{1} << bits, 0);
-  for (size_t i = 0; i < len; ++i) ++at[e[i] >> shift];
-  uint32_t sum = 0;
-  for (uint32_t& c : at) {
-    const uint32_t here = c;
-    c = sum;
-    sum += here;
-  }
-  if (scratch.size() < len) scratch.resize(len);
-  uint64_t* out = scratch.data();
-  for (size_t i = 0; i < len; ++i) out[at[e[i] >> shift]++] = e[i];
-  for (size_t d = 0, from = 0; d < at.size(); from = at[d++]) {
-    uint64_t* b = out + from;
-    const size_t n = at[d] - from;
-    if (n <= kInsertion)
-      insertion_sort(b, n);
-    else if (!std::is_sorted(b, b + n))
-      std::sort(b, b + n);
-  }
-  std::copy(out, out + len, e);
-}
-
 // 64-bit values of at most 2^msd_bits sets, each entry in 8 bytes: the value's bits below the
 // bucket's (its top msd_bits are the bucket's), then the set, in one key, whose order within a
 // bucket is that of (value, set). Half the memory of the 16-byte entries, which a join of dense
@@ -165,7 +117,12 @@ struct PackedEntries {
   Entry make(uint64_t v, size_t set) const noexcept { return (v << set_bits) | set; }
   uint64_t value(Entry e) const noexcept { return e >> set_bits; }  // within one bucket
   size_t set(Entry e) const noexcept { return static_cast<size_t>(e & ((uint64_t{1} << set_bits) - 1)); }
-  void sort(Entry* e, size_t len, int, std::vector<Entry>& scratch) const { sort_distinct_keys(e, len, scratch); }
+  // One pass by the top bits and insertion (bucket_sort_top_bits), not three LSD passes of 11
+  // bits, each counting and summing 2,048 digits for a bucket of a few hundred entries, nor
+  // std::sort, which branches on every comparison: BM_RankSharedValues (20,000 sets in 40
+  // families) 499-619 ms against 831-845 ms, and on the dense licence mix's `pairs` 2.2% of the
+  // CPU samples against 4.3-4.7% (BENCHMARKS.md).
+  void sort(Entry* e, size_t len, int, std::vector<Entry>& scratch) const { bucket_sort_top_bits(e, len, scratch); }
 };
 
 // A value that two or more sets hold: its entries are entries[start, start + len).

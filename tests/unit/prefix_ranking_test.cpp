@@ -107,7 +107,7 @@ TEST(PrefixRanking, BucketKeysSortLikeStdSort) {
   const auto check = [&](std::vector<uint64_t> keys) {
     std::vector<uint64_t> want = keys;
     std::sort(want.begin(), want.end());
-    internal::ranking_detail::sort_distinct_keys(keys.data(), keys.size(), scratch);
+    internal::bucket_sort_top_bits(keys.data(), keys.size(), scratch);
     ASSERT_EQ(keys, want) << keys.size() << " keys";
   };
   for (const size_t n : {0, 1, 2, 31, 32, 33, 64, 400, 5000}) {
