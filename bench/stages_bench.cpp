@@ -228,6 +228,31 @@ void BM_RankSharedValues(benchmark::State& state) {
 }
 BENCHMARK(BM_RankSharedValues)->Unit(benchmark::kMillisecond);
 
+// The LSH search of 21 bands of 32-bit keys (lsh_buckets_from_narrow_keys, one thread) over 1
+// million documents: the argument is the share of each band's keys (in percent) that documents of
+// one cluster hold (clusters of 2-21 documents for one document in ten, singletons otherwise), the
+// rest unique; 0 is a copy-free corpus. Items are keys.
+void BM_LshNarrowKeys(benchmark::State& state) {
+  const size_t n = 1000000, bands = 21;
+  const auto shared = static_cast<uint64_t>(state.range(0));
+  std::mt19937_64 rng(7);
+  std::vector<uint32_t> cluster(n);
+  for (size_t d = 0, c = 0; d < n; ++c)
+    for (size_t i = 0, size = rng() % 10 == 0 ? 2 + rng() % 20 : 1; i < size && d < n; ++i) cluster[d++] = static_cast<uint32_t>(c);
+  std::shuffle(cluster.begin(), cluster.end(), rng);
+  std::vector<std::vector<uint32_t>> keys(bands, std::vector<uint32_t>(n));
+  for (size_t b = 0; b < bands; ++b)
+    for (size_t i = 0; i < n; ++i)
+      keys[b][i] = rng() % 100 < shared ? static_cast<uint32_t>((cluster[i] + 1) * 0x9E3779B1u + b * 0x85EBCA77u) : static_cast<uint32_t>(rng());
+  const std::vector<std::span<const uint32_t>> views(keys.begin(), keys.end());
+  for (auto _ : state) {
+    const LshBuckets buckets = lsh_buckets_from_narrow_keys(views, {}, 1);
+    benchmark::DoNotOptimize(buckets.members.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n * bands));
+}
+BENCHMARK(BM_LshNarrowKeys)->Arg(0)->Arg(60)->Unit(benchmark::kMillisecond);
+
 // The exact verification's merge (set_common_at_least) per kernel level (0 scalar, 1 AVX2, 2 AVX-512)
 // on the pairs an LSH run verifies on a crowded corpus: sets of 100-2,000 uniform hashes whose
 // Jaccard similarity is spread over 0.3-0.95 (most candidates fall short of the threshold, so

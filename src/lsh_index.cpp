@@ -7,6 +7,7 @@
 #include <string>
 
 #include "internal/big_array.h"
+#include "internal/bucket_sort.h"
 #include "internal/hash.h"
 #include "internal/parallel.h"
 #include "internal/radix_sort.h"
@@ -52,7 +53,15 @@ struct BandEntry {
   static BandEntry of(uint64_t key, size_t doc) noexcept { return {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32), static_cast<DocId>(doc)}; }
   uint64_t key() const noexcept { return uint64_t{key_hi} << 32 | key_lo; }
 };
+DocId doc_of(const BandEntry& e) noexcept { return e.doc; }
+DocId doc_of(uint64_t packed) noexcept { return static_cast<DocId>(packed); }  // key << 32 | document
 static_assert(sizeof(BandEntry) == 12);
+
+// A thread's scratch for narrow_band_buckets, kept from band to band.
+struct NarrowScratch {
+  std::vector<uint32_t> parts;
+  std::vector<uint64_t> words, sorted;
+};
 
 // The buckets among e[0, m) (entries of one band, in order of document), sorted in place (tmp:
 // scratch of m entries for the radix sort): visit(docs) for each of two or more; returns the
@@ -141,6 +150,64 @@ void for_each_bucket(size_t n, int bands, std::span<const uint8_t> skip, int thr
   set_bucket_stats(stats, largest, entries);
 }
 
+// The buckets of one band of 32-bit keys (keys[0, n), the documents with skip[d] set left out):
+// each entry packed as key << 32 | document, so that sorting the words orders by key, then by
+// document. The entries are scattered by the key's top bits into parts of a few thousand (one pass
+// over the band, where sorting the whole band takes passes over arrays larger than the cache);
+// each part, in the cache, drops the keys surely unique (keep_repeated_keys_in_cache) and sorts
+// the rest (bucket_sort_top_bits). visit(bucket) for each run of two or more; returns the largest
+// run (1 if any entry) and sets `all` to the entries. e: n words of scratch.
+template <class Visit>
+uint64_t narrow_band_buckets(const uint32_t* keys, size_t n, std::span<const uint8_t> skip, uint64_t* e, NarrowScratch& s,
+                             size_t& all, Visit&& visit) {
+  const int part_bits = std::clamp(static_cast<int>(std::bit_width(n)) - 12, 1, 16);
+  const int shift = 32 - part_bits;
+  std::vector<uint32_t>& at = s.parts;  // each part's start, then its end
+  at.assign((size_t{1} << part_bits) + 1, 0);
+  const auto searched = [&](size_t i) { return skip.empty() || !skip[i]; };
+  for (size_t i = 0; i < n; ++i)
+    if (searched(i)) ++at[(keys[i] >> shift) + 1];
+  for (size_t p = 1; p < at.size(); ++p) at[p] += at[p - 1];
+  all = at.back();
+  for (size_t i = 0; i < n; ++i)
+    if (searched(i)) e[at[keys[i] >> shift]++] = uint64_t{keys[i]} << 32 | i;  // at[p]: part p's end
+  uint64_t largest = all > 0 ? 1 : 0;
+  const auto key_below_part = [part_bits](uint64_t x) { return x >> 32 << (32 + part_bits); };
+  for (size_t p = 0, from = 0; p + 1 < at.size(); from = at[p++]) {
+    uint64_t* v = e + from;
+    const size_t m = internal::keep_repeated_keys_in_cache(v, at[p] - from, key_below_part, s.words);
+    internal::bucket_sort_top_bits(v, m, s.sorted, part_bits);
+    for (size_t i = 0; i < m;) {
+      size_t j = i + 1;
+      while (j < m && v[j] >> 32 == v[i] >> 32) ++j;
+      if (j - i > 1) visit(std::span<const uint64_t>(v + i, j - i));
+      largest = std::max<uint64_t>(largest, j - i);
+      i = j;
+    }
+  }
+  return largest;
+}
+
+// for_each_bucket for bands of 32-bit keys held in memory (narrow_band_buckets).
+template <class Visit>
+void for_each_narrow_bucket(std::span<const std::span<const uint32_t>> band_keys, size_t n, std::span<const uint8_t> skip,
+                            int threads, CandidateStats* stats, Visit&& visit) {
+  const int bands = static_cast<int>(band_keys.size());
+  std::vector<uint64_t> largest(static_cast<size_t>(bands), 0), entries(static_cast<size_t>(bands), 0);
+  const size_t workers = band_workers(threads, bands);
+  std::vector<internal::BigArray<uint64_t>> entry_scratch;  // faulted in once per thread, not per band
+  for (size_t t = 0; t < workers; ++t) entry_scratch.emplace_back(n);
+  std::vector<NarrowScratch> scratch(workers);
+  internal::parallel_for(static_cast<size_t>(bands), threads, [&](size_t band, size_t tid) {
+    size_t all = 0;
+    largest[band] = narrow_band_buckets(band_keys[band].data(), n, skip, entry_scratch[tid].data(), scratch[tid], all,
+                                        [&](std::span<const uint64_t> b) { visit(band, b); });
+    entries[band] = all;
+    visit(band, std::span<const uint64_t>());
+  });
+  set_bucket_stats(stats, largest, entries);
+}
+
 // for_each_bucket over keys read from elsewhere, a chunk at a time (read(band, begin, count,
 // out)): each band's keys are read twice, first to find which may repeat (bit tables of up to
 // 2^30 bits, 128 MiB, so that few unique keys pass them), then to keep only those entries, so
@@ -202,11 +269,12 @@ class BandStreams {
     dropped_.assign(bands, 0);
   }
 
-  /// A bucket of `band` (documents ascending), on the band's thread.
-  void add(size_t band, std::span<const BandEntry> b) {
+  /// A bucket of `band` (documents ascending), on the band's thread: entries or packed words.
+  template <class Entry>
+  void add(size_t band, std::span<const Entry> b) {
     std::vector<DocId>& d = docs_[band];
     refs_[band].push_back({static_cast<uint32_t>(d.size()), static_cast<uint32_t>(b.size())});
-    for (const BandEntry& e : b) d.push_back(static_cast<DocId>(e.doc));
+    for (const Entry& e : b) d.push_back(doc_of(e));
   }
 
   /// The band's buckets ordered by first document (a band holds a document in one bucket at
@@ -275,7 +343,7 @@ class BandStreams {
 template <class EachBucket>
 LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, CandidateStats* stats, EachBucket&& each_bucket) {
   BandStreams bs(n, static_cast<size_t>(bands), spill_dir);
-  each_bucket([&](size_t band, std::span<const BandEntry> b) { b.empty() ? bs.finish(band) : bs.add(band, b); });
+  each_bucket([&](size_t band, auto b) { b.empty() ? bs.finish(band) : bs.add(band, b); });
   const std::vector<std::span<const DocId>> streams = bs.streams(stats);
   size_t words = 0;
   for (const auto& st : streams) words += st.size();
@@ -322,12 +390,15 @@ LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, Candi
 
 }  // namespace
 
-LshMemory lsh_search_memory(const LshParams& params, int threads, size_t band_arrays) noexcept {
+LshMemory lsh_search_memory(const LshParams& params, int threads, size_t band_arrays, bool narrow_keys) noexcept {
   LshMemory m;
-  // Two (key, document) arrays of 12 bytes per document for each band in flight, one band per
-  // worker (lsh_buckets), and the two bit tables of keep_repeated_keys (at most 16 bits each per
-  // document); candidates are extra.
-  m.per_document = 28.0 * std::min<double>(std::max(threads, 1), static_cast<double>(params.bands));
+  // For each band in flight, one band per worker: two (key, document) arrays of 12 bytes per
+  // document and the two bit tables of keep_repeated_keys (at most 16 bits each per document)
+  // (lsh_buckets); or one array of 8-byte entries, the parts' tables and sorts being in the
+  // cache (narrow_band_buckets) unless one key holds a large share of the documents, whose part's
+  // sort takes a copy of it. Candidates are extra.
+  const double per_band = narrow_keys ? 8.0 : 28.0;
+  m.per_document = per_band * std::min<double>(std::max(threads, 1), static_cast<double>(params.bands));
   m.fixed = static_cast<double>(band_arrays) * (2 << 20);
   return m;
 }
@@ -375,30 +446,30 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
 
 namespace {
 
-// The buckets of keys held in memory, 64-bit or 32-bit (as the top half of a key: the search
-// sorts and filters keys by their top bits).
+// The length of every band of keys (one per document), which must agree.
 template <class Key>
-LshBuckets buckets_of_keys(std::span<const std::span<const Key>> band_keys, std::span<const uint8_t> skip, int threads,
-                           CandidateStats* stats) {
+size_t band_length(std::span<const std::span<const Key>> band_keys) {
   const size_t n = band_keys.empty() ? 0 : band_keys[0].size();
   for (const auto& k : band_keys)
     if (k.size() != n) throw UsageError("lsh_buckets_from_keys: bands of different lengths");
-  const int bands = static_cast<int>(band_keys.size());
-  constexpr int kShift = 64 - 8 * static_cast<int>(sizeof(Key));
-  const auto key_of = [&](size_t band, size_t i) { return uint64_t{band_keys[band][i]} << kShift; };
-  return band_buckets(n, bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, true, visit); });
+  return n;
 }
 
 }  // namespace
 
 LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band_keys, std::span<const uint8_t> skip,
                                  int threads, CandidateStats* stats) {
-  return buckets_of_keys(band_keys, skip, threads, stats);
+  const size_t n = band_length(band_keys);
+  const int bands = static_cast<int>(band_keys.size());
+  const auto key_of = [&](size_t band, size_t i) { return band_keys[band][i]; };
+  return band_buckets(n, bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, true, visit); });
 }
 
 LshBuckets lsh_buckets_from_narrow_keys(std::span<const std::span<const uint32_t>> band_keys, std::span<const uint8_t> skip,
                                         int threads, CandidateStats* stats) {
-  return buckets_of_keys(band_keys, skip, threads, stats);
+  const size_t n = band_length(band_keys);
+  return band_buckets(n, static_cast<int>(band_keys.size()), {}, stats,
+                      [&](auto&& visit) { for_each_narrow_bucket(band_keys, n, skip, threads, stats, visit); });
 }
 
 LshBuckets lsh_buckets_from_reader(size_t n, int bands, const BandKeyReader& read, std::span<const uint8_t> skip, int threads,

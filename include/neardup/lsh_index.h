@@ -101,14 +101,15 @@ using BandKeyReader = std::function<void(size_t band, size_t begin, size_t count
 LshBuckets lsh_buckets_from_reader(size_t n, int bands, const BandKeyReader& read, std::span<const uint8_t> skip, int threads,
                                    CandidateStats* stats = nullptr, const std::string& spill_dir = {});
 
-/// The memory of an LSH search of `docs` documents on `threads` threads (lsh_buckets): bytes
-/// per document, and fixed bytes for the band keys kept per band (`band_arrays` of them): the
-/// most their rounding to 2 MiB huge pages adds, which they take once past 2 MiB.
+/// The memory of an LSH search of `docs` documents on `threads` threads (lsh_buckets, or
+/// lsh_buckets_from_narrow_keys with `narrow_keys`): bytes per document, and fixed bytes for the
+/// band keys kept per band (`band_arrays` of them): the most their rounding to 2 MiB huge pages
+/// adds, which they take once past 2 MiB.
 struct LshMemory {
   double per_document = 0;
   double fixed = 0;
 };
-LshMemory lsh_search_memory(const LshParams& params, int threads, size_t band_arrays) noexcept;
+LshMemory lsh_search_memory(const LshParams& params, int threads, size_t band_arrays, bool narrow_keys = false) noexcept;
 
 /// Every pair of documents that share a bucket (what the S-curve promises to find), sorted and
 /// unique. A bucket of s documents gives s(s-1)/2 pairs: for crowded buckets the pipeline

@@ -55,20 +55,22 @@ inline void bucket_sort_u32(uint32_t* v, size_t n, uint64_t bound, std::vector<u
   insertion_pass(out, v, n);
 }
 
-/// Sorts the distinct 64-bit keys v[0, n) whose top bits are spread (hashes), except that runs of
-/// keys may agree in all but their low bits and come in order (the join's ranking: the entries of
-/// one value held by many sets, PackedEntries). Scattered by their top bits into about n buckets;
-/// a bucket of more than kCrowded, where such runs interleave and the insertion pass would be
-/// quadratic, is sorted alone (unless already in order) before the pass.
-inline void bucket_sort_top_bits(uint64_t* v, size_t n, std::vector<uint64_t>& scratch) {
+/// Sorts the 64-bit keys v[0, n) whose top bits are spread (hashes), except that runs of keys may
+/// agree in all but their low bits and come in order (the join's ranking: the entries of one value
+/// held by many sets, PackedEntries; the LSH search: the documents of one band key). Scattered by
+/// their top bits below the first `equal_bits` (which all of v shares: a part of a larger sort by
+/// those) into about n buckets; a bucket of more than kCrowded, where such runs interleave and the
+/// insertion pass would be quadratic, is sorted alone (unless already in order) before the pass.
+inline void bucket_sort_top_bits(uint64_t* v, size_t n, std::vector<uint64_t>& scratch, int equal_bits = 0) {
   constexpr size_t kCrowded = 32;  // at most 32 * 31 / 2 moves however the keys interleave
   if (n < 2) return;
   const int bits = std::clamp(static_cast<int>(std::bit_width(n)), 1, 12);
   const int shift = 64 - bits;
+  const auto bucket = [&](uint64_t x) { return (x << equal_bits) >> shift; };
   // at[b]: bucket b's count, then where it starts, then (once scattered) where it ends.
   thread_local std::vector<uint32_t> at;
   at.assign(size_t{1} << bits, 0);
-  for (size_t i = 0; i < n; ++i) ++at[v[i] >> shift];
+  for (size_t i = 0; i < n; ++i) ++at[bucket(v[i])];
   uint32_t sum = 0;
   for (uint32_t& c : at) {
     const uint32_t here = c;
@@ -77,7 +79,7 @@ inline void bucket_sort_top_bits(uint64_t* v, size_t n, std::vector<uint64_t>& s
   }
   if (scratch.size() < n) scratch.resize(n);
   uint64_t* out = scratch.data();
-  for (size_t i = 0; i < n; ++i) out[at[v[i] >> shift]++] = v[i];
+  for (size_t i = 0; i < n; ++i) out[at[bucket(v[i])]++] = v[i];
   for (size_t b = 0, from = 0; b < at.size(); from = at[b++])
     if (at[b] - from > kCrowded && !std::is_sorted(out + from, out + at[b])) std::sort(out + from, out + at[b]);
   insertion_pass(out, v, n);

@@ -91,6 +91,23 @@ size_t keep_repeated_keys(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>&
   return kept;
 }
 
+/// keep_repeated_keys for a few thousand entries, whose bit tables (2^16 bits each for up to 8,192
+/// entries: 16 KiB in all) stay in the cache: no prefetching, and no branch on what is kept. Keys whose
+/// top bits are all equal (one part of a sort by them) are given shifted past those bits.
+template <class T, class KeyOf>
+size_t keep_repeated_keys_in_cache(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>& words) {
+  RepeatedKeyBits bits;
+  bits.start(m, 20, words);
+  for (size_t i = 0; i < m; ++i) bits.add(key_of(e[i]));
+  size_t kept = 0;
+  for (size_t i = 0; i < m; ++i) {
+    const T x = e[i];
+    e[kept] = x;
+    kept += bits.may_repeat(key_of(x));
+  }
+  return kept;
+}
+
 /// The entries of e[0, m) whose key may repeat (keep_repeated_keys), sorted by key, entries with
 /// one key in their order before: e[0, returned) holds them. Equal keys found this way take O(m)
 /// time and, for the sort, a copy of the entries that remain (mapped, let go at once: a vector

@@ -141,7 +141,7 @@ MemoryEstimate Pipeline::Impl::estimate_memory(uint64_t sample_bytes) const {
       const bool keys_only = spec_.verify == VerifyMode::Exact && bands * sizeof(uint64_t) < k * sizeof(SigValue);
       const double key_bytes = narrow_keys_for(n, per_doc_distinct) ? 4 : 8;
       per_doc += keys_only ? static_cast<double>(bands) * key_bytes : static_cast<double>(k * sizeof(SigValue));
-      const LshMemory lsh = lsh_search_memory(spec_.lsh, threads_, keys_only ? bands : 1);
+      const LshMemory lsh = lsh_search_memory(spec_.lsh, threads_, keys_only ? bands : 1, keys_only && key_bytes == 4);
       // The arrays round up to huge pages only once they pass one (internal/big_array.h).
       const double array_bytes = n * (keys_only ? key_bytes : static_cast<double>(k * sizeof(SigValue)));
       if (array_bytes > static_cast<double>(2 << 20)) fixed += lsh.fixed;

@@ -268,6 +268,49 @@ TEST(Lsh, NarrowKeysGiveTheBucketsOfTheirTopHalves) {
     EXPECT_TRUE(std::any_of(seen.begin(), seen.end(), [&](const auto& s) { return std::includes(s.begin(), s.end(), b.begin(), b.end()); }));
 }
 
+// Narrow keys are sorted in parts by their top bits, each part filtered and sorted in the cache:
+// the buckets are the brute force's where nearly every key repeats (a crowded corpus), where one
+// key holds 40% of the documents (a part far beyond the cache), where unique and repeated keys
+// share their top 16 bits (one part, the filter's bits taken below it), and in bands too short
+// to split.
+TEST(Lsh, NarrowKeysOfCrowdedAndSkewedBandsGiveTheBruteForceBuckets) {
+  std::mt19937_64 rng(93);
+  for (const size_t n : {size_t{1}, size_t{3}, size_t{70000}}) {
+    std::vector<std::vector<uint32_t>> keys(4, std::vector<uint32_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      keys[0][i] = static_cast<uint32_t>((rng() % (n / 8 + 1)) * 0x9E3779B1u);  // clusters of about 8
+      keys[1][i] = rng() % 5 < 2 ? 0x12345678u : static_cast<uint32_t>(rng());
+      keys[2][i] = 0xBEEF0000u | static_cast<uint32_t>(i % 3 == 0 ? i % 9000 : rng() % 65536);
+      keys[3][i] = n == 3 && i > 0 ? 7u : static_cast<uint32_t>(rng());
+    }
+    std::vector<uint8_t> skip(n, 0);
+    for (size_t i = 5; i < n; i += 89) skip[i] = 1;
+    const std::vector<std::span<const uint32_t>> views(keys.begin(), keys.end());
+    CandidateStats stats;
+    const LshBuckets got = lsh_buckets_from_narrow_keys(views, skip, 2, &stats);
+    std::set<std::vector<DocId>> seen;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(std::is_sorted(got[i].begin(), got[i].end()));
+      if (i > 0) {
+        EXPECT_LE(got[i - 1][0], got[i][0]);  // ordered by first document
+      }
+      seen.insert(std::vector<DocId>(got[i].begin(), got[i].end()));
+    }
+    EXPECT_EQ(seen.size(), got.size()) << n;
+    size_t largest = 0;
+    EXPECT_EQ(seen, buckets_by_key(keys, skip, largest)) << n;
+    EXPECT_EQ(stats.largest_bucket, largest) << n;
+    EXPECT_EQ(stats.bucket_entries, 4 * (n - std::count(skip.begin(), skip.end(), 1))) << n;
+    if (n == 3) {
+      EXPECT_TRUE(seen.count({1, 2}));  // band 3
+    }
+    if (n == 70000) {
+      EXPECT_GT(largest, n / 3);
+      EXPECT_GT(seen.size(), n / 8);
+    }
+  }
+}
+
 // A band whose keys are nearly all unique (a copy-free corpus) is filtered before its sort
 // (keep_repeated_keys): the buckets are still every repeated key's documents, in order, also
 // where unique keys share their top bits with each other or with a repeated key; the counts are
