@@ -53,9 +53,11 @@ struct BandEntry {
   static BandEntry of(uint64_t key, size_t doc) noexcept { return {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32), static_cast<DocId>(doc)}; }
   uint64_t key() const noexcept { return uint64_t{key_hi} << 32 | key_lo; }
 };
-DocId doc_of(const BandEntry& e) noexcept { return e.doc; }
-DocId doc_of(uint64_t packed) noexcept { return static_cast<DocId>(packed); }  // key << 32 | document
 static_assert(sizeof(BandEntry) == 12);
+
+// A bucket's document: from an entry, or from a narrow key's packed word (key << 32 | document).
+DocId doc_of(const BandEntry& e) noexcept { return e.doc; }
+DocId doc_of(uint64_t packed) noexcept { return static_cast<DocId>(packed); }
 
 // A thread's scratch for narrow_band_buckets, kept from band to band.
 struct NarrowScratch {

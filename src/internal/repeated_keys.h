@@ -91,9 +91,10 @@ size_t keep_repeated_keys(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>&
   return kept;
 }
 
-/// keep_repeated_keys for a few thousand entries, whose bit tables (2^16 bits each for up to 8,192
-/// entries: 16 KiB in all) stay in the cache: no prefetching, and no branch on what is kept. Keys whose
-/// top bits are all equal (one part of a sort by them) are given shifted past those bits.
+/// keep_repeated_keys for a few thousand entries, whose bit tables (2^16 bits each for up to
+/// 8,192 entries: 16 KiB in all) stay in the cache: no prefetching, and no branch on what is
+/// kept. Keys whose top bits are all equal (one part of a sort by them) are given shifted past
+/// those bits, so that the tables' slots come from the bits that differ.
 template <class T, class KeyOf>
 size_t keep_repeated_keys_in_cache(T* e, size_t m, KeyOf&& key_of, std::vector<uint64_t>& words) {
   RepeatedKeyBits bits;
