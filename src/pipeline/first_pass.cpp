@@ -382,6 +382,7 @@ void Pipeline::Impl::sketch_pass() {
   };
   pass.consume = [&](Batch& b, size_t i, DocId) { keep_entry(b, i, layout); };
   const internal::PassTotals totals = internal::run_pass(reader, *inputs_, threads_, pass);
+  sketches_.finish_keys();
   docs_.finish();
   count_first_pass(totals, bad, reader);
   if (!copy_dir.empty()) take_copies(reader);

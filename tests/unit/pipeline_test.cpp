@@ -21,6 +21,7 @@
 #include <atomic>
 #include <set>
 #include <sstream>
+#include <cstring>
 
 #include "neardup/io/stream.h"
 #include "neardup/io/writer.h"
@@ -1684,6 +1685,8 @@ TEST(SketchStore, NarrowKeysShareABandByTheirTopHalves) {
     wide.push_keys(k);
     narrow.push_keys(k);
   }
+  wide.finish_keys();
+  narrow.finish_keys();
   EXPECT_TRUE(narrow.has_keys());
   EXPECT_TRUE(narrow.band_keys.empty());
   const LshParams lsh{3, 1};
@@ -1694,4 +1697,44 @@ TEST(SketchStore, NarrowKeysShareABandByTheirTopHalves) {
   EXPECT_FALSE(narrow.share_band(0, 3, 0, lsh));
   EXPECT_FALSE(narrow.share_band(1, 2, 0, lsh));
   EXPECT_EQ(wide.bytes() - narrow.bytes(), 4u * 3 * 4);
+}
+
+// Keys are staged and written band by band in runs: each still lands at its document's place in
+// its band's column, in memory (full or narrow) and spilled, whether or not the documents fill
+// the last run.
+TEST(SketchStore, StagedKeysLandAtTheirDocumentsPlaces) {
+  constexpr size_t kBands = 5;
+  const auto key = [](size_t doc, size_t band) { return (uint64_t{doc} * 7919 + band) << 32 | (doc * kBands + band); };
+  for (const size_t n : {size_t{1}, size_t{255}, size_t{256}, size_t{1000}}) {
+    test::TempDir d;
+    SketchStore wide, narrow, spilled;
+    wide.reset(kBands, 0);
+    narrow.reset(kBands, 0, true);
+    spilled.reset(kBands, 0);
+    spilled.spill_keys_to(d.path());
+    for (size_t doc = 0; doc < n; ++doc) {
+      uint64_t k[kBands];
+      for (size_t band = 0; band < kBands; ++band) k[band] = key(doc, band);
+      wide.push_keys(k);
+      narrow.push_keys(k);
+      spilled.push_keys(k);
+    }
+    wide.finish_keys();
+    narrow.finish_keys();
+    spilled.finish_keys();
+    spilled.spilled->finish();
+    for (size_t band = 0; band < kBands; ++band) {
+      ASSERT_EQ(wide.band_keys[band].size(), n);
+      ASSERT_EQ(narrow.narrow_keys[band].size(), n);
+      const auto column = spilled.spilled->map(band);
+      ASSERT_EQ(column.size(), n * sizeof(uint64_t));
+      for (size_t doc = 0; doc < n; ++doc) {
+        uint64_t from_disk;
+        std::memcpy(&from_disk, column.data() + doc * sizeof(uint64_t), sizeof from_disk);
+        EXPECT_EQ(wide.band_keys[band][doc], key(doc, band)) << n << " documents, band " << band << ", document " << doc;
+        EXPECT_EQ(narrow.narrow_keys[band][doc], key(doc, band) >> 32) << n << " documents, band " << band << ", document " << doc;
+        EXPECT_EQ(from_disk, key(doc, band)) << n << " documents, band " << band << ", document " << doc;
+      }
+    }
+  }
 }

@@ -44,6 +44,7 @@ void Run::read_share(const Share& share) {
     }
     local_.sketches.empty.push_back(r.empty);
   });
+  local_.sketches.finish_keys();
   if (internal::SpilledColumns* const spilled = local_.sketches.spilled.get()) {
     spilled->finish();
     local_.key_columns.clear();
