@@ -33,6 +33,15 @@ class DocumentTable {
   void spill_to(const std::string& dir) { spilled_ = std::make_unique<internal::SpilledColumns>(dir, kColumns, "the document table"); }
   bool spilled() const noexcept { return spilled_ != nullptr; }
 
+  /// About `documents` documents with `id_bytes` of ids in all are to come (the input's sample):
+  /// the arrays that will pass 2 MiB ask for huge pages from their start (GrowArray::expect).
+  void expect(size_t documents, size_t id_bytes) noexcept {
+    id_blob_.expect(id_bytes);
+    id_end_.expect(documents);
+    lengths_.expect(documents);
+    pos_.expect(documents);
+  }
+
   /// Appends a document: its number is the count before. `pos` is stored when positions are
   /// kept (every document has one or none does), `key` when keep-by values are.
   void add(std::string_view id, uint32_t length, const io::RecordPos* pos, const io::KeyValue* key) {

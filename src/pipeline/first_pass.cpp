@@ -334,10 +334,11 @@ void Pipeline::Impl::take_copies(io::RecordReader& reader) {
 
 // Not where the sample cannot be read (the first pass reports why); the sample is not read where
 // no key would be narrow.
-bool Pipeline::Impl::narrow_keys_fit() const {
+bool Pipeline::Impl::narrow_keys_fit(io::InputSample& sample) const {
   if (!narrow_keys_for(1, 0)) return false;
   try {
     const MemoryEstimate m = estimate_memory(kSampleBytes);
+    sample = m.input;
     return narrow_keys_for(m.input.records, m.shingles_per_document);
   } catch (const IoError&) {
     return false;
@@ -350,7 +351,12 @@ void Pipeline::Impl::sketch_pass() {
   const std::string copy_dir = compressed > 0 ? copies_dir() : std::string();
   in_groups_ = groups_pay(compressed, !copy_dir.empty());
   const SketchLayout layout(*this);
-  sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size, layout.keys_only && narrow_keys_fit());
+  io::InputSample sample;  // where it was read: the per-document arrays take huge pages from their start
+  const bool narrow = layout.keys_only && narrow_keys_fit(sample);
+  const auto expected = static_cast<size_t>(sample.records);
+  sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size, narrow, expected);
+  docs_.expect(expected, static_cast<size_t>(sample.id_bytes));
+  text_hashes_.expect(expected);
   if (layout.keys_only && options_.tuning.spill_band_keys) sketches_.spill_keys_to(io::temp_directory(options_.tuning.temp_dir));
   if (options_.tuning.spill_documents) docs_.spill_to(io::temp_directory(options_.tuning.temp_dir));
   text_hashes_spilled_.reset();

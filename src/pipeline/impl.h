@@ -182,8 +182,9 @@ struct Pipeline::Impl {
     const uint64_t up_to = options_.tuning.narrow_band_keys_up_to;
     return !options_.tuning.spill_band_keys && up_to > 0 && n > 0 && n <= static_cast<double>(up_to) && shingles <= kNarrowKeyShingles;
   }
-  /// narrow_keys_for the run's inputs, as their sample (estimate_memory) expects them.
-  bool narrow_keys_fit() const;
+  /// narrow_keys_for the run's inputs, as their sample (estimate_memory) expects them; the
+  /// sample into `sample` where it was read (else left alone).
+  bool narrow_keys_fit(io::InputSample& sample) const;
   /// RunTuning::memory_limit: spills the band keys when the expected peak is above the limit.
   void choose_spill();
   /// The bands the search works at once over spilled band keys of n documents (memory.cpp).

@@ -49,16 +49,16 @@ struct SketchStore {
   std::vector<uint8_t> empty;
 
   /// Ready for a first pass that keeps `bands` band keys per document (0: signatures), their
-  /// top halves only if `narrow`.
-  void reset(size_t bands, int sketch_size, bool narrow = false) {
+  /// top halves only if `narrow`, of about `expected` documents (0: not known).
+  void reset(size_t bands, int sketch_size, bool narrow = false, size_t expected = 0) {
     sigs = std::make_unique<internal::GrowArray<SigValue>>();
     band_keys.clear();
     narrow_keys.clear();
     for (size_t b = 0; b < bands; ++b)
       if (narrow)
-        narrow_keys.emplace_back(internal::Access::Sequential);
+        narrow_keys.emplace_back(internal::Access::Sequential).expect(expected);
       else
-        band_keys.emplace_back(internal::Access::Sequential);
+        band_keys.emplace_back(internal::Access::Sequential).expect(expected);
     staged_.clear();
     spilled.reset();
     keys_spilled = false;
