@@ -351,7 +351,9 @@ void Pipeline::Impl::sketch_pass() {
   const std::string copy_dir = compressed > 0 ? copies_dir() : std::string();
   in_groups_ = groups_pay(compressed, !copy_dir.empty());
   const SketchLayout layout(*this);
-  io::InputSample sample;  // where it was read: the per-document arrays take huge pages from their start
+  // The input's sample, where narrow_keys_fit read it: the per-document arrays it expects past
+  // 2 MiB take huge pages from their start (GrowArray::expect).
+  io::InputSample sample;
   const bool narrow = layout.keys_only && narrow_keys_fit(sample);
   const auto expected = static_cast<size_t>(sample.records);
   sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size, narrow, expected);
