@@ -1,8 +1,7 @@
 // Sorting a few hundred hash values fast. Values known to lie in [0, bound) and spread evenly
 // there (hashes) are scattered into about one bucket each (by a multiply, or by their top bits),
-// then an insertion pass
-// puts the few that share a bucket in order: linear time and almost no mispredicted branches,
-// where std::sort mispredicts about every other comparison.
+// then an insertion pass puts the few that share a bucket in order: linear time and almost no
+// mispredicted branches, where std::sort mispredicts about every other comparison.
 #pragma once
 
 #include <algorithm>

@@ -79,9 +79,8 @@ struct SketchStore {
   /// Appends a document's band keys (one per band), to memory or to the spilled columns, once
   /// kStagedDocs documents' keys are staged or finish_keys() is called.
   void push_keys(const uint64_t* keys) {
-    const size_t bands = std::max(narrow_keys.size(), band_keys.size());
-    staged_.insert(staged_.end(), keys, keys + bands);
-    if (staged_.size() == kStagedDocs * bands) flush_keys();
+    staged_.insert(staged_.end(), keys, keys + kept_bands());
+    if (staged_.size() == kStagedDocs * kept_bands()) flush_keys();
   }
   /// After the last push_keys, before the keys are read.
   void finish_keys() { flush_keys(); }
@@ -141,23 +140,23 @@ struct SketchStore {
   // reading thread on a million short documents. Staged, each band's keys are written as a run.
   static constexpr size_t kStagedDocs = 256;
   std::vector<uint64_t> staged_;  // documents x bands, row-major
+  size_t kept_bands() const noexcept { return std::max(narrow_keys.size(), band_keys.size()); }
   void flush_keys() {
-    const size_t bands = std::max(narrow_keys.size(), band_keys.size());
     if (staged_.empty()) return;
-    const size_t docs = staged_.size() / bands;
-    for (size_t band = 0; band < bands; ++band) {
-      if (!narrow_keys.empty()) {
-        uint32_t column[kStagedDocs];
-        for (size_t i = 0; i < docs; ++i) column[i] = static_cast<uint32_t>(staged_[i * bands + band] >> 32);
-        narrow_keys[band].append(column, docs);
-      } else if (spilled) {
+    const size_t bands = kept_bands(), docs = staged_.size() / bands;
+    // Band `band`'s staged keys as Key (a narrow key: the top half) appended to `to`.
+    const auto append_column = [&]<class Key>(internal::GrowArray<Key>& to, size_t band) {
+      Key column[kStagedDocs];
+      for (size_t i = 0; i < docs; ++i) column[i] = static_cast<Key>(staged_[i * bands + band] >> (64 - 8 * sizeof(Key)));
+      to.append(column, docs);
+    };
+    for (size_t band = 0; band < bands; ++band)
+      if (!narrow_keys.empty())
+        append_column(narrow_keys[band], band);
+      else if (spilled)
         for (size_t i = 0; i < docs; ++i) spilled->push(band, staged_[i * bands + band]);
-      } else {
-        uint64_t column[kStagedDocs];
-        for (size_t i = 0; i < docs; ++i) column[i] = staged_[i * bands + band];
-        band_keys[band].append(column, docs);
-      }
-    }
+      else
+        append_column(band_keys[band], band);
     staged_.clear();
   }
 
