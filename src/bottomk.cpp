@@ -206,11 +206,6 @@ long fingerprint_abort_bound(double alpha, size_t la, size_t lb) noexcept {
   return static_cast<long>(std::ceil((1.0 - alpha) / (1.0 + alpha) * static_cast<double>(la + lb)));
 }
 
-double jaccard_from_common(long common, size_t la, size_t lb) noexcept {
-  const size_t uni = la + lb - static_cast<size_t>(common);
-  return uni == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(uni);
-}
-
 double fingerprint_jaccard(std::span<const SigValue> a, std::span<const SigValue> b) noexcept {
   return jaccard_from_common(internal::count_common(a.data(), a.size(), b.data(), b.size()), a.size(), b.size());
 }

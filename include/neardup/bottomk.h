@@ -104,8 +104,12 @@ long count_common_abort(std::span<const SigValue> a, std::span<const SigValue> b
 /// The reference design's abort bound ceil((1 - alpha) / (1 + alpha) * (la + lb)): a merge that passes more
 /// values than this without a match ends below alpha.
 long fingerprint_abort_bound(double alpha, size_t la, size_t lb) noexcept;
-/// |a n b| / |a u b| from |a n b| and the two lengths: the value every comparison above returns.
-double jaccard_from_common(long common, size_t la, size_t lb) noexcept;
+/// |a n b| / |a u b| from |a n b| and the two lengths: the value every comparison above returns
+/// (inline: the exact join calls it for each of millions of pairs).
+inline double jaccard_from_common(long common, size_t la, size_t lb) noexcept {
+  const size_t uni = la + lb - static_cast<size_t>(common);
+  return uni == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(uni);
+}
 
 /// The standard bottom-k estimator: among the min(N, |a u b|) smallest values of a u b, the
 /// fraction present in both. `n` is the sketch size N.

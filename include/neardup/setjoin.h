@@ -26,6 +26,7 @@
 // (pairs), or connects them (connect) while verifying only pairs not yet connected.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,12 +46,23 @@ struct ExactThreshold {
   /// t rounded to nine decimals; a t <= 0 becomes 10^-9 (a pair must share a shingle).
   static ExactThreshold from(double t) noexcept;
   double value() const noexcept { return static_cast<double>(num) / static_cast<double>(den); }
+  // Inline: the join's probes ask these of every member they meet.
   /// ceil(t * len), at least 1: the overlap a set of `len` shingles needs with any partner.
-  uint64_t min_overlap(uint64_t len) const noexcept;
-  /// ceil(t / (1 + t) * (la + lb)): the overlap two sets of these sizes need.
-  uint64_t pair_overlap(uint64_t la, uint64_t lb) const noexcept;
+  uint64_t min_overlap(uint64_t len) const noexcept { return std::max<uint64_t>(1, (num * len + den - 1) / den); }
+  /// ceil(t / (1 + t) * (la + lb)): the overlap two sets of these sizes need, as
+  /// J = o / (la + lb - o) >= num / den  <=>  o (num + den) >= num (la + lb).
+  uint64_t pair_overlap(uint64_t la, uint64_t lb) const noexcept {
+    return std::max<uint64_t>(1, (num * (la + lb) + num + den - 1) / (num + den));
+  }
+  /// Whether an overlap of `bound` reaches pair_overlap(la, lb), without dividing: lengths below
+  /// 2^32 and num + den below 2^31 keep both products below 2^63.
+  bool overlap_reachable(uint64_t bound, uint64_t la, uint64_t lb) const noexcept {
+    return bound >= 1 && bound * (num + den) >= num * (la + lb);
+  }
   /// common / (la + lb - common) >= t, exactly. Empty sets never reach it.
-  bool reached(uint64_t common, uint64_t la, uint64_t lb) const noexcept;
+  bool reached(uint64_t common, uint64_t la, uint64_t lb) const noexcept {
+    return common > 0 && common * (num + den) >= num * (la + lb);
+  }
 };
 
 /// Decides, before a candidate pair (a < b) is verified, whether it is wanted: the LSH paths keep

@@ -98,6 +98,15 @@ TEST(ExactThreshold, DecidesInIntegers) {
   EXPECT_EQ(t.min_overlap(5), 4u);    // ceil(4.0)
   EXPECT_EQ(t.min_overlap(6), 5u);    // ceil(4.8)
   EXPECT_EQ(t.pair_overlap(5, 4), 4u);  // ceil(0.8 / 1.8 * 9) = 4
+  // The probes' test without the division says what pair_overlap says, at thresholds on and off
+  // nine decimals.
+  for (const double x : {0.8, 0.5, 1.0 / 3.0, 0.123456789, 1.0, 1e-9})
+    for (uint64_t la = 1; la < 40; la += 3)
+      for (uint64_t lb = 1; lb < 40; lb += 5)
+        for (uint64_t bound = 0; bound <= la + lb; ++bound) {
+          const auto e = ExactThreshold::from(x);
+          ASSERT_EQ(e.overlap_reachable(bound, la, lb), bound >= e.pair_overlap(la, lb)) << x << " " << la << " " << lb << " " << bound;
+        }
   const auto third = ExactThreshold::from(1.0 / 3.0);
   EXPECT_TRUE(third.reached(1, 2, 2));  // 1 / 3 >= 0.333333333
   EXPECT_EQ(ExactThreshold::from(0.0).num, 1u);
@@ -338,6 +347,18 @@ TEST(SetJoin, PairsOfSeveralJoinsAreListedInOrder) {
     SetJoin::pairs_of({&first, 1}, {}, [&](std::span<const ScoredPair> c) { one.insert(one.end(), c.begin(), c.end()); });
     EXPECT_EQ(one, joins[0]->all_pairs());
   }
+  // Pairs the caller knows (every third, across the joins) are neither listed nor verified again.
+  std::vector<std::unique_ptr<SetJoin>> joins;
+  for (const auto& g : groups) joins.push_back(std::make_unique<SetJoin>(g, set_of, t, 2));
+  const std::vector<const SetJoin*> all = {joins[0].get(), joins[1].get(), joins[2].get()};
+  std::vector<ScoredPair> known, rest;
+  for (size_t i = 0; i < expected.size(); ++i) (i % 3 == 0 ? known : rest).push_back(expected[i]);
+  std::vector<ScoredPair> got;
+  SetJoin::pairs_of(all, {}, [&](std::span<const ScoredPair> c) { got.insert(got.end(), c.begin(), c.end()); }, known);
+  EXPECT_EQ(got, rest);
+  uint64_t filtered = 0;
+  for (const auto& j : joins) filtered += j->stats().filtered;
+  EXPECT_EQ(filtered, known.size());
   // A document in two joins is refused.
   SetJoin a(std::vector<DocId>{0, 1, 2}, set_of, t, 1), b(std::vector<DocId>{2, 3}, set_of, t, 1);
   const std::vector<const SetJoin*> overlapping = {&a, &b};
