@@ -81,8 +81,8 @@ struct SetJoinStats {
 
 class SetJoin {
  public:
-  /// The shingle set of a document: sorted, distinct. Called a few times per document while the
-  /// join is built, from several threads.
+  /// The shingle set of a document: sorted, distinct, its span valid until the join is built.
+  /// Called once or twice per document while the join is built, from several threads.
   using SetOf = std::function<std::span<const ShingleHash>(DocId)>;
 
   /// Ranks the sets of `docs` (ascending, distinct) and indexes their prefixes for `threshold`.

@@ -9,10 +9,11 @@
 // its count of unshared values, which come first in the order, and the ranks of its shared
 // values, ascending. Ranks go by document frequency, then by value.
 //
-// How: every (value, set) entry goes to a bucket by the value's top bits, in set order; each
-// bucket, small enough for the cache, is sorted by value (sets stay ascending within a value) and
-// its runs of one value are listed while it is there; a counting sort by frequency numbers the
-// runs; each set's ranks are then appended in rank order, so every list comes out sorted.
+// How: every (value, set) entry goes to a bucket by the value's top bits, in set order, a slice
+// of the buckets at a time; each bucket, small enough for the cache, is sorted by value (sets
+// stay ascending within a value) and its runs of one value are listed, with their sets, while it
+// is there; a counting sort by frequency numbers the runs; each set's ranks are then appended in
+// rank order, so every list comes out sorted.
 #pragma once
 
 #include <algorithm>
@@ -125,72 +126,97 @@ struct PackedEntries {
   void sort(Entry* e, size_t len, int, std::vector<Entry>& scratch) const { bucket_sort_top_bits(e, len, scratch); }
 };
 
-// A value that two or more sets hold: its entries are entries[start, start + len).
+// A value that two or more sets hold: its sets are run_sets[start, start + len), ascending.
 struct Run {
   uint64_t start;
   uint64_t len;
 };
 
-// Every entry, grouped by the top msd_bits of its value: a most-significant pass, each part of
-// the sets after the earlier parts, so that sets stay ascending within a bucket.
-template <class Value, class E, class ValuesOf>
-std::vector<uint64_t> bucket_entries(size_t n, const ValuesOf& values_of, int msd_bits, int threads, const E& codec,
-                                     BigArray<typename E::Entry>& entries) {
+// The entries of every set counted by bucket (the top msd_bits of the value), by parts of the
+// sets: at[p][b] = where part p's entries of bucket b start among all entries, bucket by bucket
+// and part by part within a bucket, so that sets stay ascending within a bucket. start[b]:
+// where bucket b starts (start[buckets] = all entries). values[d]: set d's values, looked up once.
+template <class Value, class ValuesOf>
+std::vector<uint64_t> place_buckets(size_t n, const ValuesOf& values_of, int msd_bits, size_t parts, int threads,
+                                    std::vector<std::vector<uint64_t>>& at, std::vector<const Value*>& values) {
   const size_t buckets = size_t{1} << msd_bits;
   const int shift = static_cast<int>(8 * sizeof(Value)) - msd_bits;
-  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
-  std::vector<std::vector<uint64_t>> fill(parts, std::vector<uint64_t>(buckets, 0));
+  at.assign(parts, std::vector<uint64_t>(buckets, 0));
+  values.assign(n, nullptr);
   parallel_for(parts, threads, [&](size_t p, size_t) {
     const auto [lo, hi] = part_range(n, p, parts);
-    for (size_t d = lo; d < hi; ++d)
-      for (const Value v : values_of(d)) ++fill[p][v >> shift];
+    for (size_t d = lo; d < hi; ++d) {
+      const auto v = values_of(d);
+      values[d] = v.data();
+      for (const Value x : v) ++at[p][x >> shift];
+    }
   });
   std::vector<uint64_t> start(buckets + 1, 0);
   uint64_t sum = 0;
   for (size_t b = 0; b < buckets; ++b) {
     start[b] = sum;
     for (size_t p = 0; p < parts; ++p) {
-      const uint64_t here = fill[p][b];
-      fill[p][b] = sum;
+      const uint64_t here = at[p][b];
+      at[p][b] = sum;
       sum += here;
     }
   }
   start[buckets] = sum;
-  parallel_for(parts, threads, [&](size_t p, size_t) {
-    const auto [lo, hi] = part_range(n, p, parts);
-    auto& f = fill[p];
-    for (size_t d = lo; d < hi; ++d)
-      for (const Value v : values_of(d)) entries[f[v >> shift]++] = codec.make(v, d);
-  });
   return start;
 }
 
-// Each bucket sorted and its runs of one value listed (in value order); counts each set's shared
-// values into `shared` (one count per thread, summed later).
+// The buckets [b0, b1) as a slice: each set's entries of those buckets, from its values at
+// next[d] on (its values are ascending, so a slice's are the next ones), written to
+// entries[at - base], base = start[b0]; next[d] moves past them. A slice reads a short run of
+// each set: the next set's is asked for ahead.
+template <class Value, class E>
+void fill_slice(std::span<const Value* const> values, std::span<const uint32_t> len, int msd_bits, size_t b1, uint64_t base,
+                size_t parts, int threads, const E& codec, std::vector<std::vector<uint64_t>>& at, std::vector<uint32_t>& next,
+                typename E::Entry* entries) {
+  const size_t n = values.size();
+  const int shift = static_cast<int>(8 * sizeof(Value)) - msd_bits;
+  parallel_for(parts, threads, [&](size_t p, size_t) {
+    const auto [lo, hi] = part_range(n, p, parts);
+    auto& f = at[p];
+    for (size_t d = lo; d < hi; ++d) {
+      if (d + 1 < hi && values[d + 1] != nullptr) __builtin_prefetch(values[d + 1] + next[d + 1]);
+      const Value* v = values[d];
+      size_t i = next[d];
+      for (; i < len[d] && (v[i] >> shift) < b1; ++i) entries[f[v[i] >> shift]++ - base] = codec.make(v[i], d);
+      next[d] = static_cast<uint32_t>(i);
+    }
+  });
+}
+
+// The slice's buckets [b0, b1) (its entries from start[b0]) each sorted and its runs of one value
+// listed in bucket_runs[b] (in value order), their sets written to run_sets at the runs' places
+// among all entries; counts each set's shared values into `shared` (one count per thread,
+// summed later).
 template <class E>
-std::vector<std::vector<Run>> shared_runs(BigArray<typename E::Entry>& entries, const std::vector<uint64_t>& start, int msd_bits,
-                                          size_t n, int threads, const E& codec, std::vector<std::vector<uint32_t>>& shared) {
-  const size_t t = static_cast<size_t>(std::max(1, threads));
-  std::vector<std::vector<Run>> bucket_runs(start.size() - 1);
-  shared.assign(t, {});
-  std::vector<std::vector<typename E::Entry>> scratch(t);
-  parallel_for(bucket_runs.size(), threads, [&](size_t b, size_t tid) {
+void slice_runs(typename E::Entry* entries, const std::vector<uint64_t>& start, size_t b0, size_t b1, int msd_bits, size_t n,
+                int threads, const E& codec, std::vector<std::vector<Run>>& bucket_runs, uint32_t* run_sets,
+                std::vector<std::vector<uint32_t>>& shared, std::vector<std::vector<typename E::Entry>>& scratch) {
+  parallel_for(b1 - b0, threads, [&](size_t k, size_t tid) {
+    const size_t b = b0 + k;
     auto& counts = shared[tid];
     if (counts.empty()) counts.assign(n, 0);
     const uint64_t lo = start[b], len = start[b + 1] - lo;
-    auto* e = entries.data() + lo;
+    auto* e = entries + (lo - start[b0]);
     codec.sort(e, len, msd_bits, scratch[tid]);
     for (size_t i = 0; i < len;) {
       size_t j = i + 1;
       while (j < len && codec.value(e[j]) == codec.value(e[i])) ++j;
       if (j - i > 1) {
         bucket_runs[b].push_back({lo + i, j - i});
-        for (size_t k = i; k < j; ++k) ++counts[codec.set(e[k])];
+        for (size_t k2 = i; k2 < j; ++k2) {
+          const size_t d = codec.set(e[k2]);
+          run_sets[lo + k2] = static_cast<uint32_t>(d);
+          ++counts[d];
+        }
       }
       i = j;
     }
   });
-  return bucket_runs;
 }
 
 // The runs in rank order: by frequency, then value (the runs are in value order), by a counting
@@ -216,12 +242,41 @@ inline std::vector<Run> runs_by_rank(std::vector<std::vector<Run>>& bucket_runs)
 }
 
 // rank_shared_values with the entries of `codec`, over `total` values in all (out.len filled).
+// The entries are made and sorted a slice of the buckets at a time, about slice_entries each,
+// in one buffer: only the sets of each run are kept (4 bytes per shared value, where the
+// entries take 8 or 16), and a slice's scatter reaches its few thousand buckets, not all
+// 2^msd_bits. A join of dense licence boilerplate (11.8 M shingles) wrote all its entries into
+// pages touched for the first time, its peak.
 template <class Value, class E, class ValuesOf>
-void rank_with(SharedRanks& out, size_t n, uint64_t total, const ValuesOf& values_of, int msd_bits, int threads, const E& codec) {
-  BigArray<typename E::Entry> entries(total);
-  const std::vector<uint64_t> start = bucket_entries<Value>(n, values_of, msd_bits, threads, codec, entries);
-  std::vector<std::vector<uint32_t>> shared_by_thread;
-  std::vector<std::vector<Run>> bucket_runs = shared_runs(entries, start, msd_bits, n, threads, codec, shared_by_thread);
+void rank_with(SharedRanks& out, size_t n, uint64_t total, const ValuesOf& values_of, int msd_bits, int threads, const E& codec,
+               size_t slice_entries) {
+  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
+  const size_t t = static_cast<size_t>(std::max(1, threads));
+  std::vector<std::vector<uint64_t>> at;
+  std::vector<const Value*> values;
+  const std::vector<uint64_t> start = place_buckets<Value>(n, values_of, msd_bits, parts, threads, at, values);
+  const size_t buckets = start.size() - 1;
+  // The slices: runs of whole buckets of about slice_entries (a larger bucket alone).
+  std::vector<size_t> cut{0};
+  uint64_t largest = 0;
+  for (size_t b = 0; b < buckets; ++b)
+    if (start[b + 1] - start[cut.back()] >= slice_entries || b + 1 == buckets) {
+      largest = std::max(largest, start[b + 1] - start[cut.back()]);
+      cut.push_back(b + 1);
+    }
+  BigArray<uint32_t> run_sets(total);
+  std::vector<std::vector<Run>> bucket_runs(buckets);
+  std::vector<std::vector<uint32_t>> shared_by_thread(t);
+  {
+    BigArray<typename E::Entry> entries(largest);
+    std::vector<std::vector<typename E::Entry>> scratch(t);
+    std::vector<uint32_t> next(n, 0);
+    for (size_t c = 0; c + 1 < cut.size(); ++c) {
+      const size_t b0 = cut[c], b1 = cut[c + 1];
+      fill_slice<Value>(values, out.len, msd_bits, b1, start[b0], parts, threads, codec, at, next, entries.data());
+      slice_runs(entries.data(), start, b0, b1, msd_bits, n, threads, codec, bucket_runs, run_sets.data(), shared_by_thread, scratch);
+    }
+  }
   const std::vector<Run> run_at_rank = runs_by_rank(bucket_runs);
   const size_t runs = run_at_rank.size();
   out.num_ranks = runs;
@@ -235,7 +290,6 @@ void rank_with(SharedRanks& out, size_t n, uint64_t total, const ValuesOf& value
   std::vector<std::vector<uint32_t>>().swap(shared_by_thread);
   // Each set's ranks ascending: the runs in rank order, appended to their sets, by parts of the
   // sets.
-  const size_t parts = std::clamp<size_t>(static_cast<size_t>(std::max(1, threads)), 1, n);
   out.ranks = BigArray<uint32_t>(out.offsets[n]);
   parallel_for(parts, threads, [&](size_t p, size_t) {
     const auto [lo, hi] = part_range(n, p, parts);
@@ -243,7 +297,7 @@ void rank_with(SharedRanks& out, size_t n, uint64_t total, const ValuesOf& value
     for (size_t r = 0; r < runs; ++r) {
       const Run& run = run_at_rank[r];
       for (uint64_t i = run.start; i < run.start + run.len; ++i) {
-        const size_t d = codec.set(entries[i]);
+        const size_t d = run_sets[i];
         if (d >= lo && d < hi) out.ranks[cursor[d - lo]++] = static_cast<uint32_t>(r);
       }
     }
@@ -256,10 +310,13 @@ inline constexpr int kMaxPackedBits = 16;
 
 }  // namespace ranking_detail
 
+/// Entries made and sorted at a time while ranking (rank_with): 16 MB of packed entries.
+inline constexpr size_t kRankSliceEntries = size_t{1} << 21;
+
 /// The ranks of the shared values of n sets; values_of(d) is set d's values (Value: uint32_t or
-/// uint64_t), sorted and distinct.
+/// uint64_t), sorted and distinct, in memory that stays put until this returns. `slice_entries`: see rank_with (tests make it small).
 template <class Value, class ValuesOf>
-SharedRanks rank_shared_values(size_t n, const ValuesOf& values_of, int threads) {
+SharedRanks rank_shared_values(size_t n, const ValuesOf& values_of, int threads, size_t slice_entries = kRankSliceEntries) {
   using namespace ranking_detail;
   SharedRanks out;
   out.len.resize(n);
@@ -279,11 +336,11 @@ SharedRanks rank_shared_values(size_t n, const ValuesOf& values_of, int threads)
     // As many bucket bits as the sets' numbers take, where that is few enough: 8-byte entries.
     const int packed_bits = std::max(msd_bits, static_cast<int>(std::bit_width(n - 1)));
     if (packed_bits <= kMaxPackedBits) {
-      rank_with<Value>(out, n, total, values_of, packed_bits, threads, PackedEntries{packed_bits});
+      rank_with<Value>(out, n, total, values_of, packed_bits, threads, PackedEntries{packed_bits}, slice_entries);
       return out;
     }
   }
-  rank_with<Value>(out, n, total, values_of, msd_bits, threads, Entries<Value>{});
+  rank_with<Value>(out, n, total, values_of, msd_bits, threads, Entries<Value>{}, slice_entries);
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "neardup/io/tsv.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -32,6 +33,9 @@ void write_pairs(AtomicFile& out, std::span<const ScoredPair> pairs, const IdOf&
   // Lines gathered into writes of about 1 MiB: one write call per line cost more than its line.
   constexpr size_t kFlush = size_t{1} << 20;
   std::string buf;
+  // Room for the lines up front (ids of about 40 bytes), not grown by doubling, which copied
+  // each write's bytes once more.
+  buf.reserve(std::min(kFlush + 4096, pairs.size() * 96));
   for (const ScoredPair& p : pairs) {
     buf.append(id(p.a)).push_back('\t');
     buf.append(id(p.b)).push_back('\t');

@@ -35,7 +35,7 @@ std::vector<std::vector<Value>> random_sets(uint64_t seed, size_t n, size_t max_
 }
 
 template <class Value>
-void expect_brute_force(const std::vector<std::vector<Value>>& sets, int threads) {
+void expect_brute_force(const std::vector<std::vector<Value>>& sets, int threads, size_t slice = internal::kRankSliceEntries) {
   // Every value's frequency by sorting them all; the shared ones in rank order.
   std::vector<Value> all;
   for (const auto& s : sets) all.insert(all.end(), s.begin(), s.end());
@@ -57,7 +57,7 @@ void expect_brute_force(const std::vector<std::vector<Value>>& sets, int threads
   };
 
   const internal::SharedRanks got =
-      internal::rank_shared_values<Value>(sets.size(), [&](size_t d) { return std::span<const Value>(sets[d]); }, threads);
+      internal::rank_shared_values<Value>(sets.size(), [&](size_t d) { return std::span<const Value>(sets[d]); }, threads, slice);
   ASSERT_EQ(got.num_ranks, shared.size());
   for (size_t d = 0; d < sets.size(); ++d) {
     std::vector<uint32_t> want;
@@ -90,6 +90,16 @@ TEST(PrefixRanking, ManyEntriesMatchBruteForce) {
   ASSERT_GE(total, size_t{1} << 22) << "too few entries for the larger buckets";
   expect_brute_force(wide, 2);
   expect_brute_force(narrow, 2);
+}
+
+// The entries made a slice of the buckets at a time: slices of one bucket each (the smallest),
+// of a few buckets, and buckets larger than a slice, for every kind of entry.
+TEST(PrefixRanking, SlicesOfTheBucketsMatchBruteForce) {
+  for (const size_t slice : {size_t{1}, size_t{777}, size_t{20000}}) {
+    expect_brute_force(random_sets<uint32_t>(31, 2000, 200), 2, slice);
+    expect_brute_force(random_sets<uint64_t>(32, 2000, 200), 3, slice);
+    expect_brute_force(random_sets<uint64_t>(33, 70000, 12), 2, slice);  // 16-byte entries
+  }
 }
 
 // Shingle hashes of up to 2^16 sets go into 8-byte entries (the value's bits below its bucket's,
