@@ -198,25 +198,34 @@ void BM_MakeSetText(benchmark::State& state) {
 }
 BENCHMARK(BM_MakeSetText)->Unit(benchmark::kMillisecond);
 
+// Families of near-copies, as dense licence boilerplate makes them: set d is family
+// family_of[d]'s 460 random shingle hashes with own(next) percent of them its own.
+template <class Own>
+std::vector<std::vector<ShingleHash>> near_copies(size_t families, const std::vector<size_t>& family_of, Own own) {
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  const auto next = [&x] { return x = x * 6364136223846793005ULL + 1442695040888963407ULL, x ^ (x >> 29); };
+  std::vector<std::vector<ShingleHash>> family(families, std::vector<ShingleHash>(460));
+  for (auto& f : family)
+    for (auto& h : f) h = next();
+  std::vector<std::vector<ShingleHash>> out(family_of.size());
+  for (size_t d = 0; d < out.size(); ++d) {
+    out[d] = family[family_of[d]];
+    const uint64_t share = own(next);
+    for (auto& h : out[d])
+      if (next() % 100 < share) h = next();
+    out[d] = sorted_set(out[d]);
+  }
+  return out;
+}
+
 // The exact join's ranking of shared values (rank_shared_values, one thread) over families of
-// near-copies, as dense licence boilerplate makes them: 20,000 sets of 460 shingle hashes in 40
-// families, each member its family's set with 8% of the values its own. Most values are held by
-// hundreds of sets, and the buckets of 8-byte entries hold a few hundred each.
+// near-copies: 20,000 sets in 40 families, interleaved, 8% of each member's values its own. Most
+// values are held by hundreds of sets, and the buckets of 8-byte entries hold a few hundred each.
 void BM_RankSharedValues(benchmark::State& state) {
   static const auto sets = [] {
-    uint64_t x = 0x9E3779B97F4A7C15ULL;
-    const auto next = [&x] { return x = x * 6364136223846793005ULL + 1442695040888963407ULL, x ^ (x >> 29); };
-    std::vector<std::vector<ShingleHash>> family(40, std::vector<ShingleHash>(460));
-    for (auto& f : family)
-      for (auto& h : f) h = next();
-    std::vector<std::vector<ShingleHash>> out(20000);
-    for (size_t d = 0; d < out.size(); ++d) {
-      out[d] = family[d % family.size()];
-      for (auto& h : out[d])
-        if (next() % 100 < 8) h = next();
-      out[d] = sorted_set(out[d]);
-    }
-    return out;
+    std::vector<size_t> family_of(20000);
+    for (size_t d = 0; d < family_of.size(); ++d) family_of[d] = d % 40;
+    return near_copies(40, family_of, [](auto&) { return uint64_t{8}; });
   }();
   size_t entries = 0;
   for (const auto& s : sets) entries += s.size();
@@ -237,21 +246,9 @@ BENCHMARK(BM_RankSharedValues)->Unit(benchmark::kMillisecond);
 // each iteration lists the pairs.
 void BM_SetJoinPairs(benchmark::State& state) {
   static const auto sets = [] {
-    uint64_t x = 0x9E3779B97F4A7C15ULL;
-    const auto next = [&x] { return x = x * 6364136223846793005ULL + 1442695040888963407ULL, x ^ (x >> 29); };
-    std::vector<std::vector<ShingleHash>> family(8, std::vector<ShingleHash>(460));
-    for (auto& f : family)
-      for (auto& h : f) h = next();
-    std::vector<std::vector<ShingleHash>> out;
-    for (size_t f = 0; f < family.size(); ++f)
-      for (size_t m = 0; m < 100 * (f + 1); ++m) out.push_back(family[f]);
-    for (size_t d = 0; d < out.size(); ++d) {
-      const uint64_t own = 2 + next() % 9;
-      for (auto& h : out[d])
-        if (next() % 100 < own) h = next();
-      out[d] = sorted_set(out[d]);
-    }
-    return out;
+    std::vector<size_t> family_of;
+    for (size_t f = 0; f < 8; ++f) family_of.insert(family_of.end(), 100 * (f + 1), f);
+    return near_copies(8, family_of, [](auto& next) { return 2 + next() % 9; });
   }();
   std::vector<DocId> docs(sets.size());
   for (size_t d = 0; d < docs.size(); ++d) docs[d] = static_cast<DocId>(d);
