@@ -141,7 +141,8 @@ struct SetJoin::Impl {
   internal::BigArray<uint32_t> post_member, post_pos;
   // Member x's own place in the list of its i-th prefix rank: self_at[prefix_at[x] + i]. Its
   // probe splits each list there, at the members after it, where a binary search of each list
-  // missed the cache at most of its steps (15% of the probes' time on dense licence families).
+  // missed the cache at most of its steps (15% of the listing's own samples on dense licence
+  // families).
   std::vector<uint64_t> prefix_at;
   internal::BigArray<uint32_t> self_at;
   internal::DensePostings dense;  // the lists held by more than 1/64 of the members, as bitmaps

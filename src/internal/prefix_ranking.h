@@ -208,9 +208,9 @@ void slice_runs(typename E::Entry* entries, const std::vector<uint64_t>& start, 
       while (j < len && codec.value(e[j]) == codec.value(e[i])) ++j;
       if (j - i > 1) {
         bucket_runs[b].push_back({lo + i, j - i});
-        for (size_t k2 = i; k2 < j; ++k2) {
-          const size_t d = codec.set(e[k2]);
-          run_sets[lo + k2] = static_cast<uint32_t>(d);
+        for (size_t q = i; q < j; ++q) {
+          const size_t d = codec.set(e[q]);
+          run_sets[lo + q] = static_cast<uint32_t>(d);
           ++counts[d];
         }
       }
@@ -243,10 +243,10 @@ inline std::vector<Run> runs_by_rank(std::vector<std::vector<Run>>& bucket_runs)
 
 // rank_shared_values with the entries of `codec`, over `total` values in all (out.len filled).
 // The entries are made and sorted a slice of the buckets at a time, about slice_entries each,
-// in one buffer: only the sets of each run are kept (4 bytes per shared value, where the
-// entries take 8 or 16), and a slice's scatter reaches its few thousand buckets, not all
-// 2^msd_bits. A join of dense licence boilerplate (11.8 M shingles) wrote all its entries into
-// pages touched for the first time, its peak.
+// in one buffer: of a run of one value only its sets are kept, 4 bytes each at their entries'
+// places (an entry takes 8 or 16), and a slice's scatter reaches its few thousand buckets, not
+// all 2^msd_bits. A join of dense licence boilerplate (11.8 M shingles) wrote all its entries
+// into pages touched for the first time, its peak.
 template <class Value, class E, class ValuesOf>
 void rank_with(SharedRanks& out, size_t n, uint64_t total, const ValuesOf& values_of, int msd_bits, int threads, const E& codec,
                size_t slice_entries) {
