@@ -81,9 +81,11 @@ class MemberBits {
 // near-copies (BM_SetJoinPairs).
 class MemberOrder {
  public:
-  void order(const std::vector<JoinCandidate>& cand, size_t members, std::vector<JoinCandidate>& out) {
+  /// `cand` (members below `members`) in member order, until the next call.
+  std::span<const JoinCandidate> order(const std::vector<JoinCandidate>& cand, size_t members) {
+    std::vector<JoinCandidate>& out = out_;
     out.clear();
-    if (cand.empty()) return;
+    if (cand.empty()) return out;
     uint32_t lo = UINT32_MAX, hi = 0;
     for (const JoinCandidate& c : cand) {
       lo = std::min(lo, c.y >> 6);
@@ -92,7 +94,7 @@ class MemberOrder {
     if (hi - lo + 1 > 4 * cand.size()) {
       out.assign(cand.begin(), cand.end());
       std::sort(out.begin(), out.end(), [](const JoinCandidate& p, const JoinCandidate& q) { return p.y < q.y; });
-      return;
+      return out;
     }
     if (at_.size() < members) {
       bits_.resize((members + 63) / 64, 0);
@@ -107,11 +109,13 @@ class MemberOrder {
       for (uint64_t b = bits_[w]; b != 0; b &= b - 1) out.push_back(cand[at_[(w << 6) + static_cast<uint32_t>(std::countr_zero(b))]]);
       bits_[w] = 0;
     }
+    return out;
   }
 
  private:
   std::vector<uint64_t> bits_;
   std::vector<uint32_t> at_;
+  std::vector<JoinCandidate> out_;
 };
 
 // The pairs of `pairs` (sorted by (a, b)) whose first document is a.
@@ -132,19 +136,19 @@ struct SetJoin::Impl {
   const internal::Kernels* kern = &internal::kernels();
   std::vector<DocId> docs;
   internal::SharedRanks ranked;
-  std::vector<uint32_t> plen;  // per member: its prefix, in shared ranks
   // The postings of rank r: [head[r], head[r + 1]), ascending by member, as two arrays: each
   // posting's member, and the rank's place among the member's ranks. A probe tests the members
   // of its ranks' lists (internal::unmarked_members), most of them met before for the same
   // member in a dense family, and reads the place of those met the first time.
   std::vector<uint64_t> head;
   internal::BigArray<uint32_t> post_member, post_pos;
-  // Member x's own place in the list of its i-th prefix rank: self_at[prefix_at[x] + i]. Its
-  // probe splits each list there, at the members after it, where a binary search of each list
-  // missed the cache at most of its steps (15% of the listing's own samples on dense licence
-  // families).
+  // Member x's prefix, in shared ranks: its first plen(x) ranks, indexed from prefix_at[x]. Its
+  // own place in the list of its i-th prefix rank is self_at[prefix_at[x] + i]: its probe splits
+  // each list there, at the members after it, where a binary search of each list missed the
+  // cache at most of its steps (15% of the listing's own samples on dense licence families).
   std::vector<uint64_t> prefix_at;
   internal::BigArray<uint32_t> self_at;
+  uint32_t plen(size_t x) const noexcept { return static_cast<uint32_t>(prefix_at[x + 1] - prefix_at[x]); }
   internal::DensePostings dense;  // the lists held by more than 1/64 of the members, as bitmaps
   mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0}, by_words{0}, dense_walks{0};
   // Adds a thread's counts of a run of probes to the join's.
@@ -218,7 +222,7 @@ struct SetJoin::Impl {
       if (!thr.overlap_reachable(bound, lx, ly)) return;
       out.push_back({y, i, py});
     };
-    for (uint32_t i = 0; i < plen[x]; ++i) {
+    for (uint32_t i = 0, prefix = plen(x); i < prefix; ++i) {
       const uint64_t h = head[rx[i]];
       const uint32_t* first = post_member.data() + h;
       const uint32_t* last = post_member.data() + head[rx[i] + 1];
@@ -306,7 +310,7 @@ void SetJoin::Impl::pick_pivots() {
     tried.clear();
     bool stored = false;
     // The pivots before x that share a prefix rank with it, through the prefix index.
-    for (uint32_t i = 0; i < plen[x] && !stored && tried.size() < kPivotTries; ++i) {
+    for (uint32_t i = 0; i < plen(x) && !stored && tried.size() < kPivotTries; ++i) {
       const uint32_t* k = post_member.data() + head[rx[i]];
       const uint32_t* const stop = post_member.data() + std::min(head[rx[i] + 1], head[rx[i]] + kLook);
       for (; k < stop && *k < x && !stored && tried.size() < kPivotTries; ++k) {
@@ -377,13 +381,13 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
   if (s.docs.size() >= UINT32_MAX) throw UsageError("SetJoin: more than 2^32 - 1 documents");
   s.ranked = internal::rank_shared_values<ShingleHash>(s.docs.size(), [&](size_t m) { return set_of(s.docs[m]); }, s.threads);
   const size_t n = s.docs.size();
-  s.plen.assign(n, 0);
+  s.prefix_at.assign(n + 1, 0);
   for (size_t m = 0; m < n; ++m) {
     const uint64_t len = s.ranked.len[m];
-    if (len == 0) continue;
-    const uint64_t prefix = len - s.thr.min_overlap(len) + 1;
+    const uint64_t prefix = len == 0 ? 0 : len - s.thr.min_overlap(len) + 1;
     const uint64_t unshared = s.ranked.unshared[m];
-    if (prefix > unshared) s.plen[m] = static_cast<uint32_t>(std::min<uint64_t>(prefix - unshared, s.ranked[m].size()));
+    const uint64_t indexed = prefix > unshared ? std::min<uint64_t>(prefix - unshared, s.ranked[m].size()) : 0;
+    s.prefix_at[m + 1] = s.prefix_at[m] + indexed;
   }
   // The inverted index of the prefixes (CSR by rank), built by parts of the ranks: each part walks
   // the members in order, so every list is ascending by member.
@@ -394,7 +398,7 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
     const size_t lo = num_ranks * p / parts, hi = num_ranks * (p + 1) / parts;
     for (size_t m = 0; m < n; ++m) {
       const auto r = s.ranked[m];
-      for (uint32_t i = 0; i < s.plen[m] && r[i] < hi; ++i)
+      for (uint32_t i = 0, prefix = s.plen(m); i < prefix && r[i] < hi; ++i)
         if (r[i] >= lo) fn(m, i, r[i]);
     }
   };
@@ -404,8 +408,6 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
   for (size_t r = 1; r <= num_ranks; ++r) s.head[r] += s.head[r - 1];
   s.post_member = internal::BigArray<uint32_t>(s.head[num_ranks]);
   s.post_pos = internal::BigArray<uint32_t>(s.head[num_ranks]);
-  s.prefix_at.assign(n + 1, 0);
-  for (size_t m = 0; m < n; ++m) s.prefix_at[m + 1] = s.prefix_at[m] + s.plen[m];
   s.self_at = internal::BigArray<uint32_t>(s.prefix_at[n]);
   internal::parallel_for(parts, s.threads, [&](size_t p, size_t) {
     const size_t lo = num_ranks * p / parts;
@@ -476,7 +478,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
   // Per thread and join, the member last probed that found each member (probe's mark): a join's
   // members are numbered from 0, so each join needs its own.
   std::vector<std::vector<std::vector<uint32_t>>> marks(static_cast<size_t>(threads), std::vector<std::vector<uint32_t>>(joins.size()));
-  std::vector<std::vector<JoinCandidate>> cands(static_cast<size_t>(threads)), ordered(static_cast<size_t>(threads));
+  std::vector<std::vector<JoinCandidate>> cands(static_cast<size_t>(threads));
   std::vector<MemberOrder> orders(static_cast<size_t>(threads));
   std::vector<ProbeScratch> scratch(static_cast<size_t>(threads));
   size_t bitmap_words = 0;
@@ -509,10 +511,10 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         const size_t before = res.size();
         // In member order, which is the order of their documents: the pairs come out by b, and
         // the known ones are passed in one walk.
-        orders[tid].order(cand, s.docs.size(), ordered[tid]);
+        const std::span<const JoinCandidate> in_order = orders[tid].order(cand, s.docs.size());
         const std::span<const ScoredPair> known_a = pairs_from(known, s.docs[x]);
         size_t next_known = 0;
-        for (const JoinCandidate& k : ordered[tid]) {
+        for (const JoinCandidate& k : in_order) {
           const DocId a = s.docs[x], b = s.docs[k.y];
           while (next_known < known_a.size() && known_a[next_known].b < b) ++next_known;
           if ((next_known < known_a.size() && known_a[next_known].b == b) || (keep && !keep(a, b))) {

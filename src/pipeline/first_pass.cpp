@@ -332,16 +332,12 @@ void Pipeline::Impl::take_copies(io::RecordReader& reader) {
   if (!why.empty()) in_groups_ = false;  // a compressed input without its copy
 }
 
-// Not where the sample cannot be read (the first pass reports why); the sample is not read where
-// no key would be narrow.
-bool Pipeline::Impl::narrow_keys_fit(io::InputSample& sample) const {
-  if (!narrow_keys_for(1, 0)) return false;
+std::optional<MemoryEstimate> Pipeline::Impl::first_pass_sample() const {
+  if (!narrow_keys_for(1, 0)) return std::nullopt;
   try {
-    const MemoryEstimate m = estimate_memory(kSampleBytes);
-    sample = m.input;
-    return narrow_keys_for(m.input.records, m.shingles_per_document);
+    return estimate_memory(kSampleBytes);
   } catch (const IoError&) {
-    return false;
+    return std::nullopt;
   }
 }
 
@@ -351,10 +347,11 @@ void Pipeline::Impl::sketch_pass() {
   const std::string copy_dir = compressed > 0 ? copies_dir() : std::string();
   in_groups_ = groups_pay(compressed, !copy_dir.empty());
   const SketchLayout layout(*this);
-  // The input's sample, where narrow_keys_fit read it: the per-document arrays it expects past
-  // 2 MiB take huge pages from their start (GrowArray::expect).
-  io::InputSample sample;
-  const bool narrow = layout.keys_only && narrow_keys_fit(sample);
+  // The input's sample, where it was read: whether band keys are narrow, and the per-document
+  // arrays it expects past 2 MiB take huge pages from their start (GrowArray::expect).
+  const std::optional<MemoryEstimate> m = layout.keys_only ? first_pass_sample() : std::nullopt;
+  const bool narrow = m && narrow_keys_for(m->input.records, m->shingles_per_document);
+  const io::InputSample sample = m ? m->input : io::InputSample{};
   const auto expected = static_cast<size_t>(sample.records);
   sketches_.reset(layout.keys_only ? layout.bands : 0, spec_.sketch_size, narrow, expected);
   docs_.expect(expected, static_cast<size_t>(sample.id_bytes));

@@ -182,9 +182,10 @@ struct Pipeline::Impl {
     const uint64_t up_to = options_.tuning.narrow_band_keys_up_to;
     return !options_.tuning.spill_band_keys && up_to > 0 && n > 0 && n <= static_cast<double>(up_to) && shingles <= kNarrowKeyShingles;
   }
-  /// narrow_keys_for the run's inputs, as their sample (estimate_memory) expects them; the
-  /// sample into `sample` where it was read (else left alone).
-  bool narrow_keys_fit(io::InputSample& sample) const;
+  /// The run's estimate from its inputs' sample (estimate_memory), read where a band key may be
+  /// narrow (narrow_keys_for), to choose that and the first pass's expected arrays; none elsewhere,
+  /// or where the sample cannot be read (the first pass reports why).
+  std::optional<MemoryEstimate> first_pass_sample() const;
   /// RunTuning::memory_limit: spills the band keys when the expected peak is above the limit.
   void choose_spill();
   /// The bands the search works at once over spilled band keys of n documents (memory.cpp).

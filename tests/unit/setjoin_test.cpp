@@ -313,6 +313,31 @@ TEST(SetJoin, FilterAndSubsetOfDocuments) {
   EXPECT_THROW(join.similarity(1, 2), UsageError);
 }
 
+// Each base's two near-copies lie 600 and 1,200 documents after it: a probe finds a few
+// candidates over a wide range of members, in whatever order its lists give them, and the pairs
+// must still come out in (a, b) order.
+TEST(SetJoin, FewCandidatesFarApartAreListedInOrder) {
+  std::mt19937_64 rng(41);
+  const size_t bases = 600;
+  Sets sets(3 * bases);
+  for (size_t i = 0; i < bases; ++i) {
+    std::vector<ShingleHash> base(60);
+    for (auto& x : base) x = rng();
+    sets[i] = sorted_set(base);
+    for (const size_t copy : {i + bases, i + 2 * bases}) {
+      auto doc = base;
+      for (int k = 0; k < 4; ++k) doc[rng() % doc.size()] = rng();
+      sets[copy] = sorted_set(doc);
+    }
+  }
+  const auto expected = brute_force(sets, 0.7);
+  ASSERT_GT(expected.size(), 2 * bases);
+  for (const int threads : {1, 2}) {
+    const SetJoin join(all_docs(sets), [&](DocId d) { return std::span<const ShingleHash>(sets[d]); }, 0.7, threads);
+    EXPECT_EQ(join.all_pairs(), expected) << "threads " << threads;
+  }
+}
+
 // Several joins over disjoint documents (a run's groups), listed together: the brute-force pairs
 // within each join's documents, in (a, b) order over all of them, whatever the threads.
 TEST(SetJoin, PairsOfSeveralJoinsAreListedInOrder) {
