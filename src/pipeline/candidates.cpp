@@ -42,6 +42,8 @@ LshBuckets Pipeline::Impl::find_buckets() {
     // the others, and a run that keeps what a report asks, index them all now.
     sketches_.index_per_group = mode_ == Mode::Dedup && in_groups_ && !options_.tuning.keep_sets;
     if (!sketches_.index_per_group) sketches_.index_buckets(buckets, docs_.size());
+  } else if (mode_ == Mode::Dedup && sketches_.has_keys()) {
+    sketches_.drop_keys(buckets, docs_.size());
   }
   const size_t from_lsh = buckets.size();
   add_copy_buckets(buckets);

@@ -389,6 +389,7 @@ void Pipeline::Impl::sketch_pass() {
   const internal::PassTotals totals = internal::run_pass(reader, *inputs_, threads_, pass);
   sketches_.finish_keys();
   docs_.finish();
+  first_pass_state_ = docs_.bytes() + sketches_.bytes();  // a dedup lets its band keys go after the search
   count_first_pass(totals, bad, reader);
   if (!copy_dir.empty()) take_copies(reader);
   sets_.end_first_pass();

@@ -353,6 +353,7 @@ struct Pipeline::Impl {
   // Whether verification goes group by group (verify_in_groups): the records can be found again
   // by position, and cheaply, in files that are not compressed (see groups_pay()).
   bool in_groups_ = false;
+  uint64_t first_pass_state_ = 0;  // state_bytes() at the first pass's end
   // The last estimate and its sample size: a driver that printed it before run() (the CLI) does
   // not have the inputs sampled again to decide whether to spill (choose_spill).
   mutable std::optional<std::pair<uint64_t, MemoryEstimate>> last_estimate_;

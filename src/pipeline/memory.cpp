@@ -60,10 +60,7 @@ int Pipeline::Impl::spilled_search_threads(double n) const noexcept {
   return static_cast<int>(std::clamp(std::floor(limit / 3 / per_band), 1.0, static_cast<double>(std::max(threads_, 1))));
 }
 
-uint64_t Pipeline::Impl::state_bytes() const noexcept {
-  uint64_t b = docs_.bytes() + sketches_.bytes();
-  return b;
-}
+uint64_t Pipeline::Impl::state_bytes() const noexcept { return first_pass_state_ > 0 ? first_pass_state_ : docs_.bytes() + sketches_.bytes(); }
 
 // What the run's buffers take besides its state (the `fixed` part of estimate_memory): the
 // program, the reading and sketching threads' batches and scratch, the writer's buffers. Of

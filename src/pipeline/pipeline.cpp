@@ -27,9 +27,9 @@ void Pipeline::Impl::init() {
 std::span<const SigValue> Pipeline::Impl::signatures() const noexcept { return sketches_.signatures(); }
 
 bool Pipeline::Impl::share_band(DocId a, DocId b, size_t k) const noexcept {
-  // Spilled, the keys are gone and the buckets answer; a copy of a text (kept out of them) has
-  // its original's keys, so it shares what its original shares, and every band with it.
-  if (sketches_.keys_spilled) {
+  // Spilled or dropped, the keys are gone and the buckets answer; a copy of a text (kept out of
+  // them) has its original's keys, so it shares what its original shares, and every band with it.
+  if (sketches_.by_buckets) {
     a = original_of(a);
     b = original_of(b);
     if (a == b) return true;

@@ -30,14 +30,15 @@ struct SketchStore {
   // 2,400 at a million (which exact verification rejects), half the memory of the full keys.
   std::vector<internal::GrowArray<uint32_t>> narrow_keys;
   // The band keys on disk instead (RunTuning::spill_band_keys), a column per band, let go after
-  // the search. Two documents share a band key exactly when some band's bucket holds both, so
-  // share_band then reads the buckets instead (index_buckets): for each document in one
-  // (in_docs, ascending), the buckets that hold it (bucket_of[bucket_at[i], bucket_at[i + 1]),
-  // ascending): 4 bytes per bucket member, where the keys of those documents took 8 per band.
-  // A dedup verified in groups indexes each group's buckets in turn (index_group,
+  // the search; or, in a dedup, let go from memory after it (drop_keys). Two documents share a
+  // band key exactly when some band's bucket holds both, so share_band then reads the buckets
+  // instead (index_buckets; by_buckets set): for each document in one (in_docs, ascending), the
+  // buckets that hold it (bucket_of[bucket_at[i], bucket_at[i + 1]), ascending): 4 bytes per
+  // bucket member, where the keys took 4 or 8 per band of every document. A dedup verified in
+  // groups with its keys spilled indexes each group's buckets in turn (index_group,
   // index_per_group).
   std::unique_ptr<internal::SpilledColumns> spilled;
-  bool keys_spilled = false;
+  bool by_buckets = false;
   bool index_per_group = false;
   std::vector<DocId> in_docs;
   std::vector<uint32_t> bucket_at, bucket_of;
@@ -61,7 +62,7 @@ struct SketchStore {
         band_keys.emplace_back(internal::Access::Sequential).expect(expected);
     staged_.clear();
     spilled.reset();
-    keys_spilled = false;
+    by_buckets = false;
     index_per_group = false;
     in_docs.clear();
     bucket_at.clear();
@@ -74,7 +75,7 @@ struct SketchStore {
   /// instead of memory, a column per band. IoError naming `dir` if they cannot be made.
   void spill_keys_to(const std::string& dir) {
     spilled = std::make_unique<internal::SpilledColumns>(dir, band_keys.size());
-    keys_spilled = true;
+    by_buckets = true;
   }
   /// Appends a document's band keys (one per band), to memory or to the spilled columns, once
   /// kStagedDocs documents' keys are staged or finish_keys() is called.
@@ -91,8 +92,7 @@ struct SketchStore {
 
   /// Whether two documents share a band: equal band keys, or equal rows of a band.
   bool share_band(DocId a, DocId b, size_t k, const LshParams& lsh) const noexcept {
-    if (!has_keys()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), lsh);
-    if (keys_spilled) {
+    if (by_buckets) {
       const auto buckets = [&](DocId d) -> std::span<const uint32_t> {
         const size_t i = place_in(in_docs, d);
         if (i == in_docs.size() || in_docs[i] != d) return {};
@@ -105,6 +105,7 @@ struct SketchStore {
       }
       return false;
     }
+    if (!has_keys()) return neardup::share_band(signatures().subspan(a * k, k), signatures().subspan(b * k, k), lsh);
     for (const auto& keys : narrow_keys)
       if (keys[a] == keys[b]) return true;
     for (const auto& keys : band_keys)
@@ -112,8 +113,21 @@ struct SketchStore {
     return false;
   }
 
-  /// With the band keys spilled: indexes the LSH buckets (each distinct list of documents that
-  /// share a band key) by document, for share_band. Buckets of n documents.
+  /// After the LSH search (`buckets`, of n documents): the band keys held in memory are let go
+  /// and share_band reads the buckets instead (index_buckets). A dedup does so: from here on it
+  /// asks share_band only of the pairs of a join's large buckets, and the keys (84 MB for a
+  /// million documents with narrow keys) are the largest array it holds, freed for verification
+  /// to reuse: 1 million short documents in clusters, peak 187 against 264 MiB (ABBA,
+  /// BENCHMARKS.md). Pairs mode keeps them: its joins ask share_band of every candidate.
+  void drop_keys(const LshBuckets& buckets, size_t n) {
+    std::vector<internal::GrowArray<uint32_t>>().swap(narrow_keys);
+    std::vector<internal::GrowArray<uint64_t>>().swap(band_keys);
+    by_buckets = true;
+    index_buckets(buckets, n);
+  }
+
+  /// With the band keys spilled or dropped: indexes the LSH buckets (each distinct list of
+  /// documents that share a band key) by document, for share_band. Buckets of n documents.
   void index_buckets(const LshBuckets& buckets, size_t n) {
     std::vector<uint32_t> place(n, 0);  // a document's place in in_docs
     for (const DocId d : buckets.members) place[d] = 1;

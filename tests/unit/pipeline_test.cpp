@@ -897,7 +897,7 @@ TEST(SketchStore, GroupIndexAnswersAsTheWholeIndex) {
   SketchStore whole, group;
   for (SketchStore* s : {&whole, &group}) {
     s->reset(1, 0);
-    s->keys_spilled = true;
+    s->by_buckets = true;
   }
   whole.index_buckets(all, kDocs);
   const LshParams lsh{1, 1};
@@ -921,6 +921,51 @@ TEST(SketchStore, GroupIndexAnswersAsTheWholeIndex) {
   }
   EXPECT_GT(shared, 1000u);
   EXPECT_GT(apart, 1000u);  // pairs of a component in no common bucket
+}
+
+// A dedup lets its band keys go after the LSH search and share_band reads the buckets instead
+// (SketchStore::drop_keys); pairs mode keeps the keys. Both answer every pair of documents alike:
+// families of near-copies, copies of a text (which a dedup keeps out of the buckets, through
+// their originals) and documents in no bucket. The state measured is the first pass's.
+TEST(Pipeline, DedupAnswersShareBandFromItsBuckets) {
+  test::TempDir d;
+  std::mt19937_64 rng(71);
+  std::vector<std::string> texts;
+  for (int f = 0; f < 60; ++f) {
+    const auto base = test::random_words(rng, 20 + rng() % 40, 400);
+    for (int c = 0; c < 1 + static_cast<int>(rng() % 6); ++c) {
+      auto w = base;
+      for (int e = 0; e < static_cast<int>(rng() % 8); ++e) w[rng() % w.size()] = "e" + std::to_string(rng() % 1000);
+      texts.push_back(test::join(w));
+    }
+  }
+  for (int c = 0; c < 30; ++c) texts.push_back(texts[rng() % texts.size()]);  // copies of a text
+  std::shuffle(texts.begin(), texts.end(), rng);
+  std::string jsonl;
+  for (size_t i = 0; i < texts.size(); ++i) jsonl += "{\"id\": \"d" + std::to_string(i) + "\", \"text\": \"" + texts[i] + "\"}\n";
+  test::write_file(d.file("in.jsonl"), jsonl);
+  for (const uint64_t narrow_up_to : {uint64_t{0}, uint64_t{1} << 22}) {  // full keys, narrow keys
+    SCOPED_TRACE(narrow_up_to);
+    RunOptions o;
+    o.spec = PipelineSpec::parse("words:3 oph:128 lsh:21x6 verify:0.6");
+    o.tuning.threads = 2;
+    o.tuning.narrow_band_keys_up_to = narrow_up_to;
+    Pipeline pairs({d.file("in.jsonl")}, o), dedup({d.file("in.jsonl")}, o);
+    pairs.run(Pipeline::Mode::Pairs);
+    dedup.run(Pipeline::Mode::Dedup);
+    EXPECT_GT(dedup.clustering().removed, 50u);
+    EXPECT_EQ(dedup.state_bytes(), pairs.state_bytes());
+    uint64_t shared = 0, apart = 0;
+    for (DocId a = 0; a < texts.size(); ++a)
+      for (DocId b = a + 1; b < texts.size(); ++b) {
+        const bool want = pairs.share_band(a, b);
+        ASSERT_EQ(dedup.share_band(a, b), want) << a << " " << b;
+        ASSERT_EQ(dedup.share_band(b, a), want) << a << " " << b;
+        ++(want ? shared : apart);
+      }
+    EXPECT_GT(shared, 150u);
+    EXPECT_GT(apart, 10000u);
+  }
 }
 
 // A document table kept in files answers as one in memory: ids of every length (none, longer
