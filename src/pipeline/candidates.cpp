@@ -41,9 +41,9 @@ LshBuckets Pipeline::Impl::find_buckets() {
     // A dedup in groups indexes each group's buckets as it verifies them (verify_in_groups);
     // the others, and a run that keeps what a report asks, index them all now.
     sketches_.index_per_group = mode_ == Mode::Dedup && in_groups_ && !options_.tuning.keep_sets;
-    if (!sketches_.index_per_group) sketches_.index_buckets(buckets, docs_.size());
+    sketches_.index_due = !sketches_.index_per_group;  // indexed in find_pairs_lsh
   } else if (mode_ == Mode::Dedup && sketches_.has_keys()) {
-    sketches_.drop_keys(buckets, docs_.size());
+    sketches_.drop_keys();
   }
   const size_t from_lsh = buckets.size();
   add_copy_buckets(buckets);
@@ -99,6 +99,9 @@ void Pipeline::Impl::find_pairs_lsh() {
   // A run whose records are found again cheaply by position verifies group by group, reading
   // each group's sets then and keeping none from the first pass (verify_in_groups); other
   // inputs read their candidates' sets at once (see groups_pay()).
+  // share_band's index of the buckets, where it is due (find_buckets): here, or in
+  // verify_in_groups while they are grouped.
+  if (sketches_.index_due && (buckets.size() == 0 || !in_groups_)) sketches_.index_buckets(buckets, docs_.size());
   if (buckets.size() > 0 && !in_groups_) {
     verified = verify_buckets(buckets, load_sets_pass(in_bucket), pairs_);
   } else if (buckets.size() > 0) {

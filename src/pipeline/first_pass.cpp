@@ -394,7 +394,6 @@ void Pipeline::Impl::sketch_pass() {
   if (!copy_dir.empty()) take_copies(reader);
   sets_.end_first_pass();
   copies_told_ = layout.copies;
-  if (layout.copies) find_text_copies();
   if (layout.exact) {
     stats_.set_bytes = sets_.sets()->total_hashes() * sizeof(ShingleHash);
     stats_.verify_shared = sets_.sets()->shared_docs();

@@ -165,7 +165,16 @@ uint64_t Pipeline::Impl::verify_in_groups(LshBuckets&& buckets, const std::vecto
   const size_t n = docs_.size();
   std::vector<size_t> start;  // group g is order[start[g], start[g + 1])
   std::vector<uint32_t> order;  // bucket indices, group by group
-  const std::vector<DocId> next_first = group_buckets(buckets, in_bucket, start, order);
+  std::vector<DocId> next_first;
+  // share_band's index of the buckets, where it is due (find_buckets), is made while they are
+  // grouped: both only read them, and each is serial (1 million short documents in clusters:
+  // 0.04 and 0.06 s).
+  internal::parallel_for(sketches_.index_due ? 2 : 1, threads_, [&](size_t i, size_t) {
+    if (i == 0)
+      next_first = group_buckets(buckets, in_bucket, start, order);
+    else
+      sketches_.index_buckets(buckets, n);
+  });
   // A run that spills its state keeps the buckets on disk, in group order, until their group
   // (the band keys' files, at least twice their size, are gone by now).
   const std::string spill_dir = options_.tuning.spill_documents ? io::temp_directory(options_.tuning.temp_dir) : std::string();

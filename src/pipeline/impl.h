@@ -313,6 +313,7 @@ struct Pipeline::Impl {
   void check_same_record(const io::Record& r, DocId doc) const;
   std::vector<std::string> texts(std::span<const DocId> docs) const;
   void check_duplicate_ids();
+  void check_ids_and_find_copies();
   std::string where_of(DocId doc) const;
   ErrorPlace place_of(DocId doc) const;
   /// Throws IoError naming the file if an input's size or modification time changed since the

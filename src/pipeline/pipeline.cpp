@@ -63,6 +63,28 @@ std::string_view Pipeline::Impl::id(DocId doc) const noexcept {
   return docs_.id(doc);
 }
 
+// After the first pass, two serial checks of its tables, one while the other runs (1 million
+// short documents: 0.015 and 0.045 s): that no id repeats, and which texts copy an earlier one
+// (where the run tells copies: SketchLayout::copies). Neither writes what the other reads; an
+// error of the id check is reported first, as if it had run alone.
+void Pipeline::Impl::check_ids_and_find_copies() {
+  const auto t = Clock::now();
+  std::exception_ptr failed[2];
+  internal::parallel_for(copies_told_ ? 2 : 1, threads_, [&](size_t i, size_t) {
+    try {
+      if (i == 0)
+        check_duplicate_ids();
+      else
+        find_text_copies();
+    } catch (...) {
+      failed[i] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+  stats_.times.pass1 += seconds_since(t);
+}
+
 void Pipeline::Impl::run(Mode mode) {
   const ThreadPool::Use use(options_.tuning.pool);
   const auto t_start = Clock::now();
@@ -80,7 +102,7 @@ void Pipeline::Impl::run(Mode mode) {
   // raises its mmap threshold after freeing a large block, so later blocks of up to 32 MiB come
   // from the heap), which would otherwise stay resident through verification, the run's peak.
   if (options_.tuning.release_memory_after_first_pass) internal::release_free_memory();
-  check_duplicate_ids();
+  check_ids_and_find_copies();
   rank_ = keep_ranks();
   docs_.drop_pages();  // a spilled table's pages read by the first pass, the id check and the ranks
   if (spec_.method == SketchMethod::BottomK)

@@ -39,6 +39,7 @@ struct SketchStore {
   // index_per_group).
   std::unique_ptr<internal::SpilledColumns> spilled;
   bool by_buckets = false;
+  bool index_due = false;  // by_buckets, the buckets not yet indexed (index_buckets)
   bool index_per_group = false;
   std::vector<DocId> in_docs;
   std::vector<uint32_t> bucket_at, bucket_of;
@@ -63,6 +64,7 @@ struct SketchStore {
     staged_.clear();
     spilled.reset();
     by_buckets = false;
+    index_due = false;
     index_per_group = false;
     in_docs.clear();
     bucket_at.clear();
@@ -113,22 +115,25 @@ struct SketchStore {
     return false;
   }
 
-  /// After the LSH search (`buckets`, of n documents): the band keys held in memory are let go
-  /// and share_band reads the buckets instead (index_buckets). A dedup does so: from here on it
-  /// asks share_band only of the pairs of a join's large buckets, and the keys (84 MB for a
-  /// million documents with narrow keys) are the largest array it holds, freed for verification
-  /// to reuse: 1 million short documents in clusters, peak 187 against 264 MiB (ABBA,
+  /// After the LSH search: the band keys held in memory are let go, and share_band reads the
+  /// buckets instead, once they are indexed (index_due). A dedup does so: from here on it asks
+  /// share_band only of the pairs of a join's large buckets, and the keys (84 MB for a million
+  /// documents with narrow keys) are the largest array it holds, freed for verification to
+  /// reuse: 1 million short documents in clusters, peak 187 against 264 MiB (ABBA,
   /// BENCHMARKS.md). Pairs mode keeps them: its joins ask share_band of every candidate.
-  void drop_keys(const LshBuckets& buckets, size_t n) {
+  void drop_keys() {
     std::vector<internal::GrowArray<uint32_t>>().swap(narrow_keys);
     std::vector<internal::GrowArray<uint64_t>>().swap(band_keys);
     by_buckets = true;
-    index_buckets(buckets, n);
+    index_due = true;
   }
 
   /// With the band keys spilled or dropped: indexes the LSH buckets (each distinct list of
-  /// documents that share a band key) by document, for share_band. Buckets of n documents.
+  /// documents that share a band key) by document, for share_band. Buckets of n documents; the
+  /// stars from an original to the copies of its text among them (Pipeline's add_copy_buckets)
+  /// change no answer, share_band asking of a copy's original.
   void index_buckets(const LshBuckets& buckets, size_t n) {
+    index_due = false;
     std::vector<uint32_t> place(n, 0);  // a document's place in in_docs
     for (const DocId d : buckets.members) place[d] = 1;
     in_docs.clear();
