@@ -128,11 +128,15 @@ class Pipeline::Impl::GroupFeed {
         reader_.join();
         std::swap(cur_, next_);
       }
-      run_.take_group(cur_);  // the run's store gets cur_'s sets, cur_ the last group's emptied store
+      run_.take_group(cur_);  // the run's store gets cur_'s sets, cur_ the last group's
+      // The reading thread lets the last group's sets go before it reads the next group's: one
+      // allocation each, their frees were 1.5% of the CPU time of a dedup of 1 million short
+      // documents in clusters, on the thread that verifies (verify_in_groups leaves them).
       if (k_ + 1 < todo_.size())
         reader_.start([this, g_next = todo_[k_ + 1]] {
           const ThreadPool::Use use(pool_);
           const Cancel scope(cancel_);
+          cur_.sets.clear();
           run_.read_group(grouped_, g_next, next_);
         });
     }
@@ -141,6 +145,9 @@ class Pipeline::Impl::GroupFeed {
   }
   const LshBuckets& group() const noexcept { return cur_.group; }
   const std::vector<DocId>& docs() const noexcept { return cur_.docs; }
+  /// Whether a group's sets are let go by the feed (when the next group is taken), not by the
+  /// run once the group is verified.
+  bool lets_go() const noexcept { return ahead_; }
 
  private:
   Impl& run_;
@@ -211,7 +218,10 @@ uint64_t Pipeline::Impl::verify_in_groups(LshBuckets&& buckets, const std::vecto
     if (clusters_wanted()) cluster_group(docs, found);
     // A component lies in one group: its sets are not needed again (unless asked to be kept).
     if (!options_.tuning.keep_sets) {
-      sets_.release(docs);
+      if (feed.lets_go())
+        sets_.will_release();
+      else
+        sets_.release(docs);
       // A run whose memory is limited gives back what the group let go, past a bound.
       if (options_.tuning.spill_documents) internal::release_free_memory_past(internal::kMaxFreeHeapBytes);
     }

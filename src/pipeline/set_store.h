@@ -69,6 +69,9 @@ class SetStore {
     held_->release(docs);
     released_ = true;
   }
+  /// The verified documents' sets are let go elsewhere (with the store that holds them, once
+  /// another is swapped in: swap_sets).
+  void will_release() { released_ = true; }
   /// Lets every set go, and the table of the documents' slots with them (4 B per document of
   /// the run), once the verification is over.
   void release_all() {
