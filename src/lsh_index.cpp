@@ -264,12 +264,19 @@ void for_each_bucket_read(size_t n, int bands, std::span<const uint8_t> skip, in
 // clusters.
 class BandStreams {
  public:
-  BandStreams(size_t n, size_t bands, const std::string& spill_dir)
-      : first_bits_(std::max(1, static_cast<int>(std::bit_width(n)))), docs_(bands), refs_(bands), memory_(bands) {
+  /// The streams of `bands` bands over n documents, merged in `parts` ranges of first documents
+  /// (one where they spill).
+  BandStreams(size_t n, size_t bands, const std::string& spill_dir, size_t parts)
+      : parts_(spill_dir.empty() ? std::max<size_t>(parts, 1) : 1), first_bits_(std::max(1, static_cast<int>(std::bit_width(n)))),
+        docs_(bands), refs_(bands), memory_(bands), samples_(bands), cuts_(bands) {
     if (spill_dir.empty()) return;
     spilled_ = std::make_unique<internal::SpilledColumns>(spill_dir, bands, "the LSH buckets");
     dropped_.assign(bands, 0);
   }
+  size_t parts() const noexcept { return parts_; }
+  /// Where part p's buckets begin in band's stream (p <= parts(): its end), once streams() made
+  /// the parts.
+  size_t cut(size_t band, size_t p) const noexcept { return cuts_[band][p]; }
 
   /// A bucket of `band` (documents ascending), on the band's thread: entries or packed words.
   template <class Entry>
@@ -290,7 +297,10 @@ class BandStreams {
     }
     std::vector<DocId>& out = memory_[band];
     if (!spilled_) out.reserve(d.size() + r.size());
+    size_t at = 0, k = 0;  // the stream's length so far, in memory or spilled; its buckets
     for (const Ref& x : r) {
+      if (parts_ > 1 && k++ % kSampleEvery == 0) samples_[band].push_back({d[x.start], at});
+      at += 1 + x.size;
       if (spilled_) {
         spilled_->append(band, &x.size, sizeof x.size);
         spilled_->append(band, d.data() + x.start, x.size * sizeof(DocId));
@@ -299,6 +309,8 @@ class BandStreams {
         out.insert(out.end(), d.begin() + x.start, d.begin() + x.start + x.size);
       }
     }
+    cuts_[band].assign(parts_ + 1, at);
+    cuts_[band][0] = 0;
     std::vector<DocId>().swap(d);
     std::vector<Ref>().swap(r);
   }
@@ -306,6 +318,7 @@ class BandStreams {
   /// Every band's stream, once every band is finished.
   std::vector<std::span<const DocId>> streams(CandidateStats* stats) {
     std::vector<std::span<const DocId>> out(memory_.begin(), memory_.end());
+    if (parts_ > 1) cut_parts(out);
     if (spilled_) {
       spilled_->finish();
       if (stats) stats->spilled_bytes += spilled_->bytes();
@@ -329,37 +342,63 @@ class BandStreams {
   struct Ref {
     uint32_t start, size;  // a band has at most one entry per document: under 2^32
   };
+  // The parts of the merge: ranges of first documents with about as many buckets each, from a
+  // sample of each band's (every kSampleEvery-th bucket's first document and place). A range of
+  // equal width would not do: a bucket's first document is its smallest, so that the buckets of
+  // clusters crowd the input's start.
+  static constexpr size_t kSampleEvery = 256;
+  struct Sample {
+    DocId first;
+    size_t at;
+  };
+  void cut_parts(std::span<const std::span<const DocId>> streams) {
+    std::vector<DocId> firsts;
+    for (const auto& band : samples_)
+      for (const Sample& x : band) firsts.push_back(x.first);
+    std::sort(firsts.begin(), firsts.end());
+    for (size_t p = 1; p < parts_; ++p) {
+      const DocId bound = firsts.empty() ? 0 : firsts[firsts.size() * p / parts_];
+      for (size_t b = 0; b < streams.size(); ++b) {
+        // From the last sample before the bound, bucket by bucket to the first at or past it.
+        const auto& band = samples_[b];
+        const auto it = std::partition_point(band.begin(), band.end(), [&](const Sample& x) { return x.first < bound; });
+        size_t at = std::max(it == band.begin() ? 0 : std::prev(it)->at, cuts_[b][p - 1]);
+        while (at < streams[b].size() && streams[b][at + 1] < bound) at += 1 + streams[b][at];
+        cuts_[b][p] = at;
+      }
+    }
+  }
+  size_t parts_;
   int first_bits_;
   std::vector<std::vector<DocId>> docs_;  // per band, the buckets' documents as found
   std::vector<std::vector<Ref>> refs_;    // and where each bucket's are
   std::vector<std::vector<DocId>> memory_;             // per band, its stream (not spilled)
+  std::vector<std::vector<Sample>> samples_;           // per band, for the parts (cut_parts)
+  std::vector<std::vector<size_t>> cuts_;              // per band, where each part begins (cut)
   std::unique_ptr<internal::SpilledColumns> spilled_;  // or the streams' files
   std::vector<size_t> dropped_;                        // per band, where its mapped pages were let go up to
 };
 
-// The buckets of every band, each distinct list of documents once, ordered by their first
-// document: the bands' streams merged by first document; one first document's few buckets
-// ordered by the hash of their documents, then by the documents, so that the buckets several
-// bands share are adjacent and kept once. each_bucket(visit) runs for_each_bucket (or
-// for_each_bucket_read) with visit.
-template <class EachBucket>
-LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, CandidateStats* stats, EachBucket&& each_bucket) {
-  BandStreams bs(n, static_cast<size_t>(bands), spill_dir);
-  each_bucket([&](size_t band, auto b) { b.empty() ? bs.finish(band) : bs.add(band, b); });
-  const std::vector<std::span<const DocId>> streams = bs.streams(stats);
+// The buckets of the bands' streams whose first documents are in part p (BandStreams::cut),
+// each distinct list of documents once, ordered by first document: the streams merged by first
+// document; one first document's few buckets ordered by the hash of their documents, then by the
+// documents, so that the buckets several bands share are adjacent and kept once.
+void merge_part(BandStreams& bs, std::span<const std::span<const DocId>> streams, size_t p, LshBuckets& out) {
   size_t words = 0;
-  for (const auto& st : streams) words += st.size();
+  for (size_t b = 0; b < streams.size(); ++b) words += bs.cut(b, p + 1) - bs.cut(b, p);
   // The arrays are reserved for every bucket (pages never written stay out of memory): counting
   // the distinct buckets first would take the merge twice. A position in a stream is that of a
   // bucket's size.
-  LshBuckets out;
   out.members.reserve(words);
   out.offsets.reserve(words / 3 + 1);
   using Head = std::pair<DocId, uint32_t>;  // a band's next first document, and the band
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
-  std::vector<size_t> next(streams.size(), 0);
-  for (size_t b = 0; b < streams.size(); ++b)
-    if (!streams[b].empty()) heads.push({streams[b][1], static_cast<uint32_t>(b)});
+  std::vector<size_t> next(streams.size()), end(streams.size());
+  for (size_t b = 0; b < streams.size(); ++b) {
+    next[b] = bs.cut(b, p);
+    end[b] = bs.cut(b, p + 1);
+    if (next[b] < end[b]) heads.push({streams[b][next[b] + 1], static_cast<uint32_t>(b)});
+  }
   std::vector<std::pair<uint64_t, std::span<const DocId>>> keyed;  // one first document's buckets, with their hashes
   while (!heads.empty()) {
     const DocId d = heads.top().first;
@@ -371,7 +410,7 @@ LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, Candi
       keyed.emplace_back(0, st.subspan(next[b] + 1, st[next[b]]));
       bs.drop_behind(b, next[b]);
       next[b] += 1 + st[next[b]];
-      if (next[b] < st.size()) heads.push({st[next[b] + 1], b});
+      if (next[b] < end[b]) heads.push({st[next[b] + 1], b});
     }
     if (keyed.size() > 1) {
       for (auto& [h, m] : keyed) h = internal::hash_bytes(m.data(), m.size() * sizeof(DocId), 0x42554b54ull);
@@ -386,6 +425,35 @@ LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, Candi
       out.members.insert(out.members.end(), m.begin(), m.end());
       out.offsets.push_back(out.members.size());
     }
+  }
+}
+
+// The buckets of every band, each distinct list of documents once, ordered by their first
+// document (merge_part). each_bucket(visit) runs for_each_bucket (or for_each_bucket_read) with
+// visit. The merge is serial per part: the parts, ranges of first documents, are merged on the
+// run's threads and joined (1 million short documents in clusters: 0.06 s on one thread, while
+// the other had nothing to do); spilled streams, let go behind one merge, in one part.
+template <class EachBucket>
+LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, int threads, CandidateStats* stats, EachBucket&& each_bucket) {
+  BandStreams bs(n, static_cast<size_t>(bands), spill_dir, static_cast<size_t>(std::max(threads, 1)));
+  each_bucket([&](size_t band, auto b) { b.empty() ? bs.finish(band) : bs.add(band, b); });
+  const std::vector<std::span<const DocId>> streams = bs.streams(stats);
+  std::vector<LshBuckets> parts(bs.parts());
+  internal::parallel_for(parts.size(), threads, [&](size_t p, size_t) { merge_part(bs, streams, p, parts[p]); });
+  if (parts.size() == 1) return std::move(parts[0]);
+  LshBuckets out;
+  size_t members = 0, buckets = 0;
+  for (const LshBuckets& part : parts) {
+    members += part.members.size();
+    buckets += part.size();
+  }
+  out.members.reserve(members);
+  out.offsets.reserve(buckets + 1);
+  for (LshBuckets& part : parts) {
+    const uint64_t base = out.members.size();
+    out.members.insert(out.members.end(), part.members.begin(), part.members.end());
+    for (size_t i = 1; i < part.offsets.size(); ++i) out.offsets.push_back(base + part.offsets[i]);
+    part = LshBuckets();
   }
   return out;
 }
@@ -443,7 +511,7 @@ LshBuckets lsh_buckets(std::span<const SigValue> sigs, size_t k, std::span<const
                      std::to_string(params.rows) + " for " + std::to_string(k));
   const size_t n = k == 0 ? 0 : sigs.size() / k;
   const auto key_of = [&](size_t band, size_t i) { return signature_band_key(sigs.subspan(i * k, k), static_cast<int>(band), params, seed); };
-  return band_buckets(n, params.bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, false, visit); });
+  return band_buckets(n, params.bands, {}, threads, stats, [&](auto&& visit) { for_each_bucket(n, params.bands, skip, threads, stats, key_of, false, visit); });
 }
 
 namespace {
@@ -464,20 +532,20 @@ LshBuckets lsh_buckets_from_keys(std::span<const std::span<const uint64_t>> band
   const size_t n = band_length(band_keys);
   const int bands = static_cast<int>(band_keys.size());
   const auto key_of = [&](size_t band, size_t i) { return band_keys[band][i]; };
-  return band_buckets(n, bands, {}, stats, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, true, visit); });
+  return band_buckets(n, bands, {}, threads, stats, [&](auto&& visit) { for_each_bucket(n, bands, skip, threads, stats, key_of, true, visit); });
 }
 
 LshBuckets lsh_buckets_from_narrow_keys(std::span<const std::span<const uint32_t>> band_keys, std::span<const uint8_t> skip,
                                         int threads, CandidateStats* stats) {
   const size_t n = band_length(band_keys);
-  return band_buckets(n, static_cast<int>(band_keys.size()), {}, stats,
+  return band_buckets(n, static_cast<int>(band_keys.size()), {}, threads, stats,
                       [&](auto&& visit) { for_each_narrow_bucket(band_keys, n, skip, threads, stats, visit); });
 }
 
 LshBuckets lsh_buckets_from_reader(size_t n, int bands, const BandKeyReader& read, std::span<const uint8_t> skip, int threads,
                                    CandidateStats* stats, const std::string& spill_dir) {
   if (!skip.empty() && skip.size() != n) throw UsageError("lsh_buckets_from_reader: skip must have a flag per document");
-  return band_buckets(n, bands, spill_dir, stats, [&](auto&& visit) { for_each_bucket_read(n, bands, skip, threads, stats, read, visit); });
+  return band_buckets(n, bands, spill_dir, threads, stats, [&](auto&& visit) { for_each_bucket_read(n, bands, skip, threads, stats, read, visit); });
 }
 
 }  // namespace neardup

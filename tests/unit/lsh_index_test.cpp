@@ -309,6 +309,35 @@ TEST(Lsh, NarrowKeysOfCrowdedAndSkewedBandsGiveTheBruteForceBuckets) {
   }
 }
 
+// The bands' buckets are merged in parts, ranges of first documents with about as many buckets
+// each, one per thread: any thread count gives the buckets of one, in the same order, where the
+// buckets crowd the input's start (clusters, whose first documents are their smallest), where a
+// few first documents hold most buckets, and where there are fewer buckets than parts.
+TEST(Lsh, BucketsMergedInPartsAreTheOnesOfOneMerge) {
+  std::mt19937_64 rng(94);
+  for (const size_t n : {size_t{5}, size_t{2000}, size_t{120000}}) {
+    std::vector<std::vector<uint32_t>> keys(6, std::vector<uint32_t>(n));
+    for (size_t b = 0; b < keys.size(); ++b)
+      for (size_t i = 0; i < n; ++i) {
+        const size_t cluster = rng() % (n / 6 + 1);  // about 6 documents each, spread over the input
+        keys[b][i] = b % 3 == 2 && rng() % 4 == 0 ? static_cast<uint32_t>(i % 7) : static_cast<uint32_t>((cluster * 2654435761u) ^ (b * 0x9E3779B9u));
+      }
+    std::vector<uint8_t> skip(n, 0);
+    for (size_t i = 3; i < n; i += 101) skip[i] = 1;
+    const std::vector<std::span<const uint32_t>> views(keys.begin(), keys.end());
+    const LshBuckets one = lsh_buckets_from_narrow_keys(views, skip, 1);
+    checked_buckets(one);
+    if (n == 120000) {
+      EXPECT_GT(one.size(), n / 2) << n;
+    }
+    for (const int threads : {2, 3, 5}) {
+      const LshBuckets got = lsh_buckets_from_narrow_keys(views, skip, threads);
+      EXPECT_EQ(got.members, one.members) << n << " " << threads;
+      EXPECT_EQ(got.offsets, one.offsets) << n << " " << threads;
+    }
+  }
+}
+
 // A band whose keys are nearly all unique (a copy-free corpus) is filtered before its sort
 // (keep_repeated_keys): the buckets are still every repeated key's documents, in order, also
 // where unique keys share their top bits with each other or with a repeated key; the counts are
