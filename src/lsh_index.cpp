@@ -384,11 +384,11 @@ class BandStreams {
 // document; one first document's few buckets ordered by the hash of their documents, then by the
 // documents, so that the buckets several bands share are adjacent and kept once.
 void merge_part(BandStreams& bs, std::span<const std::span<const DocId>> streams, size_t p, LshBuckets& out) {
-  size_t words = 0;
-  for (size_t b = 0; b < streams.size(); ++b) words += bs.cut(b, p + 1) - bs.cut(b, p);
   // The arrays are reserved for every bucket (pages never written stay out of memory): counting
   // the distinct buckets first would take the merge twice. A position in a stream is that of a
-  // bucket's size.
+  // bucket's size. The first part's, for every part's buckets: band_buckets appends the others.
+  size_t words = 0;
+  for (size_t b = 0; b < streams.size(); ++b) words += p == 0 ? streams[b].size() : bs.cut(b, p + 1) - bs.cut(b, p);
   out.members.reserve(words);
   out.offsets.reserve(words / 3 + 1);
   using Head = std::pair<DocId, uint32_t>;  // a band's next first document, and the band
@@ -440,20 +440,14 @@ LshBuckets band_buckets(size_t n, int bands, const std::string& spill_dir, int t
   const std::vector<std::span<const DocId>> streams = bs.streams(stats);
   std::vector<LshBuckets> parts(bs.parts());
   internal::parallel_for(parts.size(), threads, [&](size_t p, size_t) { merge_part(bs, streams, p, parts[p]); });
-  if (parts.size() == 1) return std::move(parts[0]);
-  LshBuckets out;
-  size_t members = 0, buckets = 0;
-  for (const LshBuckets& part : parts) {
-    members += part.members.size();
-    buckets += part.size();
-  }
-  out.members.reserve(members);
-  out.offsets.reserve(buckets + 1);
-  for (LshBuckets& part : parts) {
+  // The first part's arrays, reserved for all of its streams' buckets, take the others' (each
+  // let go once appended).
+  LshBuckets out = std::move(parts[0]);
+  for (size_t p = 1; p < parts.size(); ++p) {
     const uint64_t base = out.members.size();
-    out.members.insert(out.members.end(), part.members.begin(), part.members.end());
-    for (size_t i = 1; i < part.offsets.size(); ++i) out.offsets.push_back(base + part.offsets[i]);
-    part = LshBuckets();
+    out.members.insert(out.members.end(), parts[p].members.begin(), parts[p].members.end());
+    for (size_t i = 1; i < parts[p].offsets.size(); ++i) out.offsets.push_back(base + parts[p].offsets[i]);
+    parts[p] = LshBuckets();
   }
   return out;
 }
