@@ -789,20 +789,12 @@ TEST(Pipeline, SpilledStateGivesTheOutputsOfStateInMemory) {
   std::string jsonl;
   for (int f = 0; f < 120; ++f) {
     const auto base = test::random_words(rng, 10 + rng() % 60, 500);
-    for (int c = 0; c < 1 + static_cast<int>(rng() % 7); ++c) {
-      auto w = base;
-      for (int e = 0; e < static_cast<int>(rng() % 5); ++e) w[rng() % w.size()] = "e" + std::to_string(rng() % 1000);
-      docs.push_back({"d" + std::to_string(docs.size()), test::join(w)});
-    }
+    for (int c = 0; c < 1 + static_cast<int>(rng() % 7); ++c) docs.push_back({"d" + std::to_string(docs.size()), test::edited(rng, base, 5)});
   }
   // A family larger than a bucket completed pair by pair (kDirectBucket): the join lists its
   // pairs, those that share a band (share_band on the keys read back).
   const auto big = test::random_words(rng, 40, 500);
-  for (int c = 0; c < 600; ++c) {
-    auto w = big;
-    for (int e = 0; e < static_cast<int>(rng() % 3); ++e) w[rng() % w.size()] = "b" + std::to_string(rng() % 1000);
-    docs.push_back({"", test::join(w)});
-  }
+  for (int c = 0; c < 600; ++c) docs.push_back({"", test::edited(rng, big, 3, "b")});
   for (int c = 0; c < 40; ++c) docs.push_back(docs[rng() % docs.size()]);  // copies of a text
   std::shuffle(docs.begin(), docs.end(), rng);
   for (size_t i = 0; i < docs.size(); ++i) {
@@ -933,11 +925,7 @@ TEST(Pipeline, DedupAnswersShareBandFromItsBuckets) {
   std::vector<std::string> texts;
   for (int f = 0; f < 60; ++f) {
     const auto base = test::random_words(rng, 20 + rng() % 40, 400);
-    for (int c = 0; c < 1 + static_cast<int>(rng() % 6); ++c) {
-      auto w = base;
-      for (int e = 0; e < static_cast<int>(rng() % 8); ++e) w[rng() % w.size()] = "e" + std::to_string(rng() % 1000);
-      texts.push_back(test::join(w));
-    }
+    for (int c = 0; c < 1 + static_cast<int>(rng() % 6); ++c) texts.push_back(test::edited(rng, base, 8));
   }
   for (int c = 0; c < 30; ++c) texts.push_back(texts[rng() % texts.size()]);  // copies of a text
   std::shuffle(texts.begin(), texts.end(), rng);
@@ -1042,11 +1030,10 @@ TEST(Pipeline, SpilledDocumentTableGivesEveryMethodsOutputs) {
   for (int f = 0, i = 0; f < 60; ++f) {
     const auto base = test::random_words(rng, 12 + rng() % 40, 400);
     for (int c = 0; c < 1 + static_cast<int>(rng() % 5); ++c, ++i) {
-      auto w = base;
-      for (int e = 0; e < static_cast<int>(rng() % 4); ++e) w[rng() % w.size()] = "e" + std::to_string(rng() % 1000);
+      const std::string text = test::edited(rng, base, 4);
       // Ids of every length, a long one among them (longer than a buffer of the table's files).
       const std::string id = i == 7 ? std::string(70000, 'L') : "doc-" + std::string(rng() % 12, 'x') + std::to_string(i);
-      jsonl += "{\"id\": \"" + id + "\", \"rank\": " + std::to_string(rng() % 50) + ", \"text\": \"" + test::join(w) + "\"}\n";
+      jsonl += "{\"id\": \"" + id + "\", \"rank\": " + std::to_string(rng() % 50) + ", \"text\": \"" + text + "\"}\n";
     }
   }
   test::write_file(d.file("in.jsonl"), jsonl);

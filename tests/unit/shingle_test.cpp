@@ -422,12 +422,8 @@ TEST(ShingleSets, ShareGivesAnotherDocumentsSet) {
 // store then takes sets as a new one does: dense and sparse slots.
 TEST(ShingleSets, ClearLeavesAStoreAsNew) {
   std::mt19937_64 rng(29);
-  auto random_set = [&](size_t n) {
-    std::vector<ShingleHash> v(n);
-    for (auto& x : v) x = rng();
-    return sorted_set(v);
-  };
-  const std::vector<ShingleHash> big = random_set(ShingleSets::kShareMin + 3), small = random_set(7);
+  const std::vector<ShingleHash> big = sorted_set(test::random_set(rng, ShingleSets::kShareMin + 3));
+  const std::vector<ShingleHash> small = sorted_set(test::random_set(rng, 7));
   for (const bool sparse : {false, true}) {
     SCOPED_TRACE(sparse);
     ShingleSets s, fresh;

@@ -119,6 +119,13 @@ inline std::string join(const std::vector<std::string>& words) {
   return s;
 }
 
+/// A near-copy of `base`: fewer than `edits` of its words (a random count) replaced by `mark` and a
+/// number below 1000, joined.
+inline std::string edited(std::mt19937_64& rng, std::vector<std::string> w, int edits, const std::string& mark = "e") {
+  for (int e = 0; e < static_cast<int>(rng() % static_cast<uint64_t>(edits)); ++e) w[rng() % w.size()] = mark + std::to_string(rng() % 1000);
+  return join(w);
+}
+
 /// gzip and zstd compressions of `data` (test inputs).
 inline std::string gzip(const std::string& data) {
   std::string out(compressBound(data.size()) + 64, '\0');
