@@ -164,17 +164,6 @@ void ShingleSets::release(std::span<const DocId> docs) {
   for (const DocId d : docs) forget(d);
 }
 
-void ShingleSets::clear() noexcept {
-  std::fill(slot_.begin(), slot_.end(), kNone);
-  std::fill(table_.begin(), table_.end(), kFree);
-  in_table_ = 0;
-  sets_.clear();
-  users_.clear();
-  by_digest_.clear();
-  total_ = shared_docs_ = 0;
-  live_ = 0;
-}
-
 std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {
   const uint32_t slot = slot_of(doc);
   if (slot == kNone) return {};

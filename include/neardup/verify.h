@@ -52,8 +52,6 @@ class ShingleSets {
   void keep_only(std::span<const uint8_t> needed);
   /// Lets the sets of `docs` go.
   void release(std::span<const DocId> docs);
-  /// Lets every set go, keeping the table of the documents' slots for the next sets.
-  void clear() noexcept;
   /// Total number of hashes stored, each shared copy once (memory is 8 bytes each).
   uint64_t total_hashes() const noexcept { return total_; }
   /// Documents whose set is a shared copy of an earlier document's.

@@ -418,41 +418,6 @@ TEST(ShingleSets, ShareGivesAnotherDocumentsSet) {
   EXPECT_THROW(s.share(3, 3), UsageError);
 }
 
-// clear() lets every set go, shared copies and the copies found by content with them, and the
-// store then takes sets as a new one does: dense and sparse slots.
-TEST(ShingleSets, ClearLeavesAStoreAsNew) {
-  std::mt19937_64 rng(29);
-  const std::vector<ShingleHash> big = sorted_set(test::random_set(rng, ShingleSets::kShareMin + 3));
-  const std::vector<ShingleHash> small = sorted_set(test::random_set(rng, 7));
-  for (const bool sparse : {false, true}) {
-    SCOPED_TRACE(sparse);
-    ShingleSets s, fresh;
-    if (sparse) {
-      ASSERT_TRUE(s.use_sparse_slots());
-      ASSERT_TRUE(fresh.use_sparse_slots());
-    }
-    s.set(3, big);
-    s.set(90, big);  // shares 3's copy by content
-    s.set(4, small);
-    s.share(5, 4);
-    ASSERT_EQ(s.shared_docs(), 2u);
-    s.clear();
-    for (const DocId d : {3u, 4u, 5u, 90u}) EXPECT_FALSE(s.has(d)) << d;
-    EXPECT_EQ(s.total_hashes(), 0u);
-    EXPECT_EQ(s.shared_docs(), 0u);
-    for (ShingleSets* t : {&s, &fresh}) {
-      t->set(90, small);
-      t->set(7, big);
-      t->set(8, big);
-    }
-    EXPECT_EQ(s.total_hashes(), fresh.total_hashes());
-    EXPECT_EQ(s.shared_docs(), 1u);
-    EXPECT_EQ(s.get(7).data(), s.get(8).data());
-    EXPECT_TRUE(std::ranges::equal(s.get(90), small));
-    EXPECT_FALSE(s.has(3));
-  }
-}
-
 TEST(Shingle, RejectsBadK) {
   EXPECT_THROW(Shingler({ShingleKind::Words, 0, 1}), UsageError);
   EXPECT_THROW(Shingler({ShingleKind::Words, 65, 1}), UsageError);
