@@ -3,6 +3,7 @@
 #include "io/paths.h"
 #include "io/retry.h"
 #include "io/range_appender.h"
+#include "io/sync_behind.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -483,10 +484,12 @@ AtomicFile::AtomicFile(const std::string& path, OutputCompression compression) :
   }
   fd_ = fd;
   std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+  if (!direct_) sync_behind_ = std::make_unique<SyncBehind>(fd_);
 }
 
 AtomicFile::~AtomicFile() {
   direct_io_.reset();  // waits for its writes
+  sync_behind_.reset();  // and its sync
   if (stdout_) return;
   if (f_) std::fclose(f_);
   // Not moved into place (or put back: commit_together): the temporary file goes.
@@ -500,11 +503,15 @@ void AtomicFile::raw_write(const char* data, size_t n) {
   if (direct_io_) {
     direct_io_->put(data, n);
     written_ += n;
+    if (sync_behind_) sync_behind_->wrote(written_);
     return;
   }
   if (n > 0 && std::fwrite(data, 1, n, f_) != n) fail("cannot write output");
   written_ += n;
-  if (written_ - synced_ >= kWriteBehind) write_behind();
+  if (written_ - synced_ >= kWriteBehind) {
+    write_behind();
+    if (sync_behind_) sync_behind_->wrote(written_);
+  }
 }
 
 void AtomicFile::write(std::string_view data) {
@@ -551,6 +558,12 @@ void AtomicFile::finish() {
     if (rc != 0) fail("cannot close output");
     finished_ = true;
     return;
+  }
+  if (sync_behind_) {
+    if (const int e = sync_behind_->stop(); e != 0) {
+      errno = e;
+      fail("cannot sync output");
+    }
   }
   if (retry_eintr([&] { return ::fsync(fd_); }) != 0 && errno != EINVAL) fail("cannot sync output");
   if (temp_.empty()) {  // unnamed: named now, to be renamed into place
@@ -646,6 +659,7 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
       direct_io_->fill += static_cast<size_t>(r);
       written_ += static_cast<uint64_t>(r);
       done += static_cast<uint64_t>(r);
+      if (sync_behind_) sync_behind_->wrote(written_);
     }
     return done;
   }
@@ -675,7 +689,10 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
       if (r > 0) {
         done += static_cast<uint64_t>(r);
         written_ += static_cast<uint64_t>(r);
-        if (written_ - synced_ >= kWriteBehind) write_behind();
+        if (written_ - synced_ >= kWriteBehind) {
+          write_behind();
+          if (sync_behind_) sync_behind_->wrote(written_);
+        }
         continue;
       }
       if (r == 0) break;  // end of the input

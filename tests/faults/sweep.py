@@ -2,7 +2,8 @@
 """Faults injected into neardup's system calls, one per run, swept over every call.
 
 For each command (dedup with four outputs, pairs, dedup with its band keys spilled, index add
---dedup) and each kind of call that reads, writes, syncs or moves files, the Nth call of that
+--dedup, index fold; and for its syncs and renames, a dedup whose 40 MB output is synced while it
+is written) and each kind of call that reads, writes, syncs or moves files, the Nth call of that
 kind is made to fail (EIO, ENOSPC) or to be interrupted (EINTR), for every N the run makes, with
 `strace -e inject` (the calls the dynamic loader makes before neardup runs are left alone: they
 are counted on `neardup --version`).
@@ -64,6 +65,15 @@ def state(d):
     return {n: digest(os.path.join(d, n)) for n in sorted(os.listdir(d)) if not n.endswith(".lock")}
 
 
+def input_state(d):
+    """Every input of folder d with its digest, or for one over 1 MB its size and modification
+    time (hashing it after each of a thousand runs would take most of the sweep's time)."""
+    def one(p):
+        st = os.stat(p)
+        return digest(p) if st.st_size <= 1 << 20 else (st.st_size, st.st_mtime_ns)
+    return {n: one(os.path.join(d, n)) for n in sorted(os.listdir(d))}
+
+
 def serve_and_kill(nd, index, docs):
     """Adds the documents of `docs` and deletes one through `neardup serve`, then kills it."""
     s = Service(nd, index)
@@ -73,9 +83,22 @@ def serve_and_kill(nd, index, docs):
     s.kill()
 
 
+def large_corpus(path, seed, mb=40):
+    """Documents of 20 phrases each, drawn from 2,000 phrases of 50 words: no two alike at J 0.8,
+    so that a dedup keeps them all, an output larger than the bytes between two of the syncs made
+    while an output is written (src/io/sync_behind.h)."""
+    rng = random.Random(seed)
+    phrases = [" ".join("w%d" % rng.randrange(20000) for _ in range(50)) for _ in range(2000)]
+    with open(path, "w") as f:
+        i = 0
+        while f.tell() < mb << 20:
+            f.write('{"id": "big-%d", "text": "%s"}\n' % (i, " ".join(rng.choice(phrases) for _ in range(20))))
+            i += 1
+
+
 class Case:
-    def __init__(self, name, args, setup):
-        self.name, self.args, self.setup = name, args, setup
+    def __init__(self, name, args, setup, calls=None):
+        self.name, self.args, self.setup, self.calls = name, args, setup, calls
 
 
 INDEX_FILES = ("idx.ndx", "idx.ndx.wal")
@@ -127,7 +150,8 @@ def main():
     os.mkdir(inputs)
     corpus(os.path.join(inputs, "a.jsonl"), 1)
     corpus(os.path.join(inputs, "b.jsonl"), 2, n=60, copies=30)
-    ins = {n: digest(os.path.join(inputs, n)) for n in os.listdir(inputs)}
+    large_corpus(os.path.join(inputs, "large.jsonl"), 3)
+    ins = input_state(inputs)
     a, b = os.path.join(inputs, "a.jsonl"), os.path.join(inputs, "b.jsonl")
 
     def dedup_setup(w):  # an old -o and --removed to keep or replace; --clusters and --rejects new
@@ -158,6 +182,9 @@ def main():
         Case("dedup, keys spilled", ["dedup", a, b, "-o", "kept.jsonl", "--memory-limit", "1K", "-j", "2"], lambda w: None),
         Case("index add", ["index", "add", "idx.ndx", b, "--dedup", "-o", "added.tsv", "-j", "2"], index_setup),
         Case("index fold", ["index", "fold", "idx.ndx"], fold_setup),
+        # An output synced while it is written: its syncs and moving it into place.
+        Case("dedup, large output", ["dedup", os.path.join(inputs, "large.jsonl"), "-o", "kept.jsonl", "-j", "2"], lambda w: None,
+             ["fdatasync", "fsync", "renameat2", "rename", "linkat"]),
     ]
     problems = []
     # Calls the loader and the C library make before neardup's own code: left alone.
@@ -183,6 +210,8 @@ def main():
                                env=dict(os.environ, LD_PRELOAD=short_io))
             problems += ["%s: short reads and writes: %s" % (case.name, p) for p in check(nd, w, r, "EINTR", before, after)]
         for call in calls:
+            if case.calls is not None and call not in case.calls:
+                continue
             for err in ERRORS:
                 if err == "EINTR" and call in NO_EINTR:
                     continue
@@ -202,7 +231,7 @@ def main():
                     runs += 1
                     what = "%s: %s %s at call %d" % (case.name, call, err, n)
                     problems += [what + ": " + p for p in check(nd, w, r, err, before, after)]
-                    if {n: digest(os.path.join(inputs, n)) for n in os.listdir(inputs)} != ins:
+                    if input_state(inputs) != ins:
                         problems.append(what + ": an input changed")
                     n += every
     finish(top, problems, "%d runs with a fault injected" % runs)

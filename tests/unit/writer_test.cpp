@@ -3,6 +3,7 @@
 // and direct writes.
 #include "neardup/io/writer.h"
 #include "io/range_appender.h"
+#include "io/sync_behind.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -595,6 +598,84 @@ TEST(Writer, AppendFromWrittenDirectlyReportsAFailedWrite) {
   size_t left = 0;
   for (const auto& e : std::filesystem::directory_iterator(d.path())) left += e.path().filename().string().find("neardup-tmp") != std::string::npos;
   EXPECT_EQ(left, 0u);
+}
+
+// A sync counted (and failed, when fail_with is set) in place of fdatasync.
+namespace {
+std::atomic<int> syncs{0}, synced_fd{-1}, fail_with{0};
+int fake_sync(int fd) {
+  synced_fd = fd;
+  ++syncs;
+  if (fail_with != 0) {
+    errno = fail_with;
+    return -1;
+  }
+  return 0;
+}
+// Waits up to 10 s for the fake to have synced `n` times.
+bool synced(int n) {
+  for (int i = 0; i < 1000 && syncs < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return syncs >= n;
+}
+}  // namespace
+
+// An output is synced on a thread once SyncBehind::kEvery bytes more are written than at the
+// last sync, not before; stop() waits for the thread and reports no error when none happened.
+TEST(SyncBehind, SyncsEveryKEveryBytesWritten) {
+  syncs = 0;
+  fail_with = 0;
+  SyncBehind s(7, &fake_sync);
+  s.wrote(SyncBehind::kEvery - 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(syncs, 0) << "synced before kEvery bytes were written";
+  s.wrote(SyncBehind::kEvery);
+  ASSERT_TRUE(synced(1));
+  EXPECT_EQ(synced_fd, 7);
+  s.wrote(SyncBehind::kEvery + 10);  // 10 bytes more than at the last sync: none
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(syncs, 1);
+  s.wrote(3 * SyncBehind::kEvery);
+  ASSERT_TRUE(synced(2));
+  EXPECT_EQ(s.stop(), 0);
+  s.wrote(10 * SyncBehind::kEvery);  // stopped: nothing more
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(syncs, 2);
+}
+
+// A failed sync is reported by stop(), which the output's commit then reports: the error is
+// not reported again by a later sync of the same descriptor (Linux reports a write-back error
+// once per open file), so it would otherwise be lost. An interrupted sync is retried, and a sync
+// refused as unsupported is no error.
+TEST(SyncBehind, StopReportsAFailedSync) {
+  syncs = 0;
+  fail_with = EIO;
+  SyncBehind s(3, &fake_sync);
+  s.wrote(SyncBehind::kEvery);
+  ASSERT_TRUE(synced(1));
+  EXPECT_EQ(s.stop(), EIO);
+  syncs = 0;
+  fail_with = EINVAL;
+  SyncBehind t(3, &fake_sync);
+  t.wrote(SyncBehind::kEvery);
+  ASSERT_TRUE(synced(1));
+  EXPECT_EQ(t.stop(), 0);
+  fail_with = 0;
+}
+
+// Outputs larger than SyncBehind::kEvery, through the page cache and written directly, come out
+// whole: the syncs on their own thread while they are written change nothing in them.
+TEST(AtomicFile, SyncedWhileWrittenKeepsEveryByte) {
+  test::TempDir d;
+  std::string text;
+  std::mt19937_64 rng(5);
+  while (text.size() < 2 * SyncBehind::kEvery + 12345) text += std::to_string(rng()) + "\n";
+  for (const bool directly : {false, true}) {
+    AtomicFile out(d.file("out.txt"));
+    if (directly) out.write_directly();
+    for (size_t at = 0; at < text.size(); at += 100000) out.write(std::string_view(text).substr(at, 100000));
+    out.commit();
+    EXPECT_EQ(test::read_file(d.file("out.txt")), text) << directly;
+  }
 }
 
 // Similarities are printed without printf (io/tsv.cpp); every output must still read as "%.6f"

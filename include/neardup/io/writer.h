@@ -44,6 +44,8 @@ enum class OutputCompression {
 /// The buffers of an output written directly (AtomicFile::append_from on ext4): 4 of 4 MiB.
 inline constexpr size_t kDirectBufferBytes = size_t{4} << 20, kDirectBuffers = 4;
 
+class SyncBehind;  // src/io/sync_behind.h
+
 class AtomicFile {
  public:
   /// Opens `path` for writing (see above). Throws IoError if it cannot, UsageError for a
@@ -103,6 +105,7 @@ class AtomicFile {
   bool finished_ = false;
   struct Encoder;
   struct Direct;
+  std::unique_ptr<SyncBehind> sync_behind_;  ///< a file of its own: synced while it is written
   [[noreturn]] void fail(const char* what);
   void raw_write(const char* data, size_t n);
   void write_behind();
