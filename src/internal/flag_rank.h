@@ -15,10 +15,15 @@ namespace neardup::internal {
 
 class FlagRank {
  public:
+  /// No document flagged.
+  FlagRank() = default;
   /// Ranks the documents d with flags[d] != 0.
-  explicit FlagRank(std::span<const uint8_t> flags) : bits_((flags.size() + 63) / 64, 0), before_(bits_.size() + 1, 0) {
-    for (size_t d = 0; d < flags.size(); ++d)
-      if (flags[d]) bits_[d / 64] |= uint64_t{1} << (d % 64);
+  explicit FlagRank(std::span<const uint8_t> flags) : FlagRank(flags.size(), [&](size_t d) { return flags[d] != 0; }) {}
+  /// Ranks the documents d < n for which flagged(d) holds.
+  template <class Flagged>
+  FlagRank(size_t n, Flagged&& flagged) : bits_((n + 63) / 64, 0), before_(bits_.size() + 1, 0) {
+    for (size_t d = 0; d < n; ++d)
+      if (flagged(d)) bits_[d / 64] |= uint64_t{1} << (d % 64);
     for (size_t w = 0; w < bits_.size(); ++w) before_[w + 1] = before_[w] + static_cast<uint32_t>(std::popcount(bits_[w]));
   }
   /// Flagged documents in all.
@@ -30,7 +35,7 @@ class FlagRank {
 
  private:
   std::vector<uint64_t> bits_;
-  std::vector<uint32_t> before_;  // flagged documents before each word
+  std::vector<uint32_t> before_ = {0};  // flagged documents before each word
 };
 
 }  // namespace neardup::internal

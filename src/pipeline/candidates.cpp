@@ -70,8 +70,7 @@ void Pipeline::Impl::add_copy_buckets(LshBuckets& buckets) const {
 
 DocId Pipeline::Impl::original_of(DocId doc) const noexcept {
   if (sketches_.empty[doc] != SketchStore::kCopy) return doc;
-  const auto it = std::lower_bound(text_copies_.begin(), text_copies_.end(), doc, [](const DocPair& p, DocId d) { return p.b < d; });
-  return it->a;
+  return text_copies_[copy_rank_(doc)].a;
 }
 
 PairFilter Pipeline::Impl::band_filter() const {

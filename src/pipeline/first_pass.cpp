@@ -220,6 +220,7 @@ void Pipeline::Impl::find_text_copies() {
                                  [](const DocPair& p) { return static_cast<uint64_t>(p.b); });
   }
   for (const DocPair& c : text_copies_) sketches_.empty[c.b] = SketchStore::kCopy;
+  copy_rank_ = internal::FlagRank(n, [&](size_t d) { return sketches_.empty[d] == SketchStore::kCopy; });
   stats_.text_copies = text_copies_.size();
 }
 
@@ -365,6 +366,7 @@ void Pipeline::Impl::sketch_pass() {
   for (const auto& src : inputs_->sources()) input_stamps_.push_back(file_stamp(src.path));
   sets_.start(layout.exact, layout.early);
   text_copies_.clear();
+  copy_rank_ = {};
   io::RecordReader reader(*inputs_, options_.reader);
   if (!copy_dir.empty()) reader.keep_decompressed_copies(copy_dir, options_.tuning.temp_keep_free);
   io::BadRecords bad(options_.reader);

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "internal/big_array.h"
+#include "internal/flag_rank.h"
 #include "internal/hash.h"
 #include "internal/parallel.h"
 #include "internal/pass_runner.h"
@@ -367,6 +368,7 @@ struct Pipeline::Impl {
   template <class Fn>
   void each_text_hash(Fn&& fn) const;
   std::vector<DocPair> text_copies_;
+  internal::FlagRank copy_rank_;  // each copy's place in text_copies_ (original_of), 1.1 bits per document
   bool copies_told_ = false;  // text_copies_ holds every copy of a text up to kCopyTextBytes
   bool expand_on_write_ = false;  // pairs mode with stream_pairs: write_pairs expands the clusters
   std::vector<uint32_t> rank_;     // keep order (keep_ranks; empty: input order)

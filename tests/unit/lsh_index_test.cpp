@@ -472,11 +472,15 @@ TEST(Lsh, FlagRankCountsTheFlaggedDocumentsBefore) {
     for (auto& f : flags) f = rng() % 3 == 0;
     if (n > 200) std::fill(flags.begin() + 64, flags.begin() + 192, uint8_t{1});  // two full words
     const internal::FlagRank rank(flags);
+    const internal::FlagRank by_test(n, [&](size_t d) { return flags[d] != 0; });  // flags told by a function
     uint32_t before = 0;
     for (size_t d = 0; d < n; ++d) {
       ASSERT_EQ(rank(d), before) << n << " " << d;
+      ASSERT_EQ(by_test(d), before) << n << " " << d;
       before += flags[d];
     }
     EXPECT_EQ(rank.count(), before);
+    EXPECT_EQ(by_test.count(), before);
   }
+  EXPECT_EQ(internal::FlagRank().count(), 0u);
 }
