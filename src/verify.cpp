@@ -99,6 +99,7 @@ void ShingleSets::set(DocId doc, std::vector<ShingleHash> set) {
   total_ += set.size();
   sets_.push_back(std::move(set));
   users_.push_back(1);
+  digests_.push_back(digest);
   ++live_;
   // A digest taken by a different set keeps that one: this set is not found for sharing.
   if (shareable) by_digest_.emplace(digest, slot);
@@ -121,7 +122,7 @@ void ShingleSets::drop(uint32_t slot) noexcept {
   }
   std::vector<ShingleHash>& set = sets_[slot];
   if (set.size() >= kShareMin) {
-    const auto it = by_digest_.find(set_digest(set));
+    const auto it = by_digest_.find(digests_[slot]);
     if (it != by_digest_.end() && it->second == slot) by_digest_.erase(it);
   }
   total_ -= set.size();
@@ -133,6 +134,7 @@ void ShingleSets::drop(uint32_t slot) noexcept {
   if (--live_ == 0) {
     sets_.clear();
     users_.clear();
+    digests_.clear();
     by_digest_.clear();
   }
 }

@@ -84,6 +84,11 @@ class ShingleSets {
   size_t in_table_ = 0;
   std::vector<std::vector<ShingleHash>> sets_;
   std::vector<uint32_t> users_;                       // documents per slot
+  // Each slot's digest (0 for a set shorter than kShareMin): kept, so that letting a set go
+  // does not hash it again (a verification in groups lets every set of a group go: for the
+  // licence group of the dense licence mix, 23,715 sets of about 500 shingles, 30 ms on the
+  // thread that reads the next group while the verifying thread waited for it).
+  std::vector<uint64_t> digests_;
   std::unordered_map<uint64_t, uint32_t> by_digest_;  // the digest of a set of kShareMin or more -> its slot
   uint64_t total_ = 0, shared_docs_ = 0;
   size_t live_ = 0;  // slots with at least one user
