@@ -492,6 +492,34 @@ TEST(SetJoin, BigClusterWithAnOutlierFirstCostsAboutOneVerificationPerDocument) 
   EXPECT_LT(join.stats().verified, 3 * sets.size());
 }
 
+// A join of more members than SetJoin picks pivots for on one thread picks them in parts, one
+// per thread, each member's pivot from its own part: the pairs and their similarities are those of
+// the join on one thread, and members of every part are counted on their differences from a pivot.
+TEST(SetJoin, PivotsPickedInPartsGiveThePairsOfOneThread) {
+  std::mt19937_64 rng(17);
+  Sets bases(60);
+  for (auto& b : bases) {
+    b.resize(200 + rng() % 200);
+    for (auto& x : b) x = rng();
+  }
+  Sets sets;
+  for (size_t i = 0; i < 5000; ++i) {
+    auto doc = bases[rng() % bases.size()];
+    for (auto& x : doc)
+      if (rng() % 40 == 0) x = rng();
+    sets.push_back(sorted_set(doc));
+  }
+  const auto set_of = [&](DocId d) { return std::span<const ShingleHash>(sets[d]); };
+  const SetJoin one(all_docs(sets), set_of, 0.8, 1);
+  const auto want = one.all_pairs();
+  ASSERT_GT(want.size(), 100000u);
+  for (const int threads : {2, 3}) {
+    const SetJoin parts(all_docs(sets), set_of, 0.8, threads);
+    EXPECT_EQ(parts.all_pairs(), want) << threads;
+    EXPECT_GT(parts.stats().by_delta, want.size() / 10) << threads;
+  }
+}
+
 TEST(SetJoin, RejectsBadArguments) {
   const Sets sets = {{1, 2}, {1, 2}};
   auto set_of = [&](DocId d) { return std::span<const ShingleHash>(sets[d]); };
