@@ -307,19 +307,14 @@ void SetJoin::Impl::pick_pivots() {
   // In parts of the members, one per thread, each member's pivot picked among its own part's
   // (the first of a family in a later part is a pivot of its own, a few more pivots in all); on
   // one thread the licence join of the dense licence mix (23,715 members) took 55 ms while the
-  // other core waited. The parts' differences are then stored in member order.
+  // other core waited. Each part fills a store of its own, taken in member order.
   constexpr size_t kLook = 16;  // postings looked at per prefix rank: a family's pivot is among its first members
   const size_t parts = n >= kParallelPivots ? static_cast<size_t>(threads) : 1;
-  struct Picked {
-    std::vector<uint32_t> pivot, removed, added, values;  // by member of the part; the differences one after another
-  };
-  std::vector<Picked> picked(parts);
+  std::vector<internal::DeltaStore<uint32_t>> picked(parts);  // each part's members from 0
   internal::parallel_for(parts, threads, [&](size_t part, size_t) {
     const auto [lo, hi] = internal::part_range(n, part, parts);
-    Picked& out = picked[part];
-    out.pivot.assign(hi - lo, internal::DeltaStore<uint32_t>::kNoPivot);
-    out.removed.assign(hi - lo, 0);
-    out.added.assign(hi - lo, 0);
+    internal::DeltaStore<uint32_t>& local = picked[part];
+    local = internal::DeltaStore<uint32_t>(hi - lo);
     std::vector<uint32_t> tried, d, a;
     for (size_t x = lo; x < hi; ++x) {
       const auto rx = ranked[x];
@@ -332,31 +327,19 @@ void SetJoin::Impl::pick_pivots() {
         const uint32_t* k = std::lower_bound(static_cast<const uint32_t*>(post_member.data() + head[rx[i]]), end, static_cast<uint32_t>(lo));
         const uint32_t* const stop = std::min(end, k + kLook);
         for (; k < stop && *k < x && !stored && tried.size() < kPivotTries; ++k) {
-          const uint32_t p = *k;
-          if (out.pivot[p - lo] != p || std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
+          const auto p = static_cast<uint32_t>(*k - lo);
+          if (local.pivot(p) != p || std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
           tried.push_back(p);
-          if (!internal::differences_within<uint32_t>(rx, ranked[p], rx.size() / internal::kDeltaShare, d, a)) continue;
-          out.pivot[x - lo] = p;
-          out.removed[x - lo] = static_cast<uint32_t>(d.size());
-          out.added[x - lo] = static_cast<uint32_t>(a.size());
-          out.values.insert(out.values.end(), d.begin(), d.end());
-          out.values.insert(out.values.end(), a.begin(), a.end());
+          if (!internal::differences_within<uint32_t>(rx, ranked[lo + p], rx.size() / internal::kDeltaShare, d, a)) continue;
+          local.add(static_cast<uint32_t>(x - lo), p, d, a);
           stored = true;
         }
       }
-      if (!stored) out.pivot[x - lo] = static_cast<uint32_t>(x);  // a pivot: no differences from itself
+      if (!stored) local.add(static_cast<uint32_t>(x - lo), static_cast<uint32_t>(x - lo), {}, {});  // a pivot: no differences from itself
     }
   });
-  for (size_t part = 0; part < parts; ++part) {
-    const size_t lo = internal::part_range(n, part, parts).first;
-    const Picked& in = picked[part];
-    const uint32_t* v = in.values.data();
-    for (size_t i = 0; i < in.pivot.size(); ++i) {
-      if (in.pivot[i] == internal::DeltaStore<uint32_t>::kNoPivot) continue;  // no ranks
-      deltas.add(static_cast<uint32_t>(lo + i), in.pivot[i], {v, in.removed[i]}, {v + in.removed[i], in.added[i]});
-      v += in.removed[i] + in.added[i];
-    }
-  }
+  for (size_t part = 0; part < parts; ++part)
+    deltas.add_part(static_cast<uint32_t>(internal::part_range(n, part, parts).first), picked[part]);
 }
 
 // Calls fn(index, bits) for each word of 64 ranks that the ascending ranks `r` have a rank in.

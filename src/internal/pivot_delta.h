@@ -71,6 +71,19 @@ class DeltaStore {
     values_.insert(values_.end(), removed.begin(), removed.end());
     values_.insert(values_.end(), added.begin(), added.end());
   }
+  /// The members of `part` (numbered from 0 there, their pivots among them) as members first,
+  /// first + 1, ...: a store filled by parts of the members, each on a thread of its own.
+  void add_part(uint32_t first, const DeltaStore& part) {
+    const uint64_t base = values_.size();
+    for (size_t m = 0; m < part.pivot_.size(); ++m) {
+      if (part.pivot_[m] == kNoPivot) continue;
+      pivot_[first + m] = first + part.pivot_[m];
+      at_[first + m] = base + part.at_[m];
+      removed_[first + m] = part.removed_[m];
+      added_[first + m] = part.added_[m];
+    }
+    values_.insert(values_.end(), part.values_.begin(), part.values_.end());
+  }
   uint32_t pivot(uint32_t m) const noexcept { return pivot_[m]; }
   /// How many values member m's differences hold.
   uint64_t size(uint32_t m) const noexcept { return uint64_t{removed_[m]} + added_[m]; }

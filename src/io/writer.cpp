@@ -508,10 +508,7 @@ void AtomicFile::raw_write(const char* data, size_t n) {
   }
   if (n > 0 && std::fwrite(data, 1, n, f_) != n) fail("cannot write output");
   written_ += n;
-  if (written_ - synced_ >= kWriteBehind) {
-    write_behind();
-    if (sync_behind_) sync_behind_->wrote(written_);
-  }
+  if (written_ - synced_ >= kWriteBehind) write_behind();
 }
 
 void AtomicFile::write(std::string_view data) {
@@ -529,13 +526,15 @@ void AtomicFile::put(char c) {
   ++written_;
 }
 
-// Starts the disk writes of what was written so far without waiting for them, so that the
-// fsync of commit() waits only for the last part (writing and syncing overlap).
+// Starts the disk writes of what was written so far without waiting for them, and has them
+// synced on SyncBehind's thread, so that the fsync of commit() waits only for the last part
+// (writing and syncing overlap). Direct writes tell SyncBehind themselves.
 void AtomicFile::write_behind() {
   if (direct_) return;
   if (std::fflush(f_) != 0) fail("cannot write output");
   ::sync_file_range(fd_, static_cast<off_t>(synced_), static_cast<off_t>(written_ - synced_), SYNC_FILE_RANGE_WRITE);
   synced_ = written_;
+  if (sync_behind_) sync_behind_->wrote(written_);
 }
 
 void AtomicFile::finish() {
@@ -689,10 +688,7 @@ uint64_t AtomicFile::append_from(int fd, uint64_t offset, uint64_t length, const
       if (r > 0) {
         done += static_cast<uint64_t>(r);
         written_ += static_cast<uint64_t>(r);
-        if (written_ - synced_ >= kWriteBehind) {
-          write_behind();
-          if (sync_behind_) sync_behind_->wrote(written_);
-        }
+        if (written_ - synced_ >= kWriteBehind) write_behind();
         continue;
       }
       if (r == 0) break;  // end of the input

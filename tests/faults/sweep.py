@@ -97,8 +97,9 @@ def large_corpus(path, seed, mb=40):
 
 
 class Case:
-    def __init__(self, name, args, setup, calls=None):
-        self.name, self.args, self.setup, self.calls = name, args, setup, calls
+    """A command swept over `calls` (every kind when None), which must make each of `must_make`."""
+    def __init__(self, name, args, setup, calls=None, must_make=()):
+        self.name, self.args, self.setup, self.calls, self.must_make = name, args, setup, calls, must_make
 
 
 INDEX_FILES = ("idx.ndx", "idx.ndx.wal")
@@ -184,7 +185,7 @@ def main():
         Case("index fold", ["index", "fold", "idx.ndx"], fold_setup),
         # An output synced while it is written: its syncs and moving it into place.
         Case("dedup, large output", ["dedup", os.path.join(inputs, "large.jsonl"), "-o", "kept.jsonl", "-j", "2"], lambda w: None,
-             ["fdatasync", "fsync", "renameat2", "rename", "linkat"]),
+             ["fdatasync", "fsync", "renameat2", "rename", "linkat"], must_make=["fdatasync"]),
     ]
     problems = []
     # Calls the loader and the C library make before neardup's own code: left alone.
@@ -234,6 +235,8 @@ def main():
                     if input_state(inputs) != ins:
                         problems.append(what + ": an input changed")
                     n += every
+                if err == ERRORS[0] and call in case.must_make and n == startup.get(call, 0) + 1:
+                    problems.append("%s: no %s call to fail: the output was not synced while it was written" % (case.name, call))
     finish(top, problems, "%d runs with a fault injected" % runs)
 
 
