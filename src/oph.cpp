@@ -142,8 +142,8 @@ void OphHasher::densify_with(std::span<SigValue> out, Densify how) const {
   // Up to 128 bins, the whole densification in one kernel (kernels/oph_kernels.h): a short
   // text leaves most bins empty (41 shingles in 128 bins: 93), and the scalar classification
   // of the bins below cost more than the vectorised pull itself.
-  if (how == Densify::Auto && !pre_cols_.empty() && internal::kernels().oph_pull_vbmi &&
-      internal::oph_densify_vbmi(o, k, pre_cols_.data(), row_rounds_))
+  if (const auto densify = internal::kernels().oph_densify;
+      how == Densify::Auto && !pre_cols_.empty() && densify != nullptr && densify(o, k, pre_cols_.data(), row_rounds_))
     return;
 #endif
   uint32_t e = 0;

@@ -2,6 +2,7 @@
 
 #include "kernels/jaccard_kernels.h"
 #include "kernels/minhash_kernels.h"
+#include "kernels/oph_kernels.h"
 #include "kernels/shingle_kernels.h"
 
 namespace neardup::internal {
@@ -23,6 +24,7 @@ constexpr Kernels kScalar{Isa::Scalar,
                           unmarked_members_scalar,
                           dense_walk_scalar,
                           json_word_text_scalar,
+                          nullptr,
                           false};
 
 #if NEARDUP_X86_KERNELS
@@ -43,6 +45,7 @@ constexpr Kernels kAvx2{Isa::Avx2,
                         unmarked_members_scalar,
                         dense_walk_popcnt,
                         json_word_text_avx2,
+                        oph_densify_avx2,
                         false};
 
 // AVX-512 F/DQ/BW/VL. The text scan needs VBMI2 (compress of bytes), so it stays AVX2's here.
@@ -62,6 +65,7 @@ constexpr Kernels kAvx512{Isa::Avx512,
                           unmarked_members_avx512,
                           dense_walk_avx512,
                           json_word_text_avx512,
+                          oph_densify_avx2,
                           false};
 
 // AVX-512 with VBMI and VBMI2: the AVX-512 table with the byte-compress text scan and the OPH
@@ -69,6 +73,7 @@ constexpr Kernels kAvx512{Isa::Avx512,
 constexpr Kernels with_vbmi(Kernels k) {
   k.level = Isa::Avx512Vbmi;
   k.scan_text = scan_text_avx512;
+  k.oph_densify = oph_densify_vbmi;
   k.oph_pull_vbmi = true;
   return k;
 }

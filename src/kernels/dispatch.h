@@ -50,7 +50,10 @@ struct Kernels {
   size_t (*dense_walk)(const uint64_t* bits, const uint32_t* before, uint32_t lo, uint32_t hi, uint64_t* met, uint32_t* places) noexcept;
   /// JSON string contents to word text (json_text_kernels.h).
   int (*json_word_text)(const uint8_t* in, size_t avail, uint8_t* out, uint64_t* blanked, size_t* length) noexcept;
-  /// Whether OPH densification may use the VBMI pull (kernels/oph_kernels.h).
+  /// OPH's whole densification of up to 128 bins (kernels/oph_kernels.h), or null where the
+  /// scalar classification and pull serve.
+  bool (*oph_densify)(uint32_t* o, uint32_t k, const uint8_t* cols, size_t rounds) noexcept;
+  /// Whether OPH densification may use the VBMI pull of one bin at a time (kernels/oph_kernels.h).
   bool oph_pull_vbmi;
 };
 
