@@ -45,7 +45,7 @@ struct Pipeline::Impl::SketchLayout {
 // A batch's result arrays, sized for what the layout computes.
 void Pipeline::Impl::prepare_batch(Batch& b, const SketchLayout& l) const {
   const size_t n = b.size();
-  b.sigs.resize(n * l.k);
+  b.sigs.resize(l.keys_only ? 0 : n * l.k);  // keys only: each signature in its thread's scratch (sketch_entry)
   b.keys.resize(l.keys_only ? n * l.bands : 0);
   b.simhashes.resize(l.simhash ? n : 0);
   b.fp_slot.resize(l.bottomk ? n : 0);
@@ -73,7 +73,14 @@ void Pipeline::Impl::sketch_entry(Batch& b, size_t i, std::string_view text, con
   }
   const bool split = l.k > 0 && text.size() >= kSplitBytes && sk.can_split();
   const bool split_simhash = l.simhash && text.size() >= kSplitBytes && sk.can_split_simhash();
-  const auto sig = l.k > 0 ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k) : std::span<SigValue>();
+  // Where only its band keys are kept, the signature is made in the thread's scratch, which
+  // stays in the cache, not in the batch's array (which would be zeroed and written afresh for
+  // every batch: 512 bytes a document, as much as a short document's text).
+  thread_local std::vector<SigValue> scratch;
+  if (l.keys_only) scratch.resize(l.k);
+  const auto sig = l.keys_only ? std::span<SigValue>(scratch)
+                   : l.k > 0   ? std::span<SigValue>(b.sigs).subspan(i * l.k, l.k)
+                               : std::span<SigValue>();
   uint64_t simhash = 0;
   const size_t shingles = split            ? sk.signature_split(text, sig, threads_)
                           : split_simhash ? sk.simhash_split(text, simhash, threads_)
