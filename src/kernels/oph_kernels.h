@@ -26,9 +26,9 @@ void oph_pull_vbmi(const uint8_t* pre, size_t rounds, const uint8_t* native, con
 /// is left as it is. Needs AVX512-VBMI as oph_pull_vbmi.
 bool oph_densify_vbmi(uint32_t* o, uint32_t k, const uint8_t* cols, size_t rounds) noexcept;
 
-/// The same with AVX2: each round's pre-images looked up 32 at a time in the 128-bit set of
-/// native bins by two in-lane byte shuffles, only the quarters of the bins with a bin left
-/// undecided; the values then taken eight bins to a gather.
+/// The same with AVX2: each round's pre-images of all 128 bins looked up 32 at a time in the
+/// 128-bit set of native bins by two in-lane byte shuffles; the values then taken eight bins to
+/// a gather.
 bool oph_densify_avx2(uint32_t* o, uint32_t k, const uint8_t* cols, size_t rounds) noexcept;
 
 }  // namespace neardup::internal
