@@ -1487,6 +1487,22 @@ TEST(Reader, WordTextParserAgreesWithTheFullParser) {
       R"({"id": "z", "text": "caf\u00e9\n\tna\u00efve \"x\""})",  // a few \u escapes: word text, its block decoded
       R"({"id": "z2", "text": "\u4e2d\u6587\u4e2d\u6587\u4e2d\u6587\u4e2d\u6587\n"})",  // dense: for the full parse
       R"({"id": "a", "text": "int main() {\n\treturn \"x\\y\";\n}", "q": 3})",  // word text again, after \u escapes
+      // Skeletons read without the DOM parser where flat (printable ASCII strings, integers), by
+      // the DOM otherwise: repeated names (the first counts), integers at and past 18 digits,
+      // forms the flat reader leaves to the DOM.
+      R"({"id": "first", "id": "second", "text": "repeated id\n", "q": 1, "q": 2})",
+      R"({"id": -42, "text": "negative id\n", "q": -7})",
+      R"({"id": 123456789012345678, "text": "18 digits\n", "q": 123456789012345678})",
+      R"({"id": 1234567890123456789, "text": "19 digits\n", "q": 9007199254740993})",
+      R"({"id": 1e3, "text": "exponent\n", "q": 0.5})",
+      R"({"id": -0, "text": "minus zero\n", "q": 0})",
+      R"({"id": 007, "text": "leading zeros\n"})",
+      R"({"id": "caf\u00e9", "text": "escaped id\n", "q": true})",
+      "{\"id\": \"caf\xC3\xA9\", \"text\": \"UTF-8 id\\n\", \"q\": \"\x7F\"}",
+      R"({"id":"tight","text":"no spaces\n","q":"k"})",
+      "{\"id\": \"ws\",\t\"text\": \"tabs and CR\\n\"\r\n}",
+      R"({"id": "nested", "text": "nested key\n", "q": {"a": 1}})",
+      R"({"id": "empty", "text": "x\n", "": 1})",
   };
   // A fresh word-text parser for each line, and one parser for them all: a line's text is the
   // same whatever lines its parser met before (a \u escape does not send the next lines to the
