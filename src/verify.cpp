@@ -172,6 +172,31 @@ std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {
   return sets_[slot];
 }
 
+void ShingleSets::get_pairs(std::span<const DocPair> pairs, SetPair* out) const {
+  constexpr size_t kSlotAhead = 16, kSetAhead = 8;
+  const auto prefetch_slot = [&](DocId doc) {
+    if (sparse_) __builtin_prefetch(&table_[sparse_home(doc)]);
+    else if (doc < slot_.size()) __builtin_prefetch(&slot_[doc]);
+  };
+  thread_local std::vector<uint32_t> slots;
+  slots.resize(2 * pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (i + kSlotAhead < pairs.size()) prefetch_slot(pairs[i + kSlotAhead].a), prefetch_slot(pairs[i + kSlotAhead].b);
+    slots[2 * i] = slot_of(pairs[i].a);
+    slots[2 * i + 1] = slot_of(pairs[i].b);
+  }
+  const auto set_at = [&](uint32_t slot) {
+    return slot == kNone ? std::span<const ShingleHash>() : std::span<const ShingleHash>(sets_[slot]);
+  };
+  const auto prefetch_set = [&](uint32_t slot) {
+    if (slot != kNone) __builtin_prefetch(&sets_[slot]);
+  };
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (i + kSetAhead < pairs.size()) prefetch_set(slots[2 * (i + kSetAhead)]), prefetch_set(slots[2 * (i + kSetAhead) + 1]);
+    out[i] = {set_at(slots[2 * i]), set_at(slots[2 * i + 1])};
+  }
+}
+
 Scorer Scorer::exact(const ShingleSets& sets) noexcept {
   Scorer s(Kind::Exact);
   s.sets_ = &sets;
@@ -218,14 +243,11 @@ constexpr size_t kScoreChunk = 4096;
 
 // Scores the candidates of each chunk of kScoreChunk (in parallel over the chunks), calling
 // use(chunk, i, similarity or a value below floor). Exact scoring first looks up the chunk's sets
-// (two dependent loads each: the document's slot, then the slot's entry), all of them before any
-// merge: the lookups of different pairs do not wait on each other, so their cache misses overlap,
-// where looked up pair by pair, even with the lookups prefetched a few pairs ahead, they were 10%
-// of a dedup of 1M short texts. On a Zen 3 machine they still were 10% of that dedup's
-// verification: each lookup's two loads are now prefetched in two steps, the slot 16 lookups
-// ahead and the slot's entry 8 ahead (CPU 5.16 s against 5.395). Out of the cache, the exact merge of a pair of sets of 100-2,000
-// hashes at t = 0.8 then waits on memory for most of its time: the start of the pair two ahead is
-// prefetched, 1.1-1.2x (BM_SetCommon).
+// with ShingleSets::get_pairs, all of them before any merge: the lookups of different pairs do
+// not wait on each other, so their cache misses overlap, where looked up pair by pair they were
+// 10% of a dedup of 1M short texts (CPU 5.16 s against 5.395 on a Zen 3 machine). Out of the
+// cache, the exact merge of a pair of sets of 100-2,000 hashes at t = 0.8 then waits on memory for
+// most of its time: the start of the pair two ahead is prefetched, 1.1-1.2x (BM_SetCommon).
 template <class Use>
 void score_chunks(std::span<const DocPair> candidates, const Scorer& scorer, double floor, int threads, Use&& use) {
   constexpr size_t kAhead = 2;
@@ -237,15 +259,9 @@ void score_chunks(std::span<const DocPair> candidates, const Scorer& scorer, dou
       for (size_t i = begin; i < end; ++i) use(c, i, scorer.at_least(candidates[i].a, candidates[i].b, floor));
       return;
     }
-    using Set = std::span<const ShingleHash>;
-    thread_local std::vector<std::pair<Set, Set>> pair_sets;
+    thread_local std::vector<ShingleSets::SetPair> pair_sets;
     pair_sets.resize(end - begin);
-    constexpr size_t kSlotAhead = 16, kSetAhead = 8;
-    for (size_t i = begin; i < end; ++i) {
-      if (i + kSlotAhead < end) sets->prefetch_slot(candidates[i + kSlotAhead].a), sets->prefetch_slot(candidates[i + kSlotAhead].b);
-      if (i + kSetAhead < end) sets->prefetch_set(candidates[i + kSetAhead].a), sets->prefetch_set(candidates[i + kSetAhead].b);
-      pair_sets[i - begin] = {sets->get(candidates[i].a), sets->get(candidates[i].b)};
-    }
+    sets->get_pairs(candidates.subspan(begin, end - begin), pair_sets.data());
     for (size_t i = begin; i < end; ++i) {
       if (i + kAhead < end) {
         const auto& [x, y] = pair_sets[i + kAhead - begin];

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "neardup/bottomk.h"
@@ -47,16 +48,12 @@ class ShingleSets {
   /// The set of `doc`; empty if none was stored. Two documents with a shared copy get the same
   /// span (the same data()).
   std::span<const ShingleHash> get(DocId doc) const noexcept;
-  /// Prefetches for get(doc), in two steps some lookups apart: where `doc`'s slot is found, then
-  /// (the slot in the cache by then) where its set is described. A lookup costs two dependent
-  /// cache misses otherwise, on a table of 4 bytes per document of the run.
-  void prefetch_slot(DocId doc) const noexcept {
-    if (!sparse_ && doc < slot_.size()) __builtin_prefetch(&slot_[doc]);
-    if (sparse_) __builtin_prefetch(&table_[sparse_home(doc)]);
-  }
-  void prefetch_set(DocId doc) const noexcept {
-    if (const uint32_t slot = slot_of(doc); slot != kNone) __builtin_prefetch(&sets_[slot]);
-  }
+  /// The sets of each pair's two documents, as get() gives them, into out[0, pairs.size()).
+  /// Each lookup is two dependent cache misses on tables of the whole run (the document's slot,
+  /// then the slot's entry): the slots are found first, prefetched 16 pairs ahead, then the
+  /// entries, prefetched 8 ahead, so that the misses of different pairs overlap.
+  using SetPair = std::pair<std::span<const ShingleHash>, std::span<const ShingleHash>>;
+  void get_pairs(std::span<const DocPair> pairs, SetPair* out) const;
   /// Keeps the sets of the documents with needed[d] != 0 and lets the others go; afterwards the
   /// sets are for needed.size() documents.
   void keep_only(std::span<const uint8_t> needed);

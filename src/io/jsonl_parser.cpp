@@ -130,6 +130,12 @@ struct JsonlParser::Impl {
 
   bool fields(simdjson::dom::element doc, const Source& source, uint64_t line_no, Record& out, std::string& problem);
   bool flat_fields(std::string_view skeleton, const Source& source, uint64_t line_no, Record& out);
+  // A record without an id field is named by its place, FILE:LINE.
+  void id_of_place(const Source& source, uint64_t line_no, Record& out) {
+    id_buf = source.display + ":" + std::to_string(line_no);
+    out.id = id_buf;
+    missing_id = true;
+  }
   bool parse_word_text(std::string_view line, bool long_line, char* in_place, const Source& source, uint64_t line_no, Record& out);
   int word_text_copy(std::string_view line, size_t begin, uint64_t& blanked, size_t& n);
   int word_text_decoding(std::string_view line, size_t begin, size_t& n, size_t& text, uint64_t& decoded);  // after word_text_copy
@@ -242,9 +248,7 @@ bool JsonlParser::Impl::fields(simdjson::dom::element doc, const Source& source,
   }
   simdjson::dom::element id_el;
   if (find_field(obj, opt.id_field, id_el)) {
-    id_buf = source.display + ":" + std::to_string(line_no);
-    out.id = id_buf;
-    missing_id = true;
+    id_of_place(source, line_no, out);
   } else if (id_el.is_string()) {
     out.id = id_el.get_string().value_unsafe();
   } else if (id_el.is_number()) {
@@ -501,9 +505,7 @@ bool JsonlParser::Impl::flat_fields(std::string_view skeleton, const Source& sou
   FlatValue id, key;
   if (!flat_skeleton(skeleton, opt.text_field, opt.id_field, opt.key_field, id, key)) return false;
   if (id.kind == FlatValue::Kind::None) {
-    id_buf = source.display + ":" + std::to_string(line_no);
-    out.id = id_buf;
-    missing_id = true;
+    id_of_place(source, line_no, out);
   } else {
     out.id = id.text;  // printable ASCII: no TAB, CR or LF (bad_id_char)
   }

@@ -470,11 +470,25 @@ TEST(ShingleSets, SparseSlotsBehaveAsDenseOnes) {
     }
     ASSERT_EQ(sparse.total_hashes(), dense.total_hashes()) << step;
     ASSERT_EQ(sparse.shared_docs(), dense.shared_docs()) << step;
-    if (step % 97 == 0)
+    if (step % 97 == 0) {
       for (const DocId x : ids) {
         ASSERT_EQ(sparse.has(x), dense.has(x)) << step << " " << x;
         ASSERT_TRUE(std::ranges::equal(sparse.get(x), dense.get(x))) << step << " " << x;
       }
+      // get_pairs gives what get gives, for either lookup, documents without a set among them.
+      std::vector<DocPair> pairs(40);
+      for (auto& p : pairs) p = {ids[rng() % ids.size()], ids[rng() % ids.size()]};
+      std::vector<ShingleSets::SetPair> got(pairs.size());
+      for (const ShingleSets* s : {&dense, &sparse}) {
+        s->get_pairs(pairs, got.data());
+        for (size_t i = 0; i < pairs.size(); ++i) {
+          ASSERT_EQ(got[i].first.data(), s->get(pairs[i].a).data()) << step << " " << i;
+          ASSERT_EQ(got[i].first.size(), s->get(pairs[i].a).size()) << step << " " << i;
+          ASSERT_EQ(got[i].second.data(), s->get(pairs[i].b).data()) << step << " " << i;
+          ASSERT_EQ(got[i].second.size(), s->get(pairs[i].b).size()) << step << " " << i;
+        }
+      }
+    }
   }
   EXPECT_EQ(emptied, 10u);
   // keep_only over the table, and a store holding sets refuses to change its lookup.
