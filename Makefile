@@ -2,7 +2,7 @@
 #   make run    installs missing Debian packages, builds, deduplicates the sample corpus
 #   make test   installs missing Debian packages, builds, runs the whole test suite, then
 #               builds again with clang, AddressSanitizer and UBSan (build-san/) and runs the
-#               suite there too, with a short run of every libFuzzer target, and last builds
+#               suite there too, with a short run of every libFuzzer target, and last, side by side, builds
 #               the library with ThreadSanitizer (build-tsan/) and runs the concurrency tests,
 #               and the CLI for aarch64 (build-aarch64/), checked under qemu-user against x86-64
 BUILD ?= build
