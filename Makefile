@@ -2,15 +2,16 @@
 #   make run    installs missing Debian packages, builds, deduplicates the sample corpus
 #   make test   installs missing Debian packages, builds, runs the whole test suite, then
 #               builds again with clang, AddressSanitizer and UBSan (build-san/) and runs the
-#               suite there too, with a short run of every libFuzzer target, and last, side by side, builds
-#               the library with ThreadSanitizer (build-tsan/) and runs the concurrency tests,
-#               and the CLI for aarch64 (build-aarch64/), checked under qemu-user against x86-64
+#               suite there too, with a short run of every libFuzzer target, and last, side by
+#               side, builds the library with ThreadSanitizer (build-tsan/) and runs the
+#               concurrency tests, and the CLI for aarch64 (build-aarch64/), checked under
+#               qemu-user against x86-64
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 # Tests at twice the cores: a quarter of the suite's time is spent waiting on processes, sockets
 # and the disk (mpirun, the service, strace), which the next test's work fills (ctest on 2 cores:
 # 117 s at -j4 against 148 s at -j2; with the sanitizers 154 s against 181 s).
-TEST_JOBS ?= $(shell echo $$(( 2 * $$(nproc) )))
+TEST_JOBS ?= $(shell echo $$(( 2 * $(JOBS) )))
 SAMPLE := data/sample/mmds-articles-2500.jsonl.zst
 
 FUZZ_SECONDS ?= 10

@@ -166,11 +166,7 @@ void ShingleSets::release(std::span<const DocId> docs) {
   for (const DocId d : docs) forget(d);
 }
 
-std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept {
-  const uint32_t slot = slot_of(doc);
-  if (slot == kNone) return {};
-  return sets_[slot];
-}
+std::span<const ShingleHash> ShingleSets::get(DocId doc) const noexcept { return set_in(slot_of(doc)); }
 
 void ShingleSets::get_pairs(std::span<const DocPair> pairs, SetPair* out) const {
   constexpr size_t kSlotAhead = 16, kSetAhead = 8;
@@ -185,15 +181,12 @@ void ShingleSets::get_pairs(std::span<const DocPair> pairs, SetPair* out) const 
     slots[2 * i] = slot_of(pairs[i].a);
     slots[2 * i + 1] = slot_of(pairs[i].b);
   }
-  const auto set_at = [&](uint32_t slot) {
-    return slot == kNone ? std::span<const ShingleHash>() : std::span<const ShingleHash>(sets_[slot]);
-  };
   const auto prefetch_set = [&](uint32_t slot) {
     if (slot != kNone) __builtin_prefetch(&sets_[slot]);
   };
   for (size_t i = 0; i < pairs.size(); ++i) {
     if (i + kSetAhead < pairs.size()) prefetch_set(slots[2 * (i + kSetAhead)]), prefetch_set(slots[2 * (i + kSetAhead) + 1]);
-    out[i] = {set_at(slots[2 * i]), set_at(slots[2 * i + 1])};
+    out[i] = {set_in(slots[2 * i]), set_in(slots[2 * i + 1])};
   }
 }
 

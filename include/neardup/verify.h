@@ -75,6 +75,10 @@ class ShingleSets {
   static constexpr uint64_t kFree = ~uint64_t{0};  // an empty entry of the sparse table
   void drop(uint32_t slot) noexcept;
   void forget(DocId doc) noexcept;  ///< lets doc's set go (its slot dropped), if it has one
+  // The set stored at `slot`; empty for kNone.
+  std::span<const ShingleHash> set_in(uint32_t slot) const noexcept {
+    return slot == kNone ? std::span<const ShingleHash>() : std::span<const ShingleHash>(sets_[slot]);
+  }
   uint32_t slot_of(DocId doc) const noexcept {
     if (!sparse_) return doc < slot_.size() ? slot_[doc] : kNone;
     return sparse_slot(doc);
