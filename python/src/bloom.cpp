@@ -19,7 +19,6 @@ namespace py = pybind11;
 namespace neardup::python {
 namespace {
 
-constexpr uint64_t kMersenne61 = (uint64_t{1} << 61) - 1;
 
 // splitmix64's finaliser, as lsh_bloom.py's _mix.
 uint64_t mix(uint64_t x) noexcept {

@@ -21,6 +21,7 @@
 
 #include "neardup/neardup.h"
 #include "native_threads.h"
+#include "py_values.h"
 #include "sha1.h"
 
 #if defined(__x86_64__)
@@ -314,7 +315,6 @@ bool hash_bytes_items(PyObject* const* items, size_t n, uint32_t* out, std::vect
 // h_i(x) = ((a_i x + b_i) mod (2^61 - 1)) & (2^32 - 1), the product and sum wrapping at 64 bits
 // as NumPy's uint64 arithmetic does, and keeps the minimum per permutation.
 
-constexpr uint64_t kMersenne61 = (uint64_t{1} << 61) - 1;
 constexpr uint64_t kMax32 = 0xFFFFFFFFull;
 
 py::array_t<uint32_t> sha1_hash32_all(py::handle values, int threads) {

@@ -14,6 +14,10 @@
 
 namespace neardup::python {
 
+/// The Mersenne prime 2^61 - 1 of datasketch's universal hashing (the MinHash permutations,
+/// the Bloom filter's keys).
+inline constexpr uint64_t kMersenne61 = (uint64_t{1} << 61) - 1;
+
 /// The sketch classes whose len() is the length of their `hashvalues` (neardup.datasketch's
 /// MinHash and LeanMinHash, named when that module is imported: sketch_length_types): the
 /// length of one of exactly these is read from its array, without calling its __len__.
