@@ -187,6 +187,24 @@ struct SetJoin::Impl {
   size_t bitmap_words = 0;  // of the ranks' bitmap; 0 when no member has words
   void build_words();
   uint64_t words_of(uint32_t m) const noexcept { return word_start[m + 1] - word_start[m]; }
+  // What a probe and a count read of each candidate, in one record per member: the members of a
+  // family lie apart in the input (a distribution's copyright files, by package name), so a
+  // probe's candidates are spread over the members, and each array read per candidate (lengths,
+  // offsets, pivots, words) missed the cache on its own. Listing 4.95 M pairs of 19,900 sets in
+  // 36 interleaved families took 1.7 times as long as with each family's members together
+  // (BM_SetJoinPairsFamilies); with the record, the listing's first-level cache misses fell by a
+  // quarter and overlap()'s by 71% (cachegrind).
+  struct MemberFacts {
+    uint32_t doc;          // docs[m]
+    uint32_t len;          // ranked.len[m]
+    uint32_t ranks;        // ranked[m].size()
+    uint32_t pivot;        // deltas.pivot(m)
+    uint64_t word_at;      // word_start[m]
+    uint32_t words;        // words_of(m)
+    uint32_t differences;  // deltas.size(m)
+  };
+  std::vector<MemberFacts> facts;
+  void gather_facts();
   std::vector<ScoredPair> connect(UnionFind& uf, const PairFilter& keep) const;
   long delta_common(uint32_t x, uint32_t y) const noexcept {
     return deltas.common(x, y, ranked[deltas.pivot(x)].size(), [](std::span<const uint32_t> a, std::span<const uint32_t> b) {
@@ -217,10 +235,11 @@ struct SetJoin::Impl {
       scratch.met_sparse.clear();
     }
     const auto consider = [&](uint32_t y, uint32_t i, uint32_t py) {
-      const uint64_t ly = ranked.len[y];
+      const MemberFacts& fy = facts[y];
+      const uint64_t ly = fy.len;
       if (ly < min_len || ly > max_len) return;
       // Only the shared shingles after the first common one, on either side, can add to it.
-      const uint64_t bound = 1 + std::min<uint64_t>(rx.size() - i - 1, ranked[y].size() - py - 1);
+      const uint64_t bound = 1 + std::min<uint64_t>(rx.size() - i - 1, fy.ranks - py - 1);
       if (!thr.overlap_reachable(bound, lx, ly)) return;
       out.push_back({y, i, py});
     };
@@ -274,20 +293,20 @@ struct SetJoin::Impl {
   // cleared), their differences from a shared pivot, or a merge. `st` counts
   // the pairs counted the first two ways.
   long overlap(uint32_t x, const JoinCandidate& c, MemberBits& bits, SetJoinStats& st) const {
-    const auto rx = ranked[x], ry = ranked[c.y];
-    const uint32_t p = deltas.pivot(x);
-    const uint64_t merged = rx.size() - c.ix + ry.size() - c.iy;
-    const uint64_t by_delta = p != internal::DeltaStore<uint32_t>::kNoPivot && p == deltas.pivot(c.y) ? deltas.size(x) + deltas.size(c.y) : UINT64_MAX;
-    if (const uint64_t words = words_of(c.y); words > 0 && words * kWordCost < std::min(merged, by_delta)) {
+    const MemberFacts &fx = facts[x], &fy = facts[c.y];
+    const uint64_t merged = uint64_t{fx.ranks} - c.ix + fy.ranks - c.iy;
+    const uint64_t by_delta = fx.pivot != internal::DeltaStore<uint32_t>::kNoPivot && fx.pivot == fy.pivot
+                                  ? uint64_t{fx.differences} + fy.differences : UINT64_MAX;
+    if (const uint64_t words = fy.words; words > 0 && words * kWordCost < std::min(merged, by_delta)) {
       ++st.by_words;
-      const uint64_t k = word_start[c.y];
-      return kern->common_bits(word_index.data() + k, word_bits.data() + k, words, bits.of(rx));
+      return kern->common_bits(word_index.data() + fy.word_at, word_bits.data() + fy.word_at, words, bits.of(ranked[x]));
     }
     if (by_delta < merged) {
       ++st.by_delta;
       return delta_common(x, c.y);
     }
-    const uint64_t lx = ranked.len[x], ly = ranked.len[c.y];
+    const auto rx = ranked[x], ry = ranked[c.y];
+    const uint64_t lx = fx.len, ly = fy.len;
     const long smax = static_cast<long>(lx + ly) - 2 * static_cast<long>(thr.pair_overlap(lx, ly));
     const long passed = static_cast<long>(ranked.unshared[x] + c.ix + ranked.unshared[c.y] + c.iy);
     const long rest = count_common_abort(rx.subspan(c.ix + 1), ry.subspan(c.iy + 1), smax - passed);
@@ -385,6 +404,16 @@ void SetJoin::Impl::build_words() {
   bitmap_words = (ranked.num_ranks + 63) / 64;
 }
 
+void SetJoin::Impl::gather_facts() {
+  const size_t n = docs.size();
+  facts.resize(n);
+  for (size_t m = 0; m < n; ++m) {  // after build_words: word_start holds n + 1 entries
+    const auto x = static_cast<uint32_t>(m);
+    facts[m] = {docs[m], ranked.len[m], static_cast<uint32_t>(ranked[m].size()), deltas.pivot(x), word_start[m],
+                static_cast<uint32_t>(words_of(x)), static_cast<uint32_t>(deltas.size(x))};
+  }
+}
+
 SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double threshold, int threads)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
@@ -439,6 +468,7 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
   s.dense.build(s.head, s.post_member.data(), n);
   s.pick_pivots();
   s.build_words();
+  s.gather_facts();
 }
 
 SetJoin::~SetJoin() = default;
@@ -531,7 +561,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         const std::span<const ScoredPair> known_a = pairs_from(known, s.docs[x]);
         size_t next_known = 0;
         for (const JoinCandidate& k : in_order) {
-          const DocId a = s.docs[x], b = s.docs[k.y];
+          const DocId a = s.facts[x].doc, b = s.facts[k.y].doc;
           while (next_known < known_a.size() && known_a[next_known].b < b) ++next_known;
           if ((next_known < known_a.size() && known_a[next_known].b == b) || (keep && !keep(a, b))) {
             ++st.filtered;
@@ -539,7 +569,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
           }
           ++st.verified;
           const long common = s.overlap(x, k, bits[tid], st);
-          const uint64_t la = s.ranked.len[x], lb = s.ranked.len[k.y];
+          const uint64_t la = s.facts[x].len, lb = s.facts[k.y].len;
           if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb))
             res.push_back({a, b, jaccard_from_common(common, la, lb)});
         }
@@ -632,14 +662,14 @@ std::vector<ScoredPair> SetJoin::Impl::connect(UnionFind& uf, const PairFilter& 
       st.candidates += cand.size();
       const DocId b = s.docs[x];
       for (const JoinCandidate& k : cand) {
-        const DocId a = s.docs[k.y];
+        const DocId a = s.facts[k.y].doc;
         if (uf.find(k.y) == uf.find(static_cast<uint32_t>(x)) || (keep && !keep(a, b))) {
           ++st.filtered;
           continue;
         }
         ++st.verified;
         const long common = s.overlap(static_cast<uint32_t>(x), k, bits, st);
-        const uint64_t la = s.ranked.len[k.y], lb = s.ranked.len[x];
+        const uint64_t la = s.facts[k.y].len, lb = s.facts[x].len;
         if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb)) {
           uf.unite(k.y, static_cast<uint32_t>(x));
           edges.push_back({a, b, jaccard_from_common(common, la, lb)});
