@@ -289,7 +289,6 @@ void BM_SetJoinPairsFamilies(benchmark::State& state) {
 }
 BENCHMARK(BM_SetJoinPairsFamilies)->ArgName("interleaved")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
-
 // The LSH search of 21 bands of 32-bit keys (lsh_buckets_from_narrow_keys, one thread) over 1
 // million documents: the argument is the share of each band's keys (in percent) that documents of
 // one cluster hold (clusters of 2-21 documents for one document in ten, singletons otherwise), the

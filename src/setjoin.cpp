@@ -181,12 +181,10 @@ struct SetJoin::Impl {
   // About what a word costs against a value of a merge (a lookup and a popcount against the
   // vectorised merge's step).
   static constexpr uint64_t kWordCost = 4;
-  std::vector<uint64_t> word_start;  // member m's words: [word_start[m], word_start[m + 1]), none if empty
-  std::vector<uint32_t> word_index;
+  std::vector<uint32_t> word_index;  // member m's words: [facts[m].word_at, + facts[m].words)
   std::vector<uint64_t> word_bits;
   size_t bitmap_words = 0;  // of the ranks' bitmap; 0 when no member has words
   void build_words();
-  uint64_t words_of(uint32_t m) const noexcept { return word_start[m + 1] - word_start[m]; }
   // What a probe and a count read of each candidate, in one record per member: the members of a
   // family lie apart in the input (a distribution's copyright files, by package name), so a
   // probe's candidates are spread over the members, and each array read per candidate (lengths,
@@ -199,12 +197,12 @@ struct SetJoin::Impl {
     uint32_t len;          // ranked.len[m]
     uint32_t ranks;        // ranked[m].size()
     uint32_t pivot;        // deltas.pivot(m)
-    uint64_t word_at;      // word_start[m]
-    uint32_t words;        // words_of(m)
+    uint64_t word_at;      // its first word in word_index and word_bits (build_words)
+    uint32_t words;        // its words; 0 where it is not held as words
     uint32_t differences;  // deltas.size(m)
   };
   std::vector<MemberFacts> facts;
-  void gather_facts();
+  void gather_facts();  // after pick_pivots, before build_words
   std::vector<ScoredPair> connect(UnionFind& uf, const PairFilter& keep) const;
   long delta_common(uint32_t x, uint32_t y) const noexcept {
     return deltas.common(x, y, ranked[deltas.pivot(x)].size(), [](std::span<const uint32_t> a, std::span<const uint32_t> b) {
@@ -374,27 +372,30 @@ void for_each_word(std::span<const uint32_t> r, Fn&& fn) {
 
 void SetJoin::Impl::build_words() {
   const size_t n = docs.size();
-  word_start.assign(n + 1, 0);
   if (ranked.num_ranks == 0 || ranked.num_ranks > kMaxBitmapRanks) return;
   // Each member's words, counted and then written by parts of the members.
   const size_t parts = static_cast<size_t>(threads) * 4;
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
     const auto [lo, hi] = internal::part_range(n, p, parts);
     for (size_t m = lo; m < hi; ++m) {
-      uint64_t words = 0;
+      uint32_t words = 0;
       for_each_word(ranked[m], [&](uint32_t, uint64_t) { ++words; });
-      word_start[m + 1] = words * kWordRanks <= ranked[m].size() ? words : 0;
+      facts[m].words = words * kWordRanks <= ranked[m].size() ? words : 0;
     }
   });
-  for (size_t m = 0; m < n; ++m) word_start[m + 1] += word_start[m];
-  if (word_start[n] == 0) return;
-  word_index.resize(word_start[n]);
-  word_bits.resize(word_start[n]);
+  uint64_t total = 0;
+  for (MemberFacts& f : facts) {
+    f.word_at = total;
+    total += f.words;
+  }
+  if (total == 0) return;
+  word_index.resize(total);
+  word_bits.resize(total);
   internal::parallel_for(parts, threads, [&](size_t p, size_t) {
     const auto [lo, hi] = internal::part_range(n, p, parts);
     for (size_t m = lo; m < hi; ++m) {
-      if (word_start[m + 1] == word_start[m]) continue;
-      uint64_t k = word_start[m];
+      if (facts[m].words == 0) continue;
+      uint64_t k = facts[m].word_at;
       for_each_word(ranked[m], [&](uint32_t w, uint64_t bits) {
         word_index[k] = w;
         word_bits[k++] = bits;
@@ -407,10 +408,10 @@ void SetJoin::Impl::build_words() {
 void SetJoin::Impl::gather_facts() {
   const size_t n = docs.size();
   facts.resize(n);
-  for (size_t m = 0; m < n; ++m) {  // after build_words: word_start holds n + 1 entries
+  for (size_t m = 0; m < n; ++m) {
     const auto x = static_cast<uint32_t>(m);
-    facts[m] = {docs[m], ranked.len[m], static_cast<uint32_t>(ranked[m].size()), deltas.pivot(x), word_start[m],
-                static_cast<uint32_t>(words_of(x)), static_cast<uint32_t>(deltas.size(x))};
+    facts[m] = {docs[m], ranked.len[m], static_cast<uint32_t>(ranked[m].size()), deltas.pivot(x), 0, 0,
+                static_cast<uint32_t>(deltas.size(x))};
   }
 }
 
@@ -467,8 +468,8 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
   });
   s.dense.build(s.head, s.post_member.data(), n);
   s.pick_pivots();
-  s.build_words();
   s.gather_facts();
+  s.build_words();
 }
 
 SetJoin::~SetJoin() = default;
@@ -558,10 +559,12 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         // In member order, which is the order of their documents: the pairs come out by b, and
         // the known ones are passed in one walk.
         const std::span<const JoinCandidate> in_order = orders[tid].order(cand, s.docs.size());
-        const std::span<const ScoredPair> known_a = pairs_from(known, s.docs[x]);
+        const DocId a = s.docs[x];
+        const uint64_t la = s.facts[x].len;
+        const std::span<const ScoredPair> known_a = pairs_from(known, a);
         size_t next_known = 0;
         for (const JoinCandidate& k : in_order) {
-          const DocId a = s.facts[x].doc, b = s.facts[k.y].doc;
+          const DocId b = s.facts[k.y].doc;
           while (next_known < known_a.size() && known_a[next_known].b < b) ++next_known;
           if ((next_known < known_a.size() && known_a[next_known].b == b) || (keep && !keep(a, b))) {
             ++st.filtered;
@@ -569,7 +572,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
           }
           ++st.verified;
           const long common = s.overlap(x, k, bits[tid], st);
-          const uint64_t la = s.facts[x].len, lb = s.facts[k.y].len;
+          const uint64_t lb = s.facts[k.y].len;
           if (common >= 0 && s.thr.reached(static_cast<uint64_t>(common), la, lb))
             res.push_back({a, b, jaccard_from_common(common, la, lb)});
         }

@@ -87,7 +87,7 @@ class SetJoin {
 
   /// Ranks the sets of `docs` (ascending, distinct) and indexes their prefixes for `threshold`.
   /// Memory while building: 4 bytes per shingle of every set and 16 MB (twice that in a join of
-  /// more than 2^16 documents) to rank them, then 4 bytes per shared shingle, about 90 per
+  /// more than 2^16 documents) to rank them, then 4 bytes per shared shingle, about 80 per
   /// document (its offsets, lengths, pivot and differences, and a record of them for the
   /// probes), 12 per indexed prefix shingle (at most 12 more where a prefix shingle's list is
   /// also a bitmap of members) and at most 4 more per shared shingle of the members held as

@@ -19,7 +19,6 @@ namespace py = pybind11;
 namespace neardup::python {
 namespace {
 
-
 // splitmix64's finaliser, as lsh_bloom.py's _mix.
 uint64_t mix(uint64_t x) noexcept {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
