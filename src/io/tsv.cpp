@@ -9,48 +9,72 @@
 
 namespace neardup::io {
 
-void append_similarity(std::string& line, double s) {
-  // printf's "%.6f" rounds the exact binary value of s to six decimals (ties to even); a pairs
-  // output has millions of them, and printf takes 100 ns each. For s in [0, 1], x = s * 10^6
-  // is within 2^-33 of the exact product, so where x is not within 10^-6 of a half, rounding x
-  // to the nearest integer rounds the exact product alike; the rest take printf.
+namespace {
+
+// Writes s as every output prints it, six decimals, at p (room for 32 bytes); returns the end.
+// printf's "%.6f" rounds the exact binary value of s to six decimals (ties to even); a pairs
+// output has millions of them, and printf takes 100 ns each. For s in [0, 1], x = s * 10^6 is
+// within 2^-33 of the exact product, so where x is not within 10^-6 of a half, rounding x to the
+// nearest integer rounds the exact product alike; the rest take printf.
+char* put_similarity(char* p, double s) {
   if (!std::signbit(s) && s <= 1.0) {  // -0.0 prints its sign
     const double x = s * 1e6, whole = std::floor(x), frac = x - whole;
     if (std::fabs(frac - 0.5) > 1e-6) {
       const auto v = static_cast<uint32_t>(whole) + (frac > 0.5 ? 1u : 0u);
-      char buf[8] = {static_cast<char>('0' + v / 1000000), '.'};
-      for (uint32_t i = 7, r = v % 1000000; i >= 2; --i, r /= 10) buf[i] = static_cast<char>('0' + r % 10);
-      line.append(buf, sizeof buf);
-      return;
+      p[0] = static_cast<char>('0' + v / 1000000);
+      p[1] = '.';
+      for (uint32_t i = 7, r = v % 1000000; i >= 2; --i, r /= 10) p[i] = static_cast<char>('0' + r % 10);
+      return p + 8;
     }
   }
+  return p + std::clamp(std::snprintf(p, 32, "%.6f", s), 0, 31);  // NaN, or a value out of [0, 1]
+}
+
+}  // namespace
+
+void append_similarity(std::string& line, double s) {
   char buf[32];
-  const int n = std::snprintf(buf, sizeof buf, "%.6f", s);
-  line.append(buf, static_cast<size_t>(n));
+  line.append(buf, static_cast<size_t>(put_similarity(buf, s) - buf));
 }
 
 void write_pairs(AtomicFile& out, std::span<const ScoredPair> pairs, const IdOf& id, std::span<const uint64_t> simhashes) {
   // Lines gathered into writes of about 1 MiB: one write call per line cost more than its line.
-  constexpr size_t kFlush = size_t{1} << 20;
-  std::string buf;
-  // Room for the lines up front (ids of about 40 bytes), not grown by doubling, which copied
-  // each write's bytes once more.
-  buf.reserve(std::min(kFlush + 4096, pairs.size() * 96));
-  for (const ScoredPair& p : pairs) {
-    buf.append(id(p.a)).push_back('\t');
-    buf.append(id(p.b)).push_back('\t');
-    append_similarity(buf, p.similarity);
-    if (!simhashes.empty()) {
-      buf.push_back('\t');
-      buf.append(std::to_string(hamming_distance(simhashes[p.a], simhashes[p.b])));
+  // They are put together in place, not appended to a string (whose length checks and calls to
+  // copy each piece took as long as the rest), and the first document's id is looked up once per
+  // run of pairs: they come by it, hundreds in a row in a dense cluster.
+  constexpr size_t kFlush = size_t{1} << 20, kNumbers = 64;  // the similarity and distance, tabs, newline
+  std::vector<char> buf(kFlush + 4096);
+  size_t at = 0;
+  std::string_view id_a;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const ScoredPair& p = pairs[i];
+    if (i == 0 || p.a != pairs[i - 1].a) id_a = id(p.a);
+    const std::string_view id_b = id(p.b);
+    const size_t most = id_a.size() + id_b.size() + kNumbers;
+    if (at + most > buf.size()) {
+      out.write(std::string_view(buf.data(), at));
+      at = 0;
+      if (most > buf.size()) buf.resize(most);
     }
-    buf.push_back('\n');
-    if (buf.size() >= kFlush) {
-      out.write(buf);
-      buf.clear();
+    char* w = buf.data() + at;
+    w = std::copy(id_a.begin(), id_a.end(), w);
+    *w++ = '\t';
+    w = std::copy(id_b.begin(), id_b.end(), w);
+    *w++ = '\t';
+    w = put_similarity(w, p.similarity);
+    if (!simhashes.empty()) {
+      const std::string d = std::to_string(hamming_distance(simhashes[p.a], simhashes[p.b]));
+      *w++ = '\t';
+      w = std::copy(d.begin(), d.end(), w);
+    }
+    *w++ = '\n';
+    at = static_cast<size_t>(w - buf.data());
+    if (at >= kFlush) {
+      out.write(std::string_view(buf.data(), at));
+      at = 0;
     }
   }
-  if (!buf.empty()) out.write(buf);
+  if (at > 0) out.write(std::string_view(buf.data(), at));
 }
 
 void write_removed(AtomicFile& out, const Clustering& clustering, std::span<const double> removed_similarity, const IdOf& id) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -703,6 +704,47 @@ TEST(Tsv, SimilaritiesPrintAsPrintfDoes) {
   for (int i = 0; i < 1000000; ++i) expect_printf(any(rng));
   for (const double s : {0.0, 1.0, 0.0000005, 0.9999995, 1e-300, -0.0, 0.125, 0.875})
     expect_printf(s);
+}
+
+// The pairs output, put together in place (io/tsv.cpp): line for line what formatting each pair
+// by itself gives, across the 1 MiB writes, with an id longer than the whole buffer, runs of one
+// first document broken by another, and the SimHash distance column.
+TEST(Tsv, PairsWriteEachLineAsFormattedAlone) {
+  test::TempDir d;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 500; ++i) ids.push_back("doc/" + std::to_string(i) + std::string(40 + static_cast<size_t>(i % 7) * 10, 'x'));
+  ids[499] = std::string((size_t{3} << 20) + 17, 'L');  // over the writes' buffer
+  std::vector<ScoredPair> pairs;
+  std::mt19937_64 rng(11);
+  for (DocId a = 0; a < 400; ++a) {
+    const DocId last = std::min<DocId>(a + 1 + static_cast<DocId>(rng() % 300), 499);
+    for (DocId b = a + 1; b < last; ++b)
+      pairs.push_back({a, b, static_cast<double>(rng() % 1000001) / 1e6});
+    if (a == 7) pairs.push_back({a, 499, 0.5});
+  }
+  pairs.push_back({499, 498, 1.0});
+  std::vector<uint64_t> simhashes(500);
+  for (auto& h : simhashes) h = rng();
+  const IdOf id = [&](DocId x) { return std::string_view(ids[x]); };
+  for (const bool with_distance : {false, true}) {
+    std::string want;
+    for (const ScoredPair& p : pairs) {
+      want += ids[p.a] + "\t" + ids[p.b] + "\t";
+      append_similarity(want, p.similarity);
+      if (with_distance) want += "\t" + std::to_string(std::popcount(simhashes[p.a] ^ simhashes[p.b]));
+      want += "\n";
+    }
+    AtomicFile out(d.file("pairs.tsv"));
+    write_pairs(out, pairs, id, with_distance ? std::span<const uint64_t>(simhashes) : std::span<const uint64_t>());
+    out.commit();
+    ASSERT_GT(want.size(), size_t{9} << 20);
+    // The first line that differs, not a diff of 12 MB (which gtest would try to compute).
+    const std::string got = test::read_file(d.file("pairs.tsv"));
+    const size_t at = static_cast<size_t>(std::mismatch(got.begin(), got.end(), want.begin(), want.end()).first - got.begin());
+    const size_t line = want.rfind('\n', at == 0 ? 0 : at - 1) + 1;
+    EXPECT_TRUE(got == want) << "with_distance " << with_distance << ", sizes " << got.size() << " and " << want.size()
+                             << ", from byte " << at << ": " << got.substr(line, 120) << " | expected " << want.substr(line, 120);
+  }
 }
 
 // Columns spilled to disk read back what was pushed or appended, from any range or mapped;
