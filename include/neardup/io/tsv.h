@@ -23,7 +23,8 @@ using IdOf = std::function<std::string_view(DocId)>;
 void append_similarity(std::string& line, double s);
 
 /// `id_a TAB id_b TAB similarity` per pair, and TAB the Hamming distance of their SimHashes when
-/// `simhashes` is given.
+/// `simhashes` is given. The ids `id` returns must stay valid until it returns: the first
+/// document's is looked up once for a run of pairs by it, and held while the others are.
 void write_pairs(AtomicFile& out, std::span<const ScoredPair> pairs, const IdOf& id, std::span<const uint64_t> simhashes = {});
 
 /// `removed_id TAB kept_id TAB similarity` per removed document, in input order;
