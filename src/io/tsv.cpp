@@ -1,9 +1,11 @@
 #include "neardup/io/tsv.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
+#include "internal/realloc_buffer.h"
 #include "neardup/io/writer.h"
 #include "neardup/simhash.h"
 
@@ -41,40 +43,38 @@ void write_pairs(AtomicFile& out, std::span<const ScoredPair> pairs, const IdOf&
   // Lines gathered into writes of about 1 MiB: one write call per line cost more than its line.
   // They are put together in place, not appended to a string (whose length checks and calls to
   // copy each piece took as long as the rest), and the first document's id is looked up once per
-  // run of pairs: they come by it, hundreds in a row in a dense cluster.
-  constexpr size_t kFlush = size_t{1} << 20, kNumbers = 64;  // the similarity and distance, tabs, newline
-  std::vector<char> buf(kFlush + 4096);
-  size_t at = 0;
+  // run of pairs: they come by it, hundreds in a row in a dense cluster. The buffer starts at
+  // about the chunk's size (the listing hands over chunks of a few pairs on sparse corpora) and
+  // is never zero-filled.
+  constexpr size_t kFlush = size_t{1} << 20;
+  constexpr size_t kNumbers = 64;  // a line's tabs, similarity (at most 31 bytes), distance and newline
+  internal::ByteArray buf;
+  buf.reserve(std::min(kFlush, pairs.size() * 96));
   std::string_view id_a;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const ScoredPair& p = pairs[i];
     if (i == 0 || p.a != pairs[i - 1].a) id_a = id(p.a);
     const std::string_view id_b = id(p.b);
     const size_t most = id_a.size() + id_b.size() + kNumbers;
-    if (at + most > buf.size()) {
-      out.write(std::string_view(buf.data(), at));
-      at = 0;
-      if (most > buf.size()) buf.resize(most);
+    if (buf.size() > 0 && buf.size() + most > kFlush) {
+      out.write(std::string_view(buf.data(), buf.size()));
+      buf.clear();
     }
-    char* w = buf.data() + at;
+    if (buf.size() + most > buf.capacity()) buf.reserve(std::max(2 * buf.capacity(), buf.size() + most));
+    char* w = buf.data() + buf.size();
     w = std::copy(id_a.begin(), id_a.end(), w);
     *w++ = '\t';
     w = std::copy(id_b.begin(), id_b.end(), w);
     *w++ = '\t';
     w = put_similarity(w, p.similarity);
     if (!simhashes.empty()) {
-      const std::string d = std::to_string(hamming_distance(simhashes[p.a], simhashes[p.b]));
       *w++ = '\t';
-      w = std::copy(d.begin(), d.end(), w);
+      w = std::to_chars(w, w + 8, hamming_distance(simhashes[p.a], simhashes[p.b])).ptr;
     }
     *w++ = '\n';
-    at = static_cast<size_t>(w - buf.data());
-    if (at >= kFlush) {
-      out.write(std::string_view(buf.data(), at));
-      at = 0;
-    }
+    buf.resize(static_cast<size_t>(w - buf.data()));
   }
-  if (at > 0) out.write(std::string_view(buf.data(), at));
+  if (buf.size() > 0) out.write(std::string_view(buf.data(), buf.size()));
 }
 
 void write_removed(AtomicFile& out, const Clustering& clustering, std::span<const double> removed_similarity, const IdOf& id) {
