@@ -520,6 +520,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
   // Documents in chunks, a window of chunks at a time: each chunk's pairs are found in parallel,
   // sorted, and handed out in order, so memory holds one window's pairs.
   constexpr size_t kChunk = 16;
+  constexpr size_t kRowsAhead = 8;
   const size_t chunks = (n + kChunk - 1) / kChunk;
   const size_t window = static_cast<size_t>(threads) * 8;
   // Per thread and join, the member last probed that found each member (probe's mark): a join's
@@ -532,6 +533,13 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
   for (const SetJoin* j : joins) bitmap_words = std::max(bitmap_words, j->impl_->bitmap_words);
   std::vector<MemberBits> bits(static_cast<size_t>(threads), MemberBits(bitmap_words));
   std::vector<std::vector<ScoredPair>> out(window);
+  // The filter's rows of keys, per join in member order (PairFilter::shared_key).
+  const size_t width = keep.width();
+  std::vector<std::vector<uint64_t>> rows(width > 0 ? joins.size() : 0);
+  for (size_t j = 0; j < rows.size(); ++j) {
+    rows[j].resize(joins[j]->impl_->docs.size() * width);
+    keep.fill_rows(joins[j]->impl_->docs, rows[j]);
+  }
   for (size_t w0 = 0; w0 < chunks; w0 += window) {
     const size_t wn = std::min(window, chunks - w0);
     internal::parallel_for(wn, threads, [&](size_t c, size_t tid) {
@@ -563,10 +571,20 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         const uint64_t la = s.facts[x].len;
         const std::span<const ScoredPair> known_a = pairs_from(known, a);
         size_t next_known = 0;
-        for (const JoinCandidate& k : in_order) {
+        const uint64_t* join_rows = rows.empty() ? nullptr : rows[order[i].join].data();
+        const auto wanted = [&](uint32_t y, DocId b) {
+          if (join_rows) return PairFilter::share_key(join_rows + size_t{x} * width, join_rows + size_t{y} * width, width);
+          return !keep || keep(a, b);
+        };
+        for (size_t c = 0; c < in_order.size(); ++c) {
+          const JoinCandidate& k = in_order[c];
+          // A candidate's row is seldom near the last one's (the members of a family lie apart):
+          // asked for a few candidates ahead, its first keys (the bands most pairs share) are
+          // in the cache when it is compared.
+          if (join_rows && c + kRowsAhead < in_order.size()) __builtin_prefetch(join_rows + size_t{in_order[c + kRowsAhead].y} * width);
           const DocId b = s.facts[k.y].doc;
           while (next_known < known_a.size() && known_a[next_known].b < b) ++next_known;
-          if ((next_known < known_a.size() && known_a[next_known].b == b) || (keep && !keep(a, b))) {
+          if ((next_known < known_a.size() && known_a[next_known].b == b) || !wanted(k.y, b)) {
             ++st.filtered;
             continue;
           }

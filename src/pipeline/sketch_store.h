@@ -115,6 +115,18 @@ struct SketchStore {
     return false;
   }
 
+  /// The band keys per document while they are held in memory (share_band compares them), else 0.
+  size_t bands_held() const noexcept { return by_buckets ? 0 : kept_bands(); }
+  /// The band keys of `docs` as rows of bands_held() keys (a narrow key widened), row-major in
+  /// `rows`: what share_band compares, a band at a time.
+  void band_rows(std::span<const DocId> docs, std::span<uint64_t> rows) const noexcept {
+    const size_t bands = bands_held();
+    for (size_t b = 0; b < narrow_keys.size(); ++b)
+      for (size_t i = 0; i < docs.size(); ++i) rows[i * bands + b] = narrow_keys[b][docs[i]];
+    for (size_t b = 0; b < band_keys.size(); ++b)
+      for (size_t i = 0; i < docs.size(); ++i) rows[i * bands + b] = band_keys[b][docs[i]];
+  }
+
   /// After the LSH search: the band keys held in memory are let go, and share_band reads the
   /// buckets instead, once they are indexed (index_due). A dedup does so: from here on it asks
   /// share_band only of the pairs of a join's large buckets, and the keys (84 MB for a million

@@ -390,6 +390,62 @@ TEST(SetJoin, PairsOfSeveralJoinsAreListedInOrder) {
   EXPECT_THROW(SetJoin::pairs_of(overlapping, {}, [](std::span<const ScoredPair>) {}), UsageError);
 }
 
+// A filter given as rows of keys (the LSH band keys) keeps what its test keeps: several joins
+// listed together, each candidate compared with the probing member's row in its own join's rows.
+// Five keys a row (not a multiple of the four compared a step); key c of document d is d's
+// residue mod c + 3 in that column, so two documents share a key when they agree mod 3, 4, 5,
+// 6 or 7 (about 6 pairs in 10).
+TEST(SetJoin, SharedKeyRowsKeepWhatTheirTestKeeps) {
+  const Sets sets = messy(23, 150);
+  const double t = 0.6;
+  constexpr size_t kWidth = 5;
+  const auto key = [](DocId d, size_t c) { return uint64_t{d % static_cast<DocId>(c + 3)} * 1000003 + c; };
+  const auto share = [&](DocId a, DocId b) {
+    for (size_t c = 0; c < kWidth; ++c)
+      if (key(a, c) == key(b, c)) return true;
+    return false;
+  };
+  size_t rows_filled = 0;
+  const PairFilter keep = PairFilter::shared_key(share, kWidth, [&](std::span<const DocId> docs, std::span<uint64_t> rows) {
+    ASSERT_EQ(rows.size(), docs.size() * kWidth);
+    for (size_t i = 0; i < docs.size(); ++i)
+      for (size_t c = 0; c < kWidth; ++c) rows[i * kWidth + c] = key(docs[i], c);
+    rows_filled += docs.size();
+  });
+  ASSERT_TRUE(keep);
+  EXPECT_EQ(keep.width(), kWidth);
+  const auto group_of = [](DocId d) { return d % 3 == 0 ? 0 : 1; };
+  std::vector<std::vector<DocId>> groups(2);
+  for (DocId d = 0; d < sets.size(); ++d) groups[group_of(d)].push_back(d);
+  std::vector<ScoredPair> expected;
+  size_t dropped = 0;
+  for (const auto& p : brute_force(sets, t))
+    if (group_of(p.a) == group_of(p.b)) (share(p.a, p.b) ? expected.push_back(p) : void(++dropped));
+  ASSERT_GT(expected.size(), 20u);
+  ASSERT_GT(dropped, 20u);
+  const auto set_of = [&](DocId d) { return std::span<const ShingleHash>(sets[d]); };
+  for (const int threads : {1, 2}) {
+    std::vector<std::unique_ptr<SetJoin>> joins;
+    for (const auto& g : groups) joins.push_back(std::make_unique<SetJoin>(g, set_of, t, threads));
+    const std::vector<const SetJoin*> all = {joins[1].get(), joins[0].get()};
+    std::vector<ScoredPair> got;
+    rows_filled = 0;
+    SetJoin::pairs_of(all, keep, [&](std::span<const ScoredPair> c) { got.insert(got.end(), c.begin(), c.end()); });
+    EXPECT_EQ(got, expected) << "threads " << threads;
+    EXPECT_EQ(rows_filled, sets.size());
+    // The test alone, as a single pair is asked (SetJoin::connect, the small buckets).
+    std::vector<ScoredPair> by_test;
+    const PairFilter test_only = share;
+    EXPECT_EQ(test_only.width(), 0u);
+    SetJoin::pairs_of(all, test_only, [&](std::span<const ScoredPair> c) { by_test.insert(by_test.end(), c.begin(), c.end()); });
+    EXPECT_EQ(by_test, expected) << "threads " << threads;
+  }
+  const uint64_t x[kWidth] = {1, 2, 3, 4, 5}, y[kWidth] = {9, 9, 9, 9, 5}, z[kWidth] = {9, 9, 9, 9, 9};
+  EXPECT_TRUE(PairFilter::share_key(x, y, kWidth));
+  EXPECT_FALSE(PairFilter::share_key(x, z, kWidth));
+  EXPECT_FALSE(PairFilter::share_key(x, y, kWidth - 1));
+}
+
 TEST(SetJoin, ConnectGivesTheComponentsOfAllPairs) {
   for (const uint64_t seed : {11u, 12u}) {
     const Sets sets = messy(seed, 150);
