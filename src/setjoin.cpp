@@ -533,10 +533,15 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
   for (const SetJoin* j : joins) bitmap_words = std::max(bitmap_words, j->impl_->bitmap_words);
   std::vector<MemberBits> bits(static_cast<size_t>(threads), MemberBits(bitmap_words));
   std::vector<std::vector<ScoredPair>> out(window);
-  // The filter's rows of keys, per join in member order (PairFilter::shared_key).
+  // The filter's rows of keys, per join in member order (PairFilter::shared_key), for the joins
+  // that hold families of near-copies (a prefix list held by more than 1/64 of the members),
+  // whose members each have hundreds of candidates: 8 bytes a key of every member (168 at 21
+  // bands) would otherwise add half again to the joins of a run of millions of short documents,
+  // which pairs mode holds until they are listed, for a few candidates each.
   const size_t width = keep.width();
   std::vector<std::vector<uint64_t>> rows(width > 0 ? joins.size() : 0);
   for (size_t j = 0; j < rows.size(); ++j) {
+    if (!joins[j]->impl_->dense.any()) continue;
     rows[j].resize(joins[j]->impl_->docs.size() * width);
     keep.fill_rows(joins[j]->impl_->docs, rows[j]);
   }
@@ -571,7 +576,7 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
         const uint64_t la = s.facts[x].len;
         const std::span<const ScoredPair> known_a = pairs_from(known, a);
         size_t next_known = 0;
-        const uint64_t* join_rows = rows.empty() ? nullptr : rows[order[i].join].data();
+        const uint64_t* join_rows = rows.empty() || rows[order[i].join].empty() ? nullptr : rows[order[i].join].data();
         const auto wanted = [&](uint32_t y, DocId b) {
           if (join_rows) return PairFilter::share_key(join_rows + size_t{x} * width, join_rows + size_t{y} * width, width);
           return !keep || keep(a, b);

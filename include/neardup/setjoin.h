@@ -148,7 +148,9 @@ class SetJoin {
   /// Every pair (a < b) of the joined documents with J >= threshold and keep(a, b) (an empty
   /// filter keeps all), in (a, b) order, handed to emit a chunk at a time: memory does not grow
   /// with the number of pairs. Parallel; the result does not depend on the number of threads.
-  /// A shared_key filter's rows take 8 bytes per key of each joined document meanwhile.
+  /// A shared_key filter's rows take 8 bytes per key of each document of the joins that hold
+  /// families of near-copies (a prefix shingle held by more than 1/64 of their documents)
+  /// meanwhile; the other joins ask the filter's test.
   void pairs(const PairFilter& keep, const std::function<void(std::span<const ScoredPair>)>& emit) const;
   /// The pairs of several joins over disjoint documents (a run's groups, each joined on its
   /// own), in (a, b) order over them all: what pairs() lists of each, merged. A pair in `known`

@@ -176,19 +176,17 @@ TEST(SetJoin, NearCopiesAreCountedOnTheirDifferencesFromAPivot) {
   }
 }
 
-// Families of hundreds of near-copies, interleaved, with outliers that share their boilerplate
-// and values that a few documents of any family share: the prefixes' lists held by more than 1/64 of the members are walked as bitmaps of members
-// (a probe's candidates, and their first common shingles for the positional filter, as the
-// postings give them), and the pairs and connect's components are brute force's.
-TEST(SetJoin, DenseFamiliesWalkTheirListsAsBitmaps) {
-  std::mt19937_64 rng(23);
+// Families of hundreds of near-copies (`docs` documents of three bases), interleaved, with
+// outliers that share their boilerplate and values that a few documents of any family share.
+Sets dense_families(uint64_t seed, size_t docs) {
+  std::mt19937_64 rng(seed);
   std::vector<std::vector<ShingleHash>> bases(3);
   for (auto& b : bases) {
     b.resize(60 + rng() % 90);
     for (auto& x : b) x = rng() % 5 == 0 ? rng() % 400 : rng();
   }
   Sets sets;
-  for (size_t i = 0; i < 700; ++i) {
+  for (size_t i = 0; i < docs; ++i) {
     const auto& base = bases[rng() % bases.size()];
     std::vector<ShingleHash> doc;
     if (rng() % 9 == 0) {  // an outlier: part of a family's text and its own
@@ -205,6 +203,15 @@ TEST(SetJoin, DenseFamiliesWalkTheirListsAsBitmaps) {
     for (size_t k = 0; k < 6; ++k) doc.push_back(1000000 + rng() % 1500);
     sets.push_back(sorted_set(doc));
   }
+  return sets;
+}
+
+// Dense families (dense_families): the prefixes' lists held by more than 1/64 of the members
+// are walked as bitmaps of members (a probe's candidates, and their first common shingles for
+// the positional filter, as the postings give them), and the pairs and connect's components are
+// brute force's.
+TEST(SetJoin, DenseFamiliesWalkTheirListsAsBitmaps) {
+  const Sets sets = dense_families(23, 700);
   const auto docs = all_docs(sets);
   for (const double t : {0.5, 0.7, 0.85}) {
     const auto expected = brute_force(sets, t);
@@ -390,14 +397,17 @@ TEST(SetJoin, PairsOfSeveralJoinsAreListedInOrder) {
   EXPECT_THROW(SetJoin::pairs_of(overlapping, {}, [](std::span<const ScoredPair>) {}), UsageError);
 }
 
-// A filter given as rows of keys (the LSH band keys) keeps what its test keeps: several joins
-// listed together, each candidate compared with the probing member's row in its own join's rows.
-// Five keys a row (not a multiple of the four compared a step); key c of document d is d's
-// residue mod c + 3 in that column, so two documents share a key when they agree mod 3, 4, 5,
-// 6 or 7 (about 6 pairs in 10).
+// A filter given as rows of keys (the LSH band keys) keeps what its test keeps: two joins listed
+// together, one of dense families, whose members' rows are gathered and each candidate compared
+// with the probing member's row, and one of small families, which asks the test. Five keys a
+// row (not a multiple of the four compared a step); key c of document d is d's residue mod c + 3
+// in that column, so two documents share a key when they agree mod 3, 4, 5, 6 or 7 (about 6
+// pairs in 10).
 TEST(SetJoin, SharedKeyRowsKeepWhatTheirTestKeeps) {
-  const Sets sets = messy(23, 150);
   const double t = 0.6;
+  Sets sets = dense_families(29, 700);
+  const size_t dense_docs = sets.size();
+  for (auto& s : messy(23, 60)) sets.push_back(std::move(s));
   constexpr size_t kWidth = 5;
   const auto key = [](DocId d, size_t c) { return uint64_t{d % static_cast<DocId>(c + 3)} * 1000003 + c; };
   const auto share = [&](DocId a, DocId b) {
@@ -414,15 +424,24 @@ TEST(SetJoin, SharedKeyRowsKeepWhatTheirTestKeeps) {
   });
   ASSERT_TRUE(keep);
   EXPECT_EQ(keep.width(), kWidth);
-  const auto group_of = [](DocId d) { return d % 3 == 0 ? 0 : 1; };
+  const auto group_of = [&](DocId d) { return d < dense_docs ? 0 : 1; };
   std::vector<std::vector<DocId>> groups(2);
   for (DocId d = 0; d < sets.size(); ++d) groups[group_of(d)].push_back(d);
   std::vector<ScoredPair> expected;
-  size_t dropped = 0;
-  for (const auto& p : brute_force(sets, t))
-    if (group_of(p.a) == group_of(p.b)) (share(p.a, p.b) ? expected.push_back(p) : void(++dropped));
-  ASSERT_GT(expected.size(), 20u);
-  ASSERT_GT(dropped, 20u);
+  size_t dropped[2] = {0, 0}, kept[2] = {0, 0};
+  for (const auto& p : brute_force(sets, t)) {
+    if (group_of(p.a) != group_of(p.b)) continue;
+    if (share(p.a, p.b)) {
+      expected.push_back(p);
+      ++kept[group_of(p.a)];
+    } else {
+      ++dropped[group_of(p.a)];
+    }
+  }
+  for (const int g : {0, 1}) {
+    ASSERT_GT(kept[g], 20u) << g;
+    ASSERT_GT(dropped[g], 20u) << g;
+  }
   const auto set_of = [&](DocId d) { return std::span<const ShingleHash>(sets[d]); };
   for (const int threads : {1, 2}) {
     std::vector<std::unique_ptr<SetJoin>> joins;
@@ -432,7 +451,10 @@ TEST(SetJoin, SharedKeyRowsKeepWhatTheirTestKeeps) {
     rows_filled = 0;
     SetJoin::pairs_of(all, keep, [&](std::span<const ScoredPair> c) { got.insert(got.end(), c.begin(), c.end()); });
     EXPECT_EQ(got, expected) << "threads " << threads;
-    EXPECT_EQ(rows_filled, sets.size());
+    // Rows for the dense families only.
+    EXPECT_GT(joins[0]->stats().dense_walks, 0u);
+    EXPECT_EQ(joins[1]->stats().dense_walks, 0u);
+    EXPECT_EQ(rows_filled, dense_docs);
     // The test alone, as a single pair is asked (SetJoin::connect, the small buckets).
     std::vector<ScoredPair> by_test;
     const PairFilter test_only = share;
