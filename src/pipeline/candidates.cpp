@@ -77,7 +77,7 @@ PairFilter Pipeline::Impl::band_filter() const {
   const size_t k = static_cast<size_t>(spec_.num_perm);
   PairFilter::Test test = [this, k](DocId a, DocId b) { return share_band(a, b, k); };
   // With the keys in memory, share_band compares them, and so do their rows.
-  if (const size_t bands = sketches_.bands_held(); bands > 0 && sketches_.has_keys())
+  if (const size_t bands = sketches_.bands_held(); bands > 0)
     return PairFilter::shared_key(std::move(test), bands, [this](std::span<const DocId> docs, std::span<uint64_t> rows) {
       NEARDUP_ASSERT(sketches_.bands_held() * docs.size() == rows.size());
       sketches_.band_rows(docs, rows);
