@@ -495,6 +495,23 @@ void SetJoin::pairs(const PairFilter& keep, const std::function<void(std::span<c
   pairs_of(std::span<const SetJoin* const>(&self, 1), keep, emit);
 }
 
+// The filter's rows of keys per join, in member order (PairFilter::shared_key; none for a test
+// only), for the joins that hold families of near-copies (a prefix list held by more than 1/64 of
+// the members), whose members each have hundreds of candidates; empty for the others. 8 bytes a
+// key of every member (168 at 21 bands) would add half again to the joins of a run of millions
+// of short documents, which pairs mode holds until they are listed, for a few candidates each.
+std::vector<std::vector<uint64_t>> SetJoin::filter_rows(std::span<const SetJoin* const> joins, const PairFilter& keep) {
+  const size_t width = keep.width();
+  std::vector<std::vector<uint64_t>> rows(width > 0 ? joins.size() : 0);
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const Impl& s = *joins[j]->impl_;
+    if (!s.dense.any()) continue;
+    rows[j].resize(s.docs.size() * width);
+    keep.fill_rows(s.docs, rows[j]);
+  }
+  return rows;
+}
+
 void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& keep,
                        const std::function<void(std::span<const ScoredPair>)>& emit, std::span<const ScoredPair> known) {
   // Every joined document in order, as (join, member): each x's pairs have a = its document, so
@@ -533,18 +550,8 @@ void SetJoin::pairs_of(std::span<const SetJoin* const> joins, const PairFilter& 
   for (const SetJoin* j : joins) bitmap_words = std::max(bitmap_words, j->impl_->bitmap_words);
   std::vector<MemberBits> bits(static_cast<size_t>(threads), MemberBits(bitmap_words));
   std::vector<std::vector<ScoredPair>> out(window);
-  // The filter's rows of keys, per join in member order (PairFilter::shared_key), for the joins
-  // that hold families of near-copies (a prefix list held by more than 1/64 of the members),
-  // whose members each have hundreds of candidates: 8 bytes a key of every member (168 at 21
-  // bands) would otherwise add half again to the joins of a run of millions of short documents,
-  // which pairs mode holds until they are listed, for a few candidates each.
   const size_t width = keep.width();
-  std::vector<std::vector<uint64_t>> rows(width > 0 ? joins.size() : 0);
-  for (size_t j = 0; j < rows.size(); ++j) {
-    if (!joins[j]->impl_->dense.any()) continue;
-    rows[j].resize(joins[j]->impl_->docs.size() * width);
-    keep.fill_rows(joins[j]->impl_->docs, rows[j]);
-  }
+  const std::vector<std::vector<uint64_t>> rows = filter_rows(joins, keep);
   for (size_t w0 = 0; w0 < chunks; w0 += window) {
     const size_t wn = std::min(window, chunks - w0);
     internal::parallel_for(wn, threads, [&](size_t c, size_t tid) {

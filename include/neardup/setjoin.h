@@ -182,6 +182,7 @@ class SetJoin {
 
  private:
   struct Impl;
+  static std::vector<std::vector<uint64_t>> filter_rows(std::span<const SetJoin* const> joins, const PairFilter& keep);
   std::unique_ptr<Impl> impl_;
 };
 

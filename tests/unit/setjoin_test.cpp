@@ -427,10 +427,11 @@ TEST(SetJoin, SharedKeyRowsKeepWhatTheirTestKeeps) {
   const auto group_of = [&](DocId d) { return d < dense_docs ? 0 : 1; };
   std::vector<std::vector<DocId>> groups(2);
   for (DocId d = 0; d < sets.size(); ++d) groups[group_of(d)].push_back(d);
-  std::vector<ScoredPair> expected;
+  std::vector<ScoredPair> expected, dense_pairs;
   size_t dropped[2] = {0, 0}, kept[2] = {0, 0};
   for (const auto& p : brute_force(sets, t)) {
     if (group_of(p.a) != group_of(p.b)) continue;
+    if (group_of(p.a) == 0) dense_pairs.push_back(p);
     if (share(p.a, p.b)) {
       expected.push_back(p);
       ++kept[group_of(p.a)];
@@ -461,6 +462,13 @@ TEST(SetJoin, SharedKeyRowsKeepWhatTheirTestKeeps) {
     EXPECT_EQ(test_only.width(), 0u);
     SetJoin::pairs_of(all, test_only, [&](std::span<const ScoredPair> c) { by_test.insert(by_test.end(), c.begin(), c.end()); });
     EXPECT_EQ(by_test, expected) << "threads " << threads;
+    // Which of the two each join asks: with rows that keep every pair and a test that keeps
+    // none, only the dense families' pairs are listed, all of them.
+    const PairFilter split = PairFilter::shared_key([](DocId, DocId) { return false; }, kWidth,
+                                                    [](std::span<const DocId>, std::span<uint64_t> rows) { std::fill(rows.begin(), rows.end(), 7); });
+    std::vector<ScoredPair> by_rows;
+    SetJoin::pairs_of(all, split, [&](std::span<const ScoredPair> c) { by_rows.insert(by_rows.end(), c.begin(), c.end()); });
+    EXPECT_EQ(by_rows, dense_pairs) << "threads " << threads;
   }
   const uint64_t x[kWidth] = {1, 2, 3, 4, 5}, y[kWidth] = {9, 9, 9, 9, 5}, z[kWidth] = {9, 9, 9, 9, 9};
   EXPECT_TRUE(PairFilter::share_key(x, y, kWidth));
