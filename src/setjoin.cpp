@@ -150,6 +150,20 @@ struct SetJoin::Impl {
   internal::BigArray<uint32_t> self_at;
   uint32_t plen(size_t x) const noexcept { return static_cast<uint32_t>(prefix_at[x + 1] - prefix_at[x]); }
   internal::DensePostings dense;  // the lists held by more than 1/64 of the members, as bitmaps
+  // With dense lists: the members longer than class_len[c] (ascending: the members' lengths at
+  // 16 quantiles), as a bitmap of dense.words() words per class. A member met first at x's i-th
+  // prefix rank shares at most |x's ranks| - i shingles with x from there on, which bounds its
+  // length (the positional filter, Xiao et al. 2008); before each dense walk, the members of the
+  // smallest class past that bound are set in the walk's bitmap of members met, so the walk
+  // skips them. The bound only falls along x's prefix, so a member skipped is never a
+  // candidate of x. On the dense licence mix's variants the probes met 11.9 M members that this
+  // bound rejects, most of them in dense walks; with the classes the probe's share of the run's
+  // samples fell from 11.5% to 9.2% (the variants alone: 0.755 s against 0.805 s, CPU 1.22
+  // against 1.30 s, 10 alternating runs).
+  static constexpr size_t kLengthClasses = 16;
+  std::vector<uint64_t> class_len;
+  internal::BigArray<uint64_t> longer;
+  void build_length_classes();
   mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0}, by_words{0}, dense_walks{0};
   // Adds a thread's counts of a run of probes to the join's.
   void add(const SetJoinStats& c) const noexcept {
@@ -227,6 +241,8 @@ struct SetJoin::Impl {
     // lists are set in the bitmap too.
     uint64_t* met = nullptr;
     bool walked = false;
+    size_t applied = class_len.size();
+    const size_t wlo = later ? (x + 1) / 64 : 0, whi = later ? dense.words() : x / 64 + 1;
     if (dense.any()) {
       if (scratch.met.size() < dense.words()) scratch.met.assign(dense.words(), 0);
       met = scratch.met.data();
@@ -248,6 +264,16 @@ struct SetJoin::Impl {
       if (const uint32_t row = dense.row(rx[i]); row != internal::DensePostings::kSparse) {
         ++st.dense_walks;
         walked = true;
+        if (!class_len.empty()) {  // the members too long to reach t from here: met already
+          const uint64_t reach = (rx.size() - i) * (thr.num + thr.den) / thr.num;
+          const uint64_t lmax = reach > lx ? reach - lx : 0;
+          const size_t c = static_cast<size_t>(std::lower_bound(class_len.begin(), class_len.end(), lmax) - class_len.begin());
+          if (c < applied) {
+            const uint64_t* l = longer.data() + c * dense.words();
+            for (size_t w = std::min(wlo, whi); w < whi; ++w) met[w] |= l[w];
+            applied = c;
+          }
+        }
         const size_t n = static_cast<size_t>(last - first);
         if (scratch.found.size() < n) scratch.found.resize(n);
         const size_t fresh = dense.new_places(row, later ? x + 1 : 0, later ? static_cast<uint32_t>(docs.size()) : x, met, scratch.found.data());
@@ -278,8 +304,7 @@ struct SetJoin::Impl {
     // dense lists: most probes walk none, and clearing the range would cost each of them
     // members / 64 words).
     if (walked) {
-      const size_t lo = later ? (x + 1) / 64 : 0, hi = later ? dense.words() : x / 64 + 1;
-      std::fill(met + std::min(lo, hi), met + hi, uint64_t{0});
+      std::fill(met + std::min(wlo, whi), met + whi, uint64_t{0});
     } else if (met) {
       for (const uint32_t y : scratch.met_sparse) met[y >> 6] = 0;
     }
@@ -405,6 +430,22 @@ void SetJoin::Impl::build_words() {
   bitmap_words = (ranked.num_ranks + 63) / 64;
 }
 
+// The length classes of the dense walks (class_len, longer).
+void SetJoin::Impl::build_length_classes() {
+  if (!dense.any()) return;
+  std::vector<uint64_t> lens(ranked.len.begin(), ranked.len.end());
+  std::sort(lens.begin(), lens.end());
+  for (size_t c = 0; c < kLengthClasses; ++c) {
+    const uint64_t l = lens[(lens.size() - 1) * c / kLengthClasses];
+    if (class_len.empty() || l > class_len.back()) class_len.push_back(l);
+  }
+  const size_t words = dense.words();
+  longer = internal::BigArray<uint64_t>(class_len.size() * words);
+  std::fill(longer.begin(), longer.end(), uint64_t{0});
+  for (size_t m = 0; m < docs.size(); ++m)
+    for (size_t c = 0; c < class_len.size() && ranked.len[m] > class_len[c]; ++c) longer[c * words + m / 64] |= uint64_t{1} << (m & 63);
+}
+
 void SetJoin::Impl::gather_facts() {
   const size_t n = docs.size();
   facts.resize(n);
@@ -467,6 +508,7 @@ SetJoin::SetJoin(std::span<const DocId> docs, const SetOf& set_of, double thresh
     });
   });
   s.dense.build(s.head, s.post_member.data(), n);
+  s.build_length_classes();
   s.pick_pivots();
   s.gather_facts();
   s.build_words();
