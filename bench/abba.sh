@@ -8,7 +8,7 @@
 # With REFERENCE=1 each run follows a run of `zstd -1 -T1` of the input, as the floors of
 # bench/floors.sh do, and each build's median is also given as a ratio of zstd's: on a virtual
 # machine whose host takes freed memory back, a run right after another one finds its memory
-# still backed and took 10% less time than one after zstd (the dense licence mix, 2026-12-04).
+# still backed and took 9-13% less time than one after zstd (the dense licence mix, 2026-12-04).
 set -euo pipefail
 A=$1 B=$2 REPS=$3 IN=$4 CMD=${5:-dedup}
 OUT=$(mktemp -d -p "$(dirname "$IN")")  # beside the input: the same disk
