@@ -164,6 +164,19 @@ struct SetJoin::Impl {
   std::vector<uint64_t> class_len;
   internal::BigArray<uint64_t> longer;
   void build_length_classes();
+  // Before a dense walk of x (of lx shingles) with `left` of its ranks from the walk's on: sets in
+  // `met`, words [wlo, whi), the members of the class past the longest member that could still
+  // reach t, unless a class as short (`applied`) is set already.
+  void skip_too_long(uint64_t left, uint64_t lx, size_t& applied, uint64_t* met, size_t wlo, size_t whi) const noexcept {
+    if (class_len.empty()) return;
+    const uint64_t reach = left * (thr.num + thr.den) / thr.num;  // overlap_reachable(left, lx, ly) <=> lx + ly <= reach
+    const uint64_t longest = reach > lx ? reach - lx : 0;
+    const auto c = static_cast<size_t>(std::lower_bound(class_len.begin(), class_len.end(), longest) - class_len.begin());
+    if (c >= applied) return;
+    const uint64_t* l = longer.data() + c * dense.words();
+    for (size_t w = std::min(wlo, whi); w < whi; ++w) met[w] |= l[w];
+    applied = c;
+  }
   mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0}, by_words{0}, dense_walks{0};
   // Adds a thread's counts of a run of probes to the join's.
   void add(const SetJoinStats& c) const noexcept {
@@ -264,16 +277,7 @@ struct SetJoin::Impl {
       if (const uint32_t row = dense.row(rx[i]); row != internal::DensePostings::kSparse) {
         ++st.dense_walks;
         walked = true;
-        if (!class_len.empty()) {  // the members too long to reach t from here: met already
-          const uint64_t reach = (rx.size() - i) * (thr.num + thr.den) / thr.num;
-          const uint64_t lmax = reach > lx ? reach - lx : 0;
-          const size_t c = static_cast<size_t>(std::lower_bound(class_len.begin(), class_len.end(), lmax) - class_len.begin());
-          if (c < applied) {
-            const uint64_t* l = longer.data() + c * dense.words();
-            for (size_t w = std::min(wlo, whi); w < whi; ++w) met[w] |= l[w];
-            applied = c;
-          }
-        }
+        skip_too_long(rx.size() - i, lx, applied, met, wlo, whi);
         const size_t n = static_cast<size_t>(last - first);
         if (scratch.found.size() < n) scratch.found.resize(n);
         const size_t fresh = dense.new_places(row, later ? x + 1 : 0, later ? static_cast<uint32_t>(docs.size()) : x, met, scratch.found.data());
