@@ -169,8 +169,7 @@ struct SetJoin::Impl {
   // reach t, unless a class as short (`applied`) is set already.
   void skip_too_long(uint64_t left, uint64_t lx, size_t& applied, uint64_t* met, size_t wlo, size_t whi) const noexcept {
     if (class_len.empty()) return;
-    const uint64_t reach = left * (thr.num + thr.den) / thr.num;  // overlap_reachable(left, lx, ly) <=> lx + ly <= reach
-    const uint64_t longest = reach > lx ? reach - lx : 0;
+    const uint64_t longest = thr.longest_partner(left, lx);
     const auto c = static_cast<size_t>(std::lower_bound(class_len.begin(), class_len.end(), longest) - class_len.begin());
     if (c >= applied) return;
     const uint64_t* l = longer.data() + c * dense.words();

@@ -61,6 +61,12 @@ struct ExactThreshold {
   bool overlap_reachable(uint64_t bound, uint64_t la, uint64_t lb) const noexcept {
     return bound >= 1 && bound * (num + den) >= num * (la + lb);
   }
+  /// The longest set an overlap of `bound` can still take to t with a set of `la`: for lb >= 1,
+  /// overlap_reachable(bound, la, lb) <=> lb <= longest_partner(bound, la) (0: none).
+  uint64_t longest_partner(uint64_t bound, uint64_t la) const noexcept {
+    const uint64_t reach = bound * (num + den) / num;  // the most la + lb can be
+    return bound >= 1 && reach > la ? reach - la : 0;
+  }
   /// common / (la + lb - common) >= t, exactly. Empty sets never reach it.
   bool reached(uint64_t common, uint64_t la, uint64_t lb) const noexcept {
     return common > 0 && common * (num + den) >= num * (la + lb);

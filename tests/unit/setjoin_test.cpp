@@ -98,14 +98,15 @@ TEST(ExactThreshold, DecidesInIntegers) {
   EXPECT_EQ(t.min_overlap(5), 4u);    // ceil(4.0)
   EXPECT_EQ(t.min_overlap(6), 5u);    // ceil(4.8)
   EXPECT_EQ(t.pair_overlap(5, 4), 4u);  // ceil(0.8 / 1.8 * 9) = 4
-  // The probes' test without the division says what pair_overlap says, at thresholds on and off
-  // nine decimals.
+  // The probes' test without the division says what pair_overlap says, and the longest partner
+  // it allows what it decides, at thresholds on and off nine decimals.
   for (const double x : {0.8, 0.5, 1.0 / 3.0, 0.123456789, 1.0, 1e-9})
     for (uint64_t la = 1; la < 40; la += 3)
       for (uint64_t lb = 1; lb < 40; lb += 5)
         for (uint64_t bound = 0; bound <= la + lb; ++bound) {
           const auto e = ExactThreshold::from(x);
           ASSERT_EQ(e.overlap_reachable(bound, la, lb), bound >= e.pair_overlap(la, lb)) << x << " " << la << " " << lb << " " << bound;
+          ASSERT_EQ(e.overlap_reachable(bound, la, lb), lb <= e.longest_partner(bound, la)) << x << " " << la << " " << lb << " " << bound;
         }
   const auto third = ExactThreshold::from(1.0 / 3.0);
   EXPECT_TRUE(third.reached(1, 2, 2));  // 1 / 3 >= 0.333333333

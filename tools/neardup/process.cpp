@@ -411,8 +411,10 @@ void populate_heap_ahead(const void* p, size_t n) noexcept {
 
 void* allocate(size_t n) noexcept {
   void* p = std::malloc(n == 0 ? 1 : n);
-  if (p && n < kLargeBlockBytes) populate_heap_ahead(p, n);
-  if (p && n < kLargeBlockBytes) advise_arena_heap(p);
+  if (p && n < kLargeBlockBytes) {
+    populate_heap_ahead(p, n);
+    advise_arena_heap(p);
+  }
   if (p && n >= kLargeBlockBytes) {
     // Whole pages of the block: at the mmap threshold set above, glibc maps it alone.
     const auto begin = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
