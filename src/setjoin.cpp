@@ -162,7 +162,7 @@ struct SetJoin::Impl {
   // against 1.30 s, 10 alternating runs).
   static constexpr size_t kLengthClasses = 16;
   std::vector<uint64_t> class_len;
-  internal::BigArray<uint64_t> longer;
+  std::vector<uint64_t> longer;  // a bit per class and member: small, zeroed by assign
   void build_length_classes();
   // Before a dense walk of x (of lx shingles) with `left` of its ranks from the walk's on: sets in
   // `met`, words [wlo, whi), the members of the class past the longest member that could still
@@ -173,7 +173,7 @@ struct SetJoin::Impl {
     const auto c = static_cast<size_t>(std::lower_bound(class_len.begin(), class_len.end(), longest) - class_len.begin());
     if (c >= applied) return;
     const uint64_t* l = longer.data() + c * dense.words();
-    for (size_t w = std::min(wlo, whi); w < whi; ++w) met[w] |= l[w];
+    for (size_t w = wlo; w < whi; ++w) met[w] |= l[w];
     applied = c;
   }
   mutable std::atomic<uint64_t> candidates{0}, filtered{0}, verified{0}, results{0}, by_delta{0}, by_words{0}, dense_walks{0};
@@ -254,7 +254,8 @@ struct SetJoin::Impl {
     uint64_t* met = nullptr;
     bool walked = false;
     size_t applied = class_len.size();
-    const size_t wlo = later ? (x + 1) / 64 : 0, whi = later ? dense.words() : x / 64 + 1;
+    // The words of `met` the walks can set: the members after x (later) or before it.
+    const size_t whi = later ? dense.words() : x / 64 + 1, wlo = later ? std::min<size_t>((x + 1) / 64, whi) : 0;
     if (dense.any()) {
       if (scratch.met.size() < dense.words()) scratch.met.assign(dense.words(), 0);
       met = scratch.met.data();
@@ -307,7 +308,7 @@ struct SetJoin::Impl {
     // dense lists: most probes walk none, and clearing the range would cost each of them
     // members / 64 words).
     if (walked) {
-      std::fill(met + std::min(wlo, whi), met + whi, uint64_t{0});
+      std::fill(met + wlo, met + whi, uint64_t{0});
     } else if (met) {
       for (const uint32_t y : scratch.met_sparse) met[y >> 6] = 0;
     }
@@ -443,8 +444,7 @@ void SetJoin::Impl::build_length_classes() {
     if (class_len.empty() || l > class_len.back()) class_len.push_back(l);
   }
   const size_t words = dense.words();
-  longer = internal::BigArray<uint64_t>(class_len.size() * words);
-  std::fill(longer.begin(), longer.end(), uint64_t{0});
+  longer.assign(class_len.size() * words, 0);
   for (size_t m = 0; m < docs.size(); ++m)
     for (size_t c = 0; c < class_len.size() && ranked.len[m] > class_len[c]; ++c) longer[c * words + m / 64] |= uint64_t{1} << (m & 63);
 }
